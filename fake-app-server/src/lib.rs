@@ -1,0 +1,1 @@
+//! A scriptable fake of `codex app-server`.

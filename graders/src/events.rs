@@ -1,0 +1,551 @@
+//! The run-event contract: one JSONL stream per run, one event per line.
+//!
+//! This module is the single definition of the schema (documented in `docs/events.md`).
+//! Every line is an [`Event`]: a header (`v`, `seq`, `run`, `source`) plus a `kind` and a
+//! `payload` whose shape depends on the kind. Writers use the typed [`Body`]; the streaming
+//! reader (`crate::reader`) only parses the header eagerly and decodes payloads on demand, so a
+//! grader can stream a 200 MB log in constant memory.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::str::FromStr;
+
+/// Version of the event schema written in every line's `v` field.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// One line of a run's event stream.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    pub v: u32,
+    /// Continuous from 0 within a run.
+    pub seq: u64,
+    /// The run id; every line of a stream carries the same one.
+    pub run: String,
+    pub source: Source,
+    #[serde(flatten)]
+    pub body: Body,
+}
+
+/// Who observed the event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Source {
+    /// The driver under test (what it sent and what the app-server told it).
+    Driver,
+    /// The harness around the driver (workspace evidence, diagnostics, the terminal).
+    Harness,
+    /// What the model was told: the mock model API of the real-Codex runner, or the fake
+    /// app-server's own model log.
+    Model,
+}
+
+/// A cell of the conformance matrix: `suite.runner.environment.case`.
+///
+/// This is the one place cell names are formed and parsed.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct CellId {
+    pub suite: String,
+    pub runner: String,
+    pub environment: String,
+    pub case: String,
+}
+
+impl CellId {
+    pub fn new(suite: &str, runner: &str, environment: &str, case: &str) -> Self {
+        Self {
+            suite: suite.into(),
+            runner: runner.into(),
+            environment: environment.into(),
+            case: case.into(),
+        }
+    }
+}
+
+impl fmt::Display for CellId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{}.{}.{}", self.suite, self.runner, self.environment, self.case)
+    }
+}
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("cell name `{0}` is not of the form suite.runner.environment.case (four non-empty parts, no other dots)")]
+pub struct BadCellName(pub String);
+
+impl FromStr for CellId {
+    type Err = BadCellName;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let parts: Vec<&str> = s.split('.').collect();
+        match parts.as_slice() {
+            [a, b, c, d] if parts.iter().all(|p| !p.is_empty()) => Ok(CellId::new(a, b, c, d)),
+            _ => Err(BadCellName(s.to_string())),
+        }
+    }
+}
+
+/// The kind-tagged payload of an event. `kind` names are stable strings (see `docs/events.md`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", content = "payload")]
+pub enum Body {
+    #[serde(rename = "run.started")]
+    RunStarted(RunStarted),
+    #[serde(rename = "session.open-requested")]
+    SessionOpenRequested(SessionOpenRequested),
+    #[serde(rename = "session.started")]
+    SessionStarted(SessionStarted),
+    #[serde(rename = "session.rejected")]
+    SessionRejected(SessionRejected),
+    #[serde(rename = "turn.submitted")]
+    TurnSubmitted(TurnSubmitted),
+    #[serde(rename = "turn.started")]
+    TurnStarted(TurnStarted),
+    #[serde(rename = "turn.completed")]
+    TurnCompleted(TurnCompleted),
+    #[serde(rename = "item.started")]
+    ItemStarted(ItemEvent),
+    #[serde(rename = "item.completed")]
+    ItemCompleted(ItemEvent),
+    #[serde(rename = "plan.updated")]
+    PlanUpdated(PlanUpdated),
+    #[serde(rename = "approval.requested")]
+    ApprovalRequested(ApprovalRequested),
+    #[serde(rename = "approval.resolved")]
+    ApprovalResolved(ApprovalResolved),
+    #[serde(rename = "model.tool-call")]
+    ModelToolCall(ModelToolCall),
+    #[serde(rename = "model.tool-output")]
+    ModelToolOutput(ModelToolOutput),
+    #[serde(rename = "result.proposed")]
+    ResultProposed(ResultProposed),
+    #[serde(rename = "workspace.evidence")]
+    WorkspaceEvidence(WorkspaceEvidence),
+    #[serde(rename = "diagnostic")]
+    Diagnostic(Diagnostic),
+    #[serde(rename = "run.ended")]
+    RunEnded(RunEnded),
+}
+
+impl Body {
+    /// The `kind` string this body serializes under.
+    pub fn kind(&self) -> Kind {
+        match self {
+            Body::RunStarted(_) => Kind::RunStarted,
+            Body::SessionOpenRequested(_) => Kind::SessionOpenRequested,
+            Body::SessionStarted(_) => Kind::SessionStarted,
+            Body::SessionRejected(_) => Kind::SessionRejected,
+            Body::TurnSubmitted(_) => Kind::TurnSubmitted,
+            Body::TurnStarted(_) => Kind::TurnStarted,
+            Body::TurnCompleted(_) => Kind::TurnCompleted,
+            Body::ItemStarted(_) => Kind::ItemStarted,
+            Body::ItemCompleted(_) => Kind::ItemCompleted,
+            Body::PlanUpdated(_) => Kind::PlanUpdated,
+            Body::ApprovalRequested(_) => Kind::ApprovalRequested,
+            Body::ApprovalResolved(_) => Kind::ApprovalResolved,
+            Body::ModelToolCall(_) => Kind::ModelToolCall,
+            Body::ModelToolOutput(_) => Kind::ModelToolOutput,
+            Body::ResultProposed(_) => Kind::ResultProposed,
+            Body::WorkspaceEvidence(_) => Kind::WorkspaceEvidence,
+            Body::Diagnostic(_) => Kind::Diagnostic,
+            Body::RunEnded(_) => Kind::RunEnded,
+        }
+    }
+}
+
+/// The `kind` discriminant alone, for cheap header-only parsing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Kind {
+    #[serde(rename = "run.started")]
+    RunStarted,
+    #[serde(rename = "session.open-requested")]
+    SessionOpenRequested,
+    #[serde(rename = "session.started")]
+    SessionStarted,
+    #[serde(rename = "session.rejected")]
+    SessionRejected,
+    #[serde(rename = "turn.submitted")]
+    TurnSubmitted,
+    #[serde(rename = "turn.started")]
+    TurnStarted,
+    #[serde(rename = "turn.completed")]
+    TurnCompleted,
+    #[serde(rename = "item.started")]
+    ItemStarted,
+    #[serde(rename = "item.completed")]
+    ItemCompleted,
+    #[serde(rename = "plan.updated")]
+    PlanUpdated,
+    #[serde(rename = "approval.requested")]
+    ApprovalRequested,
+    #[serde(rename = "approval.resolved")]
+    ApprovalResolved,
+    #[serde(rename = "model.tool-call")]
+    ModelToolCall,
+    #[serde(rename = "model.tool-output")]
+    ModelToolOutput,
+    #[serde(rename = "result.proposed")]
+    ResultProposed,
+    #[serde(rename = "workspace.evidence")]
+    WorkspaceEvidence,
+    #[serde(rename = "diagnostic")]
+    Diagnostic,
+    #[serde(rename = "run.ended")]
+    RunEnded,
+}
+
+/// The driver's run mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Mode {
+    Planning,
+    Standard,
+    Ask,
+}
+
+/// Where the app-server runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Target {
+    Local,
+    Ssh,
+    /// The execution target is itself the sandbox (e.g. a Daytona container).
+    ExternalSandbox,
+}
+
+/// Which generation of launch rules the driver applies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PolicyGeneration {
+    /// The rules after the fix: full-disk read for planning inside an external sandbox.
+    Current,
+    /// The pre-fix rules: restricted reads for planning everywhere.
+    Legacy,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunStarted {
+    pub cell: CellId,
+    /// Free-form name of the driver (e.g. `reference` or the external command).
+    pub driver: String,
+    pub launch: LaunchSummary,
+}
+
+/// What the launch policy decided, as the graders need it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LaunchSummary {
+    pub mode: Mode,
+    pub target: Target,
+    pub network_enabled: bool,
+    pub policy: PolicyGeneration,
+    /// The app-server argv after the program name (the `-c` overrides and flags).
+    pub argv: Vec<String>,
+    /// The profile selected on `thread/start` (`None` when the default applies).
+    pub thread_permissions: Option<String>,
+    /// The profile each turn will carry on `turn/start`.
+    pub turn_permissions: Option<String>,
+    /// Stable digest of the launch, independent of the profiles' filesystem/network rules.
+    pub identity: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionOpenRequested {
+    /// `permissions` sent on `thread/start`.
+    pub permissions: Option<String>,
+    pub cwd: String,
+    pub experimental_api: bool,
+}
+
+/// The sandbox facts the app-server reported in the `thread/start` result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct SandboxFacts {
+    /// The legacy `sandbox` projection, verbatim.
+    pub sandbox: Option<serde_json::Value>,
+    /// `activePermissionProfile.id`.
+    pub active_profile: Option<String>,
+    pub instruction_sources: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionStarted {
+    pub thread_id: String,
+    pub sandbox: SandboxFacts,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionRejected {
+    /// JSON-RPC error code, verbatim.
+    pub code: i64,
+    /// The provider's message, verbatim.
+    pub message: String,
+    /// The attempt number within this run (1-based).
+    pub attempt: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TurnSubmitted {
+    /// 0-based index of the turn within the run.
+    pub index: u32,
+    /// `permissions` sent on `turn/start`.
+    pub permissions: Option<String>,
+    /// `collaborationMode.mode` sent on `turn/start`, if any (e.g. `plan`).
+    pub collaboration_mode: Option<String>,
+    /// The user text, truncated to an excerpt.
+    pub input_excerpt: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TurnStarted {
+    pub turn_id: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TurnCompleted {
+    pub turn_id: String,
+    /// `completed`, `failed`, `interrupted`, … verbatim from the app-server.
+    pub status: String,
+    pub error: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ItemEvent {
+    pub turn_id: Option<String>,
+    pub item: Item,
+}
+
+/// An item of a turn, reduced to what graders need.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "kebab-case")]
+pub enum Item {
+    CommandExecution(CommandExecution),
+    FileChange {
+        id: String,
+        paths: Vec<String>,
+        status: Option<String>,
+    },
+    Plan {
+        id: String,
+        text: String,
+    },
+    AgentMessage {
+        id: String,
+        text: String,
+    },
+    DynamicToolCall(DynamicToolCall),
+    /// Any other item type, named verbatim.
+    Other {
+        id: String,
+        item_type: String,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CommandExecution {
+    pub id: String,
+    /// The command string as the app-server reported it.
+    pub command: String,
+    pub cwd: Option<String>,
+    /// `inProgress`, `completed`, `failed`, `declined`, verbatim.
+    pub status: String,
+    pub exit_code: Option<i64>,
+    /// Separate streams when the source knows them (command/exec), else `None`.
+    pub stdout: Option<String>,
+    pub stderr: Option<String>,
+    /// Merged output when the source only has that (item `aggregatedOutput`).
+    pub aggregated_output: Option<String>,
+    /// The sandbox the command ran under, as far as the driver knows (profile id or policy).
+    pub sandbox: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DynamicToolCall {
+    pub id: String,
+    pub tool: String,
+    pub arguments: serde_json::Value,
+    pub status: Option<String>,
+    pub success: Option<bool>,
+    /// The text the driver answered with.
+    pub result_text: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PlanStep {
+    pub step: String,
+    pub status: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PlanUpdated {
+    pub turn_id: Option<String>,
+    pub explanation: Option<String>,
+    pub steps: Vec<PlanStep>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ApprovalKind {
+    /// A command asked to run (e.g. with escalated permissions).
+    Command,
+    FileChange,
+    Permissions,
+    /// A proposed plan, approved (or sent back for revision) by the driver.
+    Plan,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ApprovalRequested {
+    /// The server request id (or a driver-assigned id for plan approvals).
+    pub request_id: String,
+    pub kind: ApprovalKind,
+    pub item_id: Option<String>,
+    pub command: Option<String>,
+    pub reason: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ApprovalResolved {
+    pub request_id: String,
+    /// `accept`, `decline`, `cancel`, `revise`, … as the driver answered.
+    pub decision: String,
+}
+
+/// A tool call the model made (seen by the model API, not the driver).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelToolCall {
+    pub call_id: String,
+    pub name: String,
+    /// The arguments string as the model sent it.
+    pub arguments: String,
+}
+
+/// The tool output the model got back for a call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelToolOutput {
+    pub call_id: String,
+    pub output: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Outcome {
+    Done,
+    NeedsReview,
+    Blocked,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ResultProposed {
+    pub outcome: Outcome,
+    pub summary: String,
+    /// For `blocked`: who must act, and what they must do.
+    pub owner: Option<String>,
+    pub action: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProbeFile {
+    /// Path relative to the workspace.
+    pub path: String,
+    pub exists: bool,
+    pub size: Option<u64>,
+    pub sha256: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorkspaceEvidence {
+    /// The glob the harness looked for (e.g. `plan-write-probe-*`).
+    pub pattern: String,
+    /// Every file matching the pattern; an empty list means none exists.
+    pub probes: Vec<ProbeFile>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Level {
+    Info,
+    Warn,
+    Error,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Diagnostic {
+    pub level: Level,
+    pub message: String,
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Ending {
+    Succeeded,
+    /// A permanent failure; the run must not be retried in place.
+    FailedPermanently,
+    /// Bounded same-run retries were used up.
+    RetriesExhausted,
+    /// The app-server's transport broke (crash, garbage, oversized line, closed pipe).
+    TransportLost,
+    /// A bounded wait expired.
+    TimedOut,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunEnded {
+    pub ending: Ending,
+    /// Whether a Retry (a fresh run with a fresh app-server) is offered to the user.
+    pub retry_offered: bool,
+    /// A stable error code, e.g. `provider_startup_rejected`, `retry_exhausted`.
+    pub error_code: Option<String>,
+    pub reason: Option<String>,
+}
+
+impl Event {
+    pub fn new(seq: u64, run: &str, source: Source, body: Body) -> Self {
+        Self {
+            v: SCHEMA_VERSION,
+            seq,
+            run: run.to_string(),
+            source,
+            body,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cell_names_round_trip() {
+        let cell = CellId::new(
+            "codex-planning-read-only",
+            "runner-fake",
+            "daytona",
+            "plan-write-refused",
+        );
+        let name = cell.to_string();
+        assert_eq!(
+            name,
+            "codex-planning-read-only.runner-fake.daytona.plan-write-refused"
+        );
+        assert_eq!(name.parse::<CellId>().unwrap(), cell);
+        assert!("a.b.c".parse::<CellId>().is_err());
+        assert!("a..c.d".parse::<CellId>().is_err());
+    }
+
+    #[test]
+    fn events_serialize_with_kind_and_payload() {
+        let ev = Event::new(
+            3,
+            "run-1",
+            Source::Harness,
+            Body::Diagnostic(Diagnostic {
+                level: Level::Warn,
+                message: "hi".into(),
+            }),
+        );
+        let line = serde_json::to_string(&ev).unwrap();
+        assert_eq!(
+            line,
+            r#"{"v":1,"seq":3,"run":"run-1","source":"harness","kind":"diagnostic","payload":{"level":"warn","message":"hi"}}"#
+        );
+        let back: Event = serde_json::from_str(&line).unwrap();
+        assert_eq!(back, ev);
+    }
+}

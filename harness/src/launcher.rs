@@ -1,0 +1,54 @@
+//! How an app-server process is started: directly on the host, or inside a restricted
+//! environment (see `crate::env`). The driver computes *what* to run (the launch policy's argv);
+//! a [`Launcher`] decides *where* it runs.
+
+use std::path::PathBuf;
+
+/// A process to start: program, arguments, the complete environment (nothing is inherited),
+/// and the working directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProcessSpec {
+    pub program: PathBuf,
+    pub args: Vec<String>,
+    pub env: Vec<(String, String)>,
+    pub cwd: PathBuf,
+}
+
+/// A command ready to spawn, plus what must be undone after the process has exited
+/// (container state, mounts, bundle folders). Dropping the guard cleans up.
+pub struct PreparedCommand {
+    pub command: tokio::process::Command,
+    pub guard: Box<dyn Send + Sync>,
+}
+
+/// Where app-server processes run.
+pub trait Launcher: Send + Sync {
+    /// Name of the environment, as used in cell names (`local`, `daytona`, …).
+    fn environment(&self) -> &str;
+    /// Turn a process spec into a command to spawn here.
+    fn prepare(&self, spec: &ProcessSpec) -> anyhow::Result<PreparedCommand>;
+}
+
+/// Runs the process directly on the host.
+#[derive(Debug, Default, Clone)]
+pub struct LocalLauncher;
+
+impl Launcher for LocalLauncher {
+    fn environment(&self) -> &str {
+        "local"
+    }
+
+    fn prepare(&self, spec: &ProcessSpec) -> anyhow::Result<PreparedCommand> {
+        let mut command = tokio::process::Command::new(&spec.program);
+        command
+            .args(&spec.args)
+            .env_clear()
+            .envs(spec.env.iter().map(|(k, v)| (k, v)))
+            .current_dir(&spec.cwd)
+            .kill_on_drop(true);
+        Ok(PreparedCommand {
+            command,
+            guard: Box::new(()),
+        })
+    }
+}
