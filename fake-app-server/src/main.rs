@@ -1,4 +1,3 @@
-fn main() {
-    eprintln!("fake-app-server: not implemented yet");
-    std::process::exit(2);
+fn main() -> std::process::ExitCode {
+    fake_app_server::cli_main(std::env::args_os().skip(1))
 }

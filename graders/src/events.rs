@@ -63,7 +63,11 @@ impl CellId {
 
 impl fmt::Display for CellId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}.{}.{}.{}", self.suite, self.runner, self.environment, self.case)
+        write!(
+            f,
+            "{}.{}.{}.{}",
+            self.suite, self.runner, self.environment, self.case
+        )
     }
 }
 

@@ -82,7 +82,8 @@ impl EventLog {
 
     /// Write the terminal event.
     pub fn end(&mut self, ended: RunEnded) -> Result<(), EventLogError> {
-        self.emit(Source::Harness, Body::RunEnded(ended)).map(|_| ())
+        self.emit(Source::Harness, Body::RunEnded(ended))
+            .map(|_| ())
     }
 
     pub fn flush(&mut self) -> std::io::Result<()> {

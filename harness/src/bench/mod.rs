@@ -1,0 +1,1 @@
+//! Benchmarks behind `harness bench`: one module per subject.

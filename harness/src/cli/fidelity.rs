@@ -1,0 +1,11 @@
+//! `harness fidelity`.
+
+use std::process::ExitCode;
+
+#[derive(clap::Args, Debug)]
+pub struct Args {}
+
+pub fn main(_args: Args) -> ExitCode {
+    eprintln!("harness fidelity: not implemented yet");
+    ExitCode::from(2)
+}

@@ -1,0 +1,11 @@
+//! `harness grade`.
+
+use std::process::ExitCode;
+
+#[derive(clap::Args, Debug)]
+pub struct Args {}
+
+pub fn main(_args: Args) -> ExitCode {
+    eprintln!("harness grade: not implemented yet");
+    ExitCode::from(2)
+}

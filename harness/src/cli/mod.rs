@@ -1,0 +1,9 @@
+//! One module per `harness` subcommand; each exposes `Args` (clap) and `main`.
+
+pub mod bench;
+pub mod env;
+pub mod fidelity;
+pub mod grade;
+pub mod launch;
+pub mod repro;
+pub mod run;

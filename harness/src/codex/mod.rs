@@ -1,0 +1,3 @@
+//! The real Codex: provisioning of the pinned versions and (later) the mock model API.
+
+pub mod provision;
