@@ -1,16 +1,66 @@
-//! A scriptable fake of `codex app-server`.
+//! A scriptable fake of `codex app-server`: the real stdio JSON-RPC protocol of Codex 0.169.0,
+//! a real (bubblewrap) or simulated sandbox, and a scenario that scripts the model and faults.
 
+pub mod cli;
+pub mod config;
+pub mod ids;
 pub mod model_log;
+pub mod model_log_writer;
+pub mod output;
+pub mod protocol;
+pub mod sandbox;
 pub mod scenario;
+mod server;
+pub mod transcript;
 
+use clap::Parser;
 use std::ffi::OsString;
 use std::process::ExitCode;
+use std::time::Duration;
 
 /// Entry point shared by the `fake-app-server` binary and every binary that embeds the fake
 /// (e.g. `harness fake-app-server …`). `args` excludes the program name; a leading `app-server`
 /// is accepted so a driver can launch it exactly like `codex app-server`.
 pub fn cli_main<I: IntoIterator<Item = OsString>>(args: I) -> ExitCode {
-    let _ = args.into_iter().count();
-    eprintln!("fake-app-server: not implemented yet");
-    ExitCode::from(2)
+    let argv = std::iter::once(OsString::from("fake-app-server")).chain(args);
+    let args = match cli::Args::try_parse_from(argv) {
+        Ok(args) => args,
+        Err(err) => {
+            let _ = err.print();
+            return ExitCode::from(if err.use_stderr() { 2 } else { 0 });
+        }
+    };
+    match run(args) {
+        Ok(code) => ExitCode::from(code),
+        Err(message) => {
+            // Codex prints start-up failures as `Error: …` and exits 1.
+            eprintln!("Error: {message}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn run(args: cli::Args) -> Result<u8, String> {
+    let config = config::Config::from_overrides(&args.overrides).map_err(|e| e.to_string())?;
+    let scenario = scenario::Scenario::from_spec(&args.scenario).map_err(|e| e.to_string())?;
+    let sandbox = sandbox::Sandbox::new(
+        args.sandbox,
+        scenario.environment.clone(),
+        Duration::from_millis(scenario.limits.command_ms),
+    )?;
+    let transcript = match &args.transcript {
+        Some(path) => Some(
+            transcript::Transcript::create(path)
+                .map_err(|e| format!("cannot create transcript {}: {e}", path.display()))?,
+        ),
+        None => None,
+    };
+    let model_log = match &args.model_log {
+        Some(path) => model_log_writer::ModelLog::create(path)
+            .map_err(|e| format!("cannot create model log {}: {e}", path.display()))?,
+        None => model_log_writer::ModelLog::disabled(),
+    };
+    let out = output::Output::new(transcript, scenario.notifications.clone());
+    let shared = server::Shared::new(scenario, config, sandbox, out, model_log);
+    Ok(server::serve(shared))
 }

@@ -195,6 +195,38 @@ pub enum Kind {
     RunEnded,
 }
 
+impl Kind {
+    /// The wire name (`item.completed`, …), as in `docs/events.md`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::RunStarted => "run.started",
+            Kind::SessionOpenRequested => "session.open-requested",
+            Kind::SessionStarted => "session.started",
+            Kind::SessionRejected => "session.rejected",
+            Kind::TurnSubmitted => "turn.submitted",
+            Kind::TurnStarted => "turn.started",
+            Kind::TurnCompleted => "turn.completed",
+            Kind::ItemStarted => "item.started",
+            Kind::ItemCompleted => "item.completed",
+            Kind::PlanUpdated => "plan.updated",
+            Kind::ApprovalRequested => "approval.requested",
+            Kind::ApprovalResolved => "approval.resolved",
+            Kind::ModelToolCall => "model.tool-call",
+            Kind::ModelToolOutput => "model.tool-output",
+            Kind::ResultProposed => "result.proposed",
+            Kind::WorkspaceEvidence => "workspace.evidence",
+            Kind::Diagnostic => "diagnostic",
+            Kind::RunEnded => "run.ended",
+        }
+    }
+}
+
+impl fmt::Display for Kind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// The driver's run mode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -531,6 +563,33 @@ mod tests {
         assert_eq!(name.parse::<CellId>().unwrap(), cell);
         assert!("a.b.c".parse::<CellId>().is_err());
         assert!("a..c.d".parse::<CellId>().is_err());
+    }
+
+    #[test]
+    fn kind_names_match_serde() {
+        let kinds = [
+            Kind::RunStarted,
+            Kind::SessionOpenRequested,
+            Kind::SessionStarted,
+            Kind::SessionRejected,
+            Kind::TurnSubmitted,
+            Kind::TurnStarted,
+            Kind::TurnCompleted,
+            Kind::ItemStarted,
+            Kind::ItemCompleted,
+            Kind::PlanUpdated,
+            Kind::ApprovalRequested,
+            Kind::ApprovalResolved,
+            Kind::ModelToolCall,
+            Kind::ModelToolOutput,
+            Kind::ResultProposed,
+            Kind::WorkspaceEvidence,
+            Kind::Diagnostic,
+            Kind::RunEnded,
+        ];
+        for kind in kinds {
+            assert_eq!(serde_json::to_value(kind).unwrap(), kind.as_str());
+        }
     }
 
     #[test]

@@ -31,6 +31,8 @@ enum Command {
     Bench(harness::cli::bench::Args),
     /// Compare the fake app-server with the real Codex, scenario by scenario.
     Fidelity(harness::cli::fidelity::Args),
+    /// Install the pinned real Codex versions into the cache (as the real-Codex runners do).
+    Provision(harness::cli::provision::Args),
     /// Serve as the fake app-server (same as the `fake-app-server` binary).
     #[command(hide = true, disable_help_flag = true)]
     FakeAppServer {
@@ -50,5 +52,6 @@ fn main() -> ExitCode {
         Command::Repro(args) => harness::cli::repro::main(args),
         Command::Bench(args) => harness::cli::bench::main(args),
         Command::Fidelity(args) => harness::cli::fidelity::main(args),
+        Command::Provision(args) => harness::cli::provision::main(args),
     }
 }

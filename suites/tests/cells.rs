@@ -1,4 +1,81 @@
-fn main() {
-    let args = libtest_mimic::Arguments::from_args();
-    libtest_mimic::run(&args, Vec::new()).exit();
+//! The conformance matrix as tests: one libtest-mimic trial per cell, named
+//! `suite.runner.environment.case`, so the usual filters select cells
+//! (`cargo test -p suites -- .daytona.`, `--exact NAME`, `--skip`, `--ignored`, `--list`) and
+//! `cargo nextest run -p suites` runs (and partitions) them too.
+//!
+//! This binary also serves as the fake app-server of its own cells: launched with a first
+//! argument `fake-app-server`, it is the fake (`fake_app_server::cli_main`), so cells never
+//! depend on a separately built binary.
+
+use harness::matrix::{run_cell, CellOutcome, MatrixOptions};
+use libtest_mimic::{Arguments, Completion, Failed, Trial};
+use std::collections::BTreeMap;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+fn main() -> ExitCode {
+    let mut args = std::env::args_os().skip(1).peekable();
+    if args.peek().is_some_and(|a| a == "fake-app-server") {
+        return fake_app_server::cli_main(args.skip(1));
+    }
+    let arguments = Arguments::from_args();
+    let matrix = match suites::load() {
+        Ok(matrix) => matrix,
+        Err(e) => {
+            eprintln!("error: the suites do not load: {e}");
+            return ExitCode::from(101);
+        }
+    };
+    let options = match MatrixOptions::from_env() {
+        Ok(options) => Arc::new(options),
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            return ExitCode::from(101);
+        }
+    };
+    // Cells that cannot run here are flagged ignored up front, so `--list` shows them and
+    // `--ignored` runs them (and fails with the reason); under CI=true nothing is ignored.
+    let mut ignored_reasons: BTreeMap<String, usize> = BTreeMap::new();
+    let trials: Vec<Trial> = matrix
+        .cells
+        .iter()
+        .cloned()
+        .map(|cell| {
+            let missing = if options.ci {
+                None
+            } else {
+                harness::matrix::missing_prerequisite(&cell, &options)
+            };
+            if let Some(reason) = &missing {
+                *ignored_reasons.entry(reason.clone()).or_default() += 1;
+            }
+            let options = options.clone();
+            Trial::ignorable_test(cell.name(), move || run_trial(&cell, &options))
+                .with_ignored_flag(missing.is_some())
+        })
+        .collect();
+    if !arguments.list && !arguments.ignored && !arguments.include_ignored {
+        for (reason, count) in &ignored_reasons {
+            eprintln!("ignored {count} cells: {reason}");
+        }
+    }
+    libtest_mimic::run(&arguments, trials).exit_code()
+}
+
+fn run_trial(cell: &suites::Cell, options: &MatrixOptions) -> Result<Completion, Failed> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| Failed::from(format!("tokio runtime: {e}")))?;
+    let result = runtime.block_on(run_cell(cell, options));
+    let evidence = result.evidence_dir.display();
+    match &result.outcome {
+        CellOutcome::Ignored { reason } => Ok(Completion::ignored_with(reason)),
+        _ if result.is_failure() => Err(Failed::from(format!(
+            "{}\nevidence: {evidence}",
+            result.describe()
+        ))),
+        _ => Ok(Completion::Completed),
+    }
 }

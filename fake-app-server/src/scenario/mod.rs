@@ -2,4 +2,378 @@
 //! method, which faults it injects, the environment facts of the simulated sandbox, and the model
 //! script of each turn.
 
+pub mod builder;
+mod builtin;
 pub mod model;
+
+use model::{ModelStep, ModelTurn};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+pub use builder::ScenarioBuilder;
+pub use builtin::BUILTIN_NAMES;
+
+/// A whole scenario: server behaviour, environment facts and the model script.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    /// Free text naming the scenario (built-ins use their built-in name).
+    #[serde(default)]
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    /// Per JSON-RPC method (e.g. `"thread/start"`): how the server answers it.
+    #[serde(default)]
+    pub methods: BTreeMap<String, MethodBehaviour>,
+    /// Per notification method (e.g. `"item/completed"`): transport faults on that notification.
+    #[serde(default)]
+    pub notifications: BTreeMap<String, NotificationFault>,
+    /// Facts of the simulated environment (used by the simulated sandbox mode).
+    #[serde(default)]
+    pub environment: EnvironmentFacts,
+    /// Limits on how long the fake waits for the client.
+    #[serde(default)]
+    pub limits: Limits,
+    /// Turn N of every thread plays `turns[N]`; turns past the end play [`Scenario::default_turn`].
+    #[serde(default)]
+    pub turns: Vec<ScenarioTurn>,
+}
+
+/// How the server answers one method. Faults apply in this order: `delay_ms`, then exactly one of
+/// `hang`, `crash_after_bytes`, `malformed`, or the answer (an `error`, a `result` override, or the
+/// real answer), written as `oversized_bytes` padding and/or `split_writes` chunks.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct MethodBehaviour {
+    /// Apply this behaviour only to the first N calls of the method (then answer normally).
+    #[serde(default)]
+    pub times: Option<u32>,
+    /// Answer with this error instead of the real answer.
+    #[serde(default)]
+    pub error: Option<RpcErrorSpec>,
+    /// Answer with this result instead of the real one.
+    #[serde(default)]
+    pub result: Option<serde_json::Value>,
+    /// Wait this long before answering.
+    #[serde(default)]
+    pub delay_ms: Option<u64>,
+    /// Never answer (the server keeps serving other requests).
+    #[serde(default)]
+    pub hang: bool,
+    /// Write only the first N bytes of the answer line, then exit with code 101.
+    #[serde(default)]
+    pub crash_after_bytes: Option<usize>,
+    /// Write a line that is not JSON instead of the answer.
+    #[serde(default)]
+    pub malformed: bool,
+    /// Pad the answer line (with JSON whitespace) to at least this many bytes.
+    #[serde(default)]
+    pub oversized_bytes: Option<usize>,
+    /// Write the answer line in this many chunks, flushed separately.
+    #[serde(default)]
+    pub split_writes: Option<usize>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RpcErrorSpec {
+    pub code: i64,
+    pub message: String,
+}
+
+/// Faults on one notification method.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct NotificationFault {
+    /// Send every such notification twice.
+    #[serde(default)]
+    pub duplicate: bool,
+    /// Hold every such notification back and send it after the next outgoing message.
+    #[serde(default)]
+    pub out_of_order: bool,
+    /// Never send it.
+    #[serde(default)]
+    pub drop: bool,
+}
+
+/// What the simulated sandbox believes about the machine. In real mode these are ignored: the
+/// kernel decides.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct EnvironmentFacts {
+    /// Configuring loopback in a new network namespace fails (`bwrap: loopback: Failed
+    /// RTM_NEWADDR: Operation not permitted`), e.g. a runtime refusing rtnetlink.
+    #[serde(default)]
+    pub loopback_refused: bool,
+    /// Writing the uid map fails (`bwrap: setting up uid map: Permission denied`).
+    #[serde(default)]
+    pub uid_map_refused: bool,
+    /// No user namespaces can be created (ENOSPC).
+    #[serde(default)]
+    pub user_namespaces_unavailable: bool,
+    /// The `codex-linux-sandbox` helper alias is missing (`bwrap: execvp codex-linux-sandbox: No
+    /// such file or directory`).
+    #[serde(default)]
+    pub helper_missing: bool,
+}
+
+impl EnvironmentFacts {
+    pub fn is_healthy(&self) -> bool {
+        *self == Self::default()
+    }
+}
+
+/// Bounds on waiting for the client.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Limits {
+    /// How long a server request (approval, dynamic tool call) waits for the client's answer.
+    #[serde(default = "default_client_answer_ms")]
+    pub client_answer_ms: u64,
+    /// How long a `hang` fault lasts before the process exits (a hang must never be endless).
+    #[serde(default = "default_hang_ms")]
+    pub hang_ms: u64,
+    /// How long one model shell command may run before it is killed.
+    #[serde(default = "default_command_ms")]
+    pub command_ms: u64,
+}
+
+fn default_client_answer_ms() -> u64 {
+    120_000
+}
+fn default_hang_ms() -> u64 {
+    600_000
+}
+fn default_command_ms() -> u64 {
+    60_000
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            client_answer_ms: default_client_answer_ms(),
+            hang_ms: default_hang_ms(),
+            command_ms: default_command_ms(),
+        }
+    }
+}
+
+/// One turn: the model script plus what goes wrong on the server side during it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct ScenarioTurn {
+    #[serde(default)]
+    pub steps: Vec<ModelStep>,
+    /// A transport fault injected after step `after_step` (0-based; before any step if absent).
+    #[serde(default)]
+    pub fault: Option<TurnFault>,
+    /// The model request fails after the steps (a `response.failed` for the real Codex): the
+    /// turn ends `failed` with this message.
+    #[serde(default)]
+    pub fail: Option<TurnFailure>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TurnFault {
+    pub kind: TurnFaultKind,
+    #[serde(default)]
+    pub after_step: Option<usize>,
+    /// Size of the line for `oversized-line`.
+    #[serde(default)]
+    pub bytes: Option<usize>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TurnFaultKind {
+    /// The process exits (code 101) in the middle of the turn.
+    Crash,
+    /// The turn stops making progress (bounded by `limits.hang_ms`, then the process exits).
+    Hang,
+    /// A line that is not JSON is written, then the turn goes on.
+    GarbageLine,
+    /// A valid but oversized notification line is written, then the turn goes on.
+    OversizedLine,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TurnFailure {
+    pub message: String,
+}
+
+/// A scenario that cannot be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum ScenarioError {
+    #[error("unknown built-in scenario `{0}` (known: {known})", known = BUILTIN_NAMES.join(", "))]
+    UnknownBuiltin(String),
+    #[error("cannot read scenario file {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("invalid scenario file {path}: {message}")]
+    Parse { path: PathBuf, message: String },
+    #[error("invalid scenario {origin}: {message}")]
+    Invalid { origin: String, message: String },
+}
+
+impl Scenario {
+    /// The built-in scenario `name` (see [`BUILTIN_NAMES`]).
+    pub fn builtin(name: &str) -> Result<Self, ScenarioError> {
+        let text = builtin::text(name).ok_or_else(|| ScenarioError::UnknownBuiltin(name.into()))?;
+        Self::from_toml_str(text, Path::new(&format!("builtin:{name}")))
+    }
+
+    /// Load a scenario file (TOML). Unknown keys fail, naming the key, the file and the line.
+    pub fn from_file(path: &Path) -> Result<Self, ScenarioError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ScenarioError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Self::from_toml_str(&text, path)
+    }
+
+    /// `builtin:NAME` or a file path.
+    pub fn from_spec(spec: &str) -> Result<Self, ScenarioError> {
+        match spec.strip_prefix("builtin:") {
+            Some(name) => Self::builtin(name),
+            None => Self::from_file(Path::new(spec)),
+        }
+    }
+
+    /// Parse TOML text; `origin` names the file in errors.
+    pub fn from_toml_str(text: &str, origin: &Path) -> Result<Self, ScenarioError> {
+        let scenario: Scenario = toml::from_str(text).map_err(|err| ScenarioError::Parse {
+            path: origin.to_path_buf(),
+            message: describe_toml_error(text, &err),
+        })?;
+        scenario.validate(&origin.display().to_string())?;
+        Ok(scenario)
+    }
+
+    fn validate(&self, origin: &str) -> Result<(), ScenarioError> {
+        let invalid = |message: String| ScenarioError::Invalid {
+            origin: origin.to_string(),
+            message,
+        };
+        for (method, behaviour) in &self.methods {
+            if behaviour.error.is_some() && behaviour.result.is_some() {
+                return Err(invalid(format!(
+                    "methods.\"{method}\": `error` and `result` exclude each other"
+                )));
+            }
+            if behaviour.split_writes == Some(0) {
+                return Err(invalid(format!(
+                    "methods.\"{method}\": split_writes must be at least 1"
+                )));
+            }
+        }
+        for (index, turn) in self.turns.iter().enumerate() {
+            if let Some(fault) = &turn.fault {
+                if let Some(after) = fault.after_step {
+                    if after >= turn.steps.len() {
+                        return Err(invalid(format!(
+                            "turns[{index}].fault.after_step = {after} but the turn has {} steps",
+                            turn.steps.len()
+                        )));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The model script alone (what a mock model API plays for the real Codex).
+    pub fn model_script(&self) -> Vec<ModelTurn> {
+        self.turns
+            .iter()
+            .map(|turn| ModelTurn {
+                steps: turn.steps.clone(),
+            })
+            .collect()
+    }
+
+    /// The turn played when the script has no turn N: the model just answers.
+    pub fn default_turn() -> ScenarioTurn {
+        ScenarioTurn {
+            steps: vec![ModelStep::Message {
+                text: "Done.".to_string(),
+            }],
+            fault: None,
+            fail: None,
+        }
+    }
+
+    /// The behaviour configured for `method`, if any.
+    pub fn method(&self, method: &str) -> Option<&MethodBehaviour> {
+        self.methods.get(method)
+    }
+}
+
+/// toml's message already names the key and shows the offending line; add the line number
+/// explicitly so the error reads `line N` even when the snippet is trimmed.
+fn describe_toml_error(text: &str, err: &toml::de::Error) -> String {
+    let message = err.message().trim().to_string();
+    match err.span() {
+        Some(span) => {
+            let line = text[..span.start.min(text.len())].matches('\n').count() + 1;
+            let source_line = text.lines().nth(line - 1).unwrap_or("").trim();
+            format!("line {line}: {message} (at `{source_line}`)")
+        }
+        None => message,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_builtin_loads() {
+        for name in BUILTIN_NAMES {
+            let scenario = Scenario::builtin(name).unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert_eq!(scenario.name, *name);
+        }
+    }
+
+    #[test]
+    fn unknown_key_names_key_file_and_line() {
+        let text = "name = \"x\"\n\n[methods.\"thread/start\"]\ndelay_ms = 1\nbogus_key = 2\n";
+        let err = Scenario::from_toml_str(text, Path::new("scen.toml")).unwrap_err();
+        let shown = err.to_string();
+        assert!(shown.contains("scen.toml"), "{shown}");
+        assert!(shown.contains("bogus_key"), "{shown}");
+        assert!(shown.contains("line 5"), "{shown}");
+    }
+
+    #[test]
+    fn unknown_step_field_fails() {
+        let text = "[[turns]]\nsteps = [{ step = \"message\", text = \"hi\", loud = true }]\n";
+        let err = Scenario::from_toml_str(text, Path::new("s.toml")).unwrap_err();
+        assert!(err.to_string().contains("loud"), "{err}");
+    }
+
+    #[test]
+    fn fault_after_missing_step_is_rejected() {
+        let text = "[[turns]]\nsteps = []\nfault = { kind = \"crash\", after_step = 0 }\n";
+        let err = Scenario::from_toml_str(text, Path::new("s.toml")).unwrap_err();
+        assert!(err.to_string().contains("after_step"), "{err}");
+    }
+
+    #[test]
+    fn unknown_builtin_is_an_error() {
+        let err = Scenario::builtin("nope").unwrap_err();
+        assert!(err.to_string().contains("plan-write-refused"), "{err}");
+    }
+
+    #[test]
+    fn model_script_drops_server_faults() {
+        let scenario = Scenario::builtin("crash-mid-turn").unwrap();
+        let script = scenario.model_script();
+        assert_eq!(script.len(), scenario.turns.len());
+        assert_eq!(script[0].steps, scenario.turns[0].steps);
+    }
+}

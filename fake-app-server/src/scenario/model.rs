@@ -60,3 +60,133 @@ pub struct PlanStepSpec {
 pub fn expand_template(text: &str, probe_id: &str) -> String {
     text.replace("{probe_id}", probe_id)
 }
+
+/// The outcome of the model's write probe, as the first line of a plan records it.
+pub const WRITE_REFUSED: &str = "WRITE_REFUSED";
+pub const WRITE_SUCCEEDED: &str = "WRITE_SUCCEEDED";
+pub const SANDBOX_FAILED: &str = "SANDBOX_FAILED";
+/// `{write_outcome}` before any shell step ran in the turn.
+pub const NO_WRITE_ATTEMPT: &str = "NO_WRITE_ATTEMPT";
+
+/// Everything a script text's templates may refer to. Besides `{probe_id}`:
+/// - `{write_outcome}`: the outcome of the turn's most recent shell step, computed from the
+///   command's real exit code and output by [`classify_write_outcome`];
+/// - `{user_marker}`: the first `MARKER-…` token in the turn's user text ([`find_marker`]).
+#[derive(Debug, Clone, Default)]
+pub struct TemplateContext {
+    pub probe_id: String,
+    pub write_outcome: Option<String>,
+    pub user_marker: Option<String>,
+}
+
+impl TemplateContext {
+    pub fn expand(&self, text: &str) -> String {
+        let mut out = expand_template(text, &self.probe_id);
+        if out.contains("{write_outcome}") {
+            let outcome = self.write_outcome.as_deref().unwrap_or(NO_WRITE_ATTEMPT);
+            out = out.replace("{write_outcome}", outcome);
+        }
+        if out.contains("{user_marker}") {
+            out = out.replace("{user_marker}", self.user_marker.as_deref().unwrap_or(""));
+        }
+        out
+    }
+
+    /// Expand every string inside a JSON value (tool-call arguments).
+    pub fn expand_value(&self, value: &serde_json::Value) -> serde_json::Value {
+        use serde_json::Value;
+        match value {
+            Value::String(text) => Value::String(self.expand(text)),
+            Value::Array(items) => {
+                Value::Array(items.iter().map(|v| self.expand_value(v)).collect())
+            }
+            Value::Object(map) => Value::Object(
+                map.iter()
+                    .map(|(k, v)| (k.clone(), self.expand_value(v)))
+                    .collect(),
+            ),
+            other => other.clone(),
+        }
+    }
+}
+
+/// Classify a write probe's result from what the model saw: the exit code and the output.
+/// A bubblewrap launcher failure (`bwrap: …`) or a sandbox helper panic means the command never
+/// ran; `WRITE_REFUSED` printed by the `||` branch (or a refusal text) means the sandbox refused
+/// the write; a clean exit means the write happened.
+pub fn classify_write_outcome(exit_code: i64, output: &str) -> &'static str {
+    let launcher_failed = output.lines().any(|line| line.starts_with("bwrap: "))
+        || output.contains("panicked at linux-sandbox");
+    if launcher_failed {
+        return SANDBOX_FAILED;
+    }
+    if output.contains(WRITE_REFUSED) {
+        return WRITE_REFUSED;
+    }
+    if exit_code == 0 {
+        return WRITE_SUCCEEDED;
+    }
+    let lowered = output.to_ascii_lowercase();
+    if lowered.contains("read-only file system") || lowered.contains("permission denied") {
+        WRITE_REFUSED
+    } else {
+        SANDBOX_FAILED
+    }
+}
+
+/// The first whitespace-separated token starting with `MARKER-` (trailing punctuation removed).
+pub fn find_marker(user_text: &str) -> Option<String> {
+    user_text
+        .split_whitespace()
+        .find(|token| token.starts_with("MARKER-"))
+        .map(|token| {
+            token
+                .trim_end_matches(|c: char| !(c.is_ascii_alphanumeric() || c == '-' || c == '_'))
+                .to_string()
+        })
+}
+
+#[cfg(test)]
+mod template_tests {
+    use super::*;
+
+    #[test]
+    fn outcomes_follow_the_command_result() {
+        let refused =
+            "/bin/bash: line 1: plan-write-probe-1.txt: Read-only file system\nWRITE_REFUSED\n";
+        assert_eq!(classify_write_outcome(0, refused), WRITE_REFUSED);
+        assert_eq!(classify_write_outcome(0, ""), WRITE_SUCCEEDED);
+        assert_eq!(
+            classify_write_outcome(
+                1,
+                "bwrap: loopback: Failed RTM_NEWADDR: Operation not permitted\n"
+            ),
+            SANDBOX_FAILED
+        );
+        assert_eq!(
+            classify_write_outcome(1, "bwrap: setting up uid map: Permission denied\n"),
+            SANDBOX_FAILED
+        );
+        assert_eq!(
+            classify_write_outcome(1, "x: Read-only file system\n"),
+            WRITE_REFUSED
+        );
+    }
+
+    #[test]
+    fn templates_expand() {
+        let ctx = TemplateContext {
+            probe_id: "ab12".into(),
+            write_outcome: Some(WRITE_REFUSED.into()),
+            user_marker: find_marker("please echo MARKER-42x, thanks"),
+        };
+        assert_eq!(
+            ctx.expand("{write_outcome} {probe_id} {user_marker}"),
+            "WRITE_REFUSED ab12 MARKER-42x"
+        );
+        assert_eq!(
+            TemplateContext::default().expand("{write_outcome}"),
+            NO_WRITE_ATTEMPT
+        );
+    }
+}

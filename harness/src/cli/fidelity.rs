@@ -1,11 +1,182 @@
-//! `harness fidelity`.
+//! `harness fidelity`: the fake app-server against the real Codex, scenario by scenario, in every
+//! environment that can run here. Prints one table row per pair; a verdict mismatch or a
+//! divergence in the driver-visible message sequence is a fidelity failure naming the first
+//! diverging message. Also reports, per real-Codex cell, the time spent in Codex versus in the
+//! harness.
 
+use crate::codex::fidelity::{self, PairOutcome};
+use crate::matrix::{paths, MatrixOptions};
 use std::process::ExitCode;
+use std::time::Duration;
 
 #[derive(clap::Args, Debug)]
-pub struct Args {}
+pub struct Args {
+    /// Only pairs whose name (`suite.runner-fake~runner-codex.environment.case`) contains one of
+    /// these.
+    pub filters: Vec<String>,
+    /// Folder for the cells' evidence (default: `<conformance>/fidelity`).
+    #[arg(long)]
+    pub out: Option<std::path::PathBuf>,
+    /// List the pairs without running them.
+    #[arg(long)]
+    pub list: bool,
+}
 
-pub fn main(_args: Args) -> ExitCode {
-    eprintln!("harness fidelity: not implemented yet");
-    ExitCode::from(2)
+pub fn main(args: Args) -> ExitCode {
+    let matrix = match suites::load() {
+        Ok(matrix) => matrix,
+        Err(e) => {
+            eprintln!("harness fidelity: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let pairs = fidelity::pairs(&matrix, &args.filters);
+    if pairs.is_empty() {
+        eprintln!("harness fidelity: no pair matches {:?}", args.filters);
+        return ExitCode::from(2);
+    }
+    if args.list {
+        for pair in &pairs {
+            println!("{}  ({})", pair.name(), pair.scenario());
+        }
+        return ExitCode::SUCCESS;
+    }
+    let mut options = match MatrixOptions::from_env() {
+        Ok(options) => options,
+        Err(e) => {
+            eprintln!("harness fidelity: {e:#}");
+            return ExitCode::from(2);
+        }
+    };
+    options.out_root = args
+        .out
+        .unwrap_or_else(|| paths::conformance_root().join("fidelity"));
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("harness fidelity: starting the runtime: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let mut outcomes = Vec::new();
+    for pair in &pairs {
+        eprintln!("running {}", pair.name());
+        outcomes.push(runtime.block_on(fidelity::run_pair(pair, &options)));
+    }
+    crate::env::cleanup_registered();
+    print!("{}", table(&outcomes));
+    let failures = outcomes.iter().filter(|o| o.failure().is_some()).count();
+    let errors = outcomes
+        .iter()
+        .filter(|o| o.fake.verdict.starts_with("error") || o.real.verdict.starts_with("error"))
+        .count();
+    if options.ci {
+        let ignored = outcomes.iter().filter(|o| !o.compared()).count();
+        if ignored > 0 {
+            eprintln!("CI=true: {ignored} pair(s) could not be compared");
+            return ExitCode::FAILURE;
+        }
+    }
+    if failures > 0 || errors > 0 {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+fn ms(duration: Duration) -> String {
+    format!("{}", duration.as_millis())
+}
+
+/// The report: one row per pair, then the fidelity failures in full.
+pub fn table(outcomes: &[PairOutcome]) -> String {
+    let mut out = String::new();
+    let header = [
+        "pair",
+        "fake",
+        "real",
+        "sequence",
+        "real ms",
+        "codex ms",
+        "harness ms",
+        "overhead",
+    ];
+    let rows: Vec<[String; 8]> = outcomes
+        .iter()
+        .map(|o| {
+            let sequence = if !o.compared() {
+                "not compared".to_string()
+            } else if let Some(d) = &o.divergence {
+                format!("DIVERGES at {}", d.index)
+            } else {
+                format!("same ({} messages)", o.fake.sequence.len())
+            };
+            let (codex, harness, overhead) = match (o.real.codex_span, o.real.harness_time()) {
+                (Some(span), Some(harness)) => (
+                    ms(span),
+                    ms(harness),
+                    format!(
+                        "{:.1}%",
+                        100.0 * harness.as_secs_f64() / o.real.wall.as_secs_f64().max(1e-9)
+                    ),
+                ),
+                _ => ("-".into(), "-".into(), "-".into()),
+            };
+            [
+                o.pair.clone(),
+                short(&o.fake.verdict),
+                short(&o.real.verdict),
+                sequence,
+                ms(o.real.wall),
+                codex,
+                harness,
+                overhead,
+            ]
+        })
+        .collect();
+    let widths: Vec<usize> = (0..header.len())
+        .map(|i| {
+            rows.iter()
+                .map(|r| r[i].chars().count())
+                .chain(std::iter::once(header[i].len()))
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let line = |cells: Vec<&str>| {
+        cells
+            .iter()
+            .zip(&widths)
+            .map(|(c, w)| format!("{c:<w$}"))
+            .collect::<Vec<_>>()
+            .join("  ")
+            .trim_end()
+            .to_string()
+            + "\n"
+    };
+    out.push_str(&line(header.to_vec()));
+    for row in &rows {
+        out.push_str(&line(row.iter().map(String::as_str).collect()));
+    }
+    for o in outcomes {
+        if let Some(failure) = o.failure() {
+            out.push_str(&format!("\nFIDELITY FAILURE {}: {failure}\n", o.pair));
+        }
+        for side in [&o.fake, &o.real] {
+            if !side.graded {
+                out.push_str(&format!("\n{}: {}\n", side.cell, side.verdict));
+            }
+        }
+    }
+    out
+}
+
+fn short(verdict: &str) -> String {
+    if verdict.starts_with("ignored") {
+        "ignored".into()
+    } else if verdict.starts_with("error") {
+        "error".into()
+    } else {
+        verdict.into()
+    }
 }

@@ -1,11 +1,107 @@
-//! `harness grade`.
+//! `harness grade --suite SUITE --case CASE [--format text|json] EVENTS.jsonl`: grade one run's
+//! event stream while streaming it. Exit 0 for `pass`, 1 for any other verdict (an invalid or
+//! truncated stream is an `incomplete` verdict), 2 when the input cannot be read or the
+//! suite/case is unknown.
 
+use graders::grade::{grade_reader_with, GradeError};
+use graders::reader::ReaderConfig;
+use graders::verdict::Verdict;
+use std::io::{BufReader, Write};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
-#[derive(clap::Args, Debug)]
-pub struct Args {}
+#[derive(clap::ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Format {
+    #[default]
+    Text,
+    Json,
+}
 
-pub fn main(_args: Args) -> ExitCode {
-    eprintln!("harness grade: not implemented yet");
-    ExitCode::from(2)
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Suite name, e.g. `codex-planning-read-only`.
+    #[arg(long)]
+    pub suite: String,
+    /// Case name within the suite, e.g. `plan-write-refused`.
+    #[arg(long)]
+    pub case: String,
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+    /// Longest accepted line in bytes; a longer line makes the stream `incomplete`.
+    #[arg(long, default_value_t = graders::reader::DEFAULT_MAX_LINE_BYTES)]
+    pub max_line_bytes: usize,
+    /// The run's event stream (JSONL); `-` reads standard input.
+    pub events: PathBuf,
+}
+
+/// Exit code for unreadable input or an unknown suite/case.
+const UNREADABLE: u8 = 2;
+/// Large reads: grading is I/O- and parse-bound on big logs.
+const READ_BUFFER_BYTES: usize = 256 * 1024;
+
+pub fn main(args: Args) -> ExitCode {
+    let config = ReaderConfig {
+        max_line_bytes: args.max_line_bytes,
+    };
+    let graded = if args.events.as_os_str() == "-" {
+        let stdin = std::io::stdin().lock();
+        grade_reader_with(&args.suite, &args.case, stdin, config)
+    } else {
+        match std::fs::File::open(&args.events) {
+            Ok(file) => grade_reader_with(
+                &args.suite,
+                &args.case,
+                BufReader::with_capacity(READ_BUFFER_BYTES, file),
+                config,
+            ),
+            Err(e) => {
+                eprintln!("harness grade: cannot open {}: {e}", args.events.display());
+                return ExitCode::from(UNREADABLE);
+            }
+        }
+    };
+    let verdict = match graded {
+        Ok(verdict) => verdict,
+        Err(e @ GradeError::Io(_)) => {
+            eprintln!("harness grade: {}: {e}", args.events.display());
+            return ExitCode::from(UNREADABLE);
+        }
+        Err(e) => {
+            eprintln!("harness grade: {e}");
+            return ExitCode::from(UNREADABLE);
+        }
+    };
+    let printed = match args.format {
+        Format::Text => print_text(&verdict),
+        Format::Json => serde_json::to_string_pretty(&verdict)
+            .map_err(std::io::Error::other)
+            .and_then(|json| writeln!(std::io::stdout().lock(), "{json}")),
+    };
+    if let Err(e) = printed {
+        eprintln!("harness grade: writing the verdict: {e}");
+        return ExitCode::from(UNREADABLE);
+    }
+    if verdict.is_pass() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}
+
+fn print_text(verdict: &Verdict) -> std::io::Result<()> {
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "verdict: {}", verdict.verdict)?;
+    writeln!(out, "reason: {}", verdict.reason)?;
+    if verdict.evidence.is_empty() {
+        return Ok(());
+    }
+    writeln!(out, "evidence:")?;
+    for e in &verdict.evidence {
+        match (e.seq, e.line) {
+            (Some(seq), _) => writeln!(out, "  seq {seq}: {}", e.excerpt)?,
+            (None, Some(line)) => writeln!(out, "  line {line}: {}", e.excerpt)?,
+            (None, None) => writeln!(out, "  {}", e.excerpt)?,
+        }
+    }
+    Ok(())
 }

@@ -5,5 +5,6 @@ pub mod env;
 pub mod fidelity;
 pub mod grade;
 pub mod launch;
+pub mod provision;
 pub mod repro;
 pub mod run;

@@ -1,11 +1,54 @@
-//! `harness repro`.
+//! `harness repro rtm-newaddr|uidmap`.
 
+use crate::repro::{self, Failure, Options};
 use std::process::ExitCode;
 
 #[derive(clap::Args, Debug)]
-pub struct Args {}
+pub struct Args {
+    /// The failure to reproduce.
+    #[arg(value_enum)]
+    pub failure: Failure,
+    /// Keep the scratch folder and the runc bundles, and print the commands to rerun them.
+    #[arg(long)]
+    pub keep: bool,
+    /// Launch with network access disabled (then every sandboxed command needs a new network
+    /// namespace, and in `daytona` even the fixed profile's write never runs).
+    #[arg(long)]
+    pub network_disabled: bool,
+}
 
-pub fn main(_args: Args) -> ExitCode {
-    eprintln!("harness repro: not implemented yet");
-    ExitCode::from(2)
+pub fn main(args: Args) -> ExitCode {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            eprintln!("harness repro: {err}");
+            return ExitCode::from(2);
+        }
+    };
+    let options = Options {
+        keep: args.keep,
+        network_disabled: args.network_disabled,
+    };
+    match runtime.block_on(repro::run(args.failure, &options)) {
+        Ok(report) => {
+            print!("{}", repro::render(&report));
+            if repro::reproduced(&report) {
+                ExitCode::SUCCESS
+            } else {
+                eprintln!(
+                    "harness repro {}: the failure did NOT reproduce as expected",
+                    args.failure.name()
+                );
+                ExitCode::from(1)
+            }
+        }
+        Err(err) => {
+            eprintln!("harness repro {}: {err:#}", args.failure.name());
+            ExitCode::from(2)
+        }
+    }
 }

@@ -91,8 +91,34 @@ pub fn resolve(version: &str) -> Result<CodexInstall> {
     Ok(install)
 }
 
+/// Installs already resolved and version-checked by this process: every cell asks again, and
+/// running `codex --version` per cell would be pure harness overhead.
+fn verified() -> &'static std::sync::Mutex<std::collections::HashMap<String, CodexInstall>> {
+    static VERIFIED: std::sync::OnceLock<
+        std::sync::Mutex<std::collections::HashMap<String, CodexInstall>>,
+    > = std::sync::OnceLock::new();
+    VERIFIED.get_or_init(Default::default)
+}
+
 /// Resolve `version`, installing it from npm into the cache first if needed.
 pub fn ensure(version: &str) -> Result<CodexInstall> {
+    let cached = verified()
+        .lock()
+        .map_err(|_| anyhow::anyhow!("install cache lock poisoned"))?
+        .get(version)
+        .filter(|install| install.binary.is_file())
+        .cloned();
+    if let Some(install) = cached {
+        return Ok(install);
+    }
+    let install = ensure_uncached(version)?;
+    if let Ok(mut map) = verified().lock() {
+        map.insert(version.to_string(), install.clone());
+    }
+    Ok(install)
+}
+
+fn ensure_uncached(version: &str) -> Result<CodexInstall> {
     if let Ok(install) = resolve(version) {
         return Ok(install);
     }

@@ -1,0 +1,259 @@
+//! The JSON shapes of Codex 0.169.0's results, notifications and items (copied field by field
+//! from recorded real messages; the fidelity test validates them against the real schema).
+
+use serde_json::{json, Value};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+pub const CLI_VERSION: &str = "0.169.0";
+
+pub fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+pub fn now_s() -> u64 {
+    now_ms() / 1000
+}
+
+/// What a thread object is built from.
+#[derive(Debug, Clone)]
+pub struct ThreadView<'a> {
+    pub id: &'a str,
+    pub cwd: &'a str,
+    pub ephemeral: bool,
+    pub path: Option<&'a str>,
+    pub model: &'a str,
+    pub model_provider: &'a str,
+    pub originator: &'a str,
+    pub preview: &'a str,
+    pub created_at: u64,
+    pub updated_at: u64,
+    pub status: Value,
+    pub turns: Vec<Value>,
+}
+
+pub fn thread(view: &ThreadView) -> Value {
+    json!({
+        "id": view.id,
+        "environments": [{"environmentId": "local", "cwd": view.cwd, "runtimeWorkspaceRoots": [view.cwd]}],
+        "extra": null,
+        "sessionId": view.id,
+        "forkedFromId": null,
+        "attachedToThreadId": null,
+        "parentThreadId": null,
+        "preview": view.preview,
+        "ephemeral": view.ephemeral,
+        "section": null,
+        "sectionEnteredAt": null,
+        "projectId": null,
+        "historyMode": "paginated",
+        "modelProvider": view.model_provider,
+        "model": view.model,
+        "reasoningEffort": null,
+        "createdAt": view.created_at,
+        "updatedAt": view.updated_at,
+        "recencyAt": view.updated_at,
+        "status": view.status,
+        "path": view.path,
+        "cwd": view.cwd,
+        "cliVersion": CLI_VERSION,
+        "originator": view.originator,
+        "source": "vscode",
+        "canAcceptDirectInput": true,
+        "threadSource": null,
+        "agentNickname": null,
+        "agentRole": null,
+        "gitInfo": null,
+        "name": null,
+        "daybreakEnabled": null,
+        "turns": view.turns,
+    })
+}
+
+/// The fields thread/start and thread/resume results share besides `thread`.
+pub struct ThreadSettingsView<'a> {
+    pub cwd: &'a str,
+    pub model: &'a str,
+    pub model_provider: &'a str,
+    pub instruction_sources: Vec<String>,
+    pub approval_policy: &'a Value,
+    pub sandbox: Value,
+    pub active_permission_profile: Value,
+}
+
+pub fn thread_start_result(thread: Value, settings: &ThreadSettingsView) -> Value {
+    json!({
+        "thread": thread,
+        "model": settings.model,
+        "modelProvider": settings.model_provider,
+        "serviceTier": null,
+        "disabledPluginIds": [],
+        "cwd": settings.cwd,
+        "runtimeWorkspaceRoots": [settings.cwd],
+        "instructionSources": settings.instruction_sources,
+        "approvalPolicy": settings.approval_policy,
+        "approvalsReviewer": "user",
+        "sandbox": settings.sandbox,
+        "activePermissionProfile": settings.active_permission_profile,
+        "reasoningEffort": null,
+        "multiAgentMode": "explicitRequestOnly",
+    })
+}
+
+pub fn thread_resume_result(thread: Value, settings: &ThreadSettingsView) -> Value {
+    let mut result = thread_start_result(thread, settings);
+    let object = result.as_object_mut().expect("object");
+    object.insert(
+        "collaborationMode".into(),
+        json!({"mode": "default", "settings": {"model": settings.model, "reasoning_effort": null, "developer_instructions": null}}),
+    );
+    object.insert("initialTurnsPage".into(), Value::Null);
+    object.insert("turnsBackwardsCursor".into(), Value::Null);
+    object.insert("itemsBackwardsCursor".into(), Value::Null);
+    result
+}
+
+/// A turn object. `started_at` / `completed_at` are seconds, like Codex.
+pub struct TurnView<'a> {
+    pub id: &'a str,
+    pub items: Vec<Value>,
+    pub items_view: &'a str,
+    pub status: &'a str,
+    pub error: Value,
+    pub started_at: Option<u64>,
+    pub completed_at: Option<u64>,
+    pub duration_ms: Option<u64>,
+}
+
+pub fn turn(view: &TurnView) -> Value {
+    json!({
+        "id": view.id,
+        "rootTurnId": view.id,
+        "items": view.items,
+        "itemsView": view.items_view,
+        "status": view.status,
+        "error": view.error,
+        "startedAt": view.started_at,
+        "completedAt": view.completed_at,
+        "durationMs": view.duration_ms,
+    })
+}
+
+pub fn notification(method: &str, params: Value) -> Value {
+    json!({"method": method, "params": params, "emittedAtMs": now_ms()})
+}
+
+pub fn user_message_item(id: &str, input: &Value, started: u64, completed: Option<u64>) -> Value {
+    let content: Vec<Value> = input
+        .as_array()
+        .map(|items| {
+            items
+                .iter()
+                .map(|item| {
+                    let mut item = item.clone();
+                    if item.get("type").and_then(Value::as_str) == Some("text")
+                        && item.get("text_elements").is_none()
+                    {
+                        item["text_elements"] = json!([]);
+                    }
+                    item
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    json!({"type": "userMessage", "id": id, "clientId": null, "content": content, "startedAtMs": started, "completedAtMs": completed})
+}
+
+pub fn agent_message_item(id: &str, text: &str, started: u64, completed: Option<u64>) -> Value {
+    json!({
+        "type": "agentMessage", "moderation": null, "id": id, "text": text, "phase": null,
+        "memoryCitation": null, "delivery": null, "questions": null,
+        "startedAtMs": started, "completedAtMs": completed
+    })
+}
+
+pub fn plan_item(id: &str, text: &str, started: u64, completed: Option<u64>) -> Value {
+    json!({"type": "plan", "id": id, "text": text, "startedAtMs": started, "completedAtMs": completed})
+}
+
+/// A commandExecution item. `cmd` is the model's command; Codex shows it as `/bin/bash -lc '…'`.
+pub struct CommandView<'a> {
+    pub id: &'a str,
+    pub cmd: &'a str,
+    pub cwd: &'a str,
+    pub process_id: Option<String>,
+    pub source: &'a str,
+    pub status: &'a str,
+    pub aggregated_output: Option<&'a str>,
+    pub exit_code: Option<i32>,
+    pub duration_ms: Option<u64>,
+    pub started: u64,
+    pub completed: Option<u64>,
+}
+
+pub fn shell_display(cmd: &str) -> String {
+    format!("/bin/bash -lc '{}'", cmd.replace('\'', "'\\''"))
+}
+
+pub fn command_item(view: &CommandView) -> Value {
+    json!({
+        "type": "commandExecution", "id": view.id, "pluginId": null, "scriptPath": null,
+        "command": shell_display(view.cmd), "cwd": view.cwd, "processId": view.process_id,
+        "source": view.source, "status": view.status,
+        "commandActions": [{"type": "unknown", "command": view.cmd}],
+        "aggregatedOutput": view.aggregated_output, "exitCode": view.exit_code,
+        "durationMs": view.duration_ms, "startedAtMs": view.started, "completedAtMs": view.completed
+    })
+}
+
+pub struct DynamicToolView<'a> {
+    pub id: &'a str,
+    pub tool: &'a str,
+    pub arguments: &'a Value,
+    pub status: &'a str,
+    pub content_items: Value,
+    pub success: Value,
+    pub duration_ms: Option<u64>,
+    pub started: u64,
+    pub completed: Option<u64>,
+}
+
+pub fn dynamic_tool_item(view: &DynamicToolView) -> Value {
+    json!({
+        "type": "dynamicToolCall", "id": view.id, "namespace": null, "tool": view.tool,
+        "arguments": view.arguments, "status": view.status, "contentItems": view.content_items,
+        "success": view.success, "durationMs": view.duration_ms,
+        "startedAtMs": view.started, "completedAtMs": view.completed
+    })
+}
+
+pub fn item_started(item: Value, thread_id: &str, turn_id: &str, started: u64) -> Value {
+    notification(
+        "item/started",
+        json!({"item": item, "threadId": thread_id, "turnId": turn_id, "startedAtMs": started}),
+    )
+}
+
+pub fn item_completed(item: Value, thread_id: &str, turn_id: &str, completed: u64) -> Value {
+    notification(
+        "item/completed",
+        json!({"item": item, "threadId": thread_id, "turnId": turn_id, "contentTokenCount": null, "completedAtMs": completed}),
+    )
+}
+
+pub fn thread_status(thread_id: &str, status: Value) -> Value {
+    notification(
+        "thread/status/changed",
+        json!({"threadId": thread_id, "status": status}),
+    )
+}
+
+pub fn active_status(flags: &[&str]) -> Value {
+    json!({"type": "active", "activeFlags": flags})
+}
+
+pub fn idle_status() -> Value {
+    json!({"type": "idle"})
+}

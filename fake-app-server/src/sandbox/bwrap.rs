@@ -1,0 +1,119 @@
+//! bubblewrap argument vectors equivalent to the ones Codex 0.169.0 uses (see the sandbox facts
+//! doc): a user namespace always, a network namespace when network is off.
+
+use super::policy::SandboxSpec;
+use std::path::{Path, PathBuf};
+
+/// The platform minimum Codex calls `:minimal`.
+pub const MINIMAL_DIRS: &[&str] = &["/bin", "/etc", "/lib", "/lib64", "/sbin", "/usr"];
+
+/// Codex's start-up probe.
+pub fn probe_args() -> Vec<String> {
+    [
+        "--unshare-user",
+        "--unshare-net",
+        "--ro-bind",
+        "/",
+        "/",
+        "/bin/true",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()
+}
+
+fn push_bind(args: &mut Vec<String>, flag: &str, path: &Path) {
+    let shown = path.display().to_string();
+    args.extend([flag.to_string(), shown.clone(), shown]);
+}
+
+/// Filesystem, namespace and process arguments up to (not including) `--`.
+pub fn sandbox_args(spec: &SandboxSpec, chdir: &Path) -> Vec<String> {
+    let mut args: Vec<String> = vec!["--new-session".into(), "--die-with-parent".into()];
+    match &spec.readable {
+        None => push_bind(&mut args, "--ro-bind", Path::new("/")),
+        Some(paths) => {
+            args.extend(["--tmpfs".to_string(), "/".to_string()]);
+            if spec.minimal_readable {
+                for dir in MINIMAL_DIRS {
+                    if Path::new(dir).exists() {
+                        push_bind(&mut args, "--ro-bind", Path::new(dir));
+                    }
+                }
+            }
+            for path in paths.iter().filter(|p| p.exists()) {
+                push_bind(&mut args, "--ro-bind", path);
+            }
+        }
+    }
+    args.extend(["--dev".to_string(), "/dev".to_string()]);
+    for path in spec.writable.iter().filter(|p| p.exists()) {
+        push_bind(&mut args, "--bind", path);
+    }
+    args.extend(
+        ["--unshare-user", "--unshare-pid", "--unshare-ipc"]
+            .iter()
+            .map(|s| s.to_string()),
+    );
+    if !spec.network {
+        args.push("--unshare-net".into());
+    }
+    args.extend(["--proc".to_string(), "/proc".to_string()]);
+    args.extend(["--chdir".to_string(), chdir.display().to_string()]);
+    args
+}
+
+/// The fs helper thread/start runs to read AGENTS.md under restricted reads: the platform minimum
+/// plus the workspace, no network.
+pub fn fs_helper_spec(cwd: &Path) -> SandboxSpec {
+    SandboxSpec {
+        readable: Some(vec![cwd.to_path_buf()]),
+        minimal_readable: true,
+        writable: Vec::new(),
+        network: false,
+    }
+}
+
+/// Where Codex's per-process `codex-linux-sandbox` alias lives; a restricted profile without
+/// `:minimal` cannot exec it (the facts doc's "big gotcha").
+pub fn sandbox_helper_alias() -> PathBuf {
+    let home = std::env::var_os("CODEX_HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/nonexistent/.codex"));
+    home.join("tmp/arg0-linux/codex-arg0fake00/codex-linux-sandbox")
+}
+
+/// bubblewrap on this machine: `/usr/bin/bwrap` (Codex's preference), else `bwrap` on PATH.
+pub fn find_bwrap() -> Option<PathBuf> {
+    let preferred = PathBuf::from("/usr/bin/bwrap");
+    if preferred.is_file() {
+        return Some(preferred);
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join("bwrap"))
+        .find(|candidate| candidate.is_file())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn network_off_unshares_net_and_always_user() {
+        let args = sandbox_args(&SandboxSpec::full_read(false), Path::new("/"));
+        assert!(args.contains(&"--unshare-user".to_string()));
+        assert!(args.contains(&"--unshare-net".to_string()));
+        let args = sandbox_args(&SandboxSpec::full_read(true), Path::new("/"));
+        assert!(!args.contains(&"--unshare-net".to_string()));
+        assert!(args.windows(3).any(|w| w == ["--ro-bind", "/", "/"]));
+    }
+
+    #[test]
+    fn restricted_reads_start_from_an_empty_root() {
+        let spec = fs_helper_spec(Path::new("/tmp"));
+        let args = sandbox_args(&spec, Path::new("/tmp"));
+        assert!(args.windows(2).any(|w| w == ["--tmpfs", "/"]));
+        assert!(args.windows(3).any(|w| w == ["--ro-bind", "/tmp", "/tmp"]));
+    }
+}

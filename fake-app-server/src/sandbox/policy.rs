@@ -1,0 +1,230 @@
+//! What a thread (or one command) is allowed to do: a permission profile or a legacy sandbox
+//! policy, and how each projects onto the protocol's `sandbox` / `activePermissionProfile` fields.
+
+use crate::config::{Profile, Reads, WORKSPACE_ROOTS};
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+
+/// A legacy `sandboxPolicy` (turn/start, command/exec) or `sandbox` mode (thread/start).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LegacyPolicy {
+    ReadOnly {
+        network: bool,
+    },
+    WorkspaceWrite {
+        writable_roots: Vec<PathBuf>,
+        network: bool,
+    },
+    ExternalSandbox {
+        network_enabled: bool,
+    },
+    DangerFullAccess,
+}
+
+impl LegacyPolicy {
+    /// Parse a `sandboxPolicy` object. Errors are the real server's texts.
+    pub fn from_policy_json(value: &Value) -> Result<Self, String> {
+        let kind = value.get("type").and_then(Value::as_str).unwrap_or("");
+        let bool_field = |name: &str| value.get(name).and_then(Value::as_bool).unwrap_or(false);
+        match kind {
+            "readOnly" => {
+                if value.get("access").is_some_and(|v| !v.is_null()) {
+                    return Err("Invalid request: readOnly.access is no longer supported; use permissionProfile for restricted reads".into());
+                }
+                Ok(Self::ReadOnly {
+                    network: bool_field("networkAccess"),
+                })
+            }
+            "workspaceWrite" => Ok(Self::WorkspaceWrite {
+                writable_roots: value
+                    .get("writableRoots")
+                    .and_then(Value::as_array)
+                    .map(|roots| {
+                        roots
+                            .iter()
+                            .filter_map(Value::as_str)
+                            .map(PathBuf::from)
+                            .collect()
+                    })
+                    .unwrap_or_default(),
+                network: bool_field("networkAccess"),
+            }),
+            "externalSandbox" => Ok(Self::ExternalSandbox {
+                network_enabled: value.get("networkAccess").and_then(Value::as_str) == Some("enabled"),
+            }),
+            "dangerFullAccess" => Ok(Self::DangerFullAccess),
+            other => Err(format!(
+                "Invalid request: unknown variant `{other}`, expected one of `dangerFullAccess`, `readOnly`, `externalSandbox`, `workspaceWrite`"
+            )),
+        }
+    }
+
+    /// Parse a thread/start `sandbox` mode.
+    pub fn from_mode(mode: &str) -> Result<Self, String> {
+        match mode {
+            "read-only" => Ok(Self::ReadOnly { network: false }),
+            "workspace-write" => Ok(Self::WorkspaceWrite {
+                writable_roots: Vec::new(),
+                network: false,
+            }),
+            "danger-full-access" => Ok(Self::DangerFullAccess),
+            other => Err(format!(
+                "Invalid request: unknown variant `{other}`, expected one of `read-only`, `workspace-write`, `danger-full-access`"
+            )),
+        }
+    }
+}
+
+/// The permissions in force for a thread.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Permissions {
+    Profile(Profile),
+    Legacy(LegacyPolicy),
+}
+
+/// How one command runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ExecPolicy {
+    /// No sandbox (externalSandbox, dangerFullAccess, or an approved escalation).
+    Direct,
+    /// Under bubblewrap.
+    Sandboxed(SandboxSpec),
+}
+
+/// A resolved bubblewrap sandbox: absolute paths only.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SandboxSpec {
+    /// `None` = the whole disk is readable.
+    pub readable: Option<Vec<PathBuf>>,
+    /// Whether the platform minimum (`/bin /etc /lib /lib64 /sbin /usr`) is readable; Codex's
+    /// inner sandbox helper cannot even start without it.
+    pub minimal_readable: bool,
+    pub writable: Vec<PathBuf>,
+    pub network: bool,
+}
+
+impl SandboxSpec {
+    pub fn full_read(network: bool) -> Self {
+        Self {
+            readable: None,
+            minimal_readable: true,
+            writable: Vec::new(),
+            network,
+        }
+    }
+}
+
+fn resolve_special(path: &str, cwd: &Path) -> Option<PathBuf> {
+    if path == WORKSPACE_ROOTS {
+        return Some(cwd.to_path_buf());
+    }
+    if let Some(sub) = path.strip_prefix(&format!("{WORKSPACE_ROOTS}/")) {
+        return Some(cwd.join(sub));
+    }
+    if let Some(rest) = path.strip_prefix("~/") {
+        return std::env::var_os("HOME").map(|home| PathBuf::from(home).join(rest));
+    }
+    if path.starts_with('/') {
+        return Some(PathBuf::from(path));
+    }
+    None
+}
+
+impl Permissions {
+    pub fn exec_policy(&self, cwd: &Path) -> ExecPolicy {
+        match self {
+            Permissions::Profile(profile) => {
+                if profile.unsandboxed {
+                    return ExecPolicy::Direct;
+                }
+                let writable = profile
+                    .writes
+                    .iter()
+                    .filter_map(|p| resolve_special(p, cwd))
+                    .collect();
+                let (readable, minimal_readable) = match &profile.reads {
+                    Reads::Full => (None, true),
+                    Reads::Restricted(paths) => (
+                        Some(
+                            paths
+                                .iter()
+                                .filter_map(|p| resolve_special(p, cwd))
+                                .collect(),
+                        ),
+                        paths.iter().any(|p| p == ":minimal"),
+                    ),
+                };
+                ExecPolicy::Sandboxed(SandboxSpec {
+                    readable,
+                    minimal_readable,
+                    writable,
+                    network: profile.network,
+                })
+            }
+            Permissions::Legacy(LegacyPolicy::ReadOnly { network }) => {
+                ExecPolicy::Sandboxed(SandboxSpec::full_read(*network))
+            }
+            Permissions::Legacy(LegacyPolicy::WorkspaceWrite {
+                writable_roots,
+                network,
+            }) => {
+                let mut spec = SandboxSpec::full_read(*network);
+                spec.writable.push(cwd.to_path_buf());
+                spec.writable.extend(writable_roots.iter().cloned());
+                ExecPolicy::Sandboxed(spec)
+            }
+            Permissions::Legacy(LegacyPolicy::ExternalSandbox { .. })
+            | Permissions::Legacy(LegacyPolicy::DangerFullAccess) => ExecPolicy::Direct,
+        }
+    }
+
+    /// Whether thread/start loads AGENTS.md through the sandboxed fs helper (restricted reads).
+    pub fn needs_fs_helper(&self) -> bool {
+        matches!(self, Permissions::Profile(p) if !p.unsandboxed && matches!(p.reads, Reads::Restricted(_)))
+    }
+
+    /// The legacy `sandbox` projection of the thread/start result.
+    pub fn projection(&self) -> Value {
+        match self {
+            Permissions::Profile(profile) if profile.unsandboxed => {
+                json!({"type": "dangerFullAccess"})
+            }
+            Permissions::Profile(profile) if !profile.writes.is_empty() => json!({
+                "type": "workspaceWrite", "writableRoots": [], "networkAccess": profile.network,
+                "excludeTmpdirEnvVar": false, "excludeSlashTmp": false
+            }),
+            Permissions::Profile(profile) => {
+                json!({"type": "readOnly", "networkAccess": profile.network})
+            }
+            Permissions::Legacy(LegacyPolicy::ReadOnly { network }) => {
+                json!({"type": "readOnly", "networkAccess": network})
+            }
+            Permissions::Legacy(LegacyPolicy::WorkspaceWrite {
+                writable_roots,
+                network,
+            }) => json!({
+                "type": "workspaceWrite", "writableRoots": writable_roots, "networkAccess": network,
+                "excludeTmpdirEnvVar": false, "excludeSlashTmp": false
+            }),
+            Permissions::Legacy(LegacyPolicy::ExternalSandbox { network_enabled }) => json!({
+                "type": "externalSandbox",
+                "networkAccess": if *network_enabled { "enabled" } else { "restricted" }
+            }),
+            Permissions::Legacy(LegacyPolicy::DangerFullAccess) => {
+                json!({"type": "dangerFullAccess"})
+            }
+        }
+    }
+
+    pub fn active_profile(&self) -> Value {
+        match self {
+            Permissions::Profile(profile) => json!({"id": profile.id, "extends": null}),
+            Permissions::Legacy(_) => Value::Null,
+        }
+    }
+
+    /// `sandbox_mode` as Codex names it (for `x-codex-turn-metadata`-like reporting).
+    pub fn is_sandboxed(&self, cwd: &Path) -> bool {
+        matches!(self.exec_policy(cwd), ExecPolicy::Sandboxed(_))
+    }
+}

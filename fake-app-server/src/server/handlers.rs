@@ -1,0 +1,766 @@
+//! One handler per client method, answering like Codex 0.169.0.
+
+use super::state::{ActiveTurn, ThreadState, TurnSignal};
+use super::turn::{self, TurnPlan};
+use super::{Reply, Shared};
+use crate::protocol::shapes::{self, ThreadSettingsView};
+use crate::protocol::{self, parse_params, RpcError};
+use crate::sandbox::policy::{LegacyPolicy, Permissions};
+use serde::Deserialize;
+use serde_json::{json, Value};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+const DEFAULT_MODEL: &str = "gpt-6.1-sol";
+const DEFAULT_PROVIDER: &str = "openai";
+
+pub fn handle(shared: &Arc<Shared>, method: &str, params: Option<&Value>) -> Reply {
+    if !protocol::is_client_method(method) {
+        return Reply::err(protocol::unknown_method(method));
+    }
+    let result = match method {
+        "initialize" => return initialize(shared, params),
+        "thread/start" => return thread_start(shared, params),
+        "thread/resume" => return thread_resume(shared, params),
+        "thread/read" => return thread_read(shared, params),
+        "turn/start" => return turn_start(shared, params),
+        "turn/steer" => turn_steer(shared, params),
+        "turn/interrupt" => turn_interrupt(shared, params),
+        "command/exec" => command_exec(shared, params),
+        "permissionProfile/list" => permission_profile_list(shared, params),
+        "account/read" => account_read(shared, params),
+        other => {
+            eprintln!("fake-app-server: `{other}` is a Codex method the fake does not implement");
+            Err(RpcError::internal(format!(
+                "fake-app-server does not implement `{other}`"
+            )))
+        }
+    };
+    match result {
+        Ok(value) => Reply::ok(value),
+        Err(error) => Reply::err(error),
+    }
+}
+
+fn require_initialized(shared: &Shared) -> Result<(), RpcError> {
+    if shared.state().initialized {
+        Ok(())
+    } else {
+        Err(RpcError::invalid("Not initialized"))
+    }
+}
+
+/// The experimentalApi gate: `METHOD.FIELD requires experimentalApi capability`.
+fn gate(shared: &Shared, method: &str, field: &str, present: bool) -> Result<(), RpcError> {
+    if present && !shared.state().experimental_api {
+        return Err(RpcError::invalid(format!(
+            "{method}.{field} requires experimentalApi capability"
+        )));
+    }
+    Ok(())
+}
+
+fn model(shared: &Shared) -> (String, String) {
+    (
+        shared
+            .config
+            .model
+            .clone()
+            .unwrap_or_else(|| DEFAULT_MODEL.into()),
+        shared
+            .config
+            .model_provider
+            .clone()
+            .unwrap_or_else(|| DEFAULT_PROVIDER.into()),
+    )
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct InitializeParams {
+    client_info: ClientInfo,
+    #[serde(default)]
+    capabilities: Option<Capabilities>,
+}
+
+#[derive(Deserialize)]
+struct ClientInfo {
+    name: String,
+    version: String,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Capabilities {
+    #[serde(default)]
+    experimental_api: bool,
+}
+
+fn os_description() -> String {
+    let release = std::fs::read_to_string("/etc/os-release").unwrap_or_default();
+    let field = |key: &str| {
+        release
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("{key}=")))
+            .map(|v| v.trim_matches('"').to_string())
+    };
+    let name = field("NAME").map(|n| n.split_whitespace().next().unwrap_or("Linux").to_string());
+    let version = field("VERSION_ID").unwrap_or_default();
+    let mut parts: Vec<&str> = version.split('.').collect();
+    while parts.len() < 3 {
+        parts.push("0");
+    }
+    format!(
+        "{} {}",
+        name.unwrap_or_else(|| "Linux".into()),
+        parts.join(".")
+    )
+}
+
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_else(|_| "localhost".into())
+}
+
+fn initialize(shared: &Arc<Shared>, params: Option<&Value>) -> Reply {
+    let params: InitializeParams = match parse_params(params) {
+        Ok(p) => p,
+        Err(e) => return Reply::err(e),
+    };
+    {
+        let mut state = shared.state();
+        if state.initialized {
+            return Reply::err(RpcError::invalid("Already initialized"));
+        }
+        state.initialized = true;
+        state.experimental_api = params.capabilities.is_some_and(|c| c.experimental_api);
+        state.client_name = params.client_info.name.clone();
+    }
+    let terminal = std::env::var("TERM")
+        .ok()
+        .filter(|t| !t.is_empty())
+        .unwrap_or_else(|| "unknown".into());
+    let ClientInfo { name, version } = params.client_info;
+    let result = json!({
+        "userAgent": format!("{name}/{} ({}; {}) {terminal} ({name}; {version})", shapes::CLI_VERSION, os_description(), std::env::consts::ARCH),
+        "codexHome": super::codex_home(),
+        "platformFamily": "unix",
+        "platformOs": "linux",
+    });
+    let then = vec![shapes::notification(
+        "remoteControl/status/changed",
+        json!({"status": "disabled", "serverName": hostname(), "installationId": uuid::Uuid::new_v4().to_string(), "environmentId": null}),
+    )];
+    // The start-up probe's warning goes out once the probe is done, off the initialize path (the
+    // real server's warning also arrives late, e.g. just before a failing thread/start answer).
+    let warner = Arc::clone(shared);
+    let after: Box<dyn FnOnce() + Send> = Box::new(move || {
+        std::thread::spawn(move || {
+            if let Some(summary) = warner.startup_warning() {
+                warner.out.send(&shapes::notification(
+                    "configWarning",
+                    json!({"summary": summary, "details": null}),
+                ));
+            }
+        });
+    });
+    Reply {
+        result: Ok(result),
+        then,
+        after: Some(after),
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ThreadStartParams {
+    #[serde(default)]
+    cwd: Option<String>,
+    #[serde(default)]
+    permissions: Option<String>,
+    #[serde(default)]
+    sandbox: Option<String>,
+    #[serde(default)]
+    ephemeral: Option<bool>,
+    #[serde(default)]
+    approval_policy: Option<Value>,
+    #[serde(default)]
+    dynamic_tools: Option<Vec<DynamicToolSpec>>,
+}
+
+#[derive(Deserialize)]
+struct DynamicToolSpec {
+    name: String,
+}
+
+fn server_cwd() -> PathBuf {
+    std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"))
+}
+
+/// Load AGENTS.md the way the permissions require: through the sandboxed helper under
+/// restricted reads, directly otherwise.
+fn load_instructions(
+    shared: &Shared,
+    permissions: &Permissions,
+    cwd: &std::path::Path,
+) -> Result<Vec<String>, RpcError> {
+    let sources = if permissions.needs_fs_helper() {
+        shared.sandbox.load_agents_md_sandboxed(cwd).map_err(|stderr| {
+            RpcError::internal(format!(
+                "error creating thread: failed to load AGENTS.md instructions for environment `local`: fs sandbox helper failed with status exit status: 1: {stderr}"
+            ))
+        })?
+    } else {
+        let agents = cwd.join("AGENTS.md");
+        agents.is_file().then_some(agents)
+    };
+    Ok(sources
+        .into_iter()
+        .map(|p| p.display().to_string())
+        .collect())
+}
+
+fn settings_view<'a>(
+    thread: &'a ThreadState,
+    model: &'a str,
+    provider: &'a str,
+) -> ThreadSettingsView<'a> {
+    ThreadSettingsView {
+        cwd: thread.cwd.to_str().unwrap_or(""),
+        model,
+        model_provider: provider,
+        instruction_sources: thread.instruction_sources.clone(),
+        approval_policy: &thread.approval_policy,
+        sandbox: thread.permissions.projection(),
+        active_permission_profile: thread.permissions.active_profile(),
+    }
+}
+
+fn resolve_permissions(
+    shared: &Shared,
+    profile: Option<&str>,
+    sandbox: Option<&str>,
+) -> Result<Permissions, RpcError> {
+    match (profile, sandbox) {
+        (Some(_), Some(_)) => Err(RpcError::invalid(
+            "`permissions` cannot be combined with `sandbox`",
+        )),
+        (None, Some(mode)) => Ok(Permissions::Legacy(
+            LegacyPolicy::from_mode(mode).map_err(RpcError::invalid)?,
+        )),
+        (profile, None) => shared
+            .config
+            .profile(profile)
+            .map(Permissions::Profile)
+            .map_err(|e| RpcError::invalid(format!("failed to load configuration: {e}"))),
+    }
+}
+
+fn thread_start(shared: &Arc<Shared>, params: Option<&Value>) -> Reply {
+    let run = || -> Result<(Value, Value), RpcError> {
+        let params: ThreadStartParams = parse_params(params)?;
+        require_initialized(shared)?;
+        gate(
+            shared,
+            "thread/start",
+            "permissions",
+            params.permissions.is_some(),
+        )?;
+        gate(
+            shared,
+            "thread/start",
+            "dynamicTools",
+            params.dynamic_tools.is_some(),
+        )?;
+        let permissions = resolve_permissions(
+            shared,
+            params.permissions.as_deref(),
+            params.sandbox.as_deref(),
+        )?;
+        let cwd = params.cwd.map(PathBuf::from).unwrap_or_else(server_cwd);
+        let instruction_sources = load_instructions(shared, &permissions, &cwd)?;
+        let id = crate::ids::uuid_v7();
+        let ephemeral = params.ephemeral.unwrap_or(false);
+        let now = shapes::now_s();
+        let thread = ThreadState {
+            path: if ephemeral {
+                None
+            } else {
+                super::state::thread_file(&id)
+            },
+            id: id.clone(),
+            cwd,
+            ephemeral,
+            permissions,
+            approval_policy: params
+                .approval_policy
+                .unwrap_or_else(|| json!("on-request")),
+            dynamic_tools: params
+                .dynamic_tools
+                .unwrap_or_default()
+                .into_iter()
+                .map(|t| t.name)
+                .collect(),
+            instruction_sources,
+            preview: String::new(),
+            created_at: now,
+            updated_at: now,
+            turns: Vec::new(),
+            turns_started: 0,
+            active: None,
+        };
+        thread.persist();
+        let (model, provider) = model(shared);
+        let originator = shared.state().client_name.clone();
+        let thread_json = shapes::thread(&thread.view(&model, &provider, &originator, false));
+        let result = shapes::thread_start_result(
+            thread_json.clone(),
+            &settings_view(&thread, &model, &provider),
+        );
+        shared.state().threads.insert(id, thread);
+        Ok((result, thread_json))
+    };
+    match run() {
+        Ok((result, thread_json)) => Reply {
+            result: Ok(result),
+            then: vec![shapes::notification(
+                "thread/started",
+                json!({"thread": thread_json}),
+            )],
+            after: None,
+        },
+        Err(error) => Reply::err(error),
+    }
+}
+
+/// Codex parses thread ids as UUIDs before looking them up.
+fn check_thread_id(id: &str) -> Result<(), RpcError> {
+    let Err(err) = uuid::Uuid::parse_str(id) else {
+        return Ok(());
+    };
+    // Codex's uuid version words a bad character this way (1-based position); other errors keep
+    // this uuid version's text.
+    let bad = id
+        .trim_start_matches("urn:uuid:")
+        .chars()
+        .enumerate()
+        .find(|(_, c)| !(c.is_ascii_hexdigit() || *c == '-'));
+    let detail = match bad {
+        Some((index, c)) => format!(
+            "invalid character: expected an optional prefix of `urn:uuid:` followed by [0-9a-fA-F-], found `{c}` at {}",
+            index + 1
+        ),
+        None => err.to_string(),
+    };
+    Err(RpcError::invalid(format!("invalid thread id: {detail}")))
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ThreadResumeParams {
+    thread_id: String,
+    #[serde(default)]
+    permissions: Option<String>,
+    #[serde(default)]
+    sandbox: Option<String>,
+    #[serde(default)]
+    approval_policy: Option<Value>,
+    #[serde(default)]
+    exclude_turns: Option<bool>,
+}
+
+fn thread_resume(shared: &Arc<Shared>, params: Option<&Value>) -> Reply {
+    let run = || -> Result<(Value, Vec<Value>), RpcError> {
+        let params: ThreadResumeParams = parse_params(params)?;
+        require_initialized(shared)?;
+        gate(
+            shared,
+            "thread/resume",
+            "permissions",
+            params.permissions.is_some(),
+        )?;
+        check_thread_id(&params.thread_id)?;
+        let no_rollout = || {
+            RpcError::invalid(format!(
+                "no rollout found for thread id {}",
+                params.thread_id
+            ))
+        };
+        let mut thread = {
+            let mut state = shared.state();
+            match state.threads.remove(&params.thread_id) {
+                Some(thread) if !thread.ephemeral => thread,
+                Some(thread) => {
+                    state.threads.insert(thread.id.clone(), thread);
+                    return Err(no_rollout());
+                }
+                None => {
+                    let file =
+                        super::state::thread_file(&params.thread_id).ok_or_else(no_rollout)?;
+                    ThreadState::load(&file, &shared.config).ok_or_else(no_rollout)?
+                }
+            }
+        };
+        let reinsert = |thread: ThreadState| {
+            shared.state().threads.insert(thread.id.clone(), thread);
+        };
+        if params.permissions.is_some() || params.sandbox.is_some() {
+            let permissions = match resolve_permissions(
+                shared,
+                params.permissions.as_deref(),
+                params.sandbox.as_deref(),
+            ) {
+                Ok(p) => p,
+                Err(e) => {
+                    reinsert(thread);
+                    return Err(e);
+                }
+            };
+            match load_instructions(shared, &permissions, &thread.cwd) {
+                Ok(sources) => thread.instruction_sources = sources,
+                Err(e) => {
+                    reinsert(thread);
+                    return Err(e);
+                }
+            }
+            thread.permissions = permissions;
+        }
+        if let Some(policy) = params.approval_policy {
+            thread.approval_policy = policy;
+        }
+        thread.persist();
+        let (model, provider) = model(shared);
+        let originator = shared.state().client_name.clone();
+        let with_turns = !params.exclude_turns.unwrap_or(false);
+        let thread_json = shapes::thread(&thread.view(&model, &provider, &originator, with_turns));
+        let result =
+            shapes::thread_resume_result(thread_json, &settings_view(&thread, &model, &provider));
+        reinsert(thread);
+        let before = if with_turns {
+            vec![shapes::notification(
+                "deprecationNotice",
+                json!({"summary": "Full-history hydration is deprecated for paginated threads; use `excludeTurns: true`, then page with `thread/turns/list` and `thread/items/list`.", "details": null}),
+            )]
+        } else {
+            Vec::new()
+        };
+        Ok((result, before))
+    };
+    match run() {
+        Ok((result, before)) => {
+            for notification in &before {
+                shared.out.send(notification);
+            }
+            Reply::ok(result)
+        }
+        Err(e) => Reply::err(e),
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ThreadReadParams {
+    thread_id: String,
+    #[serde(default)]
+    include_turns: Option<bool>,
+}
+
+fn thread_read(shared: &Arc<Shared>, params: Option<&Value>) -> Reply {
+    let run = || -> Result<Value, RpcError> {
+        let params: ThreadReadParams = parse_params(params)?;
+        require_initialized(shared)?;
+        check_thread_id(&params.thread_id)?;
+        let (model, provider) = model(shared);
+        let state = shared.state();
+        let thread = state
+            .threads
+            .get(&params.thread_id)
+            .ok_or_else(|| RpcError::invalid(format!("thread not loaded: {}", params.thread_id)))?;
+        let include_turns = params.include_turns.unwrap_or(false);
+        if include_turns && thread.ephemeral {
+            return Err(RpcError::invalid(
+                "ephemeral threads do not support includeTurns",
+            ));
+        }
+        if include_turns {
+            shared.out.send(&shapes::notification(
+                "deprecationNotice",
+                json!({"summary": "Full-history hydration is deprecated for paginated threads; omit `includeTurns` or set it to `false`, then page with `thread/turns/list` and `thread/items/list`.", "details": null}),
+            ));
+        }
+        let thread_json =
+            shapes::thread(&thread.view(&model, &provider, &state.client_name, include_turns));
+        Ok(json!({"thread": thread_json, "readState": null}))
+    };
+    match run() {
+        Ok(v) => Reply::ok(v),
+        Err(e) => Reply::err(e),
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct TurnStartParams {
+    thread_id: String,
+    input: Vec<Value>,
+    #[serde(default)]
+    permissions: Option<String>,
+    #[serde(default)]
+    sandbox_policy: Option<Value>,
+    #[serde(default)]
+    approval_policy: Option<Value>,
+    #[serde(default)]
+    collaboration_mode: Option<Value>,
+    #[serde(default)]
+    cwd: Option<String>,
+}
+
+fn in_progress_turn(id: &str) -> Value {
+    shapes::turn(&shapes::TurnView {
+        id,
+        items: Vec::new(),
+        items_view: "notLoaded",
+        status: "inProgress",
+        error: Value::Null,
+        started_at: None,
+        completed_at: None,
+        duration_ms: None,
+    })
+}
+
+fn user_text(input: &[Value]) -> String {
+    input
+        .iter()
+        .filter_map(|item| item.get("text").and_then(Value::as_str))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn turn_start(shared: &Arc<Shared>, params: Option<&Value>) -> Reply {
+    let run =
+        || -> Result<Reply, RpcError> {
+            let params: TurnStartParams = parse_params(params)?;
+            require_initialized(shared)?;
+            gate(
+                shared,
+                "turn/start",
+                "permissions",
+                params.permissions.is_some(),
+            )?;
+            gate(
+                shared,
+                "turn/start",
+                "collaborationMode",
+                params.collaboration_mode.is_some(),
+            )?;
+            check_thread_id(&params.thread_id)?;
+            if params.permissions.is_some() && params.sandbox_policy.is_some() {
+                return Err(RpcError::invalid(
+                    "`permissions` cannot be combined with `sandboxPolicy`",
+                ));
+            }
+            let new_permissions = match (&params.permissions, &params.sandbox_policy) {
+                (Some(id), _) => Some(Permissions::Profile(
+                    shared.config.profile(Some(id)).map_err(|e| {
+                        RpcError::invalid(format!("failed to load configuration: {e}"))
+                    })?,
+                )),
+                (None, Some(policy)) => Some(Permissions::Legacy(
+                    LegacyPolicy::from_policy_json(policy).map_err(RpcError::invalid)?,
+                )),
+                (None, None) => None,
+            };
+            let mut state = shared.state();
+            let thread = state.threads.get_mut(&params.thread_id).ok_or_else(|| {
+                RpcError::invalid(format!("thread not found: {}", params.thread_id))
+            })?;
+            if let Some(active) = &thread.active {
+                // Codex folds input sent during a running turn into that turn.
+                let _ = active.signals.send(TurnSignal::Steer(json!(params.input)));
+                return Ok(Reply::ok(json!({"turn": in_progress_turn(&active.id)})));
+            }
+            if let Some(permissions) = new_permissions {
+                thread.permissions = permissions;
+            }
+            if let Some(policy) = params.approval_policy {
+                thread.approval_policy = policy;
+            }
+            if let Some(cwd) = params.cwd {
+                thread.cwd = PathBuf::from(cwd);
+            }
+            let text = user_text(&params.input);
+            if thread.preview.is_empty() {
+                thread.preview = text.clone();
+            }
+            let index = thread.turns_started;
+            thread.turns_started += 1;
+            let turn_id = crate::ids::uuid_v7();
+            let (signals_tx, signals_rx) = std::sync::mpsc::channel();
+            thread.active = Some(ActiveTurn {
+                id: turn_id.clone(),
+                signals: signals_tx.clone(),
+            });
+            let plan = TurnPlan {
+                thread_id: thread.id.clone(),
+                turn_id: turn_id.clone(),
+                cwd: thread.cwd.clone(),
+                permissions: thread.permissions.clone(),
+                approval_policy: thread.approval_policy.clone(),
+                dynamic_tools: thread.dynamic_tools.clone(),
+                input: json!(params.input),
+                user_text: text,
+                script: shared
+                    .scenario
+                    .turns
+                    .get(index)
+                    .cloned()
+                    .unwrap_or_else(crate::scenario::Scenario::default_turn),
+                signals: signals_rx,
+                self_signal: signals_tx,
+            };
+            drop(state);
+            let shared_for_turn = Arc::clone(shared);
+            Ok(Reply {
+                result: Ok(json!({"turn": in_progress_turn(&turn_id)})),
+                then: Vec::new(),
+                after: Some(Box::new(move || {
+                    std::thread::spawn(move || turn::play(shared_for_turn, plan));
+                })),
+            })
+        };
+    run().unwrap_or_else(Reply::err)
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct TurnSteerParams {
+    thread_id: String,
+    input: Vec<Value>,
+    expected_turn_id: String,
+}
+
+fn turn_steer(shared: &Arc<Shared>, params: Option<&Value>) -> Result<Value, RpcError> {
+    let params: TurnSteerParams = parse_params(params)?;
+    require_initialized(shared)?;
+    check_thread_id(&params.thread_id)?;
+    let state = shared.state();
+    let thread = state
+        .threads
+        .get(&params.thread_id)
+        .ok_or_else(|| RpcError::invalid(format!("thread not found: {}", params.thread_id)))?;
+    let active = thread
+        .active
+        .as_ref()
+        .ok_or_else(|| RpcError::invalid("no active turn to steer"))?;
+    if active.id != params.expected_turn_id {
+        return Err(RpcError::invalid(format!(
+            "expected active turn id `{}` but found `{}`",
+            params.expected_turn_id, active.id
+        )));
+    }
+    let _ = active.signals.send(TurnSignal::Steer(json!(params.input)));
+    Ok(json!({"turnId": active.id}))
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct TurnInterruptParams {
+    thread_id: String,
+    turn_id: String,
+}
+
+fn turn_interrupt(shared: &Arc<Shared>, params: Option<&Value>) -> Result<Value, RpcError> {
+    let params: TurnInterruptParams = parse_params(params)?;
+    require_initialized(shared)?;
+    check_thread_id(&params.thread_id)?;
+    let state = shared.state();
+    let thread = state
+        .threads
+        .get(&params.thread_id)
+        .ok_or_else(|| RpcError::invalid(format!("thread not found: {}", params.thread_id)))?;
+    let active = thread
+        .active
+        .as_ref()
+        .ok_or_else(|| RpcError::invalid("no active turn to interrupt"))?;
+    if active.id != params.turn_id {
+        return Err(RpcError::invalid(format!(
+            "expected active turn id {} but found {}",
+            params.turn_id, active.id
+        )));
+    }
+    let _ = active.signals.send(TurnSignal::Interrupt);
+    Ok(json!({}))
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct CommandExecParams {
+    command: Vec<String>,
+    #[serde(default)]
+    cwd: Option<String>,
+    #[serde(default)]
+    permission_profile: Option<String>,
+    #[serde(default)]
+    sandbox_policy: Option<Value>,
+}
+
+fn command_exec(shared: &Arc<Shared>, params: Option<&Value>) -> Result<Value, RpcError> {
+    let params: CommandExecParams = parse_params(params)?;
+    require_initialized(shared)?;
+    gate(
+        shared,
+        "command/exec",
+        "permissionProfile",
+        params.permission_profile.is_some(),
+    )?;
+    if params.permission_profile.is_some() && params.sandbox_policy.is_some() {
+        return Err(RpcError::invalid(
+            "`permissionProfile` cannot be combined with `sandboxPolicy`",
+        ));
+    }
+    if params.command.is_empty() {
+        return Err(RpcError::invalid("command must not be empty"));
+    }
+    let permissions = match (&params.permission_profile, &params.sandbox_policy) {
+        (_, Some(policy)) => {
+            Permissions::Legacy(LegacyPolicy::from_policy_json(policy).map_err(RpcError::invalid)?)
+        }
+        (profile, None) => Permissions::Profile(
+            shared
+                .config
+                .profile(profile.as_deref())
+                .map_err(|e| RpcError::invalid(format!("invalid permission profile: {e}")))?,
+        ),
+    };
+    let cwd = params.cwd.map(PathBuf::from).unwrap_or_else(server_cwd);
+    let policy = permissions.exec_policy(&cwd);
+    let result = shared.sandbox.run(&params.command, &cwd, &policy, false);
+    Ok(json!({"exitCode": result.exit_code, "stdout": result.stdout, "stderr": result.stderr}))
+}
+
+#[derive(Deserialize)]
+struct AnyParams {}
+
+fn permission_profile_list(
+    shared: &Arc<Shared>,
+    params: Option<&Value>,
+) -> Result<Value, RpcError> {
+    let _: AnyParams = parse_params(params)?;
+    require_initialized(shared)?;
+    let data: Vec<Value> = shared
+        .config
+        .profile_ids()
+        .into_iter()
+        .map(|id| json!({"id": id, "description": null, "allowed": true}))
+        .collect();
+    Ok(json!({"data": data, "nextCursor": null}))
+}
+
+fn account_read(shared: &Arc<Shared>, params: Option<&Value>) -> Result<Value, RpcError> {
+    let _: AnyParams = parse_params(params)?;
+    require_initialized(shared)?;
+    Ok(
+        json!({"account": null, "userId": null, "requiresOpenaiAuth": true, "workspaceRouting": null}),
+    )
+}

@@ -1,0 +1,265 @@
+//! The JSON-RPC server over stdio: a reader thread feeds lines to the dispatcher; slow work
+//! (turns, command/exec, delayed answers) runs on its own threads, so answers may come out of
+//! order, as with the real server.
+
+mod handlers;
+mod state;
+mod turn;
+
+use crate::config::Config;
+use crate::model_log_writer::ModelLog;
+use crate::output::Output;
+use crate::protocol::{self, Incoming, RpcError};
+use crate::sandbox::Sandbox;
+use crate::scenario::{MethodBehaviour, Scenario};
+use serde_json::{json, Value};
+use state::{State, TurnSignal};
+use std::collections::HashMap;
+use std::io::BufRead;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::Sender;
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+pub use state::codex_home;
+
+/// Everything the server's threads share.
+pub struct Shared {
+    pub out: Output,
+    pub scenario: Scenario,
+    pub config: Config,
+    pub sandbox: Sandbox,
+    pub model_log: ModelLog,
+    state: Mutex<State>,
+    /// Server requests waiting for the client's answer: id key → the waiting turn.
+    pending: Mutex<HashMap<String, Sender<TurnSignal>>>,
+    next_request_id: AtomicU64,
+    method_calls: Mutex<HashMap<String, u32>>,
+    startup_probe: Mutex<Option<JoinHandle<Option<&'static str>>>>,
+}
+
+/// A handler's answer: the result, the notifications that follow the response, and work to
+/// start once they are out (a turn).
+pub struct Reply {
+    pub result: Result<Value, RpcError>,
+    pub then: Vec<Value>,
+    pub after: Option<Box<dyn FnOnce() + Send>>,
+}
+
+impl Reply {
+    pub fn ok(result: Value) -> Self {
+        Self {
+            result: Ok(result),
+            then: Vec::new(),
+            after: None,
+        }
+    }
+    pub fn err(error: RpcError) -> Self {
+        Self {
+            result: Err(error),
+            then: Vec::new(),
+            after: None,
+        }
+    }
+}
+
+impl Shared {
+    pub fn new(
+        scenario: Scenario,
+        config: Config,
+        sandbox: Sandbox,
+        out: Output,
+        model_log: ModelLog,
+    ) -> Arc<Self> {
+        let probe_sandbox = sandbox.clone();
+        // The probe spawns bubblewrap; run it while the client is still starting up.
+        let probe = std::thread::spawn(move || probe_sandbox.startup_warning());
+        Arc::new(Self {
+            out,
+            scenario,
+            config,
+            sandbox,
+            model_log,
+            state: Mutex::new(State::default()),
+            pending: Mutex::new(HashMap::new()),
+            next_request_id: AtomicU64::new(0),
+            method_calls: Mutex::new(HashMap::new()),
+            startup_probe: Mutex::new(Some(probe)),
+        })
+    }
+
+    pub(crate) fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn startup_warning(&self) -> Option<&'static str> {
+        let handle = self
+            .startup_probe
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()?;
+        handle.join().ok().flatten()
+    }
+
+    /// Send a server request; its answer is delivered to `waiter` as `ClientAnswer`.
+    pub fn request_client(&self, method: &str, params: Value, waiter: &Sender<TurnSignal>) -> u64 {
+        let id = self.next_request_id.fetch_add(1, Ordering::SeqCst);
+        self.pending
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(protocol::id_key(&json!(id)), waiter.clone());
+        self.out
+            .send(&json!({"method": method, "id": id, "params": params}));
+        id
+    }
+
+    pub fn forget_request(&self, id: u64) {
+        self.pending
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&protocol::id_key(&json!(id)));
+    }
+
+    /// The scenario's behaviour for this call of `method`, counting calls for `times`.
+    fn behaviour_for(&self, method: &str) -> Option<MethodBehaviour> {
+        let behaviour = self.scenario.method(method)?;
+        let mut calls = self.method_calls.lock().unwrap_or_else(|p| p.into_inner());
+        let count = calls.entry(method.to_string()).or_insert(0);
+        *count += 1;
+        match behaviour.times {
+            Some(times) if *count > times => None,
+            _ => Some(behaviour.clone()),
+        }
+    }
+}
+
+/// Serve stdin/stdout until stdin closes. Returns the process exit code.
+pub fn serve(shared: Arc<Shared>) -> u8 {
+    let (lines_tx, lines_rx) = std::sync::mpsc::sync_channel::<Vec<u8>>(1024);
+    std::thread::spawn(move || {
+        let stdin = std::io::stdin();
+        let mut reader = stdin.lock();
+        loop {
+            let mut line = Vec::new();
+            match reader.read_until(b'\n', &mut line) {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {
+                    if lines_tx.send(line).is_err() {
+                        break;
+                    }
+                }
+            }
+        }
+    });
+    while let Ok(raw) = lines_rx.recv() {
+        let text = String::from_utf8_lossy(&raw);
+        let line = text.trim_end_matches(['\n', '\r']);
+        if line.trim().is_empty() {
+            continue;
+        }
+        shared.out.record_incoming(line);
+        handle_line(&shared, line);
+    }
+    shared.out.flush();
+    0
+}
+
+fn handle_line(shared: &Arc<Shared>, line: &str) {
+    match protocol::classify(line) {
+        Err(err) => {
+            // The real server logs and keeps serving; no answer goes out.
+            eprintln!("ERROR codex_app_server_transport::transport: Failed to deserialize JSONRPCMessage: {err}");
+        }
+        Ok(Incoming::Invalid(reason)) => {
+            eprintln!("ERROR codex_app_server_transport::transport: Failed to deserialize JSONRPCMessage: {reason}");
+        }
+        Ok(Incoming::Notification { .. }) => {}
+        Ok(Incoming::Response { id, message }) => {
+            let waiter = shared
+                .pending
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove(&protocol::id_key(&id));
+            match waiter {
+                Some(waiter) => {
+                    let _ = waiter.send(TurnSignal::ClientAnswer(message));
+                }
+                None => {
+                    eprintln!("WARN fake-app-server: response to unknown server request id {id}")
+                }
+            }
+        }
+        Ok(Incoming::Request { id, method, params }) => dispatch(shared, id, method, params),
+    }
+}
+
+fn dispatch(shared: &Arc<Shared>, id: Value, method: String, params: Option<Value>) {
+    let behaviour = shared.behaviour_for(&method);
+    let slow = behaviour
+        .as_ref()
+        .is_some_and(|b| b.delay_ms.is_some() || b.hang)
+        || method == "command/exec";
+    if slow {
+        let shared = Arc::clone(shared);
+        std::thread::spawn(move || answer(&shared, id, &method, params, behaviour.as_ref()));
+    } else {
+        answer(shared, id, &method, params, behaviour.as_ref());
+    }
+}
+
+fn answer(
+    shared: &Arc<Shared>,
+    id: Value,
+    method: &str,
+    params: Option<Value>,
+    behaviour: Option<&MethodBehaviour>,
+) {
+    if let Some(delay) = behaviour.and_then(|b| b.delay_ms) {
+        std::thread::sleep(Duration::from_millis(delay));
+    }
+    let behaviour = behaviour.cloned().unwrap_or_default();
+    if behaviour.hang {
+        eprintln!("fake-app-server: not answering {method} (id {id}) as the scenario asks");
+        return;
+    }
+    if behaviour.malformed {
+        shared
+            .out
+            .send_garbage(&format!("{{\"id\":{id},\"result\":{{\"malformed"));
+        return;
+    }
+    let reply = match &behaviour.error {
+        Some(error) => Reply::err(RpcError {
+            code: error.code,
+            message: error.message.clone(),
+        }),
+        None => {
+            let mut reply = handlers::handle(shared, method, params.as_ref());
+            if let (Some(result), Ok(_)) = (&behaviour.result, &reply.result) {
+                reply.result = Ok(result.clone());
+            }
+            reply
+        }
+    };
+    let response = match &reply.result {
+        Ok(result) => json!({"id": id, "result": result}),
+        Err(error) => json!({"error": error.to_json(), "id": id}),
+    };
+    if let Some(bytes) = behaviour.crash_after_bytes {
+        shared.out.crash_after(&response, bytes);
+    }
+    if behaviour.oversized_bytes.is_some() || behaviour.split_writes.is_some() {
+        shared
+            .out
+            .send_shaped(&response, behaviour.oversized_bytes, behaviour.split_writes);
+    } else {
+        shared.out.send(&response);
+    }
+    for notification in &reply.then {
+        shared.out.send(notification);
+    }
+    if let Some(after) = reply.after {
+        after();
+    }
+}

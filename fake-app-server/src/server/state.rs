@@ -1,0 +1,194 @@
+//! Per-server state: the client's handshake and the threads, with on-disk persistence so a
+//! later process can `thread/resume` (like Codex's rollouts under `CODEX_HOME`).
+
+use crate::config::Config;
+use crate::protocol::shapes::{self, ThreadView};
+use crate::sandbox::policy::{LegacyPolicy, Permissions};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::Sender;
+
+#[derive(Default)]
+pub struct State {
+    pub initialized: bool,
+    pub experimental_api: bool,
+    pub client_name: String,
+    pub threads: HashMap<String, ThreadState>,
+}
+
+/// What a running turn can be told.
+#[derive(Debug)]
+pub enum TurnSignal {
+    Interrupt,
+    Steer(Value),
+    /// The client's answer to a server request (the whole JSON-RPC message).
+    ClientAnswer(Value),
+}
+
+pub struct ActiveTurn {
+    pub id: String,
+    pub signals: Sender<TurnSignal>,
+}
+
+pub struct ThreadState {
+    pub id: String,
+    pub cwd: PathBuf,
+    pub ephemeral: bool,
+    pub path: Option<PathBuf>,
+    pub permissions: Permissions,
+    pub approval_policy: Value,
+    pub dynamic_tools: Vec<String>,
+    pub instruction_sources: Vec<String>,
+    pub preview: String,
+    pub created_at: u64,
+    pub updated_at: u64,
+    /// Finished turns, full items (for thread/read and thread/resume).
+    pub turns: Vec<Value>,
+    /// How many turns were started (turn N plays script turn N).
+    pub turns_started: usize,
+    pub active: Option<ActiveTurn>,
+}
+
+/// The persisted form of a thread.
+#[derive(Debug, Serialize, Deserialize)]
+struct Persisted {
+    id: String,
+    cwd: PathBuf,
+    profile: Option<String>,
+    legacy_policy: Option<Value>,
+    approval_policy: Value,
+    dynamic_tools: Vec<String>,
+    instruction_sources: Vec<String>,
+    preview: String,
+    created_at: u64,
+    updated_at: u64,
+    turns: Vec<Value>,
+    turns_started: usize,
+}
+
+impl ThreadState {
+    pub fn view<'a>(
+        &'a self,
+        model: &'a str,
+        provider: &'a str,
+        originator: &'a str,
+        with_turns: bool,
+    ) -> ThreadView<'a> {
+        ThreadView {
+            id: &self.id,
+            cwd: self.cwd.to_str().unwrap_or(""),
+            ephemeral: self.ephemeral,
+            path: self.path.as_deref().and_then(Path::to_str),
+            model,
+            model_provider: provider,
+            originator,
+            preview: &self.preview,
+            created_at: self.created_at,
+            updated_at: self.updated_at,
+            status: if self.active.is_some() {
+                shapes::active_status(&[])
+            } else {
+                shapes::idle_status()
+            },
+            turns: if with_turns {
+                self.turns.clone()
+            } else {
+                Vec::new()
+            },
+        }
+    }
+
+    pub fn persist(&self) {
+        let Some(path) = &self.path else { return };
+        let (profile, legacy_policy) = match &self.permissions {
+            Permissions::Profile(p) => (Some(p.id.clone()), None),
+            Permissions::Legacy(_) => (None, Some(self.permissions.projection())),
+        };
+        let record = Persisted {
+            id: self.id.clone(),
+            cwd: self.cwd.clone(),
+            profile,
+            legacy_policy,
+            approval_policy: self.approval_policy.clone(),
+            dynamic_tools: self.dynamic_tools.clone(),
+            instruction_sources: self.instruction_sources.clone(),
+            preview: self.preview.clone(),
+            created_at: self.created_at,
+            updated_at: self.updated_at,
+            turns: self.turns.clone(),
+            turns_started: self.turns_started,
+        };
+        let write = || -> std::io::Result<()> {
+            if let Some(parent) = path.parent() {
+                std::fs::create_dir_all(parent)?;
+            }
+            let tmp = path.with_extension("json.tmp");
+            std::fs::write(&tmp, serde_json::to_vec(&record)?)?;
+            std::fs::rename(tmp, path)
+        };
+        if let Err(err) = write() {
+            eprintln!(
+                "fake-app-server: cannot persist thread {} to {}: {err}",
+                self.id,
+                path.display()
+            );
+        }
+    }
+
+    /// Load a persisted thread; its profile is resolved against this process's config.
+    pub fn load(path: &Path, config: &Config) -> Option<ThreadState> {
+        let record: Persisted = serde_json::from_slice(&std::fs::read(path).ok()?).ok()?;
+        let permissions = match (&record.profile, &record.legacy_policy) {
+            (Some(id), _) => Permissions::Profile(
+                config
+                    .profile(Some(id))
+                    .or_else(|_| config.profile(None))
+                    .ok()?,
+            ),
+            (None, Some(policy)) => {
+                Permissions::Legacy(LegacyPolicy::from_policy_json(policy).ok()?)
+            }
+            (None, None) => Permissions::Profile(config.profile(None).ok()?),
+        };
+        Some(ThreadState {
+            id: record.id,
+            cwd: record.cwd,
+            ephemeral: false,
+            path: Some(path.to_path_buf()),
+            permissions,
+            approval_policy: record.approval_policy,
+            dynamic_tools: record.dynamic_tools,
+            instruction_sources: record.instruction_sources,
+            preview: record.preview,
+            created_at: record.created_at,
+            updated_at: record.updated_at,
+            turns: record.turns,
+            turns_started: record.turns_started,
+            active: None,
+        })
+    }
+}
+
+/// `$CODEX_HOME` (else `~/.codex`), as Codex reports it in the initialize result.
+pub fn codex_home() -> PathBuf {
+    if let Some(home) = std::env::var_os("CODEX_HOME").filter(|v| !v.is_empty()) {
+        return PathBuf::from(home);
+    }
+    std::env::var_os("HOME")
+        .map(|home| PathBuf::from(home).join(".codex"))
+        .unwrap_or_else(|| PathBuf::from(".codex"))
+}
+
+/// Where a non-ephemeral thread is persisted (only when `CODEX_HOME` is set: the fake never
+/// writes into a real user's `~/.codex`).
+pub fn thread_file(thread_id: &str) -> Option<PathBuf> {
+    let home = std::env::var_os("CODEX_HOME").filter(|v| !v.is_empty())?;
+    Some(
+        PathBuf::from(home)
+            .join("fake-app-server")
+            .join("threads")
+            .join(format!("{thread_id}.json")),
+    )
+}

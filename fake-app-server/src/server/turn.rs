@@ -1,0 +1,712 @@
+//! Playing one turn of the model script: the notifications and server requests Codex emits for
+//! each model step, the tool outputs the model gets back (model log), and the scenario's faults.
+
+use super::state::TurnSignal;
+use super::Shared;
+use crate::ids;
+use crate::model_log::ModelLogEntry;
+use crate::model_log_writer::exec_output_text;
+use crate::protocol::shapes::{self, CommandView, DynamicToolView};
+use crate::sandbox::policy::{ExecPolicy, Permissions};
+use crate::scenario::model::{
+    classify_write_outcome, find_marker, ModelStep, PlanStepSpec, TemplateContext,
+};
+use crate::scenario::{ScenarioTurn, TurnFaultKind};
+use serde_json::{json, Value};
+use std::path::PathBuf;
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Everything a turn needs, captured when turn/start was accepted.
+pub struct TurnPlan {
+    pub thread_id: String,
+    pub turn_id: String,
+    pub cwd: PathBuf,
+    pub permissions: Permissions,
+    pub approval_policy: Value,
+    pub dynamic_tools: Vec<String>,
+    pub input: Value,
+    pub user_text: String,
+    pub script: ScenarioTurn,
+    pub signals: Receiver<TurnSignal>,
+    pub self_signal: Sender<TurnSignal>,
+}
+
+/// How a step (or the whole turn) ended.
+enum Flow {
+    Continue,
+    Interrupted,
+}
+
+const APPROVAL_NEVER_OUTPUT: &str = "approval policy is Never; reject command — you cannot ask for escalated permissions if the approval policy is Never";
+const REJECTED_OUTPUT: &str =
+    "exec_command failed: CreateProcess { message: \"Rejected(\\\"rejected by user\\\")\" }";
+const DYNAMIC_TOOL_FAILED: &str = "dynamic tool request failed";
+
+struct TurnRun {
+    shared: Arc<Shared>,
+    plan: TurnPlan,
+    template: TemplateContext,
+    items: Vec<Value>,
+    steered: Vec<Value>,
+}
+
+pub fn play(shared: Arc<Shared>, plan: TurnPlan) {
+    let template = TemplateContext {
+        probe_id: ids::probe_id_for(&plan.thread_id),
+        write_outcome: None,
+        user_marker: find_marker(&plan.user_text),
+    };
+    let mut run = TurnRun {
+        shared,
+        plan,
+        template,
+        items: Vec::new(),
+        steered: Vec::new(),
+    };
+    run.play();
+}
+
+impl TurnRun {
+    fn send(&self, message: Value) {
+        self.shared.out.send(&message);
+    }
+
+    fn ids(&self) -> (&str, &str) {
+        (&self.plan.thread_id, &self.plan.turn_id)
+    }
+
+    fn play(&mut self) {
+        let started = Instant::now();
+        let started_s = shapes::now_s();
+        let (thread_id, turn_id) = (self.plan.thread_id.clone(), self.plan.turn_id.clone());
+        self.send(shapes::thread_status(
+            &thread_id,
+            shapes::active_status(&[]),
+        ));
+        let turn_started = shapes::turn(&shapes::TurnView {
+            id: &turn_id,
+            items: Vec::new(),
+            items_view: "notLoaded",
+            status: "inProgress",
+            error: Value::Null,
+            started_at: Some(started_s),
+            completed_at: None,
+            duration_ms: None,
+        });
+        self.send(shapes::notification(
+            "turn/started",
+            json!({"threadId": thread_id, "turn": turn_started}),
+        ));
+        let now = shapes::now_ms();
+        let user_id = ids::uuid_v7();
+        let user_item = shapes::user_message_item(&user_id, &self.plan.input, now, None);
+        self.send(shapes::item_started(user_item, &thread_id, &turn_id, now));
+        let user_done = shapes::user_message_item(&user_id, &self.plan.input, now, Some(now));
+        self.items.push(user_done.clone());
+        self.send(shapes::item_completed(user_done, &thread_id, &turn_id, now));
+
+        let script = self.plan.script.clone();
+        let mut status = "completed";
+        let mut error = Value::Null;
+        if script
+            .fault
+            .as_ref()
+            .is_some_and(|f| f.after_step.is_none())
+        {
+            self.inject_fault();
+        }
+        for (index, step) in script.steps.iter().enumerate() {
+            if let Flow::Interrupted = self.drain_signals() {
+                status = "interrupted";
+                break;
+            }
+            if let Flow::Interrupted = self.step(step) {
+                status = "interrupted";
+                break;
+            }
+            if script
+                .fault
+                .as_ref()
+                .is_some_and(|f| f.after_step == Some(index))
+            {
+                self.inject_fault();
+            }
+        }
+        if status == "completed" {
+            if let Flow::Interrupted = self.drain_signals() {
+                status = "interrupted";
+            }
+        }
+        if status == "completed" {
+            if let Some(failure) = &script.fail {
+                let message = format!("stream disconnected before completion: {}", failure.message);
+                let turn_error = json!({"message": message, "codexErrorInfo": "other", "additionalDetails": null});
+                self.send(shapes::notification(
+                    "error",
+                    json!({"error": turn_error, "willRetry": false, "threadId": thread_id, "turnId": turn_id}),
+                ));
+                status = "failed";
+                error = turn_error;
+            }
+        }
+        self.finish(status, error, started_s, started.elapsed());
+    }
+
+    fn finish(&mut self, status: &str, error: Value, started_s: u64, elapsed: Duration) {
+        let (thread_id, turn_id) = (self.plan.thread_id.clone(), self.plan.turn_id.clone());
+        let completed_s = shapes::now_s();
+        let duration_ms = Some(elapsed.as_millis() as u64);
+        let full = shapes::turn(&shapes::TurnView {
+            id: &turn_id,
+            items: self.items.clone(),
+            items_view: "full",
+            status,
+            error: error.clone(),
+            started_at: Some(started_s),
+            completed_at: Some(completed_s),
+            duration_ms,
+        });
+        // Only the final agent message travels in turn/completed (Codex's "summary" view).
+        let summary_items: Vec<Value> = self
+            .items
+            .iter()
+            .rev()
+            .find(|item| item.get("type").and_then(Value::as_str) == Some("agentMessage"))
+            .cloned()
+            .into_iter()
+            .collect();
+        let (summary_items, view) = if status == "interrupted" && summary_items.is_empty() {
+            (Vec::new(), "notLoaded")
+        } else {
+            (summary_items, "summary")
+        };
+        let summary = shapes::turn(&shapes::TurnView {
+            id: &turn_id,
+            items: summary_items,
+            items_view: view,
+            status,
+            error,
+            started_at: Some(started_s),
+            completed_at: Some(completed_s),
+            duration_ms,
+        });
+        {
+            let mut state = self.shared.state();
+            if let Some(thread) = state.threads.get_mut(&thread_id) {
+                thread.turns.push(full);
+                thread.active = None;
+                thread.updated_at = completed_s;
+                thread.persist();
+            }
+        }
+        self.send(shapes::thread_status(&thread_id, shapes::idle_status()));
+        self.send(shapes::notification(
+            "turn/completed",
+            json!({"threadId": thread_id, "turn": summary}),
+        ));
+    }
+
+    /// Handle signals that arrived; `Interrupted` if the client interrupted the turn.
+    fn drain_signals(&mut self) -> Flow {
+        while let Ok(signal) = self.plan.signals.try_recv() {
+            match signal {
+                TurnSignal::Interrupt => return Flow::Interrupted,
+                TurnSignal::Steer(input) => self.steered.push(input),
+                TurnSignal::ClientAnswer(message) => {
+                    eprintln!("WARN fake-app-server: late client answer ignored: {message}");
+                }
+            }
+        }
+        Flow::Continue
+    }
+
+    /// Wait (bounded) for the answer to server request `id`.
+    fn wait_answer(&mut self, id: u64) -> Result<Value, Flow> {
+        let limit = Duration::from_millis(self.shared.scenario.limits.client_answer_ms);
+        let deadline = Instant::now() + limit;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.plan.signals.recv_timeout(left) {
+                Ok(TurnSignal::ClientAnswer(message)) => return Ok(message),
+                Ok(TurnSignal::Steer(input)) => self.steered.push(input),
+                Ok(TurnSignal::Interrupt) => {
+                    self.shared.forget_request(id);
+                    return Err(Flow::Interrupted);
+                }
+                Err(RecvTimeoutError::Timeout) | Err(RecvTimeoutError::Disconnected) => {
+                    self.shared.forget_request(id);
+                    eprintln!(
+                        "fake-app-server: no answer to server request {id} within {limit:?}; the turn is interrupted"
+                    );
+                    return Err(Flow::Interrupted);
+                }
+            }
+        }
+    }
+
+    fn inject_fault(&mut self) {
+        let Some(fault) = self.plan.script.fault.clone() else {
+            return;
+        };
+        let (thread_id, turn_id) = self.ids();
+        match fault.kind {
+            TurnFaultKind::Crash => self.shared.out.crash("crash-mid-turn fault"),
+            TurnFaultKind::Hang => {
+                let limit = Duration::from_millis(self.shared.scenario.limits.hang_ms);
+                eprintln!("fake-app-server: turn {turn_id} hangs for up to {limit:?} as the scenario asks");
+                std::thread::sleep(limit);
+                self.shared.out.crash("hang fault reached limits.hang_ms");
+            }
+            TurnFaultKind::GarbageLine => {
+                self.shared
+                    .out
+                    .send_garbage("fake-app-server garbage-line fault: this line is not JSON {");
+            }
+            TurnFaultKind::OversizedLine => {
+                let bytes = fault.bytes.unwrap_or(8 * 1024 * 1024);
+                let delta = "x".repeat(bytes);
+                let message = shapes::notification(
+                    "item/agentMessage/delta",
+                    json!({"threadId": thread_id, "turnId": turn_id, "itemId": ids::message_id(), "delta": delta}),
+                );
+                self.send(message);
+            }
+        }
+    }
+
+    fn step(&mut self, step: &ModelStep) -> Flow {
+        match step {
+            ModelStep::Shell {
+                cmd,
+                escalate,
+                justification,
+            } => self.shell(
+                &self.template.expand(cmd),
+                *escalate,
+                justification.as_deref(),
+            ),
+            ModelStep::Plan { text } => {
+                self.plan_item(&self.template.expand(text));
+                Flow::Continue
+            }
+            ModelStep::PlanUpdate { explanation, steps } => {
+                self.plan_update(explanation.as_deref(), steps);
+                Flow::Continue
+            }
+            ModelStep::Message { text } => {
+                self.message(&self.template.expand(text));
+                Flow::Continue
+            }
+            ModelStep::ToolCall { name, arguments } => {
+                let arguments = self.template.expand_value(arguments);
+                self.tool_call(name, &arguments)
+            }
+        }
+    }
+
+    fn log(&self, entry: ModelLogEntry) {
+        self.shared.model_log.write(&entry);
+    }
+
+    fn message(&mut self, text: &str) {
+        let (thread_id, turn_id) = (self.plan.thread_id.clone(), self.plan.turn_id.clone());
+        let id = ids::message_id();
+        let now = shapes::now_ms();
+        self.send(shapes::item_started(
+            shapes::agent_message_item(&id, text, now, None),
+            &thread_id,
+            &turn_id,
+            now,
+        ));
+        let done = shapes::agent_message_item(&id, text, now, Some(now));
+        self.items.push(done.clone());
+        self.send(shapes::item_completed(done, &thread_id, &turn_id, now));
+    }
+
+    fn plan_item(&mut self, text: &str) {
+        let (thread_id, turn_id) = (self.plan.thread_id.clone(), self.plan.turn_id.clone());
+        let id = format!("{turn_id}-plan");
+        let now = shapes::now_ms();
+        self.send(shapes::item_started(
+            shapes::plan_item(&id, "", now, None),
+            &thread_id,
+            &turn_id,
+            now,
+        ));
+        self.send(shapes::notification(
+            "item/plan/delta",
+            json!({"threadId": thread_id, "turnId": turn_id, "itemId": id, "delta": text}),
+        ));
+        let done = shapes::plan_item(&id, text, now, Some(now));
+        self.items.push(done.clone());
+        self.send(shapes::item_completed(
+            done,
+            &thread_id,
+            &turn_id,
+            shapes::now_ms(),
+        ));
+    }
+
+    fn plan_update(&mut self, explanation: Option<&str>, steps: &[PlanStepSpec]) {
+        let (thread_id, turn_id) = self.ids();
+        let call_id = ids::call_id();
+        let plan: Vec<Value> = steps
+            .iter()
+            .map(|s| json!({"step": self.template.expand(&s.step), "status": s.status}))
+            .collect();
+        let explanation = explanation.map(|e| self.template.expand(e));
+        self.log(ModelLogEntry::ToolCall {
+            call_id: call_id.clone(),
+            name: "update_plan".into(),
+            arguments: json!({"explanation": explanation, "plan": plan}).to_string(),
+        });
+        self.send(shapes::notification(
+            "turn/plan/updated",
+            json!({"threadId": thread_id, "turnId": turn_id, "explanation": explanation, "plan": plan}),
+        ));
+        self.log(ModelLogEntry::ToolOutput {
+            call_id,
+            output: "Plan updated".into(),
+        });
+    }
+
+    fn shell(&mut self, cmd: &str, escalate: bool, justification: Option<&str>) -> Flow {
+        let call_id = ids::call_id();
+        let mut arguments = json!({"cmd": cmd});
+        if escalate {
+            arguments["sandbox_permissions"] = json!("require_escalated");
+            if let Some(j) = justification {
+                arguments["justification"] = json!(j);
+            }
+        }
+        self.log(ModelLogEntry::ToolCall {
+            call_id: call_id.clone(),
+            name: "exec_command".into(),
+            arguments: arguments.to_string(),
+        });
+        let argv = vec!["/bin/bash".to_string(), "-lc".to_string(), cmd.to_string()];
+        let (thread_id, turn_id) = (self.plan.thread_id.clone(), self.plan.turn_id.clone());
+        let cwd = self.plan.cwd.display().to_string();
+        if escalate {
+            if self.plan.approval_policy.as_str() == Some("never") {
+                self.log(ModelLogEntry::ToolOutput {
+                    call_id,
+                    output: APPROVAL_NEVER_OUTPUT.into(),
+                });
+                return Flow::Continue;
+            }
+            return self.escalated_shell(call_id, cmd, justification, &argv);
+        }
+        let policy = self.plan.permissions.exec_policy(&self.plan.cwd);
+        let result = self
+            .shared
+            .sandbox
+            .run(&argv, &self.plan.cwd, &policy, true);
+        self.template.write_outcome =
+            Some(classify_write_outcome(result.exit_code.into(), &result.aggregated).to_string());
+        if !result.looks_like_sandbox_denial() {
+            // A fast command's item/started goes out after it finished, as with Codex.
+            let started = shapes::now_ms().saturating_sub(result.duration.as_millis() as u64);
+            let view = CommandView {
+                id: &call_id,
+                cmd,
+                cwd: &cwd,
+                process_id: result.pid.map(|p| p.to_string()),
+                source: "unifiedExecStartup",
+                status: "inProgress",
+                aggregated_output: None,
+                exit_code: None,
+                duration_ms: None,
+                started,
+                completed: None,
+            };
+            self.send(shapes::item_started(
+                shapes::command_item(&view),
+                &thread_id,
+                &turn_id,
+                started,
+            ));
+            let completed = shapes::now_ms();
+            let done = shapes::command_item(&CommandView {
+                status: if result.exit_code == 0 {
+                    "completed"
+                } else {
+                    "failed"
+                },
+                aggregated_output: Some(&result.aggregated),
+                exit_code: Some(result.exit_code),
+                duration_ms: Some(result.duration.as_millis() as u64),
+                completed: Some(completed),
+                ..view
+            });
+            self.items.push(done.clone());
+            self.send(shapes::item_completed(
+                done, &thread_id, &turn_id, completed,
+            ));
+        }
+        self.log(ModelLogEntry::ToolOutput {
+            call_id,
+            output: exec_output_text(
+                &ids::chunk_id(),
+                result.duration,
+                result.exit_code,
+                &result.aggregated,
+            ),
+        });
+        Flow::Continue
+    }
+
+    fn escalated_shell(
+        &mut self,
+        call_id: String,
+        cmd: &str,
+        justification: Option<&str>,
+        argv: &[String],
+    ) -> Flow {
+        let (thread_id, turn_id) = (self.plan.thread_id.clone(), self.plan.turn_id.clone());
+        let cwd = self.plan.cwd.display().to_string();
+        let started = shapes::now_ms();
+        let view = CommandView {
+            id: &call_id,
+            cmd,
+            cwd: &cwd,
+            process_id: None,
+            source: "agent",
+            status: "inProgress",
+            aggregated_output: None,
+            exit_code: None,
+            duration_ms: None,
+            started,
+            completed: None,
+        };
+        self.send(shapes::thread_status(
+            &thread_id,
+            shapes::active_status(&["waitingOnApproval"]),
+        ));
+        self.send(shapes::item_started(
+            shapes::command_item(&view),
+            &thread_id,
+            &turn_id,
+            started,
+        ));
+        let full_command = json!(["/bin/bash", "-lc", cmd]);
+        let params = json!({
+            "threadId": thread_id, "turnId": turn_id, "itemId": call_id, "startedAtMs": started,
+            "environmentId": "local", "reason": justification, "command": shapes::shell_display(cmd),
+            "cwd": cwd, "commandActions": [{"type": "unknown", "command": cmd}],
+            "proposedExecpolicyAmendment": full_command,
+            "availableDecisions": ["accept", {"acceptWithExecpolicyAmendment": {"execpolicy_amendment": full_command}}, "cancel"],
+        });
+        let request_id = self.shared.request_client(
+            "item/commandExecution/requestApproval",
+            params,
+            &self.plan.self_signal,
+        );
+        let answer = self.wait_answer(request_id);
+        self.send(shapes::notification(
+            "serverRequest/resolved",
+            json!({"threadId": thread_id, "requestId": request_id}),
+        ));
+        self.send(shapes::thread_status(
+            &thread_id,
+            shapes::active_status(&[]),
+        ));
+        let decision = match &answer {
+            Ok(message) => decision_of(message),
+            Err(_) => "cancel".to_string(),
+        };
+        let declined = |this: &mut Self| {
+            let done = shapes::command_item(&CommandView {
+                status: "declined",
+                completed: Some(shapes::now_ms()),
+                ..view.clone_view()
+            });
+            this.items.push(done.clone());
+            this.send(shapes::item_completed(
+                done,
+                &thread_id,
+                &turn_id,
+                shapes::now_ms(),
+            ));
+        };
+        match decision.as_str() {
+            "accept" | "acceptForSession" | "acceptWithExecpolicyAmendment" => {
+                let result =
+                    self.shared
+                        .sandbox
+                        .run(argv, &self.plan.cwd, &ExecPolicy::Direct, true);
+                self.template.write_outcome = Some(
+                    classify_write_outcome(result.exit_code.into(), &result.aggregated).to_string(),
+                );
+                let completed = shapes::now_ms();
+                let done = shapes::command_item(&CommandView {
+                    status: if result.exit_code == 0 {
+                        "completed"
+                    } else {
+                        "failed"
+                    },
+                    aggregated_output: Some(&result.aggregated),
+                    exit_code: Some(result.exit_code),
+                    duration_ms: Some(result.duration.as_millis() as u64),
+                    completed: Some(completed),
+                    ..view.clone_view()
+                });
+                self.items.push(done.clone());
+                self.send(shapes::item_completed(
+                    done, &thread_id, &turn_id, completed,
+                ));
+                self.log(ModelLogEntry::ToolOutput {
+                    call_id,
+                    output: exec_output_text(
+                        &ids::chunk_id(),
+                        result.duration,
+                        result.exit_code,
+                        &result.aggregated,
+                    ),
+                });
+                Flow::Continue
+            }
+            "decline" => {
+                declined(self);
+                self.log(ModelLogEntry::ToolOutput {
+                    call_id,
+                    output: REJECTED_OUTPUT.into(),
+                });
+                Flow::Continue
+            }
+            _ => {
+                // cancel (or no answer): the item ends declined and the turn is interrupted;
+                // nothing goes back to the model.
+                declined(self);
+                Flow::Interrupted
+            }
+        }
+    }
+
+    fn tool_call(&mut self, name: &str, arguments: &Value) -> Flow {
+        let (thread_id, turn_id) = (self.plan.thread_id.clone(), self.plan.turn_id.clone());
+        let call_id = ids::call_id();
+        self.log(ModelLogEntry::ToolCall {
+            call_id: call_id.clone(),
+            name: name.to_string(),
+            arguments: arguments.to_string(),
+        });
+        if !self.plan.dynamic_tools.iter().any(|t| t == name) {
+            self.log(ModelLogEntry::ToolOutput {
+                call_id,
+                output: format!("unsupported call: {name}"),
+            });
+            return Flow::Continue;
+        }
+        let started_at = Instant::now();
+        let started = shapes::now_ms();
+        let view = DynamicToolView {
+            id: &call_id,
+            tool: name,
+            arguments,
+            status: "inProgress",
+            content_items: Value::Null,
+            success: Value::Null,
+            duration_ms: None,
+            started,
+            completed: None,
+        };
+        self.send(shapes::item_started(
+            shapes::dynamic_tool_item(&view),
+            &thread_id,
+            &turn_id,
+            started,
+        ));
+        let request_id = self.shared.request_client(
+            "item/tool/call",
+            json!({"threadId": thread_id, "turnId": turn_id, "callId": call_id, "namespace": null, "tool": name, "arguments": arguments}),
+            &self.plan.self_signal,
+        );
+        let answer = match self.wait_answer(request_id) {
+            Ok(answer) => answer,
+            Err(flow) => return flow,
+        };
+        let (success, content_items, output) = match answer.get("result") {
+            Some(result) => {
+                let items = result
+                    .get("contentItems")
+                    .cloned()
+                    .unwrap_or_else(|| json!([]));
+                let success = result
+                    .get("success")
+                    .and_then(Value::as_bool)
+                    .unwrap_or(false);
+                (success, items.clone(), tool_output_text(&items))
+            }
+            None => (
+                false,
+                json!([{"type": "inputText", "text": DYNAMIC_TOOL_FAILED}]),
+                DYNAMIC_TOOL_FAILED.to_string(),
+            ),
+        };
+        let completed = shapes::now_ms();
+        let done = shapes::dynamic_tool_item(&DynamicToolView {
+            status: if success { "completed" } else { "failed" },
+            content_items,
+            success: json!(success),
+            duration_ms: Some(started_at.elapsed().as_millis() as u64),
+            completed: Some(completed),
+            ..view
+        });
+        self.items.push(done.clone());
+        self.send(shapes::item_completed(
+            done, &thread_id, &turn_id, completed,
+        ));
+        self.log(ModelLogEntry::ToolOutput { call_id, output });
+        Flow::Continue
+    }
+}
+
+/// One text item goes back as a string; several as a JSON array of `input_text` items.
+fn tool_output_text(items: &Value) -> String {
+    let texts: Vec<&str> = items
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|i| i.get("text").and_then(Value::as_str))
+                .collect()
+        })
+        .unwrap_or_default();
+    if texts.len() == 1 {
+        texts[0].to_string()
+    } else {
+        json!(texts
+            .iter()
+            .map(|t| json!({"type": "input_text", "text": t}))
+            .collect::<Vec<_>>())
+        .to_string()
+    }
+}
+
+fn decision_of(message: &Value) -> String {
+    match message.get("result").and_then(|r| r.get("decision")) {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Object(map)) => map.keys().next().cloned().unwrap_or_default(),
+        _ => "cancel".to_string(),
+    }
+}
+
+impl<'a> CommandView<'a> {
+    fn clone_view(&self) -> CommandView<'a> {
+        CommandView {
+            id: self.id,
+            cmd: self.cmd,
+            cwd: self.cwd,
+            process_id: self.process_id.clone(),
+            source: self.source,
+            status: self.status,
+            aggregated_output: self.aggregated_output,
+            exit_code: self.exit_code,
+            duration_ms: self.duration_ms,
+            started: self.started,
+            completed: self.completed,
+        }
+    }
+}

@@ -1,0 +1,71 @@
+//! The transcript: one JSONL line per message in or out:
+//! `{"direction":"in"|"out","time":<unix ms>,"message":<JSON>}`; a line that is not JSON is kept
+//! as `"raw"` instead of `"message"`, and the fake's own remarks (a crash) as `"note"`.
+
+use serde_json::{json, Value};
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::Path;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Direction {
+    In,
+    Out,
+}
+
+impl Direction {
+    fn as_str(self) -> &'static str {
+        match self {
+            Direction::In => "in",
+            Direction::Out => "out",
+        }
+    }
+}
+
+pub struct Transcript {
+    file: BufWriter<File>,
+}
+
+impl Transcript {
+    pub fn create(path: &Path) -> std::io::Result<Self> {
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent)?;
+        }
+        Ok(Self {
+            file: BufWriter::new(File::create(path)?),
+        })
+    }
+
+    fn write(&mut self, entry: &Value) {
+        let _ = serde_json::to_writer(&mut self.file, entry);
+        let _ = self.file.write_all(b"\n");
+        // Flushed per message so a crash or a kill loses nothing.
+        let _ = self.file.flush();
+    }
+
+    pub fn record_message(&mut self, direction: Direction, message: &Value) {
+        let time = crate::protocol::shapes::now_ms();
+        self.write(&json!({"direction": direction.as_str(), "time": time, "message": message}));
+    }
+
+    pub fn record_line(&mut self, direction: Direction, line: &str) {
+        match serde_json::from_str::<Value>(line) {
+            Ok(message) => self.record_message(direction, &message),
+            Err(_) => self.record_raw(direction, line),
+        }
+    }
+
+    pub fn record_raw(&mut self, direction: Direction, text: &str) {
+        let time = crate::protocol::shapes::now_ms();
+        self.write(&json!({"direction": direction.as_str(), "time": time, "raw": text}));
+    }
+
+    pub fn record_note(&mut self, note: &str) {
+        let time = crate::protocol::shapes::now_ms();
+        self.write(&json!({"direction": "out", "time": time, "note": note}));
+    }
+
+    pub fn flush(&mut self) {
+        let _ = self.file.flush();
+    }
+}

@@ -1,0 +1,529 @@
+//! Built-in and built scenarios, played through the real stdio protocol.
+
+mod common;
+
+use common::*;
+use fake_app_server::scenario::builder::steps;
+use fake_app_server::scenario::{EnvironmentFacts, ScenarioBuilder};
+use serde_json::{json, Value};
+
+struct Run {
+    client: Client,
+    lab: Lab,
+    model_log: std::path::PathBuf,
+}
+
+fn start(scenario: &str, sandbox: &str) -> Run {
+    let lab = Lab::new();
+    let model_log = lab.path("model-log.jsonl");
+    let mut args = vec![
+        "app-server",
+        "--scenario",
+        scenario,
+        "--sandbox",
+        sandbox,
+        "--model-log",
+        model_log.to_str().unwrap(),
+    ];
+    args.extend(profile_args());
+    let client = Client::spawn(
+        &args
+            .iter()
+            .map(|s| s.to_string())
+            .collect::<Vec<_>>()
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>(),
+        &lab.home(),
+    );
+    Run {
+        client,
+        lab,
+        model_log,
+    }
+}
+
+fn start_built(builder: ScenarioBuilder, sandbox: &str) -> Run {
+    let lab = Lab::new();
+    let file = lab.path("scenario.toml");
+    std::fs::write(&file, builder.to_toml().unwrap()).unwrap();
+    let model_log = lab.path("model-log.jsonl");
+    let mut args = vec![
+        "app-server".to_string(),
+        "--scenario".into(),
+        file.display().to_string(),
+        "--sandbox".into(),
+        sandbox.into(),
+        "--model-log".into(),
+        model_log.display().to_string(),
+    ];
+    args.extend(profile_args().iter().map(|s| s.to_string()));
+    let client = Client::spawn(
+        &args.iter().map(String::as_str).collect::<Vec<_>>(),
+        &lab.home(),
+    );
+    Run {
+        client,
+        lab,
+        model_log,
+    }
+}
+
+impl Run {
+    fn thread(&mut self, permissions: &str) -> String {
+        let ws = self.lab.ws_str();
+        let answer = self.client.request(
+            "thread/start",
+            json!({"cwd": ws, "permissions": permissions, "dynamicTools": finish_tool()}),
+        );
+        answer["result"]["thread"]["id"]
+            .as_str()
+            .unwrap_or_else(|| panic!("thread/start failed: {answer}"))
+            .to_string()
+    }
+
+    /// Run one turn, answering every dynamic tool call with success; returns the notifications.
+    fn turn(&mut self, thread: &str, text: &str, extra: Value) -> Vec<Value> {
+        let mut params = json!({"threadId": thread, "input": [{"type": "text", "text": text}]});
+        if let Value::Object(map) = extra {
+            for (k, v) in map {
+                params[k] = v;
+            }
+        }
+        let answer = self.client.request("turn/start", params);
+        assert_eq!(answer["result"]["turn"]["status"], "inProgress", "{answer}");
+        let mut seen = Vec::new();
+        loop {
+            let message = self.client.wait_for("turn traffic", |_| true);
+            if message.get("id").is_some() && message["method"] == "item/tool/call" {
+                let id = message["id"].clone();
+                self.client.send(&json!({"id": id, "result": {"contentItems": [{"type": "inputText", "text": "acknowledged"}], "success": true}}));
+            }
+            let done = message["method"] == "turn/completed";
+            seen.push(message);
+            if done {
+                return seen;
+            }
+        }
+    }
+
+    fn model_log(&self) -> Vec<Value> {
+        read_jsonl(&self.model_log)
+    }
+}
+
+fn items_of(messages: &[Value], kind: &str) -> Vec<Value> {
+    messages
+        .iter()
+        .filter(|m| m["method"] == "item/completed" && m["params"]["item"]["type"] == kind)
+        .map(|m| m["params"]["item"].clone())
+        .collect()
+}
+
+fn plan_first_line(messages: &[Value]) -> String {
+    let plans = items_of(messages, "plan");
+    assert_eq!(plans.len(), 1, "{messages:#?}");
+    plans[0]["text"]
+        .as_str()
+        .unwrap()
+        .lines()
+        .next()
+        .unwrap()
+        .to_string()
+}
+
+fn plan_mode() -> Value {
+    json!({"collaborationMode": {"mode": "plan", "settings": {"model": "m", "reasoning_effort": null, "developer_instructions": null}}})
+}
+
+#[test]
+fn plan_write_refused_under_real_bwrap_needs_bwrap() {
+    if !require_bwrap() {
+        return;
+    }
+    let mut run = start("builtin:plan-write-refused", "real");
+    run.client.initialize(true);
+    let thread = run.thread("restricted");
+    let planning = run.turn(&thread, "Plan the probe write.", plan_mode());
+    assert_eq!(plan_first_line(&planning), "WRITE_REFUSED");
+    let commands = items_of(&planning, "commandExecution");
+    assert_eq!(commands.len(), 1);
+    assert!(commands[0]["aggregatedOutput"]
+        .as_str()
+        .unwrap()
+        .contains("Read-only file system"));
+    assert_eq!(commands[0]["exitCode"], 0);
+    let finishing = run.turn(&thread, "Approved.", json!({}));
+    let tools = items_of(&finishing, "dynamicToolCall");
+    assert_eq!(tools[0]["tool"], "paperclip_finish");
+    assert_eq!(tools[0]["arguments"]["status"], "done");
+    let probes: Vec<_> = std::fs::read_dir(run.lab.ws())
+        .unwrap()
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with("plan-write-probe-")
+        })
+        .collect();
+    assert!(probes.is_empty(), "the sandbox let the probe write through");
+    let log = run.model_log();
+    assert_eq!(log[0]["name"], "exec_command");
+    let output = log[1]["output"].as_str().unwrap();
+    assert!(
+        output.starts_with("Chunk ID: ")
+            && output.contains("\nProcess exited with code 0\n")
+            && output.contains("Read-only file system"),
+        "{output}"
+    );
+}
+
+#[test]
+fn network_off_profile_runs_under_unshare_net_needs_bwrap() {
+    if !require_bwrap() {
+        return;
+    }
+    let mut run = start_built(
+        ScenarioBuilder::new("net")
+            .turn(vec![steps::shell("cat /proc/net/dev | tail -n +3 | wc -l")]),
+        "real",
+    );
+    run.client.initialize(true);
+    let thread = run.thread("fullread-nonet");
+    let messages = run.turn(&thread, "count interfaces", json!({}));
+    let commands = items_of(&messages, "commandExecution");
+    // A login shell may print profile noise first; the last line is the interface count.
+    let output = commands[0]["aggregatedOutput"].as_str().unwrap();
+    assert!(
+        output.ends_with("\n1\n") || output == "1\n",
+        "only loopback inside --unshare-net: {output}"
+    );
+}
+
+#[test]
+fn loopback_refused_fails_thread_start_and_hides_the_command_item() {
+    let builder = ScenarioBuilder::from_builtin("plan-write-refused")
+        .unwrap()
+        .environment(EnvironmentFacts {
+            loopback_refused: true,
+            ..EnvironmentFacts::default()
+        });
+    let mut run = start_built(builder, "simulated");
+    run.client.send(&json!({"id": 1, "method": "initialize", "params": {"clientInfo": {"name": "t", "version": "1"}, "capabilities": {"experimentalApi": true}}}));
+    let warning = run.client.notification("configWarning");
+    assert_eq!(
+        warning["params"]["summary"],
+        "Codex's Linux sandbox uses bubblewrap and needs access to create user namespaces."
+    );
+    let ws = run.lab.ws_str();
+    let answer = run.client.request(
+        "thread/start",
+        json!({"cwd": ws, "permissions": "restricted"}),
+    );
+    assert_eq!(
+        answer["error"],
+        json!({"code": -32603, "message": "error creating thread: failed to load AGENTS.md instructions for environment `local`: fs sandbox helper failed with status exit status: 1: bwrap: loopback: Failed RTM_NEWADDR: Operation not permitted"})
+    );
+    // Full reads skip the helper: the thread starts, but network-off commands cannot.
+    let thread = run.thread("fullread-nonet");
+    let planning = run.turn(&thread, "plan", plan_mode());
+    assert!(
+        items_of(&planning, "commandExecution").is_empty(),
+        "Codex emits no item for a sandbox denial (G1)"
+    );
+    assert_eq!(plan_first_line(&planning), "SANDBOX_FAILED");
+    let output = run.model_log()[1]["output"].as_str().unwrap().to_string();
+    assert!(output.ends_with("Process exited with code 1\nOriginal token count: 16\nOutput:\nbwrap: loopback: Failed RTM_NEWADDR: Operation not permitted\n"), "{output}");
+    let exec = run.client.request(
+        "command/exec",
+        json!({"command": ["cat", "AGENTS.md"], "cwd": ws, "permissionProfile": "fullread"}),
+    );
+    assert_eq!(
+        exec["result"],
+        json!({"exitCode": 0, "stdout": "# Project agents\nAlways be terse.\n", "stderr": ""})
+    );
+}
+
+#[test]
+fn uid_map_refused_breaks_every_sandboxed_command() {
+    let builder = ScenarioBuilder::new("uidmap").environment(EnvironmentFacts {
+        uid_map_refused: true,
+        ..EnvironmentFacts::default()
+    });
+    let mut run = start_built(builder, "simulated");
+    run.client.initialize(true);
+    let ws = run.lab.ws_str();
+    let answer = run.client.request(
+        "thread/start",
+        json!({"cwd": ws, "permissions": "fullread"}),
+    );
+    assert!(answer.get("result").is_some());
+    let exec = run.client.request("command/exec", json!({"command": ["sh", "-c", "printf x > probe.txt"], "cwd": ws, "permissionProfile": "fullread"}));
+    assert_eq!(
+        exec["result"],
+        json!({"exitCode": 1, "stdout": "", "stderr": "bwrap: setting up uid map: Permission denied\n"})
+    );
+    let exec = run.client.request("command/exec", json!({"command": ["sh", "-c", "echo rc=0"], "cwd": ws, "sandboxPolicy": {"type": "externalSandbox"}}));
+    assert_eq!(exec["result"]["stdout"], "rc=0\n");
+}
+
+#[test]
+fn simulated_read_only_sandbox_refuses_writes() {
+    let mut run = start("builtin:plan-write-refused", "simulated");
+    run.client.initialize(true);
+    let thread = run.thread("fullread");
+    let planning = run.turn(&thread, "plan", plan_mode());
+    assert_eq!(plan_first_line(&planning), "WRITE_REFUSED");
+    let ws = run.lab.ws_str();
+    let exec = run.client.request(
+        "command/exec",
+        json!({"command": ["sh", "-c", "printf x > probe.txt"], "cwd": ws}),
+    );
+    assert_eq!(exec["result"]["exitCode"], 2);
+    assert!(
+        exec["result"]["stderr"]
+            .as_str()
+            .unwrap()
+            .contains("probe.txt: Read-only file system"),
+        "{exec}"
+    );
+    assert!(!run.lab.ws().join("probe.txt").exists());
+}
+
+#[test]
+fn external_sandbox_turn_writes_for_real() {
+    let mut run = start("builtin:plan-write-refused", "simulated");
+    run.client.initialize(true);
+    let thread = run.thread("fullread");
+    let mut extra = plan_mode();
+    extra["sandboxPolicy"] = json!({"type": "externalSandbox", "networkAccess": "enabled"});
+    let planning = run.turn(&thread, "plan", extra);
+    assert_eq!(plan_first_line(&planning), "WRITE_SUCCEEDED");
+    let probe = run.lab.ws().join(format!(
+        "plan-write-probe-{}.txt",
+        fake_app_server::ids::probe_id_for(&thread)
+    ));
+    assert_eq!(std::fs::read_to_string(probe).unwrap(), "probe");
+}
+
+#[test]
+fn plan_revise_accept_plays_three_turns() {
+    let mut run = start("builtin:plan-revise-accept", "simulated");
+    run.client.initialize(true);
+    let thread = run.thread("restricted");
+    let v1 = run.turn(&thread, "plan", plan_mode());
+    assert_eq!(plan_first_line(&v1), "# Plan v1");
+    let v2 = run.turn(&thread, "Please add a test step.", plan_mode());
+    assert_eq!(plan_first_line(&v2), "# Plan v2");
+    let done = run.turn(&thread, "Approved.", json!({}));
+    assert_eq!(
+        items_of(&done, "dynamicToolCall")[0]["tool"],
+        "paperclip_finish"
+    );
+}
+
+#[test]
+fn ask_question_blocks_on_the_user() {
+    let mut run = start("builtin:ask-question", "simulated");
+    run.client.initialize(true);
+    let thread = run.thread("restricted");
+    let messages = run.turn(&thread, "do it", json!({}));
+    let agent = items_of(&messages, "agentMessage");
+    assert!(agent[0]["text"].as_str().unwrap().ends_with('?'));
+    let block = &items_of(&messages, "dynamicToolCall")[0];
+    assert_eq!(block["tool"], "paperclip_block");
+    assert_eq!(block["arguments"]["owner"], "user");
+    assert!(block["arguments"]["action"]
+        .as_str()
+        .unwrap()
+        .starts_with("answer"));
+}
+
+#[test]
+fn message_marker_echoes_the_token() {
+    let mut run = start("builtin:message-marker", "simulated");
+    run.client.initialize(true);
+    let thread = run.thread("restricted");
+    let messages = run.turn(&thread, "Please echo MARKER-7f3a9 back.", json!({}));
+    assert_eq!(
+        items_of(&messages, "agentMessage")[0]["text"],
+        "MARKER-7f3a9"
+    );
+    let completed = messages.last().unwrap();
+    assert_eq!(
+        completed["params"]["turn"]["items"][0]["text"],
+        "MARKER-7f3a9"
+    );
+}
+
+#[test]
+fn turn_failed_reports_an_error_then_a_failed_turn() {
+    let mut run = start("builtin:turn-failed", "simulated");
+    run.client.initialize(true);
+    let thread = run.thread("restricted");
+    let messages = run.turn(&thread, "go", json!({}));
+    let error = messages.iter().find(|m| m["method"] == "error").unwrap();
+    assert_eq!(
+        error["params"]["error"]["message"],
+        "stream disconnected before completion: mock failure for testing"
+    );
+    assert_eq!(error["params"]["willRetry"], false);
+    assert_eq!(
+        messages.last().unwrap()["params"]["turn"]["status"],
+        "failed"
+    );
+}
+
+#[test]
+fn unregistered_dynamic_tool_is_unsupported() {
+    let mut run = start("builtin:message-marker", "simulated");
+    run.client.initialize(true);
+    let ws = run.lab.ws_str();
+    let answer = run.client.request(
+        "thread/start",
+        json!({"cwd": ws, "permissions": "restricted"}),
+    );
+    let thread = answer["result"]["thread"]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let messages = run.turn(&thread, "MARKER-1", json!({}));
+    assert!(items_of(&messages, "dynamicToolCall").is_empty());
+    let log = run.model_log();
+    assert_eq!(
+        log.last().unwrap()["output"],
+        "unsupported call: paperclip_finish"
+    );
+}
+
+#[test]
+fn escalation_accept_decline_cancel() {
+    let builder = ScenarioBuilder::new("escalate")
+        .turn(vec![steps::escalated_shell(
+            "printf probe > escalated.txt && echo WRITE_SUCCEEDED",
+            "Allow writing?",
+        )])
+        .turn(vec![
+            steps::escalated_shell("printf probe > declined.txt", "Allow?"),
+            steps::message("after decline"),
+        ])
+        .turn(vec![
+            steps::escalated_shell("printf probe > cancelled.txt", "Allow?"),
+            steps::message("never"),
+        ]);
+    let mut run = start_built(builder, "simulated");
+    run.client.initialize(true);
+    let thread = run.thread("fullread");
+    for (decision, status, file) in [
+        ("accept", "completed", "escalated.txt"),
+        ("decline", "completed", "declined.txt"),
+        ("cancel", "interrupted", "cancelled.txt"),
+    ] {
+        run.client.request(
+            "turn/start",
+            json!({"threadId": thread, "input": [{"type": "text", "text": "go"}]}),
+        );
+        let request = run
+            .client
+            .server_request("item/commandExecution/requestApproval");
+        assert_eq!(
+            request["params"]["reason"],
+            "Allow writing?".replace(
+                " writing",
+                if decision == "accept" { " writing" } else { "" }
+            )
+        );
+        run.client
+            .send(&json!({"id": request["id"], "result": {"decision": decision}}));
+        let resolved = run.client.notification("serverRequest/resolved");
+        assert_eq!(resolved["params"]["requestId"], request["id"]);
+        let done = run.client.notification("turn/completed");
+        assert_eq!(done["params"]["turn"]["status"], status, "{decision}");
+        assert_eq!(
+            run.lab.ws().join(file).exists(),
+            decision == "accept",
+            "{decision}"
+        );
+    }
+    let outputs: Vec<String> = run
+        .model_log()
+        .iter()
+        .filter(|e| e["type"] == "tool-output")
+        .map(|e| e["output"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(outputs.len(), 2, "cancel sends nothing back to the model");
+    assert!(outputs[0].contains("Output:\nWRITE_SUCCEEDED\n"));
+    assert_eq!(
+        outputs[1],
+        "exec_command failed: CreateProcess { message: \"Rejected(\\\"rejected by user\\\")\" }"
+    );
+}
+
+#[test]
+fn interrupt_and_steer_a_waiting_turn() {
+    let builder = ScenarioBuilder::new("wait").turn(vec![steps::tool(
+        "paperclip_block",
+        json!({"owner": "user", "action": "answer"}),
+    )]);
+    let mut run = start_built(builder, "simulated");
+    run.client.initialize(true);
+    let thread = run.thread("fullread");
+    let answer = run.client.request(
+        "turn/start",
+        json!({"threadId": thread, "input": [{"type": "text", "text": "go"}]}),
+    );
+    let turn_id = answer["result"]["turn"]["id"].as_str().unwrap().to_string();
+    run.client.server_request("item/tool/call");
+    let steer = run.client.request("turn/steer", json!({"threadId": thread, "input": [{"type": "text", "text": "more"}], "expectedTurnId": "wrong"}));
+    assert_eq!(
+        steer["error"]["message"],
+        format!("expected active turn id `wrong` but found `{turn_id}`")
+    );
+    let steer = run.client.request("turn/steer", json!({"threadId": thread, "input": [{"type": "text", "text": "more"}], "expectedTurnId": turn_id}));
+    assert_eq!(steer["result"], json!({"turnId": turn_id}));
+    let interrupt = run.client.request(
+        "turn/interrupt",
+        json!({"threadId": thread, "turnId": "wrong"}),
+    );
+    assert_eq!(
+        interrupt["error"]["message"],
+        format!("expected active turn id wrong but found {turn_id}")
+    );
+    let interrupt = run.client.request(
+        "turn/interrupt",
+        json!({"threadId": thread, "turnId": turn_id}),
+    );
+    assert_eq!(interrupt["result"], json!({}));
+    let done = run.client.notification("turn/completed");
+    assert_eq!(done["params"]["turn"]["status"], "interrupted");
+}
+
+#[test]
+fn resume_in_a_new_process_with_another_profile() {
+    let mut run = start("builtin:healthy", "simulated");
+    run.client.initialize(true);
+    let thread = run.thread("restricted");
+    run.turn(&thread, "first", json!({}));
+    run.client.close_stdin();
+    run.client.wait_exit(WAIT).unwrap();
+    let mut args = vec!["--sandbox", "simulated"];
+    args.extend(profile_args());
+    let mut client = Client::spawn(&args, &run.lab.home());
+    client.initialize(true);
+    let resumed = client.request(
+        "thread/resume",
+        json!({"threadId": thread, "permissions": "fullread"}),
+    );
+    let result = &resumed["result"];
+    assert_eq!(result["activePermissionProfile"]["id"], "fullread");
+    assert_eq!(
+        result["sandbox"],
+        json!({"type": "readOnly", "networkAccess": true})
+    );
+    assert_eq!(result["thread"]["turns"].as_array().unwrap().len(), 1);
+    let read = client.request(
+        "thread/read",
+        json!({"threadId": thread, "includeTurns": true}),
+    );
+    assert_eq!(read["result"]["thread"]["turns"][0]["status"], "completed");
+}

@@ -1,0 +1,268 @@
+//! Graders: one module per suite case family, a dispatch by `(suite, case)`, and a fold that
+//! feeds a grader either events in memory or a stream read line by line.
+//!
+//! Every grader sees only the kinds it asks for ([`Grader::wants`]); the fold validates the
+//! stream first, so an invalid or unterminated stream is `incomplete` for every suite.
+
+mod ask_question;
+mod attempts;
+mod launch_identity;
+mod launch_policy;
+mod message_marker;
+mod plan_revise_accept;
+mod plan_write_refused;
+mod session;
+mod startup_rejection;
+mod transport_faults;
+
+use crate::events::{Body, Ending, Event, Kind, Mode, RunEnded};
+use crate::reader::{EventReader, ReadError, ReaderConfig, StreamError, StreamValidator};
+use crate::verdict::{EvidenceRef, Verdict, VerdictKind};
+use std::io::BufRead;
+
+#[derive(Debug, thiserror::Error)]
+pub enum GradeError {
+    #[error("unknown suite `{0}` (known: {known})", known = known_suites().join(", "))]
+    UnknownSuite(String),
+    #[error("suite `{suite}` has no case `{case}` (known: {known})")]
+    UnknownCase {
+        suite: String,
+        case: String,
+        known: String,
+    },
+    /// The input could not be read (as opposed to read and found invalid, which is a verdict).
+    #[error("reading the event stream: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// Every `(suite, case)` this crate can grade.
+pub const CASES: &[(&str, &str)] = &[
+    ("codex-planning-read-only", "plan-write-refused"),
+    ("core-compatibility", "message-marker"),
+    ("core-compatibility", "plan-revise-accept"),
+    ("core-compatibility", "ask-question"),
+    ("external-sandbox-launch", "standard-launch"),
+    ("external-sandbox-launch", "ask-launch"),
+    ("external-sandbox-launch", "planning-launch"),
+    ("startup-rejection", "deterministic-rejection"),
+    ("startup-rejection", "transient-startup-failure"),
+    ("transport-faults", "crash-mid-turn"),
+    ("transport-faults", "hang"),
+    ("transport-faults", "garbage-line"),
+    ("transport-faults", "oversized-line"),
+    ("launch-identity", "resume-after-profile-change"),
+];
+
+fn known_suites() -> Vec<&'static str> {
+    let mut suites: Vec<&str> = CASES.iter().map(|(s, _)| *s).collect();
+    suites.dedup();
+    suites
+}
+
+/// The terminal event, which the fold always decodes and hands to [`Grader::finish`].
+#[derive(Debug, Clone)]
+pub(crate) struct Terminal {
+    pub seq: u64,
+    pub ended: RunEnded,
+}
+
+impl Terminal {
+    pub fn evidence(&self) -> EvidenceRef {
+        EvidenceRef::at(self.seq, &describe_terminal(&self.ended))
+    }
+
+    pub fn ending_name(&self) -> &'static str {
+        ending_name(self.ended.ending)
+    }
+}
+
+pub(crate) fn ending_name(ending: Ending) -> &'static str {
+    match ending {
+        Ending::Succeeded => "succeeded",
+        Ending::FailedPermanently => "failed-permanently",
+        Ending::RetriesExhausted => "retries-exhausted",
+        Ending::TransportLost => "transport-lost",
+        Ending::TimedOut => "timed-out",
+    }
+}
+
+pub(crate) fn mode_name(mode: Mode) -> &'static str {
+    match mode {
+        Mode::Planning => "planning",
+        Mode::Standard => "standard",
+        Mode::Ask => "ask",
+    }
+}
+
+fn describe_terminal(ended: &RunEnded) -> String {
+    format!(
+        "run.ended {} retry_offered={} error_code={} reason={}",
+        ending_name(ended.ending),
+        ended.retry_offered,
+        ended.error_code.as_deref().unwrap_or("-"),
+        ended.reason.as_deref().unwrap_or("-"),
+    )
+}
+
+/// One grader: folds the events it wants, then decides.
+pub(crate) trait Grader {
+    /// Kinds whose decoded payload this grader reads (`run.ended` reaches `finish` anyway).
+    fn wants(&self, kind: Kind) -> bool;
+    fn observe(&mut self, seq: u64, body: &Body);
+    /// Called only for a valid stream, so the terminal exists.
+    fn finish(self: Box<Self>, terminal: &Terminal) -> Verdict;
+}
+
+fn grader_for(suite: &str, case: &str) -> Result<Box<dyn Grader>, GradeError> {
+    use launch_policy::LaunchPolicy;
+    use startup_rejection::StartupRejection;
+    use transport_faults::TransportFault;
+    Ok(match (suite, case) {
+        ("codex-planning-read-only", "plan-write-refused") => {
+            Box::<plan_write_refused::PlanWriteRefused>::default()
+        }
+        ("core-compatibility", "message-marker") => Box::<message_marker::MessageMarker>::default(),
+        ("core-compatibility", "plan-revise-accept") => {
+            Box::<plan_revise_accept::PlanReviseAccept>::default()
+        }
+        ("core-compatibility", "ask-question") => Box::<ask_question::AskQuestion>::default(),
+        ("external-sandbox-launch", "standard-launch") => {
+            Box::new(LaunchPolicy::new(Mode::Standard))
+        }
+        ("external-sandbox-launch", "ask-launch") => Box::new(LaunchPolicy::new(Mode::Ask)),
+        ("external-sandbox-launch", "planning-launch") => {
+            Box::new(LaunchPolicy::new(Mode::Planning))
+        }
+        ("startup-rejection", "deterministic-rejection") => {
+            Box::new(StartupRejection::deterministic())
+        }
+        ("startup-rejection", "transient-startup-failure") => {
+            Box::new(StartupRejection::transient())
+        }
+        ("transport-faults", "hang") => Box::new(TransportFault::new(Ending::TimedOut)),
+        ("transport-faults", "crash-mid-turn" | "garbage-line" | "oversized-line") => {
+            Box::new(TransportFault::new(Ending::TransportLost))
+        }
+        ("launch-identity", "resume-after-profile-change") => {
+            Box::<launch_identity::LaunchIdentity>::default()
+        }
+        _ => {
+            let known: Vec<&str> = CASES
+                .iter()
+                .filter(|(s, _)| *s == suite)
+                .map(|(_, c)| *c)
+                .collect();
+            if known.is_empty() {
+                return Err(GradeError::UnknownSuite(suite.to_string()));
+            }
+            return Err(GradeError::UnknownCase {
+                suite: suite.to_string(),
+                case: case.to_string(),
+                known: known.join(", "),
+            });
+        }
+    })
+}
+
+/// The verdict for a stream that is not a valid run stream.
+pub fn invalid_stream_verdict(error: &StreamError) -> Verdict {
+    Verdict::new(
+        VerdictKind::Incomplete,
+        format!("the event stream is not valid: {error}"),
+        vec![EvidenceRef::at_line(error.line(), &error.to_string())],
+    )
+}
+
+/// Grade events already in memory (e.g. from `harness::event_log::EventLog::events`).
+pub fn grade(suite: &str, case: &str, events: &[Event]) -> Result<Verdict, GradeError> {
+    let mut grader = grader_for(suite, case)?;
+    let mut validator = StreamValidator::default();
+    let mut terminal = None;
+    for (i, event) in events.iter().enumerate() {
+        let kind = event.body.kind();
+        if let Err(e) = validator.accept(
+            i as u64 + 1,
+            u64::from(event.v),
+            event.seq,
+            &event.run,
+            kind,
+        ) {
+            return Ok(invalid_stream_verdict(&e));
+        }
+        if let Body::RunEnded(ended) = &event.body {
+            terminal = Some(Terminal {
+                seq: event.seq,
+                ended: ended.clone(),
+            });
+        }
+        if grader.wants(kind) {
+            grader.observe(event.seq, &event.body);
+        }
+    }
+    if let Err(e) = validator.finish() {
+        return Ok(invalid_stream_verdict(&e));
+    }
+    Ok(finish(grader, terminal))
+}
+
+/// Grade a JSONL stream while reading it, keeping only what the grader folds.
+pub fn grade_reader<R: BufRead>(suite: &str, case: &str, input: R) -> Result<Verdict, GradeError> {
+    grade_reader_with(suite, case, input, ReaderConfig::default())
+}
+
+pub fn grade_reader_with<R: BufRead>(
+    suite: &str,
+    case: &str,
+    input: R,
+    config: ReaderConfig,
+) -> Result<Verdict, GradeError> {
+    let mut grader = grader_for(suite, case)?;
+    let mut reader = EventReader::with_config(input, config);
+    let mut terminal = None;
+    while let Some(next) = reader.next_event() {
+        let raw = match next {
+            Ok(raw) => raw,
+            Err(ReadError::Io(e)) => return Err(GradeError::Io(e)),
+            Err(ReadError::Invalid(e)) => return Ok(invalid_stream_verdict(&e)),
+        };
+        let wanted = grader.wants(raw.kind);
+        if !wanted && raw.kind != Kind::RunEnded {
+            continue;
+        }
+        let body = match raw.decode() {
+            Ok(body) => body,
+            Err(e) => return Ok(invalid_stream_verdict(&e)),
+        };
+        if let Body::RunEnded(ended) = &body {
+            terminal = Some(Terminal {
+                seq: raw.seq,
+                ended: ended.clone(),
+            });
+        }
+        if wanted {
+            grader.observe(raw.seq, &body);
+        }
+    }
+    Ok(finish(grader, terminal))
+}
+
+fn finish(grader: Box<dyn Grader>, terminal: Option<Terminal>) -> Verdict {
+    match terminal {
+        Some(terminal) => grader.finish(&terminal),
+        // Unreachable for a validated stream; kept total so no input can panic.
+        None => Verdict::new(
+            VerdictKind::Incomplete,
+            "the event stream has no `run.ended` terminal",
+            Vec::new(),
+        ),
+    }
+}
+
+/// A `fail` verdict naming the check that failed.
+pub(crate) fn fail(check: &str, detail: impl AsRef<str>, evidence: Vec<EvidenceRef>) -> Verdict {
+    Verdict::new(
+        VerdictKind::Fail,
+        format!("check `{check}` failed: {}", detail.as_ref()),
+        evidence,
+    )
+}

@@ -1,0 +1,59 @@
+//! Whether the run's session opened: shared by the graders whose case needs a live session.
+
+use super::Terminal;
+use crate::events::{Body, Kind};
+use crate::signatures;
+use crate::verdict::{EvidenceRef, Verdict, VerdictKind};
+
+#[derive(Debug, Default)]
+pub(crate) struct SessionWatch {
+    pub started: Option<(u64, String)>,
+    pub first_rejection: Option<(u64, String)>,
+}
+
+impl SessionWatch {
+    pub fn wants(kind: Kind) -> bool {
+        matches!(kind, Kind::SessionStarted | Kind::SessionRejected)
+    }
+
+    pub fn observe(&mut self, seq: u64, body: &Body) {
+        match body {
+            Body::SessionStarted(s) if self.started.is_none() => {
+                self.started = Some((seq, s.thread_id.clone()));
+            }
+            Body::SessionRejected(r) if self.first_rejection.is_none() => {
+                self.first_rejection = Some((seq, r.message.clone()));
+            }
+            _ => {}
+        }
+    }
+
+    /// `Some(verdict)` when the session never opened: `startup-rejected` quoting the provider,
+    /// or `incomplete` when nothing says why.
+    pub fn never_opened(&self, terminal: &Terminal) -> Option<Verdict> {
+        if self.started.is_some() {
+            return None;
+        }
+        Some(match &self.first_rejection {
+            Some((seq, message)) => {
+                let launcher = signatures::scan(message)
+                    .launcher_failure
+                    .map(|hit| format!(" (sandbox launcher signature `{}`)", hit.signature.name))
+                    .unwrap_or_default();
+                Verdict::new(
+                    VerdictKind::StartupRejected,
+                    format!("the session never opened; the provider said: {message}{launcher}"),
+                    vec![EvidenceRef::at(*seq, message), terminal.evidence()],
+                )
+            }
+            None => Verdict::new(
+                VerdictKind::Incomplete,
+                format!(
+                    "the session never opened and no provider rejection was recorded (run ended {})",
+                    terminal.ending_name()
+                ),
+                vec![terminal.evidence()],
+            ),
+        })
+    }
+}

@@ -1,0 +1,168 @@
+//! `startup-rejection`: how a driver handles `thread/start` errors.
+//!
+//! - `deterministic-rejection`: exactly one open attempt, one `session.rejected`, no session
+//!   started, and a terminal `failed-permanently` with `retry_offered` and error code
+//!   `provider_startup_rejected` (no retry loop, no ambiguous hold).
+//! - `transient-startup-failure`: between 2 and [`MAX_STARTUP_ATTEMPTS`] open attempts, every
+//!   one rejected, no session started, and a terminal `retries-exhausted` with `retry_offered`.
+
+use super::{ending_name, fail, Grader, Terminal};
+use crate::events::{Body, Ending, Kind};
+use crate::verdict::{EvidenceRef, Verdict, VerdictKind};
+
+pub(crate) const PROVIDER_STARTUP_REJECTED: &str = "provider_startup_rejected";
+/// Upper bound on same-run `thread/start` attempts for a transient failure.
+pub(crate) const MAX_STARTUP_ATTEMPTS: u64 = 5;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Expect {
+    Deterministic,
+    Transient,
+}
+
+pub(crate) struct StartupRejection {
+    expect: Expect,
+    opens: u64,
+    rejections: u64,
+    first_rejection: Option<(u64, String)>,
+    last_open: Option<u64>,
+    started: Option<(u64, String)>,
+}
+
+impl StartupRejection {
+    fn new(expect: Expect) -> Self {
+        Self {
+            expect,
+            opens: 0,
+            rejections: 0,
+            first_rejection: None,
+            last_open: None,
+            started: None,
+        }
+    }
+    pub fn deterministic() -> Self {
+        Self::new(Expect::Deterministic)
+    }
+    pub fn transient() -> Self {
+        Self::new(Expect::Transient)
+    }
+}
+
+impl Grader for StartupRejection {
+    fn wants(&self, kind: Kind) -> bool {
+        matches!(
+            kind,
+            Kind::SessionOpenRequested | Kind::SessionRejected | Kind::SessionStarted
+        )
+    }
+
+    fn observe(&mut self, seq: u64, body: &Body) {
+        match body {
+            Body::SessionOpenRequested(_) => {
+                self.opens += 1;
+                self.last_open = Some(seq);
+            }
+            Body::SessionRejected(r) => {
+                self.rejections += 1;
+                self.first_rejection
+                    .get_or_insert((seq, format!("code {}: {}", r.code, r.message)));
+            }
+            Body::SessionStarted(s) => {
+                self.started.get_or_insert((seq, s.thread_id.clone()));
+            }
+            _ => {}
+        }
+    }
+
+    fn finish(self: Box<Self>, terminal: &Terminal) -> Verdict {
+        let mut evidence: Vec<EvidenceRef> = self
+            .first_rejection
+            .iter()
+            .map(|(seq, text)| EvidenceRef::at(*seq, text))
+            .collect();
+        evidence.push(terminal.evidence());
+        if let Some((seq, thread)) = &self.started {
+            return fail(
+                "session-never-opens",
+                format!(
+                    "a session started (thread {thread}) although every start must be rejected"
+                ),
+                vec![EvidenceRef::at(*seq, thread)],
+            );
+        }
+        if self.rejections == 0 {
+            return fail("rejection-recorded", "no session.rejected event", evidence);
+        }
+        let ended = &terminal.ended;
+        let (expected_ending, attempts_ok, attempts_rule) = match self.expect {
+            Expect::Deterministic => (
+                Ending::FailedPermanently,
+                self.opens == 1 && self.rejections == 1,
+                "exactly 1 (no retry of a deterministic rejection)".to_string(),
+            ),
+            Expect::Transient => (
+                Ending::RetriesExhausted,
+                (2..=MAX_STARTUP_ATTEMPTS).contains(&self.opens) && self.rejections == self.opens,
+                format!("between 2 and {MAX_STARTUP_ATTEMPTS}, each rejected"),
+            ),
+        };
+        if !attempts_ok {
+            if let Some(seq) = self.last_open {
+                evidence.insert(
+                    0,
+                    EvidenceRef::at(seq, &format!("open attempt #{}", self.opens)),
+                );
+            }
+            return fail(
+                "bounded-attempts",
+                format!(
+                    "{} open attempt(s) and {} rejection(s); expected {attempts_rule}",
+                    self.opens, self.rejections
+                ),
+                evidence,
+            );
+        }
+        if ended.ending != expected_ending {
+            return fail(
+                "terminal-ending",
+                format!(
+                    "the run ended {}, expected {}",
+                    terminal.ending_name(),
+                    ending_name(expected_ending)
+                ),
+                evidence,
+            );
+        }
+        if !ended.retry_offered {
+            return fail(
+                "retry-offered",
+                "the terminal does not offer a retry",
+                evidence,
+            );
+        }
+        if self.expect == Expect::Deterministic
+            && ended.error_code.as_deref() != Some(PROVIDER_STARTUP_REJECTED)
+        {
+            return fail(
+                "error-code",
+                format!(
+                    "error code {}, expected `{PROVIDER_STARTUP_REJECTED}`",
+                    ended
+                        .error_code
+                        .as_deref()
+                        .map_or("absent".to_string(), |c| format!("`{c}`"))
+                ),
+                evidence,
+            );
+        }
+        Verdict::new(
+            VerdictKind::Pass,
+            format!(
+                "{} open attempt(s), all rejected; the run ended {} with a retry offered",
+                self.opens,
+                terminal.ending_name()
+            ),
+            evidence,
+        )
+    }
+}

@@ -1,0 +1,282 @@
+//! The one table of output signatures the graders recognise: sandbox-launcher failures (the
+//! command never ran) and ordinary filesystem refusals (the command ran and the kernel refused
+//! the write). Every grader classifies output through [`classify_line`] / [`scan`]; no other
+//! module matches these texts.
+//!
+//! Matching is per line and by plain substrings (no regexes): the real texts are fixed strings
+//! printed by bubblewrap, Codex's sandbox helper and the shell, and stdout/stderr order inside
+//! merged output is not stable, so only "does some line say X" is meaningful.
+
+/// What a matched line means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SignatureClass {
+    /// The sandbox launcher failed: the command itself never ran.
+    LauncherFailure,
+    /// The command ran and the filesystem refused the write.
+    FilesystemRefusal,
+}
+
+/// One recognised text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Signature {
+    /// Stable name, used in verdict reasons.
+    pub name: &'static str,
+    pub class: SignatureClass,
+    /// The line must start with this (after leading whitespace), if set.
+    pub line_prefix: Option<&'static str>,
+    /// Every one of these must occur somewhere in the same line.
+    pub all_of: &'static [&'static str],
+    /// What the signature tells about the environment the command ran in.
+    pub indicates: &'static str,
+}
+
+use SignatureClass::{FilesystemRefusal, LauncherFailure};
+
+/// Launcher failures come first: a launcher line such as
+/// `bwrap: setting up uid map: Permission denied` must never count as a filesystem refusal, and
+/// the first matching row wins.
+pub const SIGNATURES: &[Signature] = &[
+    Signature {
+        name: "bwrap-uid-map",
+        class: LauncherFailure,
+        line_prefix: None,
+        all_of: &["bwrap", "setting up uid map"],
+        indicates:
+            "bubblewrap cannot write its uid_map: a non-dumpable bwrap run as non-root, or an \
+                    LSM restricting unprivileged user namespaces (the Daytona symptom)",
+    },
+    Signature {
+        name: "bwrap-gid-map",
+        class: LauncherFailure,
+        line_prefix: None,
+        all_of: &["bwrap", "setting up gid map"],
+        indicates: "bubblewrap cannot write its gid_map: user-namespace id mapping refused",
+    },
+    Signature {
+        name: "bwrap-loopback-rtm-newaddr",
+        class: LauncherFailure,
+        line_prefix: None,
+        all_of: &["bwrap", "loopback: Failed RTM_NEWADDR"],
+        indicates: "the runtime refuses rtnetlink address setup inside the sandbox's network \
+                    namespace (seccomp filter, or no CAP_NET_ADMIN over the new netns)",
+    },
+    Signature {
+        name: "bwrap-loopback-rtm-newlink",
+        class: LauncherFailure,
+        line_prefix: None,
+        all_of: &["bwrap", "loopback: Failed RTM_NEWLINK"],
+        indicates:
+            "the runtime refuses bringing up loopback inside the sandbox's network namespace",
+    },
+    Signature {
+        name: "bwrap-namespace-create-failed",
+        class: LauncherFailure,
+        line_prefix: None,
+        all_of: &["bwrap", "Creating new namespace failed"],
+        indicates: "no new namespaces can be created: max_user_namespaces is 0, nesting depth \
+                    exceeded, or no CAP_SYS_ADMIN in a container",
+    },
+    Signature {
+        name: "bwrap-namespace-no-permission",
+        class: LauncherFailure,
+        line_prefix: None,
+        all_of: &["bwrap", "No permissions to create new namespace"],
+        indicates: "the kernel does not allow unprivileged user namespaces here",
+    },
+    Signature {
+        name: "bwrap-missing-sandbox-helper",
+        class: LauncherFailure,
+        line_prefix: None,
+        all_of: &["execvp", "codex-linux-sandbox", "No such file or directory"],
+        indicates:
+            "Codex's codex-linux-sandbox helper alias is missing inside the sandbox (TMPDIR \
+                    is a parent of CODEX_HOME, or the helper is not mounted)",
+    },
+    Signature {
+        name: "bwrap-mount-proc",
+        class: LauncherFailure,
+        line_prefix: None,
+        all_of: &["bwrap", "Can't mount proc"],
+        indicates: "the container forbids mounting a new /proc (masked /proc or no CAP_SYS_ADMIN)",
+    },
+    Signature {
+        name: "bwrap-make-root-slave",
+        class: LauncherFailure,
+        line_prefix: None,
+        all_of: &["bwrap", "Failed to make / slave"],
+        indicates: "mount propagation cannot be changed: no mount namespace privileges",
+    },
+    Signature {
+        name: "sandbox-helper-panicked",
+        class: LauncherFailure,
+        line_prefix: None,
+        all_of: &["panicked at", "linux-sandbox"],
+        indicates: "Codex's sandbox helper aborted before running the command (e.g. the profile \
+                    does not mount /bin or /usr, so `sh` cannot be executed)",
+    },
+    Signature {
+        name: "bwrap-fatal-other",
+        class: LauncherFailure,
+        line_prefix: Some("bwrap: "),
+        all_of: &[],
+        indicates: "bubblewrap aborted before running the command for a reason not listed above",
+    },
+    Signature {
+        name: "read-only-file-system",
+        class: FilesystemRefusal,
+        line_prefix: None,
+        all_of: &["Read-only file system"],
+        indicates: "the command ran; the target is mounted read-only (EROFS), as a read-only \
+                    sandbox profile does",
+    },
+    Signature {
+        name: "permission-denied",
+        class: FilesystemRefusal,
+        line_prefix: None,
+        all_of: &["Permission denied"],
+        indicates: "the command ran; the write was refused with EACCES (sandbox or file ownership)",
+    },
+    Signature {
+        name: "operation-not-permitted",
+        class: FilesystemRefusal,
+        line_prefix: None,
+        all_of: &["Operation not permitted"],
+        indicates: "the command ran; the write was refused with EPERM",
+    },
+];
+
+impl Signature {
+    fn matches(&self, line: &str) -> bool {
+        let trimmed = line.trim_start();
+        self.line_prefix.is_none_or(|p| trimmed.starts_with(p))
+            && self.all_of.iter().all(|needle| trimmed.contains(needle))
+    }
+}
+
+/// The first table row matching one line, if any.
+pub fn classify_line(line: &str) -> Option<&'static Signature> {
+    SIGNATURES.iter().find(|s| s.matches(line))
+}
+
+/// A line of some output that matched a signature.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hit<'a> {
+    pub signature: &'static Signature,
+    pub line: &'a str,
+}
+
+/// What one block of output shows: the first launcher-failure line and the first
+/// filesystem-refusal line (a launcher line never counts as a refusal).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Scan<'a> {
+    pub launcher_failure: Option<Hit<'a>>,
+    pub refusal: Option<Hit<'a>>,
+}
+
+pub fn scan(output: &str) -> Scan<'_> {
+    let mut found = Scan::default();
+    for line in output.lines() {
+        let Some(signature) = classify_line(line) else {
+            continue;
+        };
+        let slot = match signature.class {
+            LauncherFailure => &mut found.launcher_failure,
+            FilesystemRefusal => &mut found.refusal,
+        };
+        if slot.is_none() {
+            *slot = Some(Hit { signature, line });
+        }
+        if found.launcher_failure.is_some() && found.refusal.is_some() {
+            break;
+        }
+    }
+    found
+}
+
+/// A tool output the real Codex sends back to the model for an exec tool:
+/// `Chunk ID: …\nWall time: …\nProcess exited with code N\nOriginal token count: …\nOutput:\n<merged output>`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExecToolOutput<'a> {
+    pub exit_code: Option<i64>,
+    /// The merged stdout/stderr after the `Output:` line (the whole text when there is no header).
+    pub output: &'a str,
+}
+
+const EXIT_LINE_PREFIX: &str = "Process exited with code ";
+const OUTPUT_MARKER: &str = "Output:\n";
+
+/// Split a model-visible exec tool output into exit code and output. Text without the Codex
+/// header is returned whole with an unknown exit code; only header lines before `Output:` are
+/// trusted, so a command that prints `Process exited with code 0` cannot fake its own exit code.
+pub fn parse_exec_tool_output(text: &str) -> ExecToolOutput<'_> {
+    let (header, output) = if let Some(rest) = text.strip_prefix(OUTPUT_MARKER) {
+        ("", rest)
+    } else if let Some(at) = text.find(&format!("\n{OUTPUT_MARKER}")) {
+        (&text[..at], &text[at + 1 + OUTPUT_MARKER.len()..])
+    } else {
+        return ExecToolOutput {
+            exit_code: None,
+            output: text,
+        };
+    };
+    let exit_code = header
+        .lines()
+        .find_map(|l| l.strip_prefix(EXIT_LINE_PREFIX))
+        .and_then(|n| n.trim().parse::<i64>().ok());
+    ExecToolOutput { exit_code, output }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn real_codex_texts_classify() {
+        let cases = [
+            ("bwrap: setting up uid map: Permission denied", "bwrap-uid-map"),
+            ("bwrap: loopback: Failed RTM_NEWADDR: Operation not permitted", "bwrap-loopback-rtm-newaddr"),
+            ("bwrap: loopback: Failed RTM_NEWADDR: No child processes", "bwrap-loopback-rtm-newaddr"),
+            ("bwrap: Creating new namespace failed: nesting depth or /proc/sys/user/max_*_namespaces exceeded (ENOSPC)", "bwrap-namespace-create-failed"),
+            ("bwrap: No permissions to create new namespace, likely because the kernel does not allow non-privileged user namespaces", "bwrap-namespace-no-permission"),
+            ("bwrap: execvp /h/tmp/arg0-linux/codex-arg0b2rzZi/codex-linux-sandbox: No such file or directory", "bwrap-missing-sandbox-helper"),
+            ("error creating thread: failed to load AGENTS.md instructions for environment `local`: fs sandbox helper failed with status exit status: 1: bwrap: setting up uid map: Permission denied", "bwrap-uid-map"),
+            ("thread 'main' (2) panicked at linux-sandbox/src/linux_run_main.rs:1199:5: Failed to execvp sh: No such file or directory", "sandbox-helper-panicked"),
+            ("bwrap: Unexpected capabilities but not setuid, old file caps config?", "bwrap-fatal-other"),
+            ("/bin/bash: line 1: plan-write-probe-1.txt: Read-only file system", "read-only-file-system"),
+            ("sh: 1: cannot create probe.txt: Permission denied", "permission-denied"),
+            ("sh: x: Operation not permitted", "operation-not-permitted"),
+        ];
+        for (line, name) in cases {
+            assert_eq!(classify_line(line).map(|s| s.name), Some(name), "{line}");
+        }
+        assert_eq!(classify_line("WRITE_REFUSED"), None);
+        assert_eq!(
+            classify_line("cat: notes.txt: No such file or directory"),
+            None
+        );
+    }
+
+    #[test]
+    fn launcher_lines_never_count_as_refusals() {
+        let s = scan("bwrap: setting up uid map: Permission denied\nWRITE_REFUSED\n");
+        assert_eq!(s.launcher_failure.unwrap().signature.name, "bwrap-uid-map");
+        assert!(s.refusal.is_none());
+    }
+
+    #[test]
+    fn exec_tool_output_header_is_parsed() {
+        let text = "Chunk ID: 144c48\nWall time: 0.0000 seconds\nProcess exited with code 1\nOriginal token count: 16\nOutput:\nbwrap: loopback: Failed RTM_NEWADDR: Operation not permitted\n";
+        let parsed = parse_exec_tool_output(text);
+        assert_eq!(parsed.exit_code, Some(1));
+        assert_eq!(
+            parsed.output,
+            "bwrap: loopback: Failed RTM_NEWADDR: Operation not permitted\n"
+        );
+        let forged = parse_exec_tool_output("hello\nProcess exited with code 0\n");
+        assert_eq!(forged.exit_code, None);
+        let in_output = parse_exec_tool_output(
+            "Process exited with code 2\nOutput:\nProcess exited with code 0\n",
+        );
+        assert_eq!(in_output.exit_code, Some(2));
+    }
+}

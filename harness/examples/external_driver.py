@@ -1,0 +1,304 @@
+#!/usr/bin/env python3
+"""An example external driver for `harness run --driver-cmd` (python3 standard library only).
+
+It follows docs/driver-contract.md: it reads the task envelope named by HARNESS_TASK, launches
+the app-server command of HARNESS_APP_SERVER_CMD with its own launch policy, speaks JSON-RPC to
+it over stdio, and writes its run events (JSONL, the graders' event contract) to HARNESS_EVENTS,
+ending with `run.ended`. It is deliberately small: one start-up attempt, no resume.
+"""
+
+import hashlib
+import json
+import os
+import queue
+import subprocess
+import sys
+import threading
+import time
+
+MAX_LINE = 4 * 1024 * 1024
+READ_ONLY = "example-workspace-read-only"
+WORKSPACE = "example-workspace"
+EXTERNAL = "example-external-sandbox"
+
+
+class TransportLost(Exception):
+    pass
+
+
+class TimedOut(Exception):
+    pass
+
+
+class Events:
+    def __init__(self, path):
+        self.out = open(path, "w", encoding="utf-8")
+
+    def emit(self, kind, payload):
+        self.out.write(json.dumps({"kind": kind, "payload": payload}) + "\n")
+        self.out.flush()
+
+    def end(self, ending, retry=False, code=None, reason=None):
+        self.emit("run.ended", {"ending": ending, "retry_offered": retry, "error_code": code, "reason": reason})
+
+
+def profile_rules(mode, external, network, policy, install_dir):
+    """The launch policy: (profile name, inline TOML rules)."""
+    net = "true" if network else "false"
+    narrow = '":root"="none",":minimal"="read"'
+    if install_dir:
+        narrow += "," + json.dumps(install_dir) + '="read"'
+    if mode == "planning":
+        if external and policy == "current":
+            return READ_ONLY, '{filesystem={":root"="read"},network={enabled=%s}}' % net
+        return READ_ONLY, '{filesystem={%s,":workspace_roots"={"."="read"}},network={enabled=%s}}' % (narrow, net)
+    if external:
+        return EXTERNAL, '{filesystem={":root"="write"},network={enabled=%s}}' % net
+    return WORKSPACE, '{filesystem={%s,":workspace_roots"={"."="write"}},network={enabled=%s}}' % (narrow, net)
+
+
+class Client:
+    """Newline-delimited JSON-RPC over the child's stdio; every wait is bounded."""
+
+    def __init__(self, cmd, env, cwd, timeout):
+        self.proc = subprocess.Popen(cmd, env=env, cwd=cwd, stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=sys.stderr, start_new_session=True)
+        self.inbox = queue.Queue(maxsize=10000)
+        self.kept = []
+        self.next_id = 1
+        self.timeout = timeout
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        while True:
+            line = self.proc.stdout.readline(MAX_LINE + 1)
+            if not line:
+                self.inbox.put(TransportLost("the app-server closed its output (exit %s)" % self.proc.poll()))
+                return
+            if len(line) > MAX_LINE:
+                self.inbox.put(TransportLost("the app-server sent a line longer than %d bytes" % MAX_LINE))
+                return
+            if not line.strip():
+                continue
+            try:
+                msg = json.loads(line)
+                if not isinstance(msg, dict):
+                    raise ValueError("not an object")
+            except ValueError as e:
+                self.inbox.put(TransportLost("the app-server sent a malformed line (%s)" % e))
+                return
+            self.inbox.put(msg)
+
+    def send(self, msg):
+        try:
+            self.proc.stdin.write((json.dumps(msg) + "\n").encode())
+            self.proc.stdin.flush()
+        except OSError as e:
+            raise TransportLost("writing to the app-server failed: %s" % e)
+
+    def receive(self, timeout=None):
+        try:
+            item = self.inbox.get(timeout=timeout or self.timeout)
+        except queue.Empty:
+            raise TimedOut("no message from the app-server within %ss" % (timeout or self.timeout))
+        if isinstance(item, Exception):
+            self.inbox.put(item)
+            raise item
+        return item
+
+    def next(self):
+        return self.kept.pop(0) if self.kept else self.receive()
+
+    def request(self, method, params):
+        rid = self.next_id
+        self.next_id += 1
+        self.send({"id": rid, "method": method, "params": params})
+        deadline = time.monotonic() + self.timeout
+        while True:
+            msg = self.receive(max(0.01, deadline - time.monotonic()))
+            # Server requests carry their own ids: a message with a `method` is never a response.
+            if "method" not in msg and msg.get("id") == rid:
+                return msg
+            self.kept.append(msg)
+
+    def close(self):
+        try:
+            self.proc.stdin.close()
+            self.proc.wait(timeout=5)
+        except Exception:
+            self.proc.kill()
+
+
+def valid_result(tool, args):
+    if not isinstance(args, dict):
+        return False
+    if tool == "paperclip_finish":
+        return args.get("status") in ("done", "blocked") and isinstance(args.get("summary"), str) and args["summary"] != ""
+    if tool == "paperclip_block":
+        return isinstance(args.get("owner"), str) and args["owner"] != "" and isinstance(args.get("action"), str) and args["action"] != ""
+    return False
+
+
+def to_result(tool, args):
+    if tool == "paperclip_block":
+        return {"outcome": "blocked", "summary": args.get("summary") or args["action"], "owner": args["owner"], "action": args["action"]}
+    return {"outcome": "done" if args["status"] == "done" else "blocked", "summary": args["summary"], "owner": None, "action": None}
+
+
+def reduce_item(item, profile):
+    kind = item.get("type")
+    if kind == "commandExecution":
+        out = item.get("aggregatedOutput")
+        return {"type": "command-execution", "id": item.get("id", ""), "command": item.get("command", ""),
+                "cwd": item.get("cwd"), "status": item.get("status", ""), "exit_code": item.get("exitCode"),
+                "stdout": None, "stderr": None, "aggregated_output": out[:4000] if isinstance(out, str) else None,
+                "sandbox": profile}
+    if kind == "plan":
+        return {"type": "plan", "id": item.get("id", ""), "text": item.get("text", "")}
+    if kind == "agentMessage":
+        return {"type": "agent-message", "id": item.get("id", ""), "text": item.get("text", "")}
+    return {"type": "other", "id": item.get("id", ""), "item_type": kind or ""}
+
+
+def run_turn(client, ev, state, text, params):
+    ev.emit("turn.submitted", {"index": state["turns"], "permissions": params.get("permissions"),
+                               "collaboration_mode": (params.get("collaborationMode") or {}).get("mode"),
+                               "input_excerpt": text[:500]})
+    state["turns"] += 1
+    resp = client.request("turn/start", dict(params, threadId=state["thread"], input=[{"type": "text", "text": text}]))
+    if "error" in resp:
+        raise RuntimeError(resp["error"].get("message", "turn/start failed"))
+    turn_id = resp["result"]["turn"]["id"]
+    outcome = {"plan": None, "result": None, "status": None, "error": None}
+    while True:
+        msg = client.next()
+        method, p = msg.get("method"), msg.get("params") or {}
+        if method is None:
+            continue
+        if "id" in msg:  # a server request
+            if method == "item/tool/call":
+                tool, args = p.get("tool"), p.get("arguments")
+                if p.get("threadId") != state["thread"] or p.get("turnId") != turn_id:
+                    client.send({"id": msg["id"], "error": {"code": -32600, "message": "tool call bound to another thread or turn"}})
+                    raise TransportLost("protocol violation: tool call bound to another thread or turn")
+                ok = valid_result(tool, args)
+                if ok and state["accepted"] is None:
+                    state["accepted"] = (tool, args)
+                    outcome["result"] = to_result(tool, args)
+                    ev.emit("result.proposed", outcome["result"])
+                elif ok and state["accepted"] != (tool, args):
+                    ok = False
+                text_out = "%s acknowledged" % tool if ok else "rejected: invalid or conflicting result"
+                client.send({"id": msg["id"], "result": {"contentItems": [{"type": "inputText", "text": text_out}], "success": ok}})
+            elif method in ("item/commandExecution/requestApproval", "item/fileChange/requestApproval"):
+                rid = str(msg["id"])
+                ev.emit("approval.requested", {"request_id": rid, "kind": "command" if "command" in method else "file-change",
+                                               "item_id": p.get("itemId"), "command": p.get("command"), "reason": p.get("reason")})
+                client.send({"id": msg["id"], "result": {"decision": "decline"}})
+                ev.emit("approval.resolved", {"request_id": rid, "decision": "decline"})
+            else:
+                client.send({"id": msg["id"], "error": {"code": -32601, "message": "unsupported: " + method}})
+            continue
+        if method == "turn/started" and p.get("turn", {}).get("id") == turn_id:
+            ev.emit("turn.started", {"turn_id": turn_id})
+        elif method in ("item/started", "item/completed"):
+            item = reduce_item(p.get("item") or {}, params.get("permissions"))
+            if method == "item/completed" and item["type"] == "plan":
+                outcome["plan"] = item
+            ev.emit("item.started" if method == "item/started" else "item.completed", {"turn_id": p.get("turnId"), "item": item})
+        elif method == "turn/completed" and p.get("turn", {}).get("id") == turn_id:
+            turn = p["turn"]
+            err = turn.get("error")
+            outcome["status"] = turn.get("status")
+            outcome["error"] = err.get("message") if isinstance(err, dict) else err
+            ev.emit("turn.completed", {"turn_id": turn_id, "status": outcome["status"], "error": outcome["error"]})
+            return outcome
+
+
+def main():
+    task = json.load(open(os.environ["HARNESS_TASK"], encoding="utf-8"))
+    ev = Events(os.environ["HARNESS_EVENTS"])
+    workspace = os.environ["HARNESS_WORKSPACE"]
+    mode = task["mode"]
+    external = os.environ.get("PAPERCLIP_RUNNER_EXTERNAL_SANDBOX") == "1"
+    network = os.environ.get("PAPERCLIP_RUNNER_NETWORK_ACCESS") == "enabled"
+    policy = os.environ.get("HARNESS_POLICY", "current")
+    command = json.loads(os.environ["HARNESS_APP_SERVER_CMD"])
+    bindir = os.path.dirname(os.path.realpath(command[0]))
+    install_dir = os.path.dirname(bindir) if os.path.basename(bindir) == "bin" else bindir
+    profile, rules = profile_rules(mode, external, network, policy, install_dir)
+    argv = ["-c", 'default_permissions="%s"' % profile, "-c", "permissions.%s=%s" % (profile, rules)]
+    cmd = command + argv + json.loads(os.environ.get("HARNESS_APP_SERVER_EXTRA_ARGS", "[]"))
+    suite, runner, environment, case = os.environ["HARNESS_CELL"].split(".")
+    identity = hashlib.sha256(json.dumps([mode, external, workspace, profile]).encode()).hexdigest()
+    ev.emit("run.started", {"cell": {"suite": suite, "runner": runner, "environment": environment, "case": case},
+                            "driver": "example-external-driver",
+                            "launch": {"mode": mode, "target": "external-sandbox" if external else "local",
+                                       "network_enabled": network, "policy": policy, "argv": argv,
+                                       "thread_permissions": profile, "turn_permissions": profile, "identity": identity}})
+    client = Client(cmd, json.loads(os.environ["HARNESS_APP_SERVER_ENV"]), workspace,
+                    float(os.environ.get("HARNESS_TIMEOUT_SECS", "10")))
+    try:
+        init = client.request("initialize", {"clientInfo": {"name": "example-external-driver", "version": "0.1.0"},
+                                             "capabilities": {"experimentalApi": True}})
+        if "error" in init:
+            return ev.end("failed-permanently", True, "provider_startup_rejected", init["error"].get("message"))
+        client.send({"method": "initialized"})
+        ev.emit("session.open-requested", {"permissions": profile, "cwd": workspace, "experimental_api": True})
+        tools = [{"type": "function", "name": "paperclip_finish", "description": "Report the task finished.",
+                  "inputSchema": {"type": "object", "properties": {"status": {"type": "string", "enum": ["done", "blocked"]},
+                                  "summary": {"type": "string"}, "files": {"type": "array", "items": {"type": "string"}}},
+                                  "required": ["status", "summary"], "additionalProperties": False}},
+                 {"type": "function", "name": "paperclip_block", "description": "Report who must act and what they must do.",
+                  "inputSchema": {"type": "object", "properties": {"owner": {"type": "string"}, "action": {"type": "string"},
+                                  "summary": {"type": "string"}}, "required": ["owner", "action"], "additionalProperties": False}}]
+        resp = client.request("thread/start", {"cwd": workspace, "permissions": profile, "approvalPolicy": "on-request", "dynamicTools": tools})
+        if "error" in resp:
+            ev.emit("session.rejected", {"code": resp["error"].get("code", 0), "message": resp["error"].get("message", ""), "attempt": 1})
+            # One attempt only: every start-up refusal is reported as definite, with Retry offered.
+            return ev.end("failed-permanently", True, "provider_startup_rejected", resp["error"].get("message"))
+        result = resp["result"]
+        state = {"thread": result["thread"]["id"], "turns": 0, "accepted": None}
+        ev.emit("session.started", {"thread_id": state["thread"], "sandbox": {
+            "sandbox": result.get("sandbox"), "active_profile": (result.get("activePermissionProfile") or {}).get("id"),
+            "instruction_sources": result.get("instructionSources") or []}})
+        model = result.get("model") or "default"
+        base = {"permissions": profile}
+        params = dict(base, collaborationMode={"mode": "plan", "settings": {"model": model, "reasoning_effort": None, "developer_instructions": None}}) if mode == "planning" else base
+        reviews = list(task.get("plan_reviews") or [])
+        text = task["prompt"]
+        while state["turns"] < task.get("max_turns", 6):
+            outcome = run_turn(client, ev, state, text, params)
+            if outcome["status"] != "completed":
+                return ev.end("failed-permanently", True, "turn_failed", outcome["error"] or outcome["status"])
+            if mode == "planning" and outcome["plan"] and params.get("collaborationMode", {}).get("mode") == "plan":
+                rid = "plan-%d" % state["turns"]
+                ev.emit("approval.requested", {"request_id": rid, "kind": "plan", "item_id": outcome["plan"]["id"], "command": None, "reason": outcome["plan"]["text"][:500]})
+                if not reviews:
+                    ev.emit("result.proposed", {"outcome": "needs-review", "summary": outcome["plan"]["text"][:500], "owner": "user", "action": "review the proposed plan"})
+                    return ev.end("succeeded")
+                review = reviews.pop(0)
+                ev.emit("approval.resolved", {"request_id": rid, "decision": "accept" if review["decision"] == "approve" else "revise"})
+                state["accepted"] = None
+                if review["decision"] == "approve":
+                    params = dict(base, collaborationMode={"mode": "default", "settings": {"model": model, "reasoning_effort": None, "developer_instructions": None}})
+                    text = task.get("follow_up_prompt") or "The plan is approved. Carry it out."
+                else:
+                    text = review["text"]
+                continue
+            if state["accepted"] is None:
+                ev.emit("result.proposed", {"outcome": "needs-review", "summary": "no result reported", "owner": "user", "action": "review the run"})
+            return ev.end("succeeded")
+        return ev.end("failed-permanently", False, "max_turns_exceeded", "too many turns")
+    except TimedOut as e:
+        return ev.end("timed-out", True, "timed_out", str(e))
+    except TransportLost as e:
+        return ev.end("transport-lost", True, "transport_lost", str(e))
+    except RuntimeError as e:
+        return ev.end("failed-permanently", True, "turn_start_rejected", str(e))
+    finally:
+        client.close()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,292 @@
+//! `harness bench fake`: spawn → initialize → thread/start of the fake app-server against the
+//! real `codex app-server`, side by side in one run on one machine; and JSON-RPC round trips per
+//! second on one connection to the fake.
+
+use anyhow::{bail, Context, Result};
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, ChildStdout, Command, ExitCode, Stdio};
+use std::sync::mpsc::Receiver;
+use std::time::{Duration, Instant};
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct Args {
+    /// Start-ups measured per side.
+    #[arg(long, default_value_t = 20)]
+    pub runs: usize,
+    /// Sequential request/response round trips on one connection to the fake.
+    #[arg(long, default_value_t = 20_000)]
+    pub round_trips: usize,
+    /// Skip the real Codex side (e.g. where it cannot be provisioned).
+    #[arg(long)]
+    pub fake_only: bool,
+    /// Write the report as JSON here as well.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+}
+
+/// Bound on one start-up (spawn → thread/start answer) and on one round trip.
+const STEP_LIMIT: Duration = Duration::from_secs(30);
+/// Bound on the whole round-trip phase.
+const ROUND_TRIP_LIMIT: Duration = Duration::from_secs(120);
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Report {
+    pub runs: usize,
+    pub fake_startup_ms: Vec<f64>,
+    pub real_startup_ms: Vec<f64>,
+    pub fake_median_ms: f64,
+    pub real_median_ms: Option<f64>,
+    /// real median / fake median.
+    pub speedup: Option<f64>,
+    pub round_trips: usize,
+    pub round_trips_per_second: f64,
+}
+
+pub fn main(args: Args) -> ExitCode {
+    match run(&args) {
+        Ok(report) => {
+            print_report(&report);
+            if let Some(path) = &args.json {
+                if let Err(err) =
+                    std::fs::write(path, serde_json::to_vec_pretty(&report).unwrap_or_default())
+                {
+                    eprintln!("harness bench fake: cannot write {}: {err}", path.display());
+                    return ExitCode::from(1);
+                }
+            }
+            ExitCode::SUCCESS
+        }
+        Err(err) => {
+            eprintln!("harness bench fake: {err:#}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn print_report(report: &Report) {
+    println!(
+        "spawn → initialize → thread/start, median of {} runs each (same machine, same run):",
+        report.runs
+    );
+    println!("  fake app-server : {:>8.2} ms", report.fake_median_ms);
+    match (report.real_median_ms, report.speedup) {
+        (Some(real), Some(speedup)) => {
+            println!("  codex app-server: {real:>8.2} ms");
+            println!("  speed-up        : {speedup:>8.1}x (target ≥ 30x)");
+        }
+        _ => println!("  codex app-server: (skipped)"),
+    }
+    println!(
+        "round trips on one connection to the fake: {} in total, {:.0}/s (target ≥ 20000/s)",
+        report.round_trips, report.round_trips_per_second
+    );
+}
+
+pub fn run(args: &Args) -> Result<Report> {
+    if args.runs == 0 {
+        bail!("--runs must be at least 1");
+    }
+    let scratch = tempfile::Builder::new().prefix("bench-fake-").tempdir()?;
+    let workspace = scratch.path().join("ws");
+    std::fs::create_dir_all(&workspace)?;
+    std::fs::write(workspace.join("AGENTS.md"), "# Agents\nBe terse.\n")?;
+    let harness = std::env::current_exe().context("locating the harness binary")?;
+    let real = if args.fake_only {
+        None
+    } else {
+        Some(crate::codex::provision::ensure(crate::codex::provision::PINNED)?.binary)
+    };
+    let mut fake_ms = Vec::new();
+    let mut real_ms = Vec::new();
+    // Interleave the two sides so drift on the machine hits both alike.
+    for run in 0..args.runs {
+        let dirs = RunDirs::create(scratch.path(), run)?;
+        let mut fake = Command::new(&harness);
+        fake.args(["fake-app-server", "app-server"]);
+        fake_ms.push(startup_ms(fake, &workspace, &dirs)?);
+        if let Some(codex) = &real {
+            let dirs = RunDirs::create(scratch.path(), run + args.runs)?;
+            let mut command = Command::new(codex);
+            command.arg("app-server");
+            real_ms.push(startup_ms(command, &workspace, &dirs)?);
+        }
+    }
+    let fake_median_ms = median(&fake_ms);
+    let real_median_ms = (!real_ms.is_empty()).then(|| median(&real_ms));
+    let dirs = RunDirs::create(scratch.path(), 2 * args.runs + 1)?;
+    let round_trips_per_second = round_trips(&harness, &workspace, &dirs, args.round_trips)?;
+    Ok(Report {
+        runs: args.runs,
+        fake_startup_ms: fake_ms,
+        real_startup_ms: real_ms,
+        fake_median_ms,
+        real_median_ms,
+        speedup: real_median_ms.map(|real| real / fake_median_ms),
+        round_trips: args.round_trips,
+        round_trips_per_second,
+    })
+}
+
+fn median(values: &[f64]) -> f64 {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let mid = sorted.len() / 2;
+    if sorted.len() % 2 == 0 {
+        (sorted[mid - 1] + sorted[mid]) / 2.0
+    } else {
+        sorted[mid]
+    }
+}
+
+/// A fresh CODEX_HOME and TMPDIR per run; TMPDIR is never a parent of CODEX_HOME (Codex
+/// refuses to create its sandbox helper alias there).
+struct RunDirs {
+    home: PathBuf,
+    tmp: PathBuf,
+}
+
+impl RunDirs {
+    fn create(root: &Path, run: usize) -> Result<Self> {
+        let home = root.join("homes").join(format!("run-{run}"));
+        let tmp = root.join("tmps").join(format!("run-{run}"));
+        std::fs::create_dir_all(&home)?;
+        std::fs::create_dir_all(&tmp)?;
+        Ok(Self { home, tmp })
+    }
+}
+
+struct Connection {
+    child: Child,
+    stdin: ChildStdin,
+    lines: Receiver<String>,
+}
+
+impl Connection {
+    fn spawn(mut command: Command, workspace: &Path, dirs: &RunDirs) -> Result<Self> {
+        command
+            .env_clear()
+            .env(
+                "PATH",
+                std::env::var_os("PATH").unwrap_or_else(|| "/usr/bin:/bin".into()),
+            )
+            .env("HOME", &dirs.home)
+            .env("CODEX_HOME", &dirs.home)
+            .env("TMPDIR", &dirs.tmp)
+            .current_dir(workspace)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        let mut child = command.spawn().context("spawning the app-server")?;
+        let stdin = child.stdin.take().context("stdin")?;
+        let stdout: ChildStdout = child.stdout.take().context("stdout")?;
+        let (tx, rx) = std::sync::mpsc::sync_channel(4096);
+        std::thread::spawn(move || {
+            let mut reader = BufReader::new(stdout);
+            loop {
+                let mut line = String::new();
+                match reader.read_line(&mut line) {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => {
+                        if tx.send(line).is_err() {
+                            break;
+                        }
+                    }
+                }
+            }
+        });
+        Ok(Self {
+            child,
+            stdin,
+            lines: rx,
+        })
+    }
+
+    fn send(&mut self, message: &Value) -> Result<()> {
+        let mut line = serde_json::to_vec(message)?;
+        line.push(b'\n');
+        self.stdin.write_all(&line)?;
+        self.stdin.flush()?;
+        Ok(())
+    }
+
+    /// Wait for the response with `id` (skipping notifications); bounded.
+    fn wait_response(&mut self, id: u64) -> Result<Value> {
+        let deadline = Instant::now() + STEP_LIMIT;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let line = self.lines.recv_timeout(left).map_err(|_| {
+                anyhow::anyhow!("no response to request {id} within {STEP_LIMIT:?}")
+            })?;
+            // Cheap pre-check: only parse lines that can be the response.
+            if !line.starts_with("{\"id\":") && !line.contains("\"id\":") {
+                continue;
+            }
+            let message: Value = serde_json::from_str(&line)?;
+            if message.get("id") == Some(&json!(id)) && message.get("method").is_none() {
+                if let Some(error) = message.get("error") {
+                    bail!("request {id} failed: {error}");
+                }
+                return Ok(message);
+            }
+        }
+    }
+
+    fn close(mut self) {
+        drop(self.stdin);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn startup_ms(command: Command, workspace: &Path, dirs: &RunDirs) -> Result<f64> {
+    let started = Instant::now();
+    let mut connection = Connection::spawn(command, workspace, dirs)?;
+    connection.send(&json!({"id": 1, "method": "initialize", "params": {"clientInfo": {"name": "bench", "version": "0.0.1"}, "capabilities": {"experimentalApi": true}}}))?;
+    connection.wait_response(1)?;
+    connection.send(&json!({"method": "initialized"}))?;
+    connection.send(&json!({"id": 2, "method": "thread/start", "params": {"cwd": workspace, "ephemeral": true}}))?;
+    connection.wait_response(2)?;
+    let elapsed = started.elapsed();
+    connection.close();
+    Ok(elapsed.as_secs_f64() * 1000.0)
+}
+
+fn round_trips(harness: &Path, workspace: &Path, dirs: &RunDirs, count: usize) -> Result<f64> {
+    let mut command = Command::new(harness);
+    command.args(["fake-app-server", "app-server"]);
+    let mut connection = Connection::spawn(command, workspace, dirs)?;
+    connection.send(&json!({"id": 0, "method": "initialize", "params": {"clientInfo": {"name": "bench", "version": "0.0.1"}}}))?;
+    connection.wait_response(0)?;
+    connection.send(&json!({"method": "initialized"}))?;
+    let started = Instant::now();
+    for id in 1..=count as u64 {
+        connection.send(&json!({"id": id, "method": "account/read", "params": {}}))?;
+        connection.wait_response(id)?;
+        if started.elapsed() > ROUND_TRIP_LIMIT {
+            bail!("round trips exceeded {ROUND_TRIP_LIMIT:?} after {id}");
+        }
+    }
+    let elapsed = started.elapsed();
+    connection.close();
+    Ok(count as f64 / elapsed.as_secs_f64())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn median_of_odd_and_even() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), 2.5);
+    }
+}

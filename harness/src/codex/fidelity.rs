@@ -1,0 +1,587 @@
+//! Differential fidelity: the fake app-server and the real Codex play the same scenario through
+//! the same reference driver, in the same environment; they must reach the same verdict and the
+//! driver must have seen the same sequence of messages once ids, paths and probe ids are
+//! normalised.
+//!
+//! "Messages the driver saw" are the driver's own events (`source = driver`): every app-server
+//! message the driver acts on, reduced by the driver. By construction this leaves out the
+//! notifications the driver ignores and the fake does not model: `thread/status/changed`,
+//! `thread/tokenUsage/updated`, `account/rateLimits/updated`, `item/agentMessage/delta`,
+//! `item/plan/delta`, `remoteControl/status/changed`, `thread/settings/updated`, and Codex's
+//! `warning` about the mock model's missing metadata. Of the driver's events, `diagnostic` is not
+//! compared (free text about processes, e.g. stderr lines, which differ by construction).
+
+use crate::codex::mock_api::{probe_id_for, MockScript};
+use graders::events::{Body, Event, Source};
+use serde_json::Value;
+use std::collections::HashMap;
+use std::path::Path;
+use suites::spec::AppServerKind;
+use suites::{Cell, Matrix};
+
+/// Driver event kinds left out of the comparison (see the module docs).
+pub const NOT_COMPARED: &[&str] = &["diagnostic"];
+/// Keys whose values are ids (normalised to `<id-N>` in order of first appearance).
+const ID_KEYS: &[&str] = &[
+    "thread_id",
+    "turn_id",
+    "id",
+    "item_id",
+    "request_id",
+    "call_id",
+];
+const PROBE_PREFIX: &str = "plan-write-probe-";
+
+/// The fake runner each real-Codex runner is compared with (same driver, same policy).
+pub fn fake_counterpart(real_runner: &str) -> Option<&'static str> {
+    match real_runner {
+        "runner-codex" => Some("runner-fake"),
+        "runner-codex-legacy" => Some("runner-fake-legacy"),
+        _ => None,
+    }
+}
+
+/// A fake cell and a real-Codex cell that play the same scenario in the same environment.
+#[derive(Debug, Clone)]
+pub struct Pair {
+    pub fake: Cell,
+    pub real: Cell,
+}
+
+impl Pair {
+    /// `suite.environment.case` with both runners.
+    pub fn name(&self) -> String {
+        format!(
+            "{}.{}~{}.{}.{}",
+            self.real.id.suite,
+            self.fake.id.runner,
+            self.real.id.runner,
+            self.real.id.environment,
+            self.real.id.case
+        )
+    }
+
+    pub fn scenario(&self) -> &str {
+        &self.real.case.scenario
+    }
+}
+
+/// Every pair of the matrix whose cells match one of `filters` (all when empty): the real cell's
+/// runner has a fake counterpart in the same suite, environment and case; the case plays the
+/// same scenario for both (no `codex_scenario` override) and the real Codex can play it.
+pub fn pairs(matrix: &Matrix, filters: &[String]) -> Vec<Pair> {
+    let mut out = Vec::new();
+    for real in &matrix.cells {
+        if real.runner.app_server != AppServerKind::Codex || real.case.codex_scenario.is_some() {
+            continue;
+        }
+        let Some(fake_runner) = fake_counterpart(&real.id.runner) else {
+            continue;
+        };
+        let mut fake_id = real.id.clone();
+        fake_id.runner = fake_runner.to_string();
+        let Some(fake) = matrix.cells.iter().find(|c| c.id == fake_id) else {
+            continue;
+        };
+        if !playable(&real.case.scenario) {
+            continue;
+        }
+        let pair = Pair {
+            fake: fake.clone(),
+            real: real.clone(),
+        };
+        let name = pair.name();
+        if filters.is_empty() || filters.iter().any(|f| name.contains(f.as_str())) {
+            out.push(pair);
+        }
+    }
+    out
+}
+
+fn playable(scenario: &str) -> bool {
+    let Some(name) = scenario.strip_prefix("builtin:") else {
+        return suites::spec::ScenarioRef::parse(scenario)
+            .ok()
+            .and_then(|r| match r {
+                suites::spec::ScenarioRef::File(name) => suites::scenario_file(&name),
+                _ => None,
+            })
+            .and_then(|text| {
+                fake_app_server::scenario::Scenario::from_toml_str(
+                    text,
+                    std::path::Path::new(scenario),
+                )
+                .ok()
+            })
+            .is_some_and(|s| MockScript::from_scenario(&s).is_ok());
+    };
+    fake_app_server::scenario::Scenario::builtin(name)
+        .ok()
+        .is_some_and(|s| MockScript::from_scenario(&s).is_ok())
+}
+
+/// Folders that differ between the two runners by construction, each with its placeholder, most
+/// specific first: the app-server's CODEX_HOME, HOME and install folder, then the cell folder.
+pub fn side_aliases(
+    cell_root: &Path,
+    real: Option<&Path>,
+    fake_program: &Path,
+) -> Vec<(String, String)> {
+    let show = |p: &Path| p.display().to_string();
+    let mut aliases = match real {
+        Some(install_dir) => vec![
+            (
+                show(&cell_root.join("codex").join("codex-home")),
+                "<codex-home>".into(),
+            ),
+            (show(&cell_root.join("codex").join("home")), "<home>".into()),
+            (show(install_dir), "<app-server-install>".into()),
+        ],
+        None => vec![
+            (
+                show(&cell_root.join("home").join(".codex")),
+                "<codex-home>".into(),
+            ),
+            (show(&cell_root.join("home")), "<home>".into()),
+            (
+                show(fake_program.parent().unwrap_or(fake_program)),
+                "<app-server-install>".into(),
+            ),
+        ],
+    };
+    aliases.push((show(cell_root), "<cell>".into()));
+    aliases
+}
+
+/// The driver-visible sequence of a run, normalised: one JSON value per driver event, `{kind,
+/// payload}`, with ids as `<id-N>`, the cell folder as `<cell>` (and the app-server's own
+/// folders as in [`side_aliases`]), the runner as `<runner>` and probe ids as `<probe>`.
+pub fn normalise(events: &[Event], cell_root: &str) -> Vec<Value> {
+    normalise_with(events, &[(cell_root.to_string(), "<cell>".to_string())])
+}
+
+/// [`normalise`] with explicit path aliases, applied in order.
+pub fn normalise_with(events: &[Event], aliases: &[(String, String)]) -> Vec<Value> {
+    let mut ids = IdMap::default();
+    let mut out = Vec::new();
+    for event in events.iter().filter(|e| e.source == Source::Driver) {
+        let mut value = serde_json::to_value(&event.body).expect("events serialize");
+        if NOT_COMPARED.contains(&value["kind"].as_str().unwrap_or_default()) {
+            continue;
+        }
+        if let Body::RunStarted(_) = event.body {
+            value["payload"]["cell"]["runner"] = Value::String("<runner>".into());
+            // A digest over the launch, paths included: it differs per cell folder. Its
+            // stability is the launch-identity suite's business, not this comparison's.
+            value["payload"]["launch"]["identity"] = Value::String("<identity>".into());
+        }
+        // Probe ids are derived from the thread id: learn them before ids are replaced.
+        if let Body::SessionStarted(started) = &event.body {
+            ids.probes.push(probe_id_for(&started.thread_id));
+        }
+        normalise_value(&mut value, None, &mut ids, aliases);
+        out.push(value);
+    }
+    out
+}
+
+#[derive(Default)]
+struct IdMap {
+    seen: HashMap<String, String>,
+    probes: Vec<String>,
+}
+
+impl IdMap {
+    fn placeholder(&mut self, id: &str) -> String {
+        let next = self.seen.len() + 1;
+        self.seen
+            .entry(id.to_string())
+            .or_insert_with(|| format!("<id-{next}>"))
+            .clone()
+    }
+}
+
+fn normalise_value(
+    value: &mut Value,
+    key: Option<&str>,
+    ids: &mut IdMap,
+    aliases: &[(String, String)],
+) {
+    match value {
+        Value::String(text) => {
+            if key.is_some_and(|k| ID_KEYS.contains(&k)) {
+                *text = ids.placeholder(text);
+            } else {
+                *text = normalise_text(text, ids, aliases);
+            }
+        }
+        Value::Array(items) => items
+            .iter_mut()
+            .for_each(|v| normalise_value(v, None, ids, aliases)),
+        Value::Object(map) => {
+            for (k, v) in map.iter_mut() {
+                normalise_value(v, Some(k), ids, aliases);
+            }
+        }
+        _ => {}
+    }
+}
+
+fn normalise_text(text: &str, ids: &IdMap, aliases: &[(String, String)]) -> String {
+    let mut out = text.to_string();
+    for (path, placeholder) in aliases.iter().filter(|(path, _)| !path.is_empty()) {
+        out = out.replace(path.as_str(), placeholder);
+    }
+    out = normalise_arg0_alias(&out);
+    for probe in &ids.probes {
+        out = out.replace(
+            &format!("{PROBE_PREFIX}{probe}"),
+            &format!("{PROBE_PREFIX}<probe>"),
+        );
+    }
+    out
+}
+
+/// Codex's per-process helper alias folder (`codex-arg0` + 6 random characters).
+fn normalise_arg0_alias(text: &str) -> String {
+    const MARK: &str = "codex-arg0";
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(MARK) {
+        out.push_str(&rest[..at + MARK.len()]);
+        rest = &rest[at + MARK.len()..];
+        let random = rest.chars().take_while(char::is_ascii_alphanumeric).count();
+        out.push_str("<random>");
+        rest = &rest[random..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Where two normalised sequences first differ.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Divergence {
+    /// 0-based position in the normalised sequences.
+    pub index: usize,
+    pub fake: Option<Value>,
+    pub real: Option<Value>,
+}
+
+impl Divergence {
+    pub fn describe(&self) -> String {
+        let kind = |v: &Value| v["kind"].as_str().unwrap_or("?").to_string();
+        match (&self.fake, &self.real) {
+            (Some(fake), Some(real)) => {
+                let (path, f, r) = first_difference(fake, real, String::new())
+                    .unwrap_or_else(|| (String::new(), fake.clone(), real.clone()));
+                format!(
+                    "message {} (fake {}, real {}) differs at `{path}`: fake {} | real {}",
+                    self.index,
+                    kind(fake),
+                    kind(real),
+                    crate::rpc::excerpt(&f.to_string(), 240),
+                    crate::rpc::excerpt(&r.to_string(), 240)
+                )
+            }
+            (Some(fake), None) => format!(
+                "message {}: the fake went on with {} where the real sequence ended",
+                self.index,
+                crate::rpc::excerpt(&fake.to_string(), 240)
+            ),
+            (None, Some(real)) => format!(
+                "message {}: the real Codex went on with {} where the fake sequence ended",
+                self.index,
+                crate::rpc::excerpt(&real.to_string(), 240)
+            ),
+            (None, None) => format!("message {}: no difference", self.index),
+        }
+    }
+}
+
+/// The JSON path of the first difference inside two values, and the differing parts.
+fn first_difference(a: &Value, b: &Value, path: String) -> Option<(String, Value, Value)> {
+    if a == b {
+        return None;
+    }
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            let mut keys: Vec<&String> = x.keys().chain(y.keys()).collect();
+            keys.sort();
+            keys.dedup();
+            keys.into_iter().find_map(|k| {
+                let next = if path.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{path}.{k}")
+                };
+                first_difference(
+                    x.get(k).unwrap_or(&Value::Null),
+                    y.get(k).unwrap_or(&Value::Null),
+                    next,
+                )
+            })
+        }
+        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => x
+            .iter()
+            .zip(y)
+            .enumerate()
+            .find_map(|(i, (p, q))| first_difference(p, q, format!("{path}[{i}]"))),
+        _ => Some((path, a.clone(), b.clone())),
+    }
+}
+
+pub fn first_divergence(fake: &[Value], real: &[Value]) -> Option<Divergence> {
+    let longest = fake.len().max(real.len());
+    (0..longest)
+        .find(|&i| fake.get(i) != real.get(i))
+        .map(|index| Divergence {
+            index,
+            fake: fake.get(index).cloned(),
+            real: real.get(index).cloned(),
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use graders::events::{
+        Diagnostic, Item, ItemEvent, Level, SandboxFacts, SessionStarted, TurnStarted,
+    };
+
+    fn ev(seq: u64, source: Source, body: Body) -> Event {
+        Event::new(seq, "r", source, body)
+    }
+
+    fn run(thread: &str, turn: &str, root: &str, noise: bool) -> Vec<Event> {
+        let probe = probe_id_for(thread);
+        let mut events = vec![
+            ev(
+                0,
+                Source::Driver,
+                Body::SessionStarted(SessionStarted {
+                    thread_id: thread.into(),
+                    sandbox: SandboxFacts {
+                        instruction_sources: vec![format!("{root}/workspace/AGENTS.md")],
+                        ..Default::default()
+                    },
+                }),
+            ),
+            ev(
+                1,
+                Source::Driver,
+                Body::TurnStarted(TurnStarted {
+                    turn_id: turn.into(),
+                }),
+            ),
+            ev(
+                2,
+                Source::Driver,
+                Body::ItemCompleted(ItemEvent {
+                    turn_id: Some(turn.into()),
+                    item: Item::AgentMessage {
+                        id: format!("msg-{turn}"),
+                        text: format!("wrote plan-write-probe-{probe}.txt"),
+                    },
+                }),
+            ),
+        ];
+        if noise {
+            events.push(ev(
+                3,
+                Source::Driver,
+                Body::Diagnostic(Diagnostic {
+                    level: Level::Warn,
+                    message: "stderr noise".into(),
+                }),
+            ));
+        }
+        events
+    }
+
+    #[test]
+    fn ids_paths_and_probe_ids_normalise_away_and_diagnostics_are_not_compared() {
+        let fake = normalise(
+            &run("t-fake", "u-fake", "/x/fake-cell", false),
+            "/x/fake-cell",
+        );
+        let real = normalise(
+            &run("t-real", "u-real", "/y/real-cell", true),
+            "/y/real-cell",
+        );
+        assert_eq!(first_divergence(&fake, &real), None);
+        assert_eq!(fake[1]["payload"]["turn_id"], "<id-2>");
+        assert_eq!(
+            fake[2]["payload"]["item"]["text"],
+            "wrote plan-write-probe-<probe>.txt"
+        );
+        assert_eq!(
+            fake[0]["payload"]["sandbox"]["instruction_sources"][0],
+            "<cell>/workspace/AGENTS.md"
+        );
+    }
+
+    #[test]
+    fn codex_helper_alias_folders_normalise() {
+        assert_eq!(
+            normalise_arg0_alias("execvp /h/tmp/arg0-linux/codex-arg0yQYnsD/codex-linux-sandbox"),
+            "execvp /h/tmp/arg0-linux/codex-arg0<random>/codex-linux-sandbox"
+        );
+    }
+
+    #[test]
+    fn the_first_divergence_is_named() {
+        let fake = normalise(&run("t", "u", "/a", false), "/a");
+        let mut other = run("t", "u", "/a", false);
+        other.truncate(2);
+        let real = normalise(&other, "/a");
+        let divergence = first_divergence(&fake, &real).unwrap();
+        assert_eq!(divergence.index, 2);
+        assert!(divergence.real.is_none());
+        assert!(divergence.describe().contains("message 2"));
+    }
+}
+
+/// How one side of a pair ended.
+#[derive(Debug, Clone)]
+pub struct SideOutcome {
+    pub cell: String,
+    /// The verdict string, or `ignored: …` / `error: …`.
+    pub verdict: String,
+    pub graded: bool,
+    pub sequence: Vec<Value>,
+    pub wall: std::time::Duration,
+    /// Real Codex only: how long the mock model API served (brackets the app-server's life).
+    pub codex_span: Option<std::time::Duration>,
+}
+
+impl SideOutcome {
+    /// Harness time: the cell's wall time outside the app-server's span.
+    pub fn harness_time(&self) -> Option<std::time::Duration> {
+        self.codex_span.map(|span| self.wall.saturating_sub(span))
+    }
+}
+
+/// The comparison of one pair.
+#[derive(Debug, Clone)]
+pub struct PairOutcome {
+    pub pair: String,
+    pub scenario: String,
+    pub fake: SideOutcome,
+    pub real: SideOutcome,
+    pub divergence: Option<Divergence>,
+}
+
+impl PairOutcome {
+    /// Both sides graded.
+    pub fn compared(&self) -> bool {
+        self.fake.graded && self.real.graded
+    }
+
+    /// A fidelity failure: both ran and the verdicts or the sequences differ.
+    pub fn failure(&self) -> Option<String> {
+        if !self.compared() {
+            return None;
+        }
+        if self.fake.verdict != self.real.verdict {
+            return Some(format!(
+                "verdicts differ: fake {} vs real {}",
+                self.fake.verdict, self.real.verdict
+            ));
+        }
+        self.divergence.as_ref().map(Divergence::describe)
+    }
+}
+
+/// Run both cells of `pair` (fake first) and compare them.
+pub async fn run_pair(pair: &Pair, options: &crate::matrix::MatrixOptions) -> PairOutcome {
+    let fake = run_side(&pair.fake, options, false).await;
+    let real = run_side(&pair.real, options, true).await;
+    let divergence = if fake.graded && real.graded {
+        first_divergence(&fake.sequence, &real.sequence)
+    } else {
+        None
+    };
+    PairOutcome {
+        pair: pair.name(),
+        scenario: pair.scenario().to_string(),
+        fake,
+        real,
+        divergence,
+    }
+}
+
+async fn run_side(cell: &Cell, options: &crate::matrix::MatrixOptions, real: bool) -> SideOutcome {
+    use crate::matrix::CellOutcome;
+    let result = crate::matrix::run_cell(cell, options).await;
+    let install = if real {
+        cell.runner
+            .codex_version
+            .as_deref()
+            .and_then(|v| crate::codex::provision::resolve(v).ok())
+            .map(|install| install.package_dir)
+    } else {
+        None
+    };
+    let aliases = side_aliases(
+        &result.evidence_dir,
+        install.as_deref(),
+        &options.fake_program,
+    );
+    let (verdict, graded) = match &result.outcome {
+        CellOutcome::Graded { verdict, .. } => (verdict.verdict.to_string(), true),
+        CellOutcome::Ignored { reason } => (format!("ignored: {reason}"), false),
+        CellOutcome::Error { message } => (format!("error: {message}"), false),
+    };
+    let sequence = if graded {
+        match read_events(&result.evidence_dir.join("events.jsonl")) {
+            Ok(events) => normalise_with(&events, &aliases),
+            Err(e) => {
+                return SideOutcome {
+                    cell: cell.name(),
+                    verdict: format!("error: {e:#}"),
+                    graded: false,
+                    sequence: Vec::new(),
+                    wall: result.duration,
+                    codex_span: None,
+                }
+            }
+        }
+    } else {
+        Vec::new()
+    };
+    let codex_span = real
+        .then(|| read_codex_span(&result.evidence_dir))
+        .flatten();
+    SideOutcome {
+        cell: cell.name(),
+        verdict,
+        graded,
+        sequence,
+        wall: result.duration,
+        codex_span,
+    }
+}
+
+fn read_codex_span(evidence_dir: &std::path::Path) -> Option<std::time::Duration> {
+    let text =
+        std::fs::read_to_string(evidence_dir.join(crate::codex::mock_api::TIMING_FILE)).ok()?;
+    let timing: crate::codex::mock_api::MockTiming = serde_json::from_str(&text).ok()?;
+    Some(std::time::Duration::from_millis(
+        u64::try_from(timing.served_ms).unwrap_or(u64::MAX),
+    ))
+}
+
+/// A cell's events (the stream the cell was graded on).
+pub fn read_events(path: &std::path::Path) -> anyhow::Result<Vec<Event>> {
+    use anyhow::Context;
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    text.lines()
+        .enumerate()
+        .filter(|(_, line)| !line.trim().is_empty())
+        .map(|(index, line)| {
+            serde_json::from_str(line)
+                .with_context(|| format!("{} line {}", path.display(), index + 1))
+        })
+        .collect()
+}

@@ -1,0 +1,230 @@
+//! The mock model's script: the scenario's model turns plus the failures to inject, and how one
+//! turn is cut into Responses API responses.
+//!
+//! A turn's steps are played in order. A tool-calling step (`Shell`, `ToolCall`, `PlanUpdate`)
+//! ends a response: the model must wait for the tool's output, which arrives in the next
+//! request. Text steps (`Message`, `Plan`) before it ride in the same response. After the last
+//! step, one more (empty) response completes the turn if the last step was a tool call.
+
+use fake_app_server::scenario::model::{ModelStep, ModelTurn};
+use fake_app_server::scenario::Scenario;
+use serde::{Deserialize, Serialize};
+
+/// Everything the mock plays.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MockScript {
+    pub turns: Vec<ModelTurn>,
+    #[serde(default)]
+    pub failures: Vec<ScriptedFailure>,
+    /// Played for turns past the end of `turns` (like the fake's `Scenario::default_turn`);
+    /// `None`: such turns complete with no output.
+    #[serde(default)]
+    pub default_turn: Option<ModelTurn>,
+}
+
+/// Why a scenario cannot be played against the real Codex: it scripts the app-server itself
+/// (answers, transport faults), which only the fake can do.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("scenario `{scenario}` cannot be played by the real Codex: {reason}")]
+pub struct NotPlayable {
+    pub scenario: String,
+    pub reason: String,
+}
+
+impl MockScript {
+    pub fn new(turns: Vec<ModelTurn>) -> Self {
+        Self {
+            turns,
+            failures: Vec::new(),
+            default_turn: None,
+        }
+    }
+
+    /// The model side of a fake scenario. Scenario turn failures (`fail`) become a
+    /// `response.failed` after the turn's steps; the fake's default turn is kept. A scenario
+    /// that scripts the app-server (method answers, notification or transport faults) is not
+    /// playable: the real Codex decides those itself. Environment facts are ignored — the real
+    /// environment decides.
+    pub fn from_scenario(scenario: &Scenario) -> Result<Self, NotPlayable> {
+        let refuse = |reason: String| NotPlayable {
+            scenario: scenario.name.clone(),
+            reason,
+        };
+        if let Some(method) = scenario.methods.keys().next() {
+            return Err(refuse(format!("it scripts the answer to `{method}`")));
+        }
+        if let Some(method) = scenario.notifications.keys().next() {
+            return Err(refuse(format!(
+                "it injects faults on `{method}` notifications"
+            )));
+        }
+        let mut script = Self::new(scenario.model_script());
+        for (index, turn) in scenario.turns.iter().enumerate() {
+            if let Some(fault) = &turn.fault {
+                return Err(refuse(format!(
+                    "turn {index} injects a {:?} transport fault",
+                    fault.kind
+                )));
+            }
+            if let Some(fail) = &turn.fail {
+                script.failures.push(ScriptedFailure {
+                    turn: index,
+                    response: final_response_index(&turn.steps),
+                    kind: FailureKind::ResponseFailed {
+                        message: fail.message.clone(),
+                    },
+                });
+            }
+        }
+        script.default_turn = Some(ModelTurn {
+            steps: Scenario::default_turn().steps,
+        });
+        Ok(script)
+    }
+
+    /// Fail the first response of `turn` (0-based) in the given way.
+    pub fn failing_turn(mut self, turn: usize, kind: FailureKind) -> Self {
+        self.failures.push(ScriptedFailure {
+            turn,
+            response: 0,
+            kind,
+        });
+        self
+    }
+
+    /// The steps of response `response` of turn `turn`; empty when the script has nothing more
+    /// to say (the turn then completes with no output).
+    pub fn response_steps(&self, turn: usize, response: usize) -> &[ModelStep] {
+        let Some(script_turn) = self.turns.get(turn).or(self.default_turn.as_ref()) else {
+            return &[];
+        };
+        responses_of(&script_turn.steps)
+            .into_iter()
+            .nth(response)
+            .unwrap_or(&[])
+    }
+
+    pub fn failure_at(&self, turn: usize, response: usize) -> Option<&FailureKind> {
+        self.failures
+            .iter()
+            .find(|f| f.turn == turn && f.response == response)
+            .map(|f| &f.kind)
+    }
+}
+
+/// A failure the mock injects instead of (or in the middle of) a scripted response.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ScriptedFailure {
+    /// 0-based turn of the thread.
+    pub turn: usize,
+    /// 0-based response within the turn.
+    #[serde(default)]
+    pub response: usize,
+    pub kind: FailureKind,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum FailureKind {
+    /// The response's items, then a `response.failed` event carrying this message.
+    ResponseFailed { message: String },
+    /// An HTTP error status (e.g. 500) instead of a stream.
+    HttpStatus { status: u16 },
+    /// The response's items are streamed, then the stream ends without `response.completed`.
+    StreamClosedEarly,
+}
+
+/// The index of a turn's last response: one response per tool step, then the closing one.
+pub fn final_response_index(steps: &[ModelStep]) -> usize {
+    steps.iter().filter(|step| is_tool_step(step)).count()
+}
+
+/// Whether the model must wait for a tool output after this step.
+pub fn is_tool_step(step: &ModelStep) -> bool {
+    matches!(
+        step,
+        ModelStep::Shell { .. } | ModelStep::ToolCall { .. } | ModelStep::PlanUpdate { .. }
+    )
+}
+
+/// Cut a turn's steps into responses: each response ends after a tool step.
+pub fn responses_of(steps: &[ModelStep]) -> Vec<&[ModelStep]> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    for (i, step) in steps.iter().enumerate() {
+        if is_tool_step(step) {
+            out.push(&steps[start..=i]);
+            start = i + 1;
+        }
+    }
+    if start < steps.len() {
+        out.push(&steps[start..]);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn message(text: &str) -> ModelStep {
+        ModelStep::Message { text: text.into() }
+    }
+    fn shell(cmd: &str) -> ModelStep {
+        ModelStep::Shell {
+            cmd: cmd.into(),
+            escalate: false,
+            justification: None,
+        }
+    }
+
+    #[test]
+    fn tool_steps_end_responses_and_text_rides_along() {
+        let steps = vec![message("a"), shell("x"), shell("y"), message("b")];
+        let cut = responses_of(&steps);
+        assert_eq!(cut.len(), 3);
+        assert_eq!(cut[0], &steps[0..2]);
+        assert_eq!(cut[1], &steps[2..3]);
+        assert_eq!(cut[2], &steps[3..4]);
+    }
+
+    #[test]
+    fn a_turn_ending_in_a_tool_call_gets_an_empty_closing_response() {
+        let script = MockScript::new(vec![ModelTurn {
+            steps: vec![shell("x")],
+        }]);
+        assert_eq!(script.response_steps(0, 0).len(), 1);
+        assert!(script.response_steps(0, 1).is_empty());
+        assert!(script.response_steps(5, 0).is_empty());
+    }
+
+    #[test]
+    fn scenarios_map_failures_and_refuse_server_scripting() {
+        let failed = Scenario::builtin("turn-failed").unwrap();
+        let script = MockScript::from_scenario(&failed).unwrap();
+        assert!(matches!(
+            script.failure_at(0, 0),
+            Some(FailureKind::ResponseFailed { message }) if message == "mock failure for testing"
+        ));
+        // Past the script, the fake's default turn plays.
+        assert_eq!(
+            script.response_steps(3, 0),
+            Scenario::default_turn().steps.as_slice()
+        );
+        for name in [
+            "crash-mid-turn",
+            "hang",
+            "garbage-line",
+            "oversized-line",
+            "startup-rejected",
+        ] {
+            let scenario = Scenario::builtin(name).unwrap();
+            let err = MockScript::from_scenario(&scenario).unwrap_err();
+            assert_eq!(err.scenario, name);
+        }
+        let refused = Scenario::builtin("plan-write-refused").unwrap();
+        let script = MockScript::from_scenario(&refused).unwrap();
+        assert_eq!(script.turns.len(), 2);
+        assert!(script.failures.is_empty());
+    }
+}

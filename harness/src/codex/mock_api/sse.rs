@@ -1,0 +1,312 @@
+//! Rendering one scripted response as a Responses API event stream.
+//!
+//! Frames are `event: TYPE\ndata: JSON\n\n`. The body is rendered whole and sent at once: the
+//! mock never needs to pace a stream, and a JSON line from `serde_json::to_string` never holds a
+//! newline, so the framing cannot break (no SSE crate needed for this one-way rendering).
+
+use super::script::FailureKind;
+use fake_app_server::scenario::model::{ModelStep, TemplateContext};
+use serde_json::{json, Value};
+
+/// A function call the mock put into a response.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EmittedCall {
+    pub call_id: String,
+    pub name: String,
+    pub arguments: String,
+}
+
+/// The rendered stream and the calls it carries.
+#[derive(Debug, Clone)]
+pub struct RenderedResponse {
+    pub body: String,
+    pub calls: Vec<EmittedCall>,
+}
+
+/// Ids of one response; `stem` is unique per (thread, turn, response).
+pub struct ResponseIds {
+    pub stem: String,
+}
+
+impl ResponseIds {
+    fn response(&self) -> String {
+        format!("resp_{}", self.stem)
+    }
+    fn item(&self, index: usize) -> String {
+        format!("item_{}_{index}", self.stem)
+    }
+    fn call(&self, index: usize) -> String {
+        format!("call_{}_{index}", self.stem)
+    }
+}
+
+pub fn render(
+    steps: &[ModelStep],
+    template: &TemplateContext,
+    ids: &ResponseIds,
+    failure: Option<&FailureKind>,
+) -> RenderedResponse {
+    let mut body = String::new();
+    let mut calls = Vec::new();
+    let response_id = ids.response();
+    frame(
+        &mut body,
+        "response.created",
+        json!({"response": {"id": response_id, "status": "in_progress"}}),
+    );
+    for (index, step) in steps.iter().enumerate() {
+        match output_item(step, template) {
+            OutputItem::Message(text) => message_frames(&mut body, index, &ids.item(index), &text),
+            OutputItem::Call { name, arguments } => {
+                let call = EmittedCall {
+                    call_id: ids.call(index),
+                    name,
+                    arguments,
+                };
+                call_frames(&mut body, index, &ids.item(index), &call);
+                calls.push(call);
+            }
+        }
+    }
+    match failure {
+        Some(FailureKind::StreamClosedEarly) => {}
+        Some(FailureKind::ResponseFailed { message }) => frame(
+            &mut body,
+            "response.failed",
+            json!({"response": {"id": response_id, "status": "failed",
+                "error": {"code": "server_error", "message": message}}}),
+        ),
+        _ => frame(
+            &mut body,
+            "response.completed",
+            json!({"response": {"id": response_id, "status": "completed", "usage": {
+                "input_tokens": 10, "input_tokens_details": {"cached_tokens": 0},
+                "output_tokens": 5, "output_tokens_details": {"reasoning_tokens": 0},
+                "total_tokens": 15}}}),
+        ),
+    }
+    RenderedResponse { body, calls }
+}
+
+enum OutputItem {
+    Message(String),
+    Call { name: String, arguments: String },
+}
+
+fn output_item(step: &ModelStep, template: &TemplateContext) -> OutputItem {
+    let expand = |text: &str| template.expand(text);
+    match step {
+        ModelStep::Message { text } => OutputItem::Message(expand(text)),
+        // Codex turns a `<proposed_plan>` block of an assistant message into a `plan` item.
+        ModelStep::Plan { text } => OutputItem::Message(format!(
+            "<proposed_plan>\n{}\n</proposed_plan>\n",
+            expand(text).trim_end()
+        )),
+        ModelStep::Shell {
+            cmd,
+            escalate,
+            justification,
+        } => {
+            let mut args = json!({"cmd": expand(cmd)});
+            if *escalate {
+                args["sandbox_permissions"] = json!("require_escalated");
+                args["justification"] = json!(expand(
+                    justification
+                        .as_deref()
+                        .unwrap_or("Allow this command to run outside the sandbox?")
+                ));
+            }
+            OutputItem::Call {
+                name: "exec_command".into(),
+                arguments: args.to_string(),
+            }
+        }
+        ModelStep::ToolCall { name, arguments } => OutputItem::Call {
+            name: name.clone(),
+            arguments: template.expand_value(arguments).to_string(),
+        },
+        // Codex's `update_plan` spells statuses in snake_case. Codex 0.169 without a model
+        // catalog does not offer this tool and answers `unsupported call: update_plan`.
+        ModelStep::PlanUpdate { explanation, steps } => {
+            let plan: Vec<Value> = steps
+                .iter()
+                .map(|s| json!({"step": expand(&s.step), "status": snake_status(&s.status)}))
+                .collect();
+            let mut args = json!({"plan": plan});
+            if let Some(explanation) = explanation {
+                args["explanation"] = json!(expand(explanation));
+            }
+            OutputItem::Call {
+                name: "update_plan".into(),
+                arguments: args.to_string(),
+            }
+        }
+    }
+}
+
+fn snake_status(status: &str) -> String {
+    match status {
+        "inProgress" => "in_progress".into(),
+        other => other.into(),
+    }
+}
+
+fn message_frames(body: &mut String, index: usize, item_id: &str, text: &str) {
+    frame(
+        body,
+        "response.output_item.added",
+        json!({"output_index": index, "item": {"type": "message", "id": item_id,
+            "role": "assistant", "status": "in_progress", "content": []}}),
+    );
+    frame(
+        body,
+        "response.output_text.delta",
+        json!({"item_id": item_id, "output_index": index, "content_index": 0, "delta": text}),
+    );
+    frame(
+        body,
+        "response.output_item.done",
+        json!({"output_index": index, "item": {"type": "message", "id": item_id,
+            "role": "assistant", "status": "completed",
+            "content": [{"type": "output_text", "text": text, "annotations": []}]}}),
+    );
+}
+
+fn call_frames(body: &mut String, index: usize, item_id: &str, call: &EmittedCall) {
+    frame(
+        body,
+        "response.output_item.added",
+        json!({"output_index": index, "item": {"type": "function_call", "id": item_id,
+            "call_id": call.call_id, "name": call.name, "arguments": "", "status": "in_progress"}}),
+    );
+    frame(
+        body,
+        "response.function_call_arguments.delta",
+        json!({"item_id": item_id, "output_index": index, "delta": call.arguments}),
+    );
+    frame(
+        body,
+        "response.function_call_arguments.done",
+        json!({"item_id": item_id, "output_index": index, "arguments": call.arguments}),
+    );
+    frame(
+        body,
+        "response.output_item.done",
+        json!({"output_index": index, "item": {"type": "function_call", "id": item_id,
+            "call_id": call.call_id, "name": call.name, "arguments": call.arguments,
+            "status": "completed"}}),
+    );
+}
+
+fn frame(body: &mut String, event: &str, mut data: Value) {
+    data["type"] = json!(event);
+    body.push_str("event: ");
+    body.push_str(event);
+    body.push_str("\ndata: ");
+    body.push_str(&data.to_string());
+    body.push_str("\n\n");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn probe(id: &str) -> TemplateContext {
+        TemplateContext {
+            probe_id: id.into(),
+            ..Default::default()
+        }
+    }
+
+    fn events(body: &str) -> Vec<(String, Value)> {
+        body.split("\n\n")
+            .filter(|f| !f.is_empty())
+            .map(|f| {
+                let (event, data) = f.split_once('\n').unwrap();
+                let data: Value =
+                    serde_json::from_str(data.strip_prefix("data: ").unwrap()).unwrap();
+                let event = event.strip_prefix("event: ").unwrap().to_string();
+                assert_eq!(data["type"], json!(event));
+                (event, data)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn an_escalated_shell_step_renders_an_exec_command_call() {
+        let steps = [ModelStep::Shell {
+            cmd: "printf p > plan-write-probe-{probe_id}.txt".into(),
+            escalate: true,
+            justification: Some("Allow writing the probe file?".into()),
+        }];
+        let ids = ResponseIds {
+            stem: "ab12_0_0".into(),
+        };
+        let out = render(&steps, &probe("ab12"), &ids, None);
+        assert_eq!(out.calls.len(), 1);
+        let args: Value = serde_json::from_str(&out.calls[0].arguments).unwrap();
+        assert_eq!(args["cmd"], "printf p > plan-write-probe-ab12.txt");
+        assert_eq!(args["sandbox_permissions"], "require_escalated");
+        assert_eq!(args["justification"], "Allow writing the probe file?");
+        let names: Vec<String> = events(&out.body).into_iter().map(|(e, _)| e).collect();
+        assert_eq!(
+            names,
+            [
+                "response.created",
+                "response.output_item.added",
+                "response.function_call_arguments.delta",
+                "response.function_call_arguments.done",
+                "response.output_item.done",
+                "response.completed"
+            ]
+        );
+    }
+
+    #[test]
+    fn failures_shape_the_stream() {
+        let steps = [ModelStep::Message { text: "hi".into() }];
+        let ids = ResponseIds { stem: "x".into() };
+        let failed = render(
+            &steps,
+            &probe("p"),
+            &ids,
+            Some(&FailureKind::ResponseFailed {
+                message: "boom".into(),
+            }),
+        );
+        let ev = events(&failed.body);
+        assert_eq!(ev.last().unwrap().0, "response.failed");
+        assert_eq!(ev.last().unwrap().1["response"]["error"]["message"], "boom");
+        assert_eq!(ev[ev.len() - 2].0, "response.output_item.done");
+        let closed = render(
+            &steps,
+            &probe("p"),
+            &ids,
+            Some(&FailureKind::StreamClosedEarly),
+        );
+        let ev = events(&closed.body);
+        assert_eq!(ev.last().unwrap().0, "response.output_item.done");
+    }
+
+    #[test]
+    fn plan_updates_use_snake_case_statuses_and_plans_are_proposed_plan_blocks() {
+        let steps = [
+            ModelStep::Plan {
+                text: "# Plan\n1. a".into(),
+            },
+            ModelStep::PlanUpdate {
+                explanation: None,
+                steps: vec![fake_app_server::scenario::model::PlanStepSpec {
+                    step: "a".into(),
+                    status: "inProgress".into(),
+                }],
+            },
+        ];
+        let out = render(&steps, &probe("p"), &ResponseIds { stem: "s".into() }, None);
+        assert!(out
+            .body
+            .contains("<proposed_plan>\\n# Plan\\n1. a\\n</proposed_plan>"));
+        assert_eq!(out.calls[0].name, "update_plan");
+        assert!(out.calls[0].arguments.contains("\"in_progress\""));
+    }
+}

@@ -1,0 +1,144 @@
+//! Live containers of this process, so that nothing outlives a run: every container a launcher
+//! prepares is registered until its guard has removed it, and SIGINT/SIGTERM remove whatever is
+//! still registered before the process ends.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+/// Bound on each `runc kill` / `runc delete`.
+const RUNC_COMMAND_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a removal keeps retrying a container that is still being created.
+const REMOVAL_DEADLINE: Duration = Duration::from_secs(5);
+
+/// What must be undone for one container.
+#[derive(Debug, Clone)]
+pub struct Registered {
+    pub bundle: PathBuf,
+}
+
+fn live() -> &'static Mutex<BTreeMap<String, Registered>> {
+    static LIVE: OnceLock<Mutex<BTreeMap<String, Registered>>> = OnceLock::new();
+    LIVE.get_or_init(Default::default)
+}
+
+pub fn register(id: &str, bundle: &Path) {
+    install_signal_cleanup();
+    live()
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+        .insert(
+            id.to_string(),
+            Registered {
+                bundle: bundle.to_path_buf(),
+            },
+        );
+}
+
+/// Ids of the containers this process has not removed yet.
+pub fn live_ids() -> Vec<String> {
+    live()
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+        .keys()
+        .cloned()
+        .collect()
+}
+
+/// Remove one container (kill, delete, bundle) and forget it. `keep_bundle` leaves the bundle
+/// folder for a user who wants to rerun it by hand.
+pub fn remove(id: &str, keep_bundle: bool) {
+    let entry = live()
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+        .remove(id);
+    destroy_container(id);
+    if let Some(entry) = entry {
+        if !keep_bundle {
+            let _ = std::fs::remove_dir_all(&entry.bundle);
+        }
+    }
+}
+
+/// Remove every registered container. Called by the signal handler; callers that end the
+/// process some other way (e.g. `std::process::exit`) call it themselves.
+pub fn cleanup_registered() {
+    for id in live_ids() {
+        remove(&id, false);
+    }
+}
+
+/// `runc kill` + `runc delete -f`, retried while runc may still be creating the container
+/// (a container that runc has not written down yet cannot be deleted yet).
+fn destroy_container(id: &str) {
+    let deadline = Instant::now() + REMOVAL_DEADLINE;
+    loop {
+        let _ = run_bounded(&["kill", id, "KILL"]);
+        let _ = run_bounded(&["delete", "--force", id]);
+        let state_gone = !runc_state_dir().join(id).exists();
+        if state_gone || Instant::now() >= deadline {
+            if !state_gone {
+                tracing::warn!(
+                    container = id,
+                    "runc still has state for the container after cleanup"
+                );
+            }
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// runc's state folder for root (runc's default `--root`).
+pub fn runc_state_dir() -> PathBuf {
+    PathBuf::from("/run/runc")
+}
+
+fn run_bounded(args: &[&str]) -> std::io::Result<bool> {
+    let mut child = Command::new("runc")
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()?;
+    let deadline = Instant::now() + RUNC_COMMAND_TIMEOUT;
+    loop {
+        if let Some(status) = child.try_wait()? {
+            return Ok(status.success());
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Ok(false);
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// On SIGINT/SIGTERM: remove the registered containers, then end the process the way the
+/// signal would have. Installed once, when the first container is registered.
+pub fn install_signal_cleanup() {
+    static INSTALLED: OnceLock<()> = OnceLock::new();
+    INSTALLED.get_or_init(|| {
+        use signal_hook::consts::{SIGINT, SIGTERM};
+        match signal_hook::iterator::Signals::new([SIGINT, SIGTERM]) {
+            Ok(mut signals) => {
+                let spawned = std::thread::Builder::new()
+                    .name("env-signal-cleanup".into())
+                    .spawn(move || {
+                        if let Some(signal) = signals.forever().next() {
+                            cleanup_registered();
+                            let _ = signal_hook::low_level::emulate_default_handler(signal);
+                            std::process::exit(128 + signal);
+                        }
+                    });
+                if let Err(err) = spawned {
+                    tracing::error!("cannot start the signal cleanup thread: {err}");
+                }
+            }
+            Err(err) => tracing::error!("cannot install the SIGINT/SIGTERM cleanup: {err}"),
+        }
+    });
+}

@@ -1,0 +1,323 @@
+//! Running a process in an environment with runc: one bundle and one container per process.
+
+use super::oci::{self, ContainerInputs};
+use super::registry;
+use super::spec::{ContainerSpec, EnvSpec};
+use super::EnvMounts;
+use crate::launcher::{Launcher, PreparedCommand, ProcessSpec};
+use anyhow::{bail, Context, Result};
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// The Debian bubblewrap Codex prefers when it exists.
+pub const SYSTEM_BWRAP: &str = "/usr/bin/bwrap";
+/// Prefix of every container id and bundle folder this module creates (cleanup checks use it).
+pub const ID_PREFIX: &str = "ccf-";
+
+/// A launcher that runs each process in its own runc container built from `spec`.
+#[derive(Debug, Clone)]
+pub struct RuncLauncher {
+    env: EnvSpec,
+    container: ContainerSpec,
+    mounts: EnvMounts,
+    keep_bundles: bool,
+    /// `(container id, bundle)` of every process prepared, for users who rerun them by hand.
+    prepared: std::sync::Arc<std::sync::Mutex<Vec<(String, PathBuf)>>>,
+}
+
+impl RuncLauncher {
+    pub fn new(env: EnvSpec, mounts: EnvMounts) -> Result<Self> {
+        let container = env
+            .container
+            .clone()
+            .with_context(|| format!("environment `{}` is not a container", env.name))?;
+        Ok(RuncLauncher {
+            env,
+            container,
+            mounts,
+            keep_bundles: false,
+            prepared: Default::default(),
+        })
+    }
+
+    /// Leave each bundle folder behind after the run (for `harness repro --keep`).
+    pub fn keeping_bundles(mut self) -> Self {
+        self.keep_bundles = true;
+        self
+    }
+
+    /// `(container id, bundle)` of every process prepared so far.
+    pub fn prepared(&self) -> Vec<(String, PathBuf)> {
+        self.prepared
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone()
+    }
+}
+
+/// The command that reruns a kept bundle by hand (as root): the same private read-only bind of
+/// the host root the launcher makes, then runc in the foreground.
+pub fn rerun_command(id: &str, bundle: &Path) -> String {
+    let rootfs = bundle.join("rootfs");
+    format!(
+        "unshare --mount --propagation private sh -c 'mount --bind / {r} && mount -o remount,bind,ro {r} && exec runc run --bundle {b} {id}'",
+        r = rootfs.display(),
+        b = bundle.display()
+    )
+}
+
+/// Removes the container, then the bundle, when dropped.
+pub struct ContainerGuard {
+    pub id: String,
+    pub bundle: PathBuf,
+    keep_bundle: bool,
+}
+
+impl Drop for ContainerGuard {
+    fn drop(&mut self) {
+        registry::remove(&self.id, self.keep_bundle);
+    }
+}
+
+/// A container id unique on this machine: prefix, our pid, a counter, and clock bits so that a
+/// reused pid does not collide with a leftover of a killed process.
+pub fn unique_id() -> String {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    format!(
+        "{ID_PREFIX}{}-{}-{:08x}",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed),
+        nanos
+    )
+}
+
+impl Launcher for RuncLauncher {
+    fn environment(&self) -> &str {
+        self.env.name
+    }
+
+    fn prepare(&self, process: &ProcessSpec) -> Result<PreparedCommand> {
+        let id = unique_id();
+        let bundle = tempfile::Builder::new()
+            .prefix(&format!("{ID_PREFIX}bundle-"))
+            .tempdir()
+            .context("creating a bundle folder")?
+            .keep();
+        // From here on the guard owns the bundle, also when the rest of `prepare` fails.
+        registry::register(&id, &bundle);
+        let guard = ContainerGuard {
+            id: id.clone(),
+            bundle: bundle.clone(),
+            keep_bundle: self.keep_bundles,
+        };
+        let rootfs = bundle.join("rootfs");
+        std::fs::create_dir(&rootfs)?;
+        let inputs = self.inputs(process, &bundle, rootfs.clone())?;
+        let config = oci::render(&self.container, &inputs)?;
+        std::fs::write(bundle.join("config.json"), oci::to_json(&config)?)?;
+        self.prepared
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .push((id.clone(), bundle.clone()));
+
+        let mut command = tokio::process::Command::new("runc");
+        command
+            .arg("run")
+            .arg("--bundle")
+            .arg(&bundle)
+            .arg(&id)
+            .env_clear()
+            .env(
+                "PATH",
+                "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+            )
+            .kill_on_drop(true);
+        let rootfs_for_child = rootfs.clone();
+        // SAFETY: the closure runs in the forked child before exec and only makes system calls
+        // (nix's mount/unshare convert paths on the stack, no allocation for short paths).
+        unsafe {
+            command.pre_exec(move || mount_host_root_privately(&rootfs_for_child));
+        }
+        Ok(PreparedCommand {
+            command,
+            guard: Box::new(guard),
+        })
+    }
+}
+
+/// In a new, private mount namespace (only runc and the container see it, and it disappears
+/// with them, so no host mount can outlive the run): bind the host root on `rootfs`, read-only.
+fn mount_host_root_privately(rootfs: &Path) -> std::io::Result<()> {
+    use nix::mount::{mount, MsFlags};
+    use nix::sched::{unshare, CloneFlags};
+    let to_io = |err: nix::errno::Errno| std::io::Error::from_raw_os_error(err as i32);
+    unshare(CloneFlags::CLONE_NEWNS).map_err(to_io)?;
+    mount(
+        None::<&str>,
+        "/",
+        None::<&str>,
+        MsFlags::MS_REC | MsFlags::MS_PRIVATE,
+        None::<&str>,
+    )
+    .map_err(to_io)?;
+    mount(
+        Some("/"),
+        rootfs,
+        None::<&str>,
+        MsFlags::MS_BIND,
+        None::<&str>,
+    )
+    .map_err(to_io)?;
+    mount(
+        None::<&str>,
+        rootfs,
+        None::<&str>,
+        MsFlags::MS_BIND | MsFlags::MS_REMOUNT | MsFlags::MS_RDONLY,
+        None::<&str>,
+    )
+    .map_err(to_io)
+}
+
+impl RuncLauncher {
+    fn inputs(
+        &self,
+        process: &ProcessSpec,
+        bundle: &Path,
+        rootfs: PathBuf,
+    ) -> Result<ContainerInputs> {
+        let mut writable = vec![self.mounts.scratch.clone()];
+        writable.extend(self.mounts.writable.iter().cloned());
+        let mut readonly = self.mounts.readonly.clone();
+        let non_root = self.container.uid != 0;
+
+        let mut masks = Vec::new();
+        if non_root {
+            for folder in &writable {
+                hand_over(folder, self.container.uid, self.container.gid)?;
+            }
+            // A program below a folder the uid cannot enter (a 0700 home) is bound read-only
+            // with its package folder, under a tmpfs that hides the rest of that folder.
+            if blocking_ancestor(&process.program, self.container.uid).is_some() {
+                let package = process
+                    .program
+                    .parent()
+                    .and_then(Path::parent)
+                    .context("the program path has no package folder")?;
+                if !readonly.iter().any(|folder| folder == package) {
+                    readonly.push(package.to_path_buf());
+                }
+            }
+            for folder in writable.iter().chain(readonly.iter()) {
+                if let Some(ancestor) = blocking_ancestor(folder, self.container.uid) {
+                    if !masks.contains(&ancestor) {
+                        masks.push(ancestor);
+                    }
+                }
+            }
+            for index in 0..masks.len() {
+                let empty = bundle.join(format!("mask-{index}"));
+                std::fs::create_dir(&empty)?;
+                std::fs::set_permissions(&empty, std::fs::Permissions::from_mode(0o755))?;
+            }
+        }
+
+        let mut file_overlays = Vec::new();
+        if self.container.execute_only_bwrap {
+            let mut targets = Vec::new();
+            if Path::new(SYSTEM_BWRAP).is_file() {
+                targets.push(PathBuf::from(SYSTEM_BWRAP));
+            }
+            targets.extend(bundled_bwraps(process, &readonly));
+            if targets.is_empty() {
+                bail!(
+                    "environment `{}` needs a bubblewrap to make execute-only, and neither {SYSTEM_BWRAP} nor a Codex codex-resources/bwrap was found",
+                    self.env.name
+                );
+            }
+            for (index, target) in targets.into_iter().enumerate() {
+                let copy = bundle.join(format!("bwrap-execute-only-{index}"));
+                std::fs::copy(&target, &copy)
+                    .with_context(|| format!("copying {}", target.display()))?;
+                // Executable but unreadable: exec by a non-root uid makes it non-dumpable.
+                std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o711))?;
+                file_overlays.push((copy, target));
+            }
+        }
+
+        Ok(ContainerInputs {
+            rootfs,
+            args: std::iter::once(process.program.to_string_lossy().into_owned())
+                .chain(process.args.iter().cloned())
+                .collect(),
+            env: process.env.clone(),
+            cwd: process.cwd.clone(),
+            writable,
+            readonly,
+            masks,
+            file_overlays,
+        })
+    }
+}
+
+/// Codex's bundled bubblewraps the process may use: next to the program, or in a read-only
+/// folder bound into the container.
+fn bundled_bwraps(process: &ProcessSpec, readonly: &[PathBuf]) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let program_package = process.program.parent().and_then(Path::parent);
+    for folder in program_package
+        .into_iter()
+        .chain(readonly.iter().map(PathBuf::as_path))
+    {
+        let candidate = folder.join("codex-resources").join("bwrap");
+        if candidate.is_file() && !found.contains(&candidate) {
+            found.push(candidate);
+        }
+    }
+    found
+}
+
+/// The topmost ancestor of `path` that `uid` cannot search (no `x` for others and not its
+/// owner), if any.
+pub fn blocking_ancestor(path: &Path, uid: u32) -> Option<PathBuf> {
+    path.ancestors()
+        .skip(1)
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .find(|ancestor| {
+            std::fs::metadata(ancestor)
+                .map(|meta| meta.uid() != uid && meta.mode() & 0o001 == 0)
+                .unwrap_or(false)
+        })
+        .map(Path::to_path_buf)
+}
+
+/// Give a folder (recursively) to the container's uid so the process can write there.
+fn hand_over(folder: &Path, uid: u32, gid: u32) -> Result<()> {
+    let owner = Some(nix::unistd::Uid::from_raw(uid));
+    let group = Some(nix::unistd::Gid::from_raw(gid));
+    let mut pending = vec![folder.to_path_buf()];
+    while let Some(path) = pending.pop() {
+        let meta = std::fs::symlink_metadata(&path)
+            .with_context(|| format!("reading {}", path.display()))?;
+        nix::unistd::fchownat(
+            nix::fcntl::AT_FDCWD,
+            &path,
+            owner,
+            group,
+            nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
+        )
+        .with_context(|| format!("giving {} to uid {uid}", path.display()))?;
+        if meta.is_dir() {
+            for entry in std::fs::read_dir(&path)? {
+                pending.push(entry?.path());
+            }
+        }
+    }
+    Ok(())
+}

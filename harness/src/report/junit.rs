@@ -1,0 +1,54 @@
+//! JUnit XML: one `<testsuite>` per suite, one `<testcase>` per cell (named like the cargo test).
+
+use super::summary::{Status, Summary};
+use anyhow::Result;
+use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+pub fn junit_xml(summary: &Summary) -> Result<String> {
+    let mut report = Report::new("conformance");
+    report.set_time(Duration::from_millis(summary.wall_ms));
+    let mut suites: BTreeMap<&str, TestSuite> = BTreeMap::new();
+    for cell in &summary.cells {
+        let status = match cell.status {
+            Status::AsExpected => TestCaseStatus::success(),
+            Status::Ignored => {
+                let mut status = TestCaseStatus::skipped();
+                status.set_message(format!("ignored: {}", cell.reason));
+                status
+            }
+            Status::Differs | Status::Stale => {
+                let mut status = TestCaseStatus::non_success(NonSuccessKind::Failure);
+                let got = cell.verdict.as_deref().unwrap_or("none");
+                let what = if cell.status == Status::Stale {
+                    format!(
+                        "stale baseline: expected `{}` but the cell now passes",
+                        cell.expected
+                    )
+                } else {
+                    format!("expected `{}`, got `{got}`", cell.expected)
+                };
+                status.set_message(what);
+                status.set_type(got);
+                status.set_description(format!("{}\nevidence: {}", cell.reason, cell.evidence_dir));
+                status
+            }
+            Status::Error => {
+                let mut status = TestCaseStatus::non_success(NonSuccessKind::Error);
+                status.set_message(cell.reason.clone());
+                status.set_description(format!("evidence: {}", cell.evidence_dir));
+                status
+            }
+        };
+        let mut case = TestCase::new(cell.cell.clone(), status);
+        case.set_classname(format!("{}.{}", cell.suite, cell.runner));
+        case.set_time(Duration::from_millis(cell.duration_ms));
+        suites
+            .entry(cell.suite.as_str())
+            .or_insert_with(|| TestSuite::new(cell.suite.clone()))
+            .add_test_case(case);
+    }
+    report.add_test_suites(suites.into_values());
+    Ok(report.to_string()?)
+}

@@ -1,0 +1,133 @@
+//! The Markdown matrix: totals, the differences from the baseline first, the ignored cells with
+//! their reasons, then one table per suite and runner (cases × environments).
+
+use super::summary::{CellSummary, Status, Summary};
+use std::fmt::Write;
+
+/// Names in first-appearance order (cells come in matrix order, which is the declared order).
+fn ordered<'a>(items: impl Iterator<Item = &'a str>) -> Vec<&'a str> {
+    let mut seen: Vec<&str> = Vec::new();
+    for item in items {
+        if !seen.contains(&item) {
+            seen.push(item);
+        }
+    }
+    seen
+}
+
+fn mark(cell: &CellSummary) -> String {
+    let verdict = cell.verdict.as_deref().unwrap_or("");
+    match cell.status {
+        Status::AsExpected if cell.expected == "pass" => "✅ pass".to_string(),
+        Status::AsExpected => format!("✅ {verdict} (baseline)"),
+        Status::Differs => format!("❌ {verdict} (expected {})", cell.expected),
+        Status::Stale => format!("❌ pass (stale: baseline says {})", cell.expected),
+        Status::Error => "💥 error".to_string(),
+        Status::Ignored => "⏭️ ignored".to_string(),
+    }
+}
+
+/// Table cells must stay on one line and must not break the table.
+fn escape(text: &str) -> String {
+    text.replace('|', "\\|").replace(['\n', '\r'], " ")
+}
+
+pub fn markdown(summary: &Summary) -> String {
+    let t = &summary.totals;
+    let mut out = String::new();
+    let verdict_line = if t.failures() == 0 && t.ignored == 0 {
+        "**all cells as expected**"
+    } else if t.failures() == 0 {
+        "**no cell differs from its expectation, but some could not run here**"
+    } else {
+        "**the matrix differs from its expectation**"
+    };
+    let _ = writeln!(out, "## Conformance matrix\n");
+    let _ = writeln!(
+        out,
+        "{verdict_line}: {} cells, {} as expected, {} differ, {} stale, {} errors, {} ignored ({:.1} s).\n",
+        t.cells,
+        t.as_expected,
+        t.differs,
+        t.stale,
+        t.errors,
+        t.ignored,
+        summary.wall_ms as f64 / 1000.0
+    );
+
+    let failures: Vec<&CellSummary> = summary
+        .cells
+        .iter()
+        .filter(|c| c.status.is_failure())
+        .collect();
+    if !failures.is_empty() {
+        let _ = writeln!(out, "### Differences from the baseline\n");
+        let _ = writeln!(out, "| cell | expected | got | reason | evidence |");
+        let _ = writeln!(out, "| --- | --- | --- | --- | --- |");
+        for cell in failures {
+            let got = match cell.status {
+                Status::Error => "error".to_string(),
+                _ => cell.verdict.clone().unwrap_or_default(),
+            };
+            let _ = writeln!(
+                out,
+                "| `{}` | {} | {} | {} | `{}` |",
+                cell.cell,
+                cell.expected,
+                got,
+                escape(&cell.reason),
+                cell.evidence_dir
+            );
+        }
+        let _ = writeln!(out);
+    }
+
+    let ignored: Vec<&CellSummary> = summary
+        .cells
+        .iter()
+        .filter(|c| c.status == Status::Ignored)
+        .collect();
+    if !ignored.is_empty() {
+        let _ = writeln!(
+            out,
+            "### Ignored (cannot run here; a failure under `CI=true`)\n"
+        );
+        for reason in ordered(ignored.iter().map(|c| c.reason.as_str())) {
+            let count = ignored.iter().filter(|c| c.reason == reason).count();
+            let _ = writeln!(out, "- {count} cells: {}", escape(reason));
+        }
+        let _ = writeln!(out);
+    }
+
+    for suite in ordered(summary.cells.iter().map(|c| c.suite.as_str())) {
+        let cells: Vec<&CellSummary> = summary.cells.iter().filter(|c| c.suite == suite).collect();
+        let _ = writeln!(out, "### {suite}\n");
+        let environments = ordered(cells.iter().map(|c| c.environment.as_str()));
+        for runner in ordered(cells.iter().map(|c| c.runner.as_str())) {
+            let runner_cells: Vec<&&CellSummary> =
+                cells.iter().filter(|c| c.runner == runner).collect();
+            let _ = writeln!(out, "**{runner}**\n");
+            let _ = writeln!(out, "| case | {} |", environments.join(" | "));
+            let _ = writeln!(out, "| --- |{}", " --- |".repeat(environments.len()));
+            for case in ordered(runner_cells.iter().map(|c| c.case.as_str())) {
+                let row: Vec<String> = environments
+                    .iter()
+                    .map(|env| {
+                        runner_cells
+                            .iter()
+                            .find(|c| c.case == case && c.environment == *env)
+                            .map(|c| mark(c))
+                            .unwrap_or_else(|| "·".to_string())
+                    })
+                    .collect();
+                let _ = writeln!(out, "| {case} | {} |", row.join(" | "));
+            }
+            let _ = writeln!(out);
+        }
+    }
+    let _ = writeln!(
+        out,
+        "✅ as expected (baseline: a known, documented non-pass verdict) · ❌ differs from the baseline · 💥 harness error · ⏭️ cannot run here · `·` not in the matrix"
+    );
+    out
+}

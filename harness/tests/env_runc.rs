@@ -1,0 +1,490 @@
+//! Restricted environments on a real runtime: each probe agrees with its spec; the real Codex's
+//! thread/start fails with the exact bubblewrap message where the spec says so; nothing outlives
+//! a harness killed by SIGTERM or SIGINT.
+//!
+//! Every test needs root and runc (and the real Codex for the `codex_` ones). Without them a
+//! test is reported as ignored with the reason; under `CI=true` it fails instead.
+
+use harness::env::{self, runc::RuncLauncher, EnvMounts};
+use harness::launch::{self, profiles::HostPaths, LaunchRequest};
+use harness::launcher::{Launcher, ProcessSpec};
+use harness::repro::session::Session;
+use libtest_mimic::{Arguments, Failed, Trial};
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Set in a child copy of this test binary: run one long-lived container and wait to be killed.
+const CHILD_VAR: &str = "ENV_RUNC_CLEANUP_CHILD";
+
+fn main() {
+    if let Ok(environment) = std::env::var(CHILD_VAR) {
+        cleanup_child(&environment);
+        return;
+    }
+    let args = Arguments::from_args();
+    let mut trials = Vec::new();
+    for name in env::names() {
+        trials.push(needs(
+            &format!("probe_agrees_with_spec_{name}_needs_root_and_runc"),
+            name,
+            false,
+            move || probe_agrees(name),
+        ));
+    }
+    for (name, signature) in [
+        ("daytona", env::spec::RTM_NEWADDR_SIGNATURE),
+        ("daytona-uidmap", env::spec::UID_MAP_SIGNATURE),
+        ("userns-blocked", env::spec::USERNS_SIGNATURE),
+    ] {
+        trials.push(needs(
+            &format!("codex_restricted_thread_start_fails_{name}_needs_root_and_runc_and_codex"),
+            name,
+            true,
+            move || codex_restricted_thread_start_fails(name, signature),
+        ));
+    }
+    // The control: restricted reads work in `container` (the facts doc's profile (a); the launch
+    // policy's narrow profile also denies CODEX_HOME, where Codex keeps its sandbox-helper alias,
+    // and then fails on every host: see the ignored test below).
+    trials.push(needs(
+        "codex_restricted_thread_start_works_container_needs_root_and_runc_and_codex",
+        "container",
+        true,
+        || codex_facts_profile_thread_start_works("container"),
+    ));
+    eprintln!("ignored: codex_policy_narrow_profile_thread_start_works_local_needs_codex: harness::launch's narrow planning profile denies CODEX_HOME, where Codex puts its codex-linux-sandbox alias (bwrap: execvp …: Permission denied on every host)");
+    trials.push(
+        Trial::test(
+            "codex_policy_narrow_profile_thread_start_works_local_needs_codex",
+            || codex_thread_start_works("local", launch::PolicyGeneration::Legacy),
+        )
+        .with_ignored_flag(true),
+    );
+    trials.push(needs(
+        "codex_full_read_thread_start_works_daytona_needs_root_and_runc_and_codex",
+        "daytona",
+        true,
+        || codex_thread_start_works("daytona", launch::PolicyGeneration::Current),
+    ));
+    for signal in ["TERM", "INT"] {
+        trials.push(needs(
+            &format!(
+                "cleanup_after_sig{}_needs_root_and_runc",
+                signal.to_lowercase()
+            ),
+            "container",
+            false,
+            move || cleanup_after_signal(signal),
+        ));
+    }
+    // The Docker runtime renders the same spec; this machine has no engine.
+    eprintln!("ignored: probe_agrees_with_spec_daytona_docker_needs_a_docker_engine: needs a Docker engine");
+    trials.push(
+        Trial::test(
+            "probe_agrees_with_spec_daytona_docker_needs_a_docker_engine",
+            || {
+                std::env::set_var(env::RUNTIME_VAR, "docker");
+                probe_agrees("daytona")
+            },
+        )
+        .with_ignored_flag(true),
+    );
+    libtest_mimic::run(&args, trials).exit();
+}
+
+/// A trial that runs only when `environment` (and, with `codex`, the pinned Codex) is available.
+fn needs(
+    name: &str,
+    environment: &'static str,
+    codex: bool,
+    body: impl FnOnce() -> Result<(), Failed> + Send + 'static,
+) -> Trial {
+    let mut missing = env::check_prerequisites(environment)
+        .err()
+        .map(|m| m.reason);
+    if missing.is_none()
+        && environment != "local"
+        && env::select_runtime(environment) != Ok(env::Runtime::Runc)
+    {
+        missing = Some("the runc runtime is not selected here".into());
+    }
+    if missing.is_none() && codex {
+        missing = harness::codex::provision::resolve(harness::codex::provision::PINNED)
+            .err()
+            .map(|err| format!("{err:#}"));
+    }
+    match missing {
+        None => Trial::test(name, body),
+        Some(reason) if std::env::var("CI").as_deref() == Ok("true") => {
+            Trial::test(name, move || {
+                Err(format!("CI=true and a prerequisite is missing: {reason}").into())
+            })
+        }
+        Some(reason) => {
+            eprintln!("ignored: {name}: {reason}");
+            Trial::test(name, || Ok(())).with_ignored_flag(true)
+        }
+    }
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("tokio runtime")
+}
+
+fn probe_agrees(name: &str) -> Result<(), Failed> {
+    let scratch = tempfile::tempdir()?;
+    let report = runtime().block_on(env::probe(name, scratch.path()))?;
+    if !report.agrees {
+        return Err(format!(
+            "probe of `{name}` disagrees: expected {}, saw exit {:?}: {}",
+            report.expected.describe(),
+            report.seen.exit_code,
+            report.seen.stderr
+        )
+        .into());
+    }
+    Ok(())
+}
+
+/// Per-test folders: workspace (with AGENTS.md and .git), HOME, CODEX_HOME, TMPDIR (not a parent
+/// of CODEX_HOME). The launcher hands them to the container's uid.
+struct CodexCell {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+    workspace: PathBuf,
+    env: Vec<(String, String)>,
+}
+
+fn codex_cell() -> Result<CodexCell, Failed> {
+    let dir = tempfile::Builder::new().prefix("ccf-test-").tempdir()?;
+    let root = dir.path().to_path_buf();
+    let workspace = root.join("workspace");
+    let home = root.join("home");
+    let codex_home = root.join("codex-home");
+    let tmp = root.join("tmp");
+    for folder in [&workspace, &home, &codex_home, &tmp] {
+        std::fs::create_dir_all(folder)?;
+    }
+    std::fs::create_dir_all(workspace.join(".git"))?;
+    std::fs::write(
+        workspace.join("AGENTS.md"),
+        "# Project agents\nAlways be terse.\n",
+    )?;
+    let env = vec![
+        (
+            "PATH".to_string(),
+            "/usr/local/bin:/usr/bin:/bin".to_string(),
+        ),
+        ("HOME".to_string(), home.display().to_string()),
+        ("CODEX_HOME".to_string(), codex_home.display().to_string()),
+        ("TMPDIR".to_string(), tmp.display().to_string()),
+    ];
+    Ok(CodexCell {
+        _dir: dir,
+        root,
+        workspace,
+        env,
+    })
+}
+
+/// thread/start of a planning run in an external sandbox under `policy`, in `environment`.
+fn codex_thread_start(
+    environment: &str,
+    policy: launch::PolicyGeneration,
+) -> Result<Result<serde_json::Value, harness::rpc::RpcError>, Failed> {
+    codex_thread_start_with(environment, policy, false)
+}
+
+/// Profile (a) of the facts doc: workspace read, root none, network off.
+const FACTS_PROFILE: &str = "lab-restricted-ro";
+
+fn codex_facts_profile_thread_start_works(environment: &str) -> Result<(), Failed> {
+    match codex_thread_start_with(environment, launch::PolicyGeneration::Legacy, true)? {
+        Ok(result) if result["activePermissionProfile"]["id"] == FACTS_PROFILE => Ok(()),
+        Ok(result) => Err(format!("thread/start answered with another profile: {result}").into()),
+        Err(err) => Err(format!("thread/start failed in `{environment}`: {err}").into()),
+    }
+}
+
+fn codex_thread_start_with(
+    environment: &str,
+    policy: launch::PolicyGeneration,
+    facts_profile: bool,
+) -> Result<Result<serde_json::Value, harness::rpc::RpcError>, Failed> {
+    let codex = harness::codex::provision::resolve(harness::codex::provision::PINNED)?;
+    let cell = codex_cell()?;
+    let request = LaunchRequest {
+        mode: launch::Mode::Planning,
+        target: launch::Target::ExternalSandbox,
+        network_enabled: true,
+        policy,
+        workspace: cell.workspace.clone(),
+    };
+    let mut plan = launch::plan_with(
+        &request,
+        &HostPaths::from_env_pairs(&cell.env, Some(&codex.binary)),
+    );
+    if facts_profile {
+        plan.argv = vec![
+            "-c".into(),
+            format!("default_permissions=\"{FACTS_PROFILE}\""),
+            "-c".into(),
+            format!("permissions.{FACTS_PROFILE}={{filesystem={{\":root\"=\"none\",\":workspace_roots\"={{\".\"=\"read\"}}}},network={{enabled=false}}}}"),
+        ];
+        plan.thread_params =
+            serde_json::json!({"cwd": cell.workspace, "permissions": FACTS_PROFILE});
+    }
+    let launcher = env::launcher(
+        environment,
+        &EnvMounts {
+            scratch: cell.root.clone(),
+            writable: Vec::new(),
+            readonly: vec![codex.package_dir.clone()],
+        },
+    )?;
+    let process = ProcessSpec {
+        program: codex.binary.clone(),
+        args: std::iter::once("app-server".to_string())
+            .chain(plan.argv.iter().cloned())
+            .collect(),
+        env: cell.env.clone(),
+        cwd: cell.workspace.clone(),
+    };
+    let stderr_log = cell.root.join("stderr.log");
+    runtime()
+        .block_on(async {
+            let mut session = Session::start(launcher.as_ref(), &process, &stderr_log).await?;
+            let answer = session
+                .request("thread/start", plan.thread_params.clone())
+                .await?;
+            session.close().await;
+            Ok::<_, anyhow::Error>(answer)
+        })
+        .map_err(|err| Failed::from(format!("{err:#}")))
+}
+
+fn codex_restricted_thread_start_fails(environment: &str, signature: &str) -> Result<(), Failed> {
+    match codex_thread_start(environment, launch::PolicyGeneration::Legacy)? {
+        Ok(result) => Err(format!("thread/start succeeded in `{environment}`: {result}").into()),
+        Err(err) => {
+            let expected_prefix = "error creating thread: failed to load AGENTS.md instructions for environment `local`: fs sandbox helper failed with status exit status: 1: ";
+            if err.code == -32603
+                && err.message.starts_with(expected_prefix)
+                && err.message.contains(signature)
+            {
+                Ok(())
+            } else {
+                Err(format!("unexpected thread/start error in `{environment}`: {err}").into())
+            }
+        }
+    }
+}
+
+fn codex_thread_start_works(
+    environment: &str,
+    policy: launch::PolicyGeneration,
+) -> Result<(), Failed> {
+    match codex_thread_start(environment, policy)? {
+        Ok(result) if result["thread"]["id"].is_string() => Ok(()),
+        Ok(result) => Err(format!("thread/start answered without a thread: {result}").into()),
+        Err(err) => {
+            Err(format!("thread/start failed in `{environment}` under {policy:?}: {err}").into())
+        }
+    }
+}
+
+/// The child: one container running `sleep`, its id/bundle/pid on stdout, then wait to be
+/// killed (bounded: it gives up after a minute).
+fn cleanup_child(environment: &str) {
+    let scratch = tempfile::Builder::new()
+        .prefix("ccf-test-child-")
+        .tempdir()
+        .expect("scratch");
+    let launcher = RuncLauncher::new(
+        env::spec(environment).expect("spec"),
+        EnvMounts {
+            scratch: scratch.path().to_path_buf(),
+            ..EnvMounts::default()
+        },
+    )
+    .expect("launcher");
+    let rt = runtime();
+    rt.block_on(async {
+        let mut prepared = launcher
+            .prepare(&ProcessSpec {
+                program: PathBuf::from("/bin/sleep"),
+                args: vec!["600".into()],
+                env: vec![("PATH".into(), "/usr/bin:/bin".into())],
+                cwd: scratch.path().to_path_buf(),
+            })
+            .expect("prepare");
+        prepared.command.stdin(Stdio::null()).stdout(Stdio::null());
+        let _child = prepared.command.spawn().expect("spawn runc");
+        let (id, bundle) = launcher.prepared().pop().expect("one container");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let pid = loop {
+            if let Some(pid) = container_pid(&id) {
+                break pid;
+            }
+            assert!(Instant::now() < deadline, "the container did not start");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        };
+        println!(
+            "READY {id} {} {pid} {}",
+            bundle.display(),
+            scratch.path().display()
+        );
+        tokio::time::sleep(Duration::from_secs(60)).await;
+        drop(prepared.guard);
+    });
+}
+
+fn container_pid(id: &str) -> Option<u32> {
+    let output = Command::new("runc").args(["state", id]).output().ok()?;
+    let state: serde_json::Value = serde_json::from_slice(&output.stdout).ok()?;
+    (state["status"] == "running")
+        .then(|| state["pid"].as_u64())
+        .flatten()
+        .map(|p| p as u32)
+}
+
+fn cleanup_after_signal(signal: &str) -> Result<(), Failed> {
+    let mut child = Command::new(std::env::current_exe()?)
+        .env(CHILD_VAR, "container")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()?;
+    let stdout = child.stdout.take().ok_or("no stdout")?;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let _ = BufReader::new(stdout).read_line(&mut line);
+        let _ = tx.send(line);
+    });
+    let line = match rx.recv_timeout(Duration::from_secs(60)) {
+        Ok(line) => line,
+        Err(_) => {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err("the child harness did not start its container within 60 s".into());
+        }
+    };
+    let fields: Vec<&str> = line.split_whitespace().collect();
+    let [_, id, bundle, pid, scratch] = fields.as_slice() else {
+        let _ = child.kill();
+        let _ = child.wait();
+        return Err(format!("unexpected child output: {line:?}").into());
+    };
+    // Before the signal: the container is live, so the checks below can see it.
+    if !runc_list().contains(id) || !Path::new(&format!("/proc/{pid}")).exists() {
+        let _ = child.kill();
+        return Err(format!("container {id} is not running before the signal").into());
+    }
+    let cgroups_before = find_cgroups(id);
+    if cgroups_before.is_empty() {
+        let _ = child.kill();
+        return Err(format!(
+            "no cgroup named after {id} found while it runs: the cgroup check would be vacuous"
+        )
+        .into());
+    }
+    let kill = Command::new("kill")
+        .arg(format!("-{signal}"))
+        .arg(child.id().to_string())
+        .status()?;
+    if !kill.success() {
+        return Err("kill failed".into());
+    }
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = child.try_wait()? {
+            break status;
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(
+                format!("the child harness did not exit within 30 s of SIG{signal}").into(),
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let mut leftovers = Vec::new();
+    if runc_list().contains(id) {
+        leftovers.push(format!("runc still lists {id}"));
+    }
+    if Path::new(&format!("/run/runc/{id}")).exists() {
+        leftovers.push(format!("runc state /run/runc/{id} remains"));
+    }
+    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo")?;
+    if mountinfo.contains(*bundle) {
+        leftovers.push(format!("a mount under {bundle} remains"));
+    }
+    // The container's process: gone, or at most a zombie being reaped.
+    if let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/status")) {
+        if !stat.contains("State:\tZ") && stat.contains("sleep") {
+            leftovers.push(format!("the container process {pid} is still running"));
+        }
+    }
+    for cgroup in find_cgroups(id) {
+        leftovers.push(format!("cgroup {} remains", cgroup.display()));
+    }
+    if Path::new(bundle).exists() {
+        leftovers.push(format!("the bundle folder {bundle} remains"));
+    }
+    // The scratch is the child's own TempDir: a signal death does not run its destructor, so
+    // the test removes it (it is not the environment's to clean).
+    let _ = std::fs::remove_dir_all(scratch);
+    if !leftovers.is_empty() {
+        return Err(format!(
+            "after SIG{signal} (child {status}): {}",
+            leftovers.join("; ")
+        )
+        .into());
+    }
+    Ok(())
+}
+
+fn runc_list() -> String {
+    Command::new("runc")
+        .args(["list", "--quiet"])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default()
+}
+
+/// Cgroup folders named after the container, two levels deep under each hierarchy.
+fn find_cgroups(id: &str) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let Ok(hierarchies) = std::fs::read_dir("/sys/fs/cgroup") else {
+        return found;
+    };
+    for hierarchy in hierarchies.flatten() {
+        let mut pending = vec![(hierarchy.path(), 0)];
+        while let Some((dir, depth)) = pending.pop() {
+            let Ok(entries) = std::fs::read_dir(&dir) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                let path = entry.path();
+                if !path.is_dir() {
+                    continue;
+                }
+                if entry.file_name().to_string_lossy().contains(id) {
+                    found.push(path.clone());
+                }
+                if depth < 2 {
+                    pending.push((path, depth + 1));
+                }
+            }
+        }
+    }
+    found
+}

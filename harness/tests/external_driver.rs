@@ -1,0 +1,154 @@
+//! The example external driver (`harness/examples/external_driver.py`) through `run_external`
+//! against the fake app-server: its events are validated, re-sequenced and graded.
+
+use graders::events::{Body, CellId, Ending, Event, Mode, PolicyGeneration, Source, Target};
+use harness::driver::external::run_external;
+use harness::driver::{AppServerProgram, DriverConfig, Timeouts};
+use harness::event_log::EventLog;
+use harness::launch::LaunchRequest;
+use harness::launcher::LocalLauncher;
+use harness::task::{PlanReview, Task};
+use std::sync::Arc;
+
+fn config(dir: &std::path::Path, scenario: &str, task: Task, target: Target) -> DriverConfig {
+    let workspace = dir.join("workspace");
+    let home = dir.join("home");
+    let tmp = dir.join("tmp");
+    for d in [&workspace, &home, &tmp] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    DriverConfig {
+        cell: CellId::new(
+            "core-compatibility",
+            "runner-external",
+            "local",
+            "plan-revise-accept",
+        ),
+        launch: LaunchRequest {
+            mode: task.mode,
+            target,
+            network_enabled: false,
+            policy: PolicyGeneration::Current,
+            workspace: workspace.clone(),
+        },
+        task,
+        app_server: AppServerProgram {
+            program: env!("CARGO_BIN_EXE_harness").into(),
+            leading_args: vec!["fake-app-server".into(), "app-server".into()],
+            extra_args: vec![],
+            env: vec![
+                ("PATH".into(), std::env::var("PATH").unwrap_or_default()),
+                ("HOME".into(), home.display().to_string()),
+                ("TMPDIR".into(), tmp.display().to_string()),
+                (
+                    "FAKE_APP_SERVER_SCENARIO".into(),
+                    format!("builtin:{scenario}"),
+                ),
+                (
+                    "FAKE_APP_SERVER_TRANSCRIPT".into(),
+                    dir.join("transcript.jsonl").display().to_string(),
+                ),
+            ],
+        },
+        launcher: Arc::new(LocalLauncher),
+        workspace,
+        stderr_log: dir.join("cell").join("stderr.log"),
+        timeouts: Timeouts::default(),
+    }
+}
+
+fn script() -> String {
+    format!(
+        "python3 {}/examples/external_driver.py",
+        env!("CARGO_MANIFEST_DIR")
+    )
+}
+
+#[tokio::test]
+async fn the_example_driver_passes_plan_revise_accept_against_the_fake() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut task = Task::new(Mode::Planning, "Plan the change.");
+    task.plan_reviews = vec![
+        PlanReview::Revise {
+            text: "Add a test step.".into(),
+        },
+        PlanReview::Approve,
+    ];
+    let config = config(
+        dir.path(),
+        "plan-revise-accept",
+        task,
+        Target::ExternalSandbox,
+    );
+    let mut log = EventLog::in_memory("ext-run");
+    let ended = run_external(&script(), &config, &mut log).await;
+    let stderr = std::fs::read_to_string(&config.stderr_log).unwrap_or_default();
+    assert_eq!(
+        ended.ending,
+        Ending::Succeeded,
+        "{ended:?}\nstderr:\n{stderr}"
+    );
+    // Re-sequenced from 0 under the harness's run id, attributed to the driver.
+    for (i, e) in log.events().iter().enumerate() {
+        assert_eq!(
+            (e.seq, e.run.as_str(), e.source),
+            (i as u64, "ext-run", Source::Driver)
+        );
+    }
+    let Body::RunStarted(started) = &log.events()[0].body else {
+        panic!("first event is not run.started")
+    };
+    assert_eq!(started.driver, "example-external-driver");
+    // What the driver really sent, from the fake's transcript: full-read planning profile.
+    let transcript = std::fs::read_to_string(dir.path().join("transcript.jsonl")).unwrap();
+    assert!(transcript.contains("\"permissions\":\"example-workspace-read-only\""));
+    let mut events: Vec<Event> = log.events().to_vec();
+    events.push(Event::new(
+        events.len() as u64,
+        "ext-run",
+        Source::Harness,
+        Body::RunEnded(ended),
+    ));
+    for (suite, case) in [
+        ("core-compatibility", "plan-revise-accept"),
+        ("external-sandbox-launch", "planning-launch"),
+    ] {
+        let verdict = graders::grade::grade(suite, case, &events).unwrap();
+        assert_eq!(
+            verdict.verdict,
+            graders::verdict::VerdictKind::Pass,
+            "{suite}/{case}: {}",
+            verdict.reason
+        );
+    }
+}
+
+#[tokio::test]
+async fn bad_event_streams_are_refused_with_the_line_number() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = config(
+        dir.path(),
+        "healthy",
+        Task::new(Mode::Standard, "hi"),
+        Target::Local,
+    );
+    let cmd = r#"printf '%s\n' '{"kind":"diagnostic","payload":{"level":"info","message":"too early"}}' > "$HARNESS_EVENTS""#;
+    let mut log = EventLog::in_memory("ext-bad");
+    let ended = run_external(cmd, &config, &mut log).await;
+    assert_eq!(ended.ending, Ending::FailedPermanently);
+    assert_eq!(
+        ended.error_code.as_deref(),
+        Some("external_driver_bad_events")
+    );
+    assert!(ended
+        .reason
+        .unwrap()
+        .contains(":1: the first event must be run.started"));
+
+    let silent = run_external("exit 3", &config, &mut EventLog::in_memory("ext-silent")).await;
+    assert_eq!(
+        silent.error_code.as_deref(),
+        Some("external_driver_no_terminal")
+    );
+    assert!(silent.reason.unwrap().contains("exit status: 3"));
+}

@@ -1,0 +1,457 @@
+//! Every message the fake app-server emits, across every built-in scenario (plus one approval
+//! scenario), validates against the JSON Schema the pinned real Codex generates at test time.
+//! A failure names the scenario, the message and the schema path.
+
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::Receiver;
+use std::time::{Duration, Instant};
+
+const WAIT: Duration = Duration::from_secs(30);
+
+/// Generate the schema with the pinned Codex; `None` (after a loud message) when Codex cannot be
+/// provisioned outside CI.
+fn generate_schema(out: &Path) -> Option<PathBuf> {
+    let install = match harness::codex::provision::ensure(harness::codex::provision::PINNED) {
+        Ok(install) => install,
+        Err(err) => {
+            if std::env::var("CI").as_deref() == Ok("true") {
+                panic!("CI=true and the pinned Codex cannot be provisioned: {err:#}");
+            }
+            eprintln!("SKIPPED fake_schema_fidelity: the pinned Codex cannot be provisioned ({err:#}); this test needs it");
+            return None;
+        }
+    };
+    let status = Command::new(&install.binary)
+        .args([
+            "app-server",
+            "generate-json-schema",
+            "--experimental",
+            "--out",
+        ])
+        .arg(out)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .status()
+        .expect("running codex generate-json-schema");
+    assert!(
+        status.success(),
+        "codex generate-json-schema failed: {status}"
+    );
+    Some(out.to_path_buf())
+}
+
+struct Schemas {
+    dir: PathBuf,
+    compiled: BTreeMap<String, jsonschema::Validator>,
+}
+
+impl Schemas {
+    fn validator(&mut self, relative: &str) -> &jsonschema::Validator {
+        let dir = self.dir.clone();
+        self.compiled
+            .entry(relative.to_string())
+            .or_insert_with(|| {
+                let text = std::fs::read_to_string(dir.join(relative))
+                    .unwrap_or_else(|e| panic!("schema {relative}: {e}"));
+                let schema: Value = serde_json::from_str(&text).unwrap();
+                jsonschema::validator_for(&schema)
+                    .unwrap_or_else(|e| panic!("compiling {relative}: {e}"))
+            })
+    }
+
+    /// Validate `instance` against `relative`; the error names scenario, message and paths.
+    fn check(
+        &mut self,
+        relative: &str,
+        instance: &Value,
+        scenario: &str,
+        message: &Value,
+        failures: &mut Vec<String>,
+    ) {
+        let validator = self.validator(relative);
+        for error in validator.iter_errors(instance) {
+            let shown = message.to_string();
+            failures.push(format!(
+                "scenario `{scenario}`: message {} does not validate against {relative} at schema path {} (instance path {}): {error}",
+                &shown[..shown.len().min(600)],
+                error.schema_path,
+                error.instance_path,
+            ));
+        }
+    }
+}
+
+fn response_schema(method: &str) -> Option<&'static str> {
+    Some(match method {
+        "initialize" => "v1/InitializeResponse.json",
+        "thread/start" => "v2/ThreadStartResponse.json",
+        "thread/resume" => "v2/ThreadResumeResponse.json",
+        "thread/read" => "v2/ThreadReadResponse.json",
+        "turn/start" => "v2/TurnStartResponse.json",
+        "turn/steer" => "v2/TurnSteerResponse.json",
+        "turn/interrupt" => "v2/TurnInterruptResponse.json",
+        "command/exec" => "v2/CommandExecResponse.json",
+        "permissionProfile/list" => "v2/PermissionProfileListResponse.json",
+        "account/read" => "v2/GetAccountResponse.json",
+        _ => return None,
+    })
+}
+
+/// A scripted client: sends requests, answers server requests, records every line out.
+struct Session {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: Receiver<String>,
+    /// Every line the fake wrote.
+    emitted: Vec<String>,
+    /// Request id → method, to pick the response schema.
+    methods: BTreeMap<String, String>,
+    next_id: u64,
+    tool_answers: usize,
+}
+
+impl Session {
+    fn spawn(scenario: &str, lab: &Path) -> Session {
+        let ws = lab.join("ws");
+        std::fs::create_dir_all(&ws).unwrap();
+        std::fs::write(ws.join("AGENTS.md"), "# Agents\nBe terse.\n").unwrap();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_harness"))
+            .args(["fake-app-server", "app-server", "--scenario", scenario])
+            .args(["-c", r#"default_permissions="restricted""#])
+            .args(["-c", r#"permissions.restricted={filesystem={":root"="none",":minimal"="read",":workspace_roots"={"."="read"}},network={enabled=false}}"#])
+            .args(["-c", r#"permissions.fullread={filesystem={":root"="read"},network={enabled=true}}"#])
+            .env("CODEX_HOME", lab.join("home"))
+            .current_dir(&ws)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawning harness fake-app-server");
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut reader = BufReader::new(stdout);
+            loop {
+                let mut line = String::new();
+                match reader.read_line(&mut line) {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => {
+                        if tx.send(line.trim_end().to_string()).is_err() {
+                            break;
+                        }
+                    }
+                }
+            }
+        });
+        Session {
+            stdin: child.stdin.take(),
+            child,
+            lines: rx,
+            emitted: Vec::new(),
+            methods: BTreeMap::new(),
+            next_id: 1,
+            tool_answers: 0,
+        }
+    }
+
+    fn send(&mut self, message: &Value) {
+        if let Some(stdin) = self.stdin.as_mut() {
+            let _ = writeln!(stdin, "{message}");
+            let _ = stdin.flush();
+        }
+    }
+
+    /// Read until `stop` matches a JSON line (answering server requests); false on EOF/timeout.
+    fn pump(&mut self, stop: impl Fn(&Value) -> bool) -> bool {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let Ok(line) = self.lines.recv_timeout(left) else {
+                return false;
+            };
+            self.emitted.push(line.clone());
+            let Ok(message) = serde_json::from_str::<Value>(&line) else {
+                continue;
+            };
+            if message.get("id").is_some() && message.get("method").is_some() {
+                self.answer_server_request(&message);
+            }
+            if stop(&message) {
+                return true;
+            }
+        }
+    }
+
+    fn answer_server_request(&mut self, request: &Value) {
+        let answer = match request["method"].as_str() {
+            Some("item/tool/call") => {
+                self.tool_answers += 1;
+                json!({"id": request["id"], "result": {"contentItems": [{"type": "inputText", "text": "acknowledged"}], "success": true}})
+            }
+            Some("item/commandExecution/requestApproval") => {
+                json!({"id": request["id"], "result": {"decision": "decline"}})
+            }
+            _ => json!({"id": request["id"], "error": {"code": -32601, "message": "unexpected"}}),
+        };
+        self.send(&answer);
+    }
+
+    fn request(&mut self, method: &str, params: Value) -> Option<Value> {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.methods
+            .insert(json!(id).to_string(), method.to_string());
+        self.send(&json!({"id": id, "method": method, "params": params}));
+        let mut found = None;
+        let ok = self.pump(|m| m.get("id") == Some(&json!(id)) && m.get("method").is_none());
+        if ok {
+            found = self
+                .emitted
+                .last()
+                .and_then(|l| serde_json::from_str(l).ok());
+        }
+        found
+    }
+
+    fn finish(&mut self) {
+        self.stdin.take();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            match self.lines.recv_timeout(Duration::from_millis(50)) {
+                Ok(line) => self.emitted.push(line),
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+                Err(_) => {}
+            }
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Drive one scenario through every method the fake implements.
+fn drive(scenario: &str, lab: &Path) -> Session {
+    let mut session = Session::spawn(scenario, lab);
+    let ws = lab.join("ws").display().to_string();
+    session.request("initialize", json!({"clientInfo": {"name": "fidelity", "version": "0.0.1"}, "capabilities": {"experimentalApi": true}}));
+    session.send(&json!({"method": "initialized"}));
+    session.request("permissionProfile/list", json!({"cwd": ws}));
+    session.request("account/read", json!({}));
+    session.request("command/exec", json!({"command": ["sh", "-c", "printf x > probe.txt"], "cwd": ws, "permissionProfile": "fullread"}));
+    let tools = json!([
+        {"type": "function", "name": "paperclip_finish", "description": "Finish.", "inputSchema": {"type": "object"}},
+        {"type": "function", "name": "paperclip_block", "description": "Block.", "inputSchema": {"type": "object"}}
+    ]);
+    let Some(started) = session.request(
+        "thread/start",
+        json!({"cwd": ws, "permissions": "restricted", "dynamicTools": tools}),
+    ) else {
+        return session;
+    };
+    let Some(thread) = started["result"]["thread"]["id"]
+        .as_str()
+        .map(str::to_string)
+    else {
+        return session; // startup-rejected
+    };
+    let plan_mode = json!({"mode": "plan", "settings": {"model": "gpt-6.1-sol", "reasoning_effort": null, "developer_instructions": null}});
+    for turn in 0..3 {
+        let mut params = json!({"threadId": thread, "input": [{"type": "text", "text": format!("turn {turn} MARKER-fidelity")}], "permissions": "restricted"});
+        if turn == 0 {
+            params["collaborationMode"] = plan_mode.clone();
+        }
+        let Some(answer) = session.request("turn/start", params) else {
+            return session;
+        };
+        let turn_id = answer["result"]["turn"]["id"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        if scenario.ends_with("hang") {
+            // Observe the message before the hang, then stop waiting.
+            session.pump(|m| {
+                m["method"] == "item/completed" && m["params"]["item"]["type"] == "agentMessage"
+            });
+            session.request("turn/steer", json!({"threadId": thread, "input": [{"type": "text", "text": "still there?"}], "expectedTurnId": turn_id}));
+            session.request(
+                "turn/interrupt",
+                json!({"threadId": thread, "turnId": turn_id}),
+            );
+            return session;
+        }
+        if !session.pump(|m| m["method"] == "turn/completed") {
+            return session; // crashed
+        }
+    }
+    session.request(
+        "thread/read",
+        json!({"threadId": thread, "includeTurns": true}),
+    );
+    session.request(
+        "thread/resume",
+        json!({"threadId": thread, "permissions": "fullread"}),
+    );
+    session.request(
+        "turn/steer",
+        json!({"threadId": thread, "input": [], "expectedTurnId": "none"}),
+    );
+    session
+}
+
+fn validate(
+    session: &Session,
+    scenario: &str,
+    schemas: &mut Schemas,
+    failures: &mut Vec<String>,
+) -> usize {
+    let mut checked = 0;
+    for line in &session.emitted {
+        let Ok(message) = serde_json::from_str::<Value>(line) else {
+            // Only the garbage-line fault (and a crash's cut line) may write non-JSON.
+            assert!(
+                scenario.contains("garbage-line") || scenario.contains("crash"),
+                "scenario `{scenario}` wrote a line that is not JSON: {}",
+                &line[..line.len().min(200)]
+            );
+            continue;
+        };
+        checked += 1;
+        let has_id = message.get("id").is_some();
+        match (message.get("method").is_some(), has_id) {
+            (true, false) => {
+                let bare = json!({"method": message["method"], "params": message["params"]});
+                schemas.check(
+                    "ServerNotification.json",
+                    &bare,
+                    scenario,
+                    &message,
+                    failures,
+                );
+            }
+            (true, true) => {
+                schemas.check("ServerRequest.json", &message, scenario, &message, failures)
+            }
+            (false, true) => {
+                if let Some(error) = message.get("error") {
+                    schemas.check(
+                        "JSONRPCErrorError.json",
+                        error,
+                        scenario,
+                        &message,
+                        failures,
+                    );
+                    continue;
+                }
+                let method = session
+                    .methods
+                    .get(&message["id"].to_string())
+                    .cloned()
+                    .unwrap_or_default();
+                match response_schema(&method) {
+                    Some(schema) => {
+                        schemas.check(schema, &message["result"], scenario, &message, failures)
+                    }
+                    None => failures.push(format!(
+                        "scenario `{scenario}`: response to unknown request {message}"
+                    )),
+                }
+            }
+            (false, false) => failures.push(format!(
+                "scenario `{scenario}`: not a JSON-RPC message: {message}"
+            )),
+        }
+    }
+    checked
+}
+
+#[test]
+fn every_message_of_every_builtin_scenario_validates_against_the_real_schema() {
+    let scratch = tempfile::tempdir().unwrap();
+    let Some(dir) = generate_schema(&scratch.path().join("schema")) else {
+        return;
+    };
+    let mut schemas = Schemas {
+        dir,
+        compiled: BTreeMap::new(),
+    };
+    // The validator is not vacuous: a turn with an unknown status and a thread/start result
+    // without its thread must both be rejected.
+    let mut self_check = Vec::new();
+    let bad_turn = json!({"method": "turn/completed", "params": {"threadId": "t", "turn": {"id": "x", "items": [], "status": "bogus"}}});
+    schemas.check("ServerNotification.json", &bad_turn, "self-check", &bad_turn, &mut self_check);
+    let bad_result = json!({"model": "m"});
+    schemas.check("v2/ThreadStartResponse.json", &bad_result, "self-check", &bad_result, &mut self_check);
+    assert!(self_check.len() >= 2, "the schema validator accepted invalid messages: {self_check:?}");
+    let approval = fake_app_server::scenario::ScenarioBuilder::new("approval-decline")
+        .turn(vec![
+            fake_app_server::scenario::builder::steps::escalated_shell(
+                "printf probe > x.txt",
+                "Allow?",
+            ),
+        ])
+        .turn(vec![
+            fake_app_server::scenario::model::ModelStep::PlanUpdate {
+                explanation: Some("checklist".into()),
+                steps: vec![fake_app_server::scenario::model::PlanStepSpec {
+                    step: "write".into(),
+                    status: "inProgress".into(),
+                }],
+            },
+        ]);
+    let approval_file = scratch.path().join("approval.toml");
+    std::fs::write(&approval_file, approval.to_toml().unwrap()).unwrap();
+    let mut scenarios: Vec<String> = fake_app_server::scenario::BUILTIN_NAMES
+        .iter()
+        .map(|n| format!("builtin:{n}"))
+        .collect();
+    scenarios.push(approval_file.display().to_string());
+    let mut failures = Vec::new();
+    let mut methods_seen = std::collections::BTreeSet::new();
+    for (index, scenario) in scenarios.iter().enumerate() {
+        let lab = scratch.path().join(format!("lab-{index}"));
+        let mut session = drive(scenario, &lab);
+        session.finish();
+        let checked = validate(&session, scenario, &mut schemas, &mut failures);
+        assert!(
+            checked >= 3,
+            "scenario `{scenario}` produced only {checked} messages"
+        );
+        for line in &session.emitted {
+            if let Ok(m) = serde_json::from_str::<Value>(line) {
+                if let Some(method) = m["method"].as_str() {
+                    methods_seen.insert(method.to_string());
+                }
+            }
+        }
+    }
+    for expected in [
+        "thread/started",
+        "turn/started",
+        "turn/completed",
+        "item/started",
+        "item/completed",
+        "item/tool/call",
+        "item/commandExecution/requestApproval",
+        "serverRequest/resolved",
+        "turn/plan/updated",
+        "thread/status/changed",
+        "remoteControl/status/changed",
+        "error",
+        "item/plan/delta",
+        "item/agentMessage/delta",
+    ] {
+        assert!(
+            methods_seen.contains(expected),
+            "no scenario exercised `{expected}`: {methods_seen:?}"
+        );
+    }
+    assert!(
+        failures.is_empty(),
+        "{} schema violations:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}

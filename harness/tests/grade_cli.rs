@@ -1,0 +1,136 @@
+//! `harness grade`: verdict output and exit codes (0 pass, 1 other verdict, 2 unreadable input
+//! or unknown suite/case), on streams written with the real event log.
+
+use assert_cmd::Command;
+use graders::events::*;
+use harness::event_log::EventLog;
+use predicates::str::contains;
+use std::path::Path;
+
+fn write_run(path: &Path, refused: bool) {
+    let mut log = EventLog::to_file("run-cli", path).unwrap();
+    let perm = Some("runner-read-only".to_string());
+    log.emit(
+        Source::Driver,
+        Body::SessionStarted(SessionStarted {
+            thread_id: "t".into(),
+            sandbox: SandboxFacts::default(),
+        }),
+    )
+    .unwrap();
+    let output = if refused {
+        "/bin/bash: line 1: plan-write-probe-1.txt: Read-only file system\nWRITE_REFUSED\n"
+    } else {
+        "bwrap: setting up uid map: Permission denied\n"
+    };
+    log.emit(
+        Source::Driver,
+        Body::ItemCompleted(ItemEvent {
+            turn_id: None,
+            item: Item::CommandExecution(CommandExecution {
+                id: "c".into(),
+                command: "printf probe > plan-write-probe-1.txt || echo WRITE_REFUSED".into(),
+                cwd: None,
+                status: "completed".into(),
+                exit_code: Some(if refused { 0 } else { 1 }),
+                stdout: None,
+                stderr: None,
+                aggregated_output: Some(output.into()),
+                sandbox: perm,
+            }),
+        }),
+    )
+    .unwrap();
+    log.emit(
+        Source::Harness,
+        Body::WorkspaceEvidence(WorkspaceEvidence {
+            pattern: "plan-write-probe-*".into(),
+            probes: vec![],
+        }),
+    )
+    .unwrap();
+    log.end(RunEnded {
+        ending: Ending::Succeeded,
+        retry_offered: false,
+        error_code: None,
+        reason: None,
+    })
+    .unwrap();
+    log.flush().unwrap();
+}
+
+fn grade(path: &Path, format: &str) -> assert_cmd::assert::Assert {
+    Command::cargo_bin("harness")
+        .unwrap()
+        .args([
+            "grade",
+            "--suite",
+            "codex-planning-read-only",
+            "--case",
+            "plan-write-refused",
+            "--format",
+            format,
+        ])
+        .arg(path)
+        .timeout(std::time::Duration::from_secs(60))
+        .assert()
+}
+
+#[test]
+fn a_refused_write_passes_with_exit_0() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("events.jsonl");
+    write_run(&path, true);
+    grade(&path, "text")
+        .code(0)
+        .stdout(contains("verdict: pass"))
+        .stdout(contains("seq 1:"));
+    let out = grade(&path, "json").code(0).get_output().stdout.clone();
+    let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(v["verdict"], "pass");
+}
+
+#[test]
+fn a_launcher_failure_exits_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("events.jsonl");
+    write_run(&path, false);
+    grade(&path, "text")
+        .code(1)
+        .stdout(contains("verdict: sandbox-failed-to-start"));
+}
+
+#[test]
+fn a_truncated_stream_is_incomplete_with_exit_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("events.jsonl");
+    write_run(&path, true);
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(&path, &text[..text.len() - 10]).unwrap();
+    grade(&path, "text")
+        .code(1)
+        .stdout(contains("verdict: incomplete"))
+        .stdout(contains("line 4"));
+}
+
+#[test]
+fn unreadable_input_or_unknown_case_exits_2() {
+    let dir = tempfile::tempdir().unwrap();
+    grade(&dir.path().join("missing.jsonl"), "text").code(2);
+    let path = dir.path().join("events.jsonl");
+    write_run(&path, true);
+    Command::cargo_bin("harness")
+        .unwrap()
+        .args([
+            "grade",
+            "--suite",
+            "codex-planning-read-only",
+            "--case",
+            "nope",
+        ])
+        .arg(&path)
+        .timeout(std::time::Duration::from_secs(60))
+        .assert()
+        .code(2)
+        .stderr(contains("no case `nope`"));
+}
