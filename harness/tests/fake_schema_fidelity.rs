@@ -125,6 +125,11 @@ impl Session {
             .args(["-c", r#"permissions.restricted={filesystem={":root"="none",":minimal"="read",":workspace_roots"={"."="read"}},network={enabled=false}}"#])
             .args(["-c", r#"permissions.fullread={filesystem={":root"="read"},network={enabled=true}}"#])
             .env("CODEX_HOME", lab.join("home"))
+            // Scenarios whose file name says so run the simulated sandbox (environment facts).
+            .env(
+                "FAKE_APP_SERVER_SANDBOX",
+                if scenario.contains("simulated") { "simulated" } else { "auto" },
+            )
             .current_dir(&ws)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -381,10 +386,25 @@ fn every_message_of_every_builtin_scenario_validates_against_the_real_schema() {
     // without its thread must both be rejected.
     let mut self_check = Vec::new();
     let bad_turn = json!({"method": "turn/completed", "params": {"threadId": "t", "turn": {"id": "x", "items": [], "status": "bogus"}}});
-    schemas.check("ServerNotification.json", &bad_turn, "self-check", &bad_turn, &mut self_check);
+    schemas.check(
+        "ServerNotification.json",
+        &bad_turn,
+        "self-check",
+        &bad_turn,
+        &mut self_check,
+    );
     let bad_result = json!({"model": "m"});
-    schemas.check("v2/ThreadStartResponse.json", &bad_result, "self-check", &bad_result, &mut self_check);
-    assert!(self_check.len() >= 2, "the schema validator accepted invalid messages: {self_check:?}");
+    schemas.check(
+        "v2/ThreadStartResponse.json",
+        &bad_result,
+        "self-check",
+        &bad_result,
+        &mut self_check,
+    );
+    assert!(
+        self_check.len() >= 2,
+        "the schema validator accepted invalid messages: {self_check:?}"
+    );
     let approval = fake_app_server::scenario::ScenarioBuilder::new("approval-decline")
         .turn(vec![
             fake_app_server::scenario::builder::steps::escalated_shell(
@@ -403,11 +423,20 @@ fn every_message_of_every_builtin_scenario_validates_against_the_real_schema() {
         ]);
     let approval_file = scratch.path().join("approval.toml");
     std::fs::write(&approval_file, approval.to_toml().unwrap()).unwrap();
+    let refused = fake_app_server::scenario::ScenarioBuilder::from_builtin("plan-write-refused")
+        .unwrap()
+        .environment(fake_app_server::scenario::EnvironmentFacts {
+            loopback_refused: true,
+            ..Default::default()
+        });
+    let refused_file = scratch.path().join("loopback-refused-simulated.toml");
+    std::fs::write(&refused_file, refused.to_toml().unwrap()).unwrap();
     let mut scenarios: Vec<String> = fake_app_server::scenario::BUILTIN_NAMES
         .iter()
         .map(|n| format!("builtin:{n}"))
         .collect();
     scenarios.push(approval_file.display().to_string());
+    scenarios.push(refused_file.display().to_string());
     let mut failures = Vec::new();
     let mut methods_seen = std::collections::BTreeSet::new();
     for (index, scenario) in scenarios.iter().enumerate() {
@@ -439,6 +468,7 @@ fn every_message_of_every_builtin_scenario_validates_against_the_real_schema() {
         "turn/plan/updated",
         "thread/status/changed",
         "remoteControl/status/changed",
+        "configWarning",
         "error",
         "item/plan/delta",
         "item/agentMessage/delta",

@@ -55,7 +55,11 @@ pub fn unknown_method(method: &str) -> RpcError {
 }
 
 pub fn is_client_method(method: &str) -> bool {
-    client_methods().any(|m| m == method)
+    static KNOWN: std::sync::OnceLock<std::collections::HashSet<&'static str>> =
+        std::sync::OnceLock::new();
+    KNOWN
+        .get_or_init(|| client_methods().collect())
+        .contains(method)
 }
 
 /// Parse request params into `T`, with serde's own texts behind `Invalid request: `.

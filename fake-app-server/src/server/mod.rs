@@ -136,23 +136,17 @@ impl Shared {
 
 /// Serve stdin/stdout until stdin closes. Returns the process exit code.
 pub fn serve(shared: Arc<Shared>) -> u8 {
-    let (lines_tx, lines_rx) = std::sync::mpsc::sync_channel::<Vec<u8>>(1024);
-    std::thread::spawn(move || {
-        let stdin = std::io::stdin();
-        let mut reader = stdin.lock();
-        loop {
-            let mut line = Vec::new();
-            match reader.read_until(b'\n', &mut line) {
-                Ok(0) | Err(_) => break,
-                Ok(_) => {
-                    if lines_tx.send(line).is_err() {
-                        break;
-                    }
-                }
-            }
+    // Lines are handled on this thread as they arrive (turns and slow requests run elsewhere):
+    // no hand-off between threads on the request path keeps round trips cheap.
+    let stdin = std::io::stdin();
+    let mut reader = stdin.lock();
+    let mut raw = Vec::new();
+    loop {
+        raw.clear();
+        match reader.read_until(b'\n', &mut raw) {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {}
         }
-    });
-    while let Ok(raw) = lines_rx.recv() {
         let text = String::from_utf8_lossy(&raw);
         let line = text.trim_end_matches(['\n', '\r']);
         if line.trim().is_empty() {

@@ -133,7 +133,7 @@ fn median(values: &[f64]) -> f64 {
     let mut sorted = values.to_vec();
     sorted.sort_by(f64::total_cmp);
     let mid = sorted.len() / 2;
-    if sorted.len() % 2 == 0 {
+    if sorted.len().is_multiple_of(2) {
         (sorted[mid - 1] + sorted[mid]) / 2.0
     } else {
         sorted[mid]
@@ -262,21 +262,74 @@ fn startup_ms(command: Command, workspace: &Path, dirs: &RunDirs) -> Result<f64>
 
 fn round_trips(harness: &Path, workspace: &Path, dirs: &RunDirs, count: usize) -> Result<f64> {
     let mut command = Command::new(harness);
-    command.args(["fake-app-server", "app-server"]);
-    let mut connection = Connection::spawn(command, workspace, dirs)?;
-    connection.send(&json!({"id": 0, "method": "initialize", "params": {"clientInfo": {"name": "bench", "version": "0.0.1"}}}))?;
-    connection.wait_response(0)?;
-    connection.send(&json!({"method": "initialized"}))?;
+    command
+        .args(["fake-app-server", "app-server"])
+        .env_clear()
+        .env(
+            "PATH",
+            std::env::var_os("PATH").unwrap_or_else(|| "/usr/bin:/bin".into()),
+        )
+        .env("HOME", &dirs.home)
+        .env("CODEX_HOME", &dirs.home)
+        .env("TMPDIR", &dirs.tmp)
+        .current_dir(workspace)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    let mut child = command.spawn().context("spawning the fake")?;
+    let mut stdin = child.stdin.take().context("stdin")?;
+    let mut stdout = BufReader::new(child.stdout.take().context("stdout")?);
+    // Reading on this thread keeps the measurement free of thread hand-offs; the bound comes
+    // from a watchdog that kills the fake (which ends any blocked read with EOF).
+    let child = std::sync::Arc::new(std::sync::Mutex::new(child));
+    let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+    let watched = std::sync::Arc::clone(&child);
+    let watchdog = std::thread::spawn(move || {
+        if done_rx.recv_timeout(ROUND_TRIP_LIMIT).is_err() {
+            if let Ok(mut child) = watched.lock() {
+                let _ = child.kill();
+            }
+        }
+    });
+    let mut line = String::new();
+    let mut read_response = |id: u64, line: &mut String| -> Result<()> {
+        loop {
+            line.clear();
+            if stdout.read_line(line)? == 0 {
+                bail!("the fake closed stdout before answering request {id} (killed at the {ROUND_TRIP_LIMIT:?} bound?)");
+            }
+            if line.starts_with(&format!("{{\"id\":{id},")) {
+                if line.contains("\"error\":") {
+                    bail!("request {id} failed: {line}");
+                }
+                return Ok(());
+            }
+        }
+    };
+    writeln!(
+        stdin,
+        "{}",
+        json!({"id": 0, "method": "initialize", "params": {"clientInfo": {"name": "bench", "version": "0.0.1"}}})
+    )?;
+    stdin.flush()?;
+    read_response(0, &mut line)?;
+    writeln!(stdin, "{}", json!({"method": "initialized"}))?;
     let started = Instant::now();
     for id in 1..=count as u64 {
-        connection.send(&json!({"id": id, "method": "account/read", "params": {}}))?;
-        connection.wait_response(id)?;
-        if started.elapsed() > ROUND_TRIP_LIMIT {
-            bail!("round trips exceeded {ROUND_TRIP_LIMIT:?} after {id}");
-        }
+        writeln!(
+            stdin,
+            "{{\"id\":{id},\"method\":\"account/read\",\"params\":{{}}}}"
+        )?;
+        stdin.flush()?;
+        read_response(id, &mut line)?;
     }
     let elapsed = started.elapsed();
-    connection.close();
+    let _ = done_tx.send(());
+    let _ = watchdog.join();
+    drop(stdin);
+    if let Ok(mut child) = child.lock() {
+        let _ = child.wait();
+    }
     Ok(count as f64 / elapsed.as_secs_f64())
 }
 
