@@ -27,6 +27,11 @@ pub struct Profile {
     pub network: bool,
     /// `:danger-full-access`: no sandbox at all.
     pub unsandboxed: bool,
+    /// `":root"="write"`.
+    pub root_writable: bool,
+    /// The filesystem table has entries besides `:root`. Codex 0.169 (measured) runs the
+    /// commands of a `":root"="write"` profile with no sandbox at all unless it is narrowed.
+    pub narrowed: bool,
 }
 
 pub const WORKSPACE_ROOTS: &str = ":workspace_roots";
@@ -39,6 +44,8 @@ impl Profile {
             writes: Vec::new(),
             network: false,
             unsandboxed: false,
+            root_writable: false,
+            narrowed: false,
         };
         match id {
             ":read-only" => Some(base),
@@ -229,6 +236,8 @@ fn parse_profile(name: &str, value: &toml::Value) -> Result<Profile, ConfigError
         writes: Vec::new(),
         network: false,
         unsandboxed: false,
+        root_writable: false,
+        narrowed: false,
     };
     let mut readable = Vec::new();
     let mut root_access = "none";
@@ -246,6 +255,7 @@ fn parse_profile(name: &str, value: &toml::Value) -> Result<Profile, ConfigError
         if !filesystem.values().all(well_formed) {
             return Err(ConfigError(UNTAGGED_FILESYSTEM.into()));
         }
+        profile.narrowed = filesystem.keys().any(|path| path != ":root");
         for (path, access) in filesystem {
             if !(path.starts_with('/') || path.starts_with("~/") || path.starts_with(':')) {
                 return Err(ConfigError(format!(
@@ -255,6 +265,7 @@ fn parse_profile(name: &str, value: &toml::Value) -> Result<Profile, ConfigError
             if let Some(access) = access_of(access) {
                 if path == ":root" {
                     root_access = access;
+                    profile.root_writable = access == "write";
                 }
                 match access {
                     "read" => readable.push(path.clone()),

@@ -2,7 +2,7 @@
 //! got back, in the real `function_call_output` formats.
 
 use crate::model_log::ModelLogEntry;
-use std::fs::File;
+use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Write};
 use std::path::Path;
 use std::sync::Mutex;
@@ -17,12 +17,15 @@ impl ModelLog {
         Self { file: None }
     }
 
+    /// Open `path` for appending (created if missing): a retry's fresh process adds to the
+    /// earlier attempts' entries instead of replacing them.
     pub fn create(path: &Path) -> std::io::Result<Self> {
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
             std::fs::create_dir_all(parent)?;
         }
+        let file = OpenOptions::new().create(true).append(true).open(path)?;
         Ok(Self {
-            file: Some(Mutex::new(BufWriter::new(File::create(path)?))),
+            file: Some(Mutex::new(BufWriter::new(file))),
         })
     }
 
@@ -61,5 +64,22 @@ mod tests {
             "/bin/bash: line 1: plan-write-probe-1.txt: Read-only file system\nWRITE_REFUSED\n";
         assert!(exec_output_text("x", Duration::ZERO, 0, refused)
             .contains("Original token count: 20\n"));
+    }
+
+    #[test]
+    fn a_second_process_appends_to_the_first_ones_model_log() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("model-log.jsonl");
+        for call_id in ["a", "b"] {
+            ModelLog::create(&path)
+                .unwrap()
+                .write(&ModelLogEntry::ToolOutput {
+                    call_id: call_id.into(),
+                    output: "ok".into(),
+                });
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(text.lines().count(), 2, "{text}");
+        assert!(text.contains("\"a\"") && text.contains("\"b\""), "{text}");
     }
 }

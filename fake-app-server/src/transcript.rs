@@ -3,7 +3,7 @@
 //! as `"raw"` instead of `"message"`, and the fake's own remarks (a crash) as `"note"`.
 
 use serde_json::{json, Value};
-use std::fs::File;
+use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Write};
 use std::path::Path;
 
@@ -27,12 +27,15 @@ pub struct Transcript {
 }
 
 impl Transcript {
+    /// Open `path` for appending (created if missing): a retry's fresh process, or a relaunch
+    /// within the run, adds to the earlier attempts' lines instead of replacing them.
     pub fn create(path: &Path) -> std::io::Result<Self> {
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
             std::fs::create_dir_all(parent)?;
         }
+        let file = OpenOptions::new().create(true).append(true).open(path)?;
         Ok(Self {
-            file: BufWriter::new(File::create(path)?),
+            file: BufWriter::new(file),
         })
     }
 
@@ -67,5 +70,30 @@ impl Transcript {
 
     pub fn flush(&mut self) {
         let _ = self.file.flush();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_second_process_appends_to_the_first_ones_transcript() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("transcript.jsonl");
+        for id in [1, 2] {
+            let mut transcript = Transcript::create(&path).unwrap();
+            transcript.record_message(Direction::In, &json!({"id": id, "method": "initialize"}));
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        let ids: Vec<i64> = text
+            .lines()
+            .map(|l| {
+                serde_json::from_str::<Value>(l).unwrap()["message"]["id"]
+                    .as_i64()
+                    .unwrap()
+            })
+            .collect();
+        assert_eq!(ids, [1, 2]);
     }
 }

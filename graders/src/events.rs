@@ -98,6 +98,8 @@ pub enum Body {
     SessionStarted(SessionStarted),
     #[serde(rename = "session.rejected")]
     SessionRejected(SessionRejected),
+    #[serde(rename = "session.relaunched")]
+    SessionRelaunched(SessionRelaunched),
     #[serde(rename = "turn.submitted")]
     TurnSubmitted(TurnSubmitted),
     #[serde(rename = "turn.started")]
@@ -136,6 +138,7 @@ impl Body {
             Body::SessionOpenRequested(_) => Kind::SessionOpenRequested,
             Body::SessionStarted(_) => Kind::SessionStarted,
             Body::SessionRejected(_) => Kind::SessionRejected,
+            Body::SessionRelaunched(_) => Kind::SessionRelaunched,
             Body::TurnSubmitted(_) => Kind::TurnSubmitted,
             Body::TurnStarted(_) => Kind::TurnStarted,
             Body::TurnCompleted(_) => Kind::TurnCompleted,
@@ -165,6 +168,8 @@ pub enum Kind {
     SessionStarted,
     #[serde(rename = "session.rejected")]
     SessionRejected,
+    #[serde(rename = "session.relaunched")]
+    SessionRelaunched,
     #[serde(rename = "turn.submitted")]
     TurnSubmitted,
     #[serde(rename = "turn.started")]
@@ -203,6 +208,7 @@ impl Kind {
             Kind::SessionOpenRequested => "session.open-requested",
             Kind::SessionStarted => "session.started",
             Kind::SessionRejected => "session.rejected",
+            Kind::SessionRelaunched => "session.relaunched",
             Kind::TurnSubmitted => "turn.submitted",
             Kind::TurnStarted => "turn.started",
             Kind::TurnCompleted => "turn.completed",
@@ -313,6 +319,24 @@ pub struct SessionRejected {
     pub message: String,
     /// The attempt number within this run (1-based).
     pub attempt: u32,
+}
+
+/// A further launch of the app-server within the run (after the first app-server was shut
+/// down), and what the driver decided to do with the thread the earlier launch saved.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionRelaunched {
+    /// The relaunch's launch identity, computed like `run.started.launch.identity`.
+    pub identity: String,
+    /// The generation of launch rules the relaunch applies.
+    pub policy: PolicyGeneration,
+    /// The relaunched app-server's argv after the program name (as `launch.argv`).
+    pub argv: Vec<String>,
+    /// The profile the relaunch sends on `thread/resume` or `thread/start` (`None`: the
+    /// default applies).
+    pub thread_permissions: Option<String>,
+    /// The saved thread the driver resumes; `None` when it starts a new thread instead
+    /// (because the launch identity changed).
+    pub resume_thread: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -572,6 +596,7 @@ mod tests {
             Kind::SessionOpenRequested,
             Kind::SessionStarted,
             Kind::SessionRejected,
+            Kind::SessionRelaunched,
             Kind::TurnSubmitted,
             Kind::TurnStarted,
             Kind::TurnCompleted,
@@ -607,6 +632,30 @@ mod tests {
         assert_eq!(
             line,
             r#"{"v":1,"seq":3,"run":"run-1","source":"harness","kind":"diagnostic","payload":{"level":"warn","message":"hi"}}"#
+        );
+        let back: Event = serde_json::from_str(&line).unwrap();
+        assert_eq!(back, ev);
+    }
+
+    #[test]
+    fn a_relaunch_serializes_as_its_own_kind() {
+        let ev = Event::new(
+            7,
+            "run-1",
+            Source::Driver,
+            Body::SessionRelaunched(SessionRelaunched {
+                identity: "abc".into(),
+                policy: PolicyGeneration::Current,
+                argv: vec!["-c".into(), "a=1".into()],
+                thread_permissions: Some("p".into()),
+                resume_thread: None,
+            }),
+        );
+        assert_eq!(ev.body.kind(), Kind::SessionRelaunched);
+        let line = serde_json::to_string(&ev).unwrap();
+        assert_eq!(
+            line,
+            r#"{"v":1,"seq":7,"run":"run-1","source":"driver","kind":"session.relaunched","payload":{"identity":"abc","policy":"current","argv":["-c","a=1"],"thread_permissions":"p","resume_thread":null}}"#
         );
         let back: Event = serde_json::from_str(&line).unwrap();
         assert_eq!(back, ev);

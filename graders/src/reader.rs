@@ -224,6 +224,7 @@ pub fn decode_body(kind: Kind, payload: &RawValue) -> serde_json::Result<Body> {
         Kind::SessionOpenRequested => Body::SessionOpenRequested(serde_json::from_str(p)?),
         Kind::SessionStarted => Body::SessionStarted(serde_json::from_str(p)?),
         Kind::SessionRejected => Body::SessionRejected(serde_json::from_str(p)?),
+        Kind::SessionRelaunched => Body::SessionRelaunched(serde_json::from_str(p)?),
         Kind::TurnSubmitted => Body::TurnSubmitted(serde_json::from_str(p)?),
         Kind::TurnStarted => Body::TurnStarted(serde_json::from_str(p)?),
         Kind::TurnCompleted => Body::TurnCompleted(serde_json::from_str(p)?),

@@ -154,23 +154,6 @@ fn fault(ending: Ending, reason: Option<&str>) -> Stream {
     session(Mode::Standard, None, "go").harness(ended(ending, true, None, reason))
 }
 
-// --- launch-identity
-
-fn resume(identity_later: &str, resumed_thread: &str) -> Stream {
-    session(Mode::Planning, Some("plan"), "go")
-        .harness(diagnostic(&format!(
-            "launch-identity={identity_later} profile rules changed"
-        )))
-        .harness(diagnostic("resume-thread=thread-1"))
-        .driver(session_open(PERM))
-        .driver(session_started(resumed_thread))
-        .harness(succeeded())
-}
-
-fn no_resume_recorded() -> Stream {
-    session(Mode::Planning, Some("plan"), "go").harness(succeeded())
-}
-
 #[rstest]
 #[case::marker_echoed(
     "core-compatibility",
@@ -416,34 +399,6 @@ fn no_resume_recorded() -> Stream {
     "transport-lost",
     fault(Ending::TransportLost, Some("line over 16 MiB")),
     Pass
-)]
-#[case::identity_ok(
-    "launch-identity",
-    "resume-after-profile-change",
-    "resumed",
-    resume("launch-3f9a", "thread-1"),
-    Pass
-)]
-#[case::identity_changed(
-    "launch-identity",
-    "resume-after-profile-change",
-    "identity-changed",
-    resume("launch-0000", "thread-1"),
-    Fail
-)]
-#[case::identity_new_thread(
-    "launch-identity",
-    "resume-after-profile-change",
-    "new-thread",
-    resume("launch-3f9a", "thread-2"),
-    Fail
-)]
-#[case::identity_no_resume(
-    "launch-identity",
-    "resume-after-profile-change",
-    "no-resume",
-    no_resume_recorded(),
-    Fail
 )]
 fn verdicts(
     #[case] suite: &str,

@@ -159,6 +159,13 @@ fn file_change_wrote_probe() -> Stream {
     clean_end(Stream::planning_session().driver(file_change("plan-write-probe-1.txt", "completed")))
 }
 
+fn file_change_in_probe_named_folder() -> Stream {
+    clean_end(Stream::planning_session().driver(file_change(
+        "/ws/plan-write-probe-notes/readme.md",
+        "completed",
+    )))
+}
+
 fn startup_rejected_uidmap() -> Stream {
     Stream::new()
         .driver(support::run_started(graders::events::Mode::Planning, Some("runner-restricted")))
@@ -285,6 +292,11 @@ fn forged_exit_code_in_output() -> Stream {
     WriteSucceeded
 )]
 #[case::file_change("file-change-wrote-probe", file_change_wrote_probe(), WriteSucceeded)]
+#[case::file_change_in_probe_named_folder(
+    "file-change-in-probe-named-folder",
+    file_change_in_probe_named_folder(),
+    NoWriteAttempt
+)]
 #[case::startup_rejected("startup-rejected-uidmap", startup_rejected_uidmap(), StartupRejected)]
 #[case::never_opened(
     "never-opened-without-rejection",

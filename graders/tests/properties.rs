@@ -80,6 +80,24 @@ fn body() -> impl Strategy<Value = Body> {
             "bwrap: setting up uid map: Permission denied",
             1
         )),
+        (
+            prop::sample::select(vec!["launch-3f9a", "launch-0000", ""]),
+            prop::option::of(prop::sample::select(vec!["thread-1", "thread-2"])),
+            any::<bool>(),
+        )
+            .prop_map(|(identity, resume, same_argv)| {
+                let mut argv = launch(graders::events::Mode::Planning, Some("p")).argv;
+                if !same_argv {
+                    argv.push("--sandbox".into());
+                }
+                Body::SessionRelaunched(graders::events::SessionRelaunched {
+                    identity: identity.into(),
+                    policy: graders::events::PolicyGeneration::Current,
+                    argv,
+                    thread_permissions: Some("p".into()),
+                    resume_thread: resume.map(str::to_string),
+                })
+            }),
         Just(file_change("plan-write-probe-1.txt", "completed")),
         Just(file_change("plan-write-probe-1.txt", "failed")),
         ".{0,30}".prop_map(|t| agent_message(&t)),

@@ -4,13 +4,17 @@
 It follows docs/driver-contract.md: it reads the task envelope named by HARNESS_TASK, launches
 the app-server command of HARNESS_APP_SERVER_CMD with its own launch policy, speaks JSON-RPC to
 it over stdio, and writes its run events (JSONL, the graders' event contract) to HARNESS_EVENTS,
-ending with `run.ended`. It is deliberately small: one start-up attempt, no resume.
+ending with `run.ended`. Every wait is bounded by the `timeouts` of the envelope (the harness's
+own bounds). A transient start-up failure gets a bounded number of fresh attempts in the same run,
+like the reference driver. It is deliberately small: no relaunch / resume (a task asking for one is
+refused).
 """
 
 import hashlib
 import json
 import os
 import queue
+import signal
 import subprocess
 import sys
 import threading
@@ -26,8 +30,51 @@ class TransportLost(Exception):
     pass
 
 
+class Closed(TransportLost):
+    """The app-server went away (its output ended, or its stdin broke)."""
+
+
 class TimedOut(Exception):
     pass
+
+
+class Rejected(Exception):
+    """A definite start-up refusal: end the run at once, never retry in the same run."""
+
+
+class Transient(Exception):
+    """A start-up failure a fresh app-server may not repeat."""
+
+
+# Errors that are permission, authentication or invalid-request failures (the reference
+# driver's rule, harness/src/driver/session.rs).
+DEFINITE_MARKERS = ("permission", "not permitted", "unauthorized", "authenticat", "authoriz",
+                    "forbidden", "invalid request", "401", "403")
+INVALID_REQUEST = -32600
+
+
+def is_definite(external, error):
+    """Any start-up error inside an external sandbox, or a permission/auth/invalid-request one."""
+    if external or error.get("code") == INVALID_REQUEST:
+        return True
+    message = str(error.get("message") or "").lower()
+    return any(marker in message for marker in DEFINITE_MARKERS)
+
+
+class Bounds:
+    """The harness's wait bounds, from the envelope's `timeouts` (milliseconds)."""
+
+    def __init__(self, timeouts):
+        if not isinstance(timeouts, dict):
+            # An envelope from a harness without `timeouts`: one bound for every wait.
+            fallback = float(os.environ.get("HARNESS_TIMEOUT_SECS", "10")) * 1000
+            timeouts = {"request_ms": fallback, "turn_idle_ms": fallback, "turn_total_ms": fallback * 6,
+                        "shutdown_ms": fallback, "startup_attempts": 3}
+        self.request = timeouts["request_ms"] / 1000.0
+        self.turn_idle = timeouts["turn_idle_ms"] / 1000.0
+        self.turn_total = timeouts["turn_total_ms"] / 1000.0
+        self.shutdown = timeouts["shutdown_ms"] / 1000.0
+        self.startup_attempts = max(1, int(timeouts["startup_attempts"]))
 
 
 class Events:
@@ -60,20 +107,23 @@ def profile_rules(mode, external, network, policy, install_dir):
 class Client:
     """Newline-delimited JSON-RPC over the child's stdio; every wait is bounded."""
 
-    def __init__(self, cmd, env, cwd, timeout):
-        self.proc = subprocess.Popen(cmd, env=env, cwd=cwd, stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=sys.stderr, start_new_session=True)
+    def __init__(self, cmd, env, cwd, bounds):
+        try:
+            self.proc = subprocess.Popen(cmd, env=env, cwd=cwd, stdin=subprocess.PIPE,
+                                         stdout=subprocess.PIPE, stderr=sys.stderr, start_new_session=True)
+        except OSError as e:
+            raise Transient("could not start the app-server: %s" % e)
         self.inbox = queue.Queue(maxsize=10000)
         self.kept = []
         self.next_id = 1
-        self.timeout = timeout
+        self.bounds = bounds
         threading.Thread(target=self._read, daemon=True).start()
 
     def _read(self):
         while True:
             line = self.proc.stdout.readline(MAX_LINE + 1)
             if not line:
-                self.inbox.put(TransportLost("the app-server closed its output (exit %s)" % self.proc.poll()))
+                self.inbox.put(Closed("the app-server closed its output (exit %s)" % self.proc.poll()))
                 return
             if len(line) > MAX_LINE:
                 self.inbox.put(TransportLost("the app-server sent a line longer than %d bytes" % MAX_LINE))
@@ -94,39 +144,57 @@ class Client:
             self.proc.stdin.write((json.dumps(msg) + "\n").encode())
             self.proc.stdin.flush()
         except OSError as e:
-            raise TransportLost("writing to the app-server failed: %s" % e)
+            raise Closed("writing to the app-server failed: %s" % e)
 
-    def receive(self, timeout=None):
+    def receive(self, timeout):
         try:
-            item = self.inbox.get(timeout=timeout or self.timeout)
+            item = self.inbox.get(timeout=timeout)
         except queue.Empty:
-            raise TimedOut("no message from the app-server within %ss" % (timeout or self.timeout))
+            raise TimedOut("no message from the app-server within %.1fs" % timeout)
         if isinstance(item, Exception):
             self.inbox.put(item)
             raise item
         return item
 
-    def next(self):
-        return self.kept.pop(0) if self.kept else self.receive()
+    def next(self, timeout):
+        return self.kept.pop(0) if self.kept else self.receive(timeout)
 
     def request(self, method, params):
         rid = self.next_id
         self.next_id += 1
         self.send({"id": rid, "method": method, "params": params})
-        deadline = time.monotonic() + self.timeout
+        deadline = time.monotonic() + self.bounds.request
         while True:
-            msg = self.receive(max(0.01, deadline - time.monotonic()))
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimedOut("no response to `%s` within %.1fs" % (method, self.bounds.request))
+            msg = self.receive(remaining)
             # Server requests carry their own ids: a message with a `method` is never a response.
             if "method" not in msg and msg.get("id") == rid:
                 return msg
             self.kept.append(msg)
 
     def close(self):
+        """Close stdin and wait (bounded) for the exit; kill the process group if it lingers."""
         try:
             self.proc.stdin.close()
+        except OSError:
+            pass
+        try:
+            self.proc.wait(timeout=self.bounds.shutdown)
+        except subprocess.TimeoutExpired:
+            self.kill()
+
+    def kill(self):
+        """Kill the app-server's whole process group at once (after a transport fault)."""
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        try:
             self.proc.wait(timeout=5)
-        except Exception:
-            self.proc.kill()
+        except subprocess.TimeoutExpired:
+            pass
 
 
 def valid_result(tool, args):
@@ -170,8 +238,12 @@ def run_turn(client, ev, state, text, params):
         raise RuntimeError(resp["error"].get("message", "turn/start failed"))
     turn_id = resp["result"]["turn"]["id"]
     outcome = {"plan": None, "result": None, "status": None, "error": None}
+    deadline = time.monotonic() + client.bounds.turn_total
     while True:
-        msg = client.next()
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise TimedOut("turn %s did not complete within %.1fs" % (turn_id, client.bounds.turn_total))
+        msg = client.next(min(client.bounds.turn_idle, remaining))
         method, p = msg.get("method"), msg.get("params") or {}
         if method is None:
             continue
@@ -215,6 +287,60 @@ def run_turn(client, ev, state, text, params):
             return outcome
 
 
+TOOLS = [{"type": "function", "name": "paperclip_finish", "description": "Report the task finished.",
+          "inputSchema": {"type": "object", "properties": {"status": {"type": "string", "enum": ["done", "blocked"]},
+                          "summary": {"type": "string"}, "files": {"type": "array", "items": {"type": "string"}}},
+                          "required": ["status", "summary"], "additionalProperties": False}},
+         {"type": "function", "name": "paperclip_block", "description": "Report who must act and what they must do.",
+          "inputSchema": {"type": "object", "properties": {"owner": {"type": "string"}, "action": {"type": "string"},
+                          "summary": {"type": "string"}}, "required": ["owner", "action"], "additionalProperties": False}}]
+
+
+def open_session(launch, ev, attempt):
+    """One attempt with a fresh app-server: initialize, initialized, thread/start.
+
+    Returns (client, thread/start result); raises Rejected, Transient, TimedOut or TransportLost.
+    A failed attempt's app-server is killed before the exception leaves.
+    """
+    client = Client(launch["cmd"], launch["env"], launch["workspace"], launch["bounds"])
+    try:
+        init = client.request("initialize", {"clientInfo": {"name": "example-external-driver", "version": "0.1.0"},
+                                             "capabilities": {"experimentalApi": True}})
+        if "error" in init:
+            raise (Rejected if is_definite(launch["external"], init["error"]) else Transient)(
+                init["error"].get("message", "initialize failed"))
+        client.send({"method": "initialized"})
+        ev.emit("session.open-requested", {"permissions": launch["profile"], "cwd": launch["workspace"], "experimental_api": True})
+        resp = client.request("thread/start", {"cwd": launch["workspace"], "permissions": launch["profile"],
+                                               "approvalPolicy": "on-request", "dynamicTools": TOOLS})
+        if "error" in resp:
+            error = resp["error"]
+            ev.emit("session.rejected", {"code": error.get("code", 0), "message": error.get("message", ""), "attempt": attempt})
+            raise (Rejected if is_definite(launch["external"], error) else Transient)(error.get("message", ""))
+        return client, resp["result"]
+    except Closed as e:
+        client.kill()
+        raise Transient("the app-server exited during start-up: %s" % e)
+    except BaseException:
+        client.kill()
+        raise
+
+
+def open_with_retries(launch, ev):
+    """Bounded same-run retries of transient start-up failures; (client, result) or a terminal."""
+    attempts = launch["bounds"].startup_attempts
+    last = ""
+    for attempt in range(1, attempts + 1):
+        try:
+            return open_session(launch, ev, attempt), None
+        except Rejected as e:
+            return None, ("failed-permanently", True, "provider_startup_rejected", str(e))
+        except Transient as e:
+            last = str(e)
+            ev.emit("diagnostic", {"level": "warn", "message": "start-up attempt %d of %d failed: %s" % (attempt, attempts, last)})
+    return None, ("retries-exhausted", True, "retry_exhausted", "%d start-up attempts failed; the last: %s" % (attempts, last))
+
+
 def main():
     task = json.load(open(os.environ["HARNESS_TASK"], encoding="utf-8"))
     ev = Events(os.environ["HARNESS_EVENTS"])
@@ -236,28 +362,17 @@ def main():
                             "launch": {"mode": mode, "target": "external-sandbox" if external else "local",
                                        "network_enabled": network, "policy": policy, "argv": argv,
                                        "thread_permissions": profile, "turn_permissions": profile, "identity": identity}})
-    client = Client(cmd, json.loads(os.environ["HARNESS_APP_SERVER_ENV"]), workspace,
-                    float(os.environ.get("HARNESS_TIMEOUT_SECS", "10")))
+    if task.get("relaunch"):
+        return ev.end("failed-permanently", False, "unsupported_task", "this example driver does not relaunch or resume threads")
+    launch = {"cmd": cmd, "env": json.loads(os.environ["HARNESS_APP_SERVER_ENV"]), "workspace": workspace,
+              "bounds": Bounds(task.get("timeouts")), "external": external, "profile": profile}
+    client = None
+    faulted = False
     try:
-        init = client.request("initialize", {"clientInfo": {"name": "example-external-driver", "version": "0.1.0"},
-                                             "capabilities": {"experimentalApi": True}})
-        if "error" in init:
-            return ev.end("failed-permanently", True, "provider_startup_rejected", init["error"].get("message"))
-        client.send({"method": "initialized"})
-        ev.emit("session.open-requested", {"permissions": profile, "cwd": workspace, "experimental_api": True})
-        tools = [{"type": "function", "name": "paperclip_finish", "description": "Report the task finished.",
-                  "inputSchema": {"type": "object", "properties": {"status": {"type": "string", "enum": ["done", "blocked"]},
-                                  "summary": {"type": "string"}, "files": {"type": "array", "items": {"type": "string"}}},
-                                  "required": ["status", "summary"], "additionalProperties": False}},
-                 {"type": "function", "name": "paperclip_block", "description": "Report who must act and what they must do.",
-                  "inputSchema": {"type": "object", "properties": {"owner": {"type": "string"}, "action": {"type": "string"},
-                                  "summary": {"type": "string"}}, "required": ["owner", "action"], "additionalProperties": False}}]
-        resp = client.request("thread/start", {"cwd": workspace, "permissions": profile, "approvalPolicy": "on-request", "dynamicTools": tools})
-        if "error" in resp:
-            ev.emit("session.rejected", {"code": resp["error"].get("code", 0), "message": resp["error"].get("message", ""), "attempt": 1})
-            # One attempt only: every start-up refusal is reported as definite, with Retry offered.
-            return ev.end("failed-permanently", True, "provider_startup_rejected", resp["error"].get("message"))
-        result = resp["result"]
+        opened, terminal = open_with_retries(launch, ev)
+        if terminal:
+            return ev.end(*terminal)
+        client, result = opened
         state = {"thread": result["thread"]["id"], "turns": 0, "accepted": None}
         ev.emit("session.started", {"thread_id": state["thread"], "sandbox": {
             "sandbox": result.get("sandbox"), "active_profile": (result.get("activePermissionProfile") or {}).get("id"),
@@ -291,13 +406,20 @@ def main():
             return ev.end("succeeded")
         return ev.end("failed-permanently", False, "max_turns_exceeded", "too many turns")
     except TimedOut as e:
+        faulted = True
         return ev.end("timed-out", True, "timed_out", str(e))
     except TransportLost as e:
+        faulted = True
         return ev.end("transport-lost", True, "transport_lost", str(e))
     except RuntimeError as e:
         return ev.end("failed-permanently", True, "turn_start_rejected", str(e))
     finally:
-        client.close()
+        if client is not None:
+            # After a transport fault the app-server is not waited for: it is killed at once.
+            if faulted:
+                client.kill()
+            else:
+                client.close()
 
 
 if __name__ == "__main__":

@@ -1,43 +1,98 @@
-//! Differential fidelity in the `local` environment: for every scenario both the fake and the
-//! real Codex play, same verdict and same normalised driver-visible sequence; one insta snapshot
-//! per scenario (named after the suite and case) of that sequence. Needs the real Codex (npm on
-//! first use) and bubblewrap.
+//! Differential fidelity, one trial per pair of the matrix: the fake app-server and the real
+//! Codex (0.169.0 with the mock model API) play the same scenario through the reference driver
+//! in the same environment, and must reach the same verdict with the same normalised
+//! driver-visible message sequence (`harness fidelity` runs the same comparison and prints a
+//! table). Each pair's sequence is an insta snapshot named after the pair.
+//!
+//! Every trial needs the real Codex (installed from npm into the cache on first use) and
+//! bubblewrap; the non-`local` ones also need root and runc, as their names say. A trial whose
+//! prerequisites are missing is reported as ignored with the reason; under `CI=true` it fails.
+//! Trials run one at a time: each starts containers and a Codex, and the machine is small.
 
-use harness::codex::fidelity;
-use harness::matrix::MatrixOptions;
+use harness::codex::fidelity::{self, Pair};
+use harness::matrix::{missing_prerequisite, MatrixOptions};
+use libtest_mimic::{Arguments, Failed, Trial};
+use std::sync::Arc;
 
-#[tokio::test]
-#[ignore = "needs real Codex; fails today on real divergences (see `harness fidelity .local.`): the narrow planning profile denies CODEX_HOME so the real Codex rejects thread/start; the fake's sandbox projection has excludeSlashTmp=false where Codex has null; the fake starts agentMessage items with their full text where the streamed real one starts empty"]
-async fn fake_and_real_codex_agree_locally_needs_real_codex() {
-    let matrix = suites::load().expect("suites load");
-    let pairs: Vec<_> = fidelity::pairs(&matrix, &[])
-        .into_iter()
-        .filter(|p| p.real.id.environment == "local" && p.real.id.runner == "runner-codex")
-        .collect();
-    assert!(!pairs.is_empty(), "the matrix has pairs to compare locally");
-    let out = tempfile::tempdir().unwrap();
-    let mut options = MatrixOptions::from_env().unwrap();
-    options.out_root = out.path().to_path_buf();
-    options.fake_program = env!("CARGO_BIN_EXE_harness").into();
-    let mut failures = Vec::new();
-    for pair in &pairs {
-        let outcome = fidelity::run_pair(pair, &options).await;
-        assert!(
-            outcome.compared(),
-            "{}: fake {} / real {}",
-            outcome.pair,
-            outcome.fake.verdict,
-            outcome.real.verdict
-        );
-        if let Some(failure) = outcome.failure() {
-            failures.push(format!("{}: {failure}", outcome.pair));
-        }
-        let name = format!("fidelity-{}-{}", pair.real.id.suite, pair.real.id.case);
-        insta::assert_json_snapshot!(name, outcome.real.sequence);
+fn trial_name(pair: &Pair) -> String {
+    let needs = if pair.real.id.environment == "local" {
+        "needs_real_codex"
+    } else {
+        "needs_root_runc_real_codex"
+    };
+    format!("{needs}::{}", pair.name())
+}
+
+fn snapshot_name(pair: &Pair) -> String {
+    let id = &pair.real.id;
+    format!(
+        "fidelity.{}.{}.{}.{}",
+        id.suite, id.runner, id.environment, id.case
+    )
+}
+
+fn run_trial(pair: &Pair, options: &MatrixOptions) -> Result<(), Failed> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| format!("starting the runtime: {e}"))?;
+    let outcome = runtime.block_on(fidelity::run_pair(pair, options));
+    if !outcome.compared() {
+        return Err(format!(
+            "{}: not compared: fake {} / real {}",
+            outcome.pair, outcome.fake.verdict, outcome.real.verdict
+        )
+        .into());
     }
-    assert!(
-        failures.is_empty(),
-        "fidelity failures:\n{}",
-        failures.join("\n")
-    );
+    if let Some(failure) = outcome.failure() {
+        return Err(format!("{}: {failure}", outcome.pair).into());
+    }
+    // insta reports a mismatch by panicking; libtest-mimic turns the panic into this trial's
+    // failure.
+    insta::assert_json_snapshot!(snapshot_name(pair), outcome.real.sequence);
+    Ok(())
+}
+
+fn main() {
+    let mut args = Arguments::from_args();
+    if args.test_threads.is_none() {
+        args.test_threads = Some(1);
+    }
+    let ci = std::env::var("CI").as_deref() == Ok("true");
+    let matrix = suites::load().expect("suites load");
+    let mut options = MatrixOptions::from_env().expect("matrix options");
+    options.fake_program = env!("CARGO_BIN_EXE_harness").into();
+    options.out_root = harness::matrix::paths::conformance_root().join("fidelity-test");
+    let options = Arc::new(options);
+    let pairs = fidelity::pairs(&matrix, &[]);
+    assert!(!pairs.is_empty(), "the matrix has pairs to compare");
+    let trials = pairs
+        .into_iter()
+        .map(|pair| {
+            let name = trial_name(&pair);
+            let missing = missing_prerequisite(&pair.real, &options)
+                .or_else(|| missing_prerequisite(&pair.fake, &options));
+            match missing {
+                None => {
+                    let options = options.clone();
+                    Trial::test(name, move || run_trial(&pair, &options))
+                }
+                Some(reason) if ci => Trial::test(name, move || {
+                    Err(format!("CI=true and a prerequisite is missing: {reason}").into())
+                }),
+                Some(reason) => {
+                    eprintln!("ignored: {name}: {reason}");
+                    // Run anyway (`--include-ignored`), it fails with the reason.
+                    Trial::test(name, move || {
+                        Err(format!("cannot run here: {reason}").into())
+                    })
+                    .with_ignored_flag(true)
+                }
+            }
+        })
+        .collect();
+    let conclusion = libtest_mimic::run(&args, trials);
+    harness::env::cleanup_registered();
+    conclusion.exit();
 }

@@ -67,6 +67,7 @@ async fn run_plan_write_refused(
         launcher,
         workspace: workspace.clone(),
         stderr_log: root.join("stderr.log"),
+        transcript: Some(root.join("transcript.jsonl")),
         timeouts: PreparedCodex::timeouts(),
     };
     let mut log = EventLog::in_memory("real-codex-test");
@@ -119,12 +120,11 @@ async fn plan_write_refused_full_read_profile_needs_real_codex() {
     assert_plan_write_refused(Target::ExternalSandbox).await;
 }
 
-/// The narrow planning profile (local target). The launch policy's narrow profile denies
-/// CODEX_HOME, where Codex keeps the sandbox helper alias it executes inside bubblewrap
-/// (`$CODEX_HOME/tmp/arg0-linux/…/codex-linux-sandbox`), so the real Codex 0.169 refuses to start
-/// the thread: `bwrap: execvp …/codex-linux-sandbox: Permission denied`.
+/// The narrow planning profile (local target): root `none`, the minimal system set, the Codex
+/// install folder and the workspace readable. The runner keeps CODEX_HOME inside HOME (Codex's
+/// default layout), so the profile adds no explicit deny over the sandbox helper alias Codex
+/// executes from `$CODEX_HOME/tmp/arg0-linux/…`, and the sandbox refuses the write.
 #[tokio::test]
-#[ignore = "needs real Codex; fails until the launch policy's narrow profile stops denying CODEX_HOME (reported to the launch-policy owners)"]
 async fn plan_write_refused_narrow_profile_needs_real_codex() {
     assert_plan_write_refused(Target::Local).await;
 }

@@ -9,7 +9,7 @@ use harness::driver::{run_reference, AppServerProgram, DriverConfig, Timeouts};
 use harness::event_log::EventLog;
 use harness::launch::LaunchRequest;
 use harness::launcher::LocalLauncher;
-use harness::task::{PlanReview, Task};
+use harness::task::{PlanReview, Relaunch, Task};
 use rstest::rstest;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -22,6 +22,10 @@ struct Run {
     /// Messages the fake received (`in`) / sent (`out`), over every app-server process of the run.
     sent: Vec<Value>,
     received: Vec<Value>,
+    /// The driver's own transcript (`DriverConfig::transcript`), same shape.
+    client_transcript: Vec<Value>,
+    /// The fake's transcript, every entry.
+    fake_transcript: Vec<Value>,
     workspace: PathBuf,
     _dir: tempfile::TempDir,
 }
@@ -129,10 +133,20 @@ async fn drive(
         launcher: Arc::new(LocalLauncher),
         workspace: workspace.clone(),
         stderr_log: dir.path().join("stderr.log"),
+        transcript: Some(dir.path().join("client-transcript.jsonl")),
         timeouts,
     };
     let mut log = EventLog::in_memory("run-test");
     let ended = run_reference(&config, &mut log).await;
+    let entries = |path: &Path| -> Vec<Value> {
+        std::fs::read_to_string(path)
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    };
+    let client_transcript = entries(&dir.path().join("client-transcript.jsonl"));
+    let fake_transcript = entries(&transcript);
     let (mut sent, mut received) = (Vec::new(), Vec::new());
     if let Ok(text) = std::fs::read_to_string(&transcript) {
         for line in text.lines() {
@@ -149,6 +163,8 @@ async fn drive(
         events: log.events().to_vec(),
         sent,
         received,
+        client_transcript,
+        fake_transcript,
         workspace,
         _dir: dir,
     }
@@ -309,6 +325,178 @@ async fn the_driver_sends_what_the_policy_says(
     for answer in run.answers_to("item/tool/call") {
         assert_eq!(answer["result"]["success"], true, "{combo}: {answer}");
     }
+}
+
+/// `Task::relaunch`: the planning thread saved under the legacy rules is resumed by a fresh
+/// app-server launched under the current rules (same launch identity), and a turn runs on it.
+#[tokio::test]
+async fn a_relaunch_under_changed_rules_resumes_the_saved_thread() {
+    let mut task = Task::new(Mode::Planning, "Plan a small refactor.");
+    task.plan_reviews = vec![PlanReview::Approve];
+    task.relaunch = Some(Relaunch {
+        saved_under: Some(PolicyGeneration::Legacy),
+        policy: Some(PolicyGeneration::Current),
+        prompt: "Continue.".into(),
+    });
+    let run = drive(
+        "healthy",
+        task,
+        Target::ExternalSandbox,
+        false,
+        PolicyGeneration::Current,
+        fake_timeouts(),
+    )
+    .await;
+    assert_eq!(run.ended.ending, Ending::Succeeded, "{:?}", run.ended);
+
+    // Two app-server processes: the first starts a persisted thread, the second resumes it.
+    assert_eq!(run.requests("initialize").len(), 2);
+    let starts = run.requests("thread/start");
+    assert_eq!(starts.len(), 1);
+    assert_eq!(starts[0]["params"]["ephemeral"], false);
+    let thread_id = run
+        .bodies()
+        .find_map(|b| match b {
+            Body::SessionStarted(s) => Some(s.thread_id.clone()),
+            _ => None,
+        })
+        .unwrap();
+    let resumes = run.requests("thread/resume");
+    assert_eq!(resumes.len(), 1);
+    let resume = &resumes[0]["params"];
+    assert_eq!(resume["threadId"], thread_id.as_str());
+    assert_eq!(
+        resume["permissions"],
+        "paperclip-runner-workspace-read-only"
+    );
+    assert_eq!(resume["cwd"], run.workspace.display().to_string());
+    let turns = run.requests("turn/start");
+    let last = turns.last().unwrap();
+    assert_eq!(last["params"]["threadId"], thread_id.as_str());
+    assert_eq!(last["params"]["input"][0]["text"], "Continue.");
+    // The fake answered the resume with the thread it had saved.
+    let resumed: Vec<&Value> = run
+        .received
+        .iter()
+        .filter(|m| m["id"] == resumes[0]["id"] && m.get("result").is_some())
+        .collect();
+    assert_eq!(
+        resumed.last().unwrap()["result"]["thread"]["id"],
+        thread_id.as_str()
+    );
+
+    // The first launch ran under the legacy rules, the relaunch under the current ones.
+    let Some(Body::RunStarted(started)) = run.bodies().next() else {
+        panic!("no run.started")
+    };
+    assert_eq!(started.launch.policy, PolicyGeneration::Legacy);
+    let relaunches: Vec<(u64, &graders::events::SessionRelaunched)> = run
+        .events
+        .iter()
+        .filter_map(|e| match &e.body {
+            Body::SessionRelaunched(r) => Some((e.seq, r)),
+            _ => None,
+        })
+        .collect();
+    let [(relaunch_seq, relaunched)] = relaunches.as_slice() else {
+        panic!("expected one session.relaunched, got {relaunches:?}")
+    };
+    assert_eq!(relaunched.policy, PolicyGeneration::Current);
+    assert_eq!(relaunched.identity, started.launch.identity);
+    assert_ne!(relaunched.argv, started.launch.argv, "the rules changed");
+    assert_eq!(
+        relaunched.resume_thread.as_deref(),
+        Some(thread_id.as_str())
+    );
+    assert_eq!(
+        relaunched.thread_permissions.as_deref(),
+        Some("paperclip-runner-workspace-read-only")
+    );
+    // The relaunch is recorded before the resumed session opens.
+    let resumed_session_seq = run
+        .events
+        .iter()
+        .filter(|e| matches!(&e.body, Body::SessionStarted(s) if s.thread_id == thread_id))
+        .map(|e| e.seq)
+        .nth(1)
+        .expect("a second session.started for the saved thread");
+    assert!(*relaunch_seq < resumed_session_seq);
+    // Nothing records the relaunch in a diagnostic's text any more.
+    assert!(!run.bodies().any(|b| matches!(
+        b,
+        Body::Diagnostic(d) if d.message.starts_with("launch-identity=")
+            || d.message.starts_with("resume-thread=")
+    )));
+    let grade = graders::grade::grade(
+        "launch-identity",
+        "resume-after-profile-change",
+        &with_terminal(&run),
+    )
+    .unwrap();
+    assert_eq!(
+        grade.verdict,
+        graders::verdict::VerdictKind::Pass,
+        "{}",
+        grade.reason
+    );
+
+    // The driver's transcript holds exactly the messages of the fake's, over both processes.
+    let messages = |entries: &[Value], direction: &str| -> Vec<Value> {
+        entries
+            .iter()
+            .filter(|e| e["direction"] == direction)
+            .filter_map(|e| e.get("message").cloned())
+            .collect()
+    };
+    for direction in ["in", "out"] {
+        assert_eq!(
+            messages(&run.client_transcript, direction),
+            messages(&run.fake_transcript, direction),
+            "direction {direction}"
+        );
+    }
+    assert!(messages(&run.client_transcript, "in").len() > 6);
+}
+
+/// The same relaunch under unchanged rules still resumes (the identity is equal), but the
+/// grader fails it: the run does not show identity stability across a rule change.
+#[tokio::test]
+async fn a_relaunch_under_unchanged_rules_is_not_a_pass() {
+    let mut task = Task::new(Mode::Planning, "Plan a small refactor.");
+    task.plan_reviews = vec![PlanReview::Approve];
+    task.relaunch = Some(Relaunch {
+        saved_under: Some(PolicyGeneration::Current),
+        policy: Some(PolicyGeneration::Current),
+        prompt: "Continue.".into(),
+    });
+    let run = drive(
+        "healthy",
+        task,
+        Target::ExternalSandbox,
+        false,
+        PolicyGeneration::Current,
+        fake_timeouts(),
+    )
+    .await;
+    assert_eq!(run.ended.ending, Ending::Succeeded, "{:?}", run.ended);
+    assert_eq!(run.requests("thread/resume").len(), 1);
+    let grade = graders::grade::grade(
+        "launch-identity",
+        "resume-after-profile-change",
+        &with_terminal(&run),
+    )
+    .unwrap();
+    assert_eq!(
+        grade.verdict,
+        graders::verdict::VerdictKind::Fail,
+        "{}",
+        grade.reason
+    );
+    assert!(
+        grade.reason.contains("did not change the rules"),
+        "{}",
+        grade.reason
+    );
 }
 
 #[tokio::test]

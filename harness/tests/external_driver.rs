@@ -7,8 +7,9 @@ use harness::driver::{AppServerProgram, DriverConfig, Timeouts};
 use harness::event_log::EventLog;
 use harness::launch::LaunchRequest;
 use harness::launcher::LocalLauncher;
-use harness::task::{PlanReview, Task};
+use harness::task::{Envelope, PlanReview, Relaunch, Task, WaitBounds};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 fn config(dir: &std::path::Path, scenario: &str, task: Task, target: Target) -> DriverConfig {
     let workspace = dir.join("workspace");
@@ -53,6 +54,7 @@ fn config(dir: &std::path::Path, scenario: &str, task: Task, target: Target) -> 
         launcher: Arc::new(LocalLauncher),
         workspace,
         stderr_log: dir.join("cell").join("stderr.log"),
+        transcript: None,
         timeouts: Timeouts::default(),
     }
 }
@@ -151,4 +153,52 @@ async fn bad_event_streams_are_refused_with_the_line_number() {
         Some("external_driver_no_terminal")
     );
     assert!(silent.reason.unwrap().contains("exit status: 3"));
+}
+
+/// The envelope carries the harness's bounds, and the example driver keeps to them: a hung
+/// app-server ends the run after the envelope's idle bound, not the request bound.
+#[tokio::test]
+async fn the_example_driver_keeps_to_the_envelopes_wait_bounds() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = config(
+        dir.path(),
+        "hang",
+        Task::new(Mode::Standard, "Do anything."),
+        Target::Local,
+    );
+    config.timeouts = Timeouts {
+        request: Duration::from_secs(8),
+        turn_idle: Duration::from_millis(700),
+        turn_total: Duration::from_secs(30),
+        shutdown: Duration::from_secs(1),
+        startup_attempts: 3,
+    };
+    let started = Instant::now();
+    let ended = run_external(&script(), &config, &mut EventLog::in_memory("ext-hang")).await;
+    let took = started.elapsed();
+    assert_eq!(ended.ending, Ending::TimedOut, "{ended:?}");
+    assert!(
+        took < Duration::from_secs(4),
+        "the run took {took:?}; the envelope's idle bound is 700 ms"
+    );
+    let envelope =
+        std::fs::read_to_string(dir.path().join("cell").join("external-task.json")).unwrap();
+    let envelope = Envelope::from_json(&envelope).unwrap();
+    assert_eq!(envelope.timeouts, WaitBounds::from(&config.timeouts));
+}
+
+/// A task the example driver cannot carry out is refused, never silently half-done.
+#[tokio::test]
+async fn the_example_driver_refuses_a_relaunch_task() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut task = Task::new(Mode::Planning, "Plan.");
+    task.relaunch = Some(Relaunch {
+        saved_under: None,
+        policy: None,
+        prompt: "Continue.".into(),
+    });
+    let config = config(dir.path(), "healthy", task, Target::Local);
+    let ended = run_external(&script(), &config, &mut EventLog::in_memory("ext-relaunch")).await;
+    assert_eq!(ended.ending, Ending::FailedPermanently, "{ended:?}");
+    assert_eq!(ended.error_code.as_deref(), Some("unsupported_task"));
 }

@@ -134,8 +134,13 @@ impl Permissions {
     pub fn exec_policy(&self, cwd: &Path) -> ExecPolicy {
         match self {
             Permissions::Profile(profile) => {
-                if profile.unsandboxed {
+                if profile.unsandboxed || (profile.root_writable && !profile.narrowed) {
                     return ExecPolicy::Direct;
+                }
+                if profile.root_writable {
+                    let mut spec = SandboxSpec::full_read(profile.network);
+                    spec.writable.push(PathBuf::from("/"));
+                    return ExecPolicy::Sandboxed(spec);
                 }
                 let writable = profile
                     .writes
@@ -186,16 +191,7 @@ impl Permissions {
     /// The legacy `sandbox` projection of the thread/start result.
     pub fn projection(&self) -> Value {
         match self {
-            Permissions::Profile(profile) if profile.unsandboxed => {
-                json!({"type": "dangerFullAccess"})
-            }
-            Permissions::Profile(profile) if !profile.writes.is_empty() => json!({
-                "type": "workspaceWrite", "writableRoots": [], "networkAccess": profile.network,
-                "excludeTmpdirEnvVar": false, "excludeSlashTmp": false
-            }),
-            Permissions::Profile(profile) => {
-                json!({"type": "readOnly", "networkAccess": profile.network})
-            }
+            Permissions::Profile(profile) => profile_projection(profile),
             Permissions::Legacy(LegacyPolicy::ReadOnly { network }) => {
                 json!({"type": "readOnly", "networkAccess": network})
             }
@@ -226,5 +222,133 @@ impl Permissions {
     /// `sandbox_mode` as Codex names it (for `x-codex-turn-metadata`-like reporting).
     pub fn is_sandboxed(&self, cwd: &Path) -> bool {
         matches!(self.exec_policy(cwd), ExecPolicy::Sandboxed(_))
+    }
+}
+
+/// How Codex 0.169 projects a permission profile onto the legacy `sandbox` field, as measured
+/// with the pinned binary (thread/start with each shape of profile):
+/// - `:danger-full-access`, and `":root"="write"` alone with network on: `dangerFullAccess`;
+///   `":root"="write"` alone with network off: `externalSandbox` (`restricted`);
+/// - `":root"="write"` with other entries: `workspaceWrite` of `/`, no exclusions;
+/// - no writable path: `readOnly` (restricted and full reads look the same);
+/// - writable paths: `workspaceWrite` whose `writableRoots` are the absolute writable paths
+///   (the workspace roots are implied). The built-in `:workspace` excludes nothing; a custom
+///   profile that writes the workspace excludes both `/tmp` and `$TMPDIR`; one that does not
+///   write the workspace excludes `/tmp` / `$TMPDIR` unless it lists them.
+fn profile_projection(profile: &Profile) -> Value {
+    let network = profile.network;
+    if profile.unsandboxed || (profile.root_writable && !profile.narrowed && network) {
+        return json!({"type": "dangerFullAccess"});
+    }
+    if profile.root_writable && !profile.narrowed {
+        return json!({"type": "externalSandbox", "networkAccess": "restricted"});
+    }
+    let workspace_write = |roots: Vec<String>, exclude_tmpdir: bool, exclude_slash_tmp: bool| {
+        json!({
+            "type": "workspaceWrite", "writableRoots": roots, "networkAccess": network,
+            "excludeTmpdirEnvVar": exclude_tmpdir, "excludeSlashTmp": exclude_slash_tmp
+        })
+    };
+    if profile.root_writable {
+        return workspace_write(vec!["/".into()], false, false);
+    }
+    if profile.writes.is_empty() {
+        return json!({"type": "readOnly", "networkAccess": network});
+    }
+    if profile.id == ":workspace" {
+        return workspace_write(Vec::new(), false, false);
+    }
+    let roots: Vec<String> = profile
+        .writes
+        .iter()
+        .filter(|path| !path.starts_with(WORKSPACE_ROOTS))
+        .filter_map(|path| resolve_special(path, Path::new("/")).map(|p| p.display().to_string()))
+        .collect();
+    if profile.writes.iter().any(|path| path == WORKSPACE_ROOTS) {
+        return workspace_write(roots, true, true);
+    }
+    let tmpdir = std::env::var("TMPDIR").ok().filter(|t| !t.is_empty());
+    let lists = |wanted: Option<&str>| wanted.is_some_and(|w| roots.iter().any(|r| r == w));
+    let exclude_tmpdir = !lists(tmpdir.as_deref());
+    let exclude_slash_tmp = !lists(Some("/tmp"));
+    workspace_write(roots, exclude_tmpdir, exclude_slash_tmp)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+
+    fn projection_of(filesystem: &str, network: bool) -> Value {
+        let args = vec![
+            r#"default_permissions="p""#.to_string(),
+            format!("permissions.p={{filesystem={{{filesystem}}},network={{enabled={network}}}}}"),
+        ];
+        let config = Config::from_overrides(&args).unwrap();
+        Permissions::Profile(config.profile(None).unwrap()).projection()
+    }
+
+    /// Each expectation is what `codex app-server` 0.169.0 answered to thread/start with that
+    /// profile.
+    #[test]
+    fn profiles_project_like_codex_0_169() {
+        let narrow = r#"":root"="none",":minimal"="read",":workspace_roots"={"."="write"}"#;
+        assert_eq!(
+            projection_of(narrow, false),
+            json!({"type": "workspaceWrite", "writableRoots": [], "networkAccess": false,
+                "excludeTmpdirEnvVar": true, "excludeSlashTmp": true})
+        );
+        assert_eq!(
+            projection_of(&format!(r#"{narrow},"/var/tmp"="write""#), true),
+            json!({"type": "workspaceWrite", "writableRoots": ["/var/tmp"], "networkAccess": true,
+                "excludeTmpdirEnvVar": true, "excludeSlashTmp": true})
+        );
+        assert_eq!(
+            projection_of(r#"":root"="read","/tmp"="write""#, false),
+            json!({"type": "workspaceWrite", "writableRoots": ["/tmp"], "networkAccess": false,
+                "excludeTmpdirEnvVar": true, "excludeSlashTmp": false})
+        );
+        let read_only = r#"":root"="none",":minimal"="read",":workspace_roots"={"."="read"}"#;
+        assert_eq!(
+            projection_of(read_only, true),
+            json!({"type": "readOnly", "networkAccess": true})
+        );
+        assert_eq!(
+            projection_of(r#"":root"="write""#, false),
+            json!({"type": "externalSandbox", "networkAccess": "restricted"})
+        );
+        assert_eq!(
+            projection_of(r#"":root"="write""#, true),
+            json!({"type": "dangerFullAccess"})
+        );
+        assert_eq!(
+            projection_of(r#"":root"="write","/etc/ssl"="none""#, false),
+            json!({"type": "workspaceWrite", "writableRoots": ["/"], "networkAccess": false,
+                "excludeTmpdirEnvVar": false, "excludeSlashTmp": false})
+        );
+        let builtin = Config::from_overrides(&[]).unwrap();
+        assert_eq!(
+            Permissions::Profile(builtin.profile(Some(":workspace")).unwrap()).projection(),
+            json!({"type": "workspaceWrite", "writableRoots": [], "networkAccess": false,
+                "excludeTmpdirEnvVar": false, "excludeSlashTmp": false})
+        );
+    }
+
+    #[test]
+    fn a_root_writable_profile_runs_commands_unsandboxed_unless_narrowed() {
+        let policy = |filesystem: &str| {
+            let args = vec![
+                r#"default_permissions="p""#.to_string(),
+                format!("permissions.p={{filesystem={{{filesystem}}},network={{enabled=false}}}}"),
+            ];
+            let config = Config::from_overrides(&args).unwrap();
+            Permissions::Profile(config.profile(None).unwrap()).exec_policy(Path::new("/w"))
+        };
+        assert_eq!(policy(r#"":root"="write""#), ExecPolicy::Direct);
+        let ExecPolicy::Sandboxed(spec) = policy(r#"":root"="write","/etc/ssl"="none""#) else {
+            panic!("a narrowed root-writable profile is sandboxed")
+        };
+        assert_eq!(spec.writable, vec![PathBuf::from("/")]);
+        assert!(!spec.network);
     }
 }

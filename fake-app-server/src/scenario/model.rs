@@ -61,6 +61,31 @@ pub fn expand_template(text: &str, probe_id: &str) -> String {
     text.replace("{probe_id}", probe_id)
 }
 
+/// How the model streams a text to the app-server: the chunks of its text deltas, one per line
+/// (the last one may lack its newline). A real model's chunk boundaries are arbitrary; the
+/// script fixes them so both players agree: the mock model API sends one
+/// `response.output_text.delta` per chunk, and Codex 0.169 (measured) forwards each as one
+/// `item/agentMessage/delta` (or, inside a `<proposed_plan>` block, one `item/plan/delta`),
+/// which is what the fake sends. An empty text has no chunk.
+pub fn stream_chunks(text: &str) -> Vec<&str> {
+    text.split_inclusive('\n').collect()
+}
+
+/// The text of the `plan` item Codex makes from a plan step: the block's body, trailing blank
+/// space trimmed, ending in one newline (measured with 0.169).
+pub fn plan_item_text(plan: &str) -> String {
+    format!("{}\n", plan.trim_end())
+}
+
+/// A plan step as the model writes it in an assistant message: a `<proposed_plan>` block, which
+/// Codex turns into a `plan` item (and strips from the message).
+pub fn proposed_plan_block(plan: &str) -> String {
+    format!(
+        "<proposed_plan>\n{}</proposed_plan>\n",
+        plan_item_text(plan)
+    )
+}
+
 /// The outcome of the model's write probe, as the first line of a plan records it.
 pub const WRITE_REFUSED: &str = "WRITE_REFUSED";
 pub const WRITE_SUCCEEDED: &str = "WRITE_SUCCEEDED";
@@ -170,6 +195,17 @@ mod template_tests {
         assert_eq!(
             classify_write_outcome(1, "x: Read-only file system\n"),
             WRITE_REFUSED
+        );
+    }
+
+    #[test]
+    fn texts_stream_line_by_line_and_plans_end_in_one_newline() {
+        assert_eq!(stream_chunks("a\n\nb"), ["a\n", "\n", "b"]);
+        assert!(stream_chunks("").is_empty());
+        assert_eq!(plan_item_text("# Plan\n1. a\n\n"), "# Plan\n1. a\n");
+        assert_eq!(
+            proposed_plan_block("# Plan"),
+            "<proposed_plan>\n# Plan\n</proposed_plan>\n"
         );
     }
 

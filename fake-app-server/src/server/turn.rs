@@ -9,7 +9,8 @@ use crate::model_log_writer::exec_output_text;
 use crate::protocol::shapes::{self, CommandView, DynamicToolView};
 use crate::sandbox::policy::{ExecPolicy, Permissions};
 use crate::scenario::model::{
-    classify_write_outcome, find_marker, ModelStep, PlanStepSpec, TemplateContext,
+    classify_write_outcome, find_marker, plan_item_text, stream_chunks, ModelStep, PlanStepSpec,
+    TemplateContext,
 };
 use crate::scenario::{ScenarioTurn, TurnFaultKind};
 use serde_json::{json, Value};
@@ -310,24 +311,40 @@ impl TurnRun {
         self.shared.model_log.write(&entry);
     }
 
+    /// An agent message as Codex plays a streamed one: `item/started` with an empty text, one
+    /// `item/agentMessage/delta` per chunk the model streamed, then `item/completed` with the
+    /// whole text.
     fn message(&mut self, text: &str) {
         let (thread_id, turn_id) = (self.plan.thread_id.clone(), self.plan.turn_id.clone());
         let id = ids::message_id();
         let now = shapes::now_ms();
         self.send(shapes::item_started(
-            shapes::agent_message_item(&id, text, now, None),
+            shapes::agent_message_item(&id, "", now, None),
             &thread_id,
             &turn_id,
             now,
         ));
-        let done = shapes::agent_message_item(&id, text, now, Some(now));
+        for chunk in stream_chunks(text) {
+            self.send(shapes::notification(
+                "item/agentMessage/delta",
+                json!({"threadId": thread_id, "turnId": turn_id, "itemId": id, "delta": chunk}),
+            ));
+        }
+        let completed = shapes::now_ms();
+        let done = shapes::agent_message_item(&id, text, now, Some(completed));
         self.items.push(done.clone());
-        self.send(shapes::item_completed(done, &thread_id, &turn_id, now));
+        self.send(shapes::item_completed(
+            done, &thread_id, &turn_id, completed,
+        ));
     }
 
-    fn plan_item(&mut self, text: &str) {
+    /// A `<proposed_plan>` block: Codex streams the block's body as `item/plan/delta`s (one per
+    /// chunk) into a `plan` item, and a message holding nothing but the block yields no
+    /// agentMessage item.
+    fn plan_item(&mut self, plan: &str) {
         let (thread_id, turn_id) = (self.plan.thread_id.clone(), self.plan.turn_id.clone());
         let id = format!("{turn_id}-plan");
+        let text = plan_item_text(plan);
         let now = shapes::now_ms();
         self.send(shapes::item_started(
             shapes::plan_item(&id, "", now, None),
@@ -335,17 +352,17 @@ impl TurnRun {
             &turn_id,
             now,
         ));
-        self.send(shapes::notification(
-            "item/plan/delta",
-            json!({"threadId": thread_id, "turnId": turn_id, "itemId": id, "delta": text}),
-        ));
-        let done = shapes::plan_item(&id, text, now, Some(now));
+        for chunk in stream_chunks(&text) {
+            self.send(shapes::notification(
+                "item/plan/delta",
+                json!({"threadId": thread_id, "turnId": turn_id, "itemId": id, "delta": chunk}),
+            ));
+        }
+        let completed = shapes::now_ms();
+        let done = shapes::plan_item(&id, &text, now, Some(completed));
         self.items.push(done.clone());
         self.send(shapes::item_completed(
-            done,
-            &thread_id,
-            &turn_id,
-            shapes::now_ms(),
+            done, &thread_id, &turn_id, completed,
         ));
     }
 

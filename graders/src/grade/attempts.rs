@@ -61,8 +61,19 @@ pub(crate) struct ProbeAttempts {
     pub existing_probe: Option<(u64, String)>,
 }
 
+/// A command line or tool-call argument string: shell text cannot be split into paths
+/// reliably, so any mention of the probe prefix counts (the documented convention).
 fn touches_probe(text: &str) -> bool {
     text.contains(PROBE_PREFIX)
+}
+
+/// A file-change path is a path: only a file whose own name is a probe name is the probe, not a
+/// file inside a folder whose name merely starts like one.
+fn is_probe_path(path: &str) -> bool {
+    std::path::Path::new(path)
+        .file_name()
+        .and_then(|name| name.to_str())
+        .is_some_and(|name| name.starts_with(PROBE_PREFIX))
 }
 
 impl ProbeAttempts {
@@ -89,7 +100,7 @@ impl ProbeAttempts {
                     });
                 }
                 Item::FileChange { paths, status, .. }
-                    if paths.iter().any(|p| touches_probe(p)) =>
+                    if paths.iter().any(|p| is_probe_path(p)) =>
                 {
                     let outcome = if status.as_deref() == Some("completed") {
                         Outcome::Succeeded
@@ -259,4 +270,17 @@ fn command_excerpt(cmd: &CommandExecution, outcome: &Outcome) -> String {
             .map_or_else(|| "?".to_string(), |c| c.to_string()),
         crate::verdict::excerpt(&output)
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_probe_path;
+
+    #[test]
+    fn probe_paths_are_judged_by_their_file_name() {
+        assert!(is_probe_path("plan-write-probe-1.txt"));
+        assert!(is_probe_path("/ws/plan-write-probe-1.txt"));
+        assert!(!is_probe_path("/ws/plan-write-probe-notes/readme.md"));
+        assert!(!is_probe_path("/cells/plan-write-probe-1.txt/.."));
+    }
 }

@@ -7,28 +7,37 @@
 //! - `permissions-stable`: every `turn/start` carries that same profile;
 //! - `plan-mode-only-when-planning`: the `plan` collaboration mode appears on turns of a planning
 //!   run (at least one) and never on turns of another mode;
-//! - `planning-profile-read-only` (planning only): the selected profile is `:read-only` or a
-//!   profile defined in the launch argv without `"write"` access, no argv element selects
-//!   `danger-full-access`/`dangerFullAccess`/`externalSandbox`/workspace-write, and the sandbox
-//!   the app-server reported is none of those;
+//! - `planning-profile-read-only` (planning only): read from the parsed argv
+//!   ([`super::launch_config`]), never from its text. Every profile the planning run selects —
+//!   `run.started.launch` thread/turn permissions, each `session.open-requested` and
+//!   `turn.submitted` `permissions` (absent on a thread: `default_permissions`), and the
+//!   `activePermissionProfile` the app-server reported — is `:read-only` or a `permissions.NAME`
+//!   table of the argv whose `filesystem` grants no `write` and whose `network.enabled` is not on
+//!   when the launch has network off; the argv sets no writable `sandbox_mode`; and the legacy
+//!   sandbox the app-server reported on `session.started` is `readOnly` (not `workspaceWrite`,
+//!   `externalSandbox` or `dangerFullAccess`). When the argv or a profile cannot be read (an
+//!   element that is no `-c key=value`, a profile not defined in the argv, an unknown access
+//!   value or key), the verdict is `incomplete` naming what could not be read — never `pass`;
 //! - `session-and-turn`: the session opened and at least one turn was submitted.
+//!
+//! Order: a failed check on what the driver sent (the launch, `thread/start`) is `fail` even
+//! when the session never opened; then an unreadable planning launch is `incomplete`; then a
+//! session that never opened is `startup-rejected` quoting the provider (or `incomplete` when no
+//! rejection was recorded), see `docs/events.md`; then the session checks.
 
+use super::launch_config::{ArgvError, Judgement, LaunchConfig};
+use super::session::SessionWatch;
 use super::{fail, mode_name, Grader, Terminal};
 use crate::events::{Body, Kind, LaunchSummary, Mode};
 use crate::verdict::{EvidenceRef, Verdict, VerdictKind};
 
 const PLAN_COLLABORATION_MODE: &str = "plan";
-/// Texts that must not appear in a planning launch's argv or reported sandbox.
-const WRITE_CAPABLE_SANDBOXES: &[&str] = &[
-    "dangerFullAccess",
-    "danger-full-access",
-    "externalSandbox",
-    "external-sandbox",
-    "workspaceWrite",
-    "workspace-write",
-];
+const PLANNING_CHECK: &str = "planning-profile-read-only";
+/// The legacy `sandbox.type` the app-server reports for a thread without write access.
+const READ_ONLY_SANDBOX_TYPE: &str = "readOnly";
+const WIDER_SANDBOX_TYPES: &[&str] = &["workspaceWrite", "externalSandbox", "dangerFullAccess"];
 
-struct Violation {
+struct Finding {
     check: &'static str,
     detail: String,
     evidence: EvidenceRef,
@@ -37,10 +46,14 @@ struct Violation {
 pub(crate) struct LaunchPolicy {
     expected: Mode,
     launch: Option<(u64, LaunchSummary)>,
-    violation: Option<Violation>,
+    /// The parsed argv of a planning launch (`None` for other modes).
+    planning: Option<Result<LaunchConfig, ArgvError>>,
+    /// The profile the planning thread runs under, once shown read-only.
+    planning_profile: Option<String>,
+    violation: Option<Finding>,
+    unverified: Option<Finding>,
+    session: SessionWatch,
     opens: u64,
-    started: Option<u64>,
-    rejected: Option<(u64, String)>,
     turns: u64,
     plan_turns: u64,
 }
@@ -50,23 +63,76 @@ impl LaunchPolicy {
         Self {
             expected,
             launch: None,
+            planning: None,
+            planning_profile: None,
             violation: None,
+            unverified: None,
+            session: SessionWatch::default(),
             opens: 0,
-            started: None,
-            rejected: None,
             turns: 0,
             plan_turns: 0,
         }
     }
 
     fn violate(&mut self, check: &'static str, detail: String, seq: u64, excerpt: &str) {
-        if self.violation.is_none() {
-            self.violation = Some(Violation {
-                check,
-                detail,
-                evidence: EvidenceRef::at(seq, excerpt),
-            });
+        self.violation.get_or_insert(Finding {
+            check,
+            detail,
+            evidence: EvidenceRef::at(seq, excerpt),
+        });
+    }
+
+    fn unverifiable(&mut self, detail: String, seq: u64, excerpt: &str) {
+        self.unverified.get_or_insert(Finding {
+            check: PLANNING_CHECK,
+            detail,
+            evidence: EvidenceRef::at(seq, excerpt),
+        });
+    }
+
+    fn judge(&mut self, judgement: Judgement, context: &str, seq: u64, excerpt: &str) {
+        match judgement {
+            Judgement::ReadOnly(_) => {}
+            Judgement::Widens(why) => {
+                self.violate(PLANNING_CHECK, format!("{context}: {why}"), seq, excerpt)
+            }
+            Judgement::Unverifiable(why) => self.unverifiable(
+                format!("{context}: the planning sandbox cannot be shown read-only: {why}"),
+                seq,
+                excerpt,
+            ),
         }
+    }
+
+    /// Check the profile a planning thread or turn runs under. `explicit` is the `permissions`
+    /// it sent (`None`: `default_permissions`).
+    fn check_planning_profile(&mut self, seq: u64, context: &str, explicit: Option<&str>) {
+        let (network_allowed, config) = match (&self.launch, &self.planning) {
+            (Some((_, launch)), Some(Ok(config))) => (launch.network_enabled, config),
+            // Not a planning run, or its argv could not be read (already recorded).
+            _ => return,
+        };
+        let (judgement, excerpt, name) = match config.selected_profile(explicit) {
+            Err(why) => (
+                Judgement::Unverifiable(why),
+                config
+                    .source_of(&["default_permissions"])
+                    .unwrap_or("no default_permissions in argv")
+                    .to_string(),
+                None,
+            ),
+            Ok(name) => (
+                config.judge_profile(&name, network_allowed),
+                config
+                    .source_of(&["permissions", &name])
+                    .map_or_else(|| format!("permissions={name}"), str::to_string),
+                Some(name),
+            ),
+        };
+        if let (Judgement::ReadOnly(_), Some(name)) = (&judgement, &name) {
+            self.planning_profile.get_or_insert_with(|| name.clone());
+        }
+        self.judge(judgement, context, seq, &excerpt);
     }
 
     fn check_launch(&mut self, seq: u64, launch: &LaunchSummary) {
@@ -101,16 +167,73 @@ impl LaunchPolicy {
                 &shown,
             );
         }
-        if launch.mode == Mode::Planning {
-            if let Err(detail) = planning_profile_is_read_only(launch) {
-                self.violate(
-                    "planning-profile-read-only",
-                    detail,
-                    seq,
-                    &launch.argv.join(" "),
-                );
+        if launch.mode != Mode::Planning {
+            return;
+        }
+        let config = LaunchConfig::parse(&launch.argv);
+        match &config {
+            Err(e) => self.unverifiable(
+                format!("the planning launch argv cannot be read: {e}"),
+                seq,
+                &e.arg,
+            ),
+            Ok(config) => {
+                let judgement = config.judge_sandbox_settings();
+                let excerpt = config
+                    .source_of(&["sandbox_mode"])
+                    .or_else(|| config.source_of(&["profile"]))
+                    .unwrap_or("argv")
+                    .to_string();
+                self.judge(judgement, "the planning launch argv", seq, &excerpt);
             }
         }
+        self.planning = Some(config);
+        self.check_planning_profile(
+            seq,
+            "the planning launch's thread/start profile",
+            launch.thread_permissions.as_deref(),
+        );
+        if let Some(turn) = launch.turn_permissions.as_deref() {
+            self.check_planning_profile(
+                seq,
+                "the planning launch's turn/start profile",
+                Some(turn),
+            );
+        }
+    }
+
+    /// The legacy sandbox projection and the active profile the app-server reported.
+    fn check_reported_sandbox(&mut self, seq: u64, started: &crate::events::SessionStarted) {
+        if let Some(sandbox) = &started.sandbox.sandbox {
+            let shown = sandbox.to_string();
+            match sandbox.get("type").and_then(serde_json::Value::as_str) {
+                Some(READ_ONLY_SANDBOX_TYPE) => {}
+                Some(kind) if WIDER_SANDBOX_TYPES.contains(&kind) => self.violate(
+                    PLANNING_CHECK,
+                    format!("the app-server reported the sandbox `{kind}` for the planning thread"),
+                    seq,
+                    &shown,
+                ),
+                _ => self.unverifiable(
+                    "the app-server reported a sandbox whose `type` the grader does not know for the planning thread".into(),
+                    seq,
+                    &shown,
+                ),
+            }
+        }
+        if let Some(active) = started.sandbox.active_profile.as_deref() {
+            self.check_planning_profile(
+                seq,
+                "the active profile the app-server reported",
+                Some(active),
+            );
+        }
+    }
+
+    fn planning_run(&self) -> bool {
+        self.launch
+            .as_ref()
+            .is_some_and(|(_, l)| l.mode == Mode::Planning)
     }
 }
 
@@ -121,74 +244,21 @@ fn show(p: &Option<String>) -> String {
     }
 }
 
-/// The argv value of a `-c key=value` override, in any of the spellings `-c k=v`, `-ck=v`,
-/// `--config k=v`.
-fn config_values<'a>(argv: &'a [String], key: &str) -> Vec<&'a str> {
-    argv.iter()
-        .filter_map(|arg| {
-            let arg = arg.strip_prefix("-c").unwrap_or(arg);
-            arg.strip_prefix(key)?.strip_prefix('=')
-        })
-        .collect()
-}
-
-fn planning_profile_is_read_only(launch: &LaunchSummary) -> Result<(), String> {
-    if let Some(bad) = launch
-        .argv
-        .iter()
-        .find(|arg| WRITE_CAPABLE_SANDBOXES.iter().any(|w| arg.contains(w)))
-    {
-        return Err(format!(
-            "the planning launch argv selects a write-capable sandbox: `{bad}`"
-        ));
-    }
-    let selected = match &launch.thread_permissions {
-        Some(p) => p.clone(),
-        None => match config_values(&launch.argv, "default_permissions").last() {
-            Some(v) => v.trim().trim_matches(|c| c == '"' || c == '\'').to_string(),
-            None => {
-                return Err(
-                    "the planning launch selects no profile and sets no default_permissions".into(),
-                )
-            }
-        },
-    };
-    if selected.starts_with(':') {
-        return if selected == ":read-only" {
-            Ok(())
-        } else {
-            Err(format!("the planning launch selects the built-in profile `{selected}`, which allows writes"))
-        };
-    }
-    let key = format!("permissions.{selected}");
-    let Some(definition) = config_values(&launch.argv, &key).last().copied() else {
-        return Err(format!("the planning profile `{selected}` is not defined in the launch argv, so it cannot be shown read-only"));
-    };
-    if definition.contains("\"write\"") || definition.contains("'write'") {
-        return Err(format!(
-            "the planning profile `{selected}` grants write access: {definition}"
-        ));
-    }
-    Ok(())
-}
-
 impl Grader for LaunchPolicy {
     fn wants(&self, kind: Kind) -> bool {
-        matches!(
-            kind,
-            Kind::RunStarted
-                | Kind::SessionOpenRequested
-                | Kind::SessionStarted
-                | Kind::SessionRejected
-                | Kind::TurnSubmitted
-        )
+        SessionWatch::wants(kind)
+            || matches!(
+                kind,
+                Kind::RunStarted | Kind::SessionOpenRequested | Kind::TurnSubmitted
+            )
     }
 
     fn observe(&mut self, seq: u64, body: &Body) {
+        self.session.observe(seq, body);
         match body {
             Body::RunStarted(run) if self.launch.is_none() => {
-                self.check_launch(seq, &run.launch);
                 self.launch = Some((seq, run.launch.clone()));
+                self.check_launch(seq, &run.launch);
             }
             Body::SessionOpenRequested(open) => {
                 self.opens += 1;
@@ -213,30 +283,14 @@ impl Grader for LaunchPolicy {
                         &format!("permissions={}", show(&open.permissions)),
                     );
                 }
+                self.check_planning_profile(
+                    seq,
+                    "the planning thread/start",
+                    open.permissions.as_deref(),
+                );
             }
-            Body::SessionStarted(started) => {
-                self.started.get_or_insert(seq);
-                let planning = self
-                    .launch
-                    .as_ref()
-                    .is_some_and(|(_, l)| l.mode == Mode::Planning);
-                let reported = started
-                    .sandbox
-                    .sandbox
-                    .as_ref()
-                    .map(|v| v.to_string())
-                    .unwrap_or_default();
-                if planning && WRITE_CAPABLE_SANDBOXES.iter().any(|w| reported.contains(w)) {
-                    self.violate(
-                        "planning-profile-read-only",
-                        format!("the app-server reported a write-capable sandbox for a planning thread: {reported}"),
-                        seq,
-                        &reported,
-                    );
-                }
-            }
-            Body::SessionRejected(rejected) => {
-                self.rejected.get_or_insert((seq, rejected.message.clone()));
+            Body::SessionStarted(started) if self.planning_run() => {
+                self.check_reported_sandbox(seq, started);
             }
             Body::TurnSubmitted(turn) => {
                 self.turns += 1;
@@ -279,6 +333,11 @@ impl Grader for LaunchPolicy {
                     );
                     self.violate("plan-mode-only-when-planning", detail, seq, &shown);
                 }
+                // A turn without `permissions` keeps the thread's profile, checked already.
+                if let Some(permissions) = turn.permissions.as_deref() {
+                    let context = format!("planning turn {}", turn.index);
+                    self.check_planning_profile(seq, &context, Some(permissions));
+                }
             }
             _ => {}
         }
@@ -295,13 +354,22 @@ impl Grader for LaunchPolicy {
                 vec![terminal.evidence()],
             );
         };
-        if self.started.is_none() || self.opens == 0 {
-            let mut evidence = Vec::new();
-            if let Some((seq, message)) = &self.rejected {
-                evidence.push(EvidenceRef::at(*seq, message));
-            }
-            evidence.push(terminal.evidence());
-            return fail("session-and-turn", "the session never opened", evidence);
+        if let Some(u) = self.unverified {
+            return Verdict::new(
+                VerdictKind::Incomplete,
+                format!("check `{}` could not be decided: {}", u.check, u.detail),
+                vec![u.evidence, terminal.evidence()],
+            );
+        }
+        if let Some(verdict) = self.session.never_opened(terminal) {
+            return verdict;
+        }
+        if self.opens == 0 {
+            return fail(
+                "session-and-turn",
+                "a session started without a recorded thread/start request",
+                vec![terminal.evidence()],
+            );
         }
         if self.turns == 0 {
             return fail(
@@ -317,10 +385,14 @@ impl Grader for LaunchPolicy {
                 vec![EvidenceRef::at(*launch_seq, "mode=planning")],
             );
         }
+        let planning = match &self.planning_profile {
+            Some(name) => format!("; planning profile `{name}` grants no write access"),
+            None => String::new(),
+        };
         Verdict::new(
             VerdictKind::Pass,
             format!(
-                "{} launch: {} on thread/start and all {} turn(s); plan mode on {} turn(s)",
+                "{} launch: {} on thread/start and all {} turn(s); plan mode on {} turn(s){planning}",
                 mode_name(launch.mode),
                 show(&launch.thread_permissions),
                 self.turns,

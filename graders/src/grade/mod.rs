@@ -6,6 +6,7 @@
 
 mod ask_question;
 mod attempts;
+mod launch_config;
 mod launch_identity;
 mod launch_policy;
 mod message_marker;

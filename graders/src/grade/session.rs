@@ -1,4 +1,11 @@
 //! Whether the run's session opened: shared by the graders whose case needs a live session.
+//!
+//! The never-opened rule (documented in `docs/events.md`): when no `session.started` was
+//! recorded, a grader whose case needs a live session returns `startup-rejected` quoting the
+//! first `session.rejected` message verbatim, or `incomplete` when nothing says why — never
+//! `pass` or `fail` for a check that needed the session. Only checks on what the driver sent
+//! before any session (the launch itself) may still decide first. `startup-rejection` is exempt:
+//! there a session that never opens is the case under test.
 
 use super::Terminal;
 use crate::events::{Body, Kind};

@@ -5,6 +5,9 @@
 //!   `provider_startup_rejected` (no retry loop, no ambiguous hold).
 //! - `transient-startup-failure`: between 2 and [`MAX_STARTUP_ATTEMPTS`] open attempts, every
 //!   one rejected, no session started, and a terminal `retries-exhausted` with `retry_offered`.
+//!
+//! The only suite exempt from the never-opened rule (`docs/events.md`): here a session that never
+//! opens is the case under test, so it is judged by the checks above, not as `startup-rejected`.
 
 use super::{ending_name, fail, Grader, Terminal};
 use crate::events::{Body, Ending, Kind};

@@ -1,30 +1,41 @@
 //! `transport-faults`: `pass` means the driver classified the app-server's failure correctly.
 //! `hang` must end `timed-out`; `crash-mid-turn`, `garbage-line` and `oversized-line` must end
 //! `transport-lost`; either way with a non-empty reason. A `succeeded` terminal for a broken
-//! transport always fails.
+//! transport always fails. Every fault happens mid-turn, so a session that never opened never
+//! reached it: `startup-rejected` quoting the provider, or `incomplete` (see `docs/events.md`).
 
+use super::session::SessionWatch;
 use super::{ending_name, fail, Grader, Terminal};
 use crate::events::{Body, Ending, Kind};
 use crate::verdict::{Verdict, VerdictKind};
 
 pub(crate) struct TransportFault {
     expected: Ending,
+    session: SessionWatch,
 }
 
 impl TransportFault {
     pub fn new(expected: Ending) -> Self {
-        Self { expected }
+        Self {
+            expected,
+            session: SessionWatch::default(),
+        }
     }
 }
 
 impl Grader for TransportFault {
-    fn wants(&self, _kind: Kind) -> bool {
-        false
+    fn wants(&self, kind: Kind) -> bool {
+        SessionWatch::wants(kind)
     }
 
-    fn observe(&mut self, _seq: u64, _body: &Body) {}
+    fn observe(&mut self, seq: u64, body: &Body) {
+        self.session.observe(seq, body);
+    }
 
     fn finish(self: Box<Self>, terminal: &Terminal) -> Verdict {
+        if let Some(verdict) = self.session.never_opened(terminal) {
+            return verdict;
+        }
         let ended = &terminal.ended;
         let evidence = vec![terminal.evidence()];
         if ended.ending == Ending::Succeeded {

@@ -5,11 +5,14 @@
 //!
 //! "Messages the driver saw" are the driver's own events (`source = driver`): every app-server
 //! message the driver acts on, reduced by the driver. By construction this leaves out the
-//! notifications the driver ignores and the fake does not model: `thread/status/changed`,
-//! `thread/tokenUsage/updated`, `account/rateLimits/updated`, `item/agentMessage/delta`,
-//! `item/plan/delta`, `remoteControl/status/changed`, `thread/settings/updated`, and Codex's
-//! `warning` about the mock model's missing metadata. Of the driver's events, `diagnostic` is not
-//! compared (free text about processes, e.g. stderr lines, which differ by construction).
+//! notifications the driver ignores: `thread/status/changed`, `thread/tokenUsage/updated`,
+//! `account/rateLimits/updated`, `item/agentMessage/delta` and `item/plan/delta` (the fake
+//! streams these exactly as Codex does when the model streams the script's line chunks, but
+//! the driver only reads the items), `remoteControl/status/changed`, `thread/settings/updated`,
+//! and Codex's `warning` about the mock model's missing metadata. Of the driver's events,
+//! `diagnostic` is not compared (free text about processes, e.g. stderr lines, which differ by
+//! construction). Beyond ids, paths and probe ids, one thing is normalised: the line order of a
+//! command's aggregated output (see `order_output_lines`).
 
 use crate::codex::mock_api::{probe_id_for, MockScript};
 use graders::events::{Body, Event, Source};
@@ -29,6 +32,7 @@ const ID_KEYS: &[&str] = &[
     "item_id",
     "request_id",
     "call_id",
+    "resume_thread",
 ];
 const PROBE_PREFIX: &str = "plan-write-probe-";
 
@@ -131,7 +135,7 @@ pub fn side_aliases(
     let mut aliases = match real {
         Some(install_dir) => vec![
             (
-                show(&cell_root.join("codex").join("codex-home")),
+                show(&cell_root.join("codex").join("home").join(".codex")),
                 "<codex-home>".into(),
             ),
             (show(&cell_root.join("codex").join("home")), "<home>".into()),
@@ -175,14 +179,43 @@ pub fn normalise_with(events: &[Event], aliases: &[(String, String)]) -> Vec<Val
             // stability is the launch-identity suite's business, not this comparison's.
             value["payload"]["launch"]["identity"] = Value::String("<identity>".into());
         }
+        if let Body::SessionRelaunched(_) = event.body {
+            // The relaunch's digest, computed like run.started's (paths included).
+            value["payload"]["identity"] = Value::String("<identity>".into());
+        }
         // Probe ids are derived from the thread id: learn them before ids are replaced.
         if let Body::SessionStarted(started) = &event.body {
             ids.probes.push(probe_id_for(&started.thread_id));
         }
         normalise_value(&mut value, None, &mut ids, aliases);
+        if let Some(output) = value
+            .get_mut("payload")
+            .and_then(|p| p.get_mut("item"))
+            .and_then(|i| i.get_mut("aggregated_output"))
+        {
+            order_output_lines(output);
+        }
         out.push(value);
     }
     out
+}
+
+/// A command's `aggregatedOutput` with its lines in a canonical (sorted) order. Codex 0.169
+/// reads a command's stdout and stderr from separate pipes and appends whichever arrives first,
+/// so for a command writing to both (the write probe: bash's `Read-only file system` on stderr,
+/// `WRITE_REFUSED` on stdout) the order differs from run to run of the *real* Codex itself
+/// (measured: both orders seen; see the offline-turns facts doc). Only the line order is
+/// normalised: every line, its text and its count still have to match.
+fn order_output_lines(output: &mut Value) {
+    if let Value::String(text) = output {
+        let mut lines: Vec<&str> = text.lines().collect();
+        lines.sort_unstable();
+        let mut ordered = lines.join("\n");
+        if text.ends_with('\n') {
+            ordered.push('\n');
+        }
+        *text = ordered;
+    }
 }
 
 #[derive(Default)]
@@ -418,6 +451,19 @@ mod tests {
             fake[0]["payload"]["sandbox"]["instruction_sources"][0],
             "<cell>/workspace/AGENTS.md"
         );
+    }
+
+    #[test]
+    fn command_output_lines_compare_in_any_order_but_must_all_match() {
+        let mut a = serde_json::json!("x: Read-only file system\nWRITE_REFUSED\n");
+        let mut b = serde_json::json!("WRITE_REFUSED\nx: Read-only file system\n");
+        let mut c = serde_json::json!("WRITE_REFUSED\n");
+        for v in [&mut a, &mut b, &mut c] {
+            order_output_lines(v);
+        }
+        assert_eq!(a, b);
+        assert_ne!(a, c);
+        assert_eq!(a, "WRITE_REFUSED\nx: Read-only file system\n");
     }
 
     #[test]

@@ -3,14 +3,14 @@
 //! playing the cell's scenario, wired in as a custom model provider.
 //!
 //! Layout under the cell's folder (`CellDirs::root`):
-//! `codex/home/` (HOME), `codex/codex-home/` (CODEX_HOME), `codex/tmp/` (TMPDIR), all siblings:
+//! `codex/home/` (HOME), `codex/home/.codex/` (CODEX_HOME, Codex's default place) and
+//! `codex/tmp/` (TMPDIR):
 //! * TMPDIR is never a parent of CODEX_HOME: Codex refuses to create its sandbox helper alias
 //!   under a temporary folder that contains CODEX_HOME;
-//! * CODEX_HOME is not inside HOME: the narrow planning profile denies both, and bubblewrap
-//!   cannot create the mount point of a nested denied folder inside an already denied one
-//!   (measured with 0.169: `bwrap: Can't mkdir …/home/.codex: Read-only file system`, the
-//!   thread never starts). That nesting is Codex's default layout (`~/.codex`); the launch
-//!   policy's owners know.
+//! * CODEX_HOME inside HOME is the layout the fake runner's cells have (`home/.codex`), so the
+//!   launch policy builds the same profiles for both runners (it adds no explicit HOME deny
+//!   when HOME holds CODEX_HOME: `":root"="none"` already denies both, and an explicit deny
+//!   over CODEX_HOME would hide Codex's sandbox helper).
 //!
 //! Plus `model-log.jsonl` and `model-requests.jsonl`.
 
@@ -138,7 +138,7 @@ pub async fn prepare_script(
         .context("provisioning task")??;
     let codex_dir = dirs.root.join("codex");
     let home = codex_dir.join("home");
-    let codex_home = codex_dir.join("codex-home");
+    let codex_home = home.join(".codex");
     let tmpdir = codex_dir.join("tmp");
     for dir in [&home, &codex_home, &tmpdir] {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
@@ -213,7 +213,7 @@ mod tests {
     fn the_environment_is_exactly_the_allowlist_and_tmpdir_is_not_above_codex_home() {
         let env = allowlisted_env(
             Path::new("/c/codex/home"),
-            Path::new("/c/codex/codex-home"),
+            Path::new("/c/codex/home/.codex"),
             Path::new("/c/codex/tmp"),
         );
         let names: Vec<&str> = env.iter().map(|(k, _)| k.as_str()).collect();

@@ -6,6 +6,7 @@
 use super::{stop, DriverConfig, Stop};
 use crate::event_log::EventLog;
 use crate::launcher::ProcessSpec;
+use crate::task::Envelope;
 use graders::events::{Body, Ending, Kind, RunEnded, Source};
 use serde::Deserialize;
 use std::io::{BufRead, Read};
@@ -123,7 +124,8 @@ async fn run_inner(cmd: &str, config: &DriverConfig, log: &mut EventLog) -> Resu
     std::fs::create_dir_all(&scratch).map_err(setup)?;
     std::fs::write(
         &task_path,
-        serde_json::to_vec_pretty(&config.task).expect("task serializes"),
+        serde_json::to_vec_pretty(&Envelope::new(&config.task, &config.timeouts))
+            .expect("the envelope serializes"),
     )
     .map_err(setup)?;
     let _ = std::fs::remove_file(&events_path);

@@ -13,12 +13,13 @@ use crate::event_log::EventLog;
 use crate::launch::{self, profiles::HostPaths, LaunchPlan, LaunchRequest};
 use crate::launcher::Launcher;
 use crate::rpc::TransportError;
-use crate::task::{PlanReview, Task};
+use crate::task::{PlanReview, Relaunch, Task};
 use graders::events::{
     ApprovalKind, ApprovalRequested, ApprovalResolved, Body, CellId, Diagnostic, Ending, Level,
-    Mode, Outcome, ResultProposed, RunEnded, RunStarted, Source,
+    Mode, Outcome, PolicyGeneration, ResultProposed, RunEnded, RunStarted, SessionRelaunched,
+    Source,
 };
-use session::OpenFailure;
+use session::{OpenFailure, Opening};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -72,6 +73,10 @@ pub struct DriverConfig {
     pub launcher: Arc<dyn Launcher>,
     pub workspace: PathBuf,
     pub stderr_log: PathBuf,
+    /// Where the driver's JSON-RPC client appends every line it sends and receives (JSONL, the
+    /// fake app-server's transcript shape; see `crate::rpc::transcript`). `None`: not recorded
+    /// (the fake app-server keeps its own transcript).
+    pub transcript: Option<PathBuf>,
     pub timeouts: Timeouts,
 }
 
@@ -79,8 +84,17 @@ impl DriverConfig {
     /// The launch plan for this run, with the app-server's own HOME, CODEX_HOME and install
     /// folder named in the restricted profiles.
     pub fn launch_plan(&self) -> LaunchPlan {
+        self.launch_plan_under(self.launch.policy)
+    }
+
+    /// The launch plan for this run under `policy` instead of the run's own (a relaunch).
+    pub fn launch_plan_under(&self, policy: PolicyGeneration) -> LaunchPlan {
         let host = HostPaths::from_env_pairs(&self.app_server.env, Some(&self.app_server.program));
-        launch::plan_with(&self.launch, &host)
+        let request = LaunchRequest {
+            policy,
+            ..self.launch.clone()
+        };
+        launch::plan_with(&request, &host)
     }
 }
 
@@ -139,7 +153,11 @@ pub async fn run_reference(config: &DriverConfig, log: &mut EventLog) -> RunEnde
 }
 
 async fn run_inner(config: &DriverConfig, log: &mut EventLog) -> Result<RunEnded, Stop> {
-    let plan = config.launch_plan();
+    let relaunch = config.task.relaunch.as_ref();
+    let plan = match relaunch {
+        Some(relaunch) => config.launch_plan_under(relaunch.first_policy(config.launch.policy)),
+        None => config.launch_plan(),
+    };
     emit(
         log,
         Body::RunStarted(RunStarted {
@@ -159,41 +177,163 @@ async fn run_inner(config: &DriverConfig, log: &mut EventLog) -> Result<RunEnded
             ),
         ));
     }
-    let mut session = open_with_retries(config, &plan, log).await?;
-    let result = run_turns(config, &plan, &mut session, log).await;
+    let opening = Opening::Start {
+        persist: relaunch.is_some(),
+    };
+    let mut conversation = Conversation::new(&config.task);
+    let first = TurnRequest {
+        text: config.task.prompt.clone(),
+        params: plan.turn_params.clone(),
+    };
+    let thread_id = run_session(config, &plan, &opening, &mut conversation, first, log).await?;
+    match relaunch {
+        None => Ok(succeeded()),
+        Some(relaunch) => {
+            resume_after_relaunch(config, &plan, relaunch, thread_id, &mut conversation, log).await
+        }
+    }
+}
+
+/// One launch: open a session (with the start-up retries), run the turns from `first`, shut
+/// the app-server down. Returns the session's thread id when its turns succeeded.
+async fn run_session(
+    config: &DriverConfig,
+    plan: &LaunchPlan,
+    opening: &Opening,
+    conversation: &mut Conversation<'_>,
+    first: TurnRequest,
+    log: &mut EventLog,
+) -> Result<String, Stop> {
+    let mut session = open_with_retries(config, plan, opening, log).await?;
+    let result = run_turns(config, plan, &mut session, conversation, first, log).await;
+    let thread_id = session.thread_id.clone();
     session.client.shutdown(config.timeouts.shutdown).await;
-    result
+    result.map(|_| thread_id)
+}
+
+/// The second launch of a run (`Task::relaunch`): the first app-server is gone; compute the
+/// launch plan under the relaunch's rules, compare launch identities and resume the saved
+/// thread when they are equal — or start a new thread, saying why, when they are not. The
+/// decision is recorded as a `session.relaunched` event (`docs/events.md`) before the
+/// relaunch's `session.open-requested`.
+async fn resume_after_relaunch(
+    config: &DriverConfig,
+    first: &LaunchPlan,
+    relaunch: &Relaunch,
+    saved_thread: String,
+    conversation: &mut Conversation<'_>,
+    log: &mut EventLog,
+) -> Result<RunEnded, Stop> {
+    let plan = config.launch_plan_under(relaunch.relaunch_policy(config.launch.policy));
+    let decision = relaunch_decision(first, &plan, saved_thread);
+    emit(log, Body::SessionRelaunched(decision.relaunched))?;
+    emit(log, decision.note)?;
+    let opening = decision.opening;
+    // The earlier session's result belonged to its own turns.
+    conversation.state.results.reset();
+    let request = TurnRequest {
+        text: relaunch.prompt.clone(),
+        params: plan.turn_params.clone(),
+    };
+    run_session(config, &plan, &opening, conversation, request, log).await?;
+    Ok(succeeded())
+}
+
+/// What a relaunch does with the saved thread, and how the run records it.
+struct RelaunchDecision {
+    /// The graders' record of the relaunch (`session.relaunched`).
+    relaunched: SessionRelaunched,
+    /// The same decision in words, for people reading the log; nothing parses it.
+    note: Body,
+    opening: Opening,
+}
+
+/// Whether a relaunch resumes the saved thread: only when the launch identity is unchanged.
+fn relaunch_decision(
+    first: &LaunchPlan,
+    next: &LaunchPlan,
+    saved_thread: String,
+) -> RelaunchDecision {
+    let policy_name = |p: PolicyGeneration| match p {
+        PolicyGeneration::Current => "current",
+        PolicyGeneration::Legacy => "legacy",
+    };
+    let summary = next.summary();
+    let rules = format!(
+        "relaunched under the {} rules after a first launch under the {} rules",
+        policy_name(next.request.policy),
+        policy_name(first.request.policy)
+    );
+    let (resume_thread, note, opening) = if next.identity == first.identity {
+        (
+            Some(saved_thread.clone()),
+            diagnostic(
+                Level::Info,
+                format!(
+                    "{rules}; the launch identity is unchanged: resuming the saved thread {saved_thread}"
+                ),
+            ),
+            Opening::Resume {
+                thread_id: saved_thread,
+            },
+        )
+    } else {
+        (
+            None,
+            diagnostic(
+                Level::Warn,
+                format!(
+                    "{rules}; the launch identity changed ({} -> {}): the saved thread {saved_thread} is not resumed; starting a new thread",
+                    first.identity, next.identity
+                ),
+            ),
+            Opening::Start { persist: true },
+        )
+    };
+    RelaunchDecision {
+        relaunched: SessionRelaunched {
+            identity: summary.identity,
+            policy: summary.policy,
+            argv: summary.argv,
+            thread_permissions: summary.thread_permissions,
+            resume_thread,
+        },
+        note,
+        opening,
+    }
+}
+
+fn diagnostic(level: Level, message: String) -> Body {
+    Body::Diagnostic(Diagnostic { level, message })
 }
 
 async fn open_with_retries(
     config: &DriverConfig,
     plan: &LaunchPlan,
+    opening: &Opening,
     log: &mut EventLog,
 ) -> Result<session::Session, Stop> {
     let attempts = config.timeouts.startup_attempts.max(1);
     let mut last = String::new();
     for attempt in 1..=attempts {
-        match session::open(config, plan, attempt, log).await {
+        match session::open(config, plan, opening, attempt, log).await {
             Ok(session) => return Ok(session),
             Err(OpenFailure::Rejected(error)) => {
-                return Err(stop(
-                    Ending::FailedPermanently,
-                    true,
-                    "provider_startup_rejected",
-                    &error.message,
-                ))
+                let code = match opening {
+                    Opening::Start { .. } => "provider_startup_rejected",
+                    Opening::Resume { .. } => "provider_resume_rejected",
+                };
+                return Err(stop(Ending::FailedPermanently, true, code, &error.message));
             }
             Err(OpenFailure::Transport(error)) => return Err(transport_stop(&error)),
             Err(OpenFailure::Stop(s)) => return Err(s),
             Err(OpenFailure::Transient(reason)) => {
                 emit(
                     log,
-                    Body::Diagnostic(Diagnostic {
-                        level: Level::Warn,
-                        message: format!(
-                            "start-up attempt {attempt} of {attempts} failed: {reason}"
-                        ),
-                    }),
+                    diagnostic(
+                        Level::Warn,
+                        format!("start-up attempt {attempt} of {attempts} failed: {reason}"),
+                    ),
                 )?;
                 last = reason;
             }
@@ -207,25 +347,48 @@ async fn open_with_retries(
     ))
 }
 
+/// What a run carries from turn to turn, and from one session to the next.
+struct Conversation<'a> {
+    task: &'a Task,
+    state: RunState,
+    reviews: std::slice::Iter<'a, PlanReview>,
+    plans_seen: u32,
+    last_message: Option<String>,
+}
+
+impl<'a> Conversation<'a> {
+    fn new(task: &'a Task) -> Self {
+        Self {
+            task,
+            state: RunState {
+                results: tools::ToolResults::default(),
+                answers: task.answers.iter().cloned().collect(),
+                turn_index: 0,
+            },
+            reviews: task.plan_reviews.iter(),
+            plans_seen: 0,
+            last_message: None,
+        }
+    }
+}
+
 async fn run_turns(
     config: &DriverConfig,
     plan: &LaunchPlan,
     session: &mut session::Session,
+    conversation: &mut Conversation<'_>,
+    first: TurnRequest,
     log: &mut EventLog,
 ) -> Result<RunEnded, Stop> {
-    let task = &config.task;
-    let mut state = RunState {
-        results: tools::ToolResults::default(),
-        answers: task.answers.iter().cloned().collect(),
-        turn_index: 0,
-    };
-    let mut reviews = task.plan_reviews.iter();
-    let mut plans_seen = 0u32;
-    let mut next = Some(TurnRequest {
-        text: task.prompt.clone(),
-        params: plan.turn_params.clone(),
-    });
-    let mut last_message: Option<String> = None;
+    let task = conversation.task;
+    let Conversation {
+        state,
+        reviews,
+        plans_seen,
+        last_message,
+        ..
+    } = conversation;
+    let mut next = Some(first);
     while let Some(request) = next.take() {
         if state.turn_index >= task.max_turns {
             return Err(stop(
@@ -235,9 +398,9 @@ async fn run_turns(
                 &format!("the task allows {} turns", task.max_turns),
             ));
         }
-        let outcome = turn::run(config, plan, session, &mut state, &request, log).await?;
+        let outcome = turn::run(config, plan, session, state, &request, log).await?;
         if outcome.last_message.is_some() {
-            last_message = outcome.last_message.clone();
+            *last_message = outcome.last_message.clone();
         }
         match outcome.status.as_str() {
             "completed" => {}
@@ -264,7 +427,7 @@ async fn run_turns(
         }
         let plan_turn = request.params.collaboration_mode.as_deref() == Some("plan");
         if let (true, Some((item_id, text))) = (plan_turn, &outcome.plan) {
-            plans_seen += 1;
+            *plans_seen += 1;
             let request_id = format!("plan-{plans_seen}");
             emit(
                 log,
@@ -354,4 +517,80 @@ async fn run_turns(
         return Ok(succeeded());
     }
     Ok(succeeded())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::launch::Target;
+
+    fn plan(target: Target, policy: PolicyGeneration) -> LaunchPlan {
+        let request = LaunchRequest {
+            mode: Mode::Planning,
+            target,
+            network_enabled: false,
+            policy,
+            workspace: "/w".into(),
+        };
+        let host = HostPaths::from_env_pairs(&[("HOME".into(), "/h".into())], None);
+        launch::plan_with(&request, &host)
+    }
+
+    fn message(body: &Body) -> &str {
+        match body {
+            Body::Diagnostic(d) => d.message.as_str(),
+            other => panic!("not a diagnostic: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_rules_only_change_resumes_the_saved_thread() {
+        let first = plan(Target::ExternalSandbox, PolicyGeneration::Legacy);
+        let next = plan(Target::ExternalSandbox, PolicyGeneration::Current);
+        assert_ne!(first.argv, next.argv, "the profile rules differ");
+        let decision = relaunch_decision(&first, &next, "t-1".into());
+        assert_eq!(
+            decision.opening,
+            Opening::Resume {
+                thread_id: "t-1".into()
+            }
+        );
+        let relaunched = decision.relaunched;
+        assert_eq!(relaunched.identity, first.identity);
+        assert_eq!(relaunched.identity, next.identity);
+        assert_eq!(relaunched.policy, PolicyGeneration::Current);
+        assert_eq!(relaunched.argv, next.argv);
+        assert!(
+            relaunched
+                .argv
+                .iter()
+                .any(|a| a.contains("\":root\"=\"read\"")),
+            "{:?}",
+            relaunched.argv
+        );
+        assert_eq!(
+            relaunched.thread_permissions,
+            next.summary().thread_permissions
+        );
+        assert_eq!(relaunched.resume_thread.as_deref(), Some("t-1"));
+        assert!(message(&decision.note).contains("resuming the saved thread t-1"));
+    }
+
+    #[test]
+    fn a_changed_identity_starts_a_new_thread_and_says_so() {
+        let first = plan(Target::Local, PolicyGeneration::Current);
+        let next = plan(Target::ExternalSandbox, PolicyGeneration::Current);
+        let decision = relaunch_decision(&first, &next, "t-1".into());
+        assert_eq!(decision.opening, Opening::Start { persist: true });
+        assert_eq!(decision.relaunched.identity, next.identity);
+        assert_ne!(decision.relaunched.identity, first.identity);
+        assert_eq!(decision.relaunched.resume_thread, None);
+        let Body::Diagnostic(note) = &decision.note else {
+            panic!("not a diagnostic")
+        };
+        assert_eq!(note.level, Level::Warn);
+        assert!(note
+            .message
+            .contains("is not resumed; starting a new thread"));
+    }
 }

@@ -1,6 +1,6 @@
 //! Opening a session: start the app-server, `initialize` (with `experimentalApi`),
-//! `initialized`, `thread/start` with the launch plan's parameters — and classifying how that
-//! can fail (a definite rejection, a transient failure worth a fresh attempt, a transport fault).
+//! `initialized`, `thread/start` (or `thread/resume` of a saved thread) with the launch plan's
+//! parameters — and classifying how that can fail (a definite rejection, a transient failure worth a fresh attempt, a transport fault).
 
 use super::{emit, DriverConfig, Stop};
 use crate::event_log::EventLog;
@@ -70,19 +70,64 @@ pub fn process_spec(config: &DriverConfig, plan: &LaunchPlan) -> ProcessSpec {
     }
 }
 
-/// One attempt: a fresh app-server, initialize, thread/start.
+/// How a session gets its thread.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Opening {
+    /// `thread/start` with the plan's thread parameters; `persist` asks for a non-ephemeral
+    /// thread explicitly (a later launch resumes it).
+    Start { persist: bool },
+    /// `thread/resume` of a saved thread, with the plan's `cwd`, `permissions` and approval
+    /// policy (the dynamic tools were saved with the thread).
+    Resume { thread_id: String },
+}
+
+impl Opening {
+    fn method(&self) -> &'static str {
+        match self {
+            Opening::Start { .. } => "thread/start",
+            Opening::Resume { .. } => "thread/resume",
+        }
+    }
+
+    fn params(&self, plan: &LaunchPlan) -> Value {
+        match self {
+            Opening::Start { persist } => {
+                let mut params = plan.thread_params.clone();
+                if *persist {
+                    params["ephemeral"] = json!(false);
+                }
+                params
+            }
+            Opening::Resume { thread_id } => {
+                let thread = &plan.thread_params;
+                json!({
+                    "threadId": thread_id,
+                    "cwd": thread["cwd"],
+                    "permissions": thread["permissions"],
+                    "approvalPolicy": thread["approvalPolicy"],
+                    // The history is not needed, and full hydration is deprecated.
+                    "excludeTurns": true,
+                })
+            }
+        }
+    }
+}
+
+/// One attempt: a fresh app-server, initialize, then `thread/start` or `thread/resume`.
 pub async fn open(
     config: &DriverConfig,
     plan: &LaunchPlan,
+    opening: &Opening,
     attempt: u32,
     log: &mut EventLog,
 ) -> Result<Session, OpenFailure> {
     let t = &config.timeouts;
     let spec = process_spec(config, plan);
-    let mut client = RpcClient::spawn(
+    let mut client = RpcClient::spawn_recorded(
         config.launcher.as_ref(),
         &spec,
         &config.stderr_log,
+        config.transcript.as_deref(),
         rpc::Limits::default(),
     )
     .map_err(|e| OpenFailure::Transient(format!("could not start the app-server: {e:#}")))?;
@@ -111,8 +156,9 @@ pub async fn open(
         }),
     )
     .map_err(OpenFailure::Stop)?;
+    let method = opening.method();
     let result = match client
-        .request("thread/start", plan.thread_params.clone(), t.request)
+        .request(method, opening.params(plan), t.request)
         .await
     {
         Ok(Ok(result)) => result,
@@ -128,13 +174,13 @@ pub async fn open(
             .map_err(OpenFailure::Stop)?;
             return Err(classify_rpc_error(config, error));
         }
-        Err(e) => return Err(classify_transport(e, "thread/start")),
+        Err(e) => return Err(classify_transport(e, method)),
     };
     let Some(thread_id) = result["thread"]["id"].as_str().map(String::from) else {
         return Err(OpenFailure::Transport(TransportError::Malformed {
             error: rpc::MalformedMessage::NotObject,
             excerpt: format!(
-                "thread/start result without thread.id: {}",
+                "{method} result without thread.id: {}",
                 rpc::excerpt(&result.to_string(), 200)
             ),
         }));

@@ -217,6 +217,9 @@ async fn run_checked(cell: &Cell, options: &MatrixOptions, root: &Path) -> Resul
                 env: vec![
                     ("PATH".into(), FAKE_PATH.into()),
                     ("HOME".into(), path(&dirs.home)),
+                    // Codex's default layout, named so the fake persists its threads there (it
+                    // never writes an unnamed `~/.codex`) and a relaunch can resume them.
+                    ("CODEX_HOME".into(), path(&dirs.home.join(".codex"))),
                     ("TMPDIR".into(), path(&dirs.tmp)),
                     ("LANG".into(), "C.UTF-8".into()),
                 ],
@@ -261,6 +264,8 @@ async fn run_checked(cell: &Cell, options: &MatrixOptions, root: &Path) -> Resul
         launcher,
         workspace: dirs.workspace.clone(),
         stderr_log,
+        // The fake writes its own transcript there; for the real Codex the driver's client does.
+        transcript: (cell.runner.app_server == AppServerKind::Codex).then(|| transcript.clone()),
         timeouts,
     };
     let run_id = format!(

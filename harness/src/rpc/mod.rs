@@ -5,10 +5,12 @@
 //! buffer of messages read while waiting for something else is bounded in length. The first
 //! transport fault (end of stream, a malformed or oversized line, an I/O error, an overflowing
 //! buffer) closes the transport for good: the child is killed and every later call returns the
-//! same error. The child's stderr is copied to a file for evidence. Dropping the client kills the
-//! child's whole process group.
+//! same error. The child's stderr is copied to a file for evidence, and optionally every line
+//! sent and received to a transcript ([`transcript`]). Dropping the client kills the child's
+//! whole process group.
 
 pub mod message;
+pub mod transcript;
 
 use crate::launcher::{Launcher, ProcessSpec};
 use futures_util::StreamExt;
@@ -23,6 +25,7 @@ use tokio::process::{Child, ChildStdin};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::codec::{FramedRead, LinesCodec, LinesCodecError};
+use transcript::{ClientTranscript, Direction};
 
 /// Bounds of one client.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -93,6 +96,7 @@ pub struct RpcClient {
     closed: Option<TransportError>,
     limits: Limits,
     stderr_log: PathBuf,
+    transcript: Option<ClientTranscript>,
     reader: JoinHandle<()>,
     stderr_copier: JoinHandle<()>,
     _guard: Box<dyn Send + Sync>,
@@ -106,7 +110,24 @@ impl RpcClient {
         stderr_log: &Path,
         limits: Limits,
     ) -> anyhow::Result<Self> {
+        Self::spawn_recorded(launcher, spec, stderr_log, None, limits)
+    }
+
+    /// Like [`RpcClient::spawn`], also appending every line sent and received to `transcript`.
+    pub fn spawn_recorded(
+        launcher: &dyn Launcher,
+        spec: &ProcessSpec,
+        stderr_log: &Path,
+        transcript: Option<&Path>,
+        limits: Limits,
+    ) -> anyhow::Result<Self> {
         use anyhow::Context;
+        let transcript = transcript
+            .map(|path| {
+                ClientTranscript::open(path)
+                    .with_context(|| format!("opening the transcript {}", path.display()))
+            })
+            .transpose()?;
         let prepared = launcher
             .prepare(spec)
             .with_context(|| format!("preparing {} to run", spec.program.display()))?;
@@ -134,7 +155,12 @@ impl RpcClient {
         let stderr = child.stderr.take().context("child stderr is piped")?;
         let stdin = child.stdin.take();
         let (tx, inbox) = mpsc::channel(CHANNEL_CAPACITY);
-        let reader = tokio::spawn(read_messages(stdout, tx, limits.max_line_bytes));
+        let reader = tokio::spawn(read_messages(
+            stdout,
+            tx,
+            limits.max_line_bytes,
+            transcript.clone(),
+        ));
         let stderr_copier = tokio::spawn(copy_stderr(
             stderr,
             tokio::fs::File::from_std(stderr_file),
@@ -150,6 +176,7 @@ impl RpcClient {
             closed: None,
             limits,
             stderr_log: stderr_log.to_path_buf(),
+            transcript,
             reader,
             stderr_copier,
             _guard: prepared.guard,
@@ -254,6 +281,10 @@ impl RpcClient {
         let Some(stdin) = self.stdin.as_mut() else {
             return Err(TransportError::Io("stdin is already closed".into()));
         };
+        if let Some(transcript) = &self.transcript {
+            // Before the write, so the answer never precedes its request in the transcript.
+            transcript.message(Direction::In, msg);
+        }
         let mut line = serde_json::to_vec(msg).expect("JSON values always serialize");
         line.push(b'\n');
         let write = async {
@@ -362,17 +393,37 @@ async fn read_messages(
     stdout: tokio::process::ChildStdout,
     tx: mpsc::Sender<InboxItem>,
     max_line_bytes: usize,
+    transcript: Option<ClientTranscript>,
 ) {
     let mut lines = FramedRead::new(stdout, LinesCodec::new_with_max_length(max_line_bytes));
+    let note = |text: &str| {
+        if let Some(t) = &transcript {
+            t.note(text);
+        }
+    };
     loop {
         let item = match lines.next().await {
-            None => Err(TransportError::Closed("end of stream".into())),
-            Some(Err(LinesCodecError::MaxLineLengthExceeded)) => Err(TransportError::Oversized {
-                limit: max_line_bytes,
-            }),
-            Some(Err(LinesCodecError::Io(e))) => Err(TransportError::Io(e.to_string())),
+            None => {
+                note("end of stream");
+                Err(TransportError::Closed("end of stream".into()))
+            }
+            Some(Err(LinesCodecError::MaxLineLengthExceeded)) => {
+                note(&format!(
+                    "a line longer than {max_line_bytes} bytes was refused unread"
+                ));
+                Err(TransportError::Oversized {
+                    limit: max_line_bytes,
+                })
+            }
+            Some(Err(LinesCodecError::Io(e))) => {
+                note(&format!("I/O error: {e}"));
+                Err(TransportError::Io(e.to_string()))
+            }
             Some(Ok(line)) if line.trim().is_empty() => continue,
             Some(Ok(line)) => {
+                if let Some(t) = &transcript {
+                    t.line(Direction::Out, &line);
+                }
                 message::parse_line(&line).map_err(|error| TransportError::Malformed {
                     error,
                     excerpt: excerpt(&line, 200),

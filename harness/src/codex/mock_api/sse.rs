@@ -5,7 +5,9 @@
 //! newline, so the framing cannot break (no SSE crate needed for this one-way rendering).
 
 use super::script::FailureKind;
-use fake_app_server::scenario::model::{ModelStep, TemplateContext};
+use fake_app_server::scenario::model::{
+    proposed_plan_block, stream_chunks, ModelStep, TemplateContext,
+};
 use serde_json::{json, Value};
 
 /// A function call the mock put into a response.
@@ -98,10 +100,7 @@ fn output_item(step: &ModelStep, template: &TemplateContext) -> OutputItem {
     match step {
         ModelStep::Message { text } => OutputItem::Message(expand(text)),
         // Codex turns a `<proposed_plan>` block of an assistant message into a `plan` item.
-        ModelStep::Plan { text } => OutputItem::Message(format!(
-            "<proposed_plan>\n{}\n</proposed_plan>\n",
-            expand(text).trim_end()
-        )),
+        ModelStep::Plan { text } => OutputItem::Message(proposed_plan_block(&expand(text))),
         ModelStep::Shell {
             cmd,
             escalate,
@@ -158,11 +157,14 @@ fn message_frames(body: &mut String, index: usize, item_id: &str, text: &str) {
         json!({"output_index": index, "item": {"type": "message", "id": item_id,
             "role": "assistant", "status": "in_progress", "content": []}}),
     );
-    frame(
-        body,
-        "response.output_text.delta",
-        json!({"item_id": item_id, "output_index": index, "content_index": 0, "delta": text}),
-    );
+    // The chunking the fake app-server replays as `item/agentMessage/delta`s.
+    for chunk in stream_chunks(text) {
+        frame(
+            body,
+            "response.output_text.delta",
+            json!({"item_id": item_id, "output_index": index, "content_index": 0, "delta": chunk}),
+        );
+    }
     frame(
         body,
         "response.output_item.done",
