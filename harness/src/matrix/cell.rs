@@ -98,6 +98,15 @@ fn task_for(cell: &Cell) -> Result<Task> {
         .with_context(|| format!("case `{}`: invalid task", cell.id.case))
 }
 
+/// The existing files an external driver's command line names by absolute path.
+fn files_named_by(command: &str) -> Vec<PathBuf> {
+    command
+        .split_whitespace()
+        .map(PathBuf::from)
+        .filter(|word| word.is_absolute() && word.is_file())
+        .collect()
+}
+
 /// The scenario, and how to name it to the fake (`builtin:NAME` or a file in the cell folder).
 fn scenario_for(cell: &Cell, root: &Path) -> Result<(Scenario, String)> {
     let named = match (cell.runner.app_server, &cell.case.codex_scenario) {
@@ -248,6 +257,13 @@ async fn run_checked(cell: &Cell, options: &MatrixOptions, root: &Path) -> Resul
             (program, model_log, codex_runner::PreparedCodex::timeouts())
         }
     };
+    if matches!(cell.runner.driver, DriverKind::External) {
+        // The external driver runs inside the environment too: the files its command names
+        // must be visible there even below a folder the container's user cannot enter.
+        mounts
+            .readonly
+            .extend(files_named_by(&options.driver_command(cell)?));
+    }
     let launcher = crate::env::launcher(environment, &mounts)
         .with_context(|| format!("starting environment `{environment}`"))?;
     let config = DriverConfig {
