@@ -4,6 +4,7 @@
 pub mod cli;
 pub mod config;
 pub mod ids;
+pub mod line_reader;
 pub mod model_log;
 pub mod model_log_writer;
 pub mod output;

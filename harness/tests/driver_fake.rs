@@ -5,6 +5,7 @@
 use graders::events::{
     Body, CellId, Ending, Event, Item, Mode, Outcome, PolicyGeneration, RunEnded, Target,
 };
+use graders::verdict::{Verdict, VerdictKind};
 use harness::driver::{run_reference, AppServerProgram, DriverConfig, Timeouts};
 use harness::event_log::EventLog;
 use harness::launch::LaunchRequest;
@@ -170,6 +171,53 @@ async fn drive(
     }
 }
 
+/// [`drive`] with the current rules, no network and the usual timeouts.
+async fn drive_current(scenario: &str, task: Task, target: Target) -> Run {
+    drive(
+        scenario,
+        task,
+        target,
+        false,
+        PolicyGeneration::Current,
+        fake_timeouts(),
+    )
+    .await
+}
+
+/// A planning run in an external sandbox whose thread, saved under `saved_under`, is resumed by
+/// an app-server relaunched under the current rules.
+async fn relaunched_run(saved_under: PolicyGeneration) -> Run {
+    let mut task = Task::new(Mode::Planning, "Plan a small refactor.");
+    task.plan_reviews = vec![PlanReview::Approve];
+    task.relaunch = Some(Relaunch {
+        saved_under: Some(saved_under),
+        policy: Some(PolicyGeneration::Current),
+        prompt: "Continue.".into(),
+    });
+    drive_current("healthy", task, Target::ExternalSandbox).await
+}
+
+/// Grade the run (with its terminal event) as `suite`/`case`, asserting the verdict kind.
+fn assert_grade(run: &Run, suite: &str, case: &str, expected: VerdictKind) -> Verdict {
+    let grade = graders::grade::grade(suite, case, &with_terminal(run)).unwrap();
+    assert_eq!(grade.verdict, expected, "{suite}/{case}: {}", grade.reason);
+    grade
+}
+
+/// How many plan-write probe files exist in `workspace`.
+fn probe_files(workspace: &Path) -> usize {
+    std::fs::read_dir(workspace)
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .starts_with("plan-write-probe")
+        })
+        .count()
+}
+
 fn task_for(mode: Mode) -> (String, Task) {
     match mode {
         Mode::Planning => {
@@ -286,16 +334,7 @@ async fn the_driver_sends_what_the_policy_says(
             // The write was attempted and did not land.
             let attempted = run.bodies().any(|b| matches!(b, Body::ItemCompleted(e) if matches!(&e.item, Item::CommandExecution(c) if c.command.contains("plan-write-probe"))));
             assert!(attempted, "{combo}: the probe write was attempted");
-            let probes = std::fs::read_dir(&run.workspace)
-                .unwrap()
-                .filter(|e| {
-                    e.as_ref()
-                        .unwrap()
-                        .file_name()
-                        .to_string_lossy()
-                        .starts_with("plan-write-probe")
-                })
-                .count();
+            let probes = probe_files(&run.workspace);
             assert_eq!(probes, 0, "{combo}: planning wrote a file");
             assert!(run
                 .bodies()
@@ -331,22 +370,7 @@ async fn the_driver_sends_what_the_policy_says(
 /// app-server launched under the current rules (same launch identity), and a turn runs on it.
 #[tokio::test]
 async fn a_relaunch_under_changed_rules_resumes_the_saved_thread() {
-    let mut task = Task::new(Mode::Planning, "Plan a small refactor.");
-    task.plan_reviews = vec![PlanReview::Approve];
-    task.relaunch = Some(Relaunch {
-        saved_under: Some(PolicyGeneration::Legacy),
-        policy: Some(PolicyGeneration::Current),
-        prompt: "Continue.".into(),
-    });
-    let run = drive(
-        "healthy",
-        task,
-        Target::ExternalSandbox,
-        false,
-        PolicyGeneration::Current,
-        fake_timeouts(),
-    )
-    .await;
+    let run = relaunched_run(PolicyGeneration::Legacy).await;
     assert_eq!(run.ended.ending, Ending::Succeeded, "{:?}", run.ended);
 
     // Two app-server processes: the first starts a persisted thread, the second resumes it.
@@ -427,17 +451,11 @@ async fn a_relaunch_under_changed_rules_resumes_the_saved_thread() {
         Body::Diagnostic(d) if d.message.starts_with("launch-identity=")
             || d.message.starts_with("resume-thread=")
     )));
-    let grade = graders::grade::grade(
+    assert_grade(
+        &run,
         "launch-identity",
         "resume-after-profile-change",
-        &with_terminal(&run),
-    )
-    .unwrap();
-    assert_eq!(
-        grade.verdict,
-        graders::verdict::VerdictKind::Pass,
-        "{}",
-        grade.reason
+        VerdictKind::Pass,
     );
 
     // The driver's transcript holds exactly the messages of the fake's, over both processes.
@@ -462,35 +480,14 @@ async fn a_relaunch_under_changed_rules_resumes_the_saved_thread() {
 /// grader fails it: the run does not show identity stability across a rule change.
 #[tokio::test]
 async fn a_relaunch_under_unchanged_rules_is_not_a_pass() {
-    let mut task = Task::new(Mode::Planning, "Plan a small refactor.");
-    task.plan_reviews = vec![PlanReview::Approve];
-    task.relaunch = Some(Relaunch {
-        saved_under: Some(PolicyGeneration::Current),
-        policy: Some(PolicyGeneration::Current),
-        prompt: "Continue.".into(),
-    });
-    let run = drive(
-        "healthy",
-        task,
-        Target::ExternalSandbox,
-        false,
-        PolicyGeneration::Current,
-        fake_timeouts(),
-    )
-    .await;
+    let run = relaunched_run(PolicyGeneration::Current).await;
     assert_eq!(run.ended.ending, Ending::Succeeded, "{:?}", run.ended);
     assert_eq!(run.requests("thread/resume").len(), 1);
-    let grade = graders::grade::grade(
+    let grade = assert_grade(
+        &run,
         "launch-identity",
         "resume-after-profile-change",
-        &with_terminal(&run),
-    )
-    .unwrap();
-    assert_eq!(
-        grade.verdict,
-        graders::verdict::VerdictKind::Fail,
-        "{}",
-        grade.reason
+        VerdictKind::Fail,
     );
     assert!(
         grade.reason.contains("did not change the rules"),
@@ -508,15 +505,7 @@ async fn plan_revise_then_accept_runs_three_turns() {
         },
         PlanReview::Approve,
     ];
-    let run = drive(
-        "plan-revise-accept",
-        task,
-        Target::Local,
-        false,
-        PolicyGeneration::Current,
-        fake_timeouts(),
-    )
-    .await;
+    let run = drive_current("plan-revise-accept", task, Target::Local).await;
     assert_eq!(run.ended.ending, Ending::Succeeded, "{:?}", run.ended);
     let modes: Vec<Option<&str>> = run
         .requests("turn/start")
@@ -538,17 +527,11 @@ async fn plan_revise_then_accept_runs_three_turns() {
         })
         .collect();
     assert_eq!(decisions, ["revise", "accept"]);
-    let grade = graders::grade::grade(
+    assert_grade(
+        &run,
         "core-compatibility",
         "plan-revise-accept",
-        &with_terminal(&run),
-    )
-    .unwrap();
-    assert_eq!(
-        grade.verdict,
-        graders::verdict::VerdictKind::Pass,
-        "{}",
-        grade.reason
+        VerdictKind::Pass,
     );
 }
 
@@ -556,15 +539,7 @@ async fn plan_revise_then_accept_runs_three_turns() {
 async fn ask_with_an_answer_continues_and_finishes() {
     let mut task = Task::new(Mode::Ask, "Which branch?");
     task.answers = vec!["Use main.".into()];
-    let run = drive(
-        "ask-question",
-        task,
-        Target::Local,
-        false,
-        PolicyGeneration::Current,
-        fake_timeouts(),
-    )
-    .await;
+    let run = drive_current("ask-question", task, Target::Local).await;
     assert_eq!(run.ended.ending, Ending::Succeeded, "{:?}", run.ended);
     let turns = run.requests("turn/start");
     assert_eq!(turns.len(), 2);
@@ -590,15 +565,7 @@ fn with_terminal(run: &Run) -> Vec<Event> {
 #[case::external(Target::ExternalSandbox)]
 #[tokio::test]
 async fn a_definite_startup_rejection_ends_at_once_with_retry_offered(#[case] target: Target) {
-    let run = drive(
-        "startup-rejected",
-        Task::new(Mode::Standard, "hi"),
-        target,
-        false,
-        PolicyGeneration::Current,
-        fake_timeouts(),
-    )
-    .await;
+    let run = drive_current("startup-rejected", Task::new(Mode::Standard, "hi"), target).await;
     assert_eq!(run.ended.ending, Ending::FailedPermanently);
     assert!(run.ended.retry_offered);
     assert_eq!(
@@ -627,15 +594,7 @@ fn transient_scenario(dir: &Path) -> String {
 async fn a_transient_local_failure_is_retried_with_fresh_processes_then_exhausted() {
     let dir = tempfile::tempdir().unwrap();
     let scenario = transient_scenario(dir.path());
-    let run = drive(
-        &scenario,
-        Task::new(Mode::Standard, "hi"),
-        Target::Local,
-        false,
-        PolicyGeneration::Current,
-        fake_timeouts(),
-    )
-    .await;
+    let run = drive_current(&scenario, Task::new(Mode::Standard, "hi"), Target::Local).await;
     assert_eq!(
         run.ended.ending,
         Ending::RetriesExhausted,
@@ -657,17 +616,11 @@ async fn a_transient_local_failure_is_retried_with_fresh_processes_then_exhauste
         .collect();
     assert_eq!(opens, 3);
     assert_eq!(rejections, [1, 2, 3]);
-    let grade = graders::grade::grade(
+    assert_grade(
+        &run,
         "startup-rejection",
         "transient-startup-failure",
-        &with_terminal(&run),
-    )
-    .unwrap();
-    assert_eq!(
-        grade.verdict,
-        graders::verdict::VerdictKind::Pass,
-        "{}",
-        grade.reason
+        VerdictKind::Pass,
     );
 }
 
@@ -675,13 +628,10 @@ async fn a_transient_local_failure_is_retried_with_fresh_processes_then_exhauste
 async fn the_same_failure_inside_an_external_sandbox_is_definite() {
     let dir = tempfile::tempdir().unwrap();
     let scenario = transient_scenario(dir.path());
-    let run = drive(
+    let run = drive_current(
         &scenario,
         Task::new(Mode::Planning, "hi"),
         Target::ExternalSandbox,
-        false,
-        PolicyGeneration::Current,
-        fake_timeouts(),
     )
     .await;
     assert_eq!(run.ended.ending, Ending::FailedPermanently);
@@ -725,13 +675,10 @@ async fn transport_faults_are_classified(#[case] scenario: &str, #[case] expecte
 
 #[tokio::test]
 async fn a_failed_turn_ends_the_run_with_the_providers_message() {
-    let run = drive(
+    let run = drive_current(
         "turn-failed",
         Task::new(Mode::Standard, "work"),
         Target::Local,
-        false,
-        PolicyGeneration::Current,
-        fake_timeouts(),
     )
     .await;
     assert_eq!(run.ended.ending, Ending::FailedPermanently);
@@ -765,13 +712,10 @@ steps = [
 "#,
     )
     .unwrap();
-    let run = drive(
+    let run = drive_current(
         &path.display().to_string(),
         Task::new(Mode::Ask, "go"),
         Target::Local,
-        false,
-        PolicyGeneration::Current,
-        fake_timeouts(),
     )
     .await;
     assert_eq!(run.ended.ending, Ending::Succeeded, "{:?}", run.ended);
@@ -787,15 +731,6 @@ steps = [
     let approvals = run.answers_to("item/commandExecution/requestApproval");
     assert_eq!(approvals.len(), 1);
     assert_eq!(approvals[0]["result"]["decision"], "decline");
-    let probes = std::fs::read_dir(&run.workspace)
-        .unwrap()
-        .filter(|e| {
-            e.as_ref()
-                .unwrap()
-                .file_name()
-                .to_string_lossy()
-                .starts_with("plan-write-probe")
-        })
-        .count();
+    let probes = probe_files(&run.workspace);
     assert_eq!(probes, 0);
 }

@@ -2,9 +2,10 @@
 //! scenario), validates against the JSON Schema the pinned real Codex generates at test time.
 //! A failure names the scenario, the message and the schema path.
 
+use fake_app_server::line_reader::forward_lines;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::Receiver;
@@ -138,19 +139,8 @@ impl Session {
             .expect("spawning harness fake-app-server");
         let stdout = child.stdout.take().unwrap();
         let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let mut reader = BufReader::new(stdout);
-            loop {
-                let mut line = String::new();
-                match reader.read_line(&mut line) {
-                    Ok(0) | Err(_) => break,
-                    Ok(_) => {
-                        if tx.send(line.trim_end().to_string()).is_err() {
-                            break;
-                        }
-                    }
-                }
-            }
+        forward_lines(stdout, move |line| {
+            tx.send(line.trim_end().to_string()).is_ok()
         });
         Session {
             stdin: child.stdin.take(),

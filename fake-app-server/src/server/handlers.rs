@@ -1,6 +1,6 @@
 //! One handler per client method, answering like Codex 0.169.0.
 
-use super::state::{ActiveTurn, ThreadState, TurnSignal};
+use super::state::{ActiveTurn, State, ThreadState, TurnSignal};
 use super::turn::{self, TurnPlan};
 use super::{Reply, Shared};
 use crate::protocol::shapes::{self, ThreadSettingsView};
@@ -632,6 +632,22 @@ fn turn_start(shared: &Arc<Shared>, params: Option<&Value>) -> Reply {
     run().unwrap_or_else(Reply::err)
 }
 
+/// The turn running on `thread_id`, which the client wants to `action` (steer, interrupt).
+fn active_turn<'a>(
+    state: &'a State,
+    thread_id: &str,
+    action: &str,
+) -> Result<&'a ActiveTurn, RpcError> {
+    let thread = state
+        .threads
+        .get(thread_id)
+        .ok_or_else(|| RpcError::invalid(format!("thread not found: {thread_id}")))?;
+    thread
+        .active
+        .as_ref()
+        .ok_or_else(|| RpcError::invalid(format!("no active turn to {action}")))
+}
+
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct TurnSteerParams {
@@ -645,14 +661,7 @@ fn turn_steer(shared: &Arc<Shared>, params: Option<&Value>) -> Result<Value, Rpc
     require_initialized(shared)?;
     check_thread_id(&params.thread_id)?;
     let state = shared.state();
-    let thread = state
-        .threads
-        .get(&params.thread_id)
-        .ok_or_else(|| RpcError::invalid(format!("thread not found: {}", params.thread_id)))?;
-    let active = thread
-        .active
-        .as_ref()
-        .ok_or_else(|| RpcError::invalid("no active turn to steer"))?;
+    let active = active_turn(&state, &params.thread_id, "steer")?;
     if active.id != params.expected_turn_id {
         return Err(RpcError::invalid(format!(
             "expected active turn id `{}` but found `{}`",
@@ -675,14 +684,7 @@ fn turn_interrupt(shared: &Arc<Shared>, params: Option<&Value>) -> Result<Value,
     require_initialized(shared)?;
     check_thread_id(&params.thread_id)?;
     let state = shared.state();
-    let thread = state
-        .threads
-        .get(&params.thread_id)
-        .ok_or_else(|| RpcError::invalid(format!("thread not found: {}", params.thread_id)))?;
-    let active = thread
-        .active
-        .as_ref()
-        .ok_or_else(|| RpcError::invalid("no active turn to interrupt"))?;
+    let active = active_turn(&state, &params.thread_id, "interrupt")?;
     if active.id != params.turn_id {
         return Err(RpcError::invalid(format!(
             "expected active turn id {} but found {}",

@@ -8,6 +8,7 @@ use crate::model_log::ModelLogEntry;
 use crate::model_log_writer::exec_output_text;
 use crate::protocol::shapes::{self, CommandView, DynamicToolView};
 use crate::sandbox::policy::{ExecPolicy, Permissions};
+use crate::sandbox::ExecResult;
 use crate::scenario::model::{
     classify_write_outcome, find_marker, plan_item_text, stream_chunks, ModelStep, PlanStepSpec,
     TemplateContext,
@@ -105,8 +106,7 @@ impl TurnRun {
         let user_item = shapes::user_message_item(&user_id, &self.plan.input, now, None);
         self.send(shapes::item_started(user_item, &thread_id, &turn_id, now));
         let user_done = shapes::user_message_item(&user_id, &self.plan.input, now, Some(now));
-        self.items.push(user_done.clone());
-        self.send(shapes::item_completed(user_done, &thread_id, &turn_id, now));
+        self.complete_item(user_done, now);
 
         let script = self.plan.script.clone();
         let mut status = "completed";
@@ -315,55 +315,57 @@ impl TurnRun {
     /// `item/agentMessage/delta` per chunk the model streamed, then `item/completed` with the
     /// whole text.
     fn message(&mut self, text: &str) {
-        let (thread_id, turn_id) = (self.plan.thread_id.clone(), self.plan.turn_id.clone());
         let id = ids::message_id();
-        let now = shapes::now_ms();
-        self.send(shapes::item_started(
-            shapes::agent_message_item(&id, "", now, None),
-            &thread_id,
-            &turn_id,
-            now,
-        ));
-        for chunk in stream_chunks(text) {
-            self.send(shapes::notification(
-                "item/agentMessage/delta",
-                json!({"threadId": thread_id, "turnId": turn_id, "itemId": id, "delta": chunk}),
-            ));
-        }
-        let completed = shapes::now_ms();
-        let done = shapes::agent_message_item(&id, text, now, Some(completed));
-        self.items.push(done.clone());
-        self.send(shapes::item_completed(
-            done, &thread_id, &turn_id, completed,
-        ));
+        self.streamed_item(
+            &id,
+            text,
+            shapes::agent_message_item,
+            "item/agentMessage/delta",
+        );
     }
 
     /// A `<proposed_plan>` block: Codex streams the block's body as `item/plan/delta`s (one per
     /// chunk) into a `plan` item, and a message holding nothing but the block yields no
     /// agentMessage item.
     fn plan_item(&mut self, plan: &str) {
-        let (thread_id, turn_id) = (self.plan.thread_id.clone(), self.plan.turn_id.clone());
-        let id = format!("{turn_id}-plan");
+        let id = format!("{}-plan", self.plan.turn_id);
         let text = plan_item_text(plan);
+        self.streamed_item(&id, &text, shapes::plan_item, "item/plan/delta");
+    }
+
+    /// A streamed text item: `item/started` with an empty text, one `delta_method`
+    /// notification per chunk the model streamed, then `item/completed` with the whole text.
+    fn streamed_item(
+        &mut self,
+        id: &str,
+        text: &str,
+        item: fn(&str, &str, u64, Option<u64>) -> Value,
+        delta_method: &str,
+    ) {
+        let (thread_id, turn_id) = (self.plan.thread_id.clone(), self.plan.turn_id.clone());
         let now = shapes::now_ms();
         self.send(shapes::item_started(
-            shapes::plan_item(&id, "", now, None),
+            item(id, "", now, None),
             &thread_id,
             &turn_id,
             now,
         ));
-        for chunk in stream_chunks(&text) {
+        for chunk in stream_chunks(text) {
             self.send(shapes::notification(
-                "item/plan/delta",
+                delta_method,
                 json!({"threadId": thread_id, "turnId": turn_id, "itemId": id, "delta": chunk}),
             ));
         }
         let completed = shapes::now_ms();
-        let done = shapes::plan_item(&id, &text, now, Some(completed));
-        self.items.push(done.clone());
-        self.send(shapes::item_completed(
-            done, &thread_id, &turn_id, completed,
-        ));
+        self.complete_item(item(id, text, now, Some(completed)), completed);
+    }
+
+    /// Record a finished item in the turn and announce it with `item/completed`.
+    fn complete_item(&mut self, done: Value, completed: u64) {
+        let (thread_id, turn_id) = self.ids();
+        let message = shapes::item_completed(done.clone(), thread_id, turn_id, completed);
+        self.items.push(done);
+        self.send(message);
     }
 
     fn plan_update(&mut self, explanation: Option<&str>, steps: &[PlanStepSpec]) {
@@ -445,24 +447,32 @@ impl TurnRun {
                 &turn_id,
                 started,
             ));
-            let completed = shapes::now_ms();
-            let done = shapes::command_item(&CommandView {
-                status: if result.exit_code == 0 {
-                    "completed"
-                } else {
-                    "failed"
-                },
-                aggregated_output: Some(&result.aggregated),
-                exit_code: Some(result.exit_code),
-                duration_ms: Some(result.duration.as_millis() as u64),
-                completed: Some(completed),
-                ..view
-            });
-            self.items.push(done.clone());
-            self.send(shapes::item_completed(
-                done, &thread_id, &turn_id, completed,
-            ));
+            self.complete_command(view, &result);
         }
+        self.log_exec_output(call_id, &result);
+        Flow::Continue
+    }
+
+    /// The command item ends `completed` or `failed` by its exit code, with its output.
+    fn complete_command(&mut self, view: CommandView, result: &ExecResult) {
+        let completed = shapes::now_ms();
+        let done = shapes::command_item(&CommandView {
+            status: if result.exit_code == 0 {
+                "completed"
+            } else {
+                "failed"
+            },
+            aggregated_output: Some(&result.aggregated),
+            exit_code: Some(result.exit_code),
+            duration_ms: Some(result.duration.as_millis() as u64),
+            completed: Some(completed),
+            ..view
+        });
+        self.complete_item(done, completed);
+    }
+
+    /// What the model gets back from a command that ran.
+    fn log_exec_output(&self, call_id: String, result: &ExecResult) {
         self.log(ModelLogEntry::ToolOutput {
             call_id,
             output: exec_output_text(
@@ -472,7 +482,6 @@ impl TurnRun {
                 &result.aggregated,
             ),
         });
-        Flow::Continue
     }
 
     fn escalated_shell(
@@ -540,13 +549,7 @@ impl TurnRun {
                 completed: Some(shapes::now_ms()),
                 ..view.clone_view()
             });
-            this.items.push(done.clone());
-            this.send(shapes::item_completed(
-                done,
-                &thread_id,
-                &turn_id,
-                shapes::now_ms(),
-            ));
+            this.complete_item(done, shapes::now_ms());
         };
         match decision.as_str() {
             "accept" | "acceptForSession" | "acceptWithExecpolicyAmendment" => {
@@ -557,32 +560,8 @@ impl TurnRun {
                 self.template.write_outcome = Some(
                     classify_write_outcome(result.exit_code.into(), &result.aggregated).to_string(),
                 );
-                let completed = shapes::now_ms();
-                let done = shapes::command_item(&CommandView {
-                    status: if result.exit_code == 0 {
-                        "completed"
-                    } else {
-                        "failed"
-                    },
-                    aggregated_output: Some(&result.aggregated),
-                    exit_code: Some(result.exit_code),
-                    duration_ms: Some(result.duration.as_millis() as u64),
-                    completed: Some(completed),
-                    ..view.clone_view()
-                });
-                self.items.push(done.clone());
-                self.send(shapes::item_completed(
-                    done, &thread_id, &turn_id, completed,
-                ));
-                self.log(ModelLogEntry::ToolOutput {
-                    call_id,
-                    output: exec_output_text(
-                        &ids::chunk_id(),
-                        result.duration,
-                        result.exit_code,
-                        &result.aggregated,
-                    ),
-                });
+                self.complete_command(view.clone_view(), &result);
+                self.log_exec_output(call_id, &result);
                 Flow::Continue
             }
             "decline" => {
@@ -672,10 +651,7 @@ impl TurnRun {
             completed: Some(completed),
             ..view
         });
-        self.items.push(done.clone());
-        self.send(shapes::item_completed(
-            done, &thread_id, &turn_id, completed,
-        ));
+        self.complete_item(done, completed);
         self.log(ModelLogEntry::ToolOutput { call_id, output });
         Flow::Continue
     }

@@ -1,8 +1,9 @@
 //! A scripted JSON-RPC client for the fake, with a bound on every wait.
 #![allow(dead_code)]
 
+use fake_app_server::line_reader::forward_lines;
 use serde_json::{json, Value};
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
@@ -47,23 +48,12 @@ impl Client {
         let mut child = command.spawn().expect("spawning the fake");
         let stdout = child.stdout.take().unwrap();
         let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let mut reader = BufReader::new(stdout);
-            loop {
-                let mut line = String::new();
-                match reader.read_line(&mut line) {
-                    Ok(0) | Err(_) => break,
-                    Ok(_) => {
-                        let text = line.trim_end().to_string();
-                        let parsed = serde_json::from_str(&text)
-                            .map(Line::Json)
-                            .unwrap_or(Line::Raw(text));
-                        if tx.send(parsed).is_err() {
-                            break;
-                        }
-                    }
-                }
-            }
+        forward_lines(stdout, move |line| {
+            let text = line.trim_end().to_string();
+            let parsed = serde_json::from_str(&text)
+                .map(Line::Json)
+                .unwrap_or(Line::Raw(text));
+            tx.send(parsed).is_ok()
         });
         Client {
             stdin: child.stdin.take(),

@@ -6,7 +6,7 @@
 use super::attempts::ProbeAttempts;
 use super::session::SessionWatch;
 use super::{fail, Grader, Terminal};
-use crate::events::{Body, Ending, Item, Kind, Outcome, ResultProposed};
+use crate::events::{Body, Item, Kind, Outcome, ResultProposed};
 use crate::verdict::{EvidenceRef, Verdict, VerdictKind};
 
 #[derive(Debug, Default)]
@@ -96,12 +96,10 @@ impl Grader for AskQuestion {
                 vec![result_ev],
             );
         }
-        if terminal.ended.ending != Ending::Succeeded {
-            return fail(
-                "run-succeeded",
-                format!("the run ended {}", terminal.ending_name()),
-                vec![result_ev, terminal.evidence()],
-            );
+        if let Some(failed) =
+            terminal.fail_unless_succeeded(|| vec![result_ev.clone(), terminal.evidence()])
+        {
+            return failed;
         }
         let workspace = match self.attempts.workspace_evidence {
             Some(ws) => EvidenceRef::at(ws, "workspace evidence: no probe file exists"),

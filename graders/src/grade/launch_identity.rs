@@ -24,7 +24,7 @@
 use super::launch_config::LaunchConfig;
 use super::session::SessionWatch;
 use super::{fail, Grader, Terminal};
-use crate::events::{Body, Ending, Kind, PolicyGeneration, SessionRelaunched};
+use crate::events::{Body, Kind, PolicyGeneration, SessionRelaunched};
 use crate::verdict::{EvidenceRef, Verdict, VerdictKind};
 
 /// The first launch, from `run.started`.
@@ -229,12 +229,8 @@ impl Grader for LaunchIdentity {
                 evidence,
             );
         };
-        if terminal.ended.ending != Ending::Succeeded {
-            return fail(
-                "run-succeeded",
-                format!("the run ended {}", terminal.ending_name()),
-                vec![terminal.evidence()],
-            );
+        if let Some(failed) = terminal.fail_unless_succeeded(|| vec![terminal.evidence()]) {
+            return failed;
         }
         Verdict::new(
             VerdictKind::Pass,

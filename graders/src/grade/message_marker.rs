@@ -8,7 +8,7 @@
 
 use super::session::SessionWatch;
 use super::{fail, Grader, Terminal};
-use crate::events::{Body, Ending, Item, Kind};
+use crate::events::{Body, Item, Kind};
 use crate::verdict::{EvidenceRef, Verdict, VerdictKind};
 
 pub(crate) const MARKER_PREFIX: &str = "MARKER-";
@@ -97,12 +97,8 @@ impl Grader for MessageMarker {
                 evidence,
             );
         };
-        if terminal.ended.ending != Ending::Succeeded {
-            return fail(
-                "run-succeeded",
-                format!("the run ended {}", terminal.ending_name()),
-                vec![terminal.evidence()],
-            );
+        if let Some(failed) = terminal.fail_unless_succeeded(|| vec![terminal.evidence()]) {
+            return failed;
         }
         Verdict::new(
             VerdictKind::Pass,

@@ -75,6 +75,21 @@ impl Terminal {
     pub fn ending_name(&self) -> &'static str {
         ending_name(self.ended.ending)
     }
+
+    /// The `run-succeeded` check: a failing verdict citing `evidence` unless the run ended
+    /// succeeded.
+    pub fn fail_unless_succeeded(
+        &self,
+        evidence: impl FnOnce() -> Vec<EvidenceRef>,
+    ) -> Option<Verdict> {
+        (self.ended.ending != Ending::Succeeded).then(|| {
+            fail(
+                "run-succeeded",
+                format!("the run ended {}", self.ending_name()),
+                evidence(),
+            )
+        })
+    }
 }
 
 pub(crate) fn ending_name(ending: Ending) -> &'static str {

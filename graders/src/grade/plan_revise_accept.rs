@@ -8,7 +8,7 @@
 
 use super::session::SessionWatch;
 use super::{fail, Grader, Terminal};
-use crate::events::{ApprovalKind, Body, Ending, Item, Kind, Outcome};
+use crate::events::{ApprovalKind, Body, Item, Kind, Outcome};
 use crate::verdict::{EvidenceRef, Verdict};
 use std::collections::HashSet;
 
@@ -95,12 +95,8 @@ impl Grader for PlanReviseAccept {
             return fail(missing, format!("no `{missing}` step{after}"), evidence);
         }
         evidence.push(terminal.evidence());
-        if terminal.ended.ending != Ending::Succeeded {
-            return fail(
-                "run-succeeded",
-                format!("the run ended {}", terminal.ending_name()),
-                evidence,
-            );
+        if let Some(failed) = terminal.fail_unless_succeeded(|| evidence.clone()) {
+            return failed;
         }
         Verdict::new(
             crate::verdict::VerdictKind::Pass,

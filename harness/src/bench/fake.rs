@@ -3,6 +3,7 @@
 //! second on one connection to the fake.
 
 use anyhow::{bail, Context, Result};
+use fake_app_server::line_reader::forward_lines;
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -155,6 +156,24 @@ impl RunDirs {
         std::fs::create_dir_all(&tmp)?;
         Ok(Self { home, tmp })
     }
+
+    /// The app-server runs in `workspace` with only PATH and this run's private directories in
+    /// its environment, speaking on piped stdio.
+    fn isolate(&self, command: &mut Command, workspace: &Path) {
+        command
+            .env_clear()
+            .env(
+                "PATH",
+                std::env::var_os("PATH").unwrap_or_else(|| "/usr/bin:/bin".into()),
+            )
+            .env("HOME", &self.home)
+            .env("CODEX_HOME", &self.home)
+            .env("TMPDIR", &self.tmp)
+            .current_dir(workspace)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+    }
 }
 
 struct Connection {
@@ -165,37 +184,12 @@ struct Connection {
 
 impl Connection {
     fn spawn(mut command: Command, workspace: &Path, dirs: &RunDirs) -> Result<Self> {
-        command
-            .env_clear()
-            .env(
-                "PATH",
-                std::env::var_os("PATH").unwrap_or_else(|| "/usr/bin:/bin".into()),
-            )
-            .env("HOME", &dirs.home)
-            .env("CODEX_HOME", &dirs.home)
-            .env("TMPDIR", &dirs.tmp)
-            .current_dir(workspace)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null());
+        dirs.isolate(&mut command, workspace);
         let mut child = command.spawn().context("spawning the app-server")?;
         let stdin = child.stdin.take().context("stdin")?;
         let stdout: ChildStdout = child.stdout.take().context("stdout")?;
         let (tx, rx) = std::sync::mpsc::sync_channel(4096);
-        std::thread::spawn(move || {
-            let mut reader = BufReader::new(stdout);
-            loop {
-                let mut line = String::new();
-                match reader.read_line(&mut line) {
-                    Ok(0) | Err(_) => break,
-                    Ok(_) => {
-                        if tx.send(line).is_err() {
-                            break;
-                        }
-                    }
-                }
-            }
-        });
+        forward_lines(stdout, move |line| tx.send(line).is_ok());
         Ok(Self {
             child,
             stdin,
@@ -262,20 +256,8 @@ fn startup_ms(command: Command, workspace: &Path, dirs: &RunDirs) -> Result<f64>
 
 fn round_trips(harness: &Path, workspace: &Path, dirs: &RunDirs, count: usize) -> Result<f64> {
     let mut command = Command::new(harness);
-    command
-        .args(["fake-app-server", "app-server"])
-        .env_clear()
-        .env(
-            "PATH",
-            std::env::var_os("PATH").unwrap_or_else(|| "/usr/bin:/bin".into()),
-        )
-        .env("HOME", &dirs.home)
-        .env("CODEX_HOME", &dirs.home)
-        .env("TMPDIR", &dirs.tmp)
-        .current_dir(workspace)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null());
+    command.args(["fake-app-server", "app-server"]);
+    dirs.isolate(&mut command, workspace);
     let mut child = command.spawn().context("spawning the fake")?;
     let mut stdin = child.stdin.take().context("stdin")?;
     let mut stdout = BufReader::new(child.stdout.take().context("stdout")?);

@@ -8,13 +8,17 @@ pub struct Args {
     /// The failure to reproduce.
     #[arg(value_enum)]
     pub failure: Failure,
-    /// Keep the scratch folder and the runc bundles, and print the commands to rerun them.
+    /// Keep the runc bundles, and print the commands to rerun them.
     #[arg(long)]
     pub keep: bool,
     /// Launch with network access disabled (then every sandboxed command needs a new network
     /// namespace, and in `daytona` even the fixed profile's write never runs).
     #[arg(long)]
     pub network_disabled: bool,
+    /// Evidence goes to `OUT/<cell>/` (default: `$HARNESS_OUT_DIR/repro-NAME`, else
+    /// `target/conformance/repro-NAME`).
+    #[arg(long)]
+    pub out: Option<std::path::PathBuf>,
 }
 
 pub fn main(args: Args) -> ExitCode {
@@ -32,18 +36,20 @@ pub fn main(args: Args) -> ExitCode {
     let options = Options {
         keep: args.keep,
         network_disabled: args.network_disabled,
+        out_root: args.out,
     };
     match runtime.block_on(repro::run(args.failure, &options)) {
         Ok(report) => {
             print!("{}", repro::render(&report));
-            if repro::reproduced(&report) {
-                ExitCode::SUCCESS
-            } else {
-                eprintln!(
-                    "harness repro {}: the failure did NOT reproduce as expected",
-                    args.failure.name()
-                );
-                ExitCode::from(1)
+            match repro::reproduced(&report) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(problems) => {
+                    eprintln!(
+                        "harness repro {}: the failure did NOT reproduce as expected: {problems}",
+                        args.failure.name()
+                    );
+                    ExitCode::from(1)
+                }
             }
         }
         Err(err) => {

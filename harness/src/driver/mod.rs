@@ -135,6 +135,21 @@ pub(crate) fn emit(log: &mut EventLog, body: Body) -> Result<(), Stop> {
     })
 }
 
+/// An approval request (`request_id`) was settled as `decision`.
+pub(crate) fn emit_resolved(
+    log: &mut EventLog,
+    request_id: String,
+    decision: &str,
+) -> Result<(), Stop> {
+    emit(
+        log,
+        Body::ApprovalResolved(ApprovalResolved {
+            request_id,
+            decision: decision.into(),
+        }),
+    )
+}
+
 fn succeeded() -> RunEnded {
     RunEnded {
         ending: Ending::Succeeded,
@@ -470,13 +485,7 @@ async fn run_turns(
                     return Ok(succeeded());
                 }
             };
-            emit(
-                log,
-                Body::ApprovalResolved(ApprovalResolved {
-                    request_id,
-                    decision: decision.into(),
-                }),
-            )?;
+            emit_resolved(log, request_id, decision)?;
             // A plan under review is not a final result, whatever the turn reported.
             state.results.reset();
             next = Some(following);

@@ -4,13 +4,13 @@
 
 use super::session::Session;
 use super::tools::{ToolDecision, ToolResults};
-use super::{emit, items, stop, transport_stop, DriverConfig, Stop};
+use super::{emit, emit_resolved, items, stop, transport_stop, DriverConfig, Stop};
 use crate::event_log::EventLog;
 use crate::launch::{LaunchPlan, TurnParams};
-use crate::rpc::{excerpt, Incoming};
+use crate::rpc::{excerpt, Incoming, RpcClient};
 use graders::events::{
-    ApprovalKind, ApprovalRequested, ApprovalResolved, Body, Diagnostic, Ending, ItemEvent, Level,
-    Mode, PlanStep, PlanUpdated, ResultProposed, Target, TurnCompleted, TurnStarted, TurnSubmitted,
+    ApprovalKind, ApprovalRequested, Body, Diagnostic, Ending, ItemEvent, Level, Mode, PlanStep,
+    PlanUpdated, ResultProposed, Target, TurnCompleted, TurnStarted, TurnSubmitted,
 };
 use serde_json::{json, Value};
 use std::collections::VecDeque;
@@ -343,27 +343,15 @@ async fn on_request(
                 ApprovalKind::FileChange
             };
             let decision = if approve { "accept" } else { "decline" };
-            emit(
-                log,
-                Body::ApprovalRequested(ApprovalRequested {
-                    request_id: request_id.clone(),
-                    kind,
-                    item_id: params["itemId"].as_str().map(String::from),
-                    command: params["command"].as_str().map(String::from),
-                    reason: params["reason"].as_str().map(String::from),
-                }),
-            )?;
-            client
-                .respond(id, json!({"decision": decision}))
-                .await
-                .map_err(|e| transport_stop(&e))?;
-            emit(
-                log,
-                Body::ApprovalResolved(ApprovalResolved {
-                    request_id,
-                    decision: decision.into(),
-                }),
-            )?;
+            let request = ApprovalRequested {
+                request_id,
+                kind,
+                item_id: params["itemId"].as_str().map(String::from),
+                command: params["command"].as_str().map(String::from),
+                reason: params["reason"].as_str().map(String::from),
+            };
+            let answer = json!({"decision": decision});
+            answer_approval(client, log, id, request, answer, decision).await?;
         }
         "execCommandApproval" | "applyPatchApproval" => {
             let kind = if method == "execCommandApproval" {
@@ -379,51 +367,27 @@ async fn on_request(
                     .collect::<Vec<_>>()
                     .join(" ")
             });
-            emit(
-                log,
-                Body::ApprovalRequested(ApprovalRequested {
-                    request_id: request_id.clone(),
-                    kind,
-                    item_id: params["callId"].as_str().map(String::from),
-                    command,
-                    reason: params["reason"].as_str().map(String::from),
-                }),
-            )?;
-            client
-                .respond(id, json!({"decision": decision}))
-                .await
-                .map_err(|e| transport_stop(&e))?;
-            emit(
-                log,
-                Body::ApprovalResolved(ApprovalResolved {
-                    request_id,
-                    decision: decision.into(),
-                }),
-            )?;
+            let request = ApprovalRequested {
+                request_id,
+                kind,
+                item_id: params["callId"].as_str().map(String::from),
+                command,
+                reason: params["reason"].as_str().map(String::from),
+            };
+            let answer = json!({"decision": decision});
+            answer_approval(client, log, id, request, answer, decision).await?;
         }
         "item/permissions/requestApproval" => {
             // Widening a profile mid-run is never granted: the launch policy is the whole grant.
-            emit(
-                log,
-                Body::ApprovalRequested(ApprovalRequested {
-                    request_id: request_id.clone(),
-                    kind: ApprovalKind::Permissions,
-                    item_id: params["itemId"].as_str().map(String::from),
-                    command: None,
-                    reason: params["reason"].as_str().map(String::from),
-                }),
-            )?;
-            client
-                .respond(id, json!({"permissions": {}, "scope": "turn"}))
-                .await
-                .map_err(|e| transport_stop(&e))?;
-            emit(
-                log,
-                Body::ApprovalResolved(ApprovalResolved {
-                    request_id,
-                    decision: "decline".into(),
-                }),
-            )?;
+            let request = ApprovalRequested {
+                request_id,
+                kind: ApprovalKind::Permissions,
+                item_id: params["itemId"].as_str().map(String::from),
+                command: None,
+                reason: params["reason"].as_str().map(String::from),
+            };
+            let answer = json!({"permissions": {}, "scope": "turn"});
+            answer_approval(client, log, id, request, answer, "decline").await?;
         }
         "item/tool/requestUserInput" => match state.answers.pop_front() {
             Some(answer) => {
@@ -471,6 +435,25 @@ async fn on_request(
         }
     }
     Ok(())
+}
+
+/// An approval request, as events around the client's answer: requested, answered on the
+/// wire with `answer`, resolved as `decision`.
+async fn answer_approval(
+    client: &mut RpcClient,
+    log: &mut EventLog,
+    id: &Value,
+    request: ApprovalRequested,
+    answer: Value,
+    decision: &str,
+) -> Result<(), Stop> {
+    let request_id = request.request_id.clone();
+    emit(log, Body::ApprovalRequested(request))?;
+    client
+        .respond(id, answer)
+        .await
+        .map_err(|e| transport_stop(&e))?;
+    emit_resolved(log, request_id, decision)
 }
 
 fn tool_answer(text: &str, success: bool) -> Value {

@@ -23,8 +23,11 @@ pub struct RuncLauncher {
     mounts: EnvMounts,
     keep_bundles: bool,
     /// `(container id, bundle)` of every process prepared, for users who rerun them by hand.
-    prepared: std::sync::Arc<std::sync::Mutex<Vec<(String, PathBuf)>>>,
+    prepared: PreparedList,
 }
+
+/// `(container id, bundle)` of every process a launcher prepared, shared with its creator.
+pub type PreparedList = std::sync::Arc<std::sync::Mutex<Vec<(String, PathBuf)>>>;
 
 impl RuncLauncher {
     pub fn new(env: EnvSpec, mounts: EnvMounts) -> Result<Self> {
@@ -41,9 +44,11 @@ impl RuncLauncher {
         })
     }
 
-    /// Leave each bundle folder behind after the run (for `harness repro --keep`).
-    pub fn keeping_bundles(mut self) -> Self {
+    /// Leave each bundle folder behind after the run and list it in `into` (for
+    /// `harness repro --keep`, which prints how to rerun them).
+    pub fn keeping_bundles(mut self, into: PreparedList) -> Self {
         self.keep_bundles = true;
+        self.prepared = into;
         self
     }
 

@@ -264,7 +264,8 @@ async fn run_checked(cell: &Cell, options: &MatrixOptions, root: &Path) -> Resul
             .readonly
             .extend(files_named_by(&options.driver_command(cell)?));
     }
-    let launcher = crate::env::launcher(environment, &mounts)
+    let launcher = options
+        .launcher(environment, &mounts)
         .with_context(|| format!("starting environment `{environment}`"))?;
     let config = DriverConfig {
         cell: cell.id.clone(),

@@ -35,6 +35,8 @@ pub struct MatrixOptions {
     pub repo_root: Option<PathBuf>,
     /// `CI=true`: a cell that cannot run here is a failure, not an ignore.
     pub ci: bool,
+    /// Keep every runc bundle after its run and list it here (`harness repro --keep`).
+    pub kept_bundles: Option<crate::env::runc::PreparedList>,
     probes: Arc<Mutex<HashMap<String, Result<(), String>>>>,
 }
 
@@ -50,6 +52,7 @@ impl MatrixOptions {
             driver_cmd: None,
             repo_root: paths::repo_root(),
             ci: std::env::var("CI").as_deref() == Ok("true"),
+            kept_bundles: None,
             probes: Arc::default(),
         })
     }
@@ -88,6 +91,26 @@ impl MatrixOptions {
             bail!("the external driver's program `{program}` is not installed or does not exist");
         }
         Ok(command)
+    }
+
+    /// The launcher of a cell in `environment`: `env::launcher`, except that with
+    /// `kept_bundles` a runc launcher keeps its bundles.
+    pub fn launcher(
+        &self,
+        environment: &str,
+        mounts: &crate::env::EnvMounts,
+    ) -> Result<Arc<dyn crate::launcher::Launcher>> {
+        match &self.kept_bundles {
+            Some(kept) if crate::env::select_runtime(environment)? == crate::env::Runtime::Runc => {
+                let launcher = crate::env::runc::RuncLauncher::new(
+                    crate::env::spec(environment)?,
+                    mounts.clone(),
+                )?
+                .keeping_bundles(kept.clone());
+                Ok(Arc::new(launcher))
+            }
+            _ => crate::env::launcher(environment, mounts),
+        }
     }
 
     /// Probe `environment` once per process; a probe that disagrees with the spec is an error.

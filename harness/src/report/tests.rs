@@ -15,11 +15,13 @@ fn result(name: &str, expected: Expectation, outcome: CellOutcome) -> CellResult
     }
 }
 
-fn graded(expected: &Expectation, verdict: VerdictKind, reason: &str) -> CellOutcome {
-    CellOutcome::Graded {
+/// A cell that ran and was graded `verdict`, judged against `expected`.
+fn graded(name: &str, expected: &Expectation, verdict: VerdictKind, reason: &str) -> CellResult {
+    let outcome = CellOutcome::Graded {
         agreement: expected.judge(verdict),
         verdict: Verdict::new(verdict, reason, vec![EvidenceRef::at(3, reason)]),
-    }
+    };
+    result(name, expected.clone(), outcome)
 }
 
 /// A small matrix with one cell of every status.
@@ -30,46 +32,35 @@ fn sample() -> Vec<CellResult> {
         reason: Some("legacy planning runs the fs helper; loopback set-up is refused".into()),
     };
     vec![
-        result(
+        graded(
             "codex-planning-read-only.runner-fake.local.plan-write-refused",
-            pass.clone(),
-            graded(
-                &pass,
-                VerdictKind::Pass,
-                "the write was refused: Read-only file system",
-            ),
+            &pass,
+            VerdictKind::Pass,
+            "the write was refused: Read-only file system",
         ),
-        result(
+        graded(
             "codex-planning-read-only.runner-fake.daytona.plan-write-refused",
-            pass.clone(),
-            graded(
-                &pass,
-                VerdictKind::SandboxFailedToStart,
-                "bwrap: loopback: Failed RTM_NEWADDR | x",
-            ),
+            &pass,
+            VerdictKind::SandboxFailedToStart,
+            "bwrap: loopback: Failed RTM_NEWADDR | x",
         ),
-        result(
+        graded(
             "codex-planning-read-only.runner-fake-legacy.local.plan-write-refused",
-            pass.clone(),
-            graded(
-                &pass,
-                VerdictKind::Pass,
-                "the write was refused: Read-only file system",
-            ),
+            &pass,
+            VerdictKind::Pass,
+            "the write was refused: Read-only file system",
         ),
-        result(
+        graded(
             "codex-planning-read-only.runner-fake-legacy.daytona.plan-write-refused",
-            rejected.clone(),
-            graded(
-                &rejected,
-                VerdictKind::StartupRejected,
-                "error creating thread: …",
-            ),
+            &rejected,
+            VerdictKind::StartupRejected,
+            "error creating thread: …",
         ),
-        result(
+        graded(
             "codex-planning-read-only.runner-codex-legacy.daytona.plan-write-refused",
-            rejected.clone(),
-            graded(&rejected, VerdictKind::Pass, "the write was refused"),
+            &rejected,
+            VerdictKind::Pass,
+            "the write was refused",
         ),
         result(
             "codex-planning-read-only.runner-codex.local.plan-write-refused",

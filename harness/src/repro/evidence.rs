@@ -1,0 +1,55 @@
+//! What a repro run's event stream shows: the launch's profile argument and how thread/start
+//! ended, each with its event seq.
+
+use anyhow::{Context, Result};
+use graders::events::{Body, LaunchSummary, SessionRejected, SessionStarted};
+use graders::reader::{read_all, ReaderConfig};
+use std::path::Path;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunEvidence {
+    /// The launch as the driver recorded it (`run.started`).
+    pub launch: Option<LaunchSummary>,
+    /// `(seq, …)` of the first `session.rejected`.
+    pub thread_start_error: Option<(u64, SessionRejected)>,
+    /// `(seq, …)` of `session.started`.
+    pub thread_started: Option<(u64, SessionStarted)>,
+}
+
+impl RunEvidence {
+    /// Read and validate `events.jsonl`.
+    pub fn read(path: &Path) -> Result<Self> {
+        let file =
+            std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
+        let events = read_all(std::io::BufReader::new(file), ReaderConfig::default())
+            .with_context(|| format!("reading {}", path.display()))?;
+        let mut found = RunEvidence {
+            launch: None,
+            thread_start_error: None,
+            thread_started: None,
+        };
+        for event in events {
+            match event.body {
+                Body::RunStarted(started) => found.launch = Some(started.launch),
+                Body::SessionRejected(rejected) if found.thread_start_error.is_none() => {
+                    found.thread_start_error = Some((event.seq, rejected));
+                }
+                Body::SessionStarted(started) => found.thread_started = Some((event.seq, started)),
+                _ => {}
+            }
+        }
+        Ok(found)
+    }
+
+    /// The `-c` value that defines the run's permission profile.
+    pub fn profile_override(&self) -> Option<&str> {
+        let launch = self.launch.as_ref()?;
+        let profile = launch.thread_permissions.as_deref()?;
+        let prefix = format!("permissions.{profile}=");
+        launch
+            .argv
+            .iter()
+            .map(String::as_str)
+            .find(|arg| arg.starts_with(&prefix))
+    }
+}

@@ -1,0 +1,293 @@
+//! `harness repro` end to end: the real binary, two real planning runs per failure, checked
+//! through what it prints and the evidence it leaves.
+//!
+//! Every trial needs root and runc; the `real_codex` ones also need the pinned Codex (installed
+//! on first use when npm is there), the `fake_fallback` ones hide it behind an empty
+//! `CODEX_DRIVER_CACHE` so the fake app-server in real-sandbox mode runs instead. A trial that
+//! cannot run here is reported as ignored with the reason; under `CI=true` it fails instead.
+
+use assert_cmd::Command;
+use harness::codex::provision;
+use harness::matrix::{missing_prerequisite, MatrixOptions};
+use libtest_mimic::{Arguments, Failed, Trial};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Both runs take about a second each; the bound covers a cold Codex start on a loaded machine.
+const REPRO_BOUND: Duration = Duration::from_secs(300);
+
+#[derive(Clone, Copy)]
+struct Case {
+    failure: &'static str,
+    environment: &'static str,
+    signature: &'static str,
+    /// The fixed profile's verdict and a text its evidence must show.
+    fixed_verdict: &'static str,
+    fixed_quote: &'static str,
+    network_disabled: bool,
+    keep: bool,
+}
+
+const RTM_NEWADDR: Case = Case {
+    failure: "rtm-newaddr",
+    environment: "daytona",
+    signature: harness::env::spec::RTM_NEWADDR_SIGNATURE,
+    fixed_verdict: "pass",
+    fixed_quote: "Read-only file system",
+    network_disabled: false,
+    keep: false,
+};
+
+const UIDMAP: Case = Case {
+    failure: "uidmap",
+    environment: "daytona-uidmap",
+    signature: harness::env::spec::UID_MAP_SIGNATURE,
+    fixed_verdict: "sandbox-failed-to-start",
+    fixed_quote: harness::env::spec::UID_MAP_SIGNATURE,
+    network_disabled: false,
+    keep: true,
+};
+
+#[derive(Clone, Copy, PartialEq)]
+enum AppServer {
+    RealCodex,
+    FakeFallback,
+}
+
+impl AppServer {
+    fn runners(self) -> [&'static str; 2] {
+        match self {
+            AppServer::RealCodex => ["runner-codex-legacy", "runner-codex"],
+            AppServer::FakeFallback => ["runner-fake-legacy", "runner-fake"],
+        }
+    }
+}
+
+fn main() {
+    let args = Arguments::from_args();
+    let network_disabled = Case {
+        network_disabled: true,
+        // Every sandboxed command needs `--unshare-net` too, so the write never runs.
+        fixed_verdict: "sandbox-failed-to-start",
+        fixed_quote: harness::env::spec::RTM_NEWADDR_SIGNATURE,
+        ..RTM_NEWADDR
+    };
+    let trials = vec![
+        trial(
+            "repro_rtm_newaddr_real_codex_needs_root_and_runc_and_codex",
+            RTM_NEWADDR,
+            AppServer::RealCodex,
+        ),
+        trial(
+            "repro_uidmap_real_codex_keep_needs_root_and_runc_and_codex",
+            UIDMAP,
+            AppServer::RealCodex,
+        ),
+        trial(
+            "repro_rtm_newaddr_network_disabled_real_codex_needs_root_and_runc_and_codex",
+            network_disabled,
+            AppServer::RealCodex,
+        ),
+        trial(
+            "repro_rtm_newaddr_fake_fallback_needs_root_and_runc",
+            RTM_NEWADDR,
+            AppServer::FakeFallback,
+        ),
+        trial(
+            "repro_uidmap_fake_fallback_needs_root_and_runc",
+            UIDMAP,
+            AppServer::FakeFallback,
+        ),
+    ];
+    libtest_mimic::run(&args, trials).exit();
+}
+
+/// Why `case` cannot run here with `app_server`, if it cannot: the matrix's own check of the
+/// two cells it runs, plus runc (the repro needs bundles to rerun by hand).
+fn missing(case: Case, app_server: AppServer) -> Option<String> {
+    let options = match MatrixOptions::from_env() {
+        Ok(options) => options,
+        Err(e) => return Some(format!("{e:#}")),
+    };
+    let matrix = match suites::load() {
+        Ok(matrix) => matrix,
+        Err(e) => return Some(e.to_string()),
+    };
+    for runner in app_server.runners() {
+        let name = cell_name(runner, case.environment);
+        let Some(cell) = matrix.cell(&name) else {
+            return Some(format!("the suites have no cell `{name}`"));
+        };
+        if let Some(reason) = missing_prerequisite(cell, &options) {
+            return Some(reason);
+        }
+    }
+    match harness::env::select_runtime(case.environment) {
+        Ok(harness::env::Runtime::Runc) => None,
+        Ok(other) => Some(format!(
+            "needs runc, the runtime here is {}",
+            other.as_str()
+        )),
+        Err(missing) => Some(missing.reason),
+    }
+}
+
+/// Flagged ignored (with the reason on stderr) when a prerequisite is missing, except under
+/// `CI=true`; run anyway (`--ignored`, or CI), such a trial fails with the reason.
+fn trial(name: &str, case: Case, app_server: AppServer) -> Trial {
+    let missing = missing(case, app_server);
+    let ci = std::env::var("CI").as_deref() == Ok("true");
+    let ignored = missing.is_some() && !ci;
+    if let (true, Some(reason)) = (ignored, &missing) {
+        eprintln!("ignored: {name}: {reason}");
+    }
+    Trial::test(name, move || match missing {
+        Some(reason) => Err(format!("a prerequisite is missing (CI={ci}): {reason}").into()),
+        None => check_repro(case, app_server),
+    })
+    .with_ignored_flag(ignored)
+}
+
+fn cell_name(runner: &str, environment: &str) -> String {
+    format!("codex-planning-read-only.{runner}.{environment}.plan-write-refused")
+}
+
+fn check_repro(case: Case, app_server: AppServer) -> Result<(), Failed> {
+    let out = tempfile::Builder::new().prefix("repro-test-").tempdir()?;
+    let empty_cache = tempfile::tempdir()?;
+    let mut command = Command::cargo_bin("harness")?;
+    command
+        .args(["repro", case.failure, "--out"])
+        .arg(out.path())
+        .timeout(REPRO_BOUND);
+    if case.keep {
+        command.arg("--keep");
+    }
+    if case.network_disabled {
+        command.arg("--network-disabled");
+    }
+    match app_server {
+        AppServer::RealCodex => {
+            // The repro itself never downloads; the matrix's prerequisite check allowed npm.
+            provision::ensure(provision::PINNED)?;
+        }
+        AppServer::FakeFallback => {
+            command.env("CODEX_DRIVER_CACHE", empty_cache.path());
+        }
+    }
+    let output = command.output()?;
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let context = || format!("stdout:\n{stdout}\nstderr:\n{stderr}");
+    if !output.status.success() {
+        return Err(format!("harness repro exited with {}\n{}", output.status, context()).into());
+    }
+    let expect = |needle: &str| -> Result<(), Failed> {
+        if stdout.contains(needle) {
+            Ok(())
+        } else {
+            Err(format!("the output does not show `{needle}`\n{}", context()).into())
+        }
+    };
+    match app_server {
+        AppServer::RealCodex => expect(&format!("app-server: real Codex {}", provision::PINNED))?,
+        AppServer::FakeFallback => {
+            expect("app-server: the fake app-server in real-sandbox mode")?;
+            expect("(the pinned Codex is not installed:")?;
+        }
+    }
+    let [legacy_runner, fixed_runner] = app_server.runners();
+    let (legacy, fixed) = stdout
+        .split_once("-- 2. fixed planning profile")
+        .ok_or_else(|| format!("no fixed-profile section\n{}", context()))?;
+    let legacy_cell = format!("cell: {}", cell_name(legacy_runner, case.environment));
+    let fixed_cell = format!("cell: {}", cell_name(fixed_runner, case.environment));
+    let fixed_verdict = format!("verdict: {} — ", case.fixed_verdict);
+    let promised: [(&str, &str); 12] = [
+        (legacy, &legacy_cell),
+        (legacy, "profile: -c 'permissions."),
+        (legacy, "\":root\"=\"none\""),
+        (legacy, "thread/start: ERROR -32603 (seq 2):\n  "),
+        (legacy, case.signature),
+        (legacy, "verdict: startup-rejected — "),
+        (fixed, &fixed_cell),
+        (fixed, "\":root\"=\"read\""),
+        (fixed, "thread/start: OK (seq 2: thread "),
+        (fixed, case.fixed_quote),
+        (fixed, &fixed_verdict),
+        (fixed, "Why:"),
+    ];
+    for (section, needle) in promised {
+        if !section.contains(needle) {
+            return Err(format!("`{needle}` is missing from the section\n{section}").into());
+        }
+    }
+    expect(&format!("harness env probe {}", case.environment))?;
+
+    // The evidence folders are the cells' own: graded verdicts, and no probe file was written.
+    for (runner, verdict) in [
+        (legacy_runner, "startup-rejected"),
+        (fixed_runner, case.fixed_verdict),
+    ] {
+        let dir = out.path().join(cell_name(runner, case.environment));
+        expect(&format!("evidence: {}", dir.display()))?;
+        let written: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join("verdict.json"))?)?;
+        if written["verdict"]["verdict"] != verdict {
+            return Err(format!(
+                "{}: verdict.json says {}",
+                dir.display(),
+                written["verdict"]
+            )
+            .into());
+        }
+        if let Some(probe) = probe_files(&dir.join("workspace"))?.first() {
+            return Err(format!("a probe file was written: {}", probe.display()).into());
+        }
+    }
+    if case.keep {
+        check_kept_bundles(&stdout)?;
+    } else {
+        expect(&format!("harness repro {} --keep", case.failure))?;
+    }
+    Ok(())
+}
+
+fn probe_files(workspace: &Path) -> Result<Vec<PathBuf>, Failed> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(workspace)? {
+        let path = entry?.path();
+        let is_probe = path
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with("plan-write-probe-"));
+        if is_probe {
+            found.push(path);
+        }
+    }
+    Ok(found)
+}
+
+/// `--keep` prints one `runc run --bundle B ID` per launch, with B left on disk; the test
+/// removes them.
+fn check_kept_bundles(stdout: &str) -> Result<(), Failed> {
+    let bundles: Vec<PathBuf> = stdout
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .windows(2)
+        .filter(|pair| pair[0] == "--bundle")
+        .map(|pair| PathBuf::from(pair[1]))
+        .collect();
+    let result = if bundles.len() < 2 {
+        Err(format!("expected a `runc run --bundle` line per run:\n{stdout}").into())
+    } else if let Some(gone) = bundles.iter().find(|b| !b.join("config.json").is_file()) {
+        Err(format!("kept bundle {} has no config.json", gone.display()).into())
+    } else if !stdout.contains("\"method\":\"thread/start\"") {
+        Err(format!("the lines to paste are missing:\n{stdout}").into())
+    } else {
+        Ok(())
+    };
+    for bundle in &bundles {
+        let _ = std::fs::remove_dir_all(bundle);
+    }
+    result
+}
