@@ -1,15 +1,20 @@
 //! The transcript: one JSONL line per message in or out:
 //! `{"direction":"in"|"out","time":<unix ms>,"message":<JSON>}`; a line that is not JSON is kept
 //! as `"raw"` instead of `"message"`, and the fake's own remarks (a crash) as `"note"`.
+//! This is the one writer of the format: the harness's client-side recorder
+//! (`harness::rpc::transcript`) writes its transcript of the real Codex through it too.
 
 use serde_json::{json, Value};
 use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Write};
 use std::path::Path;
 
+/// Which way a line went, seen from the app-server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Direction {
+    /// Sent by the client to the app-server.
     In,
+    /// Written by the app-server.
     Out,
 }
 

@@ -138,9 +138,7 @@ fn plan_mode() -> Value {
 
 #[test]
 fn plan_write_refused_under_real_bwrap_needs_bwrap() {
-    if !require_bwrap() {
-        return;
-    }
+    require_bwrap();
     let mut run = start("builtin:plan-write-refused", "real");
     run.client.initialize(true);
     let thread = run.thread("restricted");
@@ -180,9 +178,7 @@ fn plan_write_refused_under_real_bwrap_needs_bwrap() {
 
 #[test]
 fn network_off_profile_runs_under_unshare_net_needs_bwrap() {
-    if !require_bwrap() {
-        return;
-    }
+    require_bwrap();
     let mut run = start_built(
         ScenarioBuilder::new("net")
             .turn(vec![steps::shell("cat /proc/net/dev | tail -n +3 | wc -l")]),

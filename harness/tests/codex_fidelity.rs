@@ -9,9 +9,14 @@
 //! prerequisites are missing is reported as ignored with the reason; under `CI=true` it fails.
 //! Trials run one at a time: each starts containers and a Codex, and the machine is small.
 
+// Each test crate uses its own part of the shared helpers.
+#[allow(dead_code)]
+mod common;
+
+use common::prereq;
 use harness::codex::fidelity::{self, Pair};
 use harness::matrix::{missing_prerequisite, MatrixOptions};
-use libtest_mimic::{Arguments, Failed, Trial};
+use libtest_mimic::{Arguments, Failed};
 use std::sync::Arc;
 
 fn trial_name(pair: &Pair) -> String {
@@ -59,7 +64,6 @@ fn main() {
     if args.test_threads.is_none() {
         args.test_threads = Some(1);
     }
-    let ci = std::env::var("CI").as_deref() == Ok("true");
     let matrix = suites::load().expect("suites load");
     let mut options = MatrixOptions::from_env().expect("matrix options");
     options.fake_program = env!("CARGO_BIN_EXE_harness").into();
@@ -71,25 +75,14 @@ fn main() {
         .into_iter()
         .map(|pair| {
             let name = trial_name(&pair);
-            let missing = missing_prerequisite(&pair.real, &options)
+            // The environment on runc and the installed Codex first (what the name promises),
+            // then the matrix's own check of both cells.
+            let missing = prereq::environment_missing(&pair.real.id.environment)
+                .or_else(prereq::codex_missing)
+                .or_else(|| missing_prerequisite(&pair.real, &options))
                 .or_else(|| missing_prerequisite(&pair.fake, &options));
-            match missing {
-                None => {
-                    let options = options.clone();
-                    Trial::test(name, move || run_trial(&pair, &options))
-                }
-                Some(reason) if ci => Trial::test(name, move || {
-                    Err(format!("CI=true and a prerequisite is missing: {reason}").into())
-                }),
-                Some(reason) => {
-                    eprintln!("ignored: {name}: {reason}");
-                    // Run anyway (`--include-ignored`), it fails with the reason.
-                    Trial::test(name, move || {
-                        Err(format!("cannot run here: {reason}").into())
-                    })
-                    .with_ignored_flag(true)
-                }
-            }
+            let options = options.clone();
+            prereq::trial(name, missing, move || run_trial(&pair, &options))
         })
         .collect();
     let conclusion = libtest_mimic::run(&args, trials);

@@ -1,6 +1,13 @@
 //! The real Codex (pinned, provisioned into the cache on first use) against the mock model API,
 //! driven by the reference driver. Every test here needs the real Codex binary (npm on first
-//! use) and bubblewrap; the container ones also need root and runc.
+//! use) and bubblewrap; the container ones also need root and runc. Without them a test is
+//! reported as ignored with the reason; under `CI=true` it fails instead.
+
+// Each test crate uses its own part of the shared helpers.
+#[allow(dead_code)]
+mod common;
+
+use common::prereq;
 
 use fake_app_server::model_log::ModelLogEntry;
 use fake_app_server::scenario::Scenario;
@@ -14,6 +21,53 @@ use harness::launcher::{Launcher, LocalLauncher};
 use harness::task::{PlanReview, Task};
 use std::path::Path;
 use std::sync::Arc;
+
+fn main() {
+    let args = libtest_mimic::Arguments::from_args();
+    let on_host = || prereq::environment_missing("local").or_else(prereq::codex_missing);
+    let in_environment =
+        |environment: &str| prereq::environment_missing(environment).or_else(prereq::codex_missing);
+    let trials = vec![
+        prereq::trial(
+            "plan_write_refused_full_read_profile_needs_real_codex",
+            on_host(),
+            || prereq::block_on(plan_write_refused_full_read_profile_needs_real_codex()),
+        ),
+        prereq::trial(
+            "plan_write_refused_narrow_profile_needs_real_codex",
+            on_host(),
+            || prereq::block_on(plan_write_refused_narrow_profile_needs_real_codex()),
+        ),
+        prereq::trial(
+            "daytona_legacy_policy_is_rejected_at_startup_needs_root_runc_and_real_codex",
+            in_environment("daytona"),
+            || {
+                prereq::block_on(
+                    daytona_legacy_policy_is_rejected_at_startup_needs_root_runc_and_real_codex(),
+                )
+            },
+        ),
+        prereq::trial(
+            "daytona_current_policy_refuses_the_write_needs_root_runc_and_real_codex",
+            in_environment("daytona"),
+            || {
+                prereq::block_on(
+                    daytona_current_policy_refuses_the_write_needs_root_runc_and_real_codex(),
+                )
+            },
+        ),
+        prereq::trial(
+            "daytona_uidmap_sandbox_fails_to_start_needs_root_runc_and_real_codex",
+            in_environment("daytona-uidmap"),
+            || {
+                prereq::block_on(
+                    daytona_uidmap_sandbox_fails_to_start_needs_root_runc_and_real_codex(),
+                )
+            },
+        ),
+    ];
+    libtest_mimic::run(&args, trials).exit();
+}
 
 struct Run {
     ended: graders::events::RunEnded,
@@ -115,7 +169,6 @@ fn plan_texts(events: &[graders::events::Event]) -> Vec<String> {
 
 /// The full-read planning profile (what the current policy picks for an external sandbox),
 /// run on the host: the mock's exec call reaches the real sandbox, which refuses the write.
-#[tokio::test]
 async fn plan_write_refused_full_read_profile_needs_real_codex() {
     assert_plan_write_refused(Target::ExternalSandbox).await;
 }
@@ -124,7 +177,6 @@ async fn plan_write_refused_full_read_profile_needs_real_codex() {
 /// install folder and the workspace readable. The runner keeps CODEX_HOME inside HOME (Codex's
 /// default layout), so the profile adds no explicit deny over the sandbox helper alias Codex
 /// executes from `$CODEX_HOME/tmp/arg0-linux/…`, and the sandbox refuses the write.
-#[tokio::test]
 async fn plan_write_refused_narrow_profile_needs_real_codex() {
     assert_plan_write_refused(Target::Local).await;
 }
@@ -201,17 +253,9 @@ async fn assert_plan_write_refused(target: Target) {
     }
 }
 
-/// A cell of `codex-planning-read-only` in a restricted environment on runc. `None` when the
-/// environment cannot run here (reported; under `CI=true` that is a failure instead).
-async fn run_in_environment(
-    environment: &str,
-    policy: PolicyGeneration,
-    dir: &Path,
-) -> Option<Run> {
-    if let Err(missing) = harness::env::require_unless_local_dev(environment) {
-        eprintln!("ignored: environment `{environment}` cannot run here: {missing}");
-        return None;
-    }
+/// A cell of `codex-planning-read-only` in a restricted environment on runc (the trial has
+/// checked that the environment and Codex are here).
+async fn run_in_environment(environment: &str, policy: PolicyGeneration, dir: &Path) -> Run {
     workspace_in(dir);
     let scenario = Scenario::builtin("plan-write-refused").unwrap();
     let dirs = CellDirs::owned_for_environment(dir, environment).unwrap();
@@ -224,17 +268,15 @@ async fn run_in_environment(
         readonly: prepared.readonly_mounts(),
     };
     let launcher = harness::env::launcher(environment, &mounts).expect("launcher");
-    Some(
-        run_plan_write_refused(
-            dir,
-            environment,
-            Target::ExternalSandbox,
-            policy,
-            launcher,
-            prepared,
-        )
-        .await,
+    run_plan_write_refused(
+        dir,
+        environment,
+        Target::ExternalSandbox,
+        policy,
+        launcher,
+        prepared,
     )
+    .await
 }
 
 fn exec_outputs(run: &Run) -> Vec<String> {
@@ -247,13 +289,9 @@ fn exec_outputs(run: &Run) -> Vec<String> {
         .collect()
 }
 
-#[tokio::test]
 async fn daytona_legacy_policy_is_rejected_at_startup_needs_root_runc_and_real_codex() {
     let dir = tempfile::tempdir().unwrap();
-    let Some(run) = run_in_environment("daytona", PolicyGeneration::Legacy, dir.path()).await
-    else {
-        return;
-    };
+    let run = run_in_environment("daytona", PolicyGeneration::Legacy, dir.path()).await;
     assert_eq!(
         run.ended.ending,
         Ending::FailedPermanently,
@@ -275,13 +313,9 @@ async fn daytona_legacy_policy_is_rejected_at_startup_needs_root_runc_and_real_c
     );
 }
 
-#[tokio::test]
 async fn daytona_current_policy_refuses_the_write_needs_root_runc_and_real_codex() {
     let dir = tempfile::tempdir().unwrap();
-    let Some(run) = run_in_environment("daytona", PolicyGeneration::Current, dir.path()).await
-    else {
-        return;
-    };
+    let run = run_in_environment("daytona", PolicyGeneration::Current, dir.path()).await;
     assert_eq!(run.ended.ending, Ending::Succeeded, "{:?}", run.ended);
     let outputs = exec_outputs(&run);
     assert!(
@@ -291,14 +325,9 @@ async fn daytona_current_policy_refuses_the_write_needs_root_runc_and_real_codex
     assert!(probe_files(&run.workspace).is_empty());
 }
 
-#[tokio::test]
 async fn daytona_uidmap_sandbox_fails_to_start_needs_root_runc_and_real_codex() {
     let dir = tempfile::tempdir().unwrap();
-    let Some(run) =
-        run_in_environment("daytona-uidmap", PolicyGeneration::Current, dir.path()).await
-    else {
-        return;
-    };
+    let run = run_in_environment("daytona-uidmap", PolicyGeneration::Current, dir.path()).await;
     // The thread starts (full-read profile), but every command fails before it runs; Codex
     // shows no command item for it, so the model log is the trace.
     let outputs = exec_outputs(&run);

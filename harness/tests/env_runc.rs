@@ -5,6 +5,11 @@
 //! Every test needs root and runc (and the real Codex for the `codex_` ones). Without them a
 //! test is reported as ignored with the reason; under `CI=true` it fails instead.
 
+// Each test crate uses its own part of the shared helpers.
+#[allow(dead_code)]
+mod common;
+
+use common::prereq;
 use harness::env::{self, runc::RuncLauncher, EnvMounts};
 use harness::launch::{self, profiles::HostPaths, LaunchRequest};
 use harness::launcher::{Launcher, ProcessSpec};
@@ -130,32 +135,9 @@ fn needs(
     codex: bool,
     body: impl FnOnce() -> Result<(), Failed> + Send + 'static,
 ) -> Trial {
-    let mut missing = env::check_prerequisites(environment)
-        .err()
-        .map(|m| m.reason);
-    if missing.is_none()
-        && environment != "local"
-        && env::select_runtime(environment) != Ok(env::Runtime::Runc)
-    {
-        missing = Some("the runc runtime is not selected here".into());
-    }
-    if missing.is_none() && codex {
-        missing = harness::codex::provision::resolve(harness::codex::provision::PINNED)
-            .err()
-            .map(|err| format!("{err:#}"));
-    }
-    match missing {
-        None => Trial::test(name, body),
-        Some(reason) if std::env::var("CI").as_deref() == Ok("true") => {
-            Trial::test(name, move || {
-                Err(format!("CI=true and a prerequisite is missing: {reason}").into())
-            })
-        }
-        Some(reason) => {
-            eprintln!("ignored: {name}: {reason}");
-            Trial::test(name, || Ok(())).with_ignored_flag(true)
-        }
-    }
+    let missing = prereq::environment_missing(environment)
+        .or_else(|| codex.then(prereq::codex_missing).flatten());
+    prereq::trial(name, missing, body)
 }
 
 fn runtime() -> tokio::runtime::Runtime {

@@ -1,70 +1,17 @@
 //! The example external driver (`harness/examples/external_driver.py`) through `run_external`
 //! against the fake app-server: its events are validated, re-sequenced and graded.
 
-use graders::events::{Body, CellId, Ending, Event, Mode, PolicyGeneration, Source, Target};
+// Each test crate uses its own part of the shared helpers.
+#[allow(dead_code)]
+mod common;
+
+use common::fake_driver::{config, script};
+use graders::events::{Body, Ending, Event, Mode, Source, Target};
 use harness::driver::external::run_external;
-use harness::driver::{AppServerProgram, DriverConfig, Timeouts};
+use harness::driver::Timeouts;
 use harness::event_log::EventLog;
-use harness::launch::LaunchRequest;
-use harness::launcher::LocalLauncher;
 use harness::task::{Envelope, PlanReview, Relaunch, Task, WaitBounds};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-fn config(dir: &std::path::Path, scenario: &str, task: Task, target: Target) -> DriverConfig {
-    let workspace = dir.join("workspace");
-    let home = dir.join("home");
-    let tmp = dir.join("tmp");
-    for d in [&workspace, &home, &tmp] {
-        std::fs::create_dir_all(d).unwrap();
-    }
-    DriverConfig {
-        cell: CellId::new(
-            "core-compatibility",
-            "runner-external",
-            "local",
-            "plan-revise-accept",
-        ),
-        launch: LaunchRequest {
-            mode: task.mode,
-            target,
-            network_enabled: false,
-            policy: PolicyGeneration::Current,
-            workspace: workspace.clone(),
-        },
-        task,
-        app_server: AppServerProgram {
-            program: env!("CARGO_BIN_EXE_harness").into(),
-            leading_args: vec!["fake-app-server".into(), "app-server".into()],
-            extra_args: vec![],
-            env: vec![
-                ("PATH".into(), std::env::var("PATH").unwrap_or_default()),
-                ("HOME".into(), home.display().to_string()),
-                ("TMPDIR".into(), tmp.display().to_string()),
-                (
-                    "FAKE_APP_SERVER_SCENARIO".into(),
-                    format!("builtin:{scenario}"),
-                ),
-                (
-                    "FAKE_APP_SERVER_TRANSCRIPT".into(),
-                    dir.join("transcript.jsonl").display().to_string(),
-                ),
-            ],
-        },
-        launcher: Arc::new(LocalLauncher),
-        workspace,
-        stderr_log: dir.join("cell").join("stderr.log"),
-        transcript: None,
-        timeouts: Timeouts::default(),
-    }
-}
-
-fn script() -> String {
-    format!(
-        "python3 {}/examples/external_driver.py",
-        env!("CARGO_MANIFEST_DIR")
-    )
-}
 
 #[tokio::test]
 async fn the_example_driver_passes_plan_revise_accept_against_the_fake() {
@@ -78,7 +25,7 @@ async fn the_example_driver_passes_plan_revise_accept_against_the_fake() {
     ];
     let config = config(
         dir.path(),
-        "plan-revise-accept",
+        "builtin:plan-revise-accept",
         task,
         Target::ExternalSandbox,
     );
@@ -130,7 +77,7 @@ async fn bad_event_streams_are_refused_with_the_line_number() {
     let dir = tempfile::tempdir().unwrap();
     let config = config(
         dir.path(),
-        "healthy",
+        "builtin:healthy",
         Task::new(Mode::Standard, "hi"),
         Target::Local,
     );
@@ -162,7 +109,7 @@ async fn the_example_driver_keeps_to_the_envelopes_wait_bounds() {
     let dir = tempfile::tempdir().unwrap();
     let mut config = config(
         dir.path(),
-        "hang",
+        "builtin:hang",
         Task::new(Mode::Standard, "Do anything."),
         Target::Local,
     );
@@ -197,7 +144,7 @@ async fn the_example_driver_refuses_a_relaunch_task() {
         policy: None,
         prompt: "Continue.".into(),
     });
-    let config = config(dir.path(), "healthy", task, Target::Local);
+    let config = config(dir.path(), "builtin:healthy", task, Target::Local);
     let ended = run_external(&script(), &config, &mut EventLog::in_memory("ext-relaunch")).await;
     assert_eq!(ended.ending, Ending::FailedPermanently, "{ended:?}");
     assert_eq!(ended.error_code.as_deref(), Some("unsupported_task"));

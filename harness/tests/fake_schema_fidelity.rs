@@ -1,90 +1,26 @@
 //! Every message the fake app-server emits, across every built-in scenario (plus one approval
 //! scenario), validates against the JSON Schema the pinned real Codex generates at test time.
 //! A failure names the scenario, the message and the schema path.
+//!
+//! Needs the pinned real Codex (to generate the schema): without it the test is reported as
+//! ignored with the reason; under `CI=true` it fails instead.
 
+// Each test crate uses its own part of the shared helpers.
+#[allow(dead_code)]
+mod common;
+
+use common::codex_schema::{self, CodexSchema};
+use common::prereq;
 use fake_app_server::line_reader::forward_lines;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
 const WAIT: Duration = Duration::from_secs(30);
-
-/// Generate the schema with the pinned Codex; `None` (after a loud message) when Codex cannot be
-/// provisioned outside CI.
-fn generate_schema(out: &Path) -> Option<PathBuf> {
-    let install = match harness::codex::provision::ensure(harness::codex::provision::PINNED) {
-        Ok(install) => install,
-        Err(err) => {
-            if std::env::var("CI").as_deref() == Ok("true") {
-                panic!("CI=true and the pinned Codex cannot be provisioned: {err:#}");
-            }
-            eprintln!("SKIPPED fake_schema_fidelity: the pinned Codex cannot be provisioned ({err:#}); this test needs it");
-            return None;
-        }
-    };
-    let status = Command::new(&install.binary)
-        .args([
-            "app-server",
-            "generate-json-schema",
-            "--experimental",
-            "--out",
-        ])
-        .arg(out)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .status()
-        .expect("running codex generate-json-schema");
-    assert!(
-        status.success(),
-        "codex generate-json-schema failed: {status}"
-    );
-    Some(out.to_path_buf())
-}
-
-struct Schemas {
-    dir: PathBuf,
-    compiled: BTreeMap<String, jsonschema::Validator>,
-}
-
-impl Schemas {
-    fn validator(&mut self, relative: &str) -> &jsonschema::Validator {
-        let dir = self.dir.clone();
-        self.compiled
-            .entry(relative.to_string())
-            .or_insert_with(|| {
-                let text = std::fs::read_to_string(dir.join(relative))
-                    .unwrap_or_else(|e| panic!("schema {relative}: {e}"));
-                let schema: Value = serde_json::from_str(&text).unwrap();
-                jsonschema::validator_for(&schema)
-                    .unwrap_or_else(|e| panic!("compiling {relative}: {e}"))
-            })
-    }
-
-    /// Validate `instance` against `relative`; the error names scenario, message and paths.
-    fn check(
-        &mut self,
-        relative: &str,
-        instance: &Value,
-        scenario: &str,
-        message: &Value,
-        failures: &mut Vec<String>,
-    ) {
-        let validator = self.validator(relative);
-        for error in validator.iter_errors(instance) {
-            let shown = message.to_string();
-            failures.push(format!(
-                "scenario `{scenario}`: message {} does not validate against {relative} at schema path {} (instance path {}): {error}",
-                &shown[..shown.len().min(600)],
-                error.schema_path,
-                error.instance_path,
-            ));
-        }
-    }
-}
 
 fn response_schema(method: &str) -> Option<&'static str> {
     Some(match method {
@@ -299,10 +235,11 @@ fn drive(scenario: &str, lab: &Path) -> Session {
 fn validate(
     session: &Session,
     scenario: &str,
-    schemas: &mut Schemas,
+    schemas: &mut CodexSchema,
     failures: &mut Vec<String>,
 ) -> usize {
     let mut checked = 0;
+    let context = format!("scenario `{scenario}`");
     for line in &session.emitted {
         let Ok(message) = serde_json::from_str::<Value>(line) else {
             // Only the garbage-line fault (and a crash's cut line) may write non-JSON.
@@ -321,20 +258,24 @@ fn validate(
                 schemas.check(
                     "ServerNotification.json",
                     &bare,
-                    scenario,
+                    &context,
                     &message,
                     failures,
                 );
             }
-            (true, true) => {
-                schemas.check("ServerRequest.json", &message, scenario, &message, failures)
-            }
+            (true, true) => schemas.check_by_method(
+                "ServerRequest.json",
+                &message,
+                &context,
+                &message,
+                failures,
+            ),
             (false, true) => {
                 if let Some(error) = message.get("error") {
                     schemas.check(
                         "JSONRPCErrorError.json",
                         error,
-                        scenario,
+                        &context,
                         &message,
                         failures,
                     );
@@ -347,7 +288,7 @@ fn validate(
                     .unwrap_or_default();
                 match response_schema(&method) {
                     Some(schema) => {
-                        schemas.check(schema, &message["result"], scenario, &message, failures)
+                        schemas.check(schema, &message["result"], &context, &message, failures)
                     }
                     None => failures.push(format!(
                         "scenario `{scenario}`: response to unknown request {message}"
@@ -362,16 +303,22 @@ fn validate(
     checked
 }
 
-#[test]
+fn main() {
+    let args = libtest_mimic::Arguments::from_args();
+    let trials = vec![prereq::trial(
+        "every_message_of_every_builtin_scenario_validates_against_the_real_schema_needs_real_codex",
+        prereq::codex_missing(),
+        || {
+            every_message_of_every_builtin_scenario_validates_against_the_real_schema();
+            Ok(())
+        },
+    )];
+    libtest_mimic::run(&args, trials).exit();
+}
+
 fn every_message_of_every_builtin_scenario_validates_against_the_real_schema() {
     let scratch = tempfile::tempdir().unwrap();
-    let Some(dir) = generate_schema(&scratch.path().join("schema")) else {
-        return;
-    };
-    let mut schemas = Schemas {
-        dir,
-        compiled: BTreeMap::new(),
-    };
+    let mut schemas = codex_schema::generate(&scratch.path().join("schema"));
     // The validator is not vacuous: a turn with an unknown status and a thread/start result
     // without its thread must both be rejected.
     let mut self_check = Vec::new();

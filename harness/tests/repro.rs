@@ -6,7 +6,12 @@
 //! `CODEX_DRIVER_CACHE` so the fake app-server in real-sandbox mode runs instead. A trial that
 //! cannot run here is reported as ignored with the reason; under `CI=true` it fails instead.
 
+// Each test crate uses its own part of the shared helpers.
+#[allow(dead_code)]
+mod common;
+
 use assert_cmd::Command;
+use common::prereq;
 use harness::codex::provision;
 use harness::matrix::{missing_prerequisite, MatrixOptions};
 use libtest_mimic::{Arguments, Failed, Trial};
@@ -102,9 +107,20 @@ fn main() {
     libtest_mimic::run(&args, trials).exit();
 }
 
-/// Why `case` cannot run here with `app_server`, if it cannot: the matrix's own check of the
-/// two cells it runs, plus runc (the repro needs bundles to rerun by hand).
+/// Why `case` cannot run here with `app_server`, if it cannot: its environment on runc (the
+/// repro needs bundles to rerun by hand), the installed Codex for the real-Codex runs, and the
+/// matrix's own check of the two cells it runs.
 fn missing(case: Case, app_server: AppServer) -> Option<String> {
+    prereq::environment_missing(case.environment)
+        .or_else(|| {
+            (app_server == AppServer::RealCodex)
+                .then(prereq::codex_missing)
+                .flatten()
+        })
+        .or_else(|| missing_cells(case, app_server))
+}
+
+fn missing_cells(case: Case, app_server: AppServer) -> Option<String> {
     let options = match MatrixOptions::from_env() {
         Ok(options) => options,
         Err(e) => return Some(format!("{e:#}")),
@@ -122,30 +138,13 @@ fn missing(case: Case, app_server: AppServer) -> Option<String> {
             return Some(reason);
         }
     }
-    match harness::env::select_runtime(case.environment) {
-        Ok(harness::env::Runtime::Runc) => None,
-        Ok(other) => Some(format!(
-            "needs runc, the runtime here is {}",
-            other.as_str()
-        )),
-        Err(missing) => Some(missing.reason),
-    }
+    None
 }
 
-/// Flagged ignored (with the reason on stderr) when a prerequisite is missing, except under
-/// `CI=true`; run anyway (`--ignored`, or CI), such a trial fails with the reason.
 fn trial(name: &str, case: Case, app_server: AppServer) -> Trial {
-    let missing = missing(case, app_server);
-    let ci = std::env::var("CI").as_deref() == Ok("true");
-    let ignored = missing.is_some() && !ci;
-    if let (true, Some(reason)) = (ignored, &missing) {
-        eprintln!("ignored: {name}: {reason}");
-    }
-    Trial::test(name, move || match missing {
-        Some(reason) => Err(format!("a prerequisite is missing (CI={ci}): {reason}").into()),
-        None => check_repro(case, app_server),
+    prereq::trial(name, missing(case, app_server), move || {
+        check_repro(case, app_server)
     })
-    .with_ignored_flag(ignored)
 }
 
 fn cell_name(runner: &str, environment: &str) -> String {
@@ -168,7 +167,7 @@ fn check_repro(case: Case, app_server: AppServer) -> Result<(), Failed> {
     }
     match app_server {
         AppServer::RealCodex => {
-            // The repro itself never downloads; the matrix's prerequisite check allowed npm.
+            // The repro itself never downloads; the trial checked that Codex is installed.
             provision::ensure(provision::PINNED)?;
         }
         AppServer::FakeFallback => {

@@ -5,10 +5,12 @@
 
 pub mod docker;
 pub mod oci;
+pub mod owner;
 pub mod probe;
 pub mod registry;
 pub mod runc;
 pub mod spec;
+pub mod stale;
 
 use crate::launcher::{Launcher, LocalLauncher};
 use anyhow::{bail, Result};
@@ -18,6 +20,7 @@ use std::sync::Arc;
 pub use probe::{probe, ProbeReport, ProbeSeen};
 pub use registry::cleanup_registered;
 pub use spec::{EnvSpec, ExpectedProbe};
+pub use stale::{harness_containers, reap_stale, ListedContainer, ReapReport};
 
 /// Folders a launcher binds into its containers (same path inside): the cell's scratch and the
 /// other writable folders read-write, `readonly` read-only.
@@ -137,16 +140,4 @@ pub fn launcher(name: &str, mounts: &EnvMounts) -> Result<Arc<dyn Launcher>> {
         Runtime::Runc => Arc::new(runc::RuncLauncher::new(spec, mounts.clone())?),
         Runtime::Docker => Arc::new(docker::DockerLauncher::start(spec, mounts, &[])?),
     })
-}
-
-/// For tests: `Ok(())` when `name` can run; otherwise panics under `CI=true` (a missing
-/// prerequisite is a failure there) and returns the reason to report as ignored.
-pub fn require_unless_local_dev(name: &str) -> Result<(), Missing> {
-    match check_prerequisites(name) {
-        Ok(()) => Ok(()),
-        Err(missing) if std::env::var("CI").as_deref() == Ok("true") => {
-            panic!("CI=true and environment `{name}` cannot run: {missing}")
-        }
-        Err(missing) => Err(missing),
-    }
 }

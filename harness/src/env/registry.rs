@@ -72,7 +72,7 @@ pub fn cleanup_registered() {
 
 /// `runc kill` + `runc delete -f`, retried while runc may still be creating the container
 /// (a container that runc has not written down yet cannot be deleted yet).
-fn destroy_container(id: &str) {
+pub(super) fn destroy_container(id: &str) {
     let deadline = Instant::now() + REMOVAL_DEADLINE;
     loop {
         let _ = run_bounded(&["kill", id, "KILL"]);
@@ -97,10 +97,29 @@ pub fn runc_state_dir() -> PathBuf {
 }
 
 fn run_bounded(args: &[&str]) -> std::io::Result<bool> {
+    run_bounded_to(args, Stdio::null())
+}
+
+/// The standard output of a successful `runc ARGS`; `None` when it fails or overruns its bound.
+/// The output goes to a temporary file, not a pipe, so a long answer cannot block runc while
+/// this side waits.
+pub(super) fn runc_stdout(args: &[&str]) -> std::io::Result<Option<Vec<u8>>> {
+    let mut output = tempfile::tempfile()?;
+    if !run_bounded_to(args, Stdio::from(output.try_clone()?))? {
+        return Ok(None);
+    }
+    use std::io::{Read, Seek};
+    let mut bytes = Vec::new();
+    output.rewind()?;
+    output.read_to_end(&mut bytes)?;
+    Ok(Some(bytes))
+}
+
+fn run_bounded_to(args: &[&str], stdout: Stdio) -> std::io::Result<bool> {
     let mut child = Command::new("runc")
         .args(args)
         .stdin(Stdio::null())
-        .stdout(Stdio::null())
+        .stdout(stdout)
         .stderr(Stdio::null())
         .spawn()?;
     let deadline = Instant::now() + RUNC_COMMAND_TIMEOUT;

@@ -1,9 +1,9 @@
 //! Running a process in an environment with runc: one bundle and one container per process.
 
 use super::oci::{self, ContainerInputs};
-use super::registry;
 use super::spec::{ContainerSpec, EnvSpec};
 use super::EnvMounts;
+use super::{owner, registry, stale};
 use crate::launcher::{Launcher, PreparedCommand, ProcessSpec};
 use anyhow::{bail, Context, Result};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
@@ -14,6 +14,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 pub const SYSTEM_BWRAP: &str = "/usr/bin/bwrap";
 /// Prefix of every container id and bundle folder this module creates (cleanup checks use it).
 pub const ID_PREFIX: &str = "ccf-";
+/// Prefix of every bundle folder (the reaping of a killed harness's leftovers checks it).
+pub const BUNDLE_PREFIX: &str = "ccf-bundle-";
 
 /// A launcher that runs each process in its own runc container built from `spec`.
 #[derive(Debug, Clone)]
@@ -82,6 +84,10 @@ pub struct ContainerGuard {
 impl Drop for ContainerGuard {
     fn drop(&mut self) {
         registry::remove(&self.id, self.keep_bundle);
+        if self.keep_bundle {
+            // Kept for a rerun by hand: without an owner record no later run reaps it.
+            owner::forget(&self.bundle);
+        }
     }
 }
 
@@ -107,9 +113,11 @@ impl Launcher for RuncLauncher {
     }
 
     fn prepare(&self, process: &ProcessSpec) -> Result<PreparedCommand> {
+        // What a killed harness left behind goes first (once per process, bounded).
+        stale::reap_once();
         let id = unique_id();
         let bundle = tempfile::Builder::new()
-            .prefix(&format!("{ID_PREFIX}bundle-"))
+            .prefix(BUNDLE_PREFIX)
             .tempdir()
             .context("creating a bundle folder")?
             .keep();
@@ -120,6 +128,7 @@ impl Launcher for RuncLauncher {
             bundle: bundle.clone(),
             keep_bundle: self.keep_bundles,
         };
+        owner::record(&bundle, &id)?;
         let rootfs = bundle.join("rootfs");
         std::fs::create_dir(&rootfs)?;
         let inputs = self.inputs(process, &bundle, rootfs.clone())?;

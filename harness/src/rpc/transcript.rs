@@ -1,96 +1,59 @@
-//! The client-side transcript: every JSON-RPC line the client sends and receives, as JSONL in
-//! the fake app-server's transcript shape, so a cell's `transcript.jsonl` reads the same
-//! whichever side wrote it:
+//! The client-side transcript: every JSON-RPC line the client sends and receives, written by
+//! the fake app-server's own transcript writer ([`fake_app_server::transcript`], the one owner
+//! of the format), so a cell's `transcript.jsonl` reads the same whichever side wrote it:
 //! `{"direction":"in"|"out","time":<unix ms>,"message":<JSON>}`. Directions are the
 //! app-server's: `in` is what the client sent to it, `out` what it wrote. A line that is not
 //! JSON is kept as `"raw"`; the client's remarks (an oversized line, the end of the stream) as
 //! `"note"`.
 //!
-//! The file is opened for appending: a retry's fresh app-server, or a relaunch within the run,
-//! adds to the lines of the earlier processes.
+//! The file is opened for appending and flushed per line: a retry's fresh app-server, or a
+//! relaunch within the run, adds to the lines of the earlier processes, and a killed run loses
+//! nothing.
 
-use serde_json::{json, Value};
-use std::fs::{File, OpenOptions};
-use std::io::{BufWriter, Write};
+pub use fake_app_server::transcript::Direction;
+use fake_app_server::transcript::Transcript;
+use serde_json::Value;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
-
-/// Which way a line went, seen from the app-server.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Direction {
-    /// Sent by the client.
-    In,
-    /// Written by the app-server.
-    Out,
-}
-
-impl Direction {
-    fn as_str(self) -> &'static str {
-        match self {
-            Direction::In => "in",
-            Direction::Out => "out",
-        }
-    }
-}
 
 /// A shared handle: the client's writer and its reader task both record.
 #[derive(Clone)]
 pub struct ClientTranscript {
-    file: Arc<Mutex<BufWriter<File>>>,
+    file: Arc<Mutex<Transcript>>,
 }
 
 impl ClientTranscript {
     pub fn open(path: &Path) -> std::io::Result<Self> {
-        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(parent)?;
-        }
-        let file = OpenOptions::new().create(true).append(true).open(path)?;
         Ok(Self {
-            file: Arc::new(Mutex::new(BufWriter::new(file))),
+            file: Arc::new(Mutex::new(Transcript::create(path)?)),
         })
     }
 
     /// A message the client built (always JSON).
     pub fn message(&self, direction: Direction, message: &Value) {
-        self.write(&json!({"direction": direction.as_str(), "time": now_ms(), "message": message}));
+        self.lock().record_message(direction, message);
     }
 
     /// A line as it was read: JSON when it parses, else kept raw.
     pub fn line(&self, direction: Direction, line: &str) {
-        let entry = match serde_json::from_str::<Value>(line) {
-            Ok(message) => {
-                json!({"direction": direction.as_str(), "time": now_ms(), "message": message})
-            }
-            Err(_) => json!({"direction": direction.as_str(), "time": now_ms(), "raw": line}),
-        };
-        self.write(&entry);
+        self.lock().record_line(direction, line);
     }
 
     /// A remark about the stream from the app-server (what it sent could not be kept).
     pub fn note(&self, note: &str) {
-        self.write(&json!({"direction": "out", "time": now_ms(), "note": note}));
+        self.lock().record_note(note);
     }
 
-    fn write(&self, entry: &Value) {
-        // Evidence only: a full disk must not break the run, so write errors are dropped.
-        let mut file = self.file.lock().unwrap_or_else(|p| p.into_inner());
-        let _ = serde_json::to_writer(&mut *file, entry);
-        let _ = file.write_all(b"\n");
-        // Flushed per line so a killed run loses nothing.
-        let _ = file.flush();
+    fn lock(&self) -> std::sync::MutexGuard<'_, Transcript> {
+        // Evidence only: a writer that panicked mid-line must not stop the run's recording.
+        self.file.lock().unwrap_or_else(|p| p.into_inner())
     }
-}
-
-fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-        .unwrap_or_default()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn lines_are_appended_in_the_fake_transcript_shape() {

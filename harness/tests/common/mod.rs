@@ -1,0 +1,5 @@
+//! Helpers shared by several integration tests (each test crate includes this with `mod common;`).
+
+pub mod codex_schema;
+pub mod fake_driver;
+pub mod prereq;

@@ -1,0 +1,81 @@
+//! The one rule for a test that needs something this machine may not have (root, runc,
+//! bubblewrap, the pinned Codex): runnability is decided before the test runs. A missing
+//! prerequisite makes the trial *ignored*, with the reason on stderr; under `CI=true` it makes
+//! the trial *fail*, naming what is missing. Never a test that returns early and passes.
+//!
+//! Test crates using this are libtest-mimic harnesses (`harness = false` in Cargo.toml); they
+//! differ only in which prerequisites they check.
+
+use harness::codex::provision::{self, PINNED};
+use harness::env::Runtime;
+use libtest_mimic::{Failed, Trial};
+use std::future::Future;
+use std::sync::OnceLock;
+
+fn ci() -> bool {
+    std::env::var("CI").as_deref() == Ok("true")
+}
+
+/// Why the pinned Codex cannot run here, if it cannot. A test never installs it (that would be
+/// an unbounded download inside a test); CI provisions it before the tests run.
+pub fn codex_missing() -> Option<String> {
+    // Asked once per test binary: resolving runs `codex --version`, and a crate asks per trial.
+    static MISSING: OnceLock<Option<String>> = OnceLock::new();
+    MISSING
+        .get_or_init(|| {
+            provision::resolve(PINNED)
+                .err()
+                .map(|err| format!("the pinned Codex {PINNED}: {err:#}"))
+        })
+        .clone()
+}
+
+/// Why `environment` cannot run here, if it cannot: its own prerequisites (bubblewrap; root and
+/// a runtime for a container environment), and for a container environment the runc runtime,
+/// which is what these tests exercise.
+pub fn environment_missing(environment: &str) -> Option<String> {
+    match harness::env::select_runtime(environment) {
+        Ok(Runtime::Host | Runtime::Runc) => None,
+        Ok(other) => Some(format!(
+            "environment `{environment}` needs runc, the runtime selected here is {}",
+            other.as_str()
+        )),
+        // The reason names what is missing (and the environment where that matters).
+        Err(missing) => Some(missing.to_string()),
+    }
+}
+
+/// A trial running `body` when nothing is `missing`. Otherwise ignored with the reason on
+/// stderr, or failing under `CI=true`; run anyway (`--include-ignored`), it fails with the
+/// reason rather than pass without testing anything.
+pub fn trial(
+    name: impl Into<String>,
+    missing: Option<String>,
+    body: impl FnOnce() -> Result<(), Failed> + Send + 'static,
+) -> Trial {
+    let name = name.into();
+    match missing {
+        None => Trial::test(name, body),
+        Some(reason) if ci() => Trial::test(name, move || {
+            Err(format!("CI=true and a prerequisite is missing: {reason}").into())
+        }),
+        Some(reason) => {
+            eprintln!("ignored: {name}: {reason}");
+            Trial::test(name, move || {
+                Err(format!("cannot run here: {reason}").into())
+            })
+            .with_ignored_flag(true)
+        }
+    }
+}
+
+/// Run an async test body to completion on its own runtime, as `#[tokio::test]` does (a
+/// current-thread runtime with I/O and timers). A panic in the body fails the trial.
+pub fn block_on(body: impl Future<Output = ()>) -> Result<(), Failed> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("starting the tokio runtime: {e}"))?;
+    runtime.block_on(body);
+    Ok(())
+}
