@@ -55,3 +55,14 @@ fn main() -> ExitCode {
         Command::Provision(args) => harness::cli::provision::main(args),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Cli;
+    use clap::CommandFactory;
+
+    #[test]
+    fn command_line_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+}

@@ -19,15 +19,9 @@ pub enum Which {
 }
 
 pub fn main(args: Args) -> ExitCode {
-    if let Which::Graders(graders_args) = args.which {
-        return crate::bench::graders::main(graders_args);
+    match args.which {
+        Which::Graders(args) => crate::bench::graders::main(args),
+        Which::Fake(args) => crate::bench::fake::main(args),
+        Which::Matrix(args) => crate::bench::matrix::main(args),
     }
-    if let Which::Fake(fake_args) = args.which {
-        return crate::bench::fake::main(fake_args);
-    }
-    if let Which::Matrix(matrix_args) = args.which {
-        return crate::bench::matrix::main(matrix_args);
-    }
-    eprintln!("harness bench {:?}: not implemented yet", args.which);
-    ExitCode::from(2)
 }
