@@ -329,6 +329,24 @@ async fn run_checked(cell: &Cell, options: &MatrixOptions, root: &Path) -> Resul
     if let Some(codex) = _codex.take() {
         codex.mock.shutdown().await;
     }
+    let left_behind = super::leftovers::reap(root);
+    if !left_behind.is_empty() {
+        let listed: Vec<String> = left_behind
+            .iter()
+            .map(|(pid, name)| format!("{name} (pid {pid})"))
+            .collect();
+        log.emit(
+            Source::Harness,
+            Body::Diagnostic(Diagnostic {
+                level: Level::Warn,
+                message: format!(
+                    "killed {} process(es) the app-server left behind: {}",
+                    listed.len(),
+                    listed.join(", ")
+                ),
+            }),
+        )?;
+    }
     append_model_events(&mut log, &model_log)?;
     log.emit(
         Source::Harness,
