@@ -172,6 +172,13 @@ struct CodexCell {
     env: Vec<(String, String)>,
 }
 
+impl Drop for CodexCell {
+    fn drop(&mut self) {
+        // Codex's helpers can outlive it on the host (see `harness::matrix::leftovers`).
+        harness::matrix::leftovers::reap(&self.root);
+    }
+}
+
 fn codex_cell() -> Result<CodexCell, Failed> {
     let dir = tempfile::Builder::new().prefix("ccf-test-").tempdir()?;
     let root = dir.path().to_path_buf();

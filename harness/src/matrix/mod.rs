@@ -5,7 +5,7 @@
 
 mod cell;
 pub mod evidence;
-mod leftovers;
+pub mod leftovers;
 pub mod paths;
 mod prereq;
 mod result;
