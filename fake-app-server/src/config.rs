@@ -1,6 +1,7 @@
 //! `-c key=value` overrides, parsed like Codex parses them, and the permission profiles they
 //! define. Start-up errors carry the real server's texts (measured with Codex 0.169.0).
 
+use graders::codex_overrides::{self, insert_dotted, OverrideError};
 use std::collections::BTreeMap;
 
 /// A start-up failure; printed as `Error: {0}` with exit code 1, like Codex.
@@ -160,46 +161,18 @@ impl Config {
     }
 }
 
-/// `key=value`; the value is a TOML value, or a bare string when it does not parse (Codex's
-/// fallback). The key is split on `.`, quotes included, exactly like Codex does.
+/// `key=value`, by Codex's rules (`graders::codex_overrides`), with Codex's error texts.
 fn parse_override(raw: &str) -> Result<(Vec<String>, toml::Value), ConfigError> {
-    let (key, value) = raw.split_once('=').ok_or_else(|| {
-        ConfigError(format!(
-            "error parsing -c overrides: Invalid override (missing '='): {raw}"
-        ))
-    })?;
-    let key = key.trim();
-    if key.is_empty() {
-        return Err(ConfigError(format!(
-            "error parsing -c overrides: Empty key in override: {raw}"
-        )));
-    }
-    let value = value.trim();
-    let parsed = parse_toml_value(value).unwrap_or_else(|| {
-        toml::Value::String(value.trim_matches(|c| c == '"' || c == '\'').to_string())
-    });
-    Ok((key.split('.').map(str::to_string).collect(), parsed))
-}
-
-fn parse_toml_value(text: &str) -> Option<toml::Value> {
-    let wrapped = format!("v = {text}");
-    let mut table: toml::Table = toml::from_str(&wrapped).ok()?;
-    table.remove("v")
-}
-
-fn insert_dotted(root: &mut toml::Table, key: &[String], value: toml::Value) {
-    let (last, parents) = key.split_last().expect("split of a non-empty key");
-    let mut table = root;
-    for part in parents {
-        let entry = table
-            .entry(part.clone())
-            .or_insert_with(|| toml::Value::Table(toml::Table::new()));
-        if !entry.is_table() {
-            *entry = toml::Value::Table(toml::Table::new());
-        }
-        table = entry.as_table_mut().expect("just made a table");
-    }
-    table.insert(last.clone(), value);
+    codex_overrides::parse_override(raw).map_err(|e| {
+        ConfigError(match e {
+            OverrideError::MissingEquals => {
+                format!("error parsing -c overrides: Invalid override (missing '='): {raw}")
+            }
+            OverrideError::EmptyKey => {
+                format!("error parsing -c overrides: Empty key in override: {raw}")
+            }
+        })
+    })
 }
 
 fn describe(value: &toml::Value) -> String {

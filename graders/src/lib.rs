@@ -3,6 +3,7 @@
 //! sandbox-launcher failures and filesystem refusals, [`grade`] holds one grader per case and
 //! returns a [`verdict::Verdict`] with the evidence that decided it.
 
+pub mod codex_overrides;
 pub mod events;
 pub mod grade;
 pub mod reader;

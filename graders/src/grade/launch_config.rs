@@ -13,6 +13,7 @@
 //! The TOML itself is parsed by the `toml` crate; only the override splitting and merging is
 //! written here, because it is Codex's own convention and no crate implements it.
 
+use crate::codex_overrides::{insert_dotted, parse_override, OverrideError};
 use std::fmt;
 
 /// Built-in permission profiles that allow writes (or run with no sandbox at all).
@@ -248,49 +249,17 @@ impl LaunchConfig {
     }
 }
 
-/// `key=value` → (key parts, value), by Codex's rules (see the module docs).
+/// `key=value` → (key parts, value), by Codex's rules; an empty key part is refused here,
+/// since no setting the grader reads can have one.
 fn split_override(raw: &str) -> Result<(Vec<String>, toml::Value), String> {
-    let (key, value) = raw
-        .split_once('=')
-        .ok_or_else(|| "the override has no `=`".to_string())?;
-    let key = key.trim();
-    if key.is_empty() {
-        return Err("the override has an empty key".into());
-    }
-    let parts: Vec<String> = key.split('.').map(str::to_string).collect();
+    let (parts, value) = parse_override(raw).map_err(|e| match e {
+        OverrideError::MissingEquals => "the override has no `=`".to_string(),
+        OverrideError::EmptyKey => "the override has an empty key".to_string(),
+    })?;
     if parts.iter().any(String::is_empty) {
-        return Err(format!("the key `{key}` has an empty part"));
+        return Err(format!("the key `{}` has an empty part", parts.join(".")));
     }
-    let value = value.trim();
-    let parsed = parse_toml_value(value).unwrap_or_else(|| {
-        toml::Value::String(value.trim_matches(|c| c == '"' || c == '\'').to_string())
-    });
-    Ok((parts, parsed))
-}
-
-fn parse_toml_value(text: &str) -> Option<toml::Value> {
-    let mut table: toml::Table = toml::from_str(&format!("v = {text}")).ok()?;
-    table.remove("v")
-}
-
-fn insert_dotted(root: &mut toml::Table, key: &[String], value: toml::Value) {
-    let Some((last, parents)) = key.split_last() else {
-        return;
-    };
-    let mut table = root;
-    for part in parents {
-        let entry = table
-            .entry(part.clone())
-            .or_insert_with(|| toml::Value::Table(toml::Table::new()));
-        if !entry.is_table() {
-            *entry = toml::Value::Table(toml::Table::new());
-        }
-        let toml::Value::Table(inner) = entry else {
-            unreachable!("just made a table")
-        };
-        table = inner;
-    }
-    table.insert(last.clone(), value);
+    Ok((parts, value))
 }
 
 fn profile_rules(name: &str, value: &toml::Value) -> Result<ProfileRules, String> {
