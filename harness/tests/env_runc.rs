@@ -287,8 +287,24 @@ fn codex_thread_start_with(
         .map_err(|err| Failed::from(format!("{err:#}")))
 }
 
+/// When bubblewrap dies at once, Codex sometimes writes the helper's request into the closed
+/// pipe first and reports `Broken pipe (os error 32)` instead of bubblewrap's message (seen
+/// once in userns-blocked). That race is Codex's; a fresh app-server gets another try.
+const HELPER_PIPE_RACE: &str =
+    "failed to load AGENTS.md instructions for environment `local`: Broken pipe (os error 32)";
+const PIPE_RACE_ATTEMPTS: usize = 3;
+
 fn codex_restricted_thread_start_fails(environment: &str, signature: &str) -> Result<(), Failed> {
-    match codex_thread_start(environment, launch::PolicyGeneration::Legacy)? {
+    let mut outcome = codex_thread_start(environment, launch::PolicyGeneration::Legacy)?;
+    for _ in 1..PIPE_RACE_ATTEMPTS {
+        match &outcome {
+            Err(err) if err.message.contains(HELPER_PIPE_RACE) => {
+                outcome = codex_thread_start(environment, launch::PolicyGeneration::Legacy)?;
+            }
+            _ => break,
+        }
+    }
+    match outcome {
         Ok(result) => Err(format!("thread/start succeeded in `{environment}`: {result}").into()),
         Err(err) => {
             let expected_prefix = "error creating thread: failed to load AGENTS.md instructions for environment `local`: fs sandbox helper failed with status exit status: 1: ";
