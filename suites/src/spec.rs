@@ -113,3 +113,85 @@ impl ScenarioRef {
         }
     }
 }
+
+/// How a declared driver finds the `codex` program. Whatever it names, the harness puts its
+/// wire tap there (`harness::tap`), which relays to the cell's app-server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CodexDiscovery {
+    /// `"path"`: the first `codex` on `PATH` (the harness puts a folder holding the tap as
+    /// `codex` first on the driver's `PATH`).
+    Path,
+    /// `"env:NAME"`: the environment variable `NAME` (e.g. `CODEX_PATH`, `CODEX_BIN`).
+    Env(String),
+    /// `"arg"`: `{codex}` in the command line.
+    Arg,
+}
+
+impl CodexDiscovery {
+    pub fn parse(text: &str) -> Result<Self, String> {
+        match text {
+            "path" => Ok(Self::Path),
+            "arg" => Ok(Self::Arg),
+            _ => match text.strip_prefix("env:") {
+                Some(name)
+                    if !name.is_empty()
+                        && name
+                            .chars()
+                            .all(|c| c.is_ascii_alphanumeric() || c == '_')
+                        && !name.starts_with(|c: char| c.is_ascii_digit()) =>
+                {
+                    Ok(Self::Env(name.to_string()))
+                }
+                _ => Err(format!(
+                    "codex = `{text}`: must be \"path\", \"arg\" or \"env:NAME\" (NAME a shell variable name)"
+                )),
+            },
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for CodexDiscovery {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        Self::parse(&text).map_err(serde::de::Error::custom)
+    }
+}
+
+/// What a declared driver gives the harness besides its wire traffic.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DriverContract {
+    /// Nothing: it is graded from the wire alone.
+    #[default]
+    Wire,
+    /// It also writes run events to `HARNESS_EVENTS` (docs/driver-contract.md): an optional
+    /// second source, compared with the wire; the wire wins.
+    Events,
+}
+
+/// A driver declared outside the harness (`harness run --drivers FILE`), or shipped with it.
+/// Each one is crossed with the fake and with every real-Codex runner.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DeclaredDriver {
+    #[serde(default)]
+    pub about: Option<String>,
+    /// A `sh -c` command line. Placeholders: `{workspace}`, `{prompt}` (shell-quoted), `{mode}`,
+    /// `{codex}`, `{task}` (the task envelope's path), `{repo}` (the harness repository root).
+    pub command: String,
+    pub codex: CodexDiscovery,
+    #[serde(default)]
+    pub contract: DriverContract,
+    /// The run modes the driver can be told to use; a case in another mode is not applicable.
+    pub modes: Vec<Mode>,
+    /// The driver can take the task's plan reviews (approve / revise) — with `contract = "wire"`
+    /// only a driver that reads the task envelope can.
+    #[serde(default)]
+    pub plan_reviews: bool,
+    /// The driver can answer the model's questions from the task's `answers`.
+    #[serde(default)]
+    pub answers: bool,
+    /// Extra environment variables for the driver's process (values may use placeholders).
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+}
