@@ -37,6 +37,7 @@ fn driver_name(cell: &Cell) -> &'static str {
     match cell.runner.driver {
         DriverKind::Reference => "reference driver",
         DriverKind::External => "example external driver",
+        DriverKind::Declared => "declared driver",
     }
 }
 

@@ -7,6 +7,7 @@
 //! baseline entry for a cell that does not exist. Executing a cell is `harness::matrix`'s job.
 
 pub mod baseline;
+pub mod declared;
 pub mod matrix;
 pub mod spec;
 

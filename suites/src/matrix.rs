@@ -113,6 +113,11 @@ fn expand(file: &SuitesFile) -> Result<Vec<Cell>, SuitesError> {
                 "runner `{name}`: `codex_version` is required for app_server = \"codex\" and only there"
             )));
         }
+        if (runner.driver == DriverKind::Declared) != runner.declared.is_some() {
+            return Err(SuitesError::Invalid(format!(
+                "runner `{name}`: `declared` is required for driver = \"declared\" and only there"
+            )));
+        }
         if (runner.driver == DriverKind::External) != runner.driver_cmd.is_some() {
             return Err(SuitesError::Invalid(format!(
                 "runner `{name}`: `driver_cmd` is required for driver = \"external\" and only there"

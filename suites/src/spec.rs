@@ -20,6 +20,9 @@ pub enum DriverKind {
     Reference,
     /// An external driver command (`harness::driver::external::run_external`).
     External,
+    /// A driver declared in a drivers file (`RunnerSpec::declared`), run unmodified and graded
+    /// from the wire through the tap.
+    Declared,
 }
 
 /// Which app-server the driver launches.
@@ -46,6 +49,9 @@ pub struct RunnerSpec {
     /// root.
     #[serde(default)]
     pub driver_cmd: Option<String>,
+    /// For `driver = "declared"`: the declared driver (from a drivers file).
+    #[serde(default)]
+    pub declared: Option<DeclaredDriver>,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]

@@ -304,6 +304,9 @@ async fn run_checked(cell: &Cell, options: &MatrixOptions, root: &Path) -> Resul
                 let command = options.driver_command(cell)?;
                 Ok(driver::external::run_external(&command, &config, &mut log).await)
             }
+            DriverKind::Declared => Err(anyhow!(
+                "declared drivers run through the wire tap, which this executor does not have yet"
+            )),
         }
     };
     let ended = match tokio::time::timeout(bound, driven).await {

@@ -1,0 +1,192 @@
+//! A declared driver's command line, with its placeholders filled in for one cell.
+
+use crate::spec::{CodexDiscovery, DeclaredDriver};
+
+/// The values a declared driver's command line and environment may name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Placeholders {
+    pub workspace: String,
+    /// The task's prompt, unquoted: `{prompt}` is replaced by its shell-quoted form.
+    pub prompt: String,
+    pub mode: String,
+    /// The path of the tap standing in for `codex`.
+    pub codex: String,
+    /// The task envelope's path.
+    pub task: String,
+    /// The harness repository root (where the shipped launch scripts live).
+    pub repo: String,
+}
+
+/// Why a command line could not be filled in.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RenderError {
+    #[error("unknown placeholder `{{{0}}}` (known: {{workspace}} {{prompt}} {{mode}} {{codex}} {{task}} {{repo}})")]
+    Unknown(String),
+    #[error("unclosed `{{` at byte {0}")]
+    Unclosed(usize),
+    #[error("`{{codex}}` is used but the driver finds Codex by {0}; declare codex = \"arg\"")]
+    CodexNotArg(String),
+    #[error("codex = \"arg\" but the command line has no `{{codex}}`")]
+    MissingCodexArg,
+    #[error("the prompt cannot be shell-quoted (it holds a NUL byte)")]
+    Unquotable,
+}
+
+impl Placeholders {
+    fn value(&self, name: &str, quote: bool) -> Result<String, RenderError> {
+        let plain = |v: &str| -> Result<String, RenderError> {
+            if quote {
+                shlex::try_quote(v)
+                    .map(|q| q.into_owned())
+                    .map_err(|_| RenderError::Unquotable)
+            } else {
+                Ok(v.to_string())
+            }
+        };
+        match name {
+            "workspace" => plain(&self.workspace),
+            // The prompt is free text: always quoted, so it stays one word of the command line.
+            "prompt" => shlex::try_quote(&self.prompt)
+                .map(|q| q.into_owned())
+                .map_err(|_| RenderError::Unquotable),
+            "mode" => plain(&self.mode),
+            "codex" => plain(&self.codex),
+            "task" => plain(&self.task),
+            "repo" => plain(&self.repo),
+            other => Err(RenderError::Unknown(other.to_string())),
+        }
+    }
+}
+
+/// Replace every `{name}` in `text`. Paths are shell-quoted when `quote` (a `sh -c` command
+/// line), verbatim otherwise (an environment value).
+fn render(text: &str, values: &Placeholders, quote: bool) -> Result<String, RenderError> {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    let mut offset = 0;
+    while let Some(open) = rest.find('{') {
+        out.push_str(&rest[..open]);
+        let after = &rest[open + 1..];
+        let close = after
+            .find('}')
+            .ok_or(RenderError::Unclosed(offset + open))?;
+        out.push_str(&values.value(&after[..close], quote)?);
+        offset += open + close + 2;
+        rest = &after[close + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+impl DeclaredDriver {
+    /// The `sh -c` command line for one cell.
+    pub fn command_line(&self, values: &Placeholders) -> Result<String, RenderError> {
+        let names_codex = self.command.contains("{codex}");
+        match (&self.codex, names_codex) {
+            (CodexDiscovery::Arg, false) => return Err(RenderError::MissingCodexArg),
+            (CodexDiscovery::Path, true) => return Err(RenderError::CodexNotArg("PATH".into())),
+            (CodexDiscovery::Env(name), true) => {
+                return Err(RenderError::CodexNotArg(format!("${name}")))
+            }
+            _ => {}
+        }
+        render(&self.command, values, true)
+    }
+
+    /// The driver's extra environment, placeholders filled in (values unquoted).
+    pub fn environment(&self, values: &Placeholders) -> Result<Vec<(String, String)>, RenderError> {
+        self.env
+            .iter()
+            .map(|(k, v)| Ok((k.clone(), render(v, values, false)?)))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::DriverContract;
+
+    fn driver(command: &str, codex: CodexDiscovery) -> DeclaredDriver {
+        DeclaredDriver {
+            about: None,
+            command: command.into(),
+            codex,
+            contract: DriverContract::Wire,
+            modes: vec![],
+            plan_reviews: false,
+            answers: false,
+            env: Default::default(),
+        }
+    }
+
+    fn values() -> Placeholders {
+        Placeholders {
+            workspace: "/w s".into(),
+            prompt: "it's $HOME; rm -rf /".into(),
+            mode: "planning".into(),
+            codex: "/t/codex".into(),
+            task: "/t/task.json".into(),
+            repo: "/r".into(),
+        }
+    }
+
+    #[test]
+    fn placeholders_are_filled_and_the_prompt_stays_one_quoted_word() {
+        let d = driver(
+            "node cli.js --cwd {workspace} --prompt {prompt} --mode {mode} --bin {codex}",
+            CodexDiscovery::Arg,
+        );
+        let line = d.command_line(&values()).unwrap();
+        let words = shlex::split(&line).unwrap();
+        assert_eq!(
+            words,
+            [
+                "node",
+                "cli.js",
+                "--cwd",
+                "/w s",
+                "--prompt",
+                "it's $HOME; rm -rf /",
+                "--mode",
+                "planning",
+                "--bin",
+                "/t/codex"
+            ]
+        );
+    }
+
+    #[test]
+    fn unknown_and_unclosed_placeholders_and_codex_mismatches_are_errors() {
+        let path = CodexDiscovery::Path;
+        assert_eq!(
+            driver("x {nope}", path.clone()).command_line(&values()),
+            Err(RenderError::Unknown("nope".into()))
+        );
+        assert_eq!(
+            driver("x {task", path.clone()).command_line(&values()),
+            Err(RenderError::Unclosed(2))
+        );
+        assert!(matches!(
+            driver("x {codex}", path).command_line(&values()),
+            Err(RenderError::CodexNotArg(_))
+        ));
+        assert_eq!(
+            driver("x", CodexDiscovery::Arg).command_line(&values()),
+            Err(RenderError::MissingCodexArg)
+        );
+    }
+
+    #[test]
+    fn codex_discovery_parses_its_three_forms_and_rejects_others() {
+        assert_eq!(CodexDiscovery::parse("path"), Ok(CodexDiscovery::Path));
+        assert_eq!(CodexDiscovery::parse("arg"), Ok(CodexDiscovery::Arg));
+        assert_eq!(
+            CodexDiscovery::parse("env:CODEX_PATH"),
+            Ok(CodexDiscovery::Env("CODEX_PATH".into()))
+        );
+        for bad in ["env:", "env:1X", "env:A-B", "PATH", ""] {
+            assert!(CodexDiscovery::parse(bad).is_err(), "{bad}");
+        }
+    }
+}
