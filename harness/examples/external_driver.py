@@ -123,7 +123,7 @@ class Client:
         while True:
             line = self.proc.stdout.readline(MAX_LINE + 1)
             if not line:
-                self.inbox.put(Closed("the app-server closed its output (exit %s)" % self.proc.poll()))
+                self.inbox.put(Closed("the app-server closed its output (%s)" % self._exit_status()))
                 return
             if len(line) > MAX_LINE:
                 self.inbox.put(TransportLost("the app-server sent a line longer than %d bytes" % MAX_LINE))
@@ -138,6 +138,17 @@ class Client:
                 self.inbox.put(TransportLost("the app-server sent a malformed line (%s)" % e))
                 return
             self.inbox.put(msg)
+
+    def _exit_status(self):
+        """The exit status once the process has exited: end of output comes first, so poll()
+        right away would often still say None. The wait is bounded like every other."""
+        try:
+            code = self.proc.wait(timeout=self.bounds.shutdown)
+        except subprocess.TimeoutExpired:
+            return "still running %.1f s after closing its output" % self.bounds.shutdown
+        if code < 0:
+            return "killed by signal %d" % -code
+        return "exit %d" % code
 
     def send(self, msg):
         try:

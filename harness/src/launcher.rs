@@ -52,3 +52,37 @@ impl Launcher for LocalLauncher {
         })
     }
 }
+
+/// A launcher whose every process joins a cell's cgroup before it execs (see
+/// `crate::containment`): on the host the process itself, in a container the `runc run` that
+/// creates it, so the container's processes start inside the cell's cgroup too.
+pub struct ContainedLauncher {
+    inner: std::sync::Arc<dyn Launcher>,
+    cgroup: crate::containment::Cgroup,
+}
+
+impl ContainedLauncher {
+    pub fn new(
+        inner: std::sync::Arc<dyn Launcher>,
+        cgroup: crate::containment::Cgroup,
+    ) -> ContainedLauncher {
+        ContainedLauncher { inner, cgroup }
+    }
+}
+
+impl Launcher for ContainedLauncher {
+    fn environment(&self) -> &str {
+        self.inner.environment()
+    }
+
+    fn prepare(&self, spec: &ProcessSpec) -> anyhow::Result<PreparedCommand> {
+        let mut prepared = self.inner.prepare(spec)?;
+        let joiner = self.cgroup.joiner()?;
+        // SAFETY: `join` only makes system calls (open, write, close) on a path converted
+        // before the fork. A child that cannot join fails to spawn, so nothing runs uncontained.
+        unsafe {
+            prepared.command.pre_exec(move || joiner.join());
+        }
+        Ok(prepared)
+    }
+}

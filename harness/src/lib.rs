@@ -3,6 +3,7 @@
 pub mod bench;
 pub mod cli;
 pub mod codex;
+pub mod containment;
 pub mod driver;
 pub mod env;
 pub mod event_log;
@@ -12,4 +13,5 @@ pub mod matrix;
 pub mod report;
 pub mod repro;
 pub mod rpc;
+pub mod shutdown;
 pub mod task;

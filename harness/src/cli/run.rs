@@ -1,14 +1,12 @@
 //! `harness run [FILTER…] [--jobs N] [--driver-cmd '…' --suite S]`: run the conformance matrix
 //! (or the cells whose name contains a filter) in parallel with a bound, with live progress on
 //! stderr, then print the Markdown matrix and write the reports. Exit 0 when every cell matches
-//! its expectation, 1 when any differs (or is stale, or errs), 2 when the run cannot start.
+//! its expectation, 1 when any differs (or is stale, or errs), 2 when the run cannot start,
+//! 130 / 143 after SIGINT / SIGTERM (the reports then list the cells that finished).
 
 use crate::matrix::{self, CellResult, MatrixOptions, Progress};
-use crate::report;
-use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Instant;
 use suites::spec::{AppServerKind, DriverKind};
 
 #[derive(clap::Args, Debug)]
@@ -107,27 +105,7 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
         cells.len(),
         options.out_root.display()
     );
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
-    let started = Instant::now();
-    let results = runtime.block_on(matrix::run_cells(&cells, &options, jobs, print_progress));
-    let wall = started.elapsed();
-    let paths = report::write_all(&options.out_root, &results, wall)?;
-    let markdown = std::fs::read_to_string(&paths.markdown)?;
-    println!("{markdown}");
-    append_step_summary(&markdown);
-    eprintln!("reports:");
-    eprintln!("  markdown: {}", paths.markdown.display());
-    eprintln!("  junit:    {}", paths.junit.display());
-    eprintln!("  json:     {}", paths.json.display());
-    let failures = results.iter().filter(|r| r.is_failure()).count();
-    Ok(if failures == 0 {
-        ExitCode::SUCCESS
-    } else {
-        eprintln!("{failures} cells differ from their expectation");
-        ExitCode::from(1)
-    })
+    crate::shutdown::run_matrix(&cells, &options, jobs, print_progress)
 }
 
 /// One line per finished cell, with the running counts (plain lines: CI logs are not terminals).
@@ -150,19 +128,4 @@ fn print_progress(progress: &Progress, finished: Option<&CellResult>) {
         progress.running,
         progress.failed
     );
-}
-
-/// In GitHub Actions, add the matrix to the job summary.
-fn append_step_summary(markdown: &str) {
-    let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|p| !p.is_empty()) else {
-        return;
-    };
-    let written = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&path)
-        .and_then(|mut f| f.write_all(markdown.as_bytes()));
-    if let Err(e) = written {
-        eprintln!("could not append to $GITHUB_STEP_SUMMARY: {e}");
-    }
 }

@@ -25,6 +25,14 @@ pub struct Owner {
     pub boot_id: String,
     /// The `/proc/self/ns/pid` link, e.g. `pid:[4026531836]`.
     pub pid_namespace: String,
+    /// The owner's containment scope ([`crate::containment::scope`]): a harness reaps only
+    /// what an owner of its own scope left behind. Records from before scopes are `default`.
+    #[serde(default = "default_scope")]
+    pub scope: String,
+}
+
+fn default_scope() -> String {
+    "default".into()
 }
 
 /// Whether the owner of a record still runs.
@@ -48,6 +56,7 @@ impl Owner {
                 .context("reading this process's start time from /proc/self/stat")?,
             boot_id: boot_id()?,
             pid_namespace: pid_namespace()?,
+            scope: crate::containment::scope(),
         })
     }
 

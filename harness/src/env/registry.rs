@@ -1,6 +1,6 @@
 //! Live containers of this process, so that nothing outlives a run: every container a launcher
-//! prepares is registered until its guard has removed it, and SIGINT/SIGTERM remove whatever is
-//! still registered before the process ends.
+//! prepares is registered until its guard has removed it, and the shutdown path
+//! ([`crate::shutdown`]) removes whatever is still registered before the process ends.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -62,7 +62,7 @@ pub fn remove(id: &str, keep_bundle: bool) {
     }
 }
 
-/// Remove every registered container. Called by the signal handler; callers that end the
+/// Remove every registered container. Called by the shutdown path; callers that end the
 /// process some other way (e.g. `std::process::exit`) call it themselves.
 pub fn cleanup_registered() {
     for id in live_ids() {
@@ -136,28 +136,9 @@ fn run_bounded_to(args: &[&str], stdout: Stdio) -> std::io::Result<bool> {
     }
 }
 
-/// On SIGINT/SIGTERM: remove the registered containers, then end the process the way the
-/// signal would have. Installed once, when the first container is registered.
+/// On SIGINT/SIGTERM, registered containers are removed before the process ends: the process's
+/// one handler ([`crate::shutdown`]) does it. Installed once, when the first container is
+/// registered (a matrix run installs it before any cell starts).
 pub fn install_signal_cleanup() {
-    static INSTALLED: OnceLock<()> = OnceLock::new();
-    INSTALLED.get_or_init(|| {
-        use signal_hook::consts::{SIGINT, SIGTERM};
-        match signal_hook::iterator::Signals::new([SIGINT, SIGTERM]) {
-            Ok(mut signals) => {
-                let spawned = std::thread::Builder::new()
-                    .name("env-signal-cleanup".into())
-                    .spawn(move || {
-                        if let Some(signal) = signals.forever().next() {
-                            cleanup_registered();
-                            let _ = signal_hook::low_level::emulate_default_handler(signal);
-                            std::process::exit(128 + signal);
-                        }
-                    });
-                if let Err(err) = spawned {
-                    tracing::error!("cannot start the signal cleanup thread: {err}");
-                }
-            }
-            Err(err) => tracing::error!("cannot install the SIGINT/SIGTERM cleanup: {err}"),
-        }
-    });
+    crate::shutdown::install_signal_handler();
 }

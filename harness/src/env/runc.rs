@@ -132,7 +132,13 @@ impl Launcher for RuncLauncher {
         let rootfs = bundle.join("rootfs");
         std::fs::create_dir(&rootfs)?;
         let inputs = self.inputs(process, &bundle, rootfs.clone())?;
-        let config = oci::render(&self.container, &inputs)?;
+        let mut config = oci::render(&self.container, &inputs)?;
+        // Below the cell's cgroup, so that killing the cell reaches the container too.
+        if let Some(path) = crate::containment::container_cgroups_path(&self.mounts.scratch, &id) {
+            if let Some(linux) = config.linux_mut() {
+                linux.set_cgroups_path(Some(path.into()));
+            }
+        }
         std::fs::write(bundle.join("config.json"), oci::to_json(&config)?)?;
         self.prepared
             .lock()

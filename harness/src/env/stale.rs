@@ -133,6 +133,11 @@ fn reap_container(container: &ListedContainer, report: &mut ReapReport) -> bool 
             report.left_alone.push((id.clone(), why));
             return false;
         }
+        Some(record) if record.scope != crate::containment::scope() => {
+            let why = format!("its owner is of containment scope `{}`", record.scope);
+            report.left_alone.push((id.clone(), why));
+            return false;
+        }
         Some(record) if &record.container != id => {
             let why = format!("its bundle's owner record is for {}", record.container);
             report.left_alone.push((id.clone(), why));
@@ -183,6 +188,9 @@ fn reap_bundle_folder(bundle: &Path, still_listed: &BTreeSet<String>, report: &m
         // to judge.
         return;
     };
+    if record.scope != crate::containment::scope() {
+        return;
+    }
     let reason = match record.liveness() {
         Liveness::Gone(reason) => reason,
         Liveness::Alive => return,

@@ -1,5 +1,8 @@
 //! Processes an app-server left behind after its run.
 //!
+//! Everything a cell started is in the cell's cgroup (`crate::containment`), which is emptied
+//! and removed here. Without containment (not root, no cgroup v2) only the sweep below remains:
+//!
 //! The real Codex runs its filesystem helper under bubblewrap with `--new-session` and a new pid
 //! namespace, so the helper escapes the app-server's process group; when Codex exits while a
 //! helper is still up, bubblewrap's pid-1 stays behind, reparented to init (it ignores the
@@ -16,9 +19,25 @@ use std::time::Duration;
 const MAX_PASSES: usize = 3;
 const PAUSE_BETWEEN_PASSES: Duration = Duration::from_millis(50);
 
-/// Kill every process (other than this one) whose environment has a `TMPDIR` inside
-/// `cell_root`; returns the pids killed, with their command names.
+/// Kill every process left in the cell's cgroup, and every process (other than this one) whose
+/// environment has a `TMPDIR` inside `cell_root`; returns the pids killed, with their command
+/// names.
 pub fn reap(cell_root: &Path) -> Vec<(i32, String)> {
+    let mut killed = match crate::containment::release(cell_root) {
+        Ok(killed) => killed,
+        Err(err) => {
+            eprintln!(
+                "harness: emptying the cgroup of {}: {err:#}",
+                cell_root.display()
+            );
+            Vec::new()
+        }
+    };
+    killed.extend(reap_by_tmpdir(cell_root));
+    killed
+}
+
+fn reap_by_tmpdir(cell_root: &Path) -> Vec<(i32, String)> {
     let Some(root) = cell_root.to_str() else {
         return Vec::new();
     };

@@ -15,11 +15,13 @@ pub use prereq::missing as missing_prerequisite;
 pub use result::{CellOutcome, CellResult};
 
 use anyhow::{bail, Context, Result};
+use graders::events::CellId;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use suites::Cell;
 use tokio::sync::{Mutex, Semaphore};
+use tokio_util::sync::CancellationToken;
 
 /// How cells run.
 #[derive(Debug, Clone)]
@@ -95,8 +97,21 @@ impl MatrixOptions {
     }
 
     /// The launcher of a cell in `environment`: `env::launcher`, except that with
-    /// `kept_bundles` a runc launcher keeps its bundles.
+    /// `kept_bundles` a runc launcher keeps its bundles; every process it starts joins the
+    /// cgroup of the cell whose folder is `mounts.scratch` (see `crate::containment`).
     pub fn launcher(
+        &self,
+        environment: &str,
+        mounts: &crate::env::EnvMounts,
+    ) -> Result<Arc<dyn crate::launcher::Launcher>> {
+        let launcher = self.uncontained_launcher(environment, mounts)?;
+        Ok(match crate::containment::cell(&mounts.scratch)? {
+            Some(cgroup) => Arc::new(crate::launcher::ContainedLauncher::new(launcher, cgroup)),
+            None => launcher,
+        })
+    }
+
+    fn uncontained_launcher(
         &self,
         environment: &str,
         mounts: &crate::env::EnvMounts,
@@ -149,14 +164,45 @@ pub struct Progress {
     pub ignored: usize,
 }
 
+/// What a matrix run produced: the results of the cells that finished (in the cells' order),
+/// and the cells a stop cut short or never started.
+#[derive(Debug, Clone, Default)]
+pub struct MatrixRun {
+    pub finished: Vec<CellResult>,
+    /// Running when the stop came: torn down, no result.
+    pub interrupted: Vec<CellId>,
+    /// Not started before the stop came.
+    pub not_started: Vec<CellId>,
+    /// The message of a panic in a cell's task, which stopped the run.
+    pub panic: Option<String>,
+}
+
 /// Run `cells` with at most `jobs` at once; `on_event` sees every start and finish. Results
-/// come back in the cells' order.
+/// come back in the cells' order. A panic in a cell is raised again here.
 pub async fn run_cells(
     cells: &[Cell],
     options: &MatrixOptions,
     jobs: usize,
     on_event: impl Fn(&Progress, Option<&CellResult>) + Send + Sync + 'static,
 ) -> Vec<CellResult> {
+    let run = run_cells_until(cells, options, jobs, CancellationToken::new(), on_event).await;
+    if let Some(message) = run.panic {
+        panic!("{message}");
+    }
+    run.finished
+}
+
+/// [`run_cells`], until `stop` is cancelled: then no cell starts any more, the running ones are
+/// dropped (their guards remove their containers, their cgroups are emptied), and what finished
+/// is returned. A panic in a cell's task cancels `stop` too and is returned, not raised.
+pub async fn run_cells_until(
+    cells: &[Cell],
+    options: &MatrixOptions,
+    jobs: usize,
+    stop: CancellationToken,
+    on_event: impl Fn(&Progress, Option<&CellResult>) + Send + Sync + 'static,
+) -> MatrixRun {
+    crate::containment::reap_leftovers_once();
     let semaphore = Arc::new(Semaphore::new(jobs.max(1)));
     let progress = Arc::new(std::sync::Mutex::new(Progress {
         total: cells.len(),
@@ -169,36 +215,89 @@ pub async fn run_cells(
         let options = options.clone();
         let progress = progress.clone();
         let on_event = on_event.clone();
+        let stop = stop.clone();
         tasks.spawn(async move {
-            let _permit = semaphore.acquire_owned().await.expect("semaphore open");
+            let _permit = tokio::select! {
+                biased;
+                _ = stop.cancelled() => return (index, Ran::NotStarted),
+                permit = semaphore.acquire_owned() => permit.expect("semaphore open"),
+            };
+            if stop.is_cancelled() {
+                return (index, Ran::NotStarted);
+            }
             {
                 let mut p = progress.lock().expect("progress");
                 p.running += 1;
                 on_event(&p, None);
             }
-            let result = run_cell(&cell, &options).await;
-            {
-                let mut p = progress.lock().expect("progress");
-                p.running -= 1;
-                p.done += 1;
-                p.failed += usize::from(result.is_failure());
-                p.ignored += usize::from(result.is_ignored());
-                on_event(&p, Some(&result));
+            let root = options.out_root.join(cell.name());
+            let result = tokio::select! {
+                biased;
+                _ = stop.cancelled() => None,
+                result = run_cell(&cell, &options) => Some(result),
+            };
+            // The cell's future is gone (finished or dropped with its guards): whatever it
+            // started and left running goes now, also when it ended by an error.
+            let left = leftovers::reap(&root);
+            if result.is_none() && !left.is_empty() {
+                eprintln!(
+                    "harness: {}: killed {}",
+                    cell.name(),
+                    crate::containment::describe(&left)
+                );
             }
-            (index, result)
+            let mut p = progress.lock().expect("progress");
+            p.running -= 1;
+            match result {
+                Some(result) => {
+                    p.done += 1;
+                    p.failed += usize::from(result.is_failure());
+                    p.ignored += usize::from(result.is_ignored());
+                    on_event(&p, Some(&result));
+                    (index, Ran::Finished(Box::new(result)))
+                }
+                None => (index, Ran::Interrupted),
+            }
         });
     }
-    let mut results: Vec<Option<CellResult>> = vec![None; cells.len()];
+    let mut ran: Vec<Option<Ran>> = vec![None; cells.len()];
+    let mut panic = None;
     while let Some(joined) = tasks.join_next().await {
         match joined {
-            Ok((index, result)) => results[index] = Some(result),
-            Err(e) => std::panic::resume_unwind(e.into_panic()),
+            Ok((index, outcome)) => ran[index] = Some(outcome),
+            Err(e) if e.is_panic() => {
+                let payload = e.into_panic();
+                let message = payload
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
+                    .unwrap_or_else(|| "a cell's task panicked".into());
+                panic.get_or_insert(message);
+                stop.cancel();
+            }
+            Err(_) => {}
         }
     }
-    results
-        .into_iter()
-        .map(|r| r.expect("every cell produced a result"))
-        .collect()
+    let mut run = MatrixRun {
+        panic,
+        ..MatrixRun::default()
+    };
+    for (cell, outcome) in cells.iter().zip(ran) {
+        match outcome {
+            Some(Ran::Finished(result)) => run.finished.push(*result),
+            Some(Ran::NotStarted) => run.not_started.push(cell.id.clone()),
+            // A panicked task left no outcome: it was running.
+            Some(Ran::Interrupted) | None => run.interrupted.push(cell.id.clone()),
+        }
+    }
+    run
+}
+
+#[derive(Debug, Clone)]
+enum Ran {
+    Finished(Box<CellResult>),
+    Interrupted,
+    NotStarted,
 }
 
 /// A default for `--jobs`: the machine's parallelism.

@@ -1,0 +1,266 @@
+//! Where every process of a cell lives: one cgroup per cell, below one cgroup per harness run,
+//! in the cgroup v2 hierarchy.
+//!
+//! ```text
+//! <cgroup2 mount>/ccf-harness/<scope>/run-<pid>-<start time>-<pid namespace>/<cell>-<n>/
+//! ```
+//!
+//! Host processes join their cell's cgroup between fork and exec ([`crate::launcher`]); a
+//! container's `runc run` joins it the same way, so runc's init and everything in the container
+//! start below it. Membership is inherited and cannot be dropped the way a session, a process
+//! group, a parent or `TMPDIR` can, so everything a cell started is listed and killed (with
+//! `cgroup.kill`) at the cell's end, at the harness's shutdown, and, when the harness itself was
+//! SIGKILLed, by the next harness to start: the run folder's name is its owner record (the same
+//! identity as a runc bundle's, [`crate::env::owner`]), so a run whose owner is gone is reaped
+//! and a live parallel run is never touched.
+//!
+//! The scope (`HARNESS_CONTAINMENT_SCOPE`, default `default`) separates harnesses that must not
+//! reap each other's leftovers (a test that kills harnesses on a shared machine gives its
+//! harnesses their own scope); runc bundles carry it in their owner record too.
+//!
+//! Without root or a cgroup v2 hierarchy there is no containment: cells still run, the
+//! `TMPDIR` sweep of [`crate::matrix::leftovers`] is all that remains, and a warning says so.
+
+pub mod cgroup;
+mod stale;
+
+pub use cgroup::{Cgroup, Joiner};
+pub use stale::{reap_leftovers_once, reap_stale_runs, StaleRuns};
+
+use crate::env::owner::Owner;
+use anyhow::Result;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock};
+
+/// The folder below the cgroup v2 mount that holds every harness's runs.
+pub const ROOT_NAME: &str = "ccf-harness";
+/// Names the scope of this harness (letters, digits, `-`, `_`).
+pub const SCOPE_VAR: &str = "HARNESS_CONTAINMENT_SCOPE";
+const DEFAULT_SCOPE: &str = "default";
+const RUN_PREFIX: &str = "run-";
+
+/// This harness's scope: `HARNESS_CONTAINMENT_SCOPE` when it is a valid name, else `default`.
+pub fn scope() -> String {
+    match std::env::var(SCOPE_VAR) {
+        Ok(value)
+            if !value.is_empty()
+                && value.len() <= 64
+                && value
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') =>
+        {
+            value
+        }
+        _ => DEFAULT_SCOPE.to_string(),
+    }
+}
+
+/// `<cgroup2 mount>/ccf-harness/<scope>`, when containment is possible here.
+pub fn scope_folder() -> Option<PathBuf> {
+    if !nix::unistd::geteuid().is_root() {
+        return None;
+    }
+    Some(cgroup::unified_mount()?.join(ROOT_NAME).join(scope()))
+}
+
+/// The name of this process's run folder: its owner identity.
+fn run_name(owner: &Owner) -> Option<String> {
+    let namespace = owner
+        .pid_namespace
+        .strip_prefix("pid:[")?
+        .strip_suffix(']')?;
+    Some(format!(
+        "{RUN_PREFIX}{}-{}-{namespace}",
+        owner.pid, owner.start_time
+    ))
+}
+
+/// The owner a run folder's name records; `None` for a name that is not a run's.
+fn owner_of_run(name: &str) -> Option<Owner> {
+    let mut parts = name.strip_prefix(RUN_PREFIX)?.split('-');
+    let pid = parts.next()?.parse().ok()?;
+    let start_time = parts.next()?.parse().ok()?;
+    let namespace: u64 = parts.next()?.parse().ok()?;
+    if parts.next().is_some() {
+        return None;
+    }
+    // cgroupfs does not survive a reboot: a folder seen now is from this boot.
+    let boot_id = std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+        .ok()?
+        .trim()
+        .to_string();
+    Some(Owner {
+        container: name.to_string(),
+        pid,
+        start_time,
+        boot_id,
+        pid_namespace: format!("pid:[{namespace}]"),
+        scope: scope(),
+    })
+}
+
+/// This process's run cgroup, created on first use; `None` when containment is not possible
+/// (the reason is logged once).
+fn run_cgroup() -> Option<&'static Cgroup> {
+    static RUN: OnceLock<Option<Cgroup>> = OnceLock::new();
+    RUN.get_or_init(|| {
+        let created = (|| -> Result<Cgroup> {
+            let folder = scope_folder().ok_or_else(|| {
+                anyhow::anyhow!("needs root and a cgroup v2 hierarchy with cgroup.kill")
+            })?;
+            let owner = Owner::current(ROOT_NAME)?;
+            let name = run_name(&owner).ok_or_else(|| {
+                anyhow::anyhow!("unreadable pid namespace {}", owner.pid_namespace)
+            })?;
+            Cgroup::create(&folder.join(name))
+        })();
+        match created {
+            Ok(cgroup) => Some(cgroup),
+            Err(err) => {
+                eprintln!(
+                    "harness: no process containment ({err:#}); processes that leave a cell's \
+                     TMPDIR behind cannot be found if the harness is killed"
+                );
+                None
+            }
+        }
+    })
+    .as_ref()
+}
+
+fn live() -> &'static Mutex<HashMap<PathBuf, Cgroup>> {
+    static LIVE: OnceLock<Mutex<HashMap<PathBuf, Cgroup>>> = OnceLock::new();
+    LIVE.get_or_init(Default::default)
+}
+
+/// The cgroup of the cell whose folder is `cell_root`, created on first use (once per
+/// process, the leftovers of killed harnesses are reaped first). `None` without containment.
+pub fn cell(cell_root: &Path) -> Result<Option<Cgroup>> {
+    reap_leftovers_once();
+    let Some(run) = run_cgroup() else {
+        return Ok(None);
+    };
+    let mut live = live().lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(found) = live.get(cell_root) {
+        return Ok(Some(found.clone()));
+    }
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let base = cell_root
+        .file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "cell".into());
+    // A cgroup name must be one path component; the counter keeps two out roots apart.
+    let name = format!(
+        "{}-{}",
+        base.replace(['/', '\n'], "_"),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    );
+    let cgroup = Cgroup::create(&run.path.join(name))?;
+    live.insert(cell_root.to_path_buf(), cgroup.clone());
+    Ok(Some(cgroup))
+}
+
+/// The `cgroupsPath` of a runc container of the cell whose folder is `cell_root`: relative, so
+/// that runc puts it below the cell's cgroup in the v2 hierarchy (and below its own cgroups in
+/// the v1 ones of a hybrid machine). `None` when the cell has no cgroup.
+pub fn container_cgroups_path(cell_root: &Path, container: &str) -> Option<String> {
+    let cgroup = live()
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .get(cell_root)?
+        .clone();
+    let relative = relative_to_mount(&cgroup.path)?;
+    Some(relative.join(container).to_string_lossy().into_owned())
+}
+
+fn relative_to_mount(path: &Path) -> Option<PathBuf> {
+    let mount = cgroup::unified_mount()?;
+    path.strip_prefix(mount).ok().map(Path::to_path_buf)
+}
+
+/// Kill everything in `cgroup`'s subtree and remove it, with its v1 mirrors. Returns what was
+/// killed.
+fn destroy(cgroup: &Cgroup) -> Result<Vec<(i32, String)>> {
+    let killed = cgroup.kill_all()?;
+    cgroup.remove()?;
+    if let Some(relative) = relative_to_mount(&cgroup.path) {
+        for mirror in cgroup::v1_mirrors(&relative) {
+            cgroup::remove_tree(&mirror)?;
+        }
+    }
+    Ok(killed)
+}
+
+/// Kill everything still in the cell's cgroup, remove the cgroup, forget it. Returns the
+/// processes that were killed. Idempotent; a cell without a cgroup returns nothing.
+pub fn release(cell_root: &Path) -> Result<Vec<(i32, String)>> {
+    let Some(cgroup) = live()
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .remove(cell_root)
+    else {
+        return Ok(Vec::new());
+    };
+    destroy(&cgroup)
+}
+
+/// Kill and remove every cell cgroup of this process, then the run's own (shutdown). Errors are
+/// printed: at shutdown there is nobody left to return them to.
+pub fn release_all() {
+    let roots: Vec<PathBuf> = live()
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .keys()
+        .cloned()
+        .collect();
+    for root in roots {
+        match release(&root) {
+            Ok(killed) if !killed.is_empty() => eprintln!(
+                "harness: killed {} process(es) of {}: {}",
+                killed.len(),
+                root.display(),
+                describe(&killed)
+            ),
+            Ok(_) => {}
+            Err(err) => eprintln!("harness: cleaning up {}: {err:#}", root.display()),
+        }
+    }
+    if let Some(run) = run_cgroup() {
+        if let Err(err) = destroy(run) {
+            eprintln!("harness: removing {}: {err:#}", run.path.display());
+        }
+    }
+}
+
+/// `name (pid N), …` for a log line.
+pub fn describe(processes: &[(i32, String)]) -> String {
+    processes
+        .iter()
+        .map(|(pid, name)| format!("{name} (pid {pid})"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_run_name_records_its_owner_and_reads_back() {
+        let owner = Owner::current(ROOT_NAME).expect("identity");
+        let name = run_name(&owner).expect("name");
+        let read = owner_of_run(&name).expect("parses");
+        assert_eq!((read.pid, read.start_time), (owner.pid, owner.start_time));
+        assert_eq!(read.pid_namespace, owner.pid_namespace);
+        assert_eq!(
+            read.liveness(),
+            crate::env::owner::Liveness::Alive,
+            "{name}"
+        );
+        assert!(owner_of_run("run-1-2").is_none());
+        assert!(owner_of_run("other-1-2-3").is_none());
+        assert!(owner_of_run("run-1-2-3-4").is_none());
+    }
+}

@@ -1,0 +1,207 @@
+//! The one way a matrix run ends, whether it ran to the end, got SIGINT or SIGTERM, or a cell
+//! panicked: stop scheduling, tear down what is live (the running cells' containers and
+//! cgroups), write the report of the cells that finished, and exit — 0 or 1 at the normal end,
+//! 130 after SIGINT, 143 after SIGTERM, 101 after a panic.
+//!
+//! One signal handler serves the whole process: while a matrix runs, a signal starts the
+//! orderly stop above; a second signal, a stop that overruns [`GRACE`], or a signal while no
+//! matrix runs (other subcommands, tests) removes what is registered at once and exits.
+
+use crate::matrix::{self, CellResult, MatrixOptions, MatrixRun, Progress};
+use crate::report;
+use std::io::Write;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
+use suites::Cell;
+use tokio_util::sync::CancellationToken;
+
+/// How long the orderly stop may take before the handler removes what is left and exits.
+pub const GRACE: Duration = Duration::from_secs(30);
+
+/// The signal that stopped the run (0: none yet).
+static STOPPED_BY: AtomicI32 = AtomicI32::new(0);
+
+fn current_run() -> &'static Mutex<Option<CancellationToken>> {
+    static RUN: OnceLock<Mutex<Option<CancellationToken>>> = OnceLock::new();
+    RUN.get_or_init(Default::default)
+}
+
+/// Remove everything this process still has: the cells' cgroups (and what is in them), then the
+/// registered runc containers and their bundles.
+pub fn tear_down_everything() {
+    crate::containment::release_all();
+    crate::env::cleanup_registered();
+}
+
+/// Install the process's SIGINT/SIGTERM handler (once; later calls do nothing).
+pub fn install_signal_handler() {
+    static INSTALLED: OnceLock<()> = OnceLock::new();
+    INSTALLED.get_or_init(|| {
+        use signal_hook::consts::{SIGINT, SIGTERM};
+        let mut signals = match signal_hook::iterator::Signals::new([SIGINT, SIGTERM]) {
+            Ok(signals) => signals,
+            Err(err) => {
+                eprintln!("harness: cannot install the SIGINT/SIGTERM handler: {err}");
+                return;
+            }
+        };
+        let spawned = std::thread::Builder::new()
+            .name("shutdown-signals".into())
+            .spawn(move || {
+                for signal in signals.forever() {
+                    let first = STOPPED_BY
+                        .compare_exchange(0, signal, Ordering::SeqCst, Ordering::SeqCst)
+                        .is_ok();
+                    let run = current_run()
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .clone();
+                    match run {
+                        Some(token) if first => {
+                            eprintln!(
+                                "harness: {}: stopping — no new cell starts, the running ones are torn down, the report lists what finished (again to exit at once)",
+                                signal_name(signal)
+                            );
+                            token.cancel();
+                            arm_watchdog(signal);
+                        }
+                        _ => exit_now(signal),
+                    }
+                }
+            });
+        if let Err(err) = spawned {
+            eprintln!("harness: cannot start the signal thread: {err}");
+        }
+    });
+}
+
+fn arm_watchdog(signal: i32) {
+    let _ = std::thread::Builder::new()
+        .name("shutdown-watchdog".into())
+        .spawn(move || {
+            std::thread::sleep(GRACE);
+            eprintln!(
+                "harness: the orderly stop took longer than {}s; removing what is left",
+                GRACE.as_secs()
+            );
+            exit_now(signal);
+        });
+}
+
+fn exit_now(signal: i32) -> ! {
+    tear_down_everything();
+    std::process::exit(128 + signal);
+}
+
+fn signal_name(signal: i32) -> &'static str {
+    match signal {
+        signal_hook::consts::SIGINT => "SIGINT",
+        signal_hook::consts::SIGTERM => "SIGTERM",
+        _ => "signal",
+    }
+}
+
+/// Run `cells` (see [`matrix::run_cells_until`]) to the end or to a stop, then write the
+/// reports of what finished; the exit code says how it ended.
+pub fn run_matrix(
+    cells: &[Cell],
+    options: &MatrixOptions,
+    jobs: usize,
+    on_event: impl Fn(&Progress, Option<&CellResult>) + Send + Sync + 'static,
+) -> anyhow::Result<ExitCode> {
+    install_signal_handler();
+    let stop = CancellationToken::new();
+    *current_run().lock().unwrap_or_else(|p| p.into_inner()) = Some(stop.clone());
+    // A panic outside the cells' tasks (those are caught by the scheduler) still tears down.
+    let previous_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        previous_hook(info);
+        if tokio::runtime::Handle::try_current().is_err() {
+            tear_down_everything();
+        }
+    }));
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let started = Instant::now();
+    let run = runtime.block_on(matrix::run_cells_until(
+        cells,
+        options,
+        jobs,
+        stop.clone(),
+        on_event,
+    ));
+    let wall = started.elapsed();
+    drop(runtime);
+    tear_down_everything();
+    let code = finish(&run, options, wall);
+    *current_run().lock().unwrap_or_else(|p| p.into_inner()) = None;
+    code
+}
+
+/// Write and print the reports of the finished cells; the exit code.
+fn finish(run: &MatrixRun, options: &MatrixOptions, wall: Duration) -> anyhow::Result<ExitCode> {
+    let paths = report::write_all(&options.out_root, &run.finished, wall)?;
+    let markdown = std::fs::read_to_string(&paths.markdown)?;
+    println!("{markdown}");
+    append_step_summary(&markdown);
+    eprintln!("reports:");
+    eprintln!("  markdown: {}", paths.markdown.display());
+    eprintln!("  junit:    {}", paths.junit.display());
+    eprintln!("  json:     {}", paths.json.display());
+    let signal = STOPPED_BY.load(Ordering::SeqCst);
+    let stopped = signal != 0 || run.panic.is_some();
+    if stopped {
+        let cause = match &run.panic {
+            Some(message) => format!("a cell panicked ({message})"),
+            None => signal_name(signal).to_string(),
+        };
+        let names = |ids: &[graders::events::CellId]| {
+            ids.iter()
+                .map(|id| id.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        eprintln!(
+            "stopped by {cause}: {} cells finished (in the reports), {} interrupted{}, {} not started",
+            run.finished.len(),
+            run.interrupted.len(),
+            if run.interrupted.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", names(&run.interrupted))
+            },
+            run.not_started.len()
+        );
+    }
+    let failures = run.finished.iter().filter(|r| r.is_failure()).count();
+    if failures > 0 {
+        eprintln!("{failures} cells differ from their expectation");
+    }
+    Ok(if run.panic.is_some() {
+        ExitCode::from(101)
+    } else if signal != 0 {
+        ExitCode::from(u8::try_from(128 + signal).unwrap_or(1))
+    } else if failures > 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// In GitHub Actions, add the matrix to the job summary.
+fn append_step_summary(markdown: &str) {
+    let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|p| !p.is_empty()) else {
+        return;
+    };
+    let written = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+        .and_then(|mut f| f.write_all(markdown.as_bytes()));
+    if let Err(e) = written {
+        eprintln!("could not append to $GITHUB_STEP_SUMMARY: {e}");
+    }
+}
