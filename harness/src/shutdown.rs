@@ -111,6 +111,7 @@ pub fn run_matrix(
     jobs: usize,
     on_event: impl Fn(&Progress, Option<&CellResult>) + Send + Sync + 'static,
 ) -> anyhow::Result<ExitCode> {
+    matrix::check_named_programs(options, cells)?;
     install_signal_handler();
     let stop = CancellationToken::new();
     *current_run().lock().unwrap_or_else(|p| p.into_inner()) = Some(stop.clone());

@@ -316,7 +316,7 @@ fn wait_until_clean(setup: &Setup, run: &Run) -> Vec<String> {
 fn leftovers(setup: &Setup, run: &Run, also_the_scope: bool) -> Vec<String> {
     let mut found = Vec::new();
     let marker = format!("{}/", run.out.display());
-    for (pid, name) in processes_mentioning(&marker) {
+    for (pid, name) in common::procs::mentioning(&marker) {
         found.push(format!("process {name} (pid {pid})"));
     }
     let container_prefix = format!("ccf-{}-", run.pid);
@@ -369,45 +369,13 @@ fn scope_folders(setup: &Setup) -> Vec<PathBuf> {
     folders
 }
 
-/// Live (non-zombie) processes whose environment or command line holds `marker`.
-fn processes_mentioning(marker: &str) -> Vec<(i32, String)> {
-    let own = std::process::id() as i32;
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
-        .flatten()
-        .filter_map(|entry| entry.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|pid| *pid != own)
-        .filter_map(|pid| {
-            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-            let state = stat[stat.rfind(')')? + 1..].split_whitespace().next()?;
-            if state == "Z" || state == "X" {
-                return None;
-            }
-            let mut text = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
-            text.extend(std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default());
-            let mentions = text
-                .windows(marker.len())
-                .any(|window| window == marker.as_bytes());
-            mentions.then(|| {
-                let name = std::fs::read_to_string(format!("/proc/{pid}/comm"))
-                    .unwrap_or_default()
-                    .trim()
-                    .to_string();
-                (pid, name)
-            })
-        })
-        .collect()
-}
-
 /// Remove what this test's scope still holds (only after the checks, and only this scope):
 /// kill what is in its cgroups, delete its containers, remove its cgroup folders. Returns what
 /// it had to remove beyond the empty scope folders.
 fn sweep_scope(setup: &Setup) -> Vec<String> {
     let mut stray = Vec::new();
     let marker = format!("{}/", setup.base.display());
-    for (pid, name) in processes_mentioning(&marker) {
+    for (pid, name) in common::procs::mentioning(&marker) {
         stray.push(format!("process {name} (pid {pid})"));
         let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
     }

@@ -76,6 +76,16 @@ impl Terminal {
         ending_name(self.ended.ending)
     }
 
+    /// How the run ended, with the cause the run gave (`failed-permanently: the external
+    /// driver exited (exit status: 3) without writing run.ended`), so that the verdict's
+    /// reason, and the progress line that shows it, name the cause and not only the ending.
+    pub fn ending_with_cause(&self) -> String {
+        match self.ended.reason.as_deref().map(str::trim) {
+            Some(reason) if !reason.is_empty() => format!("{}: {reason}", self.ending_name()),
+            _ => self.ending_name().to_string(),
+        }
+    }
+
     /// The `run-succeeded` check: a failing verdict citing `evidence` unless the run ended
     /// succeeded.
     pub fn fail_unless_succeeded(
@@ -85,7 +95,7 @@ impl Terminal {
         (self.ended.ending != Ending::Succeeded).then(|| {
             fail(
                 "run-succeeded",
-                format!("the run ended {}", self.ending_name()),
+                format!("the run ended {}", self.ending_with_cause()),
                 evidence(),
             )
         })

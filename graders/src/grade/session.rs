@@ -57,7 +57,7 @@ impl SessionWatch {
                 VerdictKind::Incomplete,
                 format!(
                     "the session never opened and no provider rejection was recorded (run ended {})",
-                    terminal.ending_name()
+                    terminal.ending_with_cause()
                 ),
                 vec![terminal.evidence()],
             ),

@@ -11,7 +11,7 @@ mod prereq;
 mod result;
 
 pub use cell::{fake_timeouts, run_cell};
-pub use prereq::missing as missing_prerequisite;
+pub use prereq::{check_named as check_named_programs, missing as missing_prerequisite};
 pub use result::{CellOutcome, CellResult};
 
 use anyhow::{bail, Context, Result};

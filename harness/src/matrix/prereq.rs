@@ -1,4 +1,11 @@
 //! Can a cell run on this machine? Checked once per runner and environment per process.
+//!
+//! The rule (docs/prerequisites.md): what the machine is expected to provide and the user did
+//! not name (root, runc, bubblewrap, a Docker engine, Codex with no npm to install it, the
+//! suites' driver interpreter) is a missing prerequisite: the cell is ignored with the reason,
+//! and under `CI=true` it fails. What the user named, or what is there but broken (a
+//! `--driver-cmd` program that does not exist, an unwritable cache, a failing install, a probe
+//! that disagrees with its spec), is an error.
 
 use super::MatrixOptions;
 use crate::codex::provision;
@@ -39,11 +46,44 @@ pub fn missing(cell: &Cell, options: &MatrixOptions) -> Option<String> {
         }
     }
     if cell.runner.driver == DriverKind::External {
-        if let Err(e) = options.driver_command(cell) {
-            return Some(format!("{e:#}"));
+        if let Some(reason) = driver_missing(cell, options) {
+            return Some(reason);
         }
     }
     None
+}
+
+/// The external driver's program is a missing prerequisite only when the suites name it by a
+/// bare name that is not on PATH (`python3`). A program the user named (`--driver-cmd`), or one
+/// named by its path, that does not exist is no prerequisite: the cell runs and fails with an
+/// error naming it (see docs/prerequisites.md).
+fn driver_missing(cell: &Cell, options: &MatrixOptions) -> Option<String> {
+    if options.driver_cmd.is_some() {
+        return None;
+    }
+    let template = cell.runner.driver_cmd.as_deref()?;
+    let program = template.split_whitespace().next()?;
+    if program.contains('/') {
+        return None;
+    }
+    options.driver_command(cell).err().map(|e| format!("{e:#}"))
+}
+
+/// Check what the user named for the whole run, before any cell starts: a `--driver-cmd`
+/// whose program does not exist is an error of the run, never a skip of its cells.
+pub fn check_named(options: &MatrixOptions, cells: &[Cell]) -> anyhow::Result<()> {
+    if options.driver_cmd.is_none() {
+        return Ok(());
+    }
+    if let Some(cell) = cells
+        .iter()
+        .find(|c| c.runner.driver == DriverKind::External)
+    {
+        options
+            .driver_command(cell)
+            .map_err(|e| anyhow::anyhow!("--driver-cmd: {e:#}"))?;
+    }
+    Ok(())
 }
 
 /// Codex is runnable when installed, or installable (npm is there: `ensure` installs it on

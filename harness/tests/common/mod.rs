@@ -3,3 +3,4 @@
 pub mod codex_schema;
 pub mod fake_driver;
 pub mod prereq;
+pub mod procs;
