@@ -195,11 +195,13 @@ fn kill_runs(setup: &Setup, random: &mut XorShift) -> Result<(), Failed> {
     }
     let mut kinds = std::collections::BTreeMap::<String, usize>::new();
     for thing in &left_by_sigkill {
-        let kind = thing
-            .split_whitespace()
-            .take(2)
-            .collect::<Vec<_>>()
-            .join(" ");
+        // `process NAME` by name; containers, bundles, cgroups and mounts by kind.
+        let words: Vec<&str> = thing.split_whitespace().collect();
+        let kind = match words.as_slice() {
+            ["process", name, ..] => format!("process {name}"),
+            [kind, ..] => kind.to_string(),
+            [] => String::new(),
+        };
         *kinds.entry(kind).or_default() += 1;
     }
     eprintln!(

@@ -103,8 +103,9 @@ fn owner_of_run(name: &str) -> Option<Owner> {
 
 /// This process's run cgroup, created on first use; `None` when containment is not possible
 /// (the reason is logged once).
+static RUN: OnceLock<Option<Cgroup>> = OnceLock::new();
+
 fn run_cgroup() -> Option<&'static Cgroup> {
-    static RUN: OnceLock<Option<Cgroup>> = OnceLock::new();
     RUN.get_or_init(|| {
         let created = (|| -> Result<Cgroup> {
             let folder = scope_folder().ok_or_else(|| {
@@ -117,7 +118,13 @@ fn run_cgroup() -> Option<&'static Cgroup> {
             Cgroup::create(&folder.join(name))
         })();
         match created {
-            Ok(cgroup) => Some(cgroup),
+            Ok(cgroup) => {
+                // SAFETY: registering a plain `extern "C"` function that touches no locks.
+                unsafe {
+                    libc::atexit(destroy_run_at_exit);
+                }
+                Some(cgroup)
+            }
             Err(err) => {
                 eprintln!(
                     "harness: no process containment ({err:#}); processes that leave a cell's \
@@ -130,6 +137,15 @@ fn run_cgroup() -> Option<&'static Cgroup> {
     .as_ref()
 }
 
+/// At `exit` (the end of `main`, `std::process::exit`): whatever is still in this process's
+/// run cgroup goes with it, so that a process that ends without the shutdown path (a test
+/// binary, another subcommand) leaves neither processes nor an empty run cgroup behind.
+extern "C" fn destroy_run_at_exit() {
+    if let Some(Some(run)) = RUN.get() {
+        let _ = destroy(run);
+    }
+}
+
 fn live() -> &'static Mutex<HashMap<PathBuf, Cgroup>> {
     static LIVE: OnceLock<Mutex<HashMap<PathBuf, Cgroup>>> = OnceLock::new();
     LIVE.get_or_init(Default::default)
@@ -139,6 +155,9 @@ fn live() -> &'static Mutex<HashMap<PathBuf, Cgroup>> {
 /// process, the leftovers of killed harnesses are reaped first). `None` without containment.
 pub fn cell(cell_root: &Path) -> Result<Option<Cgroup>> {
     reap_leftovers_once();
+    // A process that runs cells outside `harness run` (tests, other subcommands) still tears
+    // them down on SIGINT/SIGTERM.
+    crate::shutdown::install_signal_handler();
     let Some(run) = run_cgroup() else {
         return Ok(None);
     };
