@@ -145,7 +145,12 @@ pub fn run_matrix(
 /// Write and print the reports of the finished cells; the exit code.
 fn finish(run: &MatrixRun, options: &MatrixOptions, wall: Duration) -> anyhow::Result<ExitCode> {
     let paths = report::write_all(&options.out_root, &run.finished, wall)?;
-    let markdown = std::fs::read_to_string(&paths.markdown)?;
+    let mut markdown = std::fs::read_to_string(&paths.markdown)?;
+    if let Some(note) = stop_note(run) {
+        // The matrix covers the cells that finished; a stopped run says so at its top.
+        markdown = format!("{note}\n\n{markdown}");
+        std::fs::write(&paths.markdown, &markdown)?;
+    }
     println!("{markdown}");
     append_step_summary(&markdown);
     eprintln!("reports:");
@@ -153,29 +158,8 @@ fn finish(run: &MatrixRun, options: &MatrixOptions, wall: Duration) -> anyhow::R
     eprintln!("  junit:    {}", paths.junit.display());
     eprintln!("  json:     {}", paths.json.display());
     let signal = STOPPED_BY.load(Ordering::SeqCst);
-    let stopped = signal != 0 || run.panic.is_some();
-    if stopped {
-        let cause = match &run.panic {
-            Some(message) => format!("a cell panicked ({message})"),
-            None => signal_name(signal).to_string(),
-        };
-        let names = |ids: &[graders::events::CellId]| {
-            ids.iter()
-                .map(|id| id.to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
-        eprintln!(
-            "stopped by {cause}: {} cells finished (in the reports), {} interrupted{}, {} not started",
-            run.finished.len(),
-            run.interrupted.len(),
-            if run.interrupted.is_empty() {
-                String::new()
-            } else {
-                format!(" ({})", names(&run.interrupted))
-            },
-            run.not_started.len()
-        );
+    if let Some(note) = stop_note(run) {
+        eprintln!("{note}");
     }
     let failures = run.finished.iter().filter(|r| r.is_failure()).count();
     if failures > 0 {
@@ -190,6 +174,33 @@ fn finish(run: &MatrixRun, options: &MatrixOptions, wall: Duration) -> anyhow::R
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// What a stopped run did not finish, or `None` when it was not stopped.
+fn stop_note(run: &MatrixRun) -> Option<String> {
+    let signal = STOPPED_BY.load(Ordering::SeqCst);
+    let cause = match &run.panic {
+        Some(message) => format!("a cell panicked ({message})"),
+        None if signal != 0 => signal_name(signal).to_string(),
+        None => return None,
+    };
+    let names = |ids: &[graders::events::CellId]| {
+        ids.iter()
+            .map(|id| id.to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    Some(format!(
+        "**stopped by {cause}**: {} cells finished (in the reports), {} interrupted{}, {} not started",
+        run.finished.len(),
+        run.interrupted.len(),
+        if run.interrupted.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", names(&run.interrupted))
+        },
+        run.not_started.len()
+    ))
 }
 
 /// In GitHub Actions, add the matrix to the job summary.

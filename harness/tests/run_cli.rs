@@ -92,6 +92,8 @@ fn sigterm_during_local_cells_exits_143_with_the_report_and_no_process_left_need
     assert_eq!(status.code(), Some(143), "{stderr}");
     assert!(out.join("summary.json").is_file(), "no report: {stderr}");
     assert!(stderr.contains("stopped by SIGTERM"), "{stderr}");
+    let matrix = read(&out.join("matrix.md"));
+    assert!(matrix.starts_with("**stopped by SIGTERM**"), "{matrix}");
     assert!(
         !stderr.contains("FAIL"),
         "a torn-down cell was reported as a failure: {stderr}"
