@@ -133,8 +133,13 @@ impl Launcher for RuncLauncher {
         std::fs::create_dir(&rootfs)?;
         let inputs = self.inputs(process, &bundle, rootfs.clone())?;
         let mut config = oci::render(&self.container, &inputs)?;
-        // Below the cell's cgroup, so that killing the cell reaches the container too.
-        if let Some(path) = crate::containment::container_cgroups_path(&self.mounts.scratch, &id) {
+        // Below the cell's cgroup, so that killing the cell reaches the container too. Not for
+        // a kept bundle: rerun by hand later, it must not land in the cgroup of a run that a
+        // later harness reaps as gone.
+        let cgroups_path = (!self.keep_bundles)
+            .then(|| crate::containment::container_cgroups_path(&self.mounts.scratch, &id))
+            .flatten();
+        if let Some(path) = cgroups_path {
             if let Some(linux) = config.linux_mut() {
                 linux.set_cgroups_path(Some(path.into()));
             }
