@@ -7,7 +7,8 @@
 //! `TMPDIR`; the real Codex on the host and in containers; the fake app-server's reference-driver
 //! cells with a hang. After each run, the next one starts and the previous run's leftovers are
 //! counted (and must reach zero within a bound); a last run ends normally, after which nothing
-//! of any run may remain. SIGINT must end a run with 130, SIGTERM with 143.
+//! of any run may remain. SIGINT must end a run with 130, SIGTERM with 143, and either must
+//! leave nothing even before the next run starts.
 //!
 //! Every run gets this test's own containment scope, `TMPDIR` (where bundles go) and evidence
 //! folders, so the runs reap only what this test's runs left, and the counts see only that: the
@@ -170,6 +171,15 @@ fn kill_runs(setup: &Setup, random: &mut XorShift) -> Result<(), Failed> {
                 " (had already ended)"
             }
         );
+        if delivered && signal != Signal::SIGKILL {
+            // The orderly stop cleans up itself: nothing waits for the next run.
+            let left = leftovers(setup, &run, false);
+            if !left.is_empty() {
+                problems.push(format!(
+                    "run {index}: {signal:?} ended it, but it left: {left:?}"
+                ));
+            }
+        }
         if delivered && signal == Signal::SIGKILL {
             let left = leftovers(setup, &run, false);
             eprintln!(
