@@ -35,13 +35,7 @@ fn a_driver_cmd_that_does_not_exist_is_an_error_not_a_skip() {
 /// cell's cgroup can find it.
 #[test]
 fn sigterm_during_local_cells_exits_143_with_the_report_and_no_process_left_needs_root_cgroup2() {
-    if harness::containment::scope_folder().is_none() {
-        assert_ne!(
-            std::env::var("CI").as_deref(),
-            Ok("true"),
-            "CI=true: needs root and a cgroup v2 hierarchy"
-        );
-        eprintln!("ignored: needs root and a cgroup v2 hierarchy");
+    if containment_missing() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -107,4 +101,61 @@ fn sigterm_during_local_cells_exits_143_with_the_report_and_no_process_left_need
 
 fn read(path: &std::path::Path) -> String {
     std::fs::read_to_string(path).unwrap_or_default()
+}
+
+/// Needs root and cgroup v2, like the test above. A driver that starts a daemon (out of its
+/// session, without `TMPDIR`) and exits without `run.ended`: the cell ends normally, the daemon
+/// goes with it, and the progress line names the cause.
+#[test]
+fn a_daemon_that_drops_tmpdir_goes_with_its_cell_and_the_cause_is_named_needs_root_cgroup2() {
+    if containment_missing() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let driver = dir.path().join("daemon-driver.sh");
+    std::fs::write(
+        &driver,
+        "#!/bin/sh\nenv -u TMPDIR setsid sleep 300 </dev/null >/dev/null 2>&1 &\nexit 3\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&driver, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = dir.path().join("out");
+    let assert = Command::cargo_bin("harness")
+        .unwrap()
+        .args([
+            "run",
+            "core-compatibility.runner-external.local.message-marker",
+        ])
+        .arg("--driver-cmd")
+        .arg(&driver)
+        .arg("--out")
+        .arg(&out)
+        .env_remove("CI")
+        .timeout(Duration::from_secs(120))
+        .assert()
+        .code(1);
+    let stderr = String::from_utf8_lossy(&assert.get_output().stderr).into_owned();
+    assert!(
+        stderr.contains("without writing run.ended"),
+        "the progress line does not name the cause: {stderr}"
+    );
+    let left = common::procs::mentioning(&format!("{}/", out.display()));
+    for (pid, _) in &left {
+        let _ = kill(Pid::from_raw(*pid), Signal::SIGKILL);
+    }
+    assert!(left.is_empty(), "left behind: {left:?}\n{stderr}");
+}
+
+/// Without root or cgroup v2 there is no containment: ignored loudly, a failure under CI=true.
+fn containment_missing() -> bool {
+    if harness::containment::scope_folder().is_some() {
+        return false;
+    }
+    assert_ne!(
+        std::env::var("CI").as_deref(),
+        Ok("true"),
+        "CI=true: needs root and a cgroup v2 hierarchy"
+    );
+    eprintln!("ignored: needs root and a cgroup v2 hierarchy");
+    true
 }
