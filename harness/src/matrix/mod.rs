@@ -11,8 +11,10 @@ mod prereq;
 mod result;
 
 pub use cell::{fake_timeouts, run_cell};
-pub use prereq::{check_named as check_named_programs, missing as missing_prerequisite};
+pub use prereq::missing as missing_prerequisite;
 pub use result::{CellOutcome, CellResult};
+
+pub use prereq::check_named as check_named_programs;
 
 use anyhow::{bail, Context, Result};
 use graders::events::CellId;

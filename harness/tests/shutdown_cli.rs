@@ -1,4 +1,4 @@
-//! `harness run` end to end on the host: a driver the user names that does not exist is an
+//! `harness run` end to end on the host (the shutdown path and the prerequisite rule): a driver the user names that does not exist is an
 //! error of the run, and SIGTERM during local cells ends the run with 143 and the report of
 //! what finished, leaving no process of the cells behind.
 
