@@ -190,8 +190,15 @@ pub fn container_cgroups_path(cell_root: &Path, container: &str) -> Option<Strin
         .unwrap_or_else(|p| p.into_inner())
         .get(cell_root)?
         .clone();
-    let relative = relative_to_mount(&cgroup.path)?;
-    Some(relative.join(container).to_string_lossy().into_owned())
+    let relative = relative_to_mount(&cgroup.path)?.join(container);
+    // Hybrid (v1 hierarchies next to the v2 one): runc puts a relative path at the root of the
+    // v2 hierarchy and below its own cgroup in each v1 one (which keeps the container inside
+    // the v1 limits the harness runs under). Pure v2: runc would join a relative path to the
+    // *parent* of its own cgroup, so the path is given absolute, from the hierarchy's root.
+    // (This machine is hybrid; the pure v2 form follows runc's documented semantics.)
+    let hybrid = !cgroup::v1_mirrors(Path::new("")).is_empty();
+    let path = relative.to_string_lossy().into_owned();
+    Some(if hybrid { path } else { format!("/{path}") })
 }
 
 fn relative_to_mount(path: &Path) -> Option<PathBuf> {
