@@ -81,8 +81,37 @@ fn compact(value: &Value) -> String {
     one_line(&value.to_string())
 }
 
+/// Multi-line strings in a value (tool outputs, plans, stderr), with their JSON paths: shown
+/// below the JSON as they read, since `\n` escapes hide their shape.
+fn texts_in<'a>(value: &'a Value, path: &str, found: &mut Vec<(String, &'a str)>) {
+    match value {
+        Value::String(text) if text.contains('\n') && found.len() < 4 => {
+            found.push((path.to_string(), text));
+        }
+        Value::Object(map) => {
+            for (key, inner) in map {
+                texts_in(inner, &format!("{path}.{key}"), found);
+            }
+        }
+        Value::Array(items) => {
+            for (index, inner) in items.iter().enumerate() {
+                texts_in(inner, &format!("{path}[{index}]"), found);
+            }
+        }
+        _ => {}
+    }
+}
+
 fn body_of(value: &Value, file: &str, line: usize) -> String {
-    let pretty = serde_json::to_string_pretty(value).unwrap_or_default();
+    let mut pretty = serde_json::to_string_pretty(value).unwrap_or_default();
+    let mut texts = Vec::new();
+    texts_in(value, "", &mut texts);
+    for (path, text) in texts {
+        pretty.push_str(&format!(
+            "\n\n── {} ──\n{text}",
+            path.trim_start_matches('.')
+        ));
+    }
     if pretty.chars().count() <= MAX_BODY_CHARS {
         pretty
     } else {

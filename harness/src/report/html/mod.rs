@@ -52,6 +52,15 @@ fn verdict_line(summary: &Summary) -> &'static str {
     }
 }
 
+/// A count of zero is shown quietly.
+fn zero(count: usize) -> &'static str {
+    if count == 0 {
+        " zero"
+    } else {
+        ""
+    }
+}
+
 /// The page for `summary`, with each cell's evidence read from its `evidence_dir`.
 pub fn render(summary: &Summary) -> String {
     let pages: Vec<CellPage> = summary.cells.iter().map(CellPage::load).collect();
@@ -76,7 +85,7 @@ pub fn render_pages(summary: &Summary, pages: &[CellPage]) -> String {
     };
     let _ = write!(
         out,
-        "<header><h1><a href=\"#\">Conformance report</a></h1><p class=\"verdict {state}\">{line}</p><p class=\"totals\"><span class=\"chip\">{cells} cells</span><span class=\"chip s-as-expected\">{ok} as expected</span><span class=\"chip s-differs\">{differs} differ</span><span class=\"chip s-stale\">{stale} stale</span><span class=\"chip s-error\">{errors} errors</span><span class=\"chip s-ignored\">{ignored} ignored</span><span class=\"chip\">{wall:.1} s</span></p></header>",
+        "<header><h1><a href=\"#\">Conformance report</a></h1><p class=\"verdict {state}\">{line}</p><p class=\"totals\"><span class=\"chip\">{cells} cells</span><span class=\"chip s-as-expected\">{ok} as expected</span><span class=\"chip s-differs{z_differs}\">{differs} differ</span><span class=\"chip s-stale{z_stale}\">{stale} stale</span><span class=\"chip s-error{z_errors}\">{errors} errors</span><span class=\"chip s-ignored{z_ignored}\">{ignored} ignored</span><span class=\"chip\">{wall:.1} s</span></p></header>",
         line = verdict_line(summary),
         cells = t.cells,
         ok = t.as_expected,
@@ -85,6 +94,10 @@ pub fn render_pages(summary: &Summary, pages: &[CellPage]) -> String {
         errors = t.errors,
         ignored = t.ignored,
         wall = summary.wall_ms as f64 / 1000.0,
+        z_differs = zero(t.differs),
+        z_stale = zero(t.stale),
+        z_errors = zero(t.errors),
+        z_ignored = zero(t.ignored),
     );
     out.push_str("<main id=\"matrix-view\"><div class=\"filters\" id=\"filters\"><label><input type=\"checkbox\" id=\"only-differences\"> differences only</label>");
     for (id, label, names) in [

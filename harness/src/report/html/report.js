@@ -27,11 +27,13 @@
     return parsed.get(i);
   }
 
-  // h("div.a.b", {attr: v}, child…): a small element builder; strings become text nodes.
+  // h("div.a.b#id", {attr: v}, child…): a small element builder; strings become text nodes.
   function h(spec, attrs, ...children) {
-    const [tag, ...classes] = spec.split(".");
+    const [tagAndClasses, id] = spec.split("#");
+    const [tag, ...classes] = tagAndClasses.split(".");
     const el = document.createElement(tag || "div");
     if (classes.length) el.className = classes.join(" ");
+    if (id) el.id = id;
     for (const [key, value] of Object.entries(attrs || {})) {
       if (value === null || value === undefined || value === false) continue;
       if (key.startsWith("on")) el.addEventListener(key.slice(2), value);
@@ -123,10 +125,11 @@
   }
 
   function launchPanel(d) {
-    const parts = [];
+    const left = [];
+    const right = [];
     const l = d.launch;
     if (l && typeof l === "object") {
-      parts.push(kv([
+      left.push(kv([
         ["driver", l.driver],
         ["mode", l.mode],
         ["target", l.target],
@@ -136,22 +139,22 @@
         ["turn/start permissions", l.turn_permissions],
         ["launch identity", l.identity],
       ]));
-      parts.push(h("h4", {}, "app-server argv (after the program name)"), h("pre.argv", {}, argvText(l.argv)));
+      right.push(h("h4", {}, "app-server argv (after the program name)"), h("pre.argv", {}, argvText(l.argv)));
     } else {
-      parts.push(h("p.missing", {}, "no run.started event: the launch is unknown"));
+      left.push(h("p.missing", {}, "no run.started event: the launch is unknown"));
     }
     for (const r of d.relaunches || []) {
-      parts.push(h("h4", {}, "relaunch (event #" + r.seq + ")"), kv([
+      right.push(h("h4", {}, "relaunch (event #" + r.seq + ")"), kv([
         ["policy", r.policy], ["thread permissions", r.thread_permissions], ["resumes thread", r.resume_thread], ["identity", r.identity],
       ]), h("pre.argv", {}, argvText(r.argv)));
     }
     const tap = d.tap_launches || [];
-    parts.push(h("h4", {}, "the tap's launches (" + tap.length + ")"));
-    if (!tap.length) parts.push(h("p.dim", {}, "no launch records in transcript.jsonl"));
+    if (!tap.length) left.push(h("p.dim", {}, "the tap's launches: none recorded in transcript.jsonl"));
+    else left.push(h("h4", {}, "the tap's launches (" + tap.length + ")"));
     for (const r of tap) {
-      parts.push(h("pre.argv", {}, "transcript.jsonl line " + r.line + "\n" + (r.argv ? argvText(r.argv) + "\n" : "") + JSON.stringify(r, null, 2)));
+      left.push(h("pre.argv", {}, "transcript.jsonl line " + r.line + "\n" + (r.argv ? argvText(r.argv) + "\n" : "") + JSON.stringify(r, null, 2)));
     }
-    return section("Launch", ...parts);
+    return section("Launch", h("div.launch", {}, h("div", {}, left), h("div", {}, right)));
   }
 
   function formatTime(t, base) {
@@ -178,13 +181,19 @@
     const viewport = h("div.viewport", { tabindex: "0" }, spacer);
     const detail = h("div.detail", {}, h("p.dim", {}, "select a row to see the whole message"));
 
+    let lowered = null;
+    function haystack(k) {
+      if (lowered === null) lowered = entries.map((e) => (e.title + " " + e.text).toLowerCase());
+      return lowered[k];
+    }
+
     function refilter() {
       view = [];
       for (let k = 0; k < entries.length; k++) {
         const e = entries[k];
         if (!enabled.has(groupOf(e.src))) continue;
         if (citedOnly && !e.cited) continue;
-        if (query && !(e.title + " " + e.text).toLowerCase().includes(query)) continue;
+        if (query && !haystack(k).includes(query)) continue;
         view.push(k);
       }
       spacer.style.height = view.length * ROW + "px";
@@ -229,7 +238,7 @@
       if (r >= 0 && r < view.length) { select(view[r]); ev.preventDefault(); }
     });
 
-    function select(k) {
+    function select(k, center) {
       selected = k;
       let r = view.indexOf(k);
       if (r < 0) {
@@ -242,7 +251,8 @@
       }
       const e = entries[k];
       const wanted = r * ROW - viewport.clientHeight / 2 + ROW / 2;
-      if (r * ROW < viewport.scrollTop || r * ROW + ROW > viewport.scrollTop + viewport.clientHeight) viewport.scrollTop = Math.max(0, wanted);
+      const hidden = r * ROW < viewport.scrollTop || r * ROW + ROW > viewport.scrollTop + viewport.clientHeight;
+      if (center || hidden) viewport.scrollTop = Math.max(0, wanted);
       render();
       detail.replaceChildren(
         h("p.where", { dataset: { seq: e.seq === null || e.seq === undefined ? "" : e.seq, cited: e.cited ? "true" : "false" } },
@@ -261,11 +271,11 @@
       }), " " + label + " (" + (counts[src] || 0) + ")")),
       h("label", {}, citedBox, " cited only"), search, count);
     const note = d.timed ? null : h("p.note", {}, "events.jsonl carries no timestamps (event schema v1): its events come first, in sequence order, then the wire messages in time order.");
-    const panel = section("Timeline", note, toolbar, viewport, detail);
+    const panel = section("Timeline", note, toolbar, h("div.tl-body", {}, viewport, detail));
 
     function selectSeq(seq) {
       const k = entries.findIndex((e) => e.file === "events.jsonl" && e.seq === seq);
-      if (k >= 0) select(k);
+      if (k >= 0) select(k, true);
       return k >= 0;
     }
 
@@ -286,11 +296,14 @@
       query = "item"; refilter(); void document.body.offsetHeight;
       const filterMs = performance.now() - filterStart;
       query = ""; refilter();
+      const sorted = times.slice().sort((a, b) => a - b);
       return {
         entries: entries.length,
         rows_in_dom: rows.childElementCount,
-        scroll_render_avg_ms: times.reduce((a, b) => a + b, 0) / times.length,
-        scroll_render_max_ms: Math.max(...times),
+        scroll_renders: steps,
+        scroll_render_median_ms: sorted[Math.floor(steps / 2)],
+        scroll_render_p95_ms: sorted[Math.floor(steps * 0.95)],
+        scroll_render_max_ms: sorted[steps - 1],
         filter_ms: filterMs,
       };
     }
