@@ -348,14 +348,51 @@ fn transcript_entries(lines: &[(usize, Line)], page: &mut CellPage) -> Vec<Entry
                 .find(|s| !s.is_empty())
                 .unwrap_or("record")
                 .to_string();
-            if kind.contains("launch") || map.contains_key("argv") {
+            let launch_number = value.get("launch").and_then(Value::as_u64);
+            let title = match launch_number {
+                Some(n) => format!("{kind} #{n}"),
+                None => kind.clone(),
+            };
+            if kind == "launch" || map.contains_key("argv") {
                 let mut launch = value.clone();
                 if let Some(launch) = launch.as_object_mut() {
                     launch.insert("line".into(), (*number).into());
                 }
                 page.tap_launches.push(launch);
+            } else if let Some(n) = launch_number {
+                // `exit`, `stdin-closed`: shown with the launch they end.
+                let of_launch = page
+                    .tap_launches
+                    .iter_mut()
+                    .rev()
+                    .find(|l| l.get("launch").and_then(Value::as_u64) == Some(n));
+                if let Some(Value::Object(launch)) = of_launch {
+                    launch.insert(kind.replace('-', "_"), value.clone());
+                }
             }
-            ("record", kind, compact(value))
+            let text = match kind.as_str() {
+                "launch" => one_line(&format!(
+                    "{} {}",
+                    str_of(value, "program"),
+                    value
+                        .get("argv")
+                        .and_then(Value::as_array)
+                        .map(|a| a
+                            .iter()
+                            .map(|v| v.as_str().unwrap_or("?"))
+                            .collect::<Vec<_>>()
+                            .join(" "))
+                        .unwrap_or_default()
+                )),
+                "exit" => one_line(&format!(
+                    "status {} signal {} {}",
+                    value.get("status").unwrap_or(&Value::Null),
+                    value.get("signal").unwrap_or(&Value::Null),
+                    str_of(value, "error")
+                )),
+                _ => compact(value),
+            };
+            ("record", title, text)
         };
         entries.push(Entry {
             t: time_of(value),
@@ -446,10 +483,7 @@ impl CellPage {
         let dir = Path::new(&cell.evidence_dir);
         let mut page = CellPage {
             cell: cell.cell.clone(),
-            status: serde_json::to_value(cell.status)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_string))
-                .unwrap_or_default(),
+            status: super::grid::status_name(cell.status),
             verdict: cell.verdict.clone(),
             reason: cell.reason.clone(),
             expected: cell.expected.clone(),

@@ -129,7 +129,7 @@ pub fn render_pages(summary: &Summary, pages: &[CellPage]) -> String {
     out.push_str("<span id=\"shown\" class=\"shown\"></span></div>");
     out.push_str(LEGEND);
     out.push_str(&grid::differences(summary));
-    out.push_str(&grid::ignored(summary));
+    out.push_str(&grid::not_run(summary));
     out.push_str(&grid::grid(summary));
     out.push_str("</main><main id=\"cell-view\" hidden></main>");
     let names: Vec<&str> = summary.cells.iter().map(|c| c.cell.as_str()).collect();

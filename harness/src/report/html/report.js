@@ -100,6 +100,7 @@
     stale: "stale baseline: the cell now passes",
     error: "harness error: no gradable run",
     ignored: "ignored: cannot run here",
+    "not-applicable": "not applicable: the driver cannot express this case",
   };
 
   function section(title, ...children) {
@@ -111,12 +112,13 @@
       h("tr", {}, h("th", {}, k), h("td", {}, v === null ? h("span.null", {}, "null (the default applies)") : typeof v === "object" ? JSON.stringify(v) : String(v)))));
   }
 
-  // argv with each `-c key=value` on its own line.
+  // argv with each option and its value (`-c key=value`, `--listen stdio://`) on its own line.
   function argvText(argv) {
     if (!Array.isArray(argv)) return JSON.stringify(argv);
     const lines = [];
     for (let i = 0; i < argv.length; i++) {
-      if ((argv[i] === "-c" || argv[i] === "--config") && i + 1 < argv.length) {
+      const takesValue = argv[i] === "-c" || (String(argv[i]).startsWith("--") && !String(argv[i]).includes("="));
+      if (takesValue && i + 1 < argv.length && !String(argv[i + 1]).startsWith("-")) {
         lines.push(argv[i] + " " + argv[i + 1]);
         i++;
       } else lines.push(argv[i]);
@@ -152,7 +154,11 @@
     if (!tap.length) left.push(h("p.dim", {}, "the tap's launches: none recorded in transcript.jsonl"));
     else left.push(h("h4", {}, "the tap's launches (" + tap.length + ")"));
     for (const r of tap) {
-      left.push(h("pre.argv", {}, "transcript.jsonl line " + r.line + "\n" + (r.argv ? argvText(r.argv) + "\n" : "") + JSON.stringify(r, null, 2)));
+      const ended = r.exit ? (r.exit.error ? "error: " + r.exit.error : r.exit.signal !== undefined && r.exit.signal !== null ? "signal " + r.exit.signal : "exit " + r.exit.status)
+        : "no exit record (killed with the tap)";
+      left.push(h("h4", {}, "launch #" + (r.launch !== undefined ? r.launch : "?") + " · transcript.jsonl line " + r.line + " · " + ended),
+        kv([["program", r.program], ["cwd", r.cwd], ["pid", r.pid], ["environment names", Array.isArray(r.env_names) ? r.env_names.join(" ") : r.env_names]]),
+        h("pre.argv", {}, "driver's argv:\n" + argvText(r.argv) + (r.added_args && r.added_args.length ? "\n\nadded by the cell:\n" + argvText(r.added_args) : "")));
     }
     return section("Launch", h("div.launch", {}, h("div", {}, left), h("div", {}, right)));
   }
