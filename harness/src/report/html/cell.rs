@@ -13,6 +13,10 @@ use std::path::Path;
 const MAX_BODY_CHARS: usize = 8 * 1024;
 /// Longest one-line summary of an entry.
 const MAX_TEXT_CHARS: usize = 200;
+/// Body text kept per cell: past it, entries keep their one-line summary and point at their
+/// file and line, so one huge cell cannot make the whole report slow to open. The bodies of
+/// cited events are always kept.
+const MAX_CELL_BODY_BYTES: usize = 4 << 20;
 /// How much of stderr.log the page shows (its end: where failures are).
 const STDERR_TAIL_BYTES: u64 = 8 * 1024;
 
@@ -529,6 +533,7 @@ impl CellPage {
         };
         let (timed, mut entries) = timeline.merge();
         page.mark_cited(&mut entries);
+        page.keep_bodies_within_budget(&mut entries);
         page.timed = timed;
         page.timeline = entries;
         page.files = vec![
@@ -562,6 +567,33 @@ impl CellPage {
             .map(str::to_string);
         if let Some(evidence) = doc.pointer("/verdict/evidence").and_then(Value::as_array) {
             self.evidence = evidence.clone();
+        }
+    }
+
+    fn keep_bodies_within_budget(&mut self, entries: &mut [Entry]) {
+        let mut used: usize = entries
+            .iter()
+            .filter(|e| e.cited)
+            .map(|e| e.body.len())
+            .sum();
+        let mut dropped = 0;
+        for entry in entries.iter_mut().filter(|e| !e.cited) {
+            used += entry.body.len();
+            if used > MAX_CELL_BODY_BYTES {
+                entry.body = format!(
+                    "(not kept in the report: this cell's evidence is over {} MiB; see {} line {})",
+                    MAX_CELL_BODY_BYTES >> 20,
+                    entry.file,
+                    entry.line
+                );
+                dropped += 1;
+            }
+        }
+        if dropped > 0 {
+            self.notes.push(format!(
+                "{dropped} timeline entries show only their summary: the cell's evidence is over {} MiB (the files hold everything)",
+                MAX_CELL_BODY_BYTES >> 20
+            ));
         }
     }
 

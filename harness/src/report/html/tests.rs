@@ -235,3 +235,38 @@ fn escape_covers_markup_and_quotes() {
         "&lt;a href=&quot;x&quot;&gt;&amp;&#39;"
     );
 }
+
+#[test]
+fn a_huge_cell_keeps_every_row_but_only_a_bounded_amount_of_bodies() {
+    let dir = tempfile::tempdir().unwrap();
+    evidence_folder(dir.path());
+    let filler = "x".repeat(2000);
+    let lines: Vec<String> = (0..4000)
+        .map(|i| json!({"direction": "out", "time": 2000 + i, "message": {"method": "item/agentMessage/delta", "params": {"delta": filler}}}).to_string())
+        .collect();
+    std::fs::write(dir.path().join("transcript.jsonl"), lines.join("\n") + "\n").unwrap();
+    let page = CellPage::load(&summary_cell(
+        CELL,
+        dir.path(),
+        Status::AsExpected,
+        Some("pass"),
+    ));
+    assert_eq!(page.timeline.len(), 5 + 4000, "every line keeps its row");
+    let bodies: usize = page.timeline.iter().map(|e| e.body.len()).sum();
+    assert!(bodies < (4 << 20) + 200 * 4000, "{bodies} bytes of bodies");
+    assert!(page
+        .timeline
+        .iter()
+        .filter(|e| e.cited)
+        .all(|e| e.body.contains("\"seq\"")));
+    let last = page.timeline.last().unwrap();
+    assert!(
+        last.body.contains("transcript.jsonl line 4000"),
+        "{}",
+        last.body
+    );
+    assert!(page
+        .notes
+        .iter()
+        .any(|n| n.contains("show only their summary")));
+}
