@@ -78,7 +78,28 @@
     }
     $("#shown").textContent = shown + " of " + names.length + " cells shown";
   }
-  for (const el of [only, filterSuite, filterRunner, filterEnv]) el.addEventListener("change", applyFilters);
+  // The filters live in the address too (#?differences=1&suite=…&runner=…&environment=…), so
+  // a filtered grid can be linked.
+  function filtersToHash() {
+    const params = new URLSearchParams();
+    if (only.checked) params.set("differences", "1");
+    if (filterSuite.value) params.set("suite", filterSuite.value);
+    if (filterRunner.value) params.set("runner", filterRunner.value);
+    if (filterEnv.value) params.set("environment", filterEnv.value);
+    const text = params.toString();
+    history.replaceState(null, "", text ? "#?" + text : location.pathname + location.search);
+  }
+  function filtersFromHash(hash) {
+    const params = new URLSearchParams(hash.slice(2));
+    only.checked = params.get("differences") === "1";
+    for (const [select, key] of [[filterSuite, "suite"], [filterRunner, "runner"], [filterEnv, "environment"]]) {
+      const wanted = params.get(key) || "";
+      select.value = Array.from(select.options).some((o) => o.value === wanted) ? wanted : "";
+    }
+  }
+  for (const el of [only, filterSuite, filterRunner, filterEnv]) {
+    el.addEventListener("change", () => { applyFilters(); filtersToHash(); });
+  }
 
   // ---- a cell's page ----
   const SOURCES = [
@@ -375,6 +396,10 @@
     cellView.hidden = true;
     cellView.replaceChildren();
     matrixView.hidden = false;
+    if (hash.startsWith("#?")) {
+      filtersFromHash(hash);
+      applyFilters();
+    }
     document.title = baseTitle;
     const old = $("#unknown-cell");
     if (old) old.remove();
