@@ -85,7 +85,7 @@ pub fn render_pages(summary: &Summary, pages: &[CellPage]) -> String {
     };
     let _ = write!(
         out,
-        "<header><h1><a href=\"#\">Conformance report</a></h1><p class=\"verdict {state}\">{line}</p><p class=\"totals\"><span class=\"chip\">{cells} cells</span><span class=\"chip s-as-expected\">{ok} as expected</span><span class=\"chip s-differs{z_differs}\">{differs} differ</span><span class=\"chip s-stale{z_stale}\">{stale} stale</span><span class=\"chip s-error{z_errors}\">{errors} errors</span><span class=\"chip s-ignored{z_ignored}\">{ignored} ignored</span><span class=\"chip\">{wall:.1} s</span></p></header>",
+        "<header><h1><a href=\"#\">Conformance report</a></h1><p class=\"verdict {state}\">{line}</p><p class=\"totals\"><span class=\"chip\">{cells} cells</span><span class=\"chip s-as-expected\">{ok} as expected</span><span class=\"chip s-differs{z_differs}\">{differs} differ</span><span class=\"chip s-stale{z_stale}\">{stale} stale</span><span class=\"chip s-error{z_errors}\">{errors} errors</span><span class=\"chip s-ignored{z_ignored}\">{ignored} ignored</span>{wall}</p></header>",
         line = verdict_line(summary),
         cells = t.cells,
         ok = t.as_expected,
@@ -93,7 +93,15 @@ pub fn render_pages(summary: &Summary, pages: &[CellPage]) -> String {
         stale = t.stale,
         errors = t.errors,
         ignored = t.ignored,
-        wall = summary.wall_ms as f64 / 1000.0,
+        // Cells read back without a summary.json have no wall time.
+        wall = if summary.wall_ms == 0 {
+            String::new()
+        } else {
+            format!(
+                "<span class=\"chip\">{:.1} s</span>",
+                summary.wall_ms as f64 / 1000.0
+            )
+        },
         z_differs = zero(t.differs),
         z_stale = zero(t.stale),
         z_errors = zero(t.errors),

@@ -387,7 +387,12 @@
   }
 
   function route() {
-    const hash = decodeURIComponent(location.hash || "");
+    let hash = location.hash || "";
+    try {
+      hash = decodeURIComponent(hash);
+    } catch (e) {
+      // A malformed %-escape: use the address as it is.
+    }
     const m = /^#\/cell\/([^@?]+)(?:@(\d+))?(\?measure)?$/.exec(hash);
     if (m && indexOf.has(m[1])) {
       openCell(indexOf.get(m[1]), m[2] !== undefined ? Number(m[2]) : null, !!m[3]);
