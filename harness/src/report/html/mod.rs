@@ -7,8 +7,10 @@
 mod cell;
 mod grid;
 mod jsonl;
+mod timeline;
 
-pub use cell::{CellPage, Entry};
+pub use cell::CellPage;
+pub use timeline::Entry;
 
 use super::summary::{ordered, Summary};
 use std::fmt::Write;
