@@ -9,7 +9,6 @@
 
 use crate::matrix::{self, CellResult, MatrixOptions, MatrixRun, Progress};
 use crate::report;
-use std::io::Write;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::{Mutex, OnceLock};
@@ -152,8 +151,9 @@ fn finish(run: &MatrixRun, options: &MatrixOptions, wall: Duration) -> anyhow::R
         std::fs::write(&paths.markdown, &markdown)?;
     }
     println!("{markdown}");
-    append_step_summary(&markdown);
+    report::append_job_summary(&markdown);
     eprintln!("reports:");
+    eprintln!("  html:     {}", paths.html.display());
     eprintln!("  markdown: {}", paths.markdown.display());
     eprintln!("  junit:    {}", paths.junit.display());
     eprintln!("  json:     {}", paths.json.display());
@@ -201,19 +201,4 @@ fn stop_note(run: &MatrixRun) -> Option<String> {
         },
         run.not_started.len()
     ))
-}
-
-/// In GitHub Actions, add the matrix to the job summary.
-fn append_step_summary(markdown: &str) {
-    let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|p| !p.is_empty()) else {
-        return;
-    };
-    let written = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&path)
-        .and_then(|mut f| f.write_all(markdown.as_bytes()));
-    if let Err(e) = written {
-        eprintln!("could not append to $GITHUB_STEP_SUMMARY: {e}");
-    }
 }
