@@ -343,3 +343,34 @@ reason = "our driver gives up after 10 s and Codex in daytona is slower"
         suites::Expectation::pass()
     );
 }
+
+#[test]
+fn the_drivers_file_examples_of_the_driver_contract_load() {
+    let doc = include_str!("../../docs/driver-contract.md");
+    let blocks: Vec<&str> = doc
+        .split("```toml\n")
+        .skip(1)
+        .map(|rest| rest.split("```").next().unwrap())
+        .collect();
+    let declaration = blocks
+        .iter()
+        .find(|b| b.contains("[drivers.my-runner]"))
+        .expect("the doc declares my-runner");
+    let cases = blocks
+        .iter()
+        .find(|b| b.contains("[suites.core-compatibility.cases.long-marker]"))
+        .expect("the doc adds a case");
+    let matrix = load(&format!("{declaration}\n{cases}"), &["0.171.0"]).unwrap();
+    assert!(matrix
+        .cell("codex-planning-read-only.my-runner-codex.daytona.plan-write-refused")
+        .is_some());
+    assert_eq!(
+        matrix
+            .cell("core-compatibility.my-runner-codex.daytona.long-marker")
+            .unwrap()
+            .expected
+            .verdict
+            .to_string(),
+        "incomplete"
+    );
+}
