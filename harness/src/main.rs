@@ -22,6 +22,9 @@ enum Command {
     Launch(harness::cli::launch::Args),
     /// Run the conformance matrix (or a filter of it), or one suite with an external driver.
     Run(harness::cli::run::Args),
+    /// Rebuild the reports (report.html, matrix.md, junit.xml, summary.json) from evidence
+    /// folders, or merge several shards' folders into one report.
+    Report(harness::cli::report::Args),
     /// Restricted environments: list and probe.
     #[command(subcommand)]
     Env(harness::cli::env::Command),
@@ -48,6 +51,7 @@ fn main() -> ExitCode {
         Command::Grade(args) => harness::cli::grade::main(args),
         Command::Launch(args) => harness::cli::launch::main(args),
         Command::Run(args) => harness::cli::run::main(args),
+        Command::Report(args) => harness::cli::report::main(args),
         Command::Env(cmd) => harness::cli::env::main(cmd),
         Command::Repro(args) => harness::cli::repro::main(args),
         Command::Bench(args) => harness::cli::bench::main(args),

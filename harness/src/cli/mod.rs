@@ -6,5 +6,6 @@ pub mod fidelity;
 pub mod grade;
 pub mod launch;
 pub mod provision;
+pub mod report;
 pub mod repro;
 pub mod run;

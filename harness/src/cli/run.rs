@@ -8,7 +8,6 @@
 use crate::matrix::{self, CellResult, MatrixOptions, Progress};
 use crate::report;
 use anyhow::Context;
-use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
@@ -114,8 +113,9 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
     let paths = report::write_all(&options.out_root, &results, wall)?;
     let markdown = std::fs::read_to_string(&paths.markdown)?;
     println!("{markdown}");
-    append_step_summary(&markdown);
+    report::append_job_summary(&markdown);
     eprintln!("reports:");
+    eprintln!("  html:     {}", paths.html.display());
     eprintln!("  markdown: {}", paths.markdown.display());
     eprintln!("  junit:    {}", paths.junit.display());
     eprintln!("  json:     {}", paths.json.display());
@@ -225,19 +225,4 @@ fn print_progress(progress: &Progress, finished: Option<&CellResult>) {
         progress.running,
         progress.failed
     );
-}
-
-/// In GitHub Actions, add the matrix to the job summary.
-fn append_step_summary(markdown: &str) {
-    let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|p| !p.is_empty()) else {
-        return;
-    };
-    let written = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&path)
-        .and_then(|mut f| f.write_all(markdown.as_bytes()));
-    if let Err(e) = written {
-        eprintln!("could not append to $GITHUB_STEP_SUMMARY: {e}");
-    }
 }

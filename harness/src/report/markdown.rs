@@ -2,19 +2,8 @@
 //! not-applicable cells with their reasons, then one table per suite and runner (cases ×
 //! environments).
 
-use super::summary::{CellSummary, Status, Summary};
+use super::summary::{ordered, CellSummary, Status, Summary};
 use std::fmt::Write;
-
-/// Names in first-appearance order (cells come in matrix order, which is the declared order).
-fn ordered<'a>(items: impl Iterator<Item = &'a str>) -> Vec<&'a str> {
-    let mut seen: Vec<&str> = Vec::new();
-    for item in items {
-        if !seen.contains(&item) {
-            seen.push(item);
-        }
-    }
-    seen
-}
 
 fn mark(cell: &CellSummary) -> String {
     let verdict = cell.verdict.as_deref().unwrap_or("");

@@ -1,10 +1,16 @@
-//! Reports of a matrix run: JUnit XML (for CI test panels), a JSON summary (for machines) and a
-//! Markdown matrix (for `$GITHUB_STEP_SUMMARY` or a PR comment).
+//! Reports of a matrix run: JUnit XML (for CI test panels), a JSON summary (for machines), a
+//! Markdown matrix (for `$GITHUB_STEP_SUMMARY` or a PR comment) and `report.html` (for people:
+//! the grid and a page per cell with its evidence). [`folders`] reads evidence folders back, so
+//! `harness report` can rebuild the reports of a downloaded run or merge shards.
 
+pub mod folders;
+pub mod html;
+mod job_summary;
 mod junit;
 mod markdown;
 mod summary;
 
+pub use job_summary::{append_job_summary, job_summary};
 pub use junit::junit_xml;
 pub use markdown::markdown;
 pub use summary::{CellSummary, Status, Summary, Totals};
@@ -20,23 +26,31 @@ pub struct ReportPaths {
     pub junit: PathBuf,
     pub json: PathBuf,
     pub markdown: PathBuf,
+    pub html: PathBuf,
 }
 
-/// Write `junit.xml`, `summary.json` and `matrix.md` into `dir`.
+/// Write `junit.xml`, `summary.json`, `matrix.md` and `report.html` into `dir`.
 pub fn write_all(dir: &Path, results: &[CellResult], wall: Duration) -> Result<ReportPaths> {
+    write_summary(dir, &Summary::from_results(results, wall))
+}
+
+/// Write the four reports of `summary` into `dir`; report.html reads each cell's evidence from
+/// its `evidence_dir`.
+pub fn write_summary(dir: &Path, summary: &Summary) -> Result<ReportPaths> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let summary = Summary::from_results(results, wall);
     let paths = ReportPaths {
         junit: dir.join("junit.xml"),
         json: dir.join("summary.json"),
         markdown: dir.join("matrix.md"),
+        html: dir.join("report.html"),
     };
     let write = |path: &Path, text: String| {
         std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))
     };
-    write(&paths.junit, junit_xml(&summary)?)?;
-    write(&paths.json, serde_json::to_string_pretty(&summary)? + "\n")?;
-    write(&paths.markdown, markdown(&summary))?;
+    write(&paths.junit, junit_xml(summary)?)?;
+    write(&paths.json, serde_json::to_string_pretty(summary)? + "\n")?;
+    write(&paths.markdown, markdown(summary))?;
+    write(&paths.html, html::render(summary))?;
     Ok(paths)
 }
 

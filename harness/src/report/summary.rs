@@ -1,12 +1,23 @@
 //! The report's data model: one row per cell, serializable as the JSON summary.
 
 use crate::matrix::{CellOutcome, CellResult};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::time::Duration;
 use suites::Agreement;
 
+/// Names in first-appearance order (cells come in matrix order, which is the declared order).
+pub(crate) fn ordered<'a>(items: impl Iterator<Item = &'a str>) -> Vec<&'a str> {
+    let mut seen: Vec<&str> = Vec::new();
+    for item in items {
+        if !seen.contains(&item) {
+            seen.push(item);
+        }
+    }
+    seen
+}
+
 /// How a cell relates to its expectation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Status {
     /// The verdict is the expected one.
@@ -29,7 +40,7 @@ impl Status {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CellSummary {
     pub cell: String,
     pub suite: String,
@@ -39,18 +50,20 @@ pub struct CellSummary {
     pub status: Status,
     pub expected: String,
     /// Why a non-pass verdict is expected (from the baseline).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expected_reason: Option<String>,
     /// The verdict, when the cell was graded.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verdict: Option<String>,
     /// The grader's reason, the ignore or not-applicable reason, or the error.
     pub reason: String,
+    #[serde(default)]
     pub duration_ms: u64,
+    #[serde(default)]
     pub evidence_dir: String,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct Totals {
     pub cells: usize,
     pub as_expected: usize,
@@ -58,16 +71,37 @@ pub struct Totals {
     pub stale: usize,
     pub errors: usize,
     pub ignored: usize,
+    /// Absent in summaries written before not-applicable cells existed.
+    #[serde(default)]
     pub not_applicable: usize,
 }
 
 impl Totals {
+    /// The totals of `cells`.
+    pub fn count(cells: &[CellSummary]) -> Self {
+        let mut totals = Totals {
+            cells: cells.len(),
+            ..Totals::default()
+        };
+        for cell in cells {
+            match cell.status {
+                Status::AsExpected => totals.as_expected += 1,
+                Status::Differs => totals.differs += 1,
+                Status::Stale => totals.stale += 1,
+                Status::Error => totals.errors += 1,
+                Status::Ignored => totals.ignored += 1,
+                Status::NotApplicable => totals.not_applicable += 1,
+            }
+        }
+        totals
+    }
+
     pub fn failures(&self) -> usize {
         self.differs + self.stale + self.errors
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Summary {
     pub totals: Totals,
     pub wall_ms: u64,
@@ -113,20 +147,7 @@ impl CellSummary {
 impl Summary {
     pub fn from_results(results: &[CellResult], wall: Duration) -> Self {
         let cells: Vec<CellSummary> = results.iter().map(CellSummary::from_result).collect();
-        let mut totals = Totals {
-            cells: cells.len(),
-            ..Totals::default()
-        };
-        for cell in &cells {
-            match cell.status {
-                Status::AsExpected => totals.as_expected += 1,
-                Status::Differs => totals.differs += 1,
-                Status::Stale => totals.stale += 1,
-                Status::Error => totals.errors += 1,
-                Status::Ignored => totals.ignored += 1,
-                Status::NotApplicable => totals.not_applicable += 1,
-            }
-        }
+        let totals = Totals::count(&cells);
         Self {
             totals,
             wall_ms: u64::try_from(wall.as_millis()).unwrap_or(u64::MAX),

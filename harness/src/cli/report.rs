@@ -1,0 +1,71 @@
+//! `harness report [--out DIR] DIR [DIR…]`: rebuild report.html, matrix.md, junit.xml and
+//! summary.json from one evidence folder (one `harness run` wrote, maybe downloaded from CI), or
+//! merge several shards' folders (`harness run --partition K/N`) into one report. Exit 0 when
+//! every cell matches its expectation, 1 when any differs, 2 when the folders cannot be read.
+
+use crate::report::{self, folders};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Evidence folders: each holds a summary.json and/or one folder per cell.
+    #[arg(required = true, value_name = "DIR")]
+    pub dirs: Vec<PathBuf>,
+    /// Where the reports go (default: the folder itself when there is one; required when
+    /// merging several).
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+}
+
+pub fn main(args: Args) -> ExitCode {
+    match run(args) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("harness report: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let out = match (&args.out, args.dirs.as_slice()) {
+        (Some(out), _) => out.clone(),
+        (None, [only]) => only.clone(),
+        (None, _) => anyhow::bail!(
+            "merging {} folders needs --out DIR (where the merged reports go)",
+            args.dirs.len()
+        ),
+    };
+    // The shipped matrix's order, so merged shards read like one run; cells it does not know
+    // (a user's drivers) keep the order they were found in.
+    let known: Vec<String> = suites::load()
+        .map(|m| m.cells.iter().map(|c| c.name()).collect())
+        .unwrap_or_default();
+    let loaded = folders::load(&args.dirs, &known)?;
+    for warning in &loaded.warnings {
+        eprintln!("warning: {warning}");
+    }
+    let paths = report::write_summary(&out, &loaded.summary)?;
+    let markdown = std::fs::read_to_string(&paths.markdown)?;
+    println!("{markdown}");
+    report::append_job_summary(&markdown);
+    eprintln!(
+        "reports of {} cells from {} folder(s):",
+        loaded.summary.totals.cells,
+        args.dirs.len()
+    );
+    eprintln!("  html:     {}", paths.html.display());
+    eprintln!("  markdown: {}", paths.markdown.display());
+    eprintln!("  junit:    {}", paths.junit.display());
+    eprintln!("  json:     {}", paths.json.display());
+    Ok(if loaded.summary.totals.failures() == 0 {
+        ExitCode::SUCCESS
+    } else {
+        eprintln!(
+            "{} cells differ from their expectation",
+            loaded.summary.totals.failures()
+        );
+        ExitCode::from(1)
+    })
+}

@@ -1,0 +1,563 @@
+//! One cell's page data: its verdict and the baseline's expectation, its launch, and a timeline
+//! built from the evidence folder (events.jsonl, transcript.jsonl, model-log.jsonl), with the
+//! events the verdict cites marked. Every file is read tolerantly (see [`super::jsonl`]).
+
+use super::jsonl::{self, FileState, Line};
+use crate::report::CellSummary;
+use serde::Serialize;
+use serde_json::Value;
+use std::collections::{BTreeSet, HashMap};
+use std::path::Path;
+
+/// Longest body (pretty JSON) kept per timeline entry; the rest is in the evidence file.
+const MAX_BODY_CHARS: usize = 8 * 1024;
+/// Longest one-line summary of an entry.
+const MAX_TEXT_CHARS: usize = 200;
+/// How much of stderr.log the page shows (its end: where failures are).
+const STDERR_TAIL_BYTES: u64 = 8 * 1024;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct CellPage {
+    pub cell: String,
+    pub status: String,
+    pub verdict: Option<String>,
+    pub reason: String,
+    pub expected: String,
+    pub expected_reason: Option<String>,
+    pub agreement: Option<String>,
+    pub duration_ms: u64,
+    pub evidence_dir: String,
+    /// What the verdict cites, as verdict.json records it (`seq`, or `line` of an unreadable
+    /// stream, and an excerpt).
+    pub evidence: Vec<Value>,
+    /// `run.started`'s `launch` (argv, profiles, identity, …) plus its `driver`.
+    pub launch: Option<Value>,
+    /// Each `session.relaunched` payload, with its `seq`.
+    pub relaunches: Vec<Value>,
+    /// Launch records the tap wrote into transcript.jsonl (lines of their own kind).
+    pub tap_launches: Vec<Value>,
+    pub files: Vec<FileState>,
+    /// Entries are in time order when the events carry times (`ts_ms`); otherwise the events
+    /// come first in sequence order, then the wire in time order.
+    pub timed: bool,
+    pub timeline: Vec<Entry>,
+    pub stderr_tail: Option<String>,
+    pub stderr_bytes: u64,
+    pub notes: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Entry {
+    /// Unix milliseconds, when the line carries a time.
+    pub t: Option<u64>,
+    /// `in` (driver → app-server), `out` (app-server → driver), `driver`, `harness`, `model`
+    /// (events by source), `model-log`, `note`, `raw` (a line that is not JSON), `record` (a
+    /// transcript line of another kind, e.g. the tap's launch records).
+    pub src: &'static str,
+    pub seq: Option<u64>,
+    pub file: &'static str,
+    pub line: usize,
+    pub title: String,
+    pub text: String,
+    pub body: String,
+    pub cited: bool,
+}
+
+fn cut(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        None => text.to_string(),
+        Some((at, _)) => format!("{}…", &text[..at]),
+    }
+}
+
+fn one_line(text: &str) -> String {
+    cut(
+        &text.split_whitespace().collect::<Vec<_>>().join(" "),
+        MAX_TEXT_CHARS,
+    )
+}
+
+fn compact(value: &Value) -> String {
+    one_line(&value.to_string())
+}
+
+/// Multi-line strings in a value (tool outputs, plans, stderr), with their JSON paths: shown
+/// below the JSON as they read, since `\n` escapes hide their shape.
+fn texts_in<'a>(value: &'a Value, path: &str, found: &mut Vec<(String, &'a str)>) {
+    match value {
+        Value::String(text) if text.contains('\n') && found.len() < 4 => {
+            found.push((path.to_string(), text));
+        }
+        Value::Object(map) => {
+            for (key, inner) in map {
+                texts_in(inner, &format!("{path}.{key}"), found);
+            }
+        }
+        Value::Array(items) => {
+            for (index, inner) in items.iter().enumerate() {
+                texts_in(inner, &format!("{path}[{index}]"), found);
+            }
+        }
+        _ => {}
+    }
+}
+
+fn body_of(value: &Value, file: &str, line: usize) -> String {
+    let mut pretty = serde_json::to_string_pretty(value).unwrap_or_default();
+    let mut texts = Vec::new();
+    texts_in(value, "", &mut texts);
+    for (path, text) in texts {
+        pretty.push_str(&format!(
+            "\n\n── {} ──\n{text}",
+            path.trim_start_matches('.')
+        ));
+    }
+    if pretty.chars().count() <= MAX_BODY_CHARS {
+        pretty
+    } else {
+        format!(
+            "{}\n… cut here: the whole line is {} bytes, see {file} line {line}",
+            cut(&pretty, MAX_BODY_CHARS),
+            value.to_string().len()
+        )
+    }
+}
+
+fn str_of<'a>(value: &'a Value, key: &str) -> &'a str {
+    value.get(key).and_then(Value::as_str).unwrap_or("")
+}
+
+/// A line's time: `ts_ms` (events v2) or `time` (transcript), unix milliseconds.
+fn time_of(value: &Value) -> Option<u64> {
+    value
+        .get("ts_ms")
+        .or_else(|| value.get("time"))
+        .and_then(Value::as_u64)
+}
+
+fn not_json(src_file: &'static str, line: usize, kept: &Line) -> Entry {
+    let (title, text) = match kept {
+        Line::Oversized(len) => (
+            "oversized line".to_string(),
+            format!("{len} bytes, longer than the report reads; see {src_file}"),
+        ),
+        Line::Text(text) => ("not JSON".to_string(), one_line(text)),
+        Line::Json(value) => ("not an object".to_string(), compact(value)),
+    };
+    let body = match kept {
+        Line::Text(text) => cut(text, MAX_BODY_CHARS),
+        _ => text.clone(),
+    };
+    Entry {
+        t: None,
+        src: "raw",
+        seq: None,
+        file: src_file,
+        line,
+        title,
+        text,
+        body,
+        cited: false,
+    }
+}
+
+/// The one-line gist of an event payload.
+fn event_text(kind: &str, payload: &Value) -> String {
+    let item = payload.get("item").unwrap_or(&Value::Null);
+    let text = match kind {
+        "diagnostic" => format!(
+            "{}: {}",
+            str_of(payload, "level"),
+            str_of(payload, "message")
+        ),
+        "turn.submitted" => str_of(payload, "input_excerpt").to_string(),
+        "session.rejected" => format!(
+            "code {} — {}",
+            payload.get("code").unwrap_or(&Value::Null),
+            str_of(payload, "message")
+        ),
+        "model.tool-call" => format!(
+            "{} {}",
+            str_of(payload, "name"),
+            str_of(payload, "arguments")
+        ),
+        "model.tool-output" => str_of(payload, "output").to_string(),
+        "run.ended" => format!(
+            "{} {} {}",
+            str_of(payload, "ending"),
+            str_of(payload, "error_code"),
+            str_of(payload, "reason")
+        ),
+        "workspace.evidence" => match payload.get("probes").and_then(Value::as_array) {
+            Some(probes) if probes.is_empty() => "no probe file exists".to_string(),
+            Some(probes) => format!(
+                "probe files: {}",
+                probes
+                    .iter()
+                    .map(|p| str_of(p, "path"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            None => compact(payload),
+        },
+        _ if kind.starts_with("item.") => {
+            let detail = ["command", "text", "tool", "item_type"]
+                .iter()
+                .map(|key| str_of(item, key))
+                .find(|s| !s.is_empty())
+                .unwrap_or("");
+            format!(
+                "{} {} {detail}",
+                str_of(item, "type"),
+                str_of(item, "status")
+            )
+        }
+        _ => compact(payload),
+    };
+    one_line(&text)
+}
+
+/// A wire message's title (method, or the method a response answers) and gist.
+fn wire_entry(message: &Value, requests: &mut HashMap<String, String>) -> (String, String) {
+    let id = message.get("id").map(Value::to_string);
+    let method = message.get("method").and_then(Value::as_str);
+    match (method, id) {
+        (Some(method), id) => {
+            if let Some(id) = &id {
+                requests.insert(id.clone(), method.to_string());
+            }
+            let params = message.get("params").unwrap_or(&Value::Null);
+            let prefix = id.map(|id| format!("#{id} ")).unwrap_or_default();
+            (method.to_string(), format!("{prefix}{}", compact(params)))
+        }
+        (None, Some(id)) => {
+            let answers = requests.get(&id).cloned().unwrap_or_else(|| "?".into());
+            match message.get("error") {
+                Some(error) => (
+                    format!("error ← {answers}"),
+                    format!(
+                        "#{id} {}",
+                        one_line(&error.get("message").map_or_else(
+                            || error.to_string(),
+                            |m| m.as_str().unwrap_or_default().to_string()
+                        ))
+                    ),
+                ),
+                None => (
+                    format!("result ← {answers}"),
+                    format!(
+                        "#{id} {}",
+                        compact(message.get("result").unwrap_or(&Value::Null))
+                    ),
+                ),
+            }
+        }
+        (None, None) => ("message".into(), compact(message)),
+    }
+}
+
+struct Timeline {
+    events: Vec<Entry>,
+    wire: Vec<Entry>,
+    model_log: Vec<Entry>,
+}
+
+fn events_entries(lines: &[(usize, Line)], page: &mut CellPage) -> Vec<Entry> {
+    let mut entries = Vec::new();
+    for (number, line) in lines {
+        let Line::Json(value @ Value::Object(_)) = line else {
+            entries.push(not_json("events.jsonl", *number, line));
+            continue;
+        };
+        let kind = str_of(value, "kind");
+        let payload = value.get("payload").unwrap_or(&Value::Null);
+        let seq = value.get("seq").and_then(Value::as_u64);
+        match kind {
+            "run.started" if page.launch.is_none() => {
+                let mut launch = payload.get("launch").cloned().unwrap_or(Value::Null);
+                if let (Some(map), Some(driver)) = (launch.as_object_mut(), payload.get("driver")) {
+                    map.insert("driver".into(), driver.clone());
+                }
+                page.launch = Some(launch);
+            }
+            "session.relaunched" => {
+                let mut relaunch = payload.clone();
+                if let (Some(map), Some(seq)) = (relaunch.as_object_mut(), seq) {
+                    map.insert("seq".into(), seq.into());
+                }
+                page.relaunches.push(relaunch);
+            }
+            _ => {}
+        }
+        let src = match str_of(value, "source") {
+            "driver" => "driver",
+            "harness" => "harness",
+            "model" => "model",
+            _ => "record",
+        };
+        entries.push(Entry {
+            t: time_of(value),
+            src,
+            seq,
+            file: "events.jsonl",
+            line: *number,
+            title: if kind.is_empty() {
+                "event".into()
+            } else {
+                kind.to_string()
+            },
+            text: event_text(kind, payload),
+            body: body_of(value, "events.jsonl", *number),
+            cited: false,
+        });
+    }
+    entries
+}
+
+fn transcript_entries(lines: &[(usize, Line)], page: &mut CellPage) -> Vec<Entry> {
+    let mut requests = HashMap::new();
+    let mut entries = Vec::new();
+    for (number, line) in lines {
+        let Line::Json(value @ Value::Object(map)) = line else {
+            entries.push(not_json("transcript.jsonl", *number, line));
+            continue;
+        };
+        let direction = match str_of(value, "direction") {
+            "in" => Some("in"),
+            "out" => Some("out"),
+            _ => None,
+        };
+        let (src, title, text) = if let (Some(dir), Some(message)) = (direction, map.get("message"))
+        {
+            let (title, text) = wire_entry(message, &mut requests);
+            (dir, title, text)
+        } else if let Some(raw) = map.get("raw") {
+            let raw = raw.as_str().map_or_else(|| raw.to_string(), str::to_string);
+            (
+                "raw",
+                format!("not JSON ({})", direction.unwrap_or("?")),
+                one_line(&raw),
+            )
+        } else if let Some(note) = map.get("note") {
+            ("note", "note".to_string(), one_line(&note.to_string()))
+        } else {
+            // A line of another kind (the tap's launch records): shown as it is.
+            let kind = ["kind", "type", "record", "event"]
+                .iter()
+                .map(|key| str_of(value, key))
+                .find(|s| !s.is_empty())
+                .unwrap_or("record")
+                .to_string();
+            if kind.contains("launch") || map.contains_key("argv") {
+                let mut launch = value.clone();
+                if let Some(launch) = launch.as_object_mut() {
+                    launch.insert("line".into(), (*number).into());
+                }
+                page.tap_launches.push(launch);
+            }
+            ("record", kind, compact(value))
+        };
+        entries.push(Entry {
+            t: time_of(value),
+            src,
+            seq: None,
+            file: "transcript.jsonl",
+            line: *number,
+            title,
+            text,
+            body: body_of(value, "transcript.jsonl", *number),
+            cited: false,
+        });
+    }
+    entries
+}
+
+fn model_log_entries(lines: &[(usize, Line)]) -> Vec<Entry> {
+    lines
+        .iter()
+        .map(|(number, line)| match line {
+            Line::Json(value @ Value::Object(_)) => {
+                let kind = str_of(value, "type");
+                Entry {
+                    t: time_of(value),
+                    src: "model-log",
+                    seq: None,
+                    file: "model-log.jsonl",
+                    line: *number,
+                    title: kind.to_string(),
+                    text: event_text(&format!("model.{kind}"), value),
+                    body: body_of(value, "model-log.jsonl", *number),
+                    cited: false,
+                }
+            }
+            other => not_json("model-log.jsonl", *number, other),
+        })
+        .collect()
+}
+
+/// Give every untimed entry the time of the entry before it in its own file.
+fn carry_times(entries: &mut [Entry]) {
+    let mut last = entries.iter().find_map(|e| e.t).unwrap_or(0);
+    for entry in entries {
+        match entry.t {
+            Some(t) => last = t,
+            None => entry.t = Some(last),
+        }
+    }
+}
+
+impl Timeline {
+    fn merge(mut self) -> (bool, Vec<Entry>) {
+        let timed = !self.events.is_empty() && self.events.iter().all(|e| e.t.is_some());
+        let mut all = Vec::new();
+        if timed {
+            for part in [&mut self.events, &mut self.wire, &mut self.model_log] {
+                let original: Vec<Option<u64>> = part.iter().map(|e| e.t).collect();
+                carry_times(part);
+                // Sorting keys only; an entry without a time is still shown without one.
+                all.extend(
+                    part.drain(..)
+                        .zip(original)
+                        .map(|(e, t)| (e.t, Entry { t, ..e })),
+                );
+            }
+            // Stable: at the same millisecond the wire line precedes what the driver made of it.
+            let mut keyed: Vec<(Option<u64>, usize, Entry)> = all
+                .into_iter()
+                .map(|(key, e)| {
+                    let rank = usize::from(e.file == "events.jsonl");
+                    (key, rank, e)
+                })
+                .collect();
+            keyed.sort_by_key(|(key, rank, _)| (*key, *rank));
+            (true, keyed.into_iter().map(|(_, _, e)| e).collect())
+        } else {
+            let mut all = self.events;
+            all.append(&mut self.wire);
+            all.append(&mut self.model_log);
+            (false, all)
+        }
+    }
+}
+
+impl CellPage {
+    /// The page of `cell`, from its evidence folder (`cell.evidence_dir`).
+    pub fn load(cell: &CellSummary) -> Self {
+        let dir = Path::new(&cell.evidence_dir);
+        let mut page = CellPage {
+            cell: cell.cell.clone(),
+            status: serde_json::to_value(cell.status)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default(),
+            verdict: cell.verdict.clone(),
+            reason: cell.reason.clone(),
+            expected: cell.expected.clone(),
+            expected_reason: cell.expected_reason.clone(),
+            agreement: None,
+            duration_ms: cell.duration_ms,
+            evidence_dir: cell.evidence_dir.clone(),
+            evidence: Vec::new(),
+            launch: None,
+            relaunches: Vec::new(),
+            tap_launches: Vec::new(),
+            files: Vec::new(),
+            timed: false,
+            timeline: Vec::new(),
+            stderr_tail: None,
+            stderr_bytes: 0,
+            notes: Vec::new(),
+        };
+        if !dir.is_dir() {
+            page.notes.push(format!(
+                "the evidence folder {} is not here: only the summary is shown",
+                dir.display()
+            ));
+            return page;
+        }
+        let (verdict_state, verdict) = jsonl::whole(dir, "verdict.json");
+        page.read_verdict(&verdict_state, verdict);
+        let events = jsonl::read(dir, "events.jsonl");
+        let transcript = jsonl::read(dir, "transcript.jsonl");
+        let model_log = jsonl::read(dir, "model-log.jsonl");
+        let events_entries = events_entries(&events.lines, &mut page);
+        let has_model_events = events_entries.iter().any(|e| e.src == "model");
+        let timeline = Timeline {
+            wire: transcript_entries(&transcript.lines, &mut page),
+            // The model log is already in events.jsonl as model.* events when the harness got
+            // that far; shown on its own only when it did not.
+            model_log: if has_model_events {
+                Vec::new()
+            } else {
+                model_log_entries(&model_log.lines)
+            },
+            events: events_entries,
+        };
+        let (timed, mut entries) = timeline.merge();
+        page.mark_cited(&mut entries);
+        page.timed = timed;
+        page.timeline = entries;
+        page.files = vec![
+            verdict_state,
+            events.state,
+            transcript.state,
+            model_log.state,
+        ];
+        if let Some((tail, bytes)) = jsonl::tail(dir, "stderr.log", STDERR_TAIL_BYTES) {
+            page.stderr_tail = Some(tail);
+            page.stderr_bytes = bytes;
+        }
+        page
+    }
+
+    fn read_verdict(&mut self, state: &FileState, doc: Option<Value>) {
+        let Some(doc) = doc else {
+            self.notes.push(if state.state == "missing" {
+                "verdict.json is missing: the cell did not finish".to_string()
+            } else {
+                format!(
+                    "verdict.json is {}: the evidence the verdict cites is not known",
+                    state.state
+                )
+            });
+            return;
+        };
+        self.agreement = doc
+            .get("agreement")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        if let Some(evidence) = doc.pointer("/verdict/evidence").and_then(Value::as_array) {
+            self.evidence = evidence.clone();
+        }
+    }
+
+    fn mark_cited(&mut self, entries: &mut [Entry]) {
+        let seqs: BTreeSet<u64> = self
+            .evidence
+            .iter()
+            .filter_map(|e| e.get("seq").and_then(Value::as_u64))
+            .collect();
+        let lines: BTreeSet<u64> = self
+            .evidence
+            .iter()
+            .filter(|e| e.get("seq").is_none_or(Value::is_null))
+            .filter_map(|e| e.get("line").and_then(Value::as_u64))
+            .collect();
+        let mut found = BTreeSet::new();
+        for entry in entries.iter_mut().filter(|e| e.file == "events.jsonl") {
+            let by_seq = entry.seq.is_some_and(|s| seqs.contains(&s));
+            let by_line = lines.contains(&(entry.line as u64));
+            if by_seq || by_line {
+                entry.cited = true;
+                if let Some(seq) = entry.seq.filter(|_| by_seq) {
+                    found.insert(seq);
+                }
+            }
+        }
+        for missing in seqs.difference(&found) {
+            self.notes.push(format!(
+                "the verdict cites event #{missing}, which events.jsonl does not hold"
+            ));
+        }
+    }
+}

@@ -1,0 +1,248 @@
+//! Tolerant, bounded reading of one evidence file: every line comes back as JSON, as an
+//! oversized line (only its length is kept), or as text that is not JSON; a missing file, an
+//! unreadable one, or a last line cut mid-way is reported as such, never an error, because a
+//! report must show what a broken run left behind.
+
+use serde_json::Value;
+use std::io::{BufRead, BufReader, Read};
+use std::path::Path;
+
+/// Longest line decoded; a longer one is skipped in bounded memory and shown by its length.
+pub const MAX_LINE_BYTES: usize = 1 << 20;
+/// Most lines read from one file; the rest is counted, not kept.
+pub const MAX_LINES: usize = 50_000;
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Line {
+    Json(Value),
+    /// Not JSON (a truncated last line, a stray print); kept as (lossy) text.
+    Text(String),
+    /// Longer than [`MAX_LINE_BYTES`]: only its length is known.
+    Oversized(usize),
+}
+
+/// What a file looked like, for the page's list of evidence files.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct FileState {
+    pub name: String,
+    /// `ok`, `missing`, `unreadable`, `truncated` (last line without its newline and not JSON)
+    /// or `cut` (more lines than the report keeps).
+    pub state: &'static str,
+    pub bytes: u64,
+    pub lines: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+impl FileState {
+    fn ok(name: &str) -> Self {
+        Self {
+            name: name.to_string(),
+            state: "ok",
+            bytes: 0,
+            lines: 0,
+            note: None,
+        }
+    }
+
+    fn failed_to_open(&mut self, error: &std::io::Error) {
+        let missing = error.kind() == std::io::ErrorKind::NotFound;
+        self.state = if missing { "missing" } else { "unreadable" };
+        self.note = (!missing).then(|| error.to_string());
+    }
+}
+
+pub struct Read1 {
+    /// `(1-based line number, line)`.
+    pub lines: Vec<(usize, Line)>,
+    pub state: FileState,
+}
+
+/// Read `dir/name` line by line within the bounds.
+pub fn read(dir: &Path, name: &str) -> Read1 {
+    let path = dir.join(name);
+    let mut state = FileState::ok(name);
+    let file = match std::fs::File::open(&path) {
+        Ok(file) => file,
+        Err(e) => {
+            state.failed_to_open(&e);
+            return Read1 {
+                lines: Vec::new(),
+                state,
+            };
+        }
+    };
+    state.bytes = file.metadata().map(|m| m.len()).unwrap_or(0);
+    let mut reader = BufReader::new(file);
+    let mut lines = Vec::new();
+    let mut number = 0;
+    loop {
+        let RawLine {
+            bytes,
+            length,
+            ended,
+        } = match read_bounded_line(&mut reader) {
+            Ok(Some(line)) => line,
+            Ok(None) => break,
+            Err(e) => {
+                state.state = "unreadable";
+                state.note = Some(format!("after line {number}: {e}"));
+                break;
+            }
+        };
+        number += 1;
+        if number > MAX_LINES {
+            state.state = "cut";
+            state.note = Some(format!("only the first {MAX_LINES} lines are shown"));
+            // Count the rest without keeping it.
+            while let Ok(Some(_)) = read_bounded_line(&mut reader) {
+                number += 1;
+            }
+            break;
+        }
+        let line = match bytes {
+            None => Line::Oversized(length),
+            Some(bytes) if bytes.iter().all(u8::is_ascii_whitespace) => continue,
+            Some(bytes) => match serde_json::from_slice::<Value>(&bytes) {
+                Ok(value) => Line::Json(value),
+                Err(_) => {
+                    if !ended {
+                        state.state = "truncated";
+                        state.note = Some(format!(
+                            "line {number} ends without a newline and is not JSON (the writer was cut off)"
+                        ));
+                    }
+                    Line::Text(String::from_utf8_lossy(&bytes).into_owned())
+                }
+            },
+        };
+        lines.push((number, line));
+    }
+    state.lines = number;
+    Read1 { lines, state }
+}
+
+/// One line without its newline.
+struct RawLine {
+    /// `None` when longer than [`MAX_LINE_BYTES`].
+    bytes: Option<Vec<u8>>,
+    length: usize,
+    /// It ended with `\n` (not at the end of the file).
+    ended: bool,
+}
+
+fn read_bounded_line(reader: &mut impl BufRead) -> std::io::Result<Option<RawLine>> {
+    let mut kept: Option<Vec<u8>> = Some(Vec::new());
+    let mut length = 0;
+    loop {
+        let buffer = reader.fill_buf()?;
+        if buffer.is_empty() {
+            return Ok((length > 0).then_some(RawLine {
+                bytes: kept,
+                length,
+                ended: false,
+            }));
+        }
+        let (chunk, found) = match buffer.iter().position(|b| *b == b'\n') {
+            Some(at) => (&buffer[..at], true),
+            None => (buffer, false),
+        };
+        length += chunk.len();
+        match &mut kept {
+            Some(bytes) if bytes.len() + chunk.len() <= MAX_LINE_BYTES => {
+                bytes.extend_from_slice(chunk)
+            }
+            _ => kept = None,
+        }
+        let used = chunk.len() + usize::from(found);
+        reader.consume(used);
+        if found {
+            return Ok(Some(RawLine {
+                bytes: kept,
+                length,
+                ended: true,
+            }));
+        }
+    }
+}
+
+/// Longest whole-JSON file read (verdict.json, summary.json are a few KiB).
+const MAX_WHOLE_BYTES: u64 = 16 << 20;
+
+/// A file that is one JSON document (pretty-printed, not JSONL): its state and its value.
+pub fn whole(dir: &Path, name: &str) -> (FileState, Option<Value>) {
+    let mut state = FileState::ok(name);
+    let mut bytes = Vec::new();
+    let opened = std::fs::File::open(dir.join(name))
+        .and_then(|file| file.take(MAX_WHOLE_BYTES + 1).read_to_end(&mut bytes));
+    if let Err(e) = opened {
+        state.failed_to_open(&e);
+        return (state, None);
+    }
+    state.bytes = bytes.len() as u64;
+    state.lines = bytes.iter().filter(|b| **b == b'\n').count();
+    if state.bytes > MAX_WHOLE_BYTES {
+        state.state = "cut";
+        state.note = Some(format!("larger than {MAX_WHOLE_BYTES} bytes: not read"));
+        return (state, None);
+    }
+    match serde_json::from_slice(&bytes) {
+        Ok(value) => (state, Some(value)),
+        Err(e) => {
+            state.state = "truncated";
+            state.note = Some(format!("not valid JSON ({e})"));
+            (state, None)
+        }
+    }
+}
+
+/// The last `max` bytes of a text file (stderr), lossily decoded; `None` when absent.
+pub fn tail(dir: &Path, name: &str, max: u64) -> Option<(String, u64)> {
+    use std::io::{Seek, SeekFrom};
+    let mut file = std::fs::File::open(dir.join(name)).ok()?;
+    let size = file.metadata().ok()?.len();
+    file.seek(SeekFrom::Start(size.saturating_sub(max))).ok()?;
+    let mut bytes = Vec::new();
+    file.take(max).read_to_end(&mut bytes).ok()?;
+    Some((String::from_utf8_lossy(&bytes).into_owned(), size))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_are_read_tolerantly_and_within_bounds() {
+        let dir = tempfile::tempdir().unwrap();
+        let long = "x".repeat(MAX_LINE_BYTES + 10);
+        std::fs::write(
+            dir.path().join("a.jsonl"),
+            format!("{{\"a\":1}}\nnot json\n\n\"{long}\"\n{{\"cut\":"),
+        )
+        .unwrap();
+        let read1 = read(dir.path(), "a.jsonl");
+        assert_eq!(read1.state.state, "truncated", "{:?}", read1.state);
+        assert_eq!(read1.state.lines, 5);
+        let kinds: Vec<_> = read1
+            .lines
+            .iter()
+            .map(|(n, l)| match l {
+                Line::Json(_) => format!("{n}:json"),
+                Line::Text(_) => format!("{n}:text"),
+                Line::Oversized(len) => format!("{n}:oversized {len}"),
+            })
+            .collect();
+        assert_eq!(
+            kinds,
+            vec![
+                "1:json".to_string(),
+                "2:text".into(),
+                format!("4:oversized {}", MAX_LINE_BYTES + 12),
+                "5:text".into()
+            ]
+        );
+        assert_eq!(read(dir.path(), "absent.jsonl").state.state, "missing");
+        std::fs::write(dir.path().join("err.log"), "abcdef").unwrap();
+        assert_eq!(tail(dir.path(), "err.log", 3), Some(("def".into(), 6)));
+    }
+}

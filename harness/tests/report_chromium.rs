@@ -1,0 +1,451 @@
+//! report.html in a real browser: Debian's `chromium`, headless. The grid renders, a cell's
+//! page opens from its link, and the rows it highlights are exactly the events its verdict
+//! cites; a cell timeline with thousands of messages stays responsive and the whole matrix's
+//! report opens in under a second (timed by the page itself, in the browser). Screenshots are
+//! kept under `target/conformance/report-screenshots/` for CI to upload.
+//!
+//! Needs chromium (`apt-get install -y chromium`): without it the trials are ignored with the
+//! reason; under `CI=true` they fail.
+
+#[allow(dead_code)]
+mod common;
+
+use common::prereq;
+use libtest_mimic::{Arguments, Failed};
+use serde_json::Value;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+use wait_timeout::ChildExt;
+
+/// The cells the report is built from: every fake-app-server cell on the host (seconds).
+const FILTER: &str = ".runner-fake.local.";
+/// A cell whose verdict cites several events.
+const CITING_CELL: &str = "codex-planning-read-only.runner-fake.local.plan-write-refused";
+/// Transcript lines of the large cell.
+const LARGE_TIMELINE: usize = 10_000;
+/// Bound on one chromium run.
+const CHROMIUM_TIMEOUT: Duration = Duration::from_secs(60);
+
+fn main() {
+    let mut args = Arguments::from_args();
+    // One chromium at a time: the timings must not measure the other trial's browser.
+    args.test_threads = Some(1);
+    // $CHROMIUM naming a program that does not exist is an error, never a skip.
+    let named_but_absent = std::env::var_os("CHROMIUM")
+        .filter(|p| !p.is_empty())
+        .and_then(|_| chromium().err());
+    let missing = chromium().err();
+    let trial = |name: &str, body: fn() -> Result<(), String>| match &named_but_absent {
+        Some(error) => {
+            let error = error.clone();
+            libtest_mimic::Trial::test(name, move || Err(Failed::from(error)))
+        }
+        None => prereq::trial(name, missing.clone(), move || body().map_err(Failed::from)),
+    };
+    let trials = vec![
+        trial(
+            "report_grid_and_cell_page_render_in_headless_chromium_needs_chromium",
+            grid_and_cell_page,
+        ),
+        trial(
+            "report_large_timeline_and_whole_matrix_stay_fast_in_headless_chromium_needs_chromium",
+            large_runs_stay_fast,
+        ),
+    ];
+    libtest_mimic::run(&args, trials).exit();
+}
+
+/// The chromium binary: `$CHROMIUM`, else `chromium` or `chromium-browser` on PATH.
+fn chromium() -> Result<PathBuf, String> {
+    if let Some(path) = std::env::var_os("CHROMIUM").filter(|p| !p.is_empty()) {
+        let path = PathBuf::from(path);
+        return if path.is_file() {
+            Ok(path)
+        } else {
+            Err(format!(
+                "$CHROMIUM names {}, which does not exist",
+                path.display()
+            ))
+        };
+    }
+    ["chromium", "chromium-browser"]
+        .iter()
+        .find_map(|name| harness::codex::provision::which(name))
+        .ok_or_else(|| "chromium is not installed (apt-get install -y chromium)".to_string())
+}
+
+/// Where the screenshots stay after the test (CI uploads target/conformance/).
+fn screenshot_dir() -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .parent()
+        .expect("target/tmp has a parent")
+        .join("conformance")
+        .join("report-screenshots");
+    std::fs::create_dir_all(&dir).expect("creating the screenshot folder");
+    dir
+}
+
+/// Run headless chromium on `url` with `mode` (`--dump-dom`, or `--screenshot=…`) and return
+/// its stdout. Its own process group, killed afterwards: no renderer or crash handler outlives
+/// the test.
+fn run_chromium(url: &str, mode: &str, window: &str) -> Result<String, String> {
+    use std::os::unix::process::CommandExt;
+    let profile = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let mut child = Command::new(chromium()?)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+            "--hide-scrollbars",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .arg(format!("--window-size={window}"))
+        .arg(mode)
+        .arg(url)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .map_err(|e| format!("starting chromium: {e}"))?;
+    let group = nix::unistd::Pid::from_raw(child.id() as i32);
+    let mut stdout = child.stdout.take().expect("piped");
+    let mut stderr = child.stderr.take().expect("piped");
+    let out = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = stdout.read_to_string(&mut text);
+        text
+    });
+    let err = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = stderr.read_to_string(&mut text);
+        text
+    });
+    let status = child
+        .wait_timeout(CHROMIUM_TIMEOUT)
+        .map_err(|e| format!("waiting for chromium: {e}"))?;
+    let _ = nix::sys::signal::killpg(group, nix::sys::signal::Signal::SIGKILL);
+    let _ = child.wait();
+    let (out, err) = (
+        out.join().unwrap_or_default(),
+        err.join().unwrap_or_default(),
+    );
+    match status {
+        None => Err(format!(
+            "chromium did not finish within {CHROMIUM_TIMEOUT:?} on {url}"
+        )),
+        Some(status) if !status.success() => Err(format!(
+            "chromium exited with {status} on {url}: {}",
+            err.lines().rev().take(5).collect::<Vec<_>>().join(" | ")
+        )),
+        Some(_) => Ok(out),
+    }
+}
+
+fn dump_dom(report: &Path, hash: &str) -> Result<String, String> {
+    let url = format!("file://{}{hash}", report.display());
+    let dom = run_chromium(&url, "--dump-dom", "1400,1000")?;
+    if !dom.contains("data-ready=\"true\"") {
+        return Err(format!("the page's script did not finish on {url}"));
+    }
+    Ok(dom)
+}
+
+fn screenshot(report: &Path, hash: &str, name: &str, window: &str) -> Result<PathBuf, String> {
+    let path = screenshot_dir().join(name);
+    let url = format!("file://{}{hash}", report.display());
+    run_chromium(&url, &format!("--screenshot={}", path.display()), window)?;
+    let size = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+    if size < 10_000 {
+        return Err(format!(
+            "the screenshot {} is empty ({size} bytes)",
+            path.display()
+        ));
+    }
+    eprintln!("screenshot: {}", path.display());
+    Ok(path)
+}
+
+/// Every opening tag in `dom` whose `class` attribute starts with `class_prefix`, as the text
+/// between `<` and `>`.
+fn tags_with_class<'a>(dom: &'a str, tag: &str, class_prefix: &str) -> Vec<&'a str> {
+    let needle = format!("<{tag} class=\"{class_prefix}");
+    dom.match_indices(&needle)
+        .map(|(at, _)| {
+            let end = at + dom[at..].find('>').unwrap_or(dom.len() - at);
+            &dom[at..end]
+        })
+        .collect()
+}
+
+fn attribute<'a>(tag: &'a str, name: &str) -> Option<&'a str> {
+    let needle = format!(" {name}=\"");
+    let start = tag.find(&needle)? + needle.len();
+    let end = start + tag[start..].find('"')?;
+    Some(&tag[start..end])
+}
+
+/// `harness run FILTER --out DIR`: real cells, real evidence.
+fn run_cells(out: &Path, filter: &str) -> Result<(), String> {
+    let output = Command::new(assert_cmd::cargo::cargo_bin("harness"))
+        .args(["run", filter, "--jobs", "2", "--out"])
+        .arg(out)
+        .env_remove("GITHUB_STEP_SUMMARY")
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("running harness run: {e}"))?;
+    if !output.status.success() {
+        return Err(format!(
+            "harness run {filter} failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        ));
+    }
+    Ok(())
+}
+
+fn cited_seqs(cell_dir: &Path) -> Result<Vec<u64>, String> {
+    let text = std::fs::read_to_string(cell_dir.join("verdict.json")).map_err(|e| e.to_string())?;
+    let doc: Value = serde_json::from_str(&text).map_err(|e| e.to_string())?;
+    Ok(doc
+        .pointer("/verdict/evidence")
+        .and_then(Value::as_array)
+        .ok_or("verdict.json has no evidence")?
+        .iter()
+        .filter_map(|e| e["seq"].as_u64())
+        .collect())
+}
+
+fn grid_and_cell_page() -> Result<(), String> {
+    let out = tempfile::tempdir().map_err(|e| e.to_string())?;
+    run_cells(out.path(), FILTER)?;
+    let report = out.path().join("report.html");
+    let summary: Value = serde_json::from_str(
+        &std::fs::read_to_string(out.path().join("summary.json")).map_err(|e| e.to_string())?,
+    )
+    .map_err(|e| e.to_string())?;
+    let cells = summary["cells"]
+        .as_array()
+        .ok_or("summary without cells")?
+        .len();
+
+    // The grid: one linked cell per matrix cell, and the filters' count written by the script.
+    let dom = dump_dom(&report, "")?;
+    let grid_cells = tags_with_class(&dom, "td", "c v-");
+    if grid_cells.len() != cells {
+        return Err(format!(
+            "the grid shows {} cells, the run has {cells}",
+            grid_cells.len()
+        ));
+    }
+    let shown = format!("{cells} of {cells} cells shown");
+    if !dom.contains(&shown) {
+        return Err(format!("the filters do not say `{shown}`"));
+    }
+    if !dom.contains(&format!("href=\"#/cell/{CITING_CELL}\"")) {
+        return Err(format!("the grid has no link to {CITING_CELL}"));
+    }
+    screenshot(&report, "", "grid.png", "1400,1100")?;
+
+    // The cell page: opened by its link; its highlighted rows are the events the verdict cites.
+    let cited = cited_seqs(&out.path().join(CITING_CELL))?;
+    if cited.len() < 2 {
+        return Err(format!(
+            "{CITING_CELL} cites {cited:?}: too few to test highlighting"
+        ));
+    }
+    let hash = format!("#/cell/{CITING_CELL}");
+    let dom = dump_dom(&report, &hash)?;
+    if !dom.contains("<main id=\"cell-view\" data-open-ms=") {
+        return Err("the cell page did not open".into());
+    }
+    let listed: Vec<u64> = dom_slice_after(&dom, "<ol class=\"cited\" id=\"cited\">")
+        .split("</ol>")
+        .next()
+        .unwrap_or("")
+        .split("<li data-seq=\"")
+        .skip(1)
+        .filter_map(|item| item.split('"').next()?.parse().ok())
+        .collect();
+    if listed != cited {
+        return Err(format!(
+            "the page lists evidence {listed:?}, the verdict cites {cited:?}"
+        ));
+    }
+    let rows = tags_with_class(&dom, "div", "row ");
+    if rows.is_empty() {
+        return Err("the timeline rendered no rows".into());
+    }
+    for row in &rows {
+        let seq: Option<u64> = attribute(row, "data-seq").and_then(|s| s.parse().ok());
+        let highlighted =
+            attribute(row, "class").is_some_and(|c| c.split(' ').any(|w| w == "cited"));
+        let is_event = attribute(row, "class")
+            .is_some_and(|c| !c.contains("src-in") && !c.contains("src-out"));
+        let should = is_event && seq.is_some_and(|s| cited.contains(&s));
+        if highlighted != should {
+            return Err(format!(
+                "row `{row}`: highlighted {highlighted}, cited by the verdict {should}"
+            ));
+        }
+    }
+    // Each cited event, followed from its evidence link, is selected and shown as cited.
+    for seq in &cited {
+        let dom = dump_dom(&report, &format!("{hash}@{seq}"))?;
+        let shown = tags_with_class(&dom, "p", "where")
+            .into_iter()
+            .next()
+            .ok_or(format!("event #{seq}: no detail shown"))?;
+        let ok = attribute(shown, "data-seq") == Some(&seq.to_string())
+            && attribute(shown, "data-cited") == Some("true");
+        if !ok {
+            return Err(format!("event #{seq}: the detail shows `{shown}`"));
+        }
+        let selected = tags_with_class(&dom, "div", "row ")
+            .into_iter()
+            .find(|row| attribute(row, "class").is_some_and(|c| c.contains("selected")))
+            .ok_or(format!("event #{seq}: no row selected"))?;
+        if attribute(selected, "data-seq") != Some(&seq.to_string()) || !selected.contains(" cited")
+        {
+            return Err(format!("event #{seq}: the selected row is `{selected}`"));
+        }
+    }
+    screenshot(&report, &hash, "cell.png", "1400,1900")?;
+    Ok(())
+}
+
+fn dom_slice_after<'a>(dom: &'a str, marker: &str) -> &'a str {
+    dom.split(marker).nth(1).unwrap_or("")
+}
+
+/// Copy `from` (one folder level of files) to `to`.
+fn copy_cell(from: &Path, to: &Path) -> Result<(), String> {
+    std::fs::create_dir_all(to).map_err(|e| e.to_string())?;
+    for name in [
+        "events.jsonl",
+        "transcript.jsonl",
+        "model-log.jsonl",
+        "verdict.json",
+        "stderr.log",
+    ] {
+        if from.join(name).is_file() {
+            std::fs::copy(from.join(name), to.join(name)).map_err(|e| format!("{name}: {e}"))?;
+        }
+    }
+    Ok(())
+}
+
+fn large_runs_stay_fast() -> Result<(), String> {
+    let run = tempfile::tempdir().map_err(|e| e.to_string())?;
+    run_cells(run.path(), CITING_CELL)?;
+    let source = run.path().join(CITING_CELL);
+
+    // A cell whose transcript holds LARGE_TIMELINE messages (its real lines, repeated).
+    let large = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let large_cell = large.path().join(CITING_CELL);
+    copy_cell(&source, &large_cell)?;
+    let lines: Vec<String> = std::fs::read_to_string(source.join("transcript.jsonl"))
+        .map_err(|e| e.to_string())?
+        .lines()
+        .map(str::to_string)
+        .collect();
+    let repeated: Vec<&str> = lines
+        .iter()
+        .map(String::as_str)
+        .cycle()
+        .take(LARGE_TIMELINE)
+        .collect();
+    std::fs::write(
+        large_cell.join("transcript.jsonl"),
+        repeated.join("\n") + "\n",
+    )
+    .map_err(|e| e.to_string())?;
+    rebuild(large.path())?;
+    let dom = dump_dom(
+        &large.path().join("report.html"),
+        &format!("#/cell/{CITING_CELL}?measure"),
+    )?;
+    let measure: Value = serde_json::from_str(&html_unescape(
+        attribute(dom_slice_after(&dom, "<body"), "data-measure")
+            .ok_or("no measurement on the page")?,
+    ))
+    .map_err(|e| format!("the measurement: {e}"))?;
+    eprintln!("large timeline ({LARGE_TIMELINE} transcript lines): {measure}");
+    let number = |key: &str| measure[key].as_f64().unwrap_or(f64::INFINITY);
+    if number("entries") < LARGE_TIMELINE as f64 {
+        return Err(format!("the timeline holds {} entries", number("entries")));
+    }
+    if number("rows_in_dom") > 200.0 {
+        return Err(format!(
+            "{} rows in the DOM: the timeline is not virtualised",
+            number("rows_in_dom")
+        ));
+    }
+    // A frame is 16 ms; the bounds leave room for a loaded 2-core CI machine.
+    if number("open_ms") > 1000.0
+        || number("scroll_render_median_ms") > 16.0
+        || number("scroll_render_p95_ms") > 50.0
+        || number("filter_ms") > 200.0
+    {
+        return Err(format!("the large timeline is slow: {measure}"));
+    }
+
+    // The whole shipped matrix's size, every cell with real evidence.
+    let whole = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let matrix = suites::load().map_err(|e| e.to_string())?;
+    for cell in &matrix.cells {
+        copy_cell(&source, &whole.path().join(cell.name()))?;
+    }
+    rebuild(whole.path())?;
+    let report = whole.path().join("report.html");
+    let dom = dump_dom(&report, "")?;
+    let ready: f64 = attribute(dom_slice_after(&dom, "<body"), "data-ready-ms")
+        .and_then(|v| v.parse().ok())
+        .ok_or("no ready time on the page")?;
+    let bytes = std::fs::metadata(&report).map(|m| m.len()).unwrap_or(0);
+    eprintln!(
+        "whole matrix ({} cells, {bytes} bytes): ready after {ready} ms",
+        matrix.cells.len()
+    );
+    if ready > 1000.0 {
+        return Err(format!("the whole matrix's report took {ready} ms to open"));
+    }
+    screenshot(
+        &large.path().join("report.html"),
+        &format!("#/cell/{CITING_CELL}"),
+        "large-timeline.png",
+        "1400,1900",
+    )?;
+    Ok(())
+}
+
+/// `harness report DIR`: rebuild the reports from the folder (no summary.json: from the cells).
+fn rebuild(dir: &Path) -> Result<(), String> {
+    let output = Command::new(assert_cmd::cargo::cargo_bin("harness"))
+        .arg("report")
+        .arg(dir)
+        .env_remove("GITHUB_STEP_SUMMARY")
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("running harness report: {e}"))?;
+    // Exit 1 (cells differ) is still a report; 2 is not.
+    if output.status.code() == Some(2) || !dir.join("report.html").is_file() {
+        return Err(format!(
+            "harness report failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        ));
+    }
+    Ok(())
+}
+
+fn html_unescape(text: &str) -> String {
+    text.replace("&quot;", "\"")
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&amp;", "&")
+}
