@@ -171,8 +171,11 @@ pub fn ignored(summary: &Summary) -> String {
             "Not applicable (the driver cannot express the case; never run, never a pass)",
         ),
     ] {
-        let listed: Vec<&CellSummary> =
-            summary.cells.iter().filter(|c| c.status == status).collect();
+        let listed: Vec<&CellSummary> = summary
+            .cells
+            .iter()
+            .filter(|c| c.status == status)
+            .collect();
         if listed.is_empty() {
             continue;
         }
