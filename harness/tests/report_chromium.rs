@@ -252,6 +252,48 @@ fn grid_and_cell_page() -> Result<(), String> {
     }
     screenshot(&report, "", "grid.png", "1400,1100")?;
 
+    // The filters, set from the address as a shared link would.
+    let transport = summary["cells"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|c| c["suite"] == "transport-faults")
+        .count();
+    let dom = dump_dom(&report, "#?suite=transport-faults")?;
+    let shown = format!("{transport} of {cells} cells shown");
+    if transport == 0 || !dom.contains(&shown) {
+        return Err(format!("filtering by suite does not say `{shown}`"));
+    }
+    if !dom.contains("<section class=\"suite\" data-suite=\"core-compatibility\" hidden=\"\">") {
+        return Err("filtering by suite leaves other suites shown".into());
+    }
+
+    // One cell made to differ, the reports rebuilt from the folder: the grid marks it, lists it
+    // under the differences, and "differences only" shows just that cell. The folder is put
+    // back afterwards (the screenshots show the real run).
+    let summary_path = out.path().join("summary.json");
+    let mut edited = summary.clone();
+    edited["cells"][0]["status"] = "differs".into();
+    edited["cells"][0]["verdict"] = "write-succeeded".into();
+    let differing = edited["cells"][0]["cell"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    std::fs::write(&summary_path, edited.to_string()).map_err(|e| e.to_string())?;
+    rebuild(out.path())?;
+    let dom = dump_dom(&report, "#?differences=1")?;
+    let marked = tags_with_class(&dom, "td", "c v-write-succeeded s-differs");
+    if marked.len() != 1 || attribute(marked[0], "data-cell") != Some(differing.as_str()) {
+        return Err(format!("the differing cell is not marked: {marked:?}"));
+    }
+    if !dom.contains(&format!("1 of {cells} cells shown"))
+        || !dom.contains("Differences from the baseline")
+    {
+        return Err("differences only does not show exactly the differing cell".into());
+    }
+    std::fs::write(&summary_path, summary.to_string()).map_err(|e| e.to_string())?;
+    rebuild(out.path())?;
+
     // The cell page: opened by its link; its highlighted rows are the events the verdict cites.
     let cited = cited_seqs(&out.path().join(CITING_CELL))?;
     if cited.len() < 2 {

@@ -13,6 +13,10 @@ use std::path::Path;
 const MAX_BODY_CHARS: usize = 8 * 1024;
 /// Longest one-line summary of an entry.
 const MAX_TEXT_CHARS: usize = 200;
+/// Body text kept per cell: past it, entries keep their one-line summary and point at their
+/// file and line, so one huge cell cannot make the whole report slow to open. The bodies of
+/// cited events are always kept.
+const MAX_CELL_BODY_BYTES: usize = 4 << 20;
 /// How much of stderr.log the page shows (its end: where failures are).
 const STDERR_TAIL_BYTES: u64 = 8 * 1024;
 
@@ -348,14 +352,51 @@ fn transcript_entries(lines: &[(usize, Line)], page: &mut CellPage) -> Vec<Entry
                 .find(|s| !s.is_empty())
                 .unwrap_or("record")
                 .to_string();
-            if kind.contains("launch") || map.contains_key("argv") {
+            let launch_number = value.get("launch").and_then(Value::as_u64);
+            let title = match launch_number {
+                Some(n) => format!("{kind} #{n}"),
+                None => kind.clone(),
+            };
+            if kind == "launch" || map.contains_key("argv") {
                 let mut launch = value.clone();
                 if let Some(launch) = launch.as_object_mut() {
                     launch.insert("line".into(), (*number).into());
                 }
                 page.tap_launches.push(launch);
+            } else if let Some(n) = launch_number {
+                // `exit`, `stdin-closed`: shown with the launch they end.
+                let of_launch = page
+                    .tap_launches
+                    .iter_mut()
+                    .rev()
+                    .find(|l| l.get("launch").and_then(Value::as_u64) == Some(n));
+                if let Some(Value::Object(launch)) = of_launch {
+                    launch.insert(kind.replace('-', "_"), value.clone());
+                }
             }
-            ("record", kind, compact(value))
+            let text = match kind.as_str() {
+                "launch" => one_line(&format!(
+                    "{} {}",
+                    str_of(value, "program"),
+                    value
+                        .get("argv")
+                        .and_then(Value::as_array)
+                        .map(|a| a
+                            .iter()
+                            .map(|v| v.as_str().unwrap_or("?"))
+                            .collect::<Vec<_>>()
+                            .join(" "))
+                        .unwrap_or_default()
+                )),
+                "exit" => one_line(&format!(
+                    "status {} signal {} {}",
+                    value.get("status").unwrap_or(&Value::Null),
+                    value.get("signal").unwrap_or(&Value::Null),
+                    str_of(value, "error")
+                )),
+                _ => compact(value),
+            };
+            ("record", title, text)
         };
         entries.push(Entry {
             t: time_of(value),
@@ -446,10 +487,7 @@ impl CellPage {
         let dir = Path::new(&cell.evidence_dir);
         let mut page = CellPage {
             cell: cell.cell.clone(),
-            status: serde_json::to_value(cell.status)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_string))
-                .unwrap_or_default(),
+            status: super::grid::status_name(cell.status),
             verdict: cell.verdict.clone(),
             reason: cell.reason.clone(),
             expected: cell.expected.clone(),
@@ -495,6 +533,7 @@ impl CellPage {
         };
         let (timed, mut entries) = timeline.merge();
         page.mark_cited(&mut entries);
+        page.keep_bodies_within_budget(&mut entries);
         page.timed = timed;
         page.timeline = entries;
         page.files = vec![
@@ -528,6 +567,33 @@ impl CellPage {
             .map(str::to_string);
         if let Some(evidence) = doc.pointer("/verdict/evidence").and_then(Value::as_array) {
             self.evidence = evidence.clone();
+        }
+    }
+
+    fn keep_bodies_within_budget(&mut self, entries: &mut [Entry]) {
+        let mut used: usize = entries
+            .iter()
+            .filter(|e| e.cited)
+            .map(|e| e.body.len())
+            .sum();
+        let mut dropped = 0;
+        for entry in entries.iter_mut().filter(|e| !e.cited) {
+            used += entry.body.len();
+            if used > MAX_CELL_BODY_BYTES {
+                entry.body = format!(
+                    "(not kept in the report: this cell's evidence is over {} MiB; see {} line {})",
+                    MAX_CELL_BODY_BYTES >> 20,
+                    entry.file,
+                    entry.line
+                );
+                dropped += 1;
+            }
+        }
+        if dropped > 0 {
+            self.notes.push(format!(
+                "{dropped} timeline entries show only their summary: the cell's evidence is over {} MiB (the files hold everything)",
+                MAX_CELL_BODY_BYTES >> 20
+            ));
         }
     }
 

@@ -6,38 +6,43 @@ use super::escape;
 use crate::report::summary::{ordered, CellSummary, Status, Summary};
 use std::fmt::Write;
 
-pub fn status_name(status: Status) -> &'static str {
-    match status {
-        Status::AsExpected => "as-expected",
-        Status::Differs => "differs",
-        Status::Stale => "stale",
-        Status::Error => "error",
-        Status::Ignored => "ignored",
-        Status::NotApplicable => "not-applicable",
-    }
+/// The status as the JSON summary names it (`as-expected`, `differs`, …): read from its serde
+/// name so a status added later is named the same way everywhere.
+pub fn status_name(status: Status) -> String {
+    serde_json::to_value(status)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_else(|| format!("{status:?}"))
 }
 
-/// The verdict class of a cell: its verdict, or `error` / `ignored` when it has none.
-fn verdict_class(cell: &CellSummary) -> &str {
+/// The verdict class of a cell: its verdict, or its status (`error`, `ignored`, …) when it has
+/// none.
+fn verdict_class(cell: &CellSummary) -> String {
     cell.verdict
-        .as_deref()
+        .clone()
         .unwrap_or_else(|| status_name(cell.status))
 }
 
-/// The mark before the verdict: as expected (pass, or the baseline's known verdict), differs.
+/// The mark before the verdict: as expected (pass, or the baseline's known verdict), differs,
+/// error; anything else did not run.
 fn mark(cell: &CellSummary) -> &'static str {
-    match cell.status {
-        Status::AsExpected if cell.expected == "pass" => "✓",
-        Status::AsExpected => "≈",
-        Status::Differs | Status::Stale => "✗",
-        Status::Error => "!",
-        Status::Ignored => "–",
-        Status::NotApplicable => "∅",
+    if cell.status == Status::AsExpected {
+        if cell.expected == "pass" {
+            "✓"
+        } else {
+            "≈"
+        }
+    } else if cell.status == Status::Error {
+        "!"
+    } else if cell.status.is_failure() {
+        "✗"
+    } else {
+        "–"
     }
 }
 
 fn tooltip(cell: &CellSummary) -> String {
-    let got = cell.verdict.as_deref().unwrap_or(status_name(cell.status));
+    let got = verdict_class(cell);
     let mut text = format!(
         "{}\n{got} (expected {})\n{}",
         cell.cell, cell.expected, cell.reason
@@ -54,14 +59,14 @@ fn cell_td(out: &mut String, cell: &CellSummary, index: usize) {
     let _ = write!(
         out,
         "<td class=\"c v-{verdict} s-{status}\" data-cell=\"{name}\" data-index=\"{index}\" data-env=\"{env}\" data-failure=\"{failure}\"><a href=\"#/cell/{name}\" title=\"{tip}\"><span class=\"mark\">{mark}</span> {label}</a></td>",
-        verdict = escape(verdict),
+        verdict = escape(&verdict),
         status = status_name(cell.status),
         name = escape(&cell.cell),
         env = escape(&cell.environment),
         failure = cell.status.is_failure(),
         tip = escape(&tooltip(cell)),
         mark = mark(cell),
-        label = escape(verdict),
+        label = escape(&verdict),
     );
 }
 
@@ -142,13 +147,13 @@ pub fn differences(summary: &Summary) -> String {
         "<section id=\"differences\"><h2>Differences from the baseline</h2><table class=\"list\"><thead><tr><th>cell</th><th>expected</th><th>got</th><th>reason</th></tr></thead><tbody>",
     );
     for cell in failing {
-        let got = cell.verdict.as_deref().unwrap_or(status_name(cell.status));
+        let got = verdict_class(cell);
         let _ = write!(
             out,
             "<tr><td><a href=\"#/cell/{n}\">{n}</a></td><td>{e}</td><td class=\"v-{g}\">{g}</td><td>{r}</td></tr>",
             n = escape(&cell.cell),
             e = escape(&cell.expected),
-            g = escape(got),
+            g = escape(&got),
             r = escape(&cell.reason)
         );
     }
@@ -156,32 +161,37 @@ pub fn differences(summary: &Summary) -> String {
     out
 }
 
-/// Ignored and not-applicable cells, grouped by reason.
-pub fn ignored(summary: &Summary) -> String {
+/// The cells that did not run (ignored; any other status that is neither graded nor a failure),
+/// grouped by status and reason.
+pub fn not_run(summary: &Summary) -> String {
+    let not_run: Vec<&CellSummary> = summary
+        .cells
+        .iter()
+        .filter(|c| c.status != Status::AsExpected && !c.status.is_failure())
+        .collect();
     let mut out = String::new();
-    for (status, id, heading) in [
-        (
-            Status::Ignored,
-            "ignored",
-            "Ignored (cannot run here; a failure under CI=true)",
-        ),
-        (
-            Status::NotApplicable,
-            "not-applicable",
-            "Not applicable (the driver cannot express the case; never run, never a pass)",
-        ),
-    ] {
-        let listed: Vec<&CellSummary> = summary
-            .cells
+    let statuses: Vec<String> = not_run.iter().map(|c| status_name(c.status)).collect();
+    for status in ordered(statuses.iter().map(String::as_str)) {
+        let cells: Vec<&&CellSummary> = not_run
             .iter()
-            .filter(|c| c.status == status)
+            .filter(|c| status_name(c.status) == status)
             .collect();
-        if listed.is_empty() {
-            continue;
-        }
-        let _ = write!(out, "<section id=\"{id}\"><h2>{heading}</h2><ul>");
-        for reason in ordered(listed.iter().map(|c| c.reason.as_str())) {
-            let count = listed.iter().filter(|c| c.reason == reason).count();
+        let heading = match status {
+            "ignored" => "Ignored (cannot run here; a failure under CI=true)".to_string(),
+            "not-applicable" => {
+                "Not applicable (the driver cannot express the case; never run, never a pass)"
+                    .to_string()
+            }
+            other => other.replace('-', " "),
+        };
+        let _ = write!(
+            out,
+            "<section class=\"not-run\" id=\"{}\"><h2>{}</h2><ul>",
+            escape(status),
+            escape(&heading)
+        );
+        for reason in ordered(cells.iter().map(|c| c.reason.as_str())) {
+            let count = cells.iter().filter(|c| c.reason == reason).count();
             let _ = write!(out, "<li>{count} cells: {}</li>", escape(reason));
         }
         out.push_str("</ul></section>");

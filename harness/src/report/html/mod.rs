@@ -131,7 +131,7 @@ pub fn render_pages(summary: &Summary, pages: &[CellPage]) -> String {
     out.push_str("<span id=\"shown\" class=\"shown\"></span></div>");
     out.push_str(LEGEND);
     out.push_str(&grid::differences(summary));
-    out.push_str(&grid::ignored(summary));
+    out.push_str(&grid::not_run(summary));
     out.push_str(&grid::grid(summary));
     out.push_str("</main><main id=\"cell-view\" hidden></main>");
     let names: Vec<&str> = summary.cells.iter().map(|c| c.cell.as_str()).collect();
@@ -151,7 +151,7 @@ pub fn render_pages(summary: &Summary, pages: &[CellPage]) -> String {
     out
 }
 
-const LEGEND: &str = "<div class=\"legend\"><span class=\"c v-pass s-as-expected\">✓ pass</span><span class=\"c v-sandbox-failed-to-start s-as-expected\">≈ known verdict (baseline)</span><span class=\"c v-write-succeeded s-differs\">✗ differs from the baseline</span><span class=\"c v-error s-error\">! harness error</span><span class=\"c v-ignored s-ignored\">– cannot run here</span><span class=\"c v-not-applicable s-not-applicable\">∅ not applicable to the driver</span><span class=\"hint\">colour = verdict · red outline = differs · click a cell for its page</span></div>";
+const LEGEND: &str = "<div class=\"legend\"><span class=\"c v-pass s-as-expected\">✓ pass</span><span class=\"c v-sandbox-failed-to-start s-as-expected\">≈ known verdict (baseline)</span><span class=\"c v-write-succeeded s-differs\">✗ differs from the baseline</span><span class=\"c v-error s-error\">! harness error</span><span class=\"c v-ignored s-ignored\">– cannot run here</span><span class=\"c v-not-applicable s-not-applicable\">– not applicable to the driver</span><span class=\"hint\">colour = verdict · red outline = differs · click a cell for its page</span></div>";
 
 #[cfg(test)]
 mod tests;

@@ -78,7 +78,28 @@
     }
     $("#shown").textContent = shown + " of " + names.length + " cells shown";
   }
-  for (const el of [only, filterSuite, filterRunner, filterEnv]) el.addEventListener("change", applyFilters);
+  // The filters live in the address too (#?differences=1&suite=…&runner=…&environment=…), so
+  // a filtered grid can be linked.
+  function filtersToHash() {
+    const params = new URLSearchParams();
+    if (only.checked) params.set("differences", "1");
+    if (filterSuite.value) params.set("suite", filterSuite.value);
+    if (filterRunner.value) params.set("runner", filterRunner.value);
+    if (filterEnv.value) params.set("environment", filterEnv.value);
+    const text = params.toString();
+    history.replaceState(null, "", text ? "#?" + text : location.pathname + location.search);
+  }
+  function filtersFromHash(hash) {
+    const params = new URLSearchParams(hash.slice(2));
+    only.checked = params.get("differences") === "1";
+    for (const [select, key] of [[filterSuite, "suite"], [filterRunner, "runner"], [filterEnv, "environment"]]) {
+      const wanted = params.get(key) || "";
+      select.value = Array.from(select.options).some((o) => o.value === wanted) ? wanted : "";
+    }
+  }
+  for (const el of [only, filterSuite, filterRunner, filterEnv]) {
+    el.addEventListener("change", () => { applyFilters(); filtersToHash(); });
+  }
 
   // ---- a cell's page ----
   const SOURCES = [
@@ -100,7 +121,7 @@
     stale: "stale baseline: the cell now passes",
     error: "harness error: no gradable run",
     ignored: "ignored: cannot run here",
-    "not-applicable": "not applicable: the driver cannot express the case",
+    "not-applicable": "not applicable: the driver cannot express this case",
   };
 
   function section(title, ...children) {
@@ -112,12 +133,13 @@
       h("tr", {}, h("th", {}, k), h("td", {}, v === null ? h("span.null", {}, "null (the default applies)") : typeof v === "object" ? JSON.stringify(v) : String(v)))));
   }
 
-  // argv with each `-c key=value` on its own line.
+  // argv with each option and its value (`-c key=value`, `--listen stdio://`) on its own line.
   function argvText(argv) {
     if (!Array.isArray(argv)) return JSON.stringify(argv);
     const lines = [];
     for (let i = 0; i < argv.length; i++) {
-      if ((argv[i] === "-c" || argv[i] === "--config") && i + 1 < argv.length) {
+      const takesValue = argv[i] === "-c" || (String(argv[i]).startsWith("--") && !String(argv[i]).includes("="));
+      if (takesValue && i + 1 < argv.length && !String(argv[i + 1]).startsWith("-")) {
         lines.push(argv[i] + " " + argv[i + 1]);
         i++;
       } else lines.push(argv[i]);
@@ -153,7 +175,11 @@
     if (!tap.length) left.push(h("p.dim", {}, "the tap's launches: none recorded in transcript.jsonl"));
     else left.push(h("h4", {}, "the tap's launches (" + tap.length + ")"));
     for (const r of tap) {
-      left.push(h("pre.argv", {}, "transcript.jsonl line " + r.line + "\n" + (r.argv ? argvText(r.argv) + "\n" : "") + JSON.stringify(r, null, 2)));
+      const ended = r.exit ? (r.exit.error ? "error: " + r.exit.error : r.exit.signal !== undefined && r.exit.signal !== null ? "signal " + r.exit.signal : "exit " + r.exit.status)
+        : "no exit record (killed with the tap)";
+      left.push(h("h4", {}, "launch #" + (r.launch !== undefined ? r.launch : "?") + " · transcript.jsonl line " + r.line + " · " + ended),
+        kv([["program", r.program], ["cwd", r.cwd], ["pid", r.pid], ["environment names", Array.isArray(r.env_names) ? r.env_names.join(" ") : r.env_names]]),
+        h("pre.argv", {}, "driver's argv:\n" + argvText(r.argv) + (r.added_args && r.added_args.length ? "\n\nadded by the cell:\n" + argvText(r.added_args) : "")));
     }
     return section("Launch", h("div.launch", {}, h("div", {}, left), h("div", {}, right)));
   }
@@ -370,6 +396,10 @@
     cellView.hidden = true;
     cellView.replaceChildren();
     matrixView.hidden = false;
+    if (hash.startsWith("#?")) {
+      filtersFromHash(hash);
+      applyFilters();
+    }
     document.title = baseTitle;
     const old = $("#unknown-cell");
     if (old) old.remove();

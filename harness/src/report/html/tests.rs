@@ -49,7 +49,8 @@ fn evidence_folder(dir: &Path) {
         json!({"direction": "in", "time": 1000, "message": {"id": 1, "method": "initialize", "params": {}}}).to_string(),
         json!({"direction": "out", "time": 1004, "message": {"id": 1, "result": {"ok": true}}}).to_string(),
         json!({"direction": "out", "time": 1005, "raw": "garbage"}).to_string(),
-        json!({"kind": "launch", "time": 999, "argv": ["app-server", "-c", "x=1"], "env_names": ["PATH"]}).to_string(),
+        json!({"kind": "launch", "launch": 1, "time": 999, "argv": ["app-server", "-c", "x=1"], "env_names": ["PATH"], "program": "/bin/codex", "added_args": ["-c", "model_provider=mock"], "pid": 7}).to_string(),
+        json!({"kind": "exit", "launch": 1, "time": 1009, "status": 0}).to_string(),
         json!({"direction": "out", "time": 1010, "note": "end of stream"}).to_string(),
         "{\"direction\":\"out\",\"time\":10".to_string(),
     ];
@@ -113,12 +114,18 @@ fn a_cell_page_reads_every_file_tolerantly_and_marks_what_the_verdict_cites() {
     assert_eq!(page.launch.as_ref().unwrap()["driver"], "reference");
     assert_eq!(page.relaunches.len(), 1);
     assert_eq!(page.tap_launches.len(), 1, "the launch record is a launch");
+    assert_eq!(
+        page.tap_launches[0]["exit"]["status"], 0,
+        "its exit is shown with it"
+    );
+    let exit = page.timeline.iter().find(|e| e.title == "exit #1").unwrap();
+    assert_eq!(exit.text, "status 0 signal null");
     let sources: Vec<&str> = page.timeline.iter().map(|e| e.src).collect();
     assert_eq!(
         sources,
         vec![
-            "driver", "driver", "driver", "model", "harness", "in", "out", "raw", "record", "note",
-            "raw"
+            "driver", "driver", "driver", "model", "harness", "in", "out", "raw", "record",
+            "record", "note", "raw"
         ]
     );
     let response = page.timeline.iter().find(|e| e.src == "out").unwrap();
@@ -227,4 +234,39 @@ fn escape_covers_markup_and_quotes() {
         escape("<a href=\"x\">&'"),
         "&lt;a href=&quot;x&quot;&gt;&amp;&#39;"
     );
+}
+
+#[test]
+fn a_huge_cell_keeps_every_row_but_only_a_bounded_amount_of_bodies() {
+    let dir = tempfile::tempdir().unwrap();
+    evidence_folder(dir.path());
+    let filler = "x".repeat(2000);
+    let lines: Vec<String> = (0..4000)
+        .map(|i| json!({"direction": "out", "time": 2000 + i, "message": {"method": "item/agentMessage/delta", "params": {"delta": filler}}}).to_string())
+        .collect();
+    std::fs::write(dir.path().join("transcript.jsonl"), lines.join("\n") + "\n").unwrap();
+    let page = CellPage::load(&summary_cell(
+        CELL,
+        dir.path(),
+        Status::AsExpected,
+        Some("pass"),
+    ));
+    assert_eq!(page.timeline.len(), 5 + 4000, "every line keeps its row");
+    let bodies: usize = page.timeline.iter().map(|e| e.body.len()).sum();
+    assert!(bodies < (4 << 20) + 200 * 4000, "{bodies} bytes of bodies");
+    assert!(page
+        .timeline
+        .iter()
+        .filter(|e| e.cited)
+        .all(|e| e.body.contains("\"seq\"")));
+    let last = page.timeline.last().unwrap();
+    assert!(
+        last.body.contains("transcript.jsonl line 4000"),
+        "{}",
+        last.body
+    );
+    assert!(page
+        .notes
+        .iter()
+        .any(|n| n.contains("show only their summary")));
 }

@@ -1,0 +1,130 @@
+//! `harness report`: rebuilding the reports of an evidence folder, merging shards' folders into
+//! one report, the job summary's link to report.html, and clear errors for folders that are not
+//! evidence. The evidence comes from real fake-app-server cells (`harness run`, seconds).
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+use serde_json::Value;
+use std::path::Path;
+
+fn harness() -> Command {
+    let mut command = Command::cargo_bin("harness").expect("the harness binary");
+    command.env_remove("GITHUB_STEP_SUMMARY");
+    command
+}
+
+fn run_into(out: &Path, filter: &str) {
+    harness()
+        .args(["run", filter, "--jobs", "2", "--out"])
+        .arg(out)
+        .assert()
+        .success();
+}
+
+fn summary(dir: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap()
+}
+
+fn cell_names(summary: &Value) -> Vec<String> {
+    summary["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["cell"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn shards_merge_into_one_report_with_a_linked_job_summary() {
+    let (a, b, merged) = (
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+    );
+    run_into(a.path(), "transport-faults.runner-fake.local.");
+    run_into(b.path(), "core-compatibility.runner-fake.local.");
+    let step_summary = merged.path().join("step-summary.md");
+    // Shard b first: the merged report still follows the matrix's order.
+    harness()
+        .arg("report")
+        .arg("--out")
+        .arg(merged.path())
+        .arg(b.path())
+        .arg(a.path())
+        .env("GITHUB_STEP_SUMMARY", &step_summary)
+        .env("GITHUB_SERVER_URL", "https://github.com")
+        .env("GITHUB_REPOSITORY", "owner/repo")
+        .env("GITHUB_RUN_ID", "7")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("## Conformance matrix"));
+    let merged_summary = summary(merged.path());
+    let mut expected = cell_names(&summary(b.path()));
+    expected.extend(cell_names(&summary(a.path())));
+    assert_eq!(merged_summary["totals"]["cells"], expected.len());
+    let names = cell_names(&merged_summary);
+    assert_eq!(
+        names.first().map(|n| n.starts_with("core-compatibility.")),
+        Some(true)
+    );
+    let mut sorted = names.clone();
+    sorted.sort();
+    expected.sort();
+    assert_eq!(sorted, expected);
+    // The merged cells point at the shards' folders, which the page reads its evidence from.
+    for cell in merged_summary["cells"].as_array().unwrap() {
+        let dir = Path::new(cell["evidence_dir"].as_str().unwrap());
+        assert!(dir.join("events.jsonl").is_file(), "{}", dir.display());
+    }
+    let html = std::fs::read_to_string(merged.path().join("report.html")).unwrap();
+    assert_eq!(html.matches("data-cell=").count(), expected.len());
+    for name in ["junit.xml", "matrix.md"] {
+        assert!(merged.path().join(name).is_file(), "{name}");
+    }
+    let text = std::fs::read_to_string(&step_summary).unwrap();
+    assert!(
+        text.contains("(https://github.com/owner/repo/actions/runs/7#artifacts)"),
+        "{text}"
+    );
+
+    // One folder, rebuilt in place (as from a downloaded artifact).
+    std::fs::remove_file(a.path().join("report.html")).unwrap();
+    harness().arg("report").arg(a.path()).assert().success();
+    assert!(a.path().join("report.html").is_file());
+
+    // The same shard twice is not a merge.
+    harness()
+        .arg("report")
+        .arg("--out")
+        .arg(merged.path())
+        .arg(a.path())
+        .arg(a.path())
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("shards must not overlap"));
+}
+
+#[test]
+fn folders_that_are_not_evidence_are_errors() {
+    let empty = tempfile::tempdir().unwrap();
+    harness()
+        .arg("report")
+        .arg(empty.path())
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("holds no conformance evidence"));
+    harness()
+        .arg("report")
+        .arg(empty.path().join("absent"))
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("does not exist"));
+    harness()
+        .arg("report")
+        .arg(empty.path())
+        .arg(empty.path())
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("needs --out DIR"));
+    harness().arg("report").assert().code(2);
+}
