@@ -360,7 +360,20 @@ fn the_drivers_file_examples_of_the_driver_contract_load() {
         .iter()
         .find(|b| b.contains("[suites.core-compatibility.cases.long-marker]"))
         .expect("the doc adds a case");
-    let matrix = load(&format!("{declaration}\n{cases}"), &["0.171.0"]).unwrap();
+    let expected = blocks
+        .iter()
+        .find(|b| b.starts_with("[[expected]]") && b.contains("plan-write-refused"))
+        .expect("the doc gives the minimal driver's baseline entry");
+    let matrix = load(&format!("{declaration}\n{cases}\n{expected}"), &["0.171.0"]).unwrap();
+    assert_eq!(
+        matrix
+            .cell("codex-planning-read-only.my-runner-codex.daytona.plan-write-refused")
+            .unwrap()
+            .expected
+            .verdict
+            .to_string(),
+        "sandbox-failed-to-start"
+    );
     assert!(matrix
         .cell("codex-planning-read-only.my-runner-codex.daytona.plan-write-refused")
         .is_some());
