@@ -95,7 +95,10 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
     }
     if let Some(out) = args.out {
-        options.out_root = out;
+        // Absolute, like the default: drivers and app-servers get paths below it while running
+        // in other folders (a drivers file's driver runs in the file's folder).
+        options.out_root =
+            std::path::absolute(&out).with_context(|| format!("--out {}", out.display()))?;
     }
     options.driver_cmd = args.driver_cmd;
     let jobs = args.jobs.unwrap_or_else(matrix::default_jobs).max(1);
