@@ -117,6 +117,7 @@ mod tests {
             plan_reviews: false,
             answers: false,
             env: Default::default(),
+            base_dir: None,
         }
     }
 

@@ -30,6 +30,8 @@ pub enum Status {
     Error,
     /// The cell cannot run here.
     Ignored,
+    /// The cell's driver cannot express its case: never run, never a pass.
+    NotApplicable,
 }
 
 impl Status {
@@ -53,7 +55,7 @@ pub struct CellSummary {
     /// The verdict, when the cell was graded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verdict: Option<String>,
-    /// The grader's reason, the ignore reason, or the error.
+    /// The grader's reason, the ignore or not-applicable reason, or the error.
     pub reason: String,
     #[serde(default)]
     pub duration_ms: u64,
@@ -69,6 +71,9 @@ pub struct Totals {
     pub stale: usize,
     pub errors: usize,
     pub ignored: usize,
+    /// Absent in summaries written before not-applicable cells existed.
+    #[serde(default)]
+    pub not_applicable: usize,
 }
 
 impl Totals {
@@ -85,6 +90,7 @@ impl Totals {
                 Status::Stale => totals.stale += 1,
                 Status::Error => totals.errors += 1,
                 Status::Ignored => totals.ignored += 1,
+                Status::NotApplicable => totals.not_applicable += 1,
             }
         }
         totals
@@ -118,6 +124,7 @@ impl CellSummary {
                 )
             }
             CellOutcome::Ignored { reason } => (Status::Ignored, None, reason.clone()),
+            CellOutcome::NotApplicable { reason } => (Status::NotApplicable, None, reason.clone()),
             CellOutcome::Error { message } => (Status::Error, None, message.clone()),
         };
         Self {

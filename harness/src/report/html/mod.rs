@@ -87,7 +87,7 @@ pub fn render_pages(summary: &Summary, pages: &[CellPage]) -> String {
     };
     let _ = write!(
         out,
-        "<header><h1><a href=\"#\">Conformance report</a></h1><p class=\"verdict {state}\">{line}</p><p class=\"totals\"><span class=\"chip\">{cells} cells</span><span class=\"chip s-as-expected\">{ok} as expected</span><span class=\"chip s-differs{z_differs}\">{differs} differ</span><span class=\"chip s-stale{z_stale}\">{stale} stale</span><span class=\"chip s-error{z_errors}\">{errors} errors</span><span class=\"chip s-ignored{z_ignored}\">{ignored} ignored</span>{wall}</p></header>",
+        "<header><h1><a href=\"#\">Conformance report</a></h1><p class=\"verdict {state}\">{line}</p><p class=\"totals\"><span class=\"chip\">{cells} cells</span><span class=\"chip s-as-expected\">{ok} as expected</span><span class=\"chip s-differs{z_differs}\">{differs} differ</span><span class=\"chip s-stale{z_stale}\">{stale} stale</span><span class=\"chip s-error{z_errors}\">{errors} errors</span><span class=\"chip s-ignored{z_ignored}\">{ignored} ignored</span><span class=\"chip s-not-applicable{z_na}\">{na} not applicable</span>{wall}</p></header>",
         line = verdict_line(summary),
         cells = t.cells,
         ok = t.as_expected,
@@ -95,6 +95,7 @@ pub fn render_pages(summary: &Summary, pages: &[CellPage]) -> String {
         stale = t.stale,
         errors = t.errors,
         ignored = t.ignored,
+        na = t.not_applicable,
         // Cells read back without a summary.json have no wall time.
         wall = if summary.wall_ms == 0 {
             String::new()
@@ -108,6 +109,7 @@ pub fn render_pages(summary: &Summary, pages: &[CellPage]) -> String {
         z_stale = zero(t.stale),
         z_errors = zero(t.errors),
         z_ignored = zero(t.ignored),
+        z_na = zero(t.not_applicable),
     );
     out.push_str("<main id=\"matrix-view\"><div class=\"filters\" id=\"filters\"><label><input type=\"checkbox\" id=\"only-differences\"> differences only</label>");
     for (id, label, names) in [
@@ -159,7 +161,7 @@ pub fn render_pages(summary: &Summary, pages: &[CellPage]) -> String {
     out
 }
 
-const LEGEND: &str = "<div class=\"legend\"><span class=\"c v-pass s-as-expected\">✓ pass</span><span class=\"c v-sandbox-failed-to-start s-as-expected\">≈ known verdict (baseline)</span><span class=\"c v-write-succeeded s-differs\">✗ differs from the baseline</span><span class=\"c v-error s-error\">! harness error</span><span class=\"c v-ignored s-ignored\">– cannot run here</span><span class=\"hint\">colour = verdict · red outline = differs · click a cell for its page</span></div>";
+const LEGEND: &str = "<div class=\"legend\"><span class=\"c v-pass s-as-expected\">✓ pass</span><span class=\"c v-sandbox-failed-to-start s-as-expected\">≈ known verdict (baseline)</span><span class=\"c v-write-succeeded s-differs\">✗ differs from the baseline</span><span class=\"c v-error s-error\">! harness error</span><span class=\"c v-ignored s-ignored\">– cannot run here</span><span class=\"c v-not-applicable s-not-applicable\">– not applicable to the driver</span><span class=\"hint\">colour = verdict · red outline = differs · click a cell for its page</span></div>";
 
 #[cfg(test)]
 mod tests;
