@@ -151,14 +151,8 @@ fn runtime() -> tokio::runtime::Runtime {
 fn probe_agrees(name: &str) -> Result<(), Failed> {
     let scratch = tempfile::tempdir()?;
     let report = runtime().block_on(env::probe(name, scratch.path()))?;
-    if !report.agrees {
-        return Err(format!(
-            "probe of `{name}` disagrees: expected {}, saw exit {:?}: {}",
-            report.expected.describe(),
-            report.seen.exit_code,
-            report.seen.stderr
-        )
-        .into());
+    if let Some(what) = report.disagreement() {
+        return Err(format!("probe of `{name}` disagrees: {what}").into());
     }
     Ok(())
 }

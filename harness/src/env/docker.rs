@@ -10,8 +10,7 @@ use super::oci;
 use super::spec::{ContainerSpec, EnvSpec};
 use super::EnvMounts;
 use crate::launcher::{Launcher, PreparedCommand, ProcessSpec};
-use anyhow::{bail, Context, Result};
-use std::os::unix::fs::PermissionsExt;
+use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::time::Duration;
@@ -76,7 +75,13 @@ impl DockerLauncher {
         let overlays = tempfile::Builder::new()
             .prefix("ccf-docker-overlays-")
             .tempdir()?;
-        let request = DockerRequest::new(&container, mounts, extra_readonly, overlays.path())?;
+        let request = DockerRequest::new(
+            env.name,
+            &container,
+            mounts,
+            extra_readonly,
+            overlays.path(),
+        )?;
         let (id_tx, id_rx) = mpsc::channel();
         let (stop_tx, stop_rx) = mpsc::channel::<()>();
         // testcontainers is async and the Launcher API is not: a thread with its own runtime
@@ -165,6 +170,7 @@ struct DockerRequest {
 
 impl DockerRequest {
     fn new(
+        name: &str,
         container: &ContainerSpec,
         mounts: &EnvMounts,
         extra_readonly: &[PathBuf],
@@ -190,19 +196,17 @@ impl DockerRequest {
         for folder in mounts.readonly.iter().chain(extra_readonly.iter()) {
             binds.push((folder.clone(), folder.clone(), AccessMode::ReadOnly));
         }
-        if container.execute_only_bwrap {
-            // The image's bubblewrap is Debian's, like the host's: bind an execute-only copy.
-            let host_bwrap = Path::new(super::runc::SYSTEM_BWRAP);
-            if !host_bwrap.is_file() {
-                bail!(
-                    "the execute-only bubblewrap needs {} on the host",
-                    host_bwrap.display()
-                );
+        let mut targets = vec![PathBuf::from(super::runc::SYSTEM_BWRAP)];
+        for folder in mounts.readonly.iter().chain(extra_readonly.iter()) {
+            let bundled = folder.join("codex-resources").join("bwrap");
+            if bundled.is_file() {
+                targets.push(bundled);
             }
-            let copy = overlays.join("bwrap-execute-only");
-            std::fs::copy(host_bwrap, &copy)?;
-            std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o711))?;
-            binds.push((copy, host_bwrap.to_path_buf(), AccessMode::ReadOnly));
+        }
+        for (source, destination) in
+            super::runc::bwrap_overlays(name, container.bwrap, &targets, overlays)?
+        {
+            binds.push((source, destination, AccessMode::ReadOnly));
         }
         Ok(DockerRequest {
             user: format!("{}:{}", container.uid, container.gid),

@@ -1,7 +1,7 @@
 //! Running a process in an environment with runc: one bundle and one container per process.
 
 use super::oci::{self, ContainerInputs};
-use super::spec::{ContainerSpec, EnvSpec};
+use super::spec::{BwrapAccess, ContainerSpec, EnvSpec};
 use super::EnvMounts;
 use super::{owner, registry, stale};
 use crate::launcher::{Launcher, PreparedCommand, ProcessSpec};
@@ -240,28 +240,12 @@ impl RuncLauncher {
             }
         }
 
-        let mut file_overlays = Vec::new();
-        if self.container.execute_only_bwrap {
-            let mut targets = Vec::new();
-            if Path::new(SYSTEM_BWRAP).is_file() {
-                targets.push(PathBuf::from(SYSTEM_BWRAP));
-            }
-            targets.extend(bundled_bwraps(process, &readonly));
-            if targets.is_empty() {
-                bail!(
-                    "environment `{}` needs a bubblewrap to make execute-only, and neither {SYSTEM_BWRAP} nor a Codex codex-resources/bwrap was found",
-                    self.env.name
-                );
-            }
-            for (index, target) in targets.into_iter().enumerate() {
-                let copy = bundle.join(format!("bwrap-execute-only-{index}"));
-                std::fs::copy(&target, &copy)
-                    .with_context(|| format!("copying {}", target.display()))?;
-                // Executable but unreadable: exec by a non-root uid makes it non-dumpable.
-                std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o711))?;
-                file_overlays.push((copy, target));
-            }
-        }
+        let file_overlays = bwrap_overlays(
+            self.env.name,
+            self.container.bwrap,
+            &bwrap_targets(process, &readonly),
+            bundle,
+        )?;
 
         Ok(ContainerInputs {
             rootfs,
@@ -276,6 +260,56 @@ impl RuncLauncher {
             file_overlays,
         })
     }
+}
+
+/// Every bubblewrap Codex may use in the container: the system one, then the bundled ones.
+fn bwrap_targets(process: &ProcessSpec, readonly: &[PathBuf]) -> Vec<PathBuf> {
+    let mut targets = Vec::new();
+    if Path::new(SYSTEM_BWRAP).is_file() {
+        targets.push(PathBuf::from(SYSTEM_BWRAP));
+    }
+    targets.extend(bundled_bwraps(process, readonly));
+    targets
+}
+
+/// `(source, destination)` file binds that make the bubblewraps in `targets` what `access`
+/// says; the sources are created in `dir` (the bundle, or the Docker launcher's folder).
+pub(super) fn bwrap_overlays(
+    environment: &str,
+    access: BwrapAccess,
+    targets: &[PathBuf],
+    dir: &Path,
+) -> Result<Vec<(PathBuf, PathBuf)>> {
+    let chosen: Vec<&PathBuf> = match access {
+        BwrapAccess::Usable => return Ok(Vec::new()),
+        BwrapAccess::ExecuteOnly | BwrapAccess::AllHidden => targets.iter().collect(),
+        BwrapAccess::SystemHidden => targets
+            .iter()
+            .filter(|t| t.as_path() == Path::new(SYSTEM_BWRAP))
+            .collect(),
+    };
+    if chosen.is_empty() {
+        bail!(
+            "environment `{environment}` changes a bubblewrap, and neither {SYSTEM_BWRAP} nor a Codex codex-resources/bwrap was found"
+        );
+    }
+    let mut overlays = Vec::new();
+    for (index, target) in chosen.into_iter().enumerate() {
+        let source = dir.join(format!("bwrap-overlay-{index}"));
+        if access == BwrapAccess::ExecuteOnly {
+            std::fs::copy(target, &source)
+                .with_context(|| format!("copying {}", target.display()))?;
+            // Executable but unreadable: exec by a non-root uid makes it non-dumpable.
+            std::fs::set_permissions(&source, std::fs::Permissions::from_mode(0o711))?;
+        } else {
+            // An empty file nobody may execute: a PATH lookup (the shell's, Codex's) skips it,
+            // as if bubblewrap were not installed (a file cannot be unbound from a read-only root).
+            std::fs::write(&source, b"")?;
+            std::fs::set_permissions(&source, std::fs::Permissions::from_mode(0o644))?;
+        }
+        overlays.push((source, target.clone()));
+    }
+    Ok(overlays)
 }
 
 /// Codex's bundled bubblewraps the process may use: next to the program, or in a read-only
