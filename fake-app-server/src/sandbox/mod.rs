@@ -313,13 +313,31 @@ fn run_bwrap(
     merge: bool,
     limit: Duration,
 ) -> std::io::Result<ProcessOutput> {
-    let output = process::run(bwrap, args, cwd, merge, limit, |_| {})?;
+    let mut output = process::run(bwrap, args, cwd, merge, limit, |_| {})?;
+    if std::env::var(BWRAP_WORDING_VAR).as_deref() == Ok("0.12") {
+        for text in [&mut output.stderr, &mut output.merged] {
+            *text = reword_as_0_12(text);
+        }
+    }
     if output.exit_code != 0
         && (retries_without_proc(&output.stderr) || retries_without_proc(&output.merged))
     {
         return process::run(bwrap, &bwrap::without_proc(args), cwd, merge, limit, |_| {});
     }
     Ok(output)
+}
+
+/// `FAKE_APP_SERVER_BWRAP_WORDING=0.12`: print bubblewrap's errors as bubblewrap 0.12 does.
+/// Debian 12 (the machines here) has no bubblewrap >= 0.12, so this is a simulation of one
+/// documented change: 0.12 names the /proc mount point inside the sandbox.
+pub const BWRAP_WORDING_VAR: &str = "FAKE_APP_SERVER_BWRAP_WORDING";
+
+/// bubblewrap 0.12's wording of a failed /proc mount (`… on /proc: …`, not `/newroot/proc`).
+pub fn reword_as_0_12(text: &str) -> String {
+    text.replace(
+        "Can't mount proc on /newroot/proc",
+        "Can't mount proc on /proc",
+    )
 }
 
 /// Whether Codex would retry a failed bubblewrap run without `--proc /proc`.
@@ -362,5 +380,27 @@ fn spawn_failure(program: &str, err: &std::io::Error, sandboxed: bool) -> ExecRe
         duration: Duration::ZERO,
         pid: None,
         sandboxed,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const UP_TO_0_11: &str = "bwrap: Can't mount proc on /newroot/proc: Operation not permitted";
+
+    #[test]
+    fn codex_retries_the_pre_0_12_wording_only() {
+        assert!(retries_without_proc(UP_TO_0_11));
+        let worded_0_12 = reword_as_0_12(UP_TO_0_11);
+        assert_eq!(
+            worded_0_12,
+            "bwrap: Can't mount proc on /proc: Operation not permitted"
+        );
+        // bubblewrap 0.12's text defeats the fallback: every command then fails.
+        assert!(!retries_without_proc(&worded_0_12));
+        assert!(!retries_without_proc(
+            "bwrap: loopback: Failed RTM_NEWADDR: Operation not permitted"
+        ));
     }
 }

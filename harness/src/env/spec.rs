@@ -265,6 +265,9 @@ pub const AMBIENT_CAPS_SIGNATURE: &str =
 /// What the shell says (exit 126) when the only `bwrap` on PATH cannot be executed: the canaries
 /// run `bwrap` through a PATH lookup, as Codex looks for the system one.
 pub const BWRAP_NOT_EXECUTABLE_SIGNATURE: &str = "exec: bwrap: Permission denied";
+/// The first line of what Codex 0.169.0's sandbox helper prints (exit 101) when it finds no
+/// bubblewrap at all (the line tool outputs and evidence excerpts keep).
+pub const NO_BWRAP_SIGNATURE: &str = "panicked at linux-sandbox/src/launcher.rs";
 /// What Codex 0.169.0 prints for a sandboxed command when it finds no bubblewrap at all.
 pub const NO_BWRAP_MESSAGE: &str = "bubblewrap is unavailable: no system bwrap was found on PATH and no bundled codex-resources/bwrap binary was found next to the Codex executable";
 /// The summary of Codex 0.169.0's `configWarning` when no system bubblewrap is on PATH (also

@@ -236,6 +236,12 @@ async fn run_checked(cell: &Cell, options: &MatrixOptions, root: &Path) -> Resul
             };
             mounts.readonly.push(options.fake_program.clone());
             let mut program = program;
+            // A simulation switch of the fake (bubblewrap 0.12's wording) passes through.
+            if let Ok(wording) = std::env::var("FAKE_APP_SERVER_BWRAP_WORDING") {
+                program
+                    .env
+                    .push(("FAKE_APP_SERVER_BWRAP_WORDING".into(), wording));
+            }
             // The fake's stand-in for Codex's bundled bubblewrap, in a package folder of its
             // own, so environments that hide or change bundled bubblewraps find it too.
             let package = root.join("fake-codex-package");
