@@ -10,7 +10,7 @@ use super::oci;
 use super::spec::{ContainerSpec, EnvSpec};
 use super::EnvMounts;
 use crate::launcher::{Launcher, PreparedCommand, ProcessSpec};
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::time::Duration;
@@ -18,7 +18,25 @@ use testcontainers::core::{AccessMode, Mount};
 use testcontainers::runners::{AsyncBuilder, AsyncRunner};
 use testcontainers::{GenericBuildableImage, ImageExt};
 
-/// The image definition shipped in `ci/docker/Dockerfile`.
+/// The host folders bound read-only into every container: the userland the empty image lacks.
+const HOST_USERLAND: &[&str] = &["/usr", "/etc", "/bin", "/sbin", "/lib", "/lib64", "/opt"];
+
+/// Other paths of `path` in the container: through each [`HOST_USERLAND`] folder that is a
+/// symbolic link on the host (`/bin` -> `usr/bin` makes `/usr/bin/bwrap` also `/bin/bwrap`).
+fn userland_aliases(path: &Path) -> Vec<PathBuf> {
+    HOST_USERLAND
+        .iter()
+        .map(Path::new)
+        .filter(|folder| folder.is_symlink())
+        .filter_map(|folder| {
+            let target = std::fs::canonicalize(folder).ok()?;
+            let rest = path.strip_prefix(&target).ok()?;
+            Some(folder.join(rest))
+        })
+        .collect()
+}
+
+/// The image definition shipped in `ci/docker/Dockerfile` (empty: built offline).
 pub const DOCKERFILE: &str = include_str!("../../../ci/docker/Dockerfile");
 const IMAGE_NAME: &str = "codex-conformance-env";
 const IMAGE_TAG: &str = "latest";
@@ -162,6 +180,7 @@ impl Launcher for DockerLauncher {
 
 /// Everything the container is created with, computed from the spec before the async part.
 struct DockerRequest {
+    proc_masked: bool,
     user: String,
     capabilities: Vec<String>,
     seccomp_profile: Option<String>,
@@ -189,7 +208,21 @@ impl DockerRequest {
         let seccomp_profile = oci::seccomp(&container.seccomp)?
             .map(|filter| serde_json::to_string(&filter))
             .transpose()?;
+        if container.ambient_capabilities {
+            bail!("Docker cannot grant ambient capabilities (no option for them); run this environment on runc");
+        }
         let mut binds = Vec::new();
+        // The image is empty: the host's userland, read-only, as runc's read-only host root.
+        for folder in HOST_USERLAND {
+            let folder = Path::new(folder);
+            if folder.exists() {
+                binds.push((
+                    folder.to_path_buf(),
+                    folder.to_path_buf(),
+                    AccessMode::ReadOnly,
+                ));
+            }
+        }
         for folder in std::iter::once(&mounts.scratch).chain(mounts.writable.iter()) {
             binds.push((folder.clone(), folder.clone(), AccessMode::ReadWrite));
         }
@@ -206,9 +239,15 @@ impl DockerRequest {
         for (source, destination) in
             super::runc::bwrap_overlays(name, container.bwrap, &targets, overlays)?
         {
+            // The empty image cannot hold the host's `/bin -> usr/bin` links, so such a folder
+            // is a second bind of its target: cover the file there too.
+            for alias in userland_aliases(&destination) {
+                binds.push((source.clone(), alias, AccessMode::ReadOnly));
+            }
             binds.push((source, destination, AccessMode::ReadOnly));
         }
         Ok(DockerRequest {
+            proc_masked: container.proc_masked,
             user: format!("{}:{}", container.uid, container.gid),
             capabilities,
             seccomp_profile,
@@ -221,9 +260,9 @@ impl DockerRequest {
             .with_dockerfile_string(DOCKERFILE)
             .build_image()
             .await
-            .context("building the environment image from ci/docker/Dockerfile")?;
+            .context("building the (empty) environment image from ci/docker/Dockerfile")?;
         let mut request = image
-            .with_cmd(["sleep", "infinity"])
+            .with_cmd(["/bin/sleep", "infinity"])
             .with_network("host")
             .with_user(self.user)
             .with_readonly_rootfs(true)
@@ -232,6 +271,15 @@ impl DockerRequest {
             // Docker confines with AppArmor where the host has it; the spec is the only
             // restriction we want.
             .with_security_opt("apparmor=unconfined");
+        if !self.proc_masked {
+            // Docker masks parts of /proc by default; the spec decides (runc: none unless
+            // `proc_masked`). Empty lists, not absent ones: `docker run --security-opt
+            // systempaths=unconfined` does the same through the API.
+            request = request.with_host_config_modifier(|config| {
+                config.masked_paths = Some(Vec::new());
+                config.readonly_paths = Some(Vec::new());
+            });
+        }
         for capability in self.capabilities {
             request = request.with_cap_add(capability);
         }

@@ -93,12 +93,16 @@ impl ExpectedProbe {
     /// Does `seen` match? The exit code must be equal; a failure must carry its signature,
     /// a success must not print a bubblewrap error.
     pub fn matches(&self, seen: &ProbeSeen) -> bool {
-        if seen.exit_code != Some(self.exit_code) {
-            return false;
-        }
         match self.stderr_signature {
-            Some(signature) => seen.stderr.contains(signature),
-            None => !seen.stderr.contains("bwrap:"),
+            // bubblewrap's own exit code can differ by runtime (under `docker exec` a failed
+            // `--unshare-pid` run may end 137, not 1); Codex only tells zero from non-zero.
+            Some(signature) if self.exit_code == 1 => {
+                seen.exit_code.is_some_and(|code| code != 0) && seen.stderr.contains(signature)
+            }
+            Some(signature) => {
+                seen.exit_code == Some(self.exit_code) && seen.stderr.contains(signature)
+            }
+            None => seen.exit_code == Some(self.exit_code) && !seen.stderr.contains("bwrap:"),
         }
     }
 }
