@@ -189,7 +189,7 @@ impl Sandbox {
     }
 
     /// thread/start under restricted reads: read AGENTS.md through a helper under bubblewrap with
-    /// `--unshare-user --unshare-net`. `Err` carries the helper's stderr (trimmed).
+    /// `--unshare-user --unshare-net`. `Err` carries `exit status: N: <the helper's stderr, trimmed>`.
     pub fn load_agents_md_sandboxed(&self, cwd: &Path) -> Result<Option<PathBuf>, String> {
         let agents = cwd.join("AGENTS.md");
         let spec = bwrap::fs_helper_spec(cwd);
@@ -210,22 +210,28 @@ impl Sandbox {
                 args.push(agents.display().to_string());
                 match run_bwrap(bwrap, &args, Path::new("/"), false, self.command_limit) {
                     Ok(output) => ExecResult::from_process(output, true),
-                    Err(err) => return Err(format!("bwrap: {err}")),
+                    Err(err) => return Err(format!("exit status: 1: bwrap: {err}")),
                 }
             }
             Mode::Unavailable => {
-                // (Codex reports the helper's exit status 101 here; the caller's message says 1.)
-                return Err(BWRAP_UNAVAILABLE_PANIC.trim().to_string());
+                return Err(format!(
+                    "exit status: 101: {}",
+                    BWRAP_UNAVAILABLE_PANIC.trim()
+                ));
             }
             Mode::Simulated => {
                 return match simulated::launcher_error(&self.facts, true, true) {
-                    Some(message) => Err(message.to_string()),
+                    Some(message) => Err(format!("exit status: 1: {message}")),
                     None => Ok(agents.is_file().then_some(agents)),
                 };
             }
         };
         if result.exit_code != 0 && !result.stderr.trim().is_empty() {
-            return Err(result.stderr.trim_end().to_string());
+            return Err(format!(
+                "exit status: {}: {}",
+                result.exit_code,
+                result.stderr.trim_end()
+            ));
         }
         Ok(agents.is_file().then_some(agents))
     }

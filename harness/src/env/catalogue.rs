@@ -149,13 +149,13 @@ pub fn all() -> Vec<EnvSpec> {
         },
         EnvSpec {
             name: "ambient-caps",
-            restricts: "as container + uid/gid 1001 holding Docker's default capabilities in \
+            restricts: "as container + uid/gid 1000 holding Docker's default capabilities in \
                         every set, ambient included (they survive exec)",
             stands_for: "hosted sandboxes that run a non-root user with capabilities",
             message: Some(AMBIENT_CAPS_SIGNATURE),
             container: Some(ContainerSpec {
-                uid: 1001,
-                gid: 1001,
+                uid: 1000,
+                gid: 1000,
                 ambient_capabilities: true,
                 ..container_base()
             }),

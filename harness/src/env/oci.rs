@@ -394,7 +394,7 @@ mod tests {
             22
         );
         let ambient = &config_of("ambient-caps")["process"];
-        assert_eq!(ambient["user"]["uid"], 1001);
+        assert_eq!(ambient["user"]["uid"], 1000);
         assert_eq!(
             ambient["capabilities"]["ambient"],
             ambient["capabilities"]["permitted"]
