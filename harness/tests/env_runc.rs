@@ -101,7 +101,6 @@ fn main() {
         let trial = Trial::test(trial_name.clone(), move || docker_probe_agrees(name));
         let unsupported = match name {
             "ambient-caps" => Some("Docker has no option for ambient capabilities (runc only)"),
-            "proc-masked" => Some("under `docker exec` bubblewrap 0.8.0 without a fresh /proc ends 137 (SIGKILL) about half the time although the command ran, so the retry canary is not deterministic there (runc only)"),
             _ => None,
         };
         trials.push(match unsupported {

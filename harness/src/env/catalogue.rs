@@ -174,8 +174,8 @@ pub fn all() -> Vec<EnvSpec> {
                 bwrap: BwrapAccess::AllHidden,
                 ..container_base()
             }),
-            expected_probe: ExpectedProbe::exits_with(126, BWRAP_NOT_EXECUTABLE_SIGNATURE),
-            expected_command: ExpectedProbe::exits_with(126, BWRAP_NOT_EXECUTABLE_SIGNATURE),
+            expected_probe: ExpectedProbe::exits_with(127, BWRAP_NOT_EXECUTABLE_SIGNATURE),
+            expected_command: ExpectedProbe::exits_with(127, BWRAP_NOT_EXECUTABLE_SIGNATURE),
             expected_retry: None,
             fails_at: FailsAt::StartUp,
         },
@@ -193,8 +193,8 @@ pub fn all() -> Vec<EnvSpec> {
                 bwrap: BwrapAccess::SystemHidden,
                 ..container_base()
             }),
-            expected_probe: ExpectedProbe::exits_with(126, BWRAP_NOT_EXECUTABLE_SIGNATURE),
-            expected_command: ExpectedProbe::exits_with(126, BWRAP_NOT_EXECUTABLE_SIGNATURE),
+            expected_probe: ExpectedProbe::exits_with(127, BWRAP_NOT_EXECUTABLE_SIGNATURE),
+            expected_command: ExpectedProbe::exits_with(127, BWRAP_NOT_EXECUTABLE_SIGNATURE),
             expected_retry: None,
             fails_at: FailsAt::Never,
         },

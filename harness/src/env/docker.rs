@@ -246,6 +246,11 @@ impl DockerRequest {
             }
             binds.push((source, destination, AccessMode::ReadOnly));
         }
+        if let Some((source, destination)) =
+            super::runc::passwd_overlay(container.uid, container.gid, overlays)?
+        {
+            binds.push((source, destination, AccessMode::ReadOnly));
+        }
         Ok(DockerRequest {
             proc_masked: container.proc_masked,
             user: format!("{}:{}", container.uid, container.gid),

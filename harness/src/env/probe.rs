@@ -15,9 +15,12 @@ use std::time::{Duration, Instant};
 pub const PROBE_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// The shell every canary runs through: `bwrap` is looked up on PATH, as Codex looks for the
-/// system bubblewrap, so an environment without one shows it (`bwrap: not found`).
+/// system bubblewrap, so an environment without one shows it (`bwrap: Permission denied`). The
+/// shell stays bubblewrap's parent (no `exec`, and not the last command, so dash cannot turn it
+/// into one), as Codex is: `--die-with-parent` kills bubblewrap when its parent goes, and under
+/// `docker exec` the process runc starts loses its parent right away (bwrap then ends 137).
 const SHELL: &str = "/bin/sh";
-const EXEC_ON_PATH: &str = "exec \"$@\"";
+const RUN_ON_PATH: &str = "\"$@\"; exit $?";
 
 /// What a canary did.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -93,16 +96,12 @@ impl ExpectedProbe {
     /// Does `seen` match? The exit code must be equal; a failure must carry its signature,
     /// a success must not print a bubblewrap error.
     pub fn matches(&self, seen: &ProbeSeen) -> bool {
+        if seen.exit_code != Some(self.exit_code) {
+            return false;
+        }
         match self.stderr_signature {
-            // bubblewrap's own exit code can differ by runtime (under `docker exec` a failed
-            // `--unshare-pid` run may end 137, not 1); Codex only tells zero from non-zero.
-            Some(signature) if self.exit_code == 1 => {
-                seen.exit_code.is_some_and(|code| code != 0) && seen.stderr.contains(signature)
-            }
-            Some(signature) => {
-                seen.exit_code == Some(self.exit_code) && seen.stderr.contains(signature)
-            }
-            None => seen.exit_code == Some(self.exit_code) && !seen.stderr.contains("bwrap:"),
+            Some(signature) => seen.stderr.contains(signature),
+            None => !seen.stderr.contains("bwrap:"),
         }
     }
 }
@@ -147,7 +146,7 @@ async fn run_canary(
     argv: &[&str],
     scratch: &Path,
 ) -> Result<ProbeSeen> {
-    let output = run_shell(launcher, EXEC_ON_PATH, argv, scratch)
+    let output = run_shell(launcher, RUN_ON_PATH, argv, scratch)
         .await
         .with_context(|| format!("running the canary in `{name}`"))?;
     Ok(ProbeSeen {

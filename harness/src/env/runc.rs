@@ -240,12 +240,17 @@ impl RuncLauncher {
             }
         }
 
-        let file_overlays = bwrap_overlays(
+        let mut file_overlays = bwrap_overlays(
             self.env.name,
             self.container.bwrap,
             &bwrap_targets(process, &readonly),
             bundle,
         )?;
+        file_overlays.extend(passwd_overlay(
+            self.container.uid,
+            self.container.gid,
+            bundle,
+        )?);
 
         Ok(ContainerInputs {
             rootfs,
@@ -312,6 +317,41 @@ pub(super) fn bwrap_overlays(
     Ok(overlays)
 }
 
+/// The name a container's non-root uid gets when the host has no passwd entry for it.
+const SANDBOX_USER: &str = "sandbox";
+
+/// `host` (an `/etc/passwd`) with an entry for `uid`, when it has none: Codex picks the shell of
+/// its commands from the uid's passwd entry (`/bin/bash`), and without one falls back to a PATH
+/// search (`/usr/bin/bash`), so the environments would differ between machines.
+pub(super) fn passwd_with(host: &str, uid: u32, gid: u32) -> Option<String> {
+    let known = host
+        .lines()
+        .any(|line| line.split(':').nth(2) == Some(uid.to_string().as_str()));
+    if uid == 0 || known {
+        return None;
+    }
+    let mut text = host.to_string();
+    if !text.is_empty() && !text.ends_with('\n') {
+        text.push('\n');
+    }
+    text.push_str(&format!(
+        "{SANDBOX_USER}:x:{uid}:{gid}::/nonexistent:/bin/bash\n"
+    ));
+    Some(text)
+}
+
+/// `(source, /etc/passwd)` when the host's passwd lacks the container's uid (see [`passwd_with`]).
+pub(super) fn passwd_overlay(uid: u32, gid: u32, dir: &Path) -> Result<Option<(PathBuf, PathBuf)>> {
+    let host = std::fs::read_to_string("/etc/passwd").unwrap_or_default();
+    let Some(text) = passwd_with(&host, uid, gid) else {
+        return Ok(None);
+    };
+    let source = dir.join("passwd");
+    std::fs::write(&source, text)?;
+    std::fs::set_permissions(&source, std::fs::Permissions::from_mode(0o644))?;
+    Ok(Some((source, PathBuf::from("/etc/passwd"))))
+}
+
 /// Codex's bundled bubblewraps the process may use: next to the program, or in a read-only
 /// folder bound into the container.
 fn bundled_bwraps(process: &ProcessSpec, readonly: &[PathBuf]) -> Vec<PathBuf> {
@@ -368,4 +408,20 @@ fn hand_over(folder: &Path, uid: u32, gid: u32) -> Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::passwd_with;
+
+    #[test]
+    fn a_uid_without_passwd_entry_gets_one_with_bash() {
+        let host =
+            "root:x:0:0:root:/root:/bin/bash\ncloudsdk:x:1000:1000::/home/cloudsdk:/bin/bash\n";
+        assert_eq!(passwd_with(host, 1000, 1000), None);
+        assert_eq!(passwd_with(host, 0, 0), None);
+        let added = passwd_with(host, 1001, 1001).unwrap();
+        assert!(added.starts_with(host));
+        assert!(added.ends_with("sandbox:x:1001:1001::/nonexistent:/bin/bash\n"));
+    }
 }

@@ -262,9 +262,9 @@ pub const USERNS_LIMIT_MESSAGE: &str = "bwrap: Creating new namespace failed: ne
 pub const NO_USERNS_KERNEL_MESSAGE: &str = "bwrap: Creating new namespace failed, likely because the kernel does not support user namespaces.  bwrap must be installed setuid on such systems.";
 pub const AMBIENT_CAPS_SIGNATURE: &str =
     "bwrap: Unexpected capabilities but not setuid, old file caps config?";
-/// What the shell says (exit 126) when the only `bwrap` on PATH cannot be executed: the canaries
+/// What the shell says (exit 127) when the only `bwrap` on PATH cannot be executed: the canaries
 /// run `bwrap` through a PATH lookup, as Codex looks for the system one.
-pub const BWRAP_NOT_EXECUTABLE_SIGNATURE: &str = "exec: bwrap: Permission denied";
+pub const BWRAP_NOT_EXECUTABLE_SIGNATURE: &str = "sh: 1: bwrap: Permission denied";
 /// The first line of what Codex 0.169.0's sandbox helper prints (exit 101) when it finds no
 /// bubblewrap at all (the line tool outputs and evidence excerpts keep).
 pub const NO_BWRAP_SIGNATURE: &str = "panicked at linux-sandbox/src/launcher.rs";
