@@ -21,6 +21,32 @@ use testcontainers::{GenericBuildableImage, ImageExt};
 /// The host folders bound read-only into every container: the userland the empty image lacks.
 const HOST_USERLAND: &[&str] = &["/usr", "/etc", "/bin", "/sbin", "/lib", "/lib64", "/opt"];
 
+/// How deep below a read-only folder a Codex package's `codex-resources/bwrap` is looked for
+/// (the npm install prefix is bound: `node_modules/@openai/codex-linux-x64/vendor/<target>/` is
+/// five levels down).
+const BUNDLED_SEARCH_DEPTH: usize = 6;
+
+/// Every `codex-resources/bwrap` in `folder` or below it, at most `depth` folders down (no
+/// symbolic links followed). The container is made before its processes are known, so the
+/// bundled bubblewraps of every package bound in are found here, not next to a program.
+fn bundled_bwraps_below(folder: &Path, depth: usize, found: &mut Vec<PathBuf>) {
+    let bundled = folder.join("codex-resources").join("bwrap");
+    if bundled.is_file() && !found.contains(&bundled) {
+        found.push(bundled);
+    }
+    if depth == 0 {
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(folder) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        if entry.file_type().is_ok_and(|t| t.is_dir()) {
+            bundled_bwraps_below(&entry.path(), depth - 1, found);
+        }
+    }
+}
+
 /// Other paths of `path` in the container: through each [`HOST_USERLAND`] folder that is a
 /// symbolic link on the host (`/bin` -> `usr/bin` makes `/usr/bin/bwrap` also `/bin/bwrap`).
 fn userland_aliases(path: &Path) -> Vec<PathBuf> {
@@ -231,10 +257,7 @@ impl DockerRequest {
         }
         let mut targets = vec![PathBuf::from(super::runc::SYSTEM_BWRAP)];
         for folder in mounts.readonly.iter().chain(extra_readonly.iter()) {
-            let bundled = folder.join("codex-resources").join("bwrap");
-            if bundled.is_file() {
-                targets.push(bundled);
-            }
+            bundled_bwraps_below(folder, BUNDLED_SEARCH_DEPTH, &mut targets);
         }
         for (source, destination) in
             super::runc::bwrap_overlays(name, container.bwrap, &targets, overlays)?
