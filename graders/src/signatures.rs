@@ -69,6 +69,14 @@ pub const SIGNATURES: &[Signature] = &[
             "the runtime refuses bringing up loopback inside the sandbox's network namespace",
     },
     Signature {
+        name: "bwrap-no-userns-kernel",
+        class: LauncherFailure,
+        line_prefix: None,
+        all_of: &["bwrap", "kernel does not support user namespaces"],
+        indicates: "the kernel answers user-namespace creation with EINVAL: built without user \
+                    namespaces, or WSL1",
+    },
+    Signature {
         name: "bwrap-namespace-create-failed",
         class: LauncherFailure,
         line_prefix: None,
@@ -105,6 +113,37 @@ pub const SIGNATURES: &[Signature] = &[
         line_prefix: None,
         all_of: &["bwrap", "Failed to make / slave"],
         indicates: "mount propagation cannot be changed: no mount namespace privileges",
+    },
+    Signature {
+        name: "bwrap-pivot-root",
+        class: LauncherFailure,
+        line_prefix: None,
+        all_of: &["bwrap", "pivot_root"],
+        indicates: "an LSM refuses bubblewrap's pivot_root (LXC without nesting)",
+    },
+    Signature {
+        name: "bwrap-unexpected-capabilities",
+        class: LauncherFailure,
+        line_prefix: None,
+        all_of: &["bwrap", "Unexpected capabilities but not setuid"],
+        indicates: "a non-root process holds capabilities (ambient or file capabilities), which a \
+                    non-setuid bubblewrap refuses",
+    },
+    Signature {
+        name: "bubblewrap-unavailable",
+        class: LauncherFailure,
+        line_prefix: None,
+        all_of: &["bubblewrap is unavailable"],
+        indicates: "Codex found no bubblewrap at all: no system bwrap on PATH and no bundled \
+                    codex-resources/bwrap next to the Codex executable",
+    },
+    Signature {
+        name: "bwrap-not-executable",
+        class: LauncherFailure,
+        line_prefix: None,
+        all_of: &["bwrap: ", "(os error "],
+        indicates: "bubblewrap itself could not be executed (a spawn error, e.g. EACCES or ENOENT \
+                    on the bwrap binary): the command never ran",
     },
     Signature {
         name: "sandbox-helper-panicked",
@@ -241,7 +280,7 @@ mod tests {
             ("bwrap: execvp /h/tmp/arg0-linux/codex-arg0b2rzZi/codex-linux-sandbox: No such file or directory", "bwrap-missing-sandbox-helper"),
             ("error creating thread: failed to load AGENTS.md instructions for environment `local`: fs sandbox helper failed with status exit status: 1: bwrap: setting up uid map: Permission denied", "bwrap-uid-map"),
             ("thread 'main' (2) panicked at linux-sandbox/src/linux_run_main.rs:1199:5: Failed to execvp sh: No such file or directory", "sandbox-helper-panicked"),
-            ("bwrap: Unexpected capabilities but not setuid, old file caps config?", "bwrap-fatal-other"),
+            ("bwrap: Unexpected capabilities but not setuid, old file caps config?", "bwrap-unexpected-capabilities"),
             ("/bin/bash: line 1: plan-write-probe-1.txt: Read-only file system", "read-only-file-system"),
             ("sh: 1: cannot create probe.txt: Permission denied", "permission-denied"),
             ("sh: x: Operation not permitted", "operation-not-permitted"),
@@ -254,6 +293,26 @@ mod tests {
             classify_line("cat: notes.txt: No such file or directory"),
             None
         );
+    }
+
+    #[test]
+    fn restricted_environment_texts_are_launcher_failures() {
+        let cases = [
+            ("bwrap: Failed to make / slave: Permission denied", "bwrap-make-root-slave"),
+            ("bwrap: pivot_root: Permission denied", "bwrap-pivot-root"),
+            ("bwrap: Can't mount proc on /newroot/proc: Operation not permitted", "bwrap-mount-proc"),
+            // bubblewrap 0.12 names the target inside the sandbox, which defeats Codex's retry.
+            ("bwrap: Can't mount proc on /proc: Operation not permitted", "bwrap-mount-proc"),
+            ("bwrap: Creating new namespace failed, likely because the kernel does not support user namespaces.  bwrap must be installed setuid on such systems.", "bwrap-no-userns-kernel"),
+            ("bwrap: Creating new namespace failed: nesting depth or /proc/sys/user/max_user_namespaces exceeded", "bwrap-namespace-create-failed"),
+            ("bubblewrap is unavailable: no system bwrap was found on PATH and no bundled codex-resources/bwrap binary was found next to the Codex executable", "bubblewrap-unavailable"),
+            ("/usr/bin/bwrap: Permission denied (os error 13)", "bwrap-not-executable"),
+        ];
+        for (line, name) in cases {
+            let found = classify_line(line).unwrap_or_else(|| panic!("unclassified: {line}"));
+            assert_eq!(found.name, name, "{line}");
+            assert_eq!(found.class, LauncherFailure, "{line}");
+        }
     }
 
     #[test]

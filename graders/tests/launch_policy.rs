@@ -380,7 +380,10 @@ fn planning_launch_never_opened(
 
 fn mode_for(case: &str) -> Mode {
     match case {
-        "planning-launch" | "plan-write-refused" | "plan-revise-accept" => Mode::Planning,
+        "planning-launch"
+        | "plan-write-refused"
+        | "plan-write-refused-no-network"
+        | "plan-revise-accept" => Mode::Planning,
         "ask-launch" | "ask-question" => Mode::Ask,
         _ => Mode::Standard,
     }
@@ -410,6 +413,7 @@ fn never_opened(case: &str, rejection: Option<&str>) -> Stream {
 fn every_grader_but_startup_rejection_applies_the_never_opened_rule(
     #[values(
         ("codex-planning-read-only", "plan-write-refused"),
+        ("codex-planning-read-only", "plan-write-refused-no-network"),
         ("core-compatibility", "message-marker"),
         ("core-compatibility", "plan-revise-accept"),
         ("core-compatibility", "ask-question"),
@@ -460,7 +464,7 @@ fn the_rule_covers_every_case_but_startup_rejection() {
         .iter()
         .filter(|(suite, _)| *suite != "startup-rejection")
         .count();
-    assert_eq!(covered, 12);
+    assert_eq!(covered, 13);
     for case in ["deterministic-rejection", "transient-startup-failure"] {
         let verdict = grade_both(
             "startup-rejection",

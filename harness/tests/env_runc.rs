@@ -42,6 +42,10 @@ fn main() {
         ("daytona", env::spec::RTM_NEWADDR_SIGNATURE),
         ("daytona-uidmap", env::spec::UID_MAP_SIGNATURE),
         ("userns-blocked", env::spec::USERNS_SIGNATURE),
+        ("lsm-mount-denied", env::spec::MOUNT_SLAVE_SIGNATURE),
+        ("userns-limit", env::spec::USERNS_LIMIT_SIGNATURE),
+        ("no-userns-kernel", env::spec::NO_USERNS_KERNEL_SIGNATURE),
+        ("ambient-caps", env::spec::AMBIENT_CAPS_SIGNATURE),
     ] {
         trials.push(needs(
             &format!("codex_restricted_thread_start_fails_{name}_needs_root_and_runc_and_codex"),
@@ -84,21 +88,54 @@ fn main() {
     // The Docker runtime renders the same spec. It is an alternative to runc, so it runs where
     // an engine answers; a CI job that promises an engine sets HARNESS_REQUIRE_DOCKER=1, and
     // then a missing engine fails instead of being ignored.
-    let docker_trial = Trial::test(
-        "probe_agrees_with_spec_daytona_docker_needs_a_docker_engine",
-        || {
-            std::env::set_var(env::RUNTIME_VAR, "docker");
-            probe_agrees("daytona")
-        },
-    );
     let docker_required = std::env::var("HARNESS_REQUIRE_DOCKER").as_deref() == Ok("1");
-    trials.push(if docker_engine_answers() || docker_required {
-        docker_trial
-    } else {
-        eprintln!("ignored: probe_agrees_with_spec_daytona_docker_needs_a_docker_engine: no Docker engine answers `docker info` here (set HARNESS_REQUIRE_DOCKER=1 to make that a failure)");
-        docker_trial.with_ignored_flag(true)
-    });
+    let engine = docker_engine_answers();
+    for spec in env::spec::all()
+        .into_iter()
+        .filter(|s| s.container.is_some())
+    {
+        let name = spec.name;
+        let trial_name = format!("probe_agrees_with_spec_{name}_docker_needs_a_docker_engine");
+        // Each trial runs the probe in a child harness: the runtime is chosen by an
+        // environment variable, which must not leak into the runc trials of this process.
+        let trial = Trial::test(trial_name.clone(), move || docker_probe_agrees(name));
+        let unsupported = match name {
+            "ambient-caps" => Some("Docker has no option for ambient capabilities (runc only)"),
+            _ => None,
+        };
+        trials.push(match unsupported {
+            Some(reason) => {
+                eprintln!("ignored: {trial_name}: {reason}");
+                trial.with_ignored_flag(true)
+            }
+            None if engine || docker_required => trial,
+            None => {
+                eprintln!("ignored: {trial_name}: no Docker engine answers `docker info` here (set HARNESS_REQUIRE_DOCKER=1 to make that a failure)");
+                trial.with_ignored_flag(true)
+            }
+        });
+    }
     libtest_mimic::run(&args, trials).exit();
+}
+
+/// `HARNESS_CONTAINER_RUNTIME=docker harness env probe NAME`, bounded.
+fn docker_probe_agrees(name: &str) -> Result<(), Failed> {
+    let output = assert_cmd::Command::cargo_bin("harness")?
+        .args(["env", "probe", name])
+        .env(env::RUNTIME_VAR, "docker")
+        .timeout(std::time::Duration::from_secs(600))
+        .output()?;
+    if !output.status.success() {
+        return Err(format!(
+            "`{}=docker harness env probe {name}` failed ({}):\n{}{}",
+            env::RUNTIME_VAR,
+            output.status,
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        )
+        .into());
+    }
+    Ok(())
 }
 
 /// Whether a Docker engine answers (bounded: `docker info` is given a few seconds).
@@ -151,14 +188,8 @@ fn runtime() -> tokio::runtime::Runtime {
 fn probe_agrees(name: &str) -> Result<(), Failed> {
     let scratch = tempfile::tempdir()?;
     let report = runtime().block_on(env::probe(name, scratch.path()))?;
-    if !report.agrees {
-        return Err(format!(
-            "probe of `{name}` disagrees: expected {}, saw exit {:?}: {}",
-            report.expected.describe(),
-            report.seen.exit_code,
-            report.seen.stderr
-        )
-        .into());
+    if let Some(what) = report.disagreement() {
+        return Err(format!("probe of `{name}` disagrees: {what}").into());
     }
     Ok(())
 }

@@ -26,6 +26,9 @@ struct Case {
     failure: &'static str,
     environment: &'static str,
     signature: &'static str,
+    /// The legacy profile's verdict (`startup-rejected` quotes `signature` in thread/start's
+    /// error; `pass` starts the thread).
+    legacy_verdict: &'static str,
     /// The fixed profile's verdict and a text its evidence must show.
     fixed_verdict: &'static str,
     fixed_quote: &'static str,
@@ -37,6 +40,7 @@ const RTM_NEWADDR: Case = Case {
     failure: "rtm-newaddr",
     environment: "daytona",
     signature: harness::env::spec::RTM_NEWADDR_SIGNATURE,
+    legacy_verdict: "startup-rejected",
     fixed_verdict: "pass",
     fixed_quote: "Read-only file system",
     network_disabled: false,
@@ -47,10 +51,47 @@ const UIDMAP: Case = Case {
     failure: "uidmap",
     environment: "daytona-uidmap",
     signature: harness::env::spec::UID_MAP_SIGNATURE,
+    legacy_verdict: "startup-rejected",
     fixed_verdict: "sandbox-failed-to-start",
     fixed_quote: harness::env::spec::UID_MAP_SIGNATURE,
     network_disabled: false,
     keep: true,
+};
+
+/// A new environment, by its own name: both runs fail where bubblewrap cannot start.
+const LSM_MOUNT_DENIED: Case = Case {
+    failure: "lsm-mount-denied",
+    environment: "lsm-mount-denied",
+    signature: harness::env::spec::MOUNT_SLAVE_SIGNATURE,
+    legacy_verdict: "startup-rejected",
+    fixed_verdict: "sandbox-failed-to-start",
+    fixed_quote: harness::env::spec::MOUNT_SLAVE_SIGNATURE,
+    network_disabled: false,
+    keep: false,
+};
+
+/// Codex's `--no-proc` retry rescues both runs.
+const PROC_MASKED: Case = Case {
+    failure: "proc-masked",
+    environment: "proc-masked",
+    signature: harness::env::spec::MOUNT_PROC_SIGNATURE,
+    legacy_verdict: "pass",
+    fixed_verdict: "pass",
+    fixed_quote: "Read-only file system",
+    network_disabled: false,
+    keep: false,
+};
+
+/// No bubblewrap at all: Codex's sandbox helper panics.
+const NO_BWRAP: Case = Case {
+    failure: "no-bwrap",
+    environment: "no-bwrap",
+    signature: "bubblewrap is unavailable",
+    legacy_verdict: "startup-rejected",
+    fixed_verdict: "sandbox-failed-to-start",
+    fixed_quote: harness::env::spec::NO_BWRAP_SIGNATURE,
+    network_disabled: false,
+    keep: false,
 };
 
 #[derive(Clone, Copy, PartialEq)]
@@ -101,6 +142,26 @@ fn main() {
         trial(
             "repro_uidmap_fake_fallback_needs_root_and_runc",
             UIDMAP,
+            AppServer::FakeFallback,
+        ),
+        trial(
+            "repro_lsm_mount_denied_real_codex_needs_root_and_runc_and_codex",
+            LSM_MOUNT_DENIED,
+            AppServer::RealCodex,
+        ),
+        trial(
+            "repro_proc_masked_real_codex_needs_root_and_runc_and_codex",
+            PROC_MASKED,
+            AppServer::RealCodex,
+        ),
+        trial(
+            "repro_no_bwrap_real_codex_needs_root_and_runc_and_codex",
+            NO_BWRAP,
+            AppServer::RealCodex,
+        ),
+        trial(
+            "repro_no_bwrap_fake_fallback_needs_root_and_runc",
+            NO_BWRAP,
             AppServer::FakeFallback,
         ),
     ];
@@ -202,13 +263,25 @@ fn check_repro(case: Case, app_server: AppServer) -> Result<(), Failed> {
     let legacy_cell = format!("cell: {}", cell_name(legacy_runner, case.environment));
     let fixed_cell = format!("cell: {}", cell_name(fixed_runner, case.environment));
     let fixed_verdict = format!("verdict: {} — ", case.fixed_verdict);
-    let promised: [(&str, &str); 12] = [
+    let legacy_verdict = format!("verdict: {} — ", case.legacy_verdict);
+    let legacy_start = if case.legacy_verdict == "startup-rejected" {
+        "thread/start: ERROR -32603 (seq 2):\n  "
+    } else {
+        "thread/start: OK (seq 2: thread "
+    };
+    let legacy_text = if case.legacy_verdict == "startup-rejected" {
+        case.signature
+    } else {
+        "Read-only file system"
+    };
+    let promised: [(&str, &str); 13] = [
         (legacy, &legacy_cell),
         (legacy, "profile: -c 'permissions."),
         (legacy, "\":root\"=\"none\""),
-        (legacy, "thread/start: ERROR -32603 (seq 2):\n  "),
-        (legacy, case.signature),
-        (legacy, "verdict: startup-rejected — "),
+        (legacy, legacy_start),
+        (legacy, legacy_text),
+        (legacy, &legacy_verdict),
+        (legacy, "bubblewrap: "),
         (fixed, &fixed_cell),
         (fixed, "\":root\"=\"read\""),
         (fixed, "thread/start: OK (seq 2: thread "),
@@ -225,7 +298,7 @@ fn check_repro(case: Case, app_server: AppServer) -> Result<(), Failed> {
 
     // The evidence folders are the cells' own: graded verdicts, and no probe file was written.
     for (runner, verdict) in [
-        (legacy_runner, "startup-rejected"),
+        (legacy_runner, case.legacy_verdict),
         (fixed_runner, case.fixed_verdict),
     ] {
         let dir = out.path().join(cell_name(runner, case.environment));

@@ -83,16 +83,56 @@ pub fn sandbox_helper_alias() -> PathBuf {
     home.join("tmp/arg0-linux/codex-arg0fake00/codex-linux-sandbox")
 }
 
-/// bubblewrap on this machine: `/usr/bin/bwrap` (Codex's preference), else `bwrap` on PATH.
+/// Names the bundled bubblewrap of the fake, standing for the `codex-resources/bwrap` a Codex
+/// package ships next to its executable (the harness sets it; unset: the fake has none).
+pub const BUNDLED_BWRAP_VAR: &str = "FAKE_APP_SERVER_BUNDLED_BWRAP";
+
+fn executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    // Codex's PATH lookup skips a file nobody may execute (as an empty file bound over bwrap).
+    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// The bubblewrap Codex would run, looked up as Codex 0.169.0 does: `/usr/bin/bwrap`, else
+/// `bwrap` on PATH, when executable; else the bundled one ([`BUNDLED_BWRAP_VAR`]).
 pub fn find_bwrap() -> Option<PathBuf> {
+    system_bwrap().or_else(|| {
+        std::env::var_os(BUNDLED_BWRAP_VAR)
+            .map(PathBuf::from)
+            .filter(|bundled| executable(bundled))
+    })
+}
+
+/// The system bubblewrap: `/usr/bin/bwrap`, else `bwrap` on PATH, when executable.
+pub fn system_bwrap() -> Option<PathBuf> {
     let preferred = PathBuf::from("/usr/bin/bwrap");
-    if preferred.is_file() {
+    if executable(&preferred) {
         return Some(preferred);
     }
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|dir| dir.join("bwrap"))
-        .find(|candidate| candidate.is_file())
+    std::env::var_os("PATH").and_then(|path| {
+        std::env::split_paths(&path)
+            .map(|dir| dir.join("bwrap"))
+            .find(|candidate| executable(candidate))
+    })
+}
+
+/// `args` without `--proc /proc`: what Codex runs when bubblewrap could not mount /proc.
+pub fn without_proc(args: &[String]) -> Vec<String> {
+    let mut out = Vec::with_capacity(args.len());
+    let mut iter = args.iter().peekable();
+    while let Some(arg) = iter.next() {
+        if arg == "--proc" && iter.peek().is_some_and(|next| *next == "/proc") {
+            iter.next();
+            continue;
+        }
+        if arg == "--" {
+            out.push(arg.clone());
+            out.extend(iter.cloned());
+            break;
+        }
+        out.push(arg.clone());
+    }
+    out
 }
 
 #[cfg(test)]
@@ -107,6 +147,20 @@ mod tests {
         let args = sandbox_args(&SandboxSpec::full_read(true), Path::new("/"));
         assert!(!args.contains(&"--unshare-net".to_string()));
         assert!(args.windows(3).any(|w| w == ["--ro-bind", "/", "/"]));
+    }
+
+    #[test]
+    fn the_no_proc_retry_drops_only_the_proc_mount() {
+        let args: Vec<String> = [
+            "--dev", "/dev", "--proc", "/proc", "--", "sh", "--proc", "/proc",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        assert_eq!(
+            without_proc(&args),
+            ["--dev", "/dev", "--", "sh", "--proc", "/proc"]
+        );
     }
 
     #[test]

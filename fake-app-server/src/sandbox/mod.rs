@@ -27,7 +27,23 @@ pub enum Mode {
     Real { bwrap: PathBuf },
     /// Derive the outcome from the scenario's environment facts.
     Simulated,
+    /// No bubblewrap at all (neither the system's nor a bundled one): Codex's sandbox helper
+    /// panics for every sandboxed command ([`BWRAP_UNAVAILABLE_PANIC`]).
+    Unavailable,
 }
+
+/// The summary of Codex 0.169.0's `configWarning` when no system bubblewrap is on PATH (sent
+/// whether or not a bundled one exists; measured).
+pub const NO_SYSTEM_BWRAP_WARNING: &str = "Codex could not find bubblewrap on PATH. Install bubblewrap with your OS package manager. See the sandbox prerequisites: https://developers.openai.com/codex/concepts/sandboxing#prerequisites. Codex will use the bundled bubblewrap in the meantime.";
+
+/// What Codex 0.169.0's sandbox helper prints (exit 101) for every sandboxed command when it
+/// finds no bubblewrap at all (measured in `no-bwrap`).
+pub const BWRAP_UNAVAILABLE_PANIC: &str = "\nthread 'main' (2) panicked at linux-sandbox/src/launcher.rs:60:13:\nbubblewrap is unavailable: no system bwrap was found on PATH and no bundled codex-resources/bwrap binary was found next to the Codex executable\nnote: run with `RUST_BACKTRACE=1` environment variable to display a backtrace\n";
+
+/// Codex retries a command without `--proc /proc` when bubblewrap's stderr contains this
+/// (bubblewrap up to 0.11: `Can't mount proc on /newroot/proc`; 0.12 says `on /proc`, which
+/// defeats the retry).
+pub const NO_PROC_RETRY_TRIGGER: &str = "/newroot/proc";
 
 /// The summary of Codex's `configWarning` when its start-up bubblewrap probe fails.
 pub const USERNS_WARNING: &str =
@@ -126,13 +142,11 @@ impl Sandbox {
             (ModeChoice::Real, Some(bwrap)) | (ModeChoice::Auto, Some(bwrap)) => {
                 Mode::Real { bwrap }
             }
-            (ModeChoice::Real, None) => return Err(
-                "--sandbox real: bubblewrap is not installed (no /usr/bin/bwrap, no bwrap on PATH)"
-                    .into(),
-            ),
-            (ModeChoice::Auto, None) => {
-                eprintln!("fake-app-server: bubblewrap not found; using the simulated sandbox (environment facts from the scenario)");
-                Mode::Simulated
+            // As Codex: without any bubblewrap the server starts and every sandboxed command
+            // fails. Simulating instead would run commands Codex never could.
+            (ModeChoice::Real, None) | (ModeChoice::Auto, None) => {
+                eprintln!("fake-app-server: no executable bubblewrap (system or bundled); every sandboxed command fails as in Codex");
+                Mode::Unavailable
             }
         };
         Ok(Self {
@@ -144,7 +158,11 @@ impl Sandbox {
 
     /// Codex's start-up probe: `Some(summary)` when it would emit a `configWarning`.
     pub fn startup_warning(&self) -> Option<&'static str> {
+        if !matches!(self.mode, Mode::Simulated) && bwrap::system_bwrap().is_none() {
+            return Some(NO_SYSTEM_BWRAP_WARNING);
+        }
         let stderr = match &self.mode {
+            Mode::Unavailable => return None,
             Mode::Real { bwrap } => {
                 let output = process::run(
                     bwrap,
@@ -171,7 +189,7 @@ impl Sandbox {
     }
 
     /// thread/start under restricted reads: read AGENTS.md through a helper under bubblewrap with
-    /// `--unshare-user --unshare-net`. `Err` carries the helper's stderr (trimmed).
+    /// `--unshare-user --unshare-net`. `Err` carries `exit status: N: <the helper's stderr, trimmed>`.
     pub fn load_agents_md_sandboxed(&self, cwd: &Path) -> Result<Option<PathBuf>, String> {
         let agents = cwd.join("AGENTS.md");
         let spec = bwrap::fs_helper_spec(cwd);
@@ -190,27 +208,30 @@ impl Sandbox {
                     .map(|s| s.to_string()),
                 );
                 args.push(agents.display().to_string());
-                match process::run(
-                    bwrap,
-                    &args,
-                    Path::new("/"),
-                    false,
-                    self.command_limit,
-                    |_| {},
-                ) {
+                match run_bwrap(bwrap, &args, Path::new("/"), false, self.command_limit) {
                     Ok(output) => ExecResult::from_process(output, true),
-                    Err(err) => return Err(format!("bwrap: {err}")),
+                    Err(err) => return Err(format!("exit status: 1: bwrap: {err}")),
                 }
+            }
+            Mode::Unavailable => {
+                return Err(format!(
+                    "exit status: 101: {}",
+                    BWRAP_UNAVAILABLE_PANIC.trim()
+                ));
             }
             Mode::Simulated => {
                 return match simulated::launcher_error(&self.facts, true, true) {
-                    Some(message) => Err(message.to_string()),
+                    Some(message) => Err(format!("exit status: 1: {message}")),
                     None => Ok(agents.is_file().then_some(agents)),
                 };
             }
         };
         if result.exit_code != 0 && !result.stderr.trim().is_empty() {
-            return Err(result.stderr.trim_end().to_string());
+            return Err(format!(
+                "exit status: {}: {}",
+                result.exit_code,
+                result.stderr.trim_end()
+            ));
         }
         Ok(agents.is_file().then_some(agents))
     }
@@ -256,11 +277,20 @@ impl Sandbox {
                     return helper_exec_panic(&argv[0]);
                 }
                 args.extend(argv.iter().cloned());
-                match process::run(bwrap, &args, cwd, merge, self.command_limit, |_| {}) {
+                match run_bwrap(bwrap, &args, cwd, merge, self.command_limit) {
                     Ok(output) => ExecResult::from_process(output, true),
                     Err(err) => spawn_failure(&bwrap.display().to_string(), &err, true),
                 }
             }
+            Mode::Unavailable => ExecResult {
+                exit_code: 101,
+                stdout: String::new(),
+                stderr: BWRAP_UNAVAILABLE_PANIC.to_string(),
+                aggregated: BWRAP_UNAVAILABLE_PANIC.to_string(),
+                duration: Duration::from_millis(1),
+                pid: None,
+                sandboxed: true,
+            },
             Mode::Simulated => {
                 if let Some(message) = simulated::launcher_error(&self.facts, !spec.network, true) {
                     return ExecResult::launcher_failure(message);
@@ -278,6 +308,47 @@ impl Sandbox {
             }
         }
     }
+}
+
+/// Run bubblewrap; when it could not mount /proc and said so with the text Codex looks for,
+/// run it again without `--proc /proc`, as Codex's `--no-proc` fallback does.
+fn run_bwrap(
+    bwrap: &Path,
+    args: &[String],
+    cwd: &Path,
+    merge: bool,
+    limit: Duration,
+) -> std::io::Result<ProcessOutput> {
+    let mut output = process::run(bwrap, args, cwd, merge, limit, |_| {})?;
+    if std::env::var(BWRAP_WORDING_VAR).as_deref() == Ok("0.12") {
+        for text in [&mut output.stderr, &mut output.merged] {
+            *text = reword_as_0_12(text);
+        }
+    }
+    if output.exit_code != 0
+        && (retries_without_proc(&output.stderr) || retries_without_proc(&output.merged))
+    {
+        return process::run(bwrap, &bwrap::without_proc(args), cwd, merge, limit, |_| {});
+    }
+    Ok(output)
+}
+
+/// `FAKE_APP_SERVER_BWRAP_WORDING=0.12`: print bubblewrap's errors as bubblewrap 0.12 does.
+/// Debian 12 (the machines here) has no bubblewrap >= 0.12, so this is a simulation of one
+/// documented change: 0.12 names the /proc mount point inside the sandbox.
+pub const BWRAP_WORDING_VAR: &str = "FAKE_APP_SERVER_BWRAP_WORDING";
+
+/// bubblewrap 0.12's wording of a failed /proc mount (`… on /proc: …`, not `/newroot/proc`).
+pub fn reword_as_0_12(text: &str) -> String {
+    text.replace(
+        "Can't mount proc on /newroot/proc",
+        "Can't mount proc on /proc",
+    )
+}
+
+/// Whether Codex would retry a failed bubblewrap run without `--proc /proc`.
+pub fn retries_without_proc(stderr: &str) -> bool {
+    stderr.contains("Can't mount proc") && stderr.contains(NO_PROC_RETRY_TRIGGER)
 }
 
 fn program_exists(program: &str, cwd: &Path) -> bool {
@@ -315,5 +386,27 @@ fn spawn_failure(program: &str, err: &std::io::Error, sandboxed: bool) -> ExecRe
         duration: Duration::ZERO,
         pid: None,
         sandboxed,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const UP_TO_0_11: &str = "bwrap: Can't mount proc on /newroot/proc: Operation not permitted";
+
+    #[test]
+    fn codex_retries_the_pre_0_12_wording_only() {
+        assert!(retries_without_proc(UP_TO_0_11));
+        let worded_0_12 = reword_as_0_12(UP_TO_0_11);
+        assert_eq!(
+            worded_0_12,
+            "bwrap: Can't mount proc on /proc: Operation not permitted"
+        );
+        // bubblewrap 0.12's text defeats the fallback: every command then fails.
+        assert!(!retries_without_proc(&worded_0_12));
+        assert!(!retries_without_proc(
+            "bwrap: loopback: Failed RTM_NEWADDR: Operation not permitted"
+        ));
     }
 }

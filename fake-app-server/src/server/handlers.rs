@@ -206,9 +206,9 @@ fn load_instructions(
     cwd: &std::path::Path,
 ) -> Result<Vec<String>, RpcError> {
     let sources = if permissions.needs_fs_helper() {
-        shared.sandbox.load_agents_md_sandboxed(cwd).map_err(|stderr| {
+        shared.sandbox.load_agents_md_sandboxed(cwd).map_err(|status_and_stderr| {
             RpcError::internal(format!(
-                "error creating thread: failed to load AGENTS.md instructions for environment `local`: fs sandbox helper failed with status exit status: 1: {stderr}"
+                "error creating thread: failed to load AGENTS.md instructions for environment `local`: fs sandbox helper failed with status {status_and_stderr}"
             ))
         })?
     } else {

@@ -39,6 +39,7 @@ pub enum GradeError {
 /// Every `(suite, case)` this crate can grade.
 pub const CASES: &[(&str, &str)] = &[
     ("codex-planning-read-only", "plan-write-refused"),
+    ("codex-planning-read-only", "plan-write-refused-no-network"),
     ("core-compatibility", "message-marker"),
     ("core-compatibility", "plan-revise-accept"),
     ("core-compatibility", "ask-question"),
@@ -144,7 +145,8 @@ fn grader_for(suite: &str, case: &str) -> Result<Box<dyn Grader>, GradeError> {
     use startup_rejection::StartupRejection;
     use transport_faults::TransportFault;
     Ok(match (suite, case) {
-        ("codex-planning-read-only", "plan-write-refused") => {
+        ("codex-planning-read-only", "plan-write-refused")
+        | ("codex-planning-read-only", "plan-write-refused-no-network") => {
             Box::<plan_write_refused::PlanWriteRefused>::default()
         }
         ("core-compatibility", "message-marker") => Box::<message_marker::MessageMarker>::default(),

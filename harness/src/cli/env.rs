@@ -5,8 +5,9 @@ use std::process::ExitCode;
 
 #[derive(clap::Subcommand, Debug)]
 pub enum Command {
-    /// List the environments: what each restricts, the platform it stands for, the expected
-    /// probe result, and whether it can run here.
+    /// List the environments: the platform each stands for, the mechanism used here, the exact
+    /// message Codex users see, whether it fails Codex at start-up or per command, the
+    /// canaries' expected results, and whether it can run here.
     List,
     /// Run the canary bubblewrap inside an environment; print expected vs seen. Exits non-zero
     /// when they disagree or the environment cannot run here.
@@ -38,11 +39,18 @@ pub fn list_table() -> String {
             Err(missing) => format!("no: {missing}"),
         };
         out.push_str(&format!(
-            "{}\n  restricts:   {}\n  stands for:  {}\n  probe:       {}\n  runs here:   {}\n",
+            "{}\n  stands for:  {}\n  mechanism:   {}\n  message:     {}\n  fails Codex: {}\n  canaries:    start-up {}; per command {}{}\n  runs here:   {}\n",
             spec.name,
-            spec.restricts,
             spec.stands_for,
+            spec.restricts,
+            spec.message.unwrap_or("none (Codex works)"),
+            spec.fails_at.describe(),
             spec.expected_probe.describe(),
+            spec.expected_command.describe(),
+            spec.expected_retry
+                .as_ref()
+                .map(|r| format!("; --no-proc retry {}", r.describe()))
+                .unwrap_or_default(),
             runnable
         ));
     }
@@ -100,25 +108,53 @@ fn probe(name: &str, json: bool) -> ExitCode {
     }
 }
 
-/// The human-readable probe report.
-pub fn render_report(report: &env::ProbeReport) -> String {
+fn render_canary(label: &str, report: &env::probe::CanaryReport) -> String {
     let seen_exit = report
         .seen
         .exit_code
         .map_or_else(|| "killed by a signal".to_string(), |c| c.to_string());
     let stderr = report.seen.stderr.trim_end();
     format!(
-        "environment: {}\ncanary:      {}\nexpected:    {}\nseen:        exit {}{}\nagrees:      {}\ntook:        {} ms\n",
-        report.environment,
+        "{label}\n  canary:      {}\n  expected:    {}\n  seen:        exit {}{}\n  agrees:      {}\n",
         report.canary.join(" "),
         report.expected.describe(),
         seen_exit,
         if stderr.is_empty() {
             String::new()
         } else {
-            format!(": {}", stderr.replace('\n', "\n             "))
+            format!(": {}", stderr.replace('\n', "\n               "))
         },
         if report.agrees { "yes" } else { "NO" },
-        report.elapsed_ms
     )
+}
+
+/// The human-readable probe report.
+pub fn render_report(report: &env::ProbeReport) -> String {
+    let startup = env::probe::CanaryReport {
+        canary: report.canary.clone(),
+        expected: report.expected.clone(),
+        agrees: report.expected.matches(&report.seen),
+        seen: report.seen.clone(),
+    };
+    let mut out = format!("environment: {}\n", report.environment);
+    out.push_str(&render_canary(
+        "start-up canary (Codex's start-up probe)",
+        &startup,
+    ));
+    out.push_str(&render_canary(
+        "per-command canary (the flags Codex passes for each sandboxed command)",
+        &report.command,
+    ));
+    if let Some(retry) = &report.retry {
+        out.push_str(&render_canary(
+            "retry canary (Codex's --no-proc fallback: without --proc /proc)",
+            retry,
+        ));
+    }
+    out.push_str(&format!(
+        "agrees:      {}\ntook:        {} ms\n",
+        if report.agrees { "yes" } else { "NO" },
+        report.elapsed_ms
+    ));
+    out
 }

@@ -1,14 +1,14 @@
-//! `harness repro rtm-newaddr|uidmap`.
+//! `harness repro ENV` (or the aliases `rtm-newaddr`, `uidmap`).
 
 use crate::repro::{self, Failure, Options};
 use std::process::ExitCode;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// The failure to reproduce.
-    #[arg(value_enum)]
+    /// The environment whose failure to reproduce (see `harness env list`), or `rtm-newaddr`
+    /// (= daytona) / `uidmap` (= daytona-uidmap).
     pub failure: Failure,
-    /// Keep the runc bundles, and print the commands to rerun them.
+    /// Keep the runc bundles, and print the commands to rerun them (runc only).
     #[arg(long)]
     pub keep: bool,
     /// Launch with network access disabled (then every sandboxed command needs a new network

@@ -266,12 +266,31 @@ fn normalise_text(text: &str, ids: &IdMap, aliases: &[(String, String)]) -> Stri
         out = out.replace(path.as_str(), placeholder);
     }
     out = normalise_arg0_alias(&out);
+    out = normalise_panic_thread_id(&out);
     for probe in &ids.probes {
         out = out.replace(
             &format!("{PROBE_PREFIX}{probe}"),
             &format!("{PROBE_PREFIX}<probe>"),
         );
     }
+    out
+}
+
+/// A Rust panic names the thread's OS id (`thread 'main' (92) panicked`): a pid, not behaviour.
+fn normalise_panic_thread_id(text: &str) -> String {
+    const MARK: &str = "thread 'main' (";
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(MARK) {
+        out.push_str(&rest[..at + MARK.len()]);
+        rest = &rest[at + MARK.len()..];
+        let digits = rest.chars().take_while(char::is_ascii_digit).count();
+        if digits > 0 && rest[digits..].starts_with(')') {
+            out.push_str("<tid>");
+            rest = &rest[digits..];
+        }
+    }
+    out.push_str(rest);
     out
 }
 

@@ -11,7 +11,6 @@ use super::spec::{ContainerSpec, EnvSpec};
 use super::EnvMounts;
 use crate::launcher::{Launcher, PreparedCommand, ProcessSpec};
 use anyhow::{bail, Context, Result};
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::time::Duration;
@@ -19,7 +18,51 @@ use testcontainers::core::{AccessMode, Mount};
 use testcontainers::runners::{AsyncBuilder, AsyncRunner};
 use testcontainers::{GenericBuildableImage, ImageExt};
 
-/// The image definition shipped in `ci/docker/Dockerfile`.
+/// The host folders bound read-only into every container: the userland the empty image lacks.
+const HOST_USERLAND: &[&str] = &["/usr", "/etc", "/bin", "/sbin", "/lib", "/lib64", "/opt"];
+
+/// How deep below a read-only folder a Codex package's `codex-resources/bwrap` is looked for
+/// (the npm install prefix is bound: `node_modules/@openai/codex-linux-x64/vendor/<target>/` is
+/// five levels down).
+const BUNDLED_SEARCH_DEPTH: usize = 6;
+
+/// Every `codex-resources/bwrap` in `folder` or below it, at most `depth` folders down (no
+/// symbolic links followed). The container is made before its processes are known, so the
+/// bundled bubblewraps of every package bound in are found here, not next to a program.
+fn bundled_bwraps_below(folder: &Path, depth: usize, found: &mut Vec<PathBuf>) {
+    let bundled = folder.join("codex-resources").join("bwrap");
+    if bundled.is_file() && !found.contains(&bundled) {
+        found.push(bundled);
+    }
+    if depth == 0 {
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(folder) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        if entry.file_type().is_ok_and(|t| t.is_dir()) {
+            bundled_bwraps_below(&entry.path(), depth - 1, found);
+        }
+    }
+}
+
+/// Other paths of `path` in the container: through each [`HOST_USERLAND`] folder that is a
+/// symbolic link on the host (`/bin` -> `usr/bin` makes `/usr/bin/bwrap` also `/bin/bwrap`).
+fn userland_aliases(path: &Path) -> Vec<PathBuf> {
+    HOST_USERLAND
+        .iter()
+        .map(Path::new)
+        .filter(|folder| folder.is_symlink())
+        .filter_map(|folder| {
+            let target = std::fs::canonicalize(folder).ok()?;
+            let rest = path.strip_prefix(&target).ok()?;
+            Some(folder.join(rest))
+        })
+        .collect()
+}
+
+/// The image definition shipped in `ci/docker/Dockerfile` (empty: built offline).
 pub const DOCKERFILE: &str = include_str!("../../../ci/docker/Dockerfile");
 const IMAGE_NAME: &str = "codex-conformance-env";
 const IMAGE_TAG: &str = "latest";
@@ -76,7 +119,13 @@ impl DockerLauncher {
         let overlays = tempfile::Builder::new()
             .prefix("ccf-docker-overlays-")
             .tempdir()?;
-        let request = DockerRequest::new(&container, mounts, extra_readonly, overlays.path())?;
+        let request = DockerRequest::new(
+            env.name,
+            &container,
+            mounts,
+            extra_readonly,
+            overlays.path(),
+        )?;
         let (id_tx, id_rx) = mpsc::channel();
         let (stop_tx, stop_rx) = mpsc::channel::<()>();
         // testcontainers is async and the Launcher API is not: a thread with its own runtime
@@ -157,6 +206,7 @@ impl Launcher for DockerLauncher {
 
 /// Everything the container is created with, computed from the spec before the async part.
 struct DockerRequest {
+    proc_masked: bool,
     user: String,
     capabilities: Vec<String>,
     seccomp_profile: Option<String>,
@@ -165,6 +215,7 @@ struct DockerRequest {
 
 impl DockerRequest {
     fn new(
+        name: &str,
         container: &ContainerSpec,
         mounts: &EnvMounts,
         extra_readonly: &[PathBuf],
@@ -183,28 +234,48 @@ impl DockerRequest {
         let seccomp_profile = oci::seccomp(&container.seccomp)?
             .map(|filter| serde_json::to_string(&filter))
             .transpose()?;
+        if container.ambient_capabilities {
+            bail!("Docker cannot grant ambient capabilities (no option for them); run this environment on runc");
+        }
         let mut binds = Vec::new();
+        // The image is empty: the host's userland, read-only, as runc's read-only host root.
+        for folder in HOST_USERLAND {
+            let folder = Path::new(folder);
+            if folder.exists() {
+                binds.push((
+                    folder.to_path_buf(),
+                    folder.to_path_buf(),
+                    AccessMode::ReadOnly,
+                ));
+            }
+        }
         for folder in std::iter::once(&mounts.scratch).chain(mounts.writable.iter()) {
             binds.push((folder.clone(), folder.clone(), AccessMode::ReadWrite));
         }
         for folder in mounts.readonly.iter().chain(extra_readonly.iter()) {
             binds.push((folder.clone(), folder.clone(), AccessMode::ReadOnly));
         }
-        if container.execute_only_bwrap {
-            // The image's bubblewrap is Debian's, like the host's: bind an execute-only copy.
-            let host_bwrap = Path::new(super::runc::SYSTEM_BWRAP);
-            if !host_bwrap.is_file() {
-                bail!(
-                    "the execute-only bubblewrap needs {} on the host",
-                    host_bwrap.display()
-                );
+        let mut targets = vec![PathBuf::from(super::runc::SYSTEM_BWRAP)];
+        for folder in mounts.readonly.iter().chain(extra_readonly.iter()) {
+            bundled_bwraps_below(folder, BUNDLED_SEARCH_DEPTH, &mut targets);
+        }
+        for (source, destination) in
+            super::runc::bwrap_overlays(name, container.bwrap, &targets, overlays)?
+        {
+            // The empty image cannot hold the host's `/bin -> usr/bin` links, so such a folder
+            // is a second bind of its target: cover the file there too.
+            for alias in userland_aliases(&destination) {
+                binds.push((source.clone(), alias, AccessMode::ReadOnly));
             }
-            let copy = overlays.join("bwrap-execute-only");
-            std::fs::copy(host_bwrap, &copy)?;
-            std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o711))?;
-            binds.push((copy, host_bwrap.to_path_buf(), AccessMode::ReadOnly));
+            binds.push((source, destination, AccessMode::ReadOnly));
+        }
+        if let Some((source, destination)) =
+            super::runc::passwd_overlay(container.uid, container.gid, overlays)?
+        {
+            binds.push((source, destination, AccessMode::ReadOnly));
         }
         Ok(DockerRequest {
+            proc_masked: container.proc_masked,
             user: format!("{}:{}", container.uid, container.gid),
             capabilities,
             seccomp_profile,
@@ -217,9 +288,9 @@ impl DockerRequest {
             .with_dockerfile_string(DOCKERFILE)
             .build_image()
             .await
-            .context("building the environment image from ci/docker/Dockerfile")?;
+            .context("building the (empty) environment image from ci/docker/Dockerfile")?;
         let mut request = image
-            .with_cmd(["sleep", "infinity"])
+            .with_cmd(["/bin/sleep", "infinity"])
             .with_network("host")
             .with_user(self.user)
             .with_readonly_rootfs(true)
@@ -228,6 +299,15 @@ impl DockerRequest {
             // Docker confines with AppArmor where the host has it; the spec is the only
             // restriction we want.
             .with_security_opt("apparmor=unconfined");
+        if !self.proc_masked {
+            // Docker masks parts of /proc by default; the spec decides (runc: none unless
+            // `proc_masked`). Empty lists, not absent ones: `docker run --security-opt
+            // systempaths=unconfined` does the same through the API.
+            request = request.with_host_config_modifier(|config| {
+                config.masked_paths = Some(Vec::new());
+                config.readonly_paths = Some(Vec::new());
+            });
+        }
         for capability in self.capabilities {
             request = request.with_cap_add(capability);
         }

@@ -3,6 +3,7 @@
 //!
 //! See `docs/environments.md` for what each environment restricts and what it stands for.
 
+pub mod catalogue;
 pub mod docker;
 pub mod oci;
 pub mod owner;
@@ -17,7 +18,7 @@ use anyhow::{bail, Result};
 use std::path::PathBuf;
 use std::sync::Arc;
 
-pub use probe::{probe, ProbeReport, ProbeSeen};
+pub use probe::{bubblewrap_in_use, codex_bundled_bwrap, probe, ProbeReport, ProbeSeen};
 pub use registry::cleanup_registered;
 pub use spec::{EnvSpec, ExpectedProbe};
 pub use stale::{harness_containers, reap_stale, ListedContainer, ReapReport};

@@ -1,6 +1,6 @@
 //! Rendering a [`ContainerSpec`] into an OCI runtime config (`config.json`) with `oci-spec`.
 
-use super::spec::{ArgOp, ContainerSpec, SeccompRule};
+use super::spec::{ArgOp, ContainerSpec, SeccompRule, MASKED_PATHS, READONLY_PATHS};
 use anyhow::{Context, Result};
 use oci_spec::runtime::{
     Arch, Capabilities, LinuxBuilder, LinuxCapabilitiesBuilder, LinuxNamespaceBuilder,
@@ -102,6 +102,12 @@ fn mount(destination: &str, typ: &str, source: &str, options: &[&str]) -> Result
 /// The OCI config for one process of an environment.
 pub fn render(spec: &ContainerSpec, inputs: &ContainerInputs) -> Result<Spec> {
     let capabilities: Capabilities = spec.capabilities.iter().copied().collect();
+    // Ambient capabilities must also be permitted and inheritable.
+    let carried = if spec.ambient_capabilities {
+        capabilities.clone()
+    } else {
+        Capabilities::new()
+    };
     let process = ProcessBuilder::default()
         // `terminal: false`: runc hands our stdin/stdout/stderr straight to the process, which is
         // how the JSON-RPC peer outside talks to the app-server inside.
@@ -127,8 +133,8 @@ pub fn render(spec: &ContainerSpec, inputs: &ContainerInputs) -> Result<Spec> {
                 .bounding(capabilities.clone())
                 .effective(capabilities.clone())
                 .permitted(capabilities)
-                .inheritable(Capabilities::new())
-                .ambient(Capabilities::new())
+                .inheritable(carried.clone())
+                .ambient(carried)
                 .build()?,
         )
         .no_new_privileges(true)
@@ -208,10 +214,16 @@ pub fn render(spec: &ContainerSpec, inputs: &ContainerInputs) -> Result<Spec> {
     .map(|typ| LinuxNamespaceBuilder::default().typ(typ).build())
     .collect::<Result<Vec<_>, _>>()?;
 
+    let (masked, readonly): (&[&str], &[&str]) = if spec.proc_masked {
+        (MASKED_PATHS, READONLY_PATHS)
+    } else {
+        (&[], &[])
+    };
+    let to_strings = |paths: &[&str]| paths.iter().map(|p| p.to_string()).collect::<Vec<_>>();
     let mut linux = LinuxBuilder::default()
         .namespaces(namespaces)
-        .masked_paths(Vec::<String>::new())
-        .readonly_paths(Vec::<String>::new());
+        .masked_paths(to_strings(masked))
+        .readonly_paths(to_strings(readonly));
     if let Some(filter) = seccomp(&spec.seccomp)? {
         linux = linux.seccomp(filter);
     }
@@ -327,16 +339,72 @@ mod tests {
     }
 
     #[test]
-    fn expected_signatures_are_launcher_failures_for_the_graders() {
-        for env in spec::all() {
-            if let Some(signature) = env.expected_probe.stderr_signature {
+    fn every_message_users_see_is_a_launcher_failure_for_the_graders() {
+        for env in spec::all()
+            .into_iter()
+            .filter(|e| e.fails_at != spec::FailsAt::Never)
+        {
+            let signatures = [
+                env.message,
+                env.expected_probe.stderr_signature,
+                env.expected_command.stderr_signature,
+            ];
+            // The shell's `exec: bwrap: Permission denied` is the canaries' own wording, never
+            // what Codex shows; the graders must not see it as a refusal, though.
+            for signature in signatures
+                .into_iter()
+                .flatten()
+                .filter(|s| *s != spec::BWRAP_NOT_EXECUTABLE_SIGNATURE)
+            {
                 let found = graders::signatures::classify_line(signature)
                     .unwrap_or_else(|| panic!("graders do not know `{signature}`"));
                 assert_eq!(
                     found.class,
-                    graders::signatures::SignatureClass::LauncherFailure
+                    graders::signatures::SignatureClass::LauncherFailure,
+                    "{}: `{signature}` is {}",
+                    env.name,
+                    found.name
                 );
             }
         }
+    }
+
+    #[test]
+    fn new_environments_render_their_mechanism() {
+        let lsm = &config_of("lsm-mount-denied")["linux"]["seccomp"]["syscalls"][0];
+        assert_eq!(lsm["names"][0], "mount");
+        assert_eq!(lsm["errnoRet"], 13);
+        assert_eq!(lsm["args"][0]["index"], 3);
+        assert_eq!(lsm["args"][0]["value"], 0x84000u64);
+        let masked = config_of("proc-masked");
+        assert!(masked["linux"]["maskedPaths"]
+            .as_array()
+            .unwrap()
+            .contains(&serde_json::json!("/proc/kcore")));
+        assert!(masked["linux"]["readonlyPaths"]
+            .as_array()
+            .unwrap()
+            .contains(&serde_json::json!("/proc/sys")));
+        assert_eq!(
+            config_of("userns-limit")["linux"]["seccomp"]["syscalls"][0]["errnoRet"],
+            28
+        );
+        assert_eq!(
+            config_of("no-userns-kernel")["linux"]["seccomp"]["syscalls"][1]["errnoRet"],
+            22
+        );
+        let ambient = &config_of("ambient-caps")["process"];
+        assert_eq!(ambient["user"]["uid"], 1000);
+        assert_eq!(
+            ambient["capabilities"]["ambient"],
+            ambient["capabilities"]["permitted"]
+        );
+        assert!(ambient["capabilities"]["ambient"]
+            .to_string()
+            .contains("CAP_SETUID"));
+        let hardened = &config_of("hardened")["process"];
+        assert_eq!(hardened["user"]["uid"], 1000);
+        assert_eq!(hardened["noNewPrivileges"], true);
+        assert_eq!(hardened["capabilities"]["bounding"], serde_json::json!([]));
     }
 }

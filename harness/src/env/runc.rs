@@ -1,7 +1,7 @@
 //! Running a process in an environment with runc: one bundle and one container per process.
 
 use super::oci::{self, ContainerInputs};
-use super::spec::{ContainerSpec, EnvSpec};
+use super::spec::{BwrapAccess, ContainerSpec, EnvSpec};
 use super::EnvMounts;
 use super::{owner, registry, stale};
 use crate::launcher::{Launcher, PreparedCommand, ProcessSpec};
@@ -251,28 +251,17 @@ impl RuncLauncher {
             }
         }
 
-        let mut file_overlays = Vec::new();
-        if self.container.execute_only_bwrap {
-            let mut targets = Vec::new();
-            if Path::new(SYSTEM_BWRAP).is_file() {
-                targets.push(PathBuf::from(SYSTEM_BWRAP));
-            }
-            targets.extend(bundled_bwraps(process, &readonly));
-            if targets.is_empty() {
-                bail!(
-                    "environment `{}` needs a bubblewrap to make execute-only, and neither {SYSTEM_BWRAP} nor a Codex codex-resources/bwrap was found",
-                    self.env.name
-                );
-            }
-            for (index, target) in targets.into_iter().enumerate() {
-                let copy = bundle.join(format!("bwrap-execute-only-{index}"));
-                std::fs::copy(&target, &copy)
-                    .with_context(|| format!("copying {}", target.display()))?;
-                // Executable but unreadable: exec by a non-root uid makes it non-dumpable.
-                std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o711))?;
-                file_overlays.push((copy, target));
-            }
-        }
+        let mut file_overlays = bwrap_overlays(
+            self.env.name,
+            self.container.bwrap,
+            &bwrap_targets(process, &readonly),
+            bundle,
+        )?;
+        file_overlays.extend(passwd_overlay(
+            self.container.uid,
+            self.container.gid,
+            bundle,
+        )?);
 
         Ok(ContainerInputs {
             rootfs,
@@ -287,6 +276,91 @@ impl RuncLauncher {
             file_overlays,
         })
     }
+}
+
+/// Every bubblewrap Codex may use in the container: the system one, then the bundled ones.
+fn bwrap_targets(process: &ProcessSpec, readonly: &[PathBuf]) -> Vec<PathBuf> {
+    let mut targets = Vec::new();
+    if Path::new(SYSTEM_BWRAP).is_file() {
+        targets.push(PathBuf::from(SYSTEM_BWRAP));
+    }
+    targets.extend(bundled_bwraps(process, readonly));
+    targets
+}
+
+/// `(source, destination)` file binds that make the bubblewraps in `targets` what `access`
+/// says; the sources are created in `dir` (the bundle, or the Docker launcher's folder).
+pub(super) fn bwrap_overlays(
+    environment: &str,
+    access: BwrapAccess,
+    targets: &[PathBuf],
+    dir: &Path,
+) -> Result<Vec<(PathBuf, PathBuf)>> {
+    let chosen: Vec<&PathBuf> = match access {
+        BwrapAccess::Usable => return Ok(Vec::new()),
+        BwrapAccess::ExecuteOnly | BwrapAccess::AllHidden => targets.iter().collect(),
+        BwrapAccess::SystemHidden => targets
+            .iter()
+            .filter(|t| t.as_path() == Path::new(SYSTEM_BWRAP))
+            .collect(),
+    };
+    if chosen.is_empty() {
+        bail!(
+            "environment `{environment}` changes a bubblewrap, and neither {SYSTEM_BWRAP} nor a Codex codex-resources/bwrap was found"
+        );
+    }
+    let mut overlays = Vec::new();
+    for (index, target) in chosen.into_iter().enumerate() {
+        let source = dir.join(format!("bwrap-overlay-{index}"));
+        if access == BwrapAccess::ExecuteOnly {
+            std::fs::copy(target, &source)
+                .with_context(|| format!("copying {}", target.display()))?;
+            // Executable but unreadable: exec by a non-root uid makes it non-dumpable.
+            std::fs::set_permissions(&source, std::fs::Permissions::from_mode(0o711))?;
+        } else {
+            // An empty file nobody may execute: a PATH lookup (the shell's, Codex's) skips it,
+            // as if bubblewrap were not installed (a file cannot be unbound from a read-only root).
+            std::fs::write(&source, b"")?;
+            std::fs::set_permissions(&source, std::fs::Permissions::from_mode(0o644))?;
+        }
+        overlays.push((source, target.clone()));
+    }
+    Ok(overlays)
+}
+
+/// The name a container's non-root uid gets when the host has no passwd entry for it.
+const SANDBOX_USER: &str = "sandbox";
+
+/// `host` (an `/etc/passwd`) with an entry for `uid`, when it has none: Codex picks the shell of
+/// its commands from the uid's passwd entry (`/bin/bash`), and without one falls back to a PATH
+/// search (`/usr/bin/bash`), so the environments would differ between machines.
+pub(super) fn passwd_with(host: &str, uid: u32, gid: u32) -> Option<String> {
+    let known = host
+        .lines()
+        .any(|line| line.split(':').nth(2) == Some(uid.to_string().as_str()));
+    if uid == 0 || known {
+        return None;
+    }
+    let mut text = host.to_string();
+    if !text.is_empty() && !text.ends_with('\n') {
+        text.push('\n');
+    }
+    text.push_str(&format!(
+        "{SANDBOX_USER}:x:{uid}:{gid}::/nonexistent:/bin/bash\n"
+    ));
+    Some(text)
+}
+
+/// `(source, /etc/passwd)` when the host's passwd lacks the container's uid (see [`passwd_with`]).
+pub(super) fn passwd_overlay(uid: u32, gid: u32, dir: &Path) -> Result<Option<(PathBuf, PathBuf)>> {
+    let host = std::fs::read_to_string("/etc/passwd").unwrap_or_default();
+    let Some(text) = passwd_with(&host, uid, gid) else {
+        return Ok(None);
+    };
+    let source = dir.join("passwd");
+    std::fs::write(&source, text)?;
+    std::fs::set_permissions(&source, std::fs::Permissions::from_mode(0o644))?;
+    Ok(Some((source, PathBuf::from("/etc/passwd"))))
 }
 
 /// Codex's bundled bubblewraps the process may use: next to the program, or in a read-only
@@ -345,4 +419,20 @@ fn hand_over(folder: &Path, uid: u32, gid: u32) -> Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::passwd_with;
+
+    #[test]
+    fn a_uid_without_passwd_entry_gets_one_with_bash() {
+        let host =
+            "root:x:0:0:root:/root:/bin/bash\ncloudsdk:x:1000:1000::/home/cloudsdk:/bin/bash\n";
+        assert_eq!(passwd_with(host, 1000, 1000), None);
+        assert_eq!(passwd_with(host, 0, 0), None);
+        let added = passwd_with(host, 1001, 1001).unwrap();
+        assert!(added.starts_with(host));
+        assert!(added.ends_with("sandbox:x:1001:1001::/nonexistent:/bin/bash\n"));
+    }
 }

@@ -7,11 +7,17 @@ use oci_spec::runtime::Capability;
 pub const CLONE_NEWUSER: u64 = 0x1000_0000;
 /// errno values the seccomp rules answer with.
 pub const EPERM: u32 = 1;
+pub const EACCES: u32 = 13;
+pub const EINVAL: u32 = 22;
+pub const ENOSPC: u32 = 28;
 pub const ENOSYS: u32 = 38;
+/// `MS_REC | MS_SLAVE` from `<linux/mount.h>`: bubblewrap's first mount makes `/` a recursive
+/// slave.
+pub const MS_REC_SLAVE: u64 = 0x4000 | (1 << 19);
 /// `sizeof(struct sockaddr_nl)`: the address length of bubblewrap's RTM_NEWADDR `sendto`.
 pub const SOCKADDR_NL_LEN: u64 = 12;
 
-/// The canary every probe runs: what Codex's own start-up probe runs (always `--unshare-user`).
+/// The start-up canary: what Codex's own start-up probe runs (always `--unshare-user`).
 pub const CANARY: [&str; 7] = [
     "bwrap",
     "--unshare-user",
@@ -22,18 +28,99 @@ pub const CANARY: [&str; 7] = [
     "true",
 ];
 
+/// The per-command canary: the namespace, `/dev` and `/proc` flags Codex 0.169.0 passes to
+/// bubblewrap for every sandboxed command with the network off (see the sandbox facts doc), on a
+/// full-read root. The start-up canary says nothing about these: `--proc /proc` is where a
+/// masked /proc fails, and Codex itself starts.
+pub const COMMAND_CANARY: &[&str] = &[
+    "bwrap",
+    "--as-pid-1",
+    "--new-session",
+    "--die-with-parent",
+    "--ro-bind",
+    "/",
+    "/",
+    "--dev",
+    "/dev",
+    "--unshare-user",
+    "--unshare-pid",
+    "--unshare-ipc",
+    "--unshare-net",
+    "--proc",
+    "/proc",
+    "--cap-drop",
+    "ALL",
+    "--",
+    "true",
+];
+
+/// The text Codex looks for in bubblewrap's stderr before it retries a command without
+/// `--proc /proc` (its `--no-proc` fallback).
+pub const NO_PROC_RETRY_TRIGGER: &str = "/newroot/proc";
+
+/// The per-command canary as Codex retries it after `Can't mount proc on /newroot/proc`: the same
+/// without `--proc /proc`.
+pub fn retry_canary() -> Vec<&'static str> {
+    let mut args = COMMAND_CANARY.to_vec();
+    if let Some(at) = args.iter().position(|a| *a == "--proc") {
+        args.drain(at..at + 2);
+    }
+    args
+}
+
 /// One restricted environment.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EnvSpec {
     pub name: &'static str,
-    /// What it restricts, in one line.
+    /// The mechanism used here, in one line.
     pub restricts: &'static str,
     /// The real platform it stands for.
     pub stands_for: &'static str,
+    /// The exact message a user of Codex sees there (`None`: Codex works).
+    pub message: Option<&'static str>,
     /// `None`: the host as it is; `Some`: an OCI container.
     pub container: Option<ContainerSpec>,
-    /// What the canary must do here.
+    /// What the start-up canary ([`CANARY`]) must do here.
     pub expected_probe: ExpectedProbe,
+    /// What the per-command canary ([`COMMAND_CANARY`]) must do here.
+    pub expected_command: ExpectedProbe,
+    /// What Codex's `--no-proc` retry ([`retry_canary`]) must do, for an environment whose
+    /// per-command canary prints [`NO_PROC_RETRY_TRIGGER`].
+    pub expected_retry: Option<ExpectedProbe>,
+    /// When it breaks Codex.
+    pub fails_at: FailsAt,
+}
+
+/// When an environment breaks Codex 0.169.0's sandbox (measured with the real Codex; the
+/// canaries prove the mechanism).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FailsAt {
+    /// Already at start-up: Codex's own start-up probe fails (Codex still starts; only four
+    /// texts become a `configWarning`), a restricted-read `thread/start` fails in its fs helper,
+    /// and every sandboxed command fails.
+    StartUp,
+    /// Per command: the start-up probe and `thread/start` pass; sandboxed commands fail.
+    PerCommand,
+    /// The first try of every command fails, and Codex's `--no-proc` retry runs it.
+    PerCommandRescuedByRetry,
+    /// Codex's sandbox works (perhaps after a start-up warning).
+    Never,
+}
+
+impl FailsAt {
+    pub fn describe(self) -> &'static str {
+        match self {
+            FailsAt::StartUp => {
+                "at start-up (Codex's start-up probe and a restricted-read thread/start fail) and on every sandboxed command"
+            }
+            FailsAt::PerCommand => "per command (Codex's start-up probe passes)",
+            FailsAt::PerCommandRescuedByRetry => {
+                "per command, then rescued: Codex retries without --proc /proc and the command runs"
+            }
+            FailsAt::Never => "never (Codex's sandbox works)",
+        }
+    }
 }
 
 /// How a container restricts its process. Rendered to an OCI config (runc) or to Docker options.
@@ -42,15 +129,59 @@ pub struct ContainerSpec {
     /// uid and gid of the process; `(0, 0)` is root.
     pub uid: u32,
     pub gid: u32,
-    /// Capabilities in every set (bounding, effective, permitted); nothing is ambient or
-    /// inheritable.
+    /// Capabilities in the bounding, effective and permitted sets.
     pub capabilities: Vec<Capability>,
+    /// Also put the capabilities in the inheritable and ambient sets, so that a non-root process
+    /// keeps them across `execve` (what some hosted sandboxes do).
+    pub ambient_capabilities: bool,
     /// Seccomp rules on top of a default-allow filter (empty: no filter at all).
     pub seccomp: Vec<SeccompRule>,
-    /// Bind an execute-only (0711) copy of bubblewrap over every bubblewrap Codex may use, so
-    /// that executing it as a non-root uid makes the process non-dumpable.
-    pub execute_only_bwrap: bool,
+    /// What happens to every bubblewrap Codex may use.
+    pub bwrap: BwrapAccess,
+    /// The masked and read-only /proc and /sys paths of the OCI / Docker / Podman defaults
+    /// ([`MASKED_PATHS`], [`READONLY_PATHS`]); otherwise none.
+    pub proc_masked: bool,
 }
+
+/// The bubblewraps inside a container: `/usr/bin/bwrap` (the system's, Debian's 0.8.0, which
+/// Codex prefers) and the Codex package's `codex-resources/bwrap` (its bundled one).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BwrapAccess {
+    /// As on the host.
+    Usable,
+    /// An execute-only (0711) copy is bound over each, so that executing it as a non-root uid
+    /// makes the process non-dumpable.
+    ExecuteOnly,
+    /// An empty, non-executable file is bound over the system one: PATH lookups skip it, and
+    /// Codex falls back to its bundled one.
+    SystemHidden,
+    /// Both the system and the bundled one are covered by an empty, non-executable file.
+    AllHidden,
+}
+
+/// The OCI runtime-spec / Docker / Podman default masked paths.
+pub const MASKED_PATHS: &[&str] = &[
+    "/proc/acpi",
+    "/proc/asound",
+    "/proc/interrupts",
+    "/proc/kcore",
+    "/proc/keys",
+    "/proc/latency_stats",
+    "/proc/timer_list",
+    "/proc/timer_stats",
+    "/proc/sched_debug",
+    "/proc/scsi",
+    "/sys/firmware",
+];
+
+/// The OCI runtime-spec / Docker / Podman default read-only paths.
+pub const READONLY_PATHS: &[&str] = &[
+    "/proc/bus",
+    "/proc/fs",
+    "/proc/irq",
+    "/proc/sys",
+    "/proc/sysrq-trigger",
+];
 
 /// One seccomp rule: calls of `syscall` (whose argument matches `arg`, when given) fail with
 /// `errno`.
@@ -85,14 +216,21 @@ pub struct ExpectedProbe {
 }
 
 impl ExpectedProbe {
-    const SUCCEEDS: ExpectedProbe = ExpectedProbe {
+    pub(crate) const SUCCEEDS: ExpectedProbe = ExpectedProbe {
         exit_code: 0,
         stderr_signature: None,
     };
 
-    fn fails_with(signature: &'static str) -> ExpectedProbe {
+    pub(crate) const fn fails_with(signature: &'static str) -> ExpectedProbe {
         ExpectedProbe {
             exit_code: 1,
+            stderr_signature: Some(signature),
+        }
+    }
+
+    pub(crate) const fn exits_with(exit_code: i32, signature: &'static str) -> ExpectedProbe {
+        ExpectedProbe {
+            exit_code,
             stderr_signature: Some(signature),
         }
     }
@@ -110,6 +248,31 @@ pub const RTM_NEWADDR_SIGNATURE: &str =
     "bwrap: loopback: Failed RTM_NEWADDR: Operation not permitted";
 pub const UID_MAP_SIGNATURE: &str = "bwrap: setting up uid map: Permission denied";
 pub const USERNS_SIGNATURE: &str = "bwrap: No permissions to create new namespace";
+pub const MOUNT_SLAVE_SIGNATURE: &str = "bwrap: Failed to make / slave: Permission denied";
+pub const MOUNT_PROC_SIGNATURE: &str =
+    "bwrap: Can't mount proc on /newroot/proc: Operation not permitted";
+/// Debian's bubblewrap 0.8.0 wording (newer releases spell out `max_user_namespaces`).
+pub const USERNS_LIMIT_SIGNATURE: &str =
+    "bwrap: Creating new namespace failed: nesting depth or /proc/sys/user/max_";
+pub const NO_USERNS_KERNEL_SIGNATURE: &str =
+    "bwrap: Creating new namespace failed, likely because the kernel does not support user namespaces.";
+/// The full texts of Debian's bubblewrap 0.8.0 where the canary signature is a prefix.
+pub const USERNS_MESSAGE: &str = "bwrap: No permissions to create new namespace, likely because the kernel does not allow non-privileged user namespaces. See <https://deb.li/bubblewrap> or <file:///usr/share/doc/bubblewrap/README.Debian.gz>.";
+pub const USERNS_LIMIT_MESSAGE: &str = "bwrap: Creating new namespace failed: nesting depth or /proc/sys/user/max_*_namespaces exceeded (ENOSPC)";
+pub const NO_USERNS_KERNEL_MESSAGE: &str = "bwrap: Creating new namespace failed, likely because the kernel does not support user namespaces.  bwrap must be installed setuid on such systems.";
+pub const AMBIENT_CAPS_SIGNATURE: &str =
+    "bwrap: Unexpected capabilities but not setuid, old file caps config?";
+/// What the shell says (exit 127) when the only `bwrap` on PATH cannot be executed: the canaries
+/// run `bwrap` through a PATH lookup, as Codex looks for the system one.
+pub const BWRAP_NOT_EXECUTABLE_SIGNATURE: &str = "sh: 1: bwrap: Permission denied";
+/// The first line of what Codex 0.169.0's sandbox helper prints (exit 101) when it finds no
+/// bubblewrap at all (the line tool outputs and evidence excerpts keep).
+pub const NO_BWRAP_SIGNATURE: &str = "panicked at linux-sandbox/src/launcher.rs";
+/// What Codex 0.169.0 prints for a sandboxed command when it finds no bubblewrap at all.
+pub const NO_BWRAP_MESSAGE: &str = "bubblewrap is unavailable: no system bwrap was found on PATH and no bundled codex-resources/bwrap binary was found next to the Codex executable";
+/// The summary of Codex 0.169.0's `configWarning` when no system bubblewrap is on PATH (also
+/// when there is no bundled one either).
+pub const NO_SYSTEM_BWRAP_WARNING: &str = "Codex could not find bubblewrap on PATH. Install bubblewrap with your OS package manager. See the sandbox prerequisites: https://developers.openai.com/codex/concepts/sandboxing#prerequisites. Codex will use the bundled bubblewrap in the meantime.";
 
 /// Docker's default capability set. It has neither CAP_NET_ADMIN nor CAP_SYS_ADMIN.
 pub fn docker_default_capabilities() -> Vec<Capability> {
@@ -131,99 +294,49 @@ pub fn docker_default_capabilities() -> Vec<Capability> {
     ]
 }
 
-fn container_base() -> ContainerSpec {
+/// What every container starts from: root, Docker's default capabilities, no filter.
+pub fn container_base() -> ContainerSpec {
     ContainerSpec {
         uid: 0,
         gid: 0,
         capabilities: docker_default_capabilities(),
+        ambient_capabilities: false,
         seccomp: Vec::new(),
-        execute_only_bwrap: false,
+        bwrap: BwrapAccess::Usable,
+        proc_masked: false,
     }
 }
 
-fn user_namespace_rule(syscall: &'static str) -> SeccompRule {
+/// Calls of `syscall` whose flags argument `index` carries every bit of `flags` fail with `errno`.
+pub fn flags_rule(syscall: &'static str, index: usize, flags: u64, errno: u32) -> SeccompRule {
     SeccompRule {
         syscall,
-        errno: EPERM,
+        errno,
         arg: Some(ArgMatch {
-            index: 0,
+            index,
             op: ArgOp::MaskedEquals {
-                mask: CLONE_NEWUSER,
-                value: CLONE_NEWUSER,
+                mask: flags,
+                value: flags,
             },
         }),
     }
 }
 
-/// Every environment, in listing order.
-pub fn all() -> Vec<EnvSpec> {
+/// Refuse new user namespaces with `errno` on `unshare` and `clone`; `clone3` (whose flags are
+/// in memory, out of seccomp's reach) answers ENOSYS, so the C library falls back to `clone`.
+pub fn user_namespace_rules(errno: u32) -> Vec<SeccompRule> {
     vec![
-        EnvSpec {
-            name: "local",
-            restricts: "nothing (the host as it is)",
-            stands_for: "a developer machine or SSH host",
-            container: None,
-            expected_probe: ExpectedProbe::SUCCEEDS,
-        },
-        EnvSpec {
-            name: "container",
-            restricts:
-                "read-only host root, Docker's default capabilities (no NET_ADMIN, no SYS_ADMIN)",
-            stands_for: "a plain Docker container (the control: Codex works)",
-            container: Some(container_base()),
-            expected_probe: ExpectedProbe::SUCCEEDS,
-        },
-        EnvSpec {
-            name: "daytona",
-            restricts:
-                "as container + seccomp: sendto(addrlen=12) -> EPERM (netlink RTM_NEWADDR refused)",
-            stands_for: "the Daytona sandbox where loopback set-up is refused",
-            container: Some(ContainerSpec {
-                seccomp: vec![SeccompRule {
-                    syscall: "sendto",
-                    errno: EPERM,
-                    arg: Some(ArgMatch {
-                        index: 5,
-                        op: ArgOp::Equals(SOCKADDR_NL_LEN),
-                    }),
-                }],
-                ..container_base()
-            }),
-            expected_probe: ExpectedProbe::fails_with(RTM_NEWADDR_SIGNATURE),
-        },
-        EnvSpec {
-            name: "daytona-uidmap",
-            restricts:
-                "as container + uid/gid 1000, no capabilities, execute-only (non-dumpable) bwrap",
-            stands_for: "the newer Daytona image where bubblewrap cannot write its uid map",
-            container: Some(ContainerSpec {
-                uid: 1000,
-                gid: 1000,
-                capabilities: Vec::new(),
-                execute_only_bwrap: true,
-                ..container_base()
-            }),
-            expected_probe: ExpectedProbe::fails_with(UID_MAP_SIGNATURE),
-        },
-        EnvSpec {
-            name: "userns-blocked",
-            restricts:
-                "as container + seccomp: CLONE_NEWUSER on unshare/clone -> EPERM, clone3 -> ENOSYS",
-            stands_for: "Docker's default seccomp profile (user namespaces refused)",
-            container: Some(ContainerSpec {
-                seccomp: vec![
-                    user_namespace_rule("unshare"),
-                    user_namespace_rule("clone"),
-                    // ENOSYS makes the C library fall back to clone(), where the rule above applies.
-                    SeccompRule {
-                        syscall: "clone3",
-                        errno: ENOSYS,
-                        arg: None,
-                    },
-                ],
-                ..container_base()
-            }),
-            expected_probe: ExpectedProbe::fails_with(USERNS_SIGNATURE),
+        flags_rule("unshare", 0, CLONE_NEWUSER, errno),
+        flags_rule("clone", 0, CLONE_NEWUSER, errno),
+        SeccompRule {
+            syscall: "clone3",
+            errno: ENOSYS,
+            arg: None,
         },
     ]
+}
+
+/// Every environment, in listing order.
+pub fn all() -> Vec<EnvSpec> {
+    super::catalogue::all()
 }

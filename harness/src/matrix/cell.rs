@@ -225,6 +225,7 @@ async fn run_checked(cell: &Cell, options: &MatrixOptions, root: &Path) -> Resul
     };
     // Keeps the mock model API alive for the run.
     let mut _codex = None;
+    let mut fake_bundled_bwrap: Option<PathBuf> = None;
     let (app_server, model_log, timeouts) = match cell.runner.app_server {
         AppServerKind::Fake => {
             let path = |p: &Path| p.display().to_string();
@@ -250,6 +251,28 @@ async fn run_checked(cell: &Cell, options: &MatrixOptions, root: &Path) -> Resul
                 ],
             };
             mounts.readonly.push(options.fake_program.clone());
+            let mut program = program;
+            // A simulation switch of the fake (bubblewrap 0.12's wording) passes through.
+            if let Ok(wording) = std::env::var("FAKE_APP_SERVER_BWRAP_WORDING") {
+                program
+                    .env
+                    .push(("FAKE_APP_SERVER_BWRAP_WORDING".into(), wording));
+            }
+            // The fake's stand-in for Codex's bundled bubblewrap, in a package folder of its
+            // own, so environments that hide or change bundled bubblewraps find it too.
+            let package = root.join("fake-codex-package");
+            let bundled = crate::env::codex_bundled_bwrap(&package.join("bin").join("codex"));
+            if let Some(system) = crate::codex::provision::which("bwrap") {
+                std::fs::create_dir_all(bundled.parent().context("bundled bwrap folder")?)?;
+                std::fs::copy(&system, &bundled)
+                    .with_context(|| format!("copying {}", system.display()))?;
+                program.env.push((
+                    "FAKE_APP_SERVER_BUNDLED_BWRAP".into(),
+                    bundled.display().to_string(),
+                ));
+                mounts.readonly.push(package);
+                fake_bundled_bwrap = Some(bundled);
+            }
             (program, root.join("model-log.jsonl"), fake_timeouts())
         }
         AppServerKind::Codex => {
@@ -283,6 +306,13 @@ async fn run_checked(cell: &Cell, options: &MatrixOptions, root: &Path) -> Resul
     let launcher = options
         .launcher(environment, &mounts)
         .with_context(|| format!("starting environment `{environment}`"))?;
+    // Which bubblewrap Codex uses there (the system's or its bundled one) is evidence too.
+    let bundled_bwrap = match &fake_bundled_bwrap {
+        Some(bundled) => bundled.clone(),
+        None => crate::env::codex_bundled_bwrap(&app_server.program),
+    };
+    let bubblewrap =
+        crate::env::bubblewrap_in_use(launcher.as_ref(), &bundled_bwrap, &dirs.workspace).await;
     let config = DriverConfig {
         cell: cell.id.clone(),
         task,
@@ -367,6 +397,13 @@ async fn run_checked(cell: &Cell, options: &MatrixOptions, root: &Path) -> Resul
         )?;
     }
     append_model_events(&mut log, &model_log)?;
+    log.emit(
+        Source::Harness,
+        Body::Diagnostic(Diagnostic {
+            level: Level::Info,
+            message: format!("bubblewrap Codex uses here: {bubblewrap}"),
+        }),
+    )?;
     log.emit(
         Source::Harness,
         Body::WorkspaceEvidence(workspace_evidence(&dirs.workspace)?),

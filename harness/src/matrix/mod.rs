@@ -142,13 +142,12 @@ impl MatrixOptions {
             let scratch = self.out_root.join("_probes").join(environment);
             std::fs::create_dir_all(&scratch)?;
             let result = match crate::env::probe(environment, &scratch).await {
-                Ok(report) if report.agrees => Ok(()),
-                Ok(report) => Err(format!(
-                    "environment `{environment}` probe disagrees with its spec: expected {}, saw exit {:?} with stderr `{}`",
-                    report.expected.describe(),
-                    report.seen.exit_code,
-                    report.seen.stderr.trim()
-                )),
+                Ok(report) => match report.disagreement() {
+                    None => Ok(()),
+                    Some(what) => Err(format!(
+                        "environment `{environment}` probe disagrees with its spec: {what}"
+                    )),
+                },
                 Err(e) => Err(format!("probing environment `{environment}`: {e:#}")),
             };
             probes.insert(environment.to_string(), result);

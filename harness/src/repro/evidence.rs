@@ -14,7 +14,12 @@ pub struct RunEvidence {
     pub thread_start_error: Option<(u64, SessionRejected)>,
     /// `(seq, …)` of `session.started`.
     pub thread_started: Option<(u64, SessionStarted)>,
+    /// `(seq, which)`: the bubblewrap Codex uses in the environment, as the harness found it.
+    pub bubblewrap: Option<(u64, String)>,
 }
+
+/// How the harness words its bubblewrap evidence (`matrix::cell`).
+const BUBBLEWRAP_PREFIX: &str = "bubblewrap Codex uses here: ";
 
 impl RunEvidence {
     /// Read and validate `events.jsonl`.
@@ -27,6 +32,7 @@ impl RunEvidence {
             launch: None,
             thread_start_error: None,
             thread_started: None,
+            bubblewrap: None,
         };
         for event in events {
             match event.body {
@@ -35,6 +41,11 @@ impl RunEvidence {
                     found.thread_start_error = Some((event.seq, rejected));
                 }
                 Body::SessionStarted(started) => found.thread_started = Some((event.seq, started)),
+                Body::Diagnostic(diagnostic) => {
+                    if let Some(which) = diagnostic.message.strip_prefix(BUBBLEWRAP_PREFIX) {
+                        found.bubblewrap = Some((event.seq, which.to_string()));
+                    }
+                }
                 _ => {}
             }
         }

@@ -4,6 +4,7 @@
 //! reference driver, evidence, grading): the legacy planning profile, then the fixed one.
 
 mod evidence;
+mod explain;
 mod render;
 pub mod session;
 
@@ -20,72 +21,80 @@ use std::path::PathBuf;
 
 pub const SUITE: &str = "codex-planning-read-only";
 pub const CASE: &str = "plan-write-refused";
+/// The same planning run with the network disabled.
+pub const NO_NETWORK_CASE: &str = "plan-write-refused-no-network";
 
-/// A failure `harness repro` knows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Failure {
-    /// `bwrap: loopback: Failed RTM_NEWADDR: Operation not permitted` (environment `daytona`).
-    RtmNewaddr,
-    /// `bwrap: setting up uid map: Permission denied` (environment `daytona-uidmap`).
-    Uidmap,
+/// A failure `harness repro` reproduces: one restricted environment, named by the environment or
+/// by a historical alias (`rtm-newaddr` = `daytona`, `uidmap` = `daytona-uidmap`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Failure {
+    name: &'static str,
+    environment: &'static str,
+}
+
+/// The historical names of two failures.
+pub const ALIASES: &[(&str, &str)] = &[("rtm-newaddr", "daytona"), ("uidmap", "daytona-uidmap")];
+
+impl std::str::FromStr for Failure {
+    type Err = String;
+
+    /// An alias or an environment other than `local`; anything else is an error listing both.
+    fn from_str(text: &str) -> Result<Self, String> {
+        if let Some((name, environment)) = ALIASES.iter().find(|(alias, _)| *alias == text) {
+            return Ok(Failure { name, environment });
+        }
+        match env::names()
+            .into_iter()
+            .find(|n| *n == text && *n != "local")
+        {
+            Some(environment) => Ok(Failure {
+                name: environment,
+                environment,
+            }),
+            None => Err(format!(
+                "no failure or environment `{text}` (known: {}, {})",
+                ALIASES
+                    .iter()
+                    .map(|(a, _)| *a)
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                env::names()
+                    .into_iter()
+                    .filter(|n| *n != "local")
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )),
+        }
+    }
 }
 
 impl Failure {
     pub fn name(self) -> &'static str {
-        match self {
-            Failure::RtmNewaddr => "rtm-newaddr",
-            Failure::Uidmap => "uidmap",
-        }
+        self.name
     }
 
     pub fn environment(self) -> &'static str {
-        match self {
-            Failure::RtmNewaddr => "daytona",
-            Failure::Uidmap => "daytona-uidmap",
-        }
+        self.environment
     }
 
-    /// The bubblewrap message the environment produces.
+    fn spec(self) -> env::EnvSpec {
+        env::spec(self.environment).expect("a Failure names a known environment")
+    }
+
+    /// The text of the environment's failure, as Codex's output carries it.
     pub fn signature(self) -> &'static str {
-        match self {
-            Failure::RtmNewaddr => env::spec::RTM_NEWADDR_SIGNATURE,
-            Failure::Uidmap => env::spec::UID_MAP_SIGNATURE,
-        }
-    }
-
-    /// What the fixed profile's planning run must show: its verdict, and a text the verdict's
-    /// evidence must quote.
-    pub fn fixed_expectation(self, network_disabled: bool) -> (VerdictKind, &'static str) {
-        match self {
-            Failure::RtmNewaddr if !network_disabled => {
-                (VerdictKind::Pass, "Read-only file system")
-            }
-            // Without network every sandboxed command needs `--unshare-net` too.
-            Failure::RtmNewaddr => (VerdictKind::SandboxFailedToStart, self.signature()),
-            Failure::Uidmap => (VerdictKind::SandboxFailedToStart, self.signature()),
+        let spec = self.spec();
+        match spec.expected_command.stderr_signature {
+            // The canaries' shell wording is not what Codex prints: its helper panics.
+            Some(env::spec::BWRAP_NOT_EXECUTABLE_SIGNATURE) => env::spec::NO_BWRAP_SIGNATURE,
+            None => spec.message.unwrap_or(""),
+            Some(signature) => signature,
         }
     }
 
     /// Why it happens, in a few lines.
-    pub fn explanation(self) -> &'static str {
-        match self {
-            Failure::RtmNewaddr => {
-                "With restricted reads (`:root`=none), Codex loads AGENTS.md through its filesystem helper, which it runs \
-under bubblewrap with --unshare-user --unshare-net. In the new network namespace bubblewrap adds the loopback \
-address with a netlink sendto(); this runtime refuses that call (here: a seccomp rule, sendto with a 12-byte \
-sockaddr_nl -> EPERM), so the helper dies and thread/start fails. Dropping CAP_NET_ADMIN alone does not do this: \
-the new user namespace has every capability. The fix gives planning full-disk read inside an external sandbox \
-(no helper, network as configured), so thread/start succeeds, the model's write runs in Codex's sandbox, and the \
-sandbox refuses it (Read-only file system)."
-            }
-            Failure::Uidmap => {
-                "bubblewrap runs as a non-root uid and is non-dumpable (here: an execute-only copy, mode 0711, bound over \
-the bwrap Codex uses; exec of an unreadable binary clears the dumpable flag). /proc/self/uid_map of a \
-non-dumpable process belongs to root, so bubblewrap's write of its uid map fails with EACCES. The full-read \
-profile lets thread/start succeed (no helper), but every sandboxed command still needs bubblewrap, so the \
-model's write never runs: Codex tells the model the bwrap error, and the grader calls it sandbox-failed-to-start."
-            }
-        }
+    pub fn explanation(self) -> String {
+        explain::explanation(&self.spec())
     }
 }
 
@@ -146,6 +155,8 @@ impl AppServer {
 #[derive(Debug)]
 pub struct Run {
     pub policy: PolicyGeneration,
+    /// The verdict the baseline expects of this run.
+    pub expected: VerdictKind,
     pub cell: String,
     pub result: CellResult,
     /// What its event stream shows (absent when the run produced no readable stream).
@@ -185,8 +196,8 @@ pub async fn run(failure: Failure, options: &Options) -> Result<Report> {
     if let Err(missing) = env::check_prerequisites(environment) {
         bail!("environment `{environment}` cannot run here: {missing}");
     }
-    if env::select_runtime(environment)? != env::Runtime::Runc {
-        bail!("harness repro needs runc (root and runc installed); the Docker runtime has no bundles to rerun by hand");
+    if options.keep && env::select_runtime(environment)? != env::Runtime::Runc {
+        bail!("harness repro --keep needs runc (root and runc installed); the Docker runtime has no bundles to rerun by hand");
     }
     let app_server = AppServer::choose();
     let matrix = suites::load().context("loading the shipped suites")?;
@@ -206,6 +217,12 @@ pub async fn run(failure: Failure, options: &Options) -> Result<Report> {
             .with_context(|| format!("the suites have no cell `{name}`"))?
             .clone();
         cell.case.network = !options.network_disabled;
+        // What the run must show is the baseline's: of the network-off case when it exists.
+        let expected_cell = format!("{SUITE}.{runner}.{environment}.{NO_NETWORK_CASE}");
+        let expected = match matrix.cell(&expected_cell) {
+            Some(no_network) if options.network_disabled => no_network.expected.verdict,
+            _ => cell.expected.verdict,
+        };
         let kept = env::runc::PreparedList::default();
         let mut cell_options = base.clone();
         if options.keep {
@@ -216,6 +233,7 @@ pub async fn run(failure: Failure, options: &Options) -> Result<Report> {
         let bundles = kept.lock().map(|list| list.clone()).unwrap_or_default();
         runs.push(Run {
             policy,
+            expected,
             cell: name,
             result,
             evidence,
@@ -231,7 +249,8 @@ pub async fn run(failure: Failure, options: &Options) -> Result<Report> {
     })
 }
 
-/// Did the runs show what the repro promises? `Err` lists what differs.
+/// Did the runs show what the repro promises (the baseline's verdicts, with the environment's
+/// own text as evidence)? `Err` lists what differs.
 pub fn reproduced(report: &Report) -> Result<(), String> {
     let mut problems = Vec::new();
     let signature = report.failure.signature();
@@ -242,20 +261,17 @@ pub fn reproduced(report: &Report) -> Result<(), String> {
         .evidence
         .as_ref()
         .and_then(|e| e.thread_start_error.as_ref());
-    match legacy_error {
-        Some((_, error)) if error.message.contains(signature) => {}
-        Some((_, error)) => problems.push(format!(
-            "legacy: thread/start failed without `{signature}`: {}",
-            error.message
-        )),
-        None => problems.push("legacy: thread/start did not fail".into()),
+    if legacy.expected == VerdictKind::StartupRejected {
+        match legacy_error {
+            Some((_, error)) if error.message.contains(signature) => {}
+            Some((_, error)) => problems.push(format!(
+                "legacy: thread/start failed without `{signature}`: {}",
+                error.message
+            )),
+            None => problems.push("legacy: thread/start did not fail".into()),
+        }
     }
-    check_verdict(
-        legacy,
-        VerdictKind::StartupRejected,
-        signature,
-        &mut problems,
-    );
+    check_verdict(legacy, quote_for(legacy.expected, signature), &mut problems);
     if fixed
         .evidence
         .as_ref()
@@ -263,8 +279,7 @@ pub fn reproduced(report: &Report) -> Result<(), String> {
     {
         problems.push("fixed: thread/start did not succeed".into());
     }
-    let (verdict, quote) = report.failure.fixed_expectation(report.network_disabled);
-    check_verdict(fixed, verdict, quote, &mut problems);
+    check_verdict(fixed, quote_for(fixed.expected, signature), &mut problems);
     if problems.is_empty() {
         Ok(())
     } else {
@@ -272,17 +287,31 @@ pub fn reproduced(report: &Report) -> Result<(), String> {
     }
 }
 
-fn check_verdict(run: &Run, expected: VerdictKind, quote: &str, problems: &mut Vec<String>) {
+/// The text a verdict's evidence must quote: the refusal for a pass, else the failure.
+fn quote_for(verdict: VerdictKind, signature: &'static str) -> &'static str {
+    if verdict == VerdictKind::Pass {
+        "Read-only file system"
+    } else {
+        signature
+    }
+}
+
+fn check_verdict(run: &Run, quote: &str, problems: &mut Vec<String>) {
     let label = render::generation_label(run.policy);
+    let expected = run.expected;
     match run.result.verdict() {
         Some(verdict) if verdict.verdict != expected => problems.push(format!(
             "{label}: verdict {} (expected {expected}): {}",
             verdict.verdict, verdict.reason
         )),
-        Some(verdict) if !verdict.evidence.iter().any(|e| e.excerpt.contains(quote)) => problems
-            .push(format!(
+        Some(verdict)
+            if !verdict.evidence.iter().any(|e| e.excerpt.contains(quote))
+                && !verdict.reason.contains(quote) =>
+        {
+            problems.push(format!(
                 "{label}: the verdict's evidence does not quote `{quote}`"
-            )),
+            ))
+        }
         Some(_) => {}
         None => problems.push(format!("{label}: {}", run.result.describe())),
     }

@@ -39,7 +39,7 @@ pub fn render(report: &Report) -> String {
     for (index, run) in report.runs.iter().enumerate() {
         render_run(&mut out, index + 1, run);
     }
-    let _ = writeln!(out, "\nWhy:\n{}", wrap(failure.explanation(), 96));
+    let _ = writeln!(out, "\nWhy:\n{}", wrap(&failure.explanation(), 96));
     render_rerun(&mut out, report);
     out
 }
@@ -58,6 +58,9 @@ fn render_run(out: &mut String, number: usize, run: &Run) {
     );
     if let Some(arg) = evidence.and_then(|e| e.profile_override()) {
         let _ = writeln!(out, "profile: -c {}", shell_quote(arg));
+    }
+    if let Some((seq, which)) = evidence.and_then(|e| e.bubblewrap.as_ref()) {
+        let _ = writeln!(out, "bubblewrap: {which} (seq {seq})");
     }
     match (
         evidence.and_then(|e| e.thread_start_error.as_ref()),
