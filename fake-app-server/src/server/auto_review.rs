@@ -1,0 +1,67 @@
+//! The automatic approval reviewer (`approvalsReviewer: "auto_review"`): instead of asking the
+//! client, Codex 0.169 asks the model for a review of the escalation and reports it with
+//! `item/autoApprovalReview/started` and `…/completed` (a `guardianWarning` when it denies). The
+//! client gets no approval request. The review itself is scripted per step
+//! ([`crate::scenario::model::Review`]); the mock model API answers the real Codex's review
+//! request with the same review.
+
+use crate::protocol::shapes;
+use crate::scenario::model::Review;
+use serde_json::{json, Value};
+
+/// What the review is about.
+pub struct ReviewTarget<'a> {
+    pub thread_id: &'a str,
+    pub turn_id: &'a str,
+    pub review_id: &'a str,
+    pub item_id: &'a str,
+    pub command: &'a str,
+    pub cwd: &'a str,
+    pub started: u64,
+}
+
+fn action(target: &ReviewTarget) -> Value {
+    json!({"type": "command", "command": shapes::shell_display(target.command), "cwd": target.cwd, "source": "unifiedExec"})
+}
+
+pub fn started(target: &ReviewTarget) -> Value {
+    shapes::notification(
+        "item/autoApprovalReview/started",
+        json!({
+            "threadId": target.thread_id, "turnId": target.turn_id, "reviewId": target.review_id,
+            "targetItemId": target.item_id, "startedAtMs": target.started, "action": action(target),
+            "review": {"status": "inProgress", "riskLevel": null, "userAuthorization": null, "rationale": null},
+        }),
+    )
+}
+
+pub fn completed(target: &ReviewTarget, review: &Review, completed_at: u64) -> Value {
+    let (risk, authorization) = review.levels();
+    shapes::notification(
+        "item/autoApprovalReview/completed",
+        json!({
+            "threadId": target.thread_id, "turnId": target.turn_id, "reviewId": target.review_id,
+            "targetItemId": target.item_id, "startedAtMs": target.started,
+            "completedAtMs": completed_at, "decisionSource": "agent", "action": action(target),
+            "review": {
+                "status": if review.allows() { "approved" } else { "denied" },
+                "riskLevel": risk, "userAuthorization": authorization, "rationale": review.rationale,
+            },
+        }),
+    )
+}
+
+pub fn denied_warning(thread_id: &str, review: &Review) -> Value {
+    shapes::notification(
+        "guardianWarning",
+        json!({"threadId": thread_id, "message": format!("Automatic approval review denied the command: {}", review.rationale)}),
+    )
+}
+
+/// What the model gets back from a denied escalation.
+pub fn denied_output(review: &Review) -> String {
+    format!(
+        "exec_command failed: CreateProcess {{ message: \"Rejected(\\\"{}\\\")\" }}",
+        review.rationale.replace('"', "'")
+    )
+}
