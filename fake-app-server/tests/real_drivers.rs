@@ -240,5 +240,12 @@ fn the_automatic_reviewer_allows_without_asking_the_client() {
         .find(|m| m["method"] == "item/autoApprovalReview/completed")
         .unwrap();
     assert_eq!(completed["params"]["review"]["status"], "approved");
-    assert!(!methods(&seen).contains(&"guardianWarning"));
+    let warning = seen
+        .iter()
+        .find(|m| m["method"] == "guardianWarning")
+        .unwrap();
+    assert!(warning["params"]["message"]
+        .as_str()
+        .unwrap()
+        .starts_with("Automatic approval review approved (risk: low, authorization: high): "));
 }

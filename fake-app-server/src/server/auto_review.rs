@@ -1,6 +1,6 @@
 //! The automatic approval reviewer (`approvalsReviewer: "auto_review"`): instead of asking the
 //! client, Codex 0.169 asks the model for a review of the escalation and reports it with
-//! `item/autoApprovalReview/started` and `…/completed` (a `guardianWarning` when it denies). The
+//! `item/autoApprovalReview/started`, a `guardianWarning` with the verdict, and `…/completed`. The
 //! client gets no approval request. The review itself is scripted per step
 //! ([`crate::scenario::model::Review`]); the mock model API answers the real Codex's review
 //! request with the same review.
@@ -51,11 +51,25 @@ pub fn completed(target: &ReviewTarget, review: &Review, completed_at: u64) -> V
     )
 }
 
-pub fn denied_warning(thread_id: &str, review: &Review) -> Value {
+/// The `guardianWarning` Codex sends with every verdict, allowing or denying.
+pub fn verdict_warning(thread_id: &str, review: &Review) -> Value {
+    let (risk, authorization) = review.levels();
+    let verdict = if review.allows() {
+        "approved"
+    } else {
+        "denied"
+    };
     shapes::notification(
         "guardianWarning",
-        json!({"threadId": thread_id, "message": format!("Automatic approval review denied the command: {}", review.rationale)}),
+        json!({"threadId": thread_id, "message": format!("Automatic approval review {verdict} (risk: {risk}, authorization: {authorization}): {}", review.rationale)}),
     )
+}
+
+/// A command item waiting for (or refused by) the reviewer lists its action as the whole shell
+/// command line, as Codex 0.169 does (measured); a command that ran lists the model's command.
+pub fn with_display_action(mut item: Value, cmd: &str) -> Value {
+    item["commandActions"] = json!([{"type": "unknown", "command": shapes::shell_display(cmd)}]);
+    item
 }
 
 /// What the model gets back from a denied escalation.

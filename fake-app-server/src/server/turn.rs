@@ -649,17 +649,17 @@ impl TurnRun {
             started,
         };
         let view = CommandView::escalated(&call_id, cmd, &cwd, started);
-        self.send(auto_review::started(&target));
-        if !review.allows() {
-            self.send(auto_review::denied_warning(&thread_id, review));
-        }
-        self.send(auto_review::completed(&target, review, shapes::now_ms()));
+        // Measured with 0.169: the command item starts, the review runs, then the command
+        // runs (and its item completes like any command) or the item ends `declined`.
         self.send(shapes::item_started(
-            shapes::command_item(&view),
+            auto_review::with_display_action(shapes::command_item(&view), cmd),
             &thread_id,
             &turn_id,
             started,
         ));
+        self.send(auto_review::started(&target));
+        self.send(auto_review::verdict_warning(&thread_id, review));
+        self.send(auto_review::completed(&target, review, shapes::now_ms()));
         if review.allows() {
             let result = self
                 .shared
@@ -668,7 +668,12 @@ impl TurnRun {
             self.template.write_outcome = Some(
                 classify_write_outcome(result.exit_code.into(), &result.aggregated).to_string(),
             );
-            self.complete_command(view, &result);
+            let ran = CommandView {
+                process_id: result.pid.map(|p| p.to_string()),
+                source: "unifiedExecStartup",
+                ..view
+            };
+            self.complete_command(ran, &result);
             self.log_exec_output(call_id, &result);
         } else {
             let done = shapes::command_item(&CommandView {
@@ -676,7 +681,10 @@ impl TurnRun {
                 completed: Some(shapes::now_ms()),
                 ..view
             });
-            self.complete_item(done, shapes::now_ms());
+            self.complete_item(
+                auto_review::with_display_action(done, cmd),
+                shapes::now_ms(),
+            );
             self.log(ModelLogEntry::ToolOutput {
                 call_id,
                 output: auto_review::denied_output(review),
