@@ -389,6 +389,10 @@ fn answer(shared: &Shared, headers: &HeaderMap, record: &mut RecordedRequest) ->
         Some(FailureKind::StreamClosedEarly) => "closed-early".into(),
         _ => "stream".into(),
     };
+    event_stream(rendered.body)
+}
+
+fn event_stream(body: String) -> Response {
     (
         StatusCode::OK,
         [
@@ -396,7 +400,7 @@ fn answer(shared: &Shared, headers: &HeaderMap, record: &mut RecordedRequest) ->
             (header::CACHE_CONTROL, "no-cache"),
             (header::CONNECTION, "close"),
         ],
-        rendered.body,
+        body,
     )
         .into_response()
 }
@@ -428,16 +432,7 @@ fn answer_review(shared: &Shared, record: &mut RecordedRequest) -> Response {
     };
     let rendered = sse::render(&steps, &TemplateContext::default(), &ids, None);
     record.answer = format!("review-{}", if review.allows() { "allow" } else { "deny" });
-    (
-        StatusCode::OK,
-        [
-            (header::CONTENT_TYPE, "text/event-stream"),
-            (header::CACHE_CONTROL, "no-cache"),
-            (header::CONNECTION, "close"),
-        ],
-        rendered.body,
-    )
-        .into_response()
+    event_stream(rendered.body)
 }
 
 async fn handle_get(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> Response {
