@@ -249,3 +249,86 @@ fn the_automatic_reviewer_allows_without_asking_the_client() {
         .unwrap()
         .starts_with("Automatic approval review approved (risk: low, authorization: high): "));
 }
+
+/// The agent message texts of one turn on `thread`.
+fn turn_messages(client: &mut Client, thread: &str, extra: Value) -> Vec<String> {
+    let mut params = json!({"threadId": thread, "input": [{"type": "text", "text": "go"}]});
+    for (key, value) in extra.as_object().unwrap() {
+        params[key] = value.clone();
+    }
+    client.seen.clear();
+    client.request("turn/start", params);
+    client.wait_for("turn/completed", |m| {
+        m["method"] == "turn/completed" && m["params"]["threadId"] == thread
+    });
+    client
+        .seen
+        .iter()
+        .filter_map(|l| match l {
+            Line::Json(m)
+                if m["method"] == "item/completed"
+                    && m["params"]["item"]["type"] == "agentMessage" =>
+            {
+                m["params"]["item"]["text"].as_str().map(str::to_string)
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn only_the_threads_a_scenario_names_play_its_turns() {
+    let lab = Lab::new();
+    let scenario = lab.path("threads.toml");
+    std::fs::write(
+        &scenario,
+        "[threads]\nstart_index = [1]\n\n[[turns]]\nsteps = [{ step = \"message\", text = \"scripted\" }]\n",
+    )
+    .unwrap();
+    let scenario = scenario.display().to_string();
+    let mut client = spawn(&lab, &["--scenario", &scenario]);
+    let start = |client: &mut Client| {
+        let started = client.request(
+            "thread/start",
+            json!({"cwd": lab.ws_str(), "ephemeral": true}),
+        );
+        started["result"]["thread"]["id"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let first = start(&mut client);
+    let second = start(&mut client);
+    assert_eq!(turn_messages(&mut client, &first, json!({})), ["Done."]);
+    assert_eq!(turn_messages(&mut client, &second, json!({})), ["scripted"]);
+}
+
+#[test]
+fn a_side_turn_with_an_output_schema_gets_a_plain_reply_by_default() {
+    let lab = Lab::new();
+    let scenario = lab.path("side.toml");
+    std::fs::write(
+        &scenario,
+        "[[turns]]\nsteps = [{ step = \"message\", text = \"scripted\" }]\n",
+    )
+    .unwrap();
+    let scenario = scenario.display().to_string();
+    let mut client = spawn(&lab, &["--scenario", &scenario]);
+    let started = client.request(
+        "thread/start",
+        json!({"cwd": lab.ws_str(), "ephemeral": true}),
+    );
+    let side = started["result"]["thread"]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let schema =
+        json!({"outputSchema": {"type": "object", "properties": {"title": {"type": "string"}}}});
+    assert_eq!(turn_messages(&mut client, &side, schema), ["Done."]);
+    let started = client.request("thread/start", json!({"cwd": lab.ws_str()}));
+    let main = started["result"]["thread"]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(turn_messages(&mut client, &main, json!({})), ["scripted"]);
+}

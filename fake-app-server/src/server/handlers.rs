@@ -330,6 +330,7 @@ fn thread_start(shared: &Arc<Shared>, params: Option<&Value>) -> Reply {
             id: id.clone(),
             cwd,
             ephemeral,
+            start_index: 0,
             permissions,
             approval_policy: params
                 .approval_policy
@@ -360,7 +361,11 @@ fn thread_start(shared: &Arc<Shared>, params: Option<&Value>) -> Reply {
             thread_json.clone(),
             &settings_view(&thread, &model, &provider),
         );
-        shared.state().threads.insert(id, thread);
+        let mut state = shared.state();
+        let mut thread = thread;
+        thread.start_index = state.threads_started;
+        state.threads_started += 1;
+        state.threads.insert(id, thread);
         Ok((result, thread_json))
     };
     match run() {
@@ -564,6 +569,8 @@ struct TurnStartParams {
     #[serde(default)]
     model: Option<String>,
     #[serde(default)]
+    output_schema: Option<Value>,
+    #[serde(default)]
     cwd: Option<String>,
 }
 
@@ -679,12 +686,14 @@ fn turn_start(shared: &Arc<Shared>, params: Option<&Value>) -> Reply {
                 dynamic_tools: thread.dynamic_tools.clone(),
                 input: json!(params.input),
                 user_text: text,
-                script: shared
-                    .scenario
-                    .turns
-                    .get(index)
-                    .cloned()
-                    .unwrap_or_else(crate::scenario::Scenario::default_turn),
+                script: shared.scenario.turn_for(
+                    crate::scenario::TurnOrigin {
+                        start_index: thread.start_index,
+                        ephemeral: Some(thread.ephemeral),
+                        output_schema: params.output_schema.as_ref().is_some_and(|s| !s.is_null()),
+                    },
+                    index,
+                ),
                 signals: signals_rx,
                 self_signal: signals_tx,
             };

@@ -16,6 +16,8 @@ pub struct State {
     pub experimental_api: bool,
     pub client_name: String,
     pub threads: HashMap<String, ThreadState>,
+    /// How many `thread/start` calls created a thread (a thread's `start_index`).
+    pub threads_started: usize,
 }
 
 /// What a running turn can be told.
@@ -36,6 +38,8 @@ pub struct ThreadState {
     pub id: String,
     pub cwd: PathBuf,
     pub ephemeral: bool,
+    /// Which `thread/start` created it, from 0 (what a scenario's `threads` selector counts).
+    pub start_index: usize,
     pub path: Option<PathBuf>,
     pub permissions: Permissions,
     pub approval_policy: Value,
@@ -63,6 +67,8 @@ pub struct ThreadState {
 #[derive(Debug, Serialize, Deserialize)]
 struct Persisted {
     id: String,
+    #[serde(default)]
+    start_index: usize,
     cwd: PathBuf,
     profile: Option<String>,
     legacy_policy: Option<Value>,
@@ -124,6 +130,7 @@ impl ThreadState {
         };
         let record = Persisted {
             id: self.id.clone(),
+            start_index: self.start_index,
             cwd: self.cwd.clone(),
             profile,
             legacy_policy,
@@ -174,6 +181,7 @@ impl ThreadState {
             id: record.id,
             cwd: record.cwd,
             ephemeral: false,
+            start_index: record.start_index,
             path: Some(path.to_path_buf()),
             permissions,
             approval_policy: record.approval_policy,

@@ -31,6 +31,7 @@ use fake_app_server::model_log::ModelLogEntry;
 use fake_app_server::scenario::model::{
     classify_write_outcome, find_marker, ModelStep, Review, TemplateContext,
 };
+use fake_app_server::scenario::TurnOrigin;
 use position::Position;
 use serde::Serialize;
 use serde_json::Value;
@@ -115,6 +116,10 @@ struct Shared {
     /// The reviews of escalations the mock asked for, in order: Codex's automatic reviewer
     /// (`approvalsReviewer: auto_review`) asks the model for each one in a review request.
     reviews: Mutex<std::collections::VecDeque<Review>>,
+    /// Thread ids in the order of their first request: the mock's stand-in for the order of
+    /// `thread/start` (a thread's first request follows its start; two threads started before
+    /// either asks the model may swap).
+    thread_order: Mutex<Vec<String>>,
 }
 
 struct ModelLogWriter {
@@ -173,6 +178,7 @@ impl MockModelApi {
                 logged_outputs: HashSet::new(),
             }),
             reviews: Mutex::new(std::collections::VecDeque::new()),
+            thread_order: Mutex::new(Vec::new()),
         });
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0))
             .await
@@ -347,9 +353,25 @@ fn answer(shared: &Shared, headers: &HeaderMap, record: &mut RecordedRequest) ->
         let status = StatusCode::from_u16(*status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
         return error_response(status, "mock model API: scripted failure");
     }
+    let start_index = {
+        let mut order = shared.thread_order.lock().expect("thread order lock");
+        match order.iter().position(|t| *t == thread) {
+            Some(index) => index,
+            None => {
+                order.push(thread.clone());
+                order.len() - 1
+            }
+        }
+    };
+    let origin = TurnOrigin {
+        start_index,
+        ephemeral: None,
+        // A turn/start `outputSchema` reaches the model as a JSON-schema `text.format`.
+        output_schema: record.body["text"]["format"]["type"] == "json_schema",
+    };
     let steps = shared
         .script
-        .response_steps(position.turn, position.response);
+        .response_steps_for(Some(origin), position.turn, position.response);
     let ids = sse::ResponseIds {
         stem: format!("{probe_id}_{}_{}", position.turn, position.response),
     };
