@@ -19,7 +19,7 @@ use graders::events::{Body, Event, Source};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::path::Path;
-use suites::spec::AppServerKind;
+use suites::spec::{AppServerKind, RunnerSpec};
 use suites::{Cell, Matrix};
 
 /// Driver event kinds left out of the comparison (see the module docs).
@@ -36,13 +36,15 @@ const ID_KEYS: &[&str] = &[
 ];
 const PROBE_PREFIX: &str = "plan-write-probe-";
 
-/// The fake runner each real-Codex runner is compared with (same driver, same policy).
-pub fn fake_counterpart(real_runner: &str) -> Option<&'static str> {
-    match real_runner {
-        "runner-codex" => Some("runner-fake"),
-        "runner-codex-legacy" => Some("runner-fake-legacy"),
-        _ => None,
-    }
+/// Whether `fake` plays the same client as `real` against the fake app-server: the same driver
+/// (kind, command line, declared driver) under the same launch policy. Read from the matrix, so
+/// a new real-Codex runner (a new Codex version) is compared without code changes.
+pub fn is_fake_counterpart(fake: &RunnerSpec, real: &RunnerSpec) -> bool {
+    fake.app_server == AppServerKind::Fake
+        && fake.driver == real.driver
+        && fake.policy == real.policy
+        && fake.driver_cmd == real.driver_cmd
+        && fake.declared == real.declared
 }
 
 /// A fake cell and a real-Codex cell that play the same scenario in the same environment.
@@ -79,12 +81,12 @@ pub fn pairs(matrix: &Matrix, filters: &[String]) -> Vec<Pair> {
         if real.runner.app_server != AppServerKind::Codex || real.case.codex_scenario.is_some() {
             continue;
         }
-        let Some(fake_runner) = fake_counterpart(&real.id.runner) else {
-            continue;
-        };
-        let mut fake_id = real.id.clone();
-        fake_id.runner = fake_runner.to_string();
-        let Some(fake) = matrix.cells.iter().find(|c| c.id == fake_id) else {
+        let Some(fake) = matrix.cells.iter().find(|c| {
+            c.id.suite == real.id.suite
+                && c.id.environment == real.id.environment
+                && c.id.case == real.id.case
+                && is_fake_counterpart(&c.runner, &real.runner)
+        }) else {
             continue;
         };
         if !playable(&real.case.scenario) {
