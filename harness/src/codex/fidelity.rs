@@ -542,8 +542,8 @@ impl PairOutcome {
 
 /// Run both cells of `pair` (fake first) and compare them.
 pub async fn run_pair(pair: &Pair, options: &crate::matrix::MatrixOptions) -> PairOutcome {
-    let fake = run_side(&pair.fake, options, false).await;
-    let real = run_side(&pair.real, options, true).await;
+    let fake = run_side(&pair.fake, options).await;
+    let real = run_side(&pair.real, options).await;
     let divergence = if fake.graded && real.graded {
         first_divergence(&fake.sequence, &real.sequence)
     } else {
@@ -558,8 +558,11 @@ pub async fn run_pair(pair: &Pair, options: &crate::matrix::MatrixOptions) -> Pa
     }
 }
 
-async fn run_side(cell: &Cell, options: &crate::matrix::MatrixOptions, real: bool) -> SideOutcome {
+/// Run one cell; a real-Codex cell's install folder is aliased away like the cell's own folders
+/// (so two Codex versions compare too, as `harness drift` does).
+async fn run_side(cell: &Cell, options: &crate::matrix::MatrixOptions) -> SideOutcome {
     use crate::matrix::CellOutcome;
+    let real = cell.runner.app_server == AppServerKind::Codex;
     let result = crate::matrix::run_cell(cell, options).await;
     let install = if real {
         cell.runner

@@ -12,6 +12,9 @@ use std::time::{Duration, Instant};
 /// The Codex versions the project pins.
 pub const PINNED: &str = "0.169.0";
 pub const SECOND: &str = "0.160.0";
+/// The newest published Codex the matrix runs (`runner-codex-0-171`); not the pin: the fake
+/// serves the pin, and `harness drift 0.171.0` names what changed.
+pub const NEWEST: &str = "0.171.0";
 
 /// Bound on one `npm install`.
 const NPM_INSTALL_TIMEOUT: Duration = Duration::from_secs(600);
