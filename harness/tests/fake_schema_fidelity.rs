@@ -458,6 +458,7 @@ fn every_message_of_every_builtin_scenario_validates_against_the_real_schema() {
         "item/autoApprovalReview/started",
         "item/autoApprovalReview/completed",
         "guardianWarning",
+        "thread/goal/cleared",
     ] {
         assert!(
             methods_seen.contains(expected),

@@ -418,7 +418,7 @@ struct ThreadResumeParams {
 }
 
 fn thread_resume(shared: &Arc<Shared>, params: Option<&Value>) -> Reply {
-    let run = || -> Result<(Value, Vec<Value>), RpcError> {
+    let run = || -> Result<(Value, Vec<Value>, Value), RpcError> {
         let params: ThreadResumeParams = parse_params(params)?;
         require_initialized(shared)?;
         gate(
@@ -484,7 +484,22 @@ fn thread_resume(shared: &Arc<Shared>, params: Option<&Value>) -> Reply {
         let mut result =
             shapes::thread_resume_result(thread_json, &settings_view(&thread, &model, &provider));
         result["collaborationMode"] = settings::collaboration_mode(&thread, &model);
+        if !thread.turns.is_empty() {
+            // Opaque to clients; Codex 0.169 encodes where the rollout's history begins.
+            let items: usize = thread
+                .turns
+                .iter()
+                .map(|t| t["items"].as_array().map_or(0, Vec::len))
+                .sum();
+            let cursor = |ordinal: usize, scope: &str| {
+                json!({"requestedThreadId": thread.id, "rolloutOrdinal": ordinal, "includeAnchor": true, "scope": {"kind": scope}}).to_string()
+            };
+            result["turnsBackwardsCursor"] = json!(cursor(1, "turns"));
+            result["itemsBackwardsCursor"] = json!(cursor(items, "itemsByCreatedAtOrdinal"));
+        }
         let status = shapes::thread_status(&thread.id, shapes::idle_status());
+        let goal_cleared =
+            shapes::notification("thread/goal/cleared", json!({"threadId": thread.id}));
         reinsert(thread);
         let before = if with_turns {
             vec![
@@ -497,14 +512,19 @@ fn thread_resume(shared: &Arc<Shared>, params: Option<&Value>) -> Reply {
         } else {
             vec![status]
         };
-        Ok((result, before))
+        Ok((result, before, goal_cleared))
     };
     match run() {
-        Ok((result, before)) => {
+        Ok((result, before, goal_cleared)) => {
             for notification in &before {
                 shared.out.send(notification);
             }
-            Reply::ok(result)
+            // Codex 0.169 clears the thread's goal right after the answer (measured).
+            Reply {
+                result: Ok(result),
+                then: vec![goal_cleared],
+                after: None,
+            }
         }
         Err(e) => Reply::err(e),
     }
