@@ -40,16 +40,7 @@ pub fn main(args: Args) -> ExitCode {
     }
 }
 
-/// The pin first, then every other `codex_version` of the matrix's runners.
 fn matrix_versions() -> Result<Vec<String>, String> {
     let matrix = suites::load().map_err(|e| e.to_string())?;
-    let mut versions = vec![provision::PINNED.to_string()];
-    for runner in matrix.file.runners.values() {
-        if let Some(version) = &runner.codex_version {
-            if !versions.contains(version) {
-                versions.push(version.clone());
-            }
-        }
-    }
-    Ok(versions)
+    Ok(provision::matrix_versions(&matrix))
 }
