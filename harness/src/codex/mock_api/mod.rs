@@ -366,8 +366,8 @@ fn answer(shared: &Shared, headers: &HeaderMap, record: &mut RecordedRequest) ->
     let origin = TurnOrigin {
         start_index,
         ephemeral: None,
-        // A turn/start `outputSchema` reaches the model as a JSON-schema `text.format`.
-        output_schema: record.body["text"]["format"]["type"] == "json_schema",
+        // A turn/start `outputSchema` reaches the model as this JSON-schema `text.format`.
+        output_schema: record.body["text"]["format"]["name"] == OUTPUT_SCHEMA_NAME,
     };
     let steps = shared
         .script
@@ -429,10 +429,16 @@ fn event_stream(body: String) -> Response {
 
 /// Codex's automatic reviewer asks for a structured answer: `text.format` is a JSON schema
 /// whose properties include `outcome` (with `risk_level`, `user_authorization`, `rationale`).
+/// The review's schema has an `outcome` field; a turn's own `outputSchema` travels the same way
+/// (also named `codex_output_schema`), so a client schema with an `outcome` field would be taken
+/// for a review — no driver measured here asks for one.
 fn is_review_request(body: &Value) -> bool {
     let format = &body["text"]["format"];
     format["type"] == "json_schema" && format["schema"]["properties"].get("outcome").is_some()
 }
+
+/// The name Codex gives a JSON-schema `text.format` (a turn's `outputSchema`; measured, 0.169).
+const OUTPUT_SCHEMA_NAME: &str = "codex_output_schema";
 
 /// Answer a review request with the review of the oldest escalation not yet reviewed (deny when
 /// the script gave none, or when no escalation is waiting: a review never allows by default).
