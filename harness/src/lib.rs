@@ -4,6 +4,7 @@ pub mod bench;
 pub mod cli;
 pub mod codex;
 pub mod containment;
+pub mod drift;
 pub mod driver;
 pub mod env;
 pub mod event_log;

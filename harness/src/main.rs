@@ -34,6 +34,8 @@ enum Command {
     Bench(harness::cli::bench::Args),
     /// Compare the fake app-server with the real Codex, scenario by scenario.
     Fidelity(harness::cli::fidelity::Args),
+    /// Compare a published Codex with the pin: protocol schema, unknown-method list, matrix.
+    Drift(harness::cli::drift::Args),
     /// Install the pinned real Codex versions into the cache (as the real-Codex runners do).
     Provision(harness::cli::provision::Args),
     /// Serve as the fake app-server (same as the `fake-app-server` binary).
@@ -57,6 +59,7 @@ fn main() -> ExitCode {
         Command::Bench(args) => harness::cli::bench::main(args),
         Command::Fidelity(args) => harness::cli::fidelity::main(args),
         Command::Provision(args) => harness::cli::provision::main(args),
+        Command::Drift(args) => harness::cli::drift::main(args),
     }
 }
 

@@ -303,7 +303,9 @@ fn main() {
     let args = libtest_mimic::Arguments::from_args();
     let trials = vec![prereq::trial(
         "driver_messages_match_codex_schema_needs_real_codex",
-        prereq::environment_missing("local").or_else(prereq::codex_missing),
+        prereq::environment_missing("local")
+            .or_else(prereq::codex_missing)
+            .or_else(prereq::matrix_codex_missing),
         || prereq::block_on(driver_messages_match_codex_schema()),
     )];
     libtest_mimic::run(&args, trials).exit();
@@ -311,8 +313,18 @@ fn main() {
 
 async fn driver_messages_match_codex_schema() {
     let scratch = tempfile::tempdir().unwrap();
-    let mut schema = codex_schema::generate(&scratch.path().join("schema"));
-    assert_schema_rejects_bad_client_messages(&mut schema);
+    // Every Codex version the matrix runs: a driver's messages must suit each of them.
+    let mut schemas: Vec<(String, codex_schema::CodexSchema)> = codex_schema::matrix_versions()
+        .into_iter()
+        .map(|version| {
+            let dir = scratch.path().join(format!("schema-{version}"));
+            let schema = codex_schema::generate_version(&version, &dir);
+            (version, schema)
+        })
+        .collect();
+    for (_, schema) in &mut schemas {
+        assert_schema_rejects_bad_client_messages(schema);
+    }
 
     let mut options = MatrixOptions::from_env().expect("matrix options");
     options.fake_program = env!("CARGO_BIN_EXE_harness").into();
@@ -328,17 +340,20 @@ async fn driver_messages_match_codex_schema() {
         runs.push((driver_name(&run.cell), context, transcript));
     }
     runs.extend(scripted_answer_runs(scratch.path()).await);
-    for (driver, context, transcript) in &runs {
-        let checked = validate_transcript(
-            transcript,
-            driver,
-            context,
-            &mut schema,
-            &mut coverage,
-            &mut failures,
-        );
-        if checked == 0 {
-            failures.push(format!("{context}: the driver sent nothing"));
+    for (version, schema) in &mut schemas {
+        for (driver, context, transcript) in &runs {
+            let context = format!("Codex {version}: {context}");
+            let checked = validate_transcript(
+                transcript,
+                driver,
+                &context,
+                schema,
+                &mut coverage,
+                &mut failures,
+            );
+            if checked == 0 {
+                failures.push(format!("{context}: the driver sent nothing"));
+            }
         }
     }
     eprintln!(

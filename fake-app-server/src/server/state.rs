@@ -16,6 +16,8 @@ pub struct State {
     pub experimental_api: bool,
     pub client_name: String,
     pub threads: HashMap<String, ThreadState>,
+    /// How many `thread/start` calls created a thread (a thread's `start_index`).
+    pub threads_started: usize,
 }
 
 /// What a running turn can be told.
@@ -36,12 +38,22 @@ pub struct ThreadState {
     pub id: String,
     pub cwd: PathBuf,
     pub ephemeral: bool,
+    /// Which `thread/start` created it, from 0 (what a scenario's `threads` selector counts).
+    pub start_index: usize,
     pub path: Option<PathBuf>,
     pub permissions: Permissions,
     pub approval_policy: Value,
+    /// `user` (the client is asked) or `auto_review` (a model review decides).
+    pub approvals_reviewer: String,
+    /// `thread/start.model` (else the configured model).
+    pub model: Option<String>,
+    /// The collaboration mode `thread/settings/update` set (`None`: the default mode).
+    pub collaboration_mode: Option<Value>,
     pub dynamic_tools: Vec<String>,
     pub instruction_sources: Vec<String>,
     pub preview: String,
+    /// Tokens the scripted model used on this thread so far (`thread/tokenUsage/updated`).
+    pub tokens_used: u64,
     pub created_at: u64,
     pub updated_at: u64,
     /// Finished turns, full items (for thread/read and thread/resume).
@@ -55,10 +67,16 @@ pub struct ThreadState {
 #[derive(Debug, Serialize, Deserialize)]
 struct Persisted {
     id: String,
+    #[serde(default)]
+    start_index: usize,
     cwd: PathBuf,
     profile: Option<String>,
     legacy_policy: Option<Value>,
     approval_policy: Value,
+    #[serde(default = "user_reviewer")]
+    approvals_reviewer: String,
+    #[serde(default)]
+    model: Option<String>,
     dynamic_tools: Vec<String>,
     instruction_sources: Vec<String>,
     preview: String,
@@ -66,6 +84,10 @@ struct Persisted {
     updated_at: u64,
     turns: Vec<Value>,
     turns_started: usize,
+}
+
+fn user_reviewer() -> String {
+    "user".into()
 }
 
 impl ThreadState {
@@ -108,10 +130,13 @@ impl ThreadState {
         };
         let record = Persisted {
             id: self.id.clone(),
+            start_index: self.start_index,
             cwd: self.cwd.clone(),
             profile,
             legacy_policy,
             approval_policy: self.approval_policy.clone(),
+            approvals_reviewer: self.approvals_reviewer.clone(),
+            model: self.model.clone(),
             dynamic_tools: self.dynamic_tools.clone(),
             instruction_sources: self.instruction_sources.clone(),
             preview: self.preview.clone(),
@@ -156,12 +181,17 @@ impl ThreadState {
             id: record.id,
             cwd: record.cwd,
             ephemeral: false,
+            start_index: record.start_index,
             path: Some(path.to_path_buf()),
             permissions,
             approval_policy: record.approval_policy,
+            approvals_reviewer: record.approvals_reviewer,
+            model: record.model,
+            collaboration_mode: None,
             dynamic_tools: record.dynamic_tools,
             instruction_sources: record.instruction_sources,
             preview: record.preview,
+            tokens_used: 0,
             created_at: record.created_at,
             updated_at: record.updated_at,
             turns: record.turns,

@@ -1,18 +1,25 @@
-//! `harness provision [VERSION…]`: install the pinned Codex versions into the cache (the same
-//! code path the real-Codex runners use on first use), and print where each binary is.
+//! `harness provision [VERSION…]`: install Codex versions into the cache (the same code path the
+//! real-Codex runners use on first use), and print where each binary is. Without versions: every
+//! `codex_version` the matrix's runners name, so a new runner is provisioned without code changes.
 
 use crate::codex::provision;
 use std::process::ExitCode;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Versions of `@openai/codex` (default: the pinned ones).
+    /// Versions of `@openai/codex` (default: every version the matrix's runners use).
     pub versions: Vec<String>,
 }
 
 pub fn main(args: Args) -> ExitCode {
     let versions = if args.versions.is_empty() {
-        vec![provision::PINNED.to_string(), provision::SECOND.to_string()]
+        match matrix_versions() {
+            Ok(versions) => versions,
+            Err(e) => {
+                eprintln!("harness provision: {e}");
+                return ExitCode::from(2);
+            }
+        }
     } else {
         args.versions
     };
@@ -31,4 +38,9 @@ pub fn main(args: Args) -> ExitCode {
     } else {
         ExitCode::SUCCESS
     }
+}
+
+fn matrix_versions() -> Result<Vec<String>, String> {
+    let matrix = suites::load().map_err(|e| e.to_string())?;
+    Ok(provision::matrix_versions(&matrix))
 }

@@ -19,7 +19,7 @@ use graders::events::{Body, Event, Source};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::path::Path;
-use suites::spec::AppServerKind;
+use suites::spec::{AppServerKind, RunnerSpec};
 use suites::{Cell, Matrix};
 
 /// Driver event kinds left out of the comparison (see the module docs).
@@ -36,13 +36,15 @@ const ID_KEYS: &[&str] = &[
 ];
 const PROBE_PREFIX: &str = "plan-write-probe-";
 
-/// The fake runner each real-Codex runner is compared with (same driver, same policy).
-pub fn fake_counterpart(real_runner: &str) -> Option<&'static str> {
-    match real_runner {
-        "runner-codex" => Some("runner-fake"),
-        "runner-codex-legacy" => Some("runner-fake-legacy"),
-        _ => None,
-    }
+/// Whether `fake` plays the same client as `real` against the fake app-server: the same driver
+/// (kind, command line, declared driver) under the same launch policy. Read from the matrix, so
+/// a new real-Codex runner (a new Codex version) is compared without code changes.
+pub fn is_fake_counterpart(fake: &RunnerSpec, real: &RunnerSpec) -> bool {
+    fake.app_server == AppServerKind::Fake
+        && fake.driver == real.driver
+        && fake.policy == real.policy
+        && fake.driver_cmd == real.driver_cmd
+        && fake.declared == real.declared
 }
 
 /// A fake cell and a real-Codex cell that play the same scenario in the same environment.
@@ -79,12 +81,12 @@ pub fn pairs(matrix: &Matrix, filters: &[String]) -> Vec<Pair> {
         if real.runner.app_server != AppServerKind::Codex || real.case.codex_scenario.is_some() {
             continue;
         }
-        let Some(fake_runner) = fake_counterpart(&real.id.runner) else {
-            continue;
-        };
-        let mut fake_id = real.id.clone();
-        fake_id.runner = fake_runner.to_string();
-        let Some(fake) = matrix.cells.iter().find(|c| c.id == fake_id) else {
+        let Some(fake) = matrix.cells.iter().find(|c| {
+            c.id.suite == real.id.suite
+                && c.id.environment == real.id.environment
+                && c.id.case == real.id.case
+                && is_fake_counterpart(&c.runner, &real.runner)
+        }) else {
             continue;
         };
         if !playable(&real.case.scenario) {
@@ -559,8 +561,8 @@ impl PairOutcome {
 
 /// Run both cells of `pair` (fake first) and compare them.
 pub async fn run_pair(pair: &Pair, options: &crate::matrix::MatrixOptions) -> PairOutcome {
-    let fake = run_side(&pair.fake, options, false).await;
-    let real = run_side(&pair.real, options, true).await;
+    let fake = run_side(&pair.fake, options).await;
+    let real = run_side(&pair.real, options).await;
     let divergence = if fake.graded && real.graded {
         first_divergence(&fake.sequence, &real.sequence)
     } else {
@@ -575,8 +577,11 @@ pub async fn run_pair(pair: &Pair, options: &crate::matrix::MatrixOptions) -> Pa
     }
 }
 
-async fn run_side(cell: &Cell, options: &crate::matrix::MatrixOptions, real: bool) -> SideOutcome {
+/// Run one cell; a real-Codex cell's install folder is aliased away like the cell's own folders
+/// (so two Codex versions compare too, as `harness drift` does).
+async fn run_side(cell: &Cell, options: &crate::matrix::MatrixOptions) -> SideOutcome {
     use crate::matrix::CellOutcome;
+    let real = cell.runner.app_server == AppServerKind::Codex;
     let result = crate::matrix::run_cell(cell, options).await;
     let install = if real {
         cell.runner

@@ -12,6 +12,23 @@ use std::time::{Duration, Instant};
 /// The Codex versions the project pins.
 pub const PINNED: &str = "0.169.0";
 pub const SECOND: &str = "0.160.0";
+/// The newest published Codex the matrix runs (`runner-codex-0-171`); not the pin: the fake
+/// serves the pin, and `harness drift 0.171.0` names what changed.
+pub const NEWEST: &str = "0.171.0";
+
+/// Every Codex version `matrix`'s runners name, the pin first: what `harness provision`
+/// installs and the schema tests check against, so a new runner needs no code change.
+pub fn matrix_versions(matrix: &suites::Matrix) -> Vec<String> {
+    let mut versions = vec![PINNED.to_string()];
+    for runner in matrix.file.runners.values() {
+        if let Some(version) = &runner.codex_version {
+            if !versions.contains(version) {
+                versions.push(version.clone());
+            }
+        }
+    }
+    versions
+}
 
 /// Bound on one `npm install`.
 const NPM_INSTALL_TIMEOUT: Duration = Duration::from_secs(600);

@@ -34,6 +34,7 @@ pub fn version_for_runner(runner: &str) -> Option<&'static str> {
     match runner {
         "runner-codex" | "runner-codex-legacy" => Some(provision::PINNED),
         "runner-codex-0-160" | "runner-codex-0.160" => Some(provision::SECOND),
+        "runner-codex-0-171" => Some(provision::NEWEST),
         _ => None,
     }
 }

@@ -5,45 +5,25 @@
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::Duration;
-use wait_timeout::ChildExt;
-
-/// Bound on generating the schema (it takes well under a second here).
-const SCHEMA_GENERATION_BOUND: Duration = Duration::from_secs(60);
 
 /// Generate the schema into `out` with the pinned Codex. The caller's trial has already checked
 /// that Codex is here ([`super::prereq::codex_missing`]), so not finding it is a failure.
 pub fn generate(out: &Path) -> CodexSchema {
-    let install = harness::codex::provision::ensure(harness::codex::provision::PINNED)
-        .unwrap_or_else(|err| panic!("the pinned Codex cannot be provisioned: {err:#}"));
-    let mut child = Command::new(&install.binary)
-        .args([
-            "app-server",
-            "generate-json-schema",
-            "--experimental",
-            "--out",
-        ])
-        .arg(out)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("running codex generate-json-schema");
-    let status = match child
-        .wait_timeout(SCHEMA_GENERATION_BOUND)
-        .expect("waiting for codex generate-json-schema")
-    {
-        Some(status) => status,
-        None => {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("codex generate-json-schema did not finish within {SCHEMA_GENERATION_BOUND:?}");
-        }
-    };
-    assert!(
-        status.success(),
-        "codex generate-json-schema failed: {status}"
-    );
+    generate_version(harness::codex::provision::PINNED, out)
+}
+
+/// Every Codex version the matrix's runners name, the pin first: what the schema tests check
+/// against, so a new runner is checked without code changes.
+pub fn matrix_versions() -> Vec<String> {
+    harness::codex::provision::matrix_versions(&suites::load().expect("suites load"))
+}
+
+/// Generate the schema of Codex `version` into `out` (the trial checked it is installed).
+pub fn generate_version(version: &str, out: &Path) -> CodexSchema {
+    let install = harness::codex::provision::resolve(version)
+        .unwrap_or_else(|err| panic!("Codex {version} is not installed: {err:#}"));
+    harness::drift::schema::generate(&install.binary, out)
+        .unwrap_or_else(|err| panic!("generating Codex {version}'s schema: {err:#}"));
     CodexSchema {
         dir: out.to_path_buf(),
         compiled: BTreeMap::new(),

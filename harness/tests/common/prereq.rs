@@ -30,6 +30,18 @@ pub fn codex_missing() -> Option<String> {
         .clone()
 }
 
+/// Why some Codex version of the matrix's runners cannot run here, if one cannot (`harness
+/// provision` installs them all).
+pub fn matrix_codex_missing() -> Option<String> {
+    super::codex_schema::matrix_versions()
+        .into_iter()
+        .find_map(|version| {
+            provision::resolve(&version)
+                .err()
+                .map(|err| format!("Codex {version} (a runner of the matrix): {err:#}"))
+        })
+}
+
 /// Why `environment` cannot run here, if it cannot: its own prerequisites (bubblewrap; root and
 /// a runtime for a container environment), and for a container environment the runc runtime,
 /// which is what these tests exercise.

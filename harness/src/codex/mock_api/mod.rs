@@ -28,7 +28,10 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::Router;
 use fake_app_server::model_log::ModelLogEntry;
-use fake_app_server::scenario::model::{classify_write_outcome, find_marker, TemplateContext};
+use fake_app_server::scenario::model::{
+    classify_write_outcome, find_marker, ModelStep, Review, TemplateContext,
+};
+use fake_app_server::scenario::TurnOrigin;
 use position::Position;
 use serde::Serialize;
 use serde_json::Value;
@@ -110,6 +113,13 @@ struct Shared {
     records: Mutex<Vec<RecordedRequest>>,
     request_log: Option<Mutex<std::fs::File>>,
     model_log: Mutex<ModelLogWriter>,
+    /// The reviews of escalations the mock asked for, in order: Codex's automatic reviewer
+    /// (`approvalsReviewer: auto_review`) asks the model for each one in a review request.
+    reviews: Mutex<std::collections::VecDeque<Review>>,
+    /// Thread ids in the order of their first request: the mock's stand-in for the order of
+    /// `thread/start` (a thread's first request follows its start; two threads started before
+    /// either asks the model may swap).
+    thread_order: Mutex<Vec<String>>,
 }
 
 struct ModelLogWriter {
@@ -167,6 +177,8 @@ impl MockModelApi {
                 file: model_log,
                 logged_outputs: HashSet::new(),
             }),
+            reviews: Mutex::new(std::collections::VecDeque::new()),
+            thread_order: Mutex::new(Vec::new()),
         });
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0))
             .await
@@ -312,6 +324,9 @@ fn answer(shared: &Shared, headers: &HeaderMap, record: &mut RecordedRequest) ->
             &format!("mock model API: request limit {MAX_REQUESTS} reached"),
         );
     }
+    if is_review_request(&record.body) {
+        return answer_review(shared, record);
+    }
     let Some(input) = record.body.get("input").and_then(Value::as_array) else {
         record.answer = "http-400".into();
         return error_response(StatusCode::BAD_REQUEST, "request has no `input` array");
@@ -338,9 +353,25 @@ fn answer(shared: &Shared, headers: &HeaderMap, record: &mut RecordedRequest) ->
         let status = StatusCode::from_u16(*status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
         return error_response(status, "mock model API: scripted failure");
     }
+    let start_index = {
+        let mut order = shared.thread_order.lock().expect("thread order lock");
+        match order.iter().position(|t| *t == thread) {
+            Some(index) => index,
+            None => {
+                order.push(thread.clone());
+                order.len() - 1
+            }
+        }
+    };
+    let origin = TurnOrigin {
+        start_index,
+        ephemeral: None,
+        // A turn/start `outputSchema` reaches the model as this JSON-schema `text.format`.
+        output_schema: record.body["text"]["format"]["name"] == OUTPUT_SCHEMA_NAME,
+    };
     let steps = shared
         .script
-        .response_steps(position.turn, position.response);
+        .response_steps_for(Some(origin), position.turn, position.response);
     let ids = sse::ResponseIds {
         stem: format!("{probe_id}_{}_{}", position.turn, position.response),
     };
@@ -351,6 +382,19 @@ fn answer(shared: &Shared, headers: &HeaderMap, record: &mut RecordedRequest) ->
             .map(|(code, output)| classify_write_outcome(code, &output).to_string()),
         user_marker: find_marker(&turn.user_text),
     };
+    {
+        let mut reviews = shared.reviews.lock().expect("reviews lock");
+        for step in steps {
+            if let ModelStep::Shell {
+                escalate: true,
+                review,
+                ..
+            } = step
+            {
+                reviews.push_back(review.clone().unwrap_or_else(Review::unscripted));
+            }
+        }
+    }
     let rendered = sse::render(steps, &template, &ids, failure);
     {
         let mut log = shared.model_log.lock().expect("model log lock");
@@ -367,6 +411,10 @@ fn answer(shared: &Shared, headers: &HeaderMap, record: &mut RecordedRequest) ->
         Some(FailureKind::StreamClosedEarly) => "closed-early".into(),
         _ => "stream".into(),
     };
+    event_stream(rendered.body)
+}
+
+fn event_stream(body: String) -> Response {
     (
         StatusCode::OK,
         [
@@ -374,9 +422,45 @@ fn answer(shared: &Shared, headers: &HeaderMap, record: &mut RecordedRequest) ->
             (header::CACHE_CONTROL, "no-cache"),
             (header::CONNECTION, "close"),
         ],
-        rendered.body,
+        body,
     )
         .into_response()
+}
+
+/// Codex's automatic reviewer asks for a structured answer: `text.format` is a JSON schema
+/// whose properties include `outcome` (with `risk_level`, `user_authorization`, `rationale`).
+/// The review's schema has an `outcome` field; a turn's own `outputSchema` travels the same way
+/// (also named `codex_output_schema`), so a client schema with an `outcome` field would be taken
+/// for a review — no driver measured here asks for one.
+fn is_review_request(body: &Value) -> bool {
+    let format = &body["text"]["format"];
+    format["type"] == "json_schema" && format["schema"]["properties"].get("outcome").is_some()
+}
+
+/// The name Codex gives a JSON-schema `text.format` (a turn's `outputSchema`; measured, 0.169).
+const OUTPUT_SCHEMA_NAME: &str = "codex_output_schema";
+
+/// Answer a review request with the review of the oldest escalation not yet reviewed (deny when
+/// the script gave none, or when no escalation is waiting: a review never allows by default).
+fn answer_review(shared: &Shared, record: &mut RecordedRequest) -> Response {
+    let review = shared
+        .reviews
+        .lock()
+        .expect("reviews lock")
+        .pop_front()
+        .unwrap_or_else(Review::unscripted);
+    let steps = [ModelStep::Message {
+        text: review.model_answer().to_string(),
+    }];
+    let ids = sse::ResponseIds {
+        stem: format!(
+            "review_{}",
+            shared.records.lock().expect("records lock").len()
+        ),
+    };
+    let rendered = sse::render(&steps, &TemplateContext::default(), &ids, None);
+    record.answer = format!("review-{}", if review.allows() { "allow" } else { "deny" });
+    event_stream(rendered.body)
 }
 
 async fn handle_get(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> Response {

@@ -7,7 +7,7 @@
 //! step, one more (empty) response completes the turn if the last step was a tool call.
 
 use fake_app_server::scenario::model::{ModelStep, ModelTurn};
-use fake_app_server::scenario::Scenario;
+use fake_app_server::scenario::{Scenario, ThreadSelector, TurnOrigin};
 use serde::{Deserialize, Serialize};
 
 /// Everything the mock plays.
@@ -20,6 +20,9 @@ pub struct MockScript {
     /// `None`: such turns complete with no output.
     #[serde(default)]
     pub default_turn: Option<ModelTurn>,
+    /// Which threads play `turns` (the others play `default_turn`), as the scenario says.
+    #[serde(default)]
+    pub threads: ThreadSelector,
 }
 
 /// Why a scenario cannot be played against the real Codex: it scripts the app-server itself
@@ -37,6 +40,7 @@ impl MockScript {
             turns,
             failures: Vec::new(),
             default_turn: None,
+            threads: ThreadSelector::default(),
         }
     }
 
@@ -58,7 +62,14 @@ impl MockScript {
                 "it injects faults on `{method}` notifications"
             )));
         }
+        if scenario.threads.ephemeral.is_some() {
+            // The mock sees requests, not thread/start: it cannot tell an ephemeral thread.
+            return Err(refuse(
+                "it selects threads by `ephemeral`, which the mock model API cannot see".into(),
+            ));
+        }
         let mut script = Self::new(scenario.model_script());
+        script.threads = scenario.threads.clone();
         for (index, turn) in scenario.turns.iter().enumerate() {
             if let Some(fault) = &turn.fault {
                 return Err(refuse(format!(
@@ -95,7 +106,24 @@ impl MockScript {
     /// The steps of response `response` of turn `turn`; empty when the script has nothing more
     /// to say (the turn then completes with no output).
     pub fn response_steps(&self, turn: usize, response: usize) -> &[ModelStep] {
-        let Some(script_turn) = self.turns.get(turn).or(self.default_turn.as_ref()) else {
+        self.response_steps_for(None, turn, response)
+    }
+
+    /// Like [`MockScript::response_steps`], for a request of a thread known by `origin`: a
+    /// thread the selector does not cover plays `default_turn`.
+    pub fn response_steps_for(
+        &self,
+        origin: Option<TurnOrigin>,
+        turn: usize,
+        response: usize,
+    ) -> &[ModelStep] {
+        let scripted = origin.is_none_or(|origin| self.threads.scripts(origin));
+        let script_turn = if scripted {
+            self.turns.get(turn).or(self.default_turn.as_ref())
+        } else {
+            self.default_turn.as_ref()
+        };
+        let Some(script_turn) = script_turn else {
             return &[];
         };
         responses_of(&script_turn.steps)
@@ -175,6 +203,7 @@ mod tests {
             cmd: cmd.into(),
             escalate: false,
             justification: None,
+            review: None,
         }
     }
 

@@ -1,0 +1,191 @@
+//! `harness drift VERSION`: what changes for drivers if a published Codex replaces the pin. Three
+//! comparisons, every difference named: the protocol schema (methods, notifications, server
+//! requests; fields added, removed or changed), the unknown-method list, and the matrix played on
+//! VERSION next to the pin (every real-Codex cell of the pin, run again on VERSION: verdict and
+//! driver-visible message sequence).
+
+pub mod schema;
+pub mod unknown;
+pub mod wire;
+
+use crate::codex::fidelity::{self, Pair, PairOutcome};
+use crate::codex::provision;
+use anyhow::{Context, Result};
+use suites::spec::AppServerKind;
+use suites::{Cell, Matrix};
+
+/// The runner name of `runner` played on `version` (`runner-codex` → `runner-codex@0-171-0`
+/// spelled with dashes, as cell names split on dots).
+pub fn runner_on(runner: &str, version: &str) -> String {
+    format!("{runner}-on-{}", version.replace('.', "-"))
+}
+
+/// Every real-Codex cell of the pin matching `filters`, each with its twin on `version`.
+pub fn matrix_pairs(matrix: &Matrix, version: &str, filters: &[String]) -> Vec<Pair> {
+    matrix
+        .cells
+        .iter()
+        .filter(|cell| {
+            cell.runner.app_server == AppServerKind::Codex
+                && cell.runner.codex_version.as_deref() == Some(provision::PINNED)
+        })
+        .map(|pinned| {
+            let mut twin: Cell = pinned.clone();
+            twin.id.runner = runner_on(&pinned.id.runner, version);
+            twin.runner.codex_version = Some(version.to_string());
+            // The twin's expectation is the pin's verdict: a different verdict is drift.
+            Pair {
+                fake: pinned.clone(),
+                real: twin,
+            }
+        })
+        .filter(|pair| {
+            let name = pair.name();
+            filters.is_empty() || filters.iter().any(|f| name.contains(f.as_str()))
+        })
+        .collect()
+}
+
+/// The schema and unknown-method comparison of `version` against the pin.
+pub struct ProtocolDrift {
+    pub version: String,
+    pub schema: Vec<schema::Change>,
+    pub unknown_added: Vec<String>,
+    pub unknown_removed: Vec<String>,
+}
+
+/// Provision both versions, generate both schemas into `scratch`, and compare.
+pub fn protocol_drift(version: &str, scratch: &std::path::Path) -> Result<ProtocolDrift> {
+    let pinned = provision::ensure(provision::PINNED)
+        .with_context(|| format!("the pinned Codex {}", provision::PINNED))?;
+    let other = provision::ensure(version).with_context(|| format!("Codex {version}"))?;
+    let mut protocols = Vec::new();
+    let mut listed = Vec::new();
+    for install in [&pinned, &other] {
+        let dir = scratch.join(format!("schema-{}", install.version));
+        schema::generate(&install.binary, &dir)?;
+        protocols.push(schema::load(&dir)?);
+        let home = scratch.join(format!("home-{}", install.version));
+        std::fs::create_dir_all(&home)?;
+        let message = unknown::unknown_method_error(&install.binary, &["app-server"], &home)?;
+        listed.push(unknown::listed_methods(&message)?);
+    }
+    let (old, new) = (&listed[0], &listed[1]);
+    Ok(ProtocolDrift {
+        version: version.to_string(),
+        schema: schema::diff(&protocols[0], &protocols[1]),
+        unknown_added: new.iter().filter(|m| !old.contains(m)).cloned().collect(),
+        unknown_removed: old.iter().filter(|m| !new.contains(m)).cloned().collect(),
+    })
+}
+
+/// One matrix pair's outcome, with the id shapes the driver events cannot show.
+pub struct MatrixDrift {
+    pub outcome: PairOutcome,
+    pub id_changes: Vec<String>,
+}
+
+/// The report, as Markdown.
+pub fn render(drift: &ProtocolDrift, matrix: &[MatrixDrift]) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "## Drift: Codex {} against the pin {}\n",
+        drift.version,
+        provision::PINNED
+    );
+    let count = |kind: &str, sign: &str| {
+        drift
+            .schema
+            .iter()
+            .filter(|c| {
+                let shown = c.to_string();
+                shown.starts_with(sign) && shown.contains(kind)
+            })
+            .count()
+    };
+    let _ = writeln!(out, "### Protocol schema\n");
+    for kind in ["client method", "notification", "server request", "type"] {
+        let _ = writeln!(
+            out,
+            "- {kind}s: {} added, {} removed",
+            count(&format!("{kind} `"), "+"),
+            count(&format!("{kind} `"), "-")
+        );
+    }
+    let _ = writeln!(out);
+    for change in &drift.schema {
+        let _ = writeln!(out, "- {change}");
+    }
+    let _ = writeln!(out, "\n### Unknown-method list\n");
+    if drift.unknown_added.is_empty() && drift.unknown_removed.is_empty() {
+        let _ = writeln!(out, "- the same methods");
+    }
+    for method in &drift.unknown_added {
+        let _ = writeln!(out, "- + `{method}`");
+    }
+    for method in &drift.unknown_removed {
+        let _ = writeln!(out, "- - `{method}`");
+    }
+    if !matrix.is_empty() {
+        let _ = writeln!(
+            out,
+            "\n### The matrix on {} next to the pin\n",
+            drift.version
+        );
+        let _ = writeln!(
+            out,
+            "| cell | pin | {} | sequence | item ids |",
+            drift.version
+        );
+        let _ = writeln!(out, "| --- | --- | --- | --- | --- |");
+        for MatrixDrift {
+            outcome,
+            id_changes,
+        } in matrix
+        {
+            let sequence = match (&outcome.divergence, outcome.compared()) {
+                (Some(divergence), _) => divergence.describe(),
+                (None, true) => format!("same ({} messages)", outcome.real.sequence.len()),
+                (None, false) => "not compared".to_string(),
+            };
+            let ids = if id_changes.is_empty() {
+                "same".to_string()
+            } else {
+                id_changes.join("; ")
+            };
+            let _ = writeln!(
+                out,
+                "| `{}` | {} | {} | {} | {} |",
+                outcome.real.cell,
+                outcome.fake.verdict,
+                outcome.real.verdict,
+                sequence.replace('|', "\\|").replace('\n', " "),
+                ids.replace('|', "\\|")
+            );
+        }
+    }
+    out
+}
+
+/// Run the matrix pairs (pin first, then `version`), bounded by the cells' own timeouts.
+pub async fn run_matrix(
+    pairs: &[Pair],
+    options: &crate::matrix::MatrixOptions,
+) -> Vec<MatrixDrift> {
+    let mut outcomes = Vec::new();
+    for pair in pairs {
+        eprintln!("running {}", pair.name());
+        let outcome = fidelity::run_pair(pair, options).await;
+        let transcript = |cell: &Cell| {
+            wire::item_id_shapes(&options.out_root.join(cell.name()).join("transcript.jsonl"))
+        };
+        let id_changes = wire::id_shape_changes(&transcript(&pair.fake), &transcript(&pair.real));
+        outcomes.push(MatrixDrift {
+            outcome,
+            id_changes,
+        });
+    }
+    outcomes
+}

@@ -1,0 +1,95 @@
+//! What the driver-event comparison cannot see: ids. The fidelity normaliser maps every id to
+//! `<id-N>`, so a change in how an id is made (Codex 0.171 gives a plan item its own UUID where
+//! 0.169 used `<turnId>-plan`) is invisible there. This reads a cell's transcript and names the
+//! shape of every item id, by item type.
+
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+/// How an item id is made, relative to its turn.
+pub fn id_shape(id: &str, turn_id: &str) -> String {
+    if !turn_id.is_empty() && id.starts_with(turn_id) && id != turn_id {
+        return format!("<turnId>{}", &id[turn_id.len()..]);
+    }
+    if id == turn_id {
+        return "<turnId>".into();
+    }
+    if uuid::Uuid::parse_str(id).is_ok() {
+        return "<uuid>".into();
+    }
+    // A prefix such as `call_` or `msg_` is the shape; the rest is the id proper.
+    match id.find('_') {
+        Some(index) => format!("{}_…", &id[..index]),
+        None => "<other>".into(),
+    }
+}
+
+/// Item type → the id shapes seen in `item/completed` notifications of a transcript.
+pub fn item_id_shapes(transcript: &Path) -> BTreeMap<String, BTreeSet<String>> {
+    let mut shapes: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let Ok(text) = std::fs::read_to_string(transcript) else {
+        return shapes;
+    };
+    for line in text.lines() {
+        let Ok(record) = serde_json::from_str::<Value>(line) else {
+            continue;
+        };
+        let message = &record["message"];
+        if message["method"] != "item/completed" {
+            continue;
+        }
+        let params = &message["params"];
+        let (Some(kind), Some(id)) = (
+            params["item"]["type"].as_str(),
+            params["item"]["id"].as_str(),
+        ) else {
+            continue;
+        };
+        let turn = params["turnId"].as_str().unwrap_or_default();
+        shapes
+            .entry(kind.to_string())
+            .or_default()
+            .insert(id_shape(id, turn));
+    }
+    shapes
+}
+
+/// Each item type whose id shapes differ: `type: pin {…} → new {…}`.
+pub fn id_shape_changes(
+    pin: &BTreeMap<String, BTreeSet<String>>,
+    new: &BTreeMap<String, BTreeSet<String>>,
+) -> Vec<String> {
+    let kinds: BTreeSet<&String> = pin.keys().chain(new.keys()).collect();
+    let empty = BTreeSet::new();
+    kinds
+        .into_iter()
+        .filter_map(|kind| {
+            let before = pin.get(kind).unwrap_or(&empty);
+            let after = new.get(kind).unwrap_or(&empty);
+            (before != after).then(|| format!("{kind} item ids: {before:?} → {after:?}"))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shapes_name_how_an_id_is_made() {
+        let turn = "01a2310e-f7aa-71a2-b7e9-e659bfd286b5";
+        assert_eq!(id_shape(&format!("{turn}-plan"), turn), "<turnId>-plan");
+        assert_eq!(
+            id_shape("01a2310e-fcb4-7c82-99a4-22e0807f6661", turn),
+            "<uuid>"
+        );
+        assert_eq!(id_shape("call_7b96857e_0_0_0", turn), "call_…");
+        let pin = [("plan".to_string(), ["<turnId>-plan".to_string()].into())].into();
+        let new = [("plan".to_string(), ["<uuid>".to_string()].into())].into();
+        assert_eq!(
+            id_shape_changes(&pin, &new),
+            ["plan item ids: {\"<turnId>-plan\"} → {\"<uuid>\"}"]
+        );
+    }
+}
