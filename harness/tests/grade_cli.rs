@@ -15,6 +15,8 @@ fn write_run(path: &Path, refused: bool) {
         Body::SessionStarted(SessionStarted {
             thread_id: "t".into(),
             sandbox: SandboxFacts::default(),
+            approval_policy: None,
+            approvals_reviewer: None,
         }),
     )
     .unwrap();
@@ -37,6 +39,7 @@ fn write_run(path: &Path, refused: bool) {
                 stderr: None,
                 aggregated_output: Some(output.into()),
                 sandbox: perm,
+                ran_in_sandbox: None,
             }),
         }),
     )

@@ -200,6 +200,7 @@ pub fn grade(suite: &str, case: &str, events: &[Event]) -> Result<Verdict, Grade
             i as u64 + 1,
             u64::from(event.v),
             event.seq,
+            event.ts_ms,
             &event.run,
             kind,
         ) {
