@@ -44,6 +44,13 @@ pub enum ConfigError {
     LineLimitTooLarge { got: u64 },
 }
 
+impl std::fmt::Display for ReaderConfig {
+    /// The line limit, as `--max-line-bytes` takes it.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.max_line_bytes)
+    }
+}
+
 impl ReaderConfig {
     /// A configuration with a checked line limit (1 ..= [`MAX_MAX_LINE_BYTES`]).
     pub fn with_max_line_bytes(max_line_bytes: u64) -> Result<Self, ConfigError> {
