@@ -244,6 +244,24 @@ impl Kind {
     }
 }
 
+impl Kind {
+    /// The sources that may write this kind (`docs/events.md`): `model.*` comes from the model
+    /// log, `workspace.evidence` and `run.ended` from the harness, diagnostics from either, and
+    /// everything else from the driver. Graders ignore evidence from any other source.
+    pub fn documented_sources(self) -> &'static [Source] {
+        match self {
+            Kind::ModelToolCall | Kind::ModelToolOutput => &[Source::Model],
+            Kind::WorkspaceEvidence | Kind::RunEnded => &[Source::Harness],
+            Kind::Diagnostic => &[Source::Harness, Source::Driver],
+            _ => &[Source::Driver],
+        }
+    }
+
+    pub fn accepts_source(self, source: Source) -> bool {
+        self.documented_sources().contains(&source)
+    }
+}
+
 impl fmt::Display for Kind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())

@@ -8,6 +8,7 @@ pub mod codex_overrides;
 pub mod events;
 pub mod grade;
 pub mod reader;
+pub mod shell;
 pub mod signatures;
 pub mod tool_call;
 pub mod verdict;

@@ -138,6 +138,25 @@ pub fn turn_submitted(
     })
 }
 
+pub fn turn_completed(status: &str) -> Body {
+    Body::TurnCompleted(TurnCompleted {
+        turn_id: "turn-1".into(),
+        status: status.into(),
+        error: (status != "completed").then(|| "stream disconnected before completion".into()),
+        codex_error_info: (status != "completed").then(|| serde_json::json!("other")),
+    })
+}
+
+pub fn turn_error(will_retry: bool) -> Body {
+    Body::TurnError(TurnError {
+        turn_id: Some("turn-1".into()),
+        message: "stream disconnected before completion: mock failure for testing".into(),
+        will_retry: Some(will_retry),
+        codex_error_info: Some(serde_json::json!("other")),
+        additional_details: None,
+    })
+}
+
 pub struct Cmd<'a> {
     pub command: &'a str,
     pub exit: Option<i64>,
