@@ -136,7 +136,7 @@ pub async fn run_cell(cell: &Cell, options: &MatrixOptions) -> CellResult {
         Some(reason) => CellOutcome::Ignored { reason },
         None => match run_checked(cell, options, &root).await {
             Ok(verdict) => CellOutcome::Graded {
-                agreement: cell.expected.judge(verdict.verdict),
+                agreement: cell.expected.judge_verdict(&verdict),
                 verdict,
             },
             Err(e) => CellOutcome::Error {
