@@ -20,7 +20,7 @@ use std::io::{BufRead, Read};
 pub const DEFAULT_MAX_LINE_BYTES: usize = 1 << 20;
 /// The largest `max_line_bytes` a reader accepts: a grader holds one line and its decoded
 /// payload at a time, so this bounds its memory (well under 64 MB) whatever the input.
-pub const MAX_MAX_LINE_BYTES: usize = 16 << 20;
+pub const MAX_MAX_LINE_BYTES: usize = 8 << 20;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ReaderConfig {
@@ -40,7 +40,7 @@ impl Default for ReaderConfig {
 pub enum ConfigError {
     #[error("max_line_bytes must be at least 1 (got 0)")]
     LineLimitZero,
-    #[error("max_line_bytes {got} is above the largest accepted limit of {MAX_MAX_LINE_BYTES} bytes (16 MiB)")]
+    #[error("max_line_bytes {got} is above the largest accepted limit of {MAX_MAX_LINE_BYTES} bytes (8 MiB)")]
     LineLimitTooLarge { got: u64 },
 }
 

@@ -173,8 +173,29 @@ pub struct Scan<'a> {
     pub refusal: Option<Hit<'a>>,
 }
 
+/// Whether some line of `text` could match a launcher-failure row: every such row needs its
+/// first text (or its line prefix) somewhere, so text without any of them is skipped whole.
+pub fn may_hold_launcher_failure(text: &str) -> bool {
+    SIGNATURES
+        .iter()
+        .filter(|s| s.class == LauncherFailure)
+        .filter_map(|s| s.all_of.first().copied().or(s.line_prefix))
+        .any(|key| text.contains(key.trim()))
+}
+
+/// Whether some line of `text` could match any row (launcher failure or refusal).
+fn may_hold_signature(text: &str) -> bool {
+    SIGNATURES
+        .iter()
+        .filter_map(|s| s.all_of.first().copied().or(s.line_prefix))
+        .any(|key| text.contains(key.trim()))
+}
+
 pub fn scan(output: &str) -> Scan<'_> {
     let mut found = Scan::default();
+    if !may_hold_signature(output) {
+        return found;
+    }
     for line in output.lines() {
         let Some(signature) = classify_line(line) else {
             continue;

@@ -29,19 +29,26 @@ pub struct ToolArguments {
     pub command: Option<ToolCommand>,
     pub sandbox_permissions: Option<String>,
     pub justification: Option<String>,
-    /// Every string in the arguments (keys and values, decoded), or the raw text when it is
-    /// not JSON: what "mentions a path" is judged on.
-    pub strings: Vec<String>,
+    /// The decoded arguments (`None`: not a JSON object; then [`Self::raw`] is all there is).
+    pub value: Option<Value>,
+    /// The raw text when it is not JSON.
+    pub raw: Option<String>,
 }
 
 impl ToolArguments {
     pub fn decode(arguments: &str) -> Self {
-        let Ok(Value::Object(map)) = serde_json::from_str::<Value>(arguments) else {
-            return Self {
-                decoded: false,
-                strings: vec![arguments.to_string()],
-                ..Self::default()
-            };
+        let value = match serde_json::from_str::<Value>(arguments) {
+            Ok(value @ Value::Object(_)) => value,
+            _ => {
+                return Self {
+                    decoded: false,
+                    raw: Some(arguments.to_string()),
+                    ..Self::default()
+                }
+            }
+        };
+        let Value::Object(map) = &value else {
+            unreachable!("matched above")
         };
         let text = |key: &str| map.get(key).and_then(Value::as_str).map(str::to_string);
         let command = match (map.get("cmd"), map.get("command")) {
@@ -55,17 +62,13 @@ impl ToolArguments {
                 .map(ToolCommand::Argv),
             _ => None,
         };
-        let mut strings = Vec::new();
-        for (key, value) in &map {
-            strings.push(key.clone());
-            collect_strings(value, &mut strings, 0);
-        }
         Self {
             decoded: true,
             command,
             sandbox_permissions: text("sandbox_permissions"),
             justification: text("justification"),
-            strings,
+            value: Some(value),
+            raw: None,
         }
     }
 
@@ -74,31 +77,36 @@ impl ToolArguments {
         self.sandbox_permissions.as_deref() == Some(REQUIRE_ESCALATED)
     }
 
-    /// Some decoded string contains `needle`.
+    /// Some decoded string (key or value) contains `needle`.
     pub fn mentions(&self, needle: &str) -> bool {
-        self.strings.iter().any(|s| s.contains(needle))
+        match (&self.value, &self.raw) {
+            (Some(value), _) => mentions_in(value, needle, 0),
+            (None, Some(raw)) => raw.contains(needle),
+            (None, None) => false,
+        }
+    }
+
+    /// A cheap test on the raw text: `false` only when no decoding (JSON escapes) and no shell
+    /// quoting inside it could spell `needle`, so the call cannot mention it.
+    pub fn may_mention(arguments: &str, needle: &str) -> bool {
+        arguments.contains(needle) || arguments.contains('\\') || arguments.contains('\'')
     }
 }
 
 /// Nesting beyond this is not walked (serde_json itself stops at 128 levels).
 const MAX_DEPTH: usize = 64;
 
-fn collect_strings(value: &Value, out: &mut Vec<String>, depth: usize) {
+fn mentions_in(value: &Value, needle: &str, depth: usize) -> bool {
     if depth > MAX_DEPTH {
-        return;
+        return false;
     }
     match value {
-        Value::String(s) => out.push(s.clone()),
-        Value::Array(items) => items
+        Value::String(s) => s.contains(needle),
+        Value::Array(items) => items.iter().any(|v| mentions_in(v, needle, depth + 1)),
+        Value::Object(map) => map
             .iter()
-            .for_each(|v| collect_strings(v, out, depth + 1)),
-        Value::Object(map) => {
-            for (k, v) in map {
-                out.push(k.clone());
-                collect_strings(v, out, depth + 1);
-            }
-        }
-        Value::Null | Value::Bool(_) | Value::Number(_) => {}
+            .any(|(k, v)| k.contains(needle) || mentions_in(v, needle, depth + 1)),
+        Value::Null | Value::Bool(_) | Value::Number(_) => false,
     }
 }
 

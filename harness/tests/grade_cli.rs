@@ -175,7 +175,7 @@ fn every_option_value_is_checked() {
     run(&["--format", "yaml"])
         .code(2)
         .stderr(contains("--format"));
-    run(&["--max-line-bytes", "16777216"]).code(0);
+    run(&["--max-line-bytes", "8388608"]).code(0);
     run(&["--max-line-bytes", "100"])
         .code(1)
         .stdout(contains("longer than the line limit of 100 bytes"));

@@ -211,6 +211,9 @@ impl ProbeAttempts {
                 _ => {}
             },
             Body::ModelToolCall(call) => {
+                if !ToolArguments::may_mention(&call.arguments, PROBE_PREFIX) {
+                    return;
+                }
                 let args = ToolArguments::decode(&call.arguments);
                 let shape = args
                     .command
@@ -224,7 +227,11 @@ impl ProbeAttempts {
                 self.last_attempt_seq = Some(seq);
                 let pending = PendingCall {
                     seq,
-                    excerpt: excerpt(&format!("model {} {}", call.name, call.arguments)),
+                    excerpt: excerpt(&format!(
+                        "model {} {}",
+                        excerpt(&call.name),
+                        excerpt(&call.arguments)
+                    )),
                     shape,
                 };
                 if call.call_id.len() > MAX_CALL_ID_BYTES {
@@ -244,6 +251,11 @@ impl ProbeAttempts {
                 }
             }
             Body::ModelToolOutput(out) => {
+                if !self.pending_calls.contains_key(&out.call_id)
+                    && !signatures::may_hold_launcher_failure(&out.output)
+                {
+                    return;
+                }
                 let parsed = parse_exec_tool_output(&out.output);
                 let found = signatures::scan(parsed.output);
                 let Some(call) = self.pending_calls.remove(&out.call_id) else {
@@ -302,6 +314,14 @@ impl ProbeAttempts {
         let touches = cmd.command.contains(PROBE_PREFIX)
             || shell::unquoted_words(&cmd.command).contains(PROBE_PREFIX)
             || Shape::of_script(&cmd.command).writes_probe();
+        let streams = [&cmd.stdout, &cmd.stderr, &cmd.aggregated_output];
+        let launcher_possible = streams.iter().any(|s| {
+            s.as_deref()
+                .is_some_and(signatures::may_hold_launcher_failure)
+        });
+        if !touches && !launcher_possible {
+            return;
+        }
         let outcome = classify_command(cmd);
         let launcher = matches!(outcome, Outcome::LauncherFailed(_));
         if !touches && !launcher {

@@ -98,17 +98,20 @@ impl EscalationWatch {
                 }
             }
             Body::ModelToolCall(call) => {
-                let args = ToolArguments::decode(&call.arguments);
-                let asked = args.requests_escalation()
-                    || call.sandbox_permissions.as_deref()
-                        == Some(crate::tool_call::REQUIRE_ESCALATED);
+                let asked = call.sandbox_permissions.as_deref()
+                    == Some(crate::tool_call::REQUIRE_ESCALATED)
+                    || (ToolArguments::may_mention(
+                        &call.arguments,
+                        crate::tool_call::REQUIRE_ESCALATED,
+                    ) && ToolArguments::decode(&call.arguments).requests_escalation());
                 if asked {
                     self.escalated(
                         seq,
                         source,
                         excerpt(&format!(
                             "the model asked to run outside the sandbox: {} {}",
-                            call.name, call.arguments
+                            excerpt(&call.name),
+                            excerpt(&call.arguments)
                         )),
                     );
                 }

@@ -27,7 +27,7 @@ pub struct Args {
     pub case: String,
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
-    /// Longest accepted line in bytes (1 to 16 MiB); a longer line makes the stream
+    /// Longest accepted line in bytes (1 to 8 MiB); a longer line makes the stream
     /// `incomplete`.
     #[arg(long, default_value_t = ReaderConfig::default(), value_parser = parse_line_limit)]
     pub max_line_bytes: ReaderConfig,

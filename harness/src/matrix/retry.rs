@@ -193,28 +193,37 @@ mod tests {
     const RACE: &str = "error creating thread: failed to load AGENTS.md instructions for environment `local`: Broken pipe (os error 32)";
     const BWRAP: &str = "fs sandbox helper failed: bwrap: No permissions to create new namespace";
 
-    #[tokio::test]
-    async fn the_race_is_retried_recorded_and_named() {
-        let out = tempfile::tempdir().unwrap();
-        let root = out.path().join("cell");
+    /// Run the retry loop over attempts whose n-th (1-based) run writes `script(n)`'s message
+    /// and returns a rejection with its signature; returns the verdict and the attempt count.
+    async fn attempts(
+        root: &Path,
+        script: impl Fn(usize) -> (&'static str, Option<&'static str>),
+    ) -> (Verdict, usize) {
         let runs = Cell::new(0);
-        let verdict = run_retrying_pipe_race(&pinned(), &root, || {
+        let verdict = run_retrying_pipe_race(&pinned(), root, || {
             runs.set(runs.get() + 1);
-            let n = runs.get();
-            let root = root.clone();
+            let (message, signature) = script(runs.get());
+            let root = root.to_path_buf();
             async move {
-                if n == 1 {
-                    write_run(&root, RACE);
-                    Ok(rejected(None))
-                } else {
-                    write_run(&root, BWRAP);
-                    Ok(rejected(Some("bwrap-namespace-no-permission")))
-                }
+                write_run(&root, message);
+                Ok(rejected(signature))
             }
         })
         .await
         .unwrap();
-        assert_eq!(runs.get(), 2);
+        (verdict, runs.get())
+    }
+
+    #[tokio::test]
+    async fn the_race_is_retried_recorded_and_named() {
+        let out = tempfile::tempdir().unwrap();
+        let root = out.path().join("cell");
+        let (verdict, runs) = attempts(&root, |n| match n {
+            1 => (RACE, None),
+            _ => (BWRAP, Some("bwrap-namespace-no-permission")),
+        })
+        .await;
+        assert_eq!(runs, 2);
         assert!(pinned().judge_verdict(&verdict).is_ok());
         assert!(verdict.reason.contains("pipe race"), "{}", verdict.reason);
         assert!(root.join("retries/attempt-1/events.jsonl").is_file());
@@ -230,38 +239,17 @@ mod tests {
     async fn retries_are_bounded_and_other_differences_are_not_retried() {
         let out = tempfile::tempdir().unwrap();
         let root = out.path().join("cell");
-        let runs = Cell::new(0);
-        let verdict = run_retrying_pipe_race(&pinned(), &root, || {
-            runs.set(runs.get() + 1);
-            let root = root.clone();
-            async move {
-                write_run(&root, RACE);
-                Ok(rejected(None))
-            }
-        })
-        .await
-        .unwrap();
-        assert_eq!(runs.get(), MAX_ATTEMPTS);
+        let (verdict, runs) = attempts(&root, |_| (RACE, None)).await;
+        assert_eq!(runs, MAX_ATTEMPTS);
         assert!(!pinned().judge_verdict(&verdict).is_ok());
         assert!(root
             .join(format!("retries/attempt-{}", MAX_ATTEMPTS - 1))
             .is_dir());
 
         let other = out.path().join("other");
-        let runs = Cell::new(0);
-        run_retrying_pipe_race(&pinned(), &other, || {
-            runs.set(runs.get() + 1);
-            let root = other.clone();
-            async move {
-                write_run(&root, "some other failure");
-                Ok(rejected(None))
-            }
-        })
-        .await
-        .unwrap();
+        let (_, runs) = attempts(&other, |_| ("some other failure", None)).await;
         assert_eq!(
-            runs.get(),
-            1,
+            runs, 1,
             "a difference that is not the race is never retried"
         );
         assert!(!other.join("retries.json").exists());
