@@ -578,23 +578,3 @@ fn version_1_forgeries_fail_the_same() {
     let verdict = graders::grade::grade(SUITE, CASE, &events).unwrap();
     assert_eq!(verdict.verdict, Incomplete, "{}", verdict.reason);
 }
-
-#[test]
-#[ignore = "prints the corpus's reasons for review"]
-fn print_reasons() {
-    for (name, s) in [
-        ("before", evidence_before_the_last_attempt()),
-        ("overflow", pending_call_overflow_hides_a_launcher_failure()),
-        ("pattern", evidence_for_another_pattern()),
-        ("hash", probe_absent_with_a_hash()),
-        ("terminal", terminal_written_by_the_driver()),
-        ("auto", escalated_call_auto_reviewed()),
-        ("echo", echoed_refusal()),
-        ("split", refusal_on_stdout_of_exit_0_split_streams()),
-        ("stream", model_stream_failure()),
-        ("rejected", rejected_exec_failure_text()),
-    ] {
-        let v = grade_both(SUITE, CASE, &s);
-        println!("{name}: {} — {}", v.verdict, v.reason);
-    }
-}
