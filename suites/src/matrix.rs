@@ -5,7 +5,7 @@
 //! [`crate::generate`]).
 
 use crate::baseline::{
-    parse_verdict, Baseline, BaselineEntry, BaselineFile, Expectation, VerdictKind,
+    parse_verdict, Baseline, BaselineEntry, BaselineFile, Expectation, VerdictKind, SIGNED_VERDICTS,
 };
 use crate::drivers::DriversFile;
 use crate::spec::{CaseSpec, EnvironmentSpec, MatrixBlock, RunnerSpec, ScenarioRef, SuitesFile};
@@ -440,9 +440,27 @@ fn check_baseline(
                 other: other.clone(),
             });
         }
+        if SIGNED_VERDICTS.contains(&verdict) && entry.signature.is_none() {
+            return Err(bad(
+                entry.verdict,
+                "a signature decides this verdict; name the one expected (`signature = \"…\"`, a row of graders::signatures::SIGNATURES)",
+            ));
+        }
+        if let Some(name) = &entry.signature {
+            if !graders::signatures::SIGNATURES
+                .iter()
+                .any(|s| s.name == name)
+            {
+                return Err(bad(
+                    entry.verdict.clone(),
+                    &format!("signature `{name}` is not a row of graders::signatures::SIGNATURES"),
+                ));
+            }
+        }
         let expectation = Expectation {
             verdict,
             reason: Some(entry.reason),
+            signature: entry.signature,
         };
         entries.insert(entry.cell, (expectation, file()));
     }
@@ -633,14 +651,29 @@ cases = ["hang"]
             Matrix::parse(MINI, &twice),
             Err(SuitesError::DuplicateBaselineCell { .. })
         ));
-        let good = Matrix::parse(MINI, &entry("startup-rejected", "because")).unwrap();
-        assert_eq!(
-            good.cell("transport-faults.runner-fake.daytona.hang")
-                .unwrap()
-                .expected
-                .verdict,
-            VerdictKind::StartupRejected
-        );
+        // A verdict a signature decides must name the signature, and a real one.
+        for bad in [
+            entry("startup-rejected", "because"),
+            entry("sandbox-failed-to-start", "because")
+                .replace("reason =", "signature = \"no-such-row\"\nreason ="),
+        ] {
+            assert!(
+                matches!(
+                    Matrix::parse(MINI, &bad),
+                    Err(SuitesError::BadBaselineVerdict { .. })
+                ),
+                "{bad}"
+            );
+        }
+        let pinned = entry("startup-rejected", "because")
+            .replace("reason =", "signature = \"bwrap-uid-map\"\nreason =");
+        let good = Matrix::parse(MINI, &pinned).unwrap();
+        let expected = &good
+            .cell("transport-faults.runner-fake.daytona.hang")
+            .unwrap()
+            .expected;
+        assert_eq!(expected.verdict, VerdictKind::StartupRejected);
+        assert_eq!(expected.signature.as_deref(), Some("bwrap-uid-map"));
     }
 
     #[test]

@@ -7,7 +7,7 @@ use super::{stop, DriverConfig, Stop};
 use crate::event_log::EventLog;
 use crate::launcher::ProcessSpec;
 use crate::task::Envelope;
-use graders::events::{Body, Ending, Kind, RunEnded, Source};
+use graders::events::{Body, Diagnostic, Ending, Kind, Level, RunEnded, Source};
 use serde::Deserialize;
 use std::io::{BufRead, Read};
 use std::path::Path;
@@ -266,6 +266,22 @@ fn copy_events(path: &Path, log: &mut EventLog) -> Result<Option<RunEnded>, Stop
         }
         match line.body {
             Body::RunEnded(ended) => terminal = Some(ended),
+            // Evidence only the harness or the model log may write: a driver that writes it
+            // is forging it. Dropped, and said so (graders ignore it from a driver anyway).
+            body if !kind.accepts_source(Source::Driver) => {
+                log.emit(
+                    Source::Harness,
+                    Body::Diagnostic(Diagnostic {
+                        level: Level::Warn,
+                        message: format!(
+                            "{}:{count}: dropped a `{kind}` event the external driver wrote: only the harness writes it",
+                            path.display()
+                        ),
+                    }),
+                )
+                .map_err(|e| bad(count, e.to_string()))?;
+                drop(body);
+            }
             body => {
                 log.emit(Source::Driver, body)
                     .map_err(|e| bad(count, e.to_string()))?;

@@ -166,15 +166,19 @@ async fn run_applicable(cell: &Cell, options: &MatrixOptions, root: &Path) -> Ce
             message: format!("CI=true and this cell cannot run here: {reason}"),
         },
         Some(reason) => CellOutcome::Ignored { reason },
-        None => match run_checked(cell, options, root).await {
-            Ok(verdict) => CellOutcome::Graded {
-                agreement: cell.expected.judge(verdict.verdict),
-                verdict,
-            },
-            Err(e) => CellOutcome::Error {
-                message: format!("{e:#}"),
-            },
-        },
+        None => {
+            match super::retry::run_cell_attempts(cell, root, || run_checked(cell, options, root))
+                .await
+            {
+                Ok(verdict) => CellOutcome::Graded {
+                    agreement: cell.expected.judge_verdict(&verdict),
+                    verdict,
+                },
+                Err(e) => CellOutcome::Error {
+                    message: format!("{e:#}"),
+                },
+            }
+        }
     }
 }
 

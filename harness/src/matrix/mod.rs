@@ -10,6 +10,7 @@ mod load;
 pub mod paths;
 mod prereq;
 mod result;
+pub mod retry;
 
 pub use cell::{fake_timeouts, run_cell};
 pub use load::{
