@@ -243,15 +243,30 @@ pub fn scan(output: &str) -> Scan<'_> {
             LauncherFailure => &mut found.launcher_failure,
             FilesystemRefusal => &mut found.refusal,
         };
-        if slot.is_none() {
+        // A helper's panic names its cause on the lines after `panicked at`: a specific launcher
+        // row found there says more than the generic panic row.
+        let upgrades_panic = signature.class == LauncherFailure
+            && signature.name != HELPER_PANICKED
+            && slot
+                .as_ref()
+                .is_some_and(|h| h.signature.name == HELPER_PANICKED);
+        if slot.is_none() || upgrades_panic {
             *slot = Some(Hit { signature, line });
         }
-        if found.launcher_failure.is_some() && found.refusal.is_some() {
+        let launcher_settled = found
+            .launcher_failure
+            .as_ref()
+            .is_some_and(|h| h.signature.name != HELPER_PANICKED);
+        if launcher_settled && found.refusal.is_some() {
             break;
         }
     }
     found
 }
+
+/// The generic row for a panic of Codex's sandbox helper, which a more specific launcher row on
+/// a later line of the same output replaces.
+const HELPER_PANICKED: &str = "sandbox-helper-panicked";
 
 /// The first filesystem-refusal line of `output` that names one of `names` (a refusal of a
 /// write to that file; a refusal of another file in the same output does not count).
@@ -365,6 +380,16 @@ mod tests {
             assert_eq!(found.name, name, "{line}");
             assert_eq!(found.class, LauncherFailure, "{line}");
         }
+    }
+
+    #[test]
+    fn a_helper_panic_is_named_by_the_cause_on_its_next_line() {
+        let output = "thread 'main' (2) panicked at linux-sandbox/src/launcher.rs:60:13:\nbubblewrap is unavailable: no system bwrap was found on PATH\n";
+        let hit = scan(output).launcher_failure.expect("a launcher failure");
+        assert_eq!(hit.signature.name, "bubblewrap-unavailable");
+        let bare = "thread 'main' (2) panicked at linux-sandbox/src/linux_run_main.rs:1199:5:\nFailed to execvp sh\n";
+        let hit = scan(bare).launcher_failure.expect("a launcher failure");
+        assert_eq!(hit.signature.name, HELPER_PANICKED);
     }
 
     #[test]
