@@ -107,6 +107,34 @@ fn files_named_by(command: &str) -> Vec<PathBuf> {
         .collect()
 }
 
+/// Install the wire tap in `root/tap/`, relaying to `app_server`: the driver launches
+/// `codex app-server …`, the tap runs the app-server's program with its leading arguments
+/// (less the `app-server` the driver gives itself) and adds its extra arguments.
+fn install_tap(
+    tap: &crate::tap::TapProgram,
+    app_server: &AppServerProgram,
+    root: &Path,
+    transcript: &Path,
+    owner: Option<(u32, u32)>,
+) -> Result<crate::tap::InstalledTap> {
+    let mut prefix = app_server.leading_args.clone();
+    if prefix.last().map(String::as_str) == Some("app-server") {
+        prefix.pop();
+    }
+    let dir = root.join("tap");
+    let config = crate::tap::TapConfig {
+        program: app_server.program.clone(),
+        prefix,
+        server_args: app_server.extra_args.clone(),
+        env: app_server.env.clone(),
+        transcript: transcript.to_path_buf(),
+        launches: dir.join("launches"),
+        max_line_bytes: crate::tap::MAX_RECORDED_LINE_BYTES,
+        max_transcript_bytes: crate::tap::MAX_TRANSCRIPT_BYTES_PER_LAUNCH,
+    };
+    crate::tap::install(&dir, tap, &config, owner)
+}
+
 /// The scenario, and how to name it to the fake (`builtin:NAME` or a file in the cell folder).
 fn scenario_for(cell: &Cell, root: &Path) -> Result<(Scenario, String)> {
     let named = match (cell.runner.app_server, &cell.case.codex_scenario) {
@@ -218,8 +246,6 @@ async fn run_checked(cell: &Cell, options: &MatrixOptions, root: &Path) -> Resul
                 extra_args: vec![
                     "--scenario".into(),
                     scenario_arg,
-                    "--transcript".into(),
-                    path(&transcript),
                     "--model-log".into(),
                     path(&root.join("model-log.jsonl")),
                 ],
@@ -257,13 +283,31 @@ async fn run_checked(cell: &Cell, options: &MatrixOptions, root: &Path) -> Resul
             (program, model_log, codex_runner::PreparedCodex::timeouts())
         }
     };
-    if matches!(cell.runner.driver, DriverKind::External) {
+    let app_server = if matches!(cell.runner.driver, DriverKind::External) {
         // The external driver runs inside the environment too: the files its command names
         // must be visible there even below a folder the container's user cannot enter.
         mounts
             .readonly
             .extend(files_named_by(&options.driver_command(cell)?));
-    }
+        mounts.readonly.push(options.tap.program.clone());
+        let tap = install_tap(&options.tap, &app_server, root, &transcript, owner)?;
+        AppServerProgram {
+            program: tap.codex.clone(),
+            leading_args: vec!["app-server".into()],
+            extra_args: Vec::new(),
+            env: app_server.env.clone(),
+        }
+    } else {
+        // The reference driver still runs in process: its client writes the transcript of
+        // the real Codex, the fake writes its own.
+        let mut app_server = app_server;
+        if cell.runner.app_server == AppServerKind::Fake {
+            app_server
+                .extra_args
+                .extend(["--transcript".into(), transcript.display().to_string()]);
+        }
+        app_server
+    };
     let launcher = options
         .launcher(environment, &mounts)
         .with_context(|| format!("starting environment `{environment}`"))?;
@@ -281,8 +325,11 @@ async fn run_checked(cell: &Cell, options: &MatrixOptions, root: &Path) -> Resul
         launcher,
         workspace: dirs.workspace.clone(),
         stderr_log,
-        // The fake writes its own transcript there; for the real Codex the driver's client does.
-        transcript: (cell.runner.app_server == AppServerKind::Codex).then(|| transcript.clone()),
+        // Through the tap, the tap writes the transcript; else the fake writes its own, and for
+        // the real Codex the reference driver's client does.
+        transcript: (cell.runner.app_server == AppServerKind::Codex
+            && cell.runner.driver == DriverKind::Reference)
+            .then(|| transcript.clone()),
         timeouts,
     };
     let run_id = format!(

@@ -30,6 +30,8 @@ pub struct MatrixOptions {
     pub fake_program: PathBuf,
     /// Its leading arguments, e.g. `["fake-app-server", "app-server"]`.
     pub fake_leading_args: Vec<String>,
+    /// The binary that serves as the wire tap (it embeds `harness::tap::relay::main`).
+    pub tap: crate::tap::TapProgram,
     /// Replaces every external runner's command (`harness run --driver-cmd`).
     pub driver_cmd: Option<String>,
     /// Where relative driver commands are resolved.
@@ -48,6 +50,10 @@ impl MatrixOptions {
         let exe = std::env::current_exe().context("locating the running executable")?;
         Ok(Self {
             out_root: paths::conformance_root(),
+            tap: crate::tap::TapProgram {
+                program: exe.clone(),
+                leading_args: vec!["tap".into()],
+            },
             fake_program: exe,
             fake_leading_args: vec!["fake-app-server".into(), "app-server".into()],
             driver_cmd: None,
