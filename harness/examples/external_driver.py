@@ -80,6 +80,7 @@ class Bounds:
 class Events:
     def __init__(self, path):
         self.out = open(path, "w", encoding="utf-8")
+        self.exit_status = 1
 
     def emit(self, kind, payload):
         self.out.write(json.dumps({"kind": kind, "payload": payload}) + "\n")
@@ -87,6 +88,9 @@ class Events:
 
     def end(self, ending, retry=False, code=None, reason=None):
         self.emit("run.ended", {"ending": ending, "retry_offered": retry, "error_code": code, "reason": reason})
+        # Like any command-line driver, the exit status says whether the run succeeded: the
+        # harness reads the terminal from the wire and from how this process ended.
+        self.exit_status = 0 if ending == "succeeded" else 1
 
 
 def profile_rules(mode, external, network, policy, install_dir):
@@ -344,6 +348,14 @@ def open_with_retries(launch, ev):
 def main():
     task = json.load(open(os.environ["HARNESS_TASK"], encoding="utf-8"))
     ev = Events(os.environ["HARNESS_EVENTS"])
+    try:
+        run(task, ev)
+    finally:
+        ev.out.flush()
+    sys.exit(ev.exit_status)
+
+
+def run(task, ev):
     workspace = os.environ["HARNESS_WORKSPACE"]
     mode = task["mode"]
     external = os.environ.get("PAPERCLIP_RUNNER_EXTERNAL_SANDBOX") == "1"

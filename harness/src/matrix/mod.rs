@@ -9,6 +9,7 @@ pub mod leftovers;
 pub mod paths;
 mod prereq;
 mod result;
+pub mod stages;
 
 pub use cell::{fake_timeouts, run_cell};
 pub use prereq::missing as missing_prerequisite;

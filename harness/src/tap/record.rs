@@ -183,7 +183,20 @@ impl LineSplitter {
             let room = self.max.saturating_sub(self.buf.len());
             let keep = part.len().min(room);
             self.buf.extend_from_slice(&part[..keep]);
+            let crossing = self.dropped == 0 && keep < part.len();
             self.dropped += part.len() - keep;
+            if crossing {
+                // Said at once: a driver that gives up on the line may kill the tap before
+                // its end arrives.
+                recorder.note(
+                    self.direction,
+                    &format!(
+                        "oversized line: over the tap's cap of {} bytes; relayed whole, not kept",
+                        self.max
+                    ),
+                    Some(self.buf.len() + self.dropped),
+                );
+            }
             if newline {
                 self.emit(recorder);
             }
@@ -195,10 +208,7 @@ impl LineSplitter {
             let total = self.buf.len() + self.dropped;
             recorder.note(
                 self.direction,
-                &format!(
-                    "oversized line: {total} bytes, over the tap's cap of {} bytes; relayed whole, not kept",
-                    self.max
-                ),
+                &format!("the oversized line ended after {total} bytes"),
                 Some(total),
             );
         } else {
@@ -240,18 +250,19 @@ mod tests {
         split.feed(b"\n{\"id\":3}", &recorder);
         split.finish(&recorder);
         let got = lines(&path);
-        assert_eq!(got.len(), 5, "{got:?}");
+        assert_eq!(got.len(), 6, "{got:?}");
         assert_eq!(got[0]["message"], json!({"id": 1, "result": {}}));
         assert_eq!(got[0]["launch"], 3);
         assert_eq!(got[0]["direction"], "out");
         assert_eq!(got[1]["raw"], "not json");
         assert_eq!(got[2]["message"]["id"], 2);
-        assert_eq!(got[3]["bytes"], 40);
+        assert_eq!(got[3]["bytes"], 40, "said as soon as the cap is passed");
         assert!(got[3]["note"]
             .as_str()
             .unwrap()
             .starts_with("oversized line"));
-        assert_eq!(got[4]["message"]["id"], 3);
+        assert_eq!(got[4]["bytes"], 40, "and its size at its end");
+        assert_eq!(got[5]["message"]["id"], 3);
     }
 
     #[test]
