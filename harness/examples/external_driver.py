@@ -364,6 +364,8 @@ def run(task, ev):
     command = json.loads(os.environ["HARNESS_APP_SERVER_CMD"])
     bindir = os.path.dirname(os.path.realpath(command[0]))
     install_dir = os.path.dirname(bindir) if os.path.basename(bindir) == "bin" else bindir
+    # Behind the harness's wire tap, `codex` is the tap: the harness names the real install.
+    install_dir = os.environ.get("HARNESS_APP_SERVER_INSTALL_DIR") or install_dir
     profile, rules = profile_rules(mode, external, network, policy, install_dir)
     argv = ["-c", 'default_permissions="%s"' % profile, "-c", "permissions.%s=%s" % (profile, rules)]
     cmd = command + argv + json.loads(os.environ.get("HARNESS_APP_SERVER_EXTRA_ARGS", "[]"))

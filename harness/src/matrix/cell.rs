@@ -256,8 +256,18 @@ async fn run_process_driver(
         app_server.timeouts,
         None,
     );
-    let prepared =
-        stages::driver::prepare(driver, &config, folders, &tap, options.repo_root.as_deref())?;
+    let real = crate::launch::profiles::HostPaths::from_env_pairs(
+        &app_server.program.env,
+        Some(&app_server.program.program),
+    );
+    let prepared = stages::driver::prepare(
+        driver,
+        &config,
+        folders,
+        &tap,
+        options.repo_root.as_deref(),
+        real.install_dir.as_deref(),
+    )?;
     let bounds = stages::driver::bounds(&config.timeouts, &config.task);
     let end =
         stages::driver::run(&prepared, config.launcher.as_ref(), bounds, &tap.transcript).await?;

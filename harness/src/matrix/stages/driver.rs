@@ -80,9 +80,7 @@ pub fn bounds(timeouts: &Timeouts, task: &Task) -> Bounds {
             + timeouts.turn_total * turns
             + timeouts.shutdown * 2
             + Duration::from_secs(10),
-        idle: timeouts.request.max(timeouts.turn_idle) * 2
-            + timeouts.shutdown
-            + Duration::from_secs(5),
+        idle: timeouts.request.max(timeouts.turn_idle) + timeouts.shutdown + Duration::from_secs(3),
     }
 }
 
@@ -127,6 +125,7 @@ pub fn prepare(
     folders: &CellFolders,
     tap: &InstalledTap,
     repo: Option<&Path>,
+    real_install_dir: Option<&Path>,
 ) -> Result<Prepared> {
     let declared = &driver.declared;
     if !declared.modes.contains(&config.task.mode) {
@@ -172,6 +171,11 @@ pub fn prepare(
             ("HARNESS_CELL".into(), config.cell.to_string()),
         ],
     };
+    if let (Some(_), Some(dir)) = (&events, real_install_dir) {
+        // Behind the tap, `codex` is the tap: a driver that names Codex's own folder in its
+        // profiles (the example driver does) learns the real one here.
+        set(&mut env, "HARNESS_APP_SERVER_INSTALL_DIR", path(dir));
+    }
     let host_path = std::env::var("PATH").unwrap_or_default();
     let mut search = Vec::new();
     if declared.codex == CodexDiscovery::Path {
