@@ -4,8 +4,8 @@
 //! `cargo nextest run -p suites` runs (and partitions) them too.
 //!
 //! This binary also serves as the fake app-server of its own cells: launched with a first
-//! argument `fake-app-server`, it is the fake (`fake_app_server::cli_main`), and with `tap` the
-//! wire tap (`harness::tap::relay::main`), so cells never depend on a separately built binary.
+//! argument `fake-app-server`, it is the fake (`fake_app_server::cli_main`), with `tap` the wire
+//! tap (`harness::tap::relay::main`), with `drive` the reference driver as a process, so cells never depend on a separately built binary.
 
 use harness::matrix::{run_cell, CellOutcome, MatrixOptions};
 use libtest_mimic::{Arguments, Completion, Failed, Trial};
@@ -20,6 +20,9 @@ fn main() -> ExitCode {
     }
     if args.peek().is_some_and(|a| a == "tap") {
         return harness::tap::relay::main(args.skip(1).collect());
+    }
+    if args.peek().is_some_and(|a| a == "drive") {
+        return harness::driver::standalone::main();
     }
     let arguments = Arguments::from_args();
     let matrix = match suites::load() {

@@ -1,7 +1,8 @@
 //! The driver's own run events (the `events` contract) as a second source next to the wire.
 //! The wire's events stay; from the driver's the merge takes only what the wire cannot show:
 //! its `result.proposed` (what it told its user, when the wire shows no result), its
-//! diagnostics, its launch identity, and whether it offered a Retry (`run.ended.retry_offered`
+//! diagnostics, its launch identity and rules generation (of `run.started` and of each
+//! `session.relaunched`, in order), and whether it offered a Retry (`run.ended.retry_offered`
 //! and `error_code`, when its ending agrees with the wire's). Every disagreement is a finding.
 
 use super::Translation;
@@ -77,6 +78,26 @@ pub fn with_driver_events(
         .events
         .iter()
         .any(|b| matches!(b, Body::ResultProposed(_)));
+    let mut their_relaunches = driver.iter().filter_map(|b| match b {
+        Body::SessionRelaunched(r) => Some((r.identity.clone(), r.policy)),
+        _ => None,
+    });
+    for body in wire.events.iter_mut() {
+        if let Body::SessionRelaunched(ours) = body {
+            match their_relaunches.next() {
+                Some((identity, policy)) if !identity.is_empty() => {
+                    ours.identity = identity;
+                    ours.policy = policy;
+                }
+                _ => findings.push(
+                    "the wire shows a relaunch the driver's events do not report".to_string(),
+                ),
+            }
+        }
+    }
+    if their_relaunches.next().is_some() {
+        findings.push("the driver reported a relaunch the wire does not show".into());
+    }
     for body in driver {
         match body {
             Body::ResultProposed(_) if !wire_has_result => wire.events.push(body.clone()),
@@ -86,6 +107,8 @@ pub fn with_driver_events(
                     if !started.launch.identity.is_empty() {
                         ours.launch.identity = started.launch.identity.clone();
                     }
+                    // Which generation of rules the driver applied is its own knowledge.
+                    ours.launch.policy = started.launch.policy;
                 }
             }
             _ => {}

@@ -610,10 +610,13 @@ pub fn events_and_terminal(records: &[Record], ctx: &Context) -> (Vec<Body>, Wir
         Body::SessionOpenRequested(o) => Some(o.permissions.clone()),
         _ => None,
     });
+    // A turn that carries no profile keeps the thread's (and so does a run that never got to a
+    // turn): that is the profile its turns run under.
     let turn_permissions = first_of(|b| match b {
         Body::TurnSubmitted(t) => Some(t.permissions.clone()),
         _ => None,
-    });
+    })
+    .or_else(|| thread_permissions.clone());
     let cwd = fold
         .events
         .iter()

@@ -5,13 +5,13 @@ use super::evidence::{append_model_events, workspace_evidence};
 use super::stages::{self, driver::ProcessDriver, folders::CellFolders};
 use super::{prereq, CellOutcome, CellResult, MatrixOptions};
 use crate::codex::runner::CellDirs;
-use crate::driver::{self, DriverConfig, Timeouts};
+use crate::driver::{DriverConfig, Timeouts};
 use crate::env::EnvMounts;
 use crate::event_log::EventLog;
 use crate::launch::LaunchRequest;
 use crate::task::Task;
 use anyhow::{anyhow, Context, Result};
-use graders::events::{Body, Diagnostic, Ending, Level, RunEnded, Source};
+use graders::events::{Body, Diagnostic, Level, RunEnded, Source};
 use graders::verdict::Verdict;
 use serde_json::json;
 use std::path::Path;
@@ -92,15 +92,6 @@ fn write_verdict_file(result: &CellResult) -> Result<()> {
     Ok(())
 }
 
-/// The bound on the in-process reference driver's run, on top of its own bounds.
-fn reference_bound(timeouts: &Timeouts, task: &Task) -> Duration {
-    let attempts = timeouts.startup_attempts.max(1);
-    timeouts.request * (attempts + 2) * 2
-        + timeouts.turn_total * task.max_turns
-        + timeouts.shutdown * 2
-        + Duration::from_secs(10)
-}
-
 async fn run_checked(cell: &Cell, options: &MatrixOptions, root: &Path) -> Result<Verdict> {
     let environment = cell.id.environment.as_str();
     let owner = if environment == "local" {
@@ -130,22 +121,17 @@ async fn run_checked(cell: &Cell, options: &MatrixOptions, root: &Path) -> Resul
         &mut mounts,
     )
     .await?;
-    let process_driver = stages::driver::process_driver(cell, options)?;
-    let result = match &process_driver {
-        Some(driver) => {
-            run_process_driver(
-                cell,
-                options,
-                &folders,
-                &mut mounts,
-                &app_server,
-                task,
-                driver,
-            )
-            .await
-        }
-        None => run_reference(cell, options, &folders, &mounts, &app_server, task).await,
-    };
+    let driver = stages::driver::process_driver(cell, options)?;
+    let result = run_process_driver(
+        cell,
+        options,
+        &folders,
+        &mut mounts,
+        &app_server,
+        task,
+        &driver,
+    )
+    .await;
     app_server.shutdown().await;
     let (mut log, ended) = result?;
     // 5. the harness's own evidence
@@ -288,64 +274,5 @@ async fn run_process_driver(
         prepared.events.as_deref(),
         &folders.root.join("findings.json"),
     )?;
-    Ok((log, ended))
-}
-
-/// 3.–4. for the reference driver, still in process: the environment's launcher, the driver
-/// writing its own events. (Its app-server is not behind the tap yet: the fake writes the
-/// transcript, and for the real Codex the driver's client does.)
-async fn run_reference(
-    cell: &Cell,
-    options: &MatrixOptions,
-    folders: &CellFolders,
-    mounts: &EnvMounts,
-    app_server: &stages::app_server::AppServer,
-    task: Task,
-) -> Result<(EventLog, RunEnded)> {
-    let environment = cell.id.environment.as_str();
-    let launcher = options
-        .launcher(environment, mounts)
-        .with_context(|| format!("starting environment `{environment}`"))?;
-    let transcript = folders.transcript();
-    let mut program = app_server.program.clone();
-    let client_transcript = if app_server.codex.is_none() {
-        program
-            .extra_args
-            .extend(["--transcript".into(), transcript.display().to_string()]);
-        None
-    } else {
-        Some(transcript)
-    };
-    let config = driver_config(
-        cell,
-        task,
-        program,
-        launcher,
-        folders,
-        app_server.timeouts,
-        client_transcript,
-    );
-    let mut log = EventLog::to_file(&run_id(cell), &folders.root.join("events.jsonl"))?;
-    let bound = reference_bound(&config.timeouts, &config.task);
-    let ended = match tokio::time::timeout(bound, driver::run_reference(&config, &mut log)).await {
-        Ok(ended) => ended,
-        Err(_) => {
-            log.emit(
-                Source::Harness,
-                Body::Diagnostic(Diagnostic {
-                    level: Level::Error,
-                    message: format!(
-                        "the driver did not end within the harness bound of {bound:?}"
-                    ),
-                }),
-            )?;
-            RunEnded {
-                ending: Ending::TimedOut,
-                retry_offered: false,
-                error_code: Some("harness_bound_exceeded".into()),
-                reason: Some(format!("no terminal within {bound:?}")),
-            }
-        }
-    };
     Ok((log, ended))
 }

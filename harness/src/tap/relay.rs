@@ -178,8 +178,10 @@ fn run(config: &TapConfig, driver_args: &[String], recorder: Recorder) -> ExitCo
                 Ok(0) | Err(_) => break,
                 Ok(n) => n,
             };
+            // Forwarded first, recorded after: the record stays off the round trip's path.
+            let delivered = child_stdin.write_all(&buf[..n]).is_ok();
             split.feed(&buf[..n], &to_server);
-            if child_stdin.write_all(&buf[..n]).is_err() {
+            if !delivered {
                 to_server.note(Direction::In, "the app-server's stdin is closed; the driver's further input was not delivered", None);
                 return;
             }
@@ -203,7 +205,6 @@ fn run(config: &TapConfig, driver_args: &[String], recorder: Recorder) -> ExitCo
                 Ok(0) | Err(_) => break,
                 Ok(n) => n,
             };
-            split.feed(&buf[..n], &from_server);
             if !driver_gone && stdout.write_all(&buf[..n]).is_err() {
                 driver_gone = true;
                 from_server.note(
@@ -212,6 +213,7 @@ fn run(config: &TapConfig, driver_args: &[String], recorder: Recorder) -> ExitCo
                     None,
                 );
             }
+            split.feed(&buf[..n], &from_server);
         }
         split.finish(&from_server);
         let _ = drained_tx.send(());

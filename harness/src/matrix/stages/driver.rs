@@ -1,6 +1,7 @@
-//! Stage 4: the driver. A declared driver (and the example external driver, which is one with
-//! `contract = "events"`) runs as its own process through the cell's launcher, finding the tap
-//! as its `codex` the way its declaration says; the reference driver still runs in process.
+//! Stage 4: the driver. Every driver runs as its own process through the cell's launcher,
+//! finding the tap as its `codex` the way its declaration says: a declared driver, the example
+//! external driver and the reference driver (`harness drive`) alike — the last two are declared
+//! drivers with `contract = "events"`. There is no in-process shortcut.
 
 use super::folders::CellFolders;
 use super::process::{self, Bounds, DriverProcess};
@@ -31,24 +32,28 @@ pub struct ProcessDriver {
 /// The declared driver of `cell`'s runner. The example external driver (`driver =
 /// "external"`, or `--driver-cmd`) is an ordinary declared driver: it finds `codex` on `PATH`
 /// (and in `HARNESS_APP_SERVER_CMD`) and writes run events.
-pub fn process_driver(cell: &Cell, options: &MatrixOptions) -> Result<Option<ProcessDriver>> {
+pub fn process_driver(cell: &Cell, options: &MatrixOptions) -> Result<ProcessDriver> {
     match cell.runner.driver {
-        DriverKind::Reference => Ok(None),
+        // The reference driver is an ordinary driver too: its own process (`harness drive`),
+        // `codex` first on PATH, run events as the second source.
+        DriverKind::Reference => {
+            let quote = |s: &str| {
+                shlex::try_quote(s)
+                    .map(|q| q.into_owned())
+                    .map_err(|e| anyhow!("cannot quote `{s}`: {e}"))
+            };
+            let command = format!("{} drive", quote(&options.tap.program.to_string_lossy())?);
+            Ok(ProcessDriver {
+                name: "reference".into(),
+                declared: all_modes_with_events(command),
+            })
+        }
         DriverKind::External => {
             let command = options.driver_command(cell)?;
-            Ok(Some(ProcessDriver {
+            Ok(ProcessDriver {
                 name: command.clone(),
-                declared: DeclaredDriver {
-                    about: None,
-                    command,
-                    codex: CodexDiscovery::Path,
-                    contract: DriverContract::Events,
-                    modes: vec![Mode::Planning, Mode::Standard, Mode::Ask],
-                    plan_reviews: true,
-                    answers: true,
-                    env: Default::default(),
-                },
-            }))
+                declared: all_modes_with_events(command),
+            })
         }
         DriverKind::Declared => {
             let declared = cell.runner.declared.clone().with_context(|| {
@@ -57,11 +62,25 @@ pub fn process_driver(cell: &Cell, options: &MatrixOptions) -> Result<Option<Pro
                     cell.id.runner
                 )
             })?;
-            Ok(Some(ProcessDriver {
+            Ok(ProcessDriver {
                 name: cell.id.runner.clone(),
                 declared,
-            }))
+            })
         }
+    }
+}
+
+/// A driver under the events contract that finds `codex` on `PATH` and takes every task.
+fn all_modes_with_events(command: String) -> DeclaredDriver {
+    DeclaredDriver {
+        about: None,
+        command,
+        codex: CodexDiscovery::Path,
+        contract: DriverContract::Events,
+        modes: vec![Mode::Planning, Mode::Standard, Mode::Ask],
+        plan_reviews: true,
+        answers: true,
+        env: Default::default(),
     }
 }
 
@@ -174,7 +193,11 @@ pub fn prepare(
     if let (Some(_), Some(dir)) = (&events, real_install_dir) {
         // Behind the tap, `codex` is the tap: a driver that names Codex's own folder in its
         // profiles (the example driver does) learns the real one here.
-        set(&mut env, "HARNESS_APP_SERVER_INSTALL_DIR", path(dir));
+        set(
+            &mut env,
+            crate::launch::profiles::INSTALL_DIR_VAR,
+            path(dir),
+        );
     }
     let host_path = std::env::var("PATH").unwrap_or_default();
     let mut search = Vec::new();
