@@ -11,7 +11,14 @@ use std::fmt;
 use std::str::FromStr;
 
 /// Version of the event schema written in every line's `v` field.
-pub const SCHEMA_VERSION: u32 = 1;
+///
+/// Version 2 added, all optional so version-1 payloads still decode: `ts_ms` on every line,
+/// the session's approval policy and reviewer, approval decisions offered, the model's
+/// escalation request, whether a command ran inside the sandbox, and the `turn.error` kind.
+pub const SCHEMA_VERSION: u32 = 2;
+
+/// Every schema version this crate reads (older streams stay gradable).
+pub const READABLE_VERSIONS: &[u32] = &[1, SCHEMA_VERSION];
 
 /// One line of a run's event stream.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -19,6 +26,10 @@ pub struct Event {
     pub v: u32,
     /// Continuous from 0 within a run.
     pub seq: u64,
+    /// When the event was observed, in milliseconds since the Unix epoch. Required from
+    /// version 2 on; version-1 lines have none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ts_ms: Option<u64>,
     /// The run id; every line of a stream carries the same one.
     pub run: String,
     pub source: Source,
@@ -106,6 +117,8 @@ pub enum Body {
     TurnStarted(TurnStarted),
     #[serde(rename = "turn.completed")]
     TurnCompleted(TurnCompleted),
+    #[serde(rename = "turn.error")]
+    TurnError(TurnError),
     #[serde(rename = "item.started")]
     ItemStarted(ItemEvent),
     #[serde(rename = "item.completed")]
@@ -142,6 +155,7 @@ impl Body {
             Body::TurnSubmitted(_) => Kind::TurnSubmitted,
             Body::TurnStarted(_) => Kind::TurnStarted,
             Body::TurnCompleted(_) => Kind::TurnCompleted,
+            Body::TurnError(_) => Kind::TurnError,
             Body::ItemStarted(_) => Kind::ItemStarted,
             Body::ItemCompleted(_) => Kind::ItemCompleted,
             Body::PlanUpdated(_) => Kind::PlanUpdated,
@@ -176,6 +190,8 @@ pub enum Kind {
     TurnStarted,
     #[serde(rename = "turn.completed")]
     TurnCompleted,
+    #[serde(rename = "turn.error")]
+    TurnError,
     #[serde(rename = "item.started")]
     ItemStarted,
     #[serde(rename = "item.completed")]
@@ -212,6 +228,7 @@ impl Kind {
             Kind::TurnSubmitted => "turn.submitted",
             Kind::TurnStarted => "turn.started",
             Kind::TurnCompleted => "turn.completed",
+            Kind::TurnError => "turn.error",
             Kind::ItemStarted => "item.started",
             Kind::ItemCompleted => "item.completed",
             Kind::PlanUpdated => "plan.updated",
@@ -224,6 +241,24 @@ impl Kind {
             Kind::Diagnostic => "diagnostic",
             Kind::RunEnded => "run.ended",
         }
+    }
+}
+
+impl Kind {
+    /// The sources that may write this kind (`docs/events.md`): `model.*` comes from the model
+    /// log, `workspace.evidence` and `run.ended` from the harness, diagnostics from either, and
+    /// everything else from the driver. Graders ignore evidence from any other source.
+    pub fn documented_sources(self) -> &'static [Source] {
+        match self {
+            Kind::ModelToolCall | Kind::ModelToolOutput => &[Source::Model],
+            Kind::WorkspaceEvidence | Kind::RunEnded => &[Source::Harness],
+            Kind::Diagnostic => &[Source::Harness, Source::Driver],
+            _ => &[Source::Driver],
+        }
+    }
+
+    pub fn accepts_source(self, source: Source) -> bool {
+        self.documented_sources().contains(&source)
     }
 }
 
@@ -309,6 +344,13 @@ pub struct SandboxFacts {
 pub struct SessionStarted {
     pub thread_id: String,
     pub sandbox: SandboxFacts,
+    /// `approvalPolicy` the app-server reported (`on-request`, `never`, … or an object),
+    /// verbatim JSON; `None` when not reported (and in version-1 streams).
+    #[serde(default)]
+    pub approval_policy: Option<serde_json::Value>,
+    /// `approvalsReviewer` the app-server reported (`user`, `auto_review`, …), verbatim.
+    #[serde(default)]
+    pub approvals_reviewer: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -349,6 +391,12 @@ pub struct TurnSubmitted {
     pub collaboration_mode: Option<String>,
     /// The user text, truncated to an excerpt.
     pub input_excerpt: String,
+    /// `approvalPolicy` sent on `turn/start` (verbatim JSON), if the driver overrode it.
+    #[serde(default)]
+    pub approval_policy: Option<serde_json::Value>,
+    /// `approvalsReviewer` sent on `turn/start`, if the driver overrode it.
+    #[serde(default)]
+    pub approvals_reviewer: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -362,6 +410,25 @@ pub struct TurnCompleted {
     /// `completed`, `failed`, `interrupted`, … verbatim from the app-server.
     pub status: String,
     pub error: Option<String>,
+    /// The turn error's `codexErrorInfo`, verbatim JSON (`"other"`,
+    /// `{"responseStreamDisconnected":{…}}`, …).
+    #[serde(default)]
+    pub codex_error_info: Option<serde_json::Value>,
+}
+
+/// An `error` notification of the app-server during a turn (e.g. the model stream failed).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TurnError {
+    pub turn_id: Option<String>,
+    /// `error.message`, verbatim.
+    pub message: String,
+    /// `willRetry`: the app-server retries on its own (`Reconnecting... 2/5`); `false` means
+    /// the turn fails.
+    pub will_retry: Option<bool>,
+    /// `error.codexErrorInfo`, verbatim JSON.
+    pub codex_error_info: Option<serde_json::Value>,
+    /// `error.additionalDetails`, verbatim.
+    pub additional_details: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -412,6 +479,10 @@ pub struct CommandExecution {
     pub aggregated_output: Option<String>,
     /// The sandbox the command ran under, as far as the driver knows (profile id or policy).
     pub sandbox: Option<String>,
+    /// Whether the command ran inside the sandbox: `false` after an approved escalation (it
+    /// ran outside), `true` when the source says it ran sandboxed, `None` when unknown.
+    #[serde(default)]
+    pub ran_in_sandbox: Option<bool>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -456,7 +527,11 @@ pub struct ApprovalRequested {
     pub kind: ApprovalKind,
     pub item_id: Option<String>,
     pub command: Option<String>,
+    /// The reason the app-server gave (for an escalation: the model's justification).
     pub reason: Option<String>,
+    /// `availableDecisions`, verbatim JSON (strings or objects); `None` when not offered.
+    #[serde(default)]
+    pub available_decisions: Option<Vec<serde_json::Value>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -473,6 +548,13 @@ pub struct ModelToolCall {
     pub name: String,
     /// The arguments string as the model sent it.
     pub arguments: String,
+    /// The arguments' `sandbox_permissions` (`use_default`, `require_escalated`), decoded by
+    /// the writer; graders decode `arguments` themselves and treat either as an escalation.
+    #[serde(default)]
+    pub sandbox_permissions: Option<String>,
+    /// The arguments' `justification` for an escalation, decoded by the writer.
+    #[serde(default)]
+    pub justification: Option<String>,
 }
 
 /// The tool output the model got back for a call.
@@ -555,11 +637,25 @@ pub struct RunEnded {
     pub reason: Option<String>,
 }
 
+/// Milliseconds since the Unix epoch, now (0 if the clock is before the epoch).
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
 impl Event {
+    /// An event of the current schema version, stamped now.
     pub fn new(seq: u64, run: &str, source: Source, body: Body) -> Self {
+        Self::at(now_ms(), seq, run, source, body)
+    }
+
+    /// An event of the current schema version observed at `ts_ms`.
+    pub fn at(ts_ms: u64, seq: u64, run: &str, source: Source, body: Body) -> Self {
         Self {
             v: SCHEMA_VERSION,
             seq,
+            ts_ms: Some(ts_ms),
             run: run.to_string(),
             source,
             body,
@@ -600,6 +696,7 @@ mod tests {
             Kind::TurnSubmitted,
             Kind::TurnStarted,
             Kind::TurnCompleted,
+            Kind::TurnError,
             Kind::ItemStarted,
             Kind::ItemCompleted,
             Kind::PlanUpdated,
@@ -619,7 +716,8 @@ mod tests {
 
     #[test]
     fn events_serialize_with_kind_and_payload() {
-        let ev = Event::new(
+        let ev = Event::at(
+            1_700_000_000_123,
             3,
             "run-1",
             Source::Harness,
@@ -631,7 +729,7 @@ mod tests {
         let line = serde_json::to_string(&ev).unwrap();
         assert_eq!(
             line,
-            r#"{"v":1,"seq":3,"run":"run-1","source":"harness","kind":"diagnostic","payload":{"level":"warn","message":"hi"}}"#
+            r#"{"v":2,"seq":3,"ts_ms":1700000000123,"run":"run-1","source":"harness","kind":"diagnostic","payload":{"level":"warn","message":"hi"}}"#
         );
         let back: Event = serde_json::from_str(&line).unwrap();
         assert_eq!(back, ev);
@@ -639,7 +737,8 @@ mod tests {
 
     #[test]
     fn a_relaunch_serializes_as_its_own_kind() {
-        let ev = Event::new(
+        let ev = Event::at(
+            5,
             7,
             "run-1",
             Source::Driver,
@@ -655,7 +754,7 @@ mod tests {
         let line = serde_json::to_string(&ev).unwrap();
         assert_eq!(
             line,
-            r#"{"v":1,"seq":7,"run":"run-1","source":"driver","kind":"session.relaunched","payload":{"identity":"abc","policy":"current","argv":["-c","a=1"],"thread_permissions":"p","resume_thread":null}}"#
+            r#"{"v":2,"seq":7,"ts_ms":5,"run":"run-1","source":"driver","kind":"session.relaunched","payload":{"identity":"abc","policy":"current","argv":["-c","a=1"],"thread_permissions":"p","resume_thread":null}}"#
         );
         let back: Event = serde_json::from_str(&line).unwrap();
         assert_eq!(back, ev);

@@ -1,12 +1,15 @@
 //! The run-event contract ([`events`]) and the graders that read a run's events and classify it:
 //! [`reader`] streams and validates a JSONL event log, [`signatures`] is the one table of
-//! sandbox-launcher failures and filesystem refusals, [`grade`] holds one grader per case and
+//! sandbox-launcher failures and filesystem refusals, [`tool_call`] decodes what a model tool
+//! call asks for, [`grade`] holds one grader per case and
 //! returns a [`verdict::Verdict`] with the evidence that decided it.
 
 pub mod codex_overrides;
 pub mod events;
 pub mod grade;
 pub mod reader;
+pub mod shell;
 pub mod signatures;
+pub mod tool_call;
 pub mod verdict;
 pub mod wire;

@@ -5,11 +5,12 @@
 //! log streams in constant memory and only the kinds a grader needs pay for decoding.
 //!
 //! Validation rules (also in `docs/events.md`): a bounded line length, every line one complete
-//! JSON object with the header fields, `v == SCHEMA_VERSION`, `seq` continuous from 0, one run
-//! id, exactly one `run.ended` and nothing after it. The first violation ends the stream with a
+//! JSON object with the header fields, `v` one of [`READABLE_VERSIONS`] and the same on every
+//! line, `ts_ms` on every line of a version-2 stream, `seq` continuous from 0, one run id,
+//! exactly one `run.ended` and nothing after it. The first violation ends the stream with a
 //! [`StreamError`] naming the line; the reader never panics on any input.
 
-use crate::events::{Body, Event, Kind, Source, SCHEMA_VERSION};
+use crate::events::{Body, Event, Kind, Source, READABLE_VERSIONS, SCHEMA_VERSION};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use std::borrow::Cow;
@@ -17,6 +18,9 @@ use std::io::{BufRead, Read};
 
 /// Longest line accepted by default (the newline not counted).
 pub const DEFAULT_MAX_LINE_BYTES: usize = 1 << 20;
+/// The largest `max_line_bytes` a reader accepts: a grader holds one line and its decoded
+/// payload at a time, so this bounds its memory (well under 64 MB) whatever the input.
+pub const MAX_MAX_LINE_BYTES: usize = 16 << 20;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ReaderConfig {
@@ -28,6 +32,41 @@ impl Default for ReaderConfig {
         Self {
             max_line_bytes: DEFAULT_MAX_LINE_BYTES,
         }
+    }
+}
+
+/// A reader configuration outside the accepted range.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    #[error("max_line_bytes must be at least 1 (got 0)")]
+    LineLimitZero,
+    #[error("max_line_bytes {got} is above the largest accepted limit of {MAX_MAX_LINE_BYTES} bytes (16 MiB)")]
+    LineLimitTooLarge { got: u64 },
+}
+
+impl std::fmt::Display for ReaderConfig {
+    /// The line limit, as `--max-line-bytes` takes it.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.max_line_bytes)
+    }
+}
+
+impl ReaderConfig {
+    /// A configuration with a checked line limit (1 ..= [`MAX_MAX_LINE_BYTES`]).
+    pub fn with_max_line_bytes(max_line_bytes: u64) -> Result<Self, ConfigError> {
+        match usize::try_from(max_line_bytes) {
+            _ if max_line_bytes == 0 => Err(ConfigError::LineLimitZero),
+            Ok(n) if n <= MAX_MAX_LINE_BYTES => Ok(Self { max_line_bytes: n }),
+            _ => Err(ConfigError::LineLimitTooLarge {
+                got: max_line_bytes,
+            }),
+        }
+    }
+
+    /// The line limit actually applied: a configuration built by hand is clamped into the
+    /// accepted range, so no value can overflow the reader's arithmetic or unbound its memory.
+    pub fn effective_max_line_bytes(&self) -> usize {
+        self.max_line_bytes.clamp(1, MAX_MAX_LINE_BYTES)
     }
 }
 
@@ -49,9 +88,13 @@ pub enum StreamError {
     #[error("line {line}: not an event: {detail}")]
     Malformed { line: u64, detail: String },
     #[error(
-        "line {line}: schema version {found}; this reader understands version {SCHEMA_VERSION}"
+        "line {line}: schema version {found}; this reader understands versions 1 to {SCHEMA_VERSION}"
     )]
     Version { line: u64, found: u64 },
+    #[error("line {line}: schema version {found} differs from version {first} on line 1")]
+    MixedVersions { line: u64, first: u64, found: u64 },
+    #[error("line {line}: no `ts_ms` timestamp (required on every line from schema version 2)")]
+    MissingTimestamp { line: u64 },
     #[error("line {line}: seq {found} {}, expected {expected}", if *found < *expected { "repeats an earlier sequence number" } else { "skips sequence numbers" })]
     Seq {
         line: u64,
@@ -91,6 +134,8 @@ impl StreamError {
             | StreamError::EmptyLine { line }
             | StreamError::Malformed { line, .. }
             | StreamError::Version { line, .. }
+            | StreamError::MixedVersions { line, .. }
+            | StreamError::MissingTimestamp { line }
             | StreamError::Seq { line, .. }
             | StreamError::RunMismatch { line, .. }
             | StreamError::AfterTerminal { line, .. }
@@ -113,6 +158,7 @@ pub enum ReadError {
 /// events already in memory).
 #[derive(Debug, Default, Clone)]
 pub struct StreamValidator {
+    version: Option<u64>,
     run: Option<String>,
     next_seq: u64,
     terminal_line: Option<u64>,
@@ -125,6 +171,7 @@ impl StreamValidator {
         line: u64,
         v: u64,
         seq: u64,
+        ts_ms: Option<u64>,
         run: &str,
         kind: Kind,
     ) -> Result<(), StreamError> {
@@ -136,8 +183,22 @@ impl StreamValidator {
                 terminal_line,
             });
         }
-        if v != u64::from(SCHEMA_VERSION) {
+        if !READABLE_VERSIONS.iter().any(|known| u64::from(*known) == v) {
             return Err(StreamError::Version { line, found: v });
+        }
+        match self.version {
+            None => self.version = Some(v),
+            Some(first) if first != v => {
+                return Err(StreamError::MixedVersions {
+                    line,
+                    first,
+                    found: v,
+                })
+            }
+            Some(_) => {}
+        }
+        if v >= 2 && ts_ms.is_none() {
+            return Err(StreamError::MissingTimestamp { line });
         }
         if seq != self.next_seq {
             return Err(StreamError::Seq {
@@ -176,12 +237,19 @@ impl StreamValidator {
     pub fn run_id(&self) -> Option<&str> {
         self.run.as_deref()
     }
+
+    /// The stream's schema version, once the first line was accepted.
+    pub fn version(&self) -> Option<u64> {
+        self.version
+    }
 }
 
 #[derive(Deserialize)]
 struct Header<'a> {
     v: u64,
     seq: u64,
+    #[serde(default)]
+    ts_ms: Option<u64>,
     #[serde(borrow)]
     run: Cow<'a, str>,
     source: Source,
@@ -195,6 +263,8 @@ struct Header<'a> {
 pub struct RawEvent<'a> {
     pub line: u64,
     pub seq: u64,
+    /// `None` only in version-1 streams.
+    pub ts_ms: Option<u64>,
     pub source: Source,
     pub kind: Kind,
     payload: &'a RawValue,
@@ -228,6 +298,7 @@ pub fn decode_body(kind: Kind, payload: &RawValue) -> serde_json::Result<Body> {
         Kind::TurnSubmitted => Body::TurnSubmitted(serde_json::from_str(p)?),
         Kind::TurnStarted => Body::TurnStarted(serde_json::from_str(p)?),
         Kind::TurnCompleted => Body::TurnCompleted(serde_json::from_str(p)?),
+        Kind::TurnError => Body::TurnError(serde_json::from_str(p)?),
         Kind::ItemStarted => Body::ItemStarted(serde_json::from_str(p)?),
         Kind::ItemCompleted => Body::ItemCompleted(serde_json::from_str(p)?),
         Kind::PlanUpdated => Body::PlanUpdated(serde_json::from_str(p)?),
@@ -307,11 +378,11 @@ impl<R: BufRead> EventReader<R> {
 
     fn read_line(&mut self) -> Result<LineRead, ReadError> {
         self.buf.clear();
-        let limit = self.config.max_line_bytes;
+        let limit = self.config.effective_max_line_bytes();
         // `Take` bounds what one line may pull into memory: at most limit + 1 bytes (the line
         // plus its newline), so an oversized line is detected without buffering it.
         let read = (&mut self.input)
-            .take(limit as u64 + 1)
+            .take((limit as u64).saturating_add(1))
             .read_until(b'\n', &mut self.buf)?;
         if read == 0 {
             return Ok(LineRead::Eof);
@@ -359,10 +430,18 @@ fn parse_line<'a>(
             }
         }
     })?;
-    validator.accept(line, header.v, header.seq, &header.run, header.kind)?;
+    validator.accept(
+        line,
+        header.v,
+        header.seq,
+        header.ts_ms,
+        &header.run,
+        header.kind,
+    )?;
     Ok(RawEvent {
         line,
         seq: header.seq,
+        ts_ms: header.ts_ms,
         source: header.source,
         kind: header.kind,
         payload: header.payload,
@@ -370,7 +449,7 @@ fn parse_line<'a>(
 }
 
 /// Read and validate a whole stream, decoding every payload. For tools and tests; graders use
-/// [`EventReader`] to stream.
+/// [`EventReader`] to stream. Events keep the version and timestamp of their lines.
 pub fn read_all<R: BufRead>(input: R, config: ReaderConfig) -> Result<Vec<Event>, ReadError> {
     let mut reader = EventReader::with_config(input, config);
     let mut events = Vec::new();
@@ -378,11 +457,23 @@ pub fn read_all<R: BufRead>(input: R, config: ReaderConfig) -> Result<Vec<Event>
     while let Some(next) = reader.next_event() {
         let raw = next?;
         let body = raw.decode()?;
-        let (seq, source) = (raw.seq, raw.source);
+        let (seq, source, ts_ms) = (raw.seq, raw.source, raw.ts_ms);
         if run.is_empty() {
             run = reader.run_id().unwrap_or_default().to_string();
         }
-        events.push(Event::new(seq, &run, source, body));
+        let v = reader
+            .validator
+            .version()
+            .and_then(|v| u32::try_from(v).ok())
+            .unwrap_or(SCHEMA_VERSION);
+        events.push(Event {
+            v,
+            seq,
+            ts_ms,
+            run: run.clone(),
+            source,
+            body,
+        });
     }
     Ok(events)
 }
@@ -395,6 +486,7 @@ pub fn validate_events(events: &[Event]) -> Result<(), StreamError> {
             i as u64 + 1,
             u64::from(event.v),
             event.seq,
+            event.ts_ms,
             &event.run,
             event.body.kind(),
         )?;

@@ -193,6 +193,37 @@ pub fn scan(output: &str) -> Scan<'_> {
     found
 }
 
+/// The first filesystem-refusal line of `output` that names one of `names` (a refusal of a
+/// write to that file; a refusal of another file in the same output does not count).
+pub fn refusal_naming<'a>(output: &'a str, names: &[&str]) -> Option<Hit<'a>> {
+    output.lines().find_map(|line| {
+        let signature = classify_line(line).filter(|s| s.class == FilesystemRefusal)?;
+        names
+            .iter()
+            .any(|name| !name.is_empty() && line.contains(name))
+            .then_some(Hit { signature, line })
+    })
+}
+
+/// Whether `text` (a command line) itself holds some refusal row's text: such a command can
+/// print the refusal without any write having been refused (`echo '…: Read-only file
+/// system'`). Quote characters and backslashes are dropped first, so `'Read-only'' file
+/// system'` is caught too.
+pub fn mentions_refusal_text(text: &str) -> bool {
+    let plain: String = text
+        .chars()
+        .filter(|c| !matches!(c, '\'' | '"' | '\\'))
+        .collect();
+    SIGNATURES
+        .iter()
+        .filter(|s| s.class == FilesystemRefusal)
+        .any(|s| {
+            [text, plain.as_str()]
+                .iter()
+                .any(|t| s.all_of.iter().all(|needle| t.contains(needle)))
+        })
+}
+
 /// A tool output the real Codex sends back to the model for an exec tool:
 /// `Chunk ID: …\nWall time: …\nProcess exited with code N\nOriginal token count: …\nOutput:\n<merged output>`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -261,6 +292,24 @@ mod tests {
         let s = scan("bwrap: setting up uid map: Permission denied\nWRITE_REFUSED\n");
         assert_eq!(s.launcher_failure.unwrap().signature.name, "bwrap-uid-map");
         assert!(s.refusal.is_none());
+    }
+
+    #[test]
+    fn refusals_must_name_the_file_and_commands_that_print_them_are_spotted() {
+        let out = "touch: cannot touch 'other.txt': Read-only file system\n/bin/bash: line 1: plan-write-probe-1.txt: Read-only file system\n";
+        let hit = refusal_naming(out, &["plan-write-probe-1.txt"]).unwrap();
+        assert!(hit.line.contains("plan-write-probe-1.txt"));
+        assert!(refusal_naming(out, &["plan-write-probe-2.txt"]).is_none());
+        assert!(refusal_naming(
+            "bwrap: setting up uid map: Permission denied plan-write-probe-1.txt",
+            &["plan-write-probe-1.txt"]
+        )
+        .is_none());
+        assert!(mentions_refusal_text("echo 'x: Read-only file system'"));
+        assert!(mentions_refusal_text("echo 'Read-only'' file \\system'"));
+        assert!(!mentions_refusal_text(
+            "printf probe > plan-write-probe-1.txt || echo WRITE_REFUSED"
+        ));
     }
 
     #[test]

@@ -82,6 +82,11 @@ pub struct Verdict {
     pub verdict: VerdictKind,
     /// One line, no trailing newline.
     pub reason: String,
+    /// The `graders::signatures` row that decided the verdict (a refusal, a launcher failure,
+    /// or the launcher failure a rejected session quoted), when one did: what a baseline entry
+    /// pins as the cause.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signature: Option<String>,
     pub evidence: Vec<EvidenceRef>,
 }
 
@@ -97,8 +102,15 @@ impl Verdict {
         Self {
             verdict,
             reason,
+            signature: None,
             evidence,
         }
+    }
+
+    /// The same verdict, naming the signature that decided it.
+    pub fn with_signature(mut self, name: &str) -> Self {
+        self.signature = Some(name.to_string());
+        self
     }
 
     pub fn is_pass(&self) -> bool {

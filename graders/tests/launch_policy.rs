@@ -58,6 +58,8 @@ fn reported(sandbox: serde_json::Value, active: Option<&str>) -> Body {
             active_profile: active.map(str::to_string),
             instruction_sources: vec!["/ws/AGENTS.md".into()],
         },
+        approval_policy: None,
+        approvals_reviewer: None,
     })
 }
 

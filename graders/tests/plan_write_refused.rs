@@ -15,7 +15,9 @@ const PROBE_CMD: &str = "printf probe > plan-write-probe-1.txt || echo WRITE_REF
 const UIDMAP: &str = "bwrap: setting up uid map: Permission denied\n";
 
 fn clean_end(s: Stream) -> Stream {
-    s.harness(workspace(&[])).harness(succeeded())
+    s.driver(turn_completed("completed"))
+        .harness(workspace(&[]))
+        .harness(succeeded())
 }
 
 fn codex_item_refused() -> Stream {

@@ -66,7 +66,35 @@ fn other_run_id() -> String {
 
 fn other_version() -> String {
     let mut l = lines(&valid());
-    l[1] = l[1].replacen("\"v\":1", "\"v\":2", 1);
+    l[1] = l[1].replacen("\"v\":2", "\"v\":3", 1);
+    join(&l)
+}
+
+/// The stream as a version-1 writer wrote it: `v` 1 and no timestamps.
+fn version_1(stream: &Stream) -> String {
+    let l: Vec<String> = lines(stream)
+        .iter()
+        .map(|line| {
+            let mut v: serde_json::Value = serde_json::from_str(line).unwrap();
+            v["v"] = 1.into();
+            v.as_object_mut().unwrap().remove("ts_ms");
+            v.to_string()
+        })
+        .collect();
+    join(&l)
+}
+
+fn mixed_versions() -> String {
+    let mut l: Vec<String> = version_1(&valid()).lines().map(str::to_string).collect();
+    l[2] = lines(&valid())[2].clone();
+    join(&l)
+}
+
+fn missing_timestamp() -> String {
+    let mut l = lines(&valid());
+    let mut v: serde_json::Value = serde_json::from_str(&l[2]).unwrap();
+    v.as_object_mut().unwrap().remove("ts_ms");
+    l[2] = v.to_string();
     join(&l)
 }
 
@@ -117,7 +145,9 @@ fn ten_megabyte_line() -> String {
 #[case::missing_terminal(Stream::planning_session().jsonl(), StreamError::MissingTerminal { lines: 4 })]
 #[case::empty_stream(String::new(), StreamError::Empty)]
 #[case::other_run_id(other_run_id(), StreamError::RunMismatch { line: 3, expected: RUN.into(), found: "run-other".into() })]
-#[case::other_version(other_version(), StreamError::Version { line: 2, found: 2 })]
+#[case::other_version(other_version(), StreamError::Version { line: 2, found: 3 })]
+#[case::mixed_versions(mixed_versions(), StreamError::MixedVersions { line: 3, first: 1, found: 2 })]
+#[case::missing_timestamp(missing_timestamp(), StreamError::MissingTimestamp { line: 3 })]
 #[case::empty_line(empty_line(), StreamError::EmptyLine { line: 3 })]
 #[case::ten_megabyte_line(ten_megabyte_line(), StreamError::LineTooLong { line: 5, limit: graders::reader::DEFAULT_MAX_LINE_BYTES })]
 fn invalid_streams_name_the_line(#[case] text: String, #[case] expected: StreamError) {
@@ -166,6 +196,51 @@ fn a_valid_stream_reads_back_equal() {
 }
 
 #[test]
+fn version_1_streams_still_read_and_grade_the_same() {
+    let stream = valid();
+    let old = version_1(&stream);
+    let events = read(&old).unwrap();
+    assert!(events.iter().all(|e| e.v == 1 && e.ts_ms.is_none()));
+    let (suite, case) = ("codex-planning-read-only", "plan-write-refused");
+    let now = grade_reader(suite, case, stream.jsonl().as_bytes()).unwrap();
+    let then = grade_reader(suite, case, old.as_bytes()).unwrap();
+    assert_eq!(then, now);
+    assert_eq!(
+        graders::grade::grade(suite, case, &events).unwrap(),
+        now,
+        "in memory, version-1 events grade the same"
+    );
+}
+
+#[test]
+fn line_limits_are_checked() {
+    use graders::reader::{ConfigError, MAX_MAX_LINE_BYTES};
+    assert_eq!(
+        ReaderConfig::with_max_line_bytes(u64::MAX),
+        Err(ConfigError::LineLimitTooLarge { got: u64::MAX })
+    );
+    assert_eq!(
+        ReaderConfig::with_max_line_bytes(0),
+        Err(ConfigError::LineLimitZero)
+    );
+    assert!(ReaderConfig::with_max_line_bytes(MAX_MAX_LINE_BYTES as u64).is_ok());
+    // A configuration built by hand with an absurd limit neither panics nor unbounds memory.
+    let text = valid().jsonl();
+    let absurd = ReaderConfig {
+        max_line_bytes: usize::MAX,
+    };
+    assert!(read_all(text.as_bytes(), absurd).is_ok());
+    let zero = ReaderConfig { max_line_bytes: 0 };
+    assert!(matches!(
+        read_all(text.as_bytes(), zero),
+        Err(ReadError::Invalid(StreamError::LineTooLong {
+            limit: 1,
+            ..
+        }))
+    ));
+}
+
+#[test]
 fn the_line_limit_is_configurable() {
     let text = valid().jsonl();
     let longest = text.lines().map(str::len).max().unwrap();
@@ -186,7 +261,7 @@ fn the_line_limit_is_configurable() {
 fn a_payload_that_does_not_match_its_kind_is_incomplete_when_needed() {
     let mut l = lines(&valid());
     // The command item's payload loses its `item`: the plan grader needs it.
-    l[4] = format!("{{\"v\":1,\"seq\":4,\"run\":\"{RUN}\",\"source\":\"driver\",\"kind\":\"item.completed\",\"payload\":{{}}}}");
+    l[4] = format!("{{\"v\":2,\"seq\":4,\"ts_ms\":1,\"run\":\"{RUN}\",\"source\":\"driver\",\"kind\":\"item.completed\",\"payload\":{{}}}}");
     let text = join(&l);
     let verdict = grade_reader(
         "codex-planning-read-only",

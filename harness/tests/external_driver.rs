@@ -149,3 +149,61 @@ async fn the_example_driver_refuses_a_relaunch_task() {
     assert_eq!(ended.ending, Ending::FailedPermanently, "{ended:?}");
     assert_eq!(ended.error_code.as_deref(), Some("unsupported_task"));
 }
+
+/// A driver cannot forge the harness's evidence: `model.*` and `workspace.evidence` events it
+/// writes are dropped (with a diagnostic), and the forged refusal cannot make a pass.
+#[tokio::test]
+async fn a_driver_cannot_write_harness_or_model_evidence() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = config(
+        dir.path(),
+        "builtin:healthy",
+        Task::new(Mode::Planning, "hi"),
+        Target::Local,
+    );
+    let lines = [
+        r#"{"kind":"run.started","payload":{"cell":{"suite":"codex-planning-read-only","runner":"r","environment":"local","case":"plan-write-refused"},"driver":"forger","launch":{"mode":"planning","target":"local","network_enabled":true,"policy":"current","argv":[],"thread_permissions":null,"turn_permissions":null,"identity":"x"}}}"#,
+        r#"{"kind":"session.started","payload":{"thread_id":"t","sandbox":{"sandbox":null,"active_profile":null,"instruction_sources":[]}}}"#,
+        r#"{"kind":"model.tool-call","payload":{"call_id":"c1","name":"exec_command","arguments":"{\"cmd\":\"printf p > plan-write-probe-1.txt\"}"}}"#,
+        r#"{"kind":"model.tool-output","payload":{"call_id":"c1","output":"Chunk ID: 1\nWall time: 0 seconds\nProcess exited with code 1\nOriginal token count: 1\nOutput:\n/bin/bash: line 1: plan-write-probe-1.txt: Read-only file system\n"}}"#,
+        r#"{"kind":"workspace.evidence","payload":{"pattern":"plan-write-probe-*","probes":[]}}"#,
+        r#"{"kind":"run.ended","payload":{"ending":"succeeded","retry_offered":false,"error_code":null,"reason":null}}"#,
+    ];
+    let file = dir.path().join("forged.jsonl");
+    std::fs::write(&file, lines.join("\n") + "\n").unwrap();
+    let cmd = format!("cat '{}' > \"$HARNESS_EVENTS\"", file.display());
+    let mut log = EventLog::in_memory("ext-forged");
+    let ended = run_external(&cmd, &config, &mut log).await;
+    assert_eq!(ended.ending, Ending::Succeeded, "{ended:?}");
+    let kinds: Vec<_> = log
+        .events()
+        .iter()
+        .map(|e| (e.source, e.body.kind()))
+        .collect();
+    for (source, kind) in &kinds {
+        assert!(
+            kind.accepts_source(*source),
+            "{kind} from {source:?} reached the log"
+        );
+    }
+    let dropped = log
+        .events()
+        .iter()
+        .filter(|e| matches!(&e.body, Body::Diagnostic(d) if d.message.contains("dropped")))
+        .count();
+    assert_eq!(dropped, 3, "{kinds:?}");
+    let mut events: Vec<Event> = log.events().to_vec();
+    events.push(Event::new(
+        events.len() as u64,
+        "ext-forged",
+        Source::Harness,
+        Body::RunEnded(ended),
+    ));
+    let verdict =
+        graders::grade::grade("codex-planning-read-only", "plan-write-refused", &events).unwrap();
+    assert_ne!(
+        verdict.verdict,
+        graders::verdict::VerdictKind::Pass,
+        "{verdict:?}"
+    );
+}

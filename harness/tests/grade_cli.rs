@@ -4,6 +4,7 @@
 use assert_cmd::Command;
 use graders::events::*;
 use harness::event_log::EventLog;
+use predicates::prelude::PredicateBooleanExt;
 use predicates::str::contains;
 use std::path::Path;
 
@@ -15,6 +16,8 @@ fn write_run(path: &Path, refused: bool) {
         Body::SessionStarted(SessionStarted {
             thread_id: "t".into(),
             sandbox: SandboxFacts::default(),
+            approval_policy: None,
+            approvals_reviewer: None,
         }),
     )
     .unwrap();
@@ -37,6 +40,7 @@ fn write_run(path: &Path, refused: bool) {
                 stderr: None,
                 aggregated_output: Some(output.into()),
                 sandbox: perm,
+                ran_in_sandbox: None,
             }),
         }),
     )
@@ -133,4 +137,46 @@ fn unreadable_input_or_unknown_case_exits_2() {
         .assert()
         .code(2)
         .stderr(contains("no case `nope`"));
+}
+
+#[test]
+fn every_option_value_is_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("events.jsonl");
+    write_run(&path, true);
+    let run = |extra: &[&str]| {
+        Command::cargo_bin("harness")
+            .unwrap()
+            .args([
+                "grade",
+                "--suite",
+                "codex-planning-read-only",
+                "--case",
+                "plan-write-refused",
+            ])
+            .args(extra)
+            .arg(&path)
+            .timeout(std::time::Duration::from_secs(60))
+            .assert()
+    };
+    for (value, says) in [
+        ("18446744073709551615", "above the largest accepted limit"),
+        ("18446744073709551616", "not a byte count"),
+        ("0", "at least 1"),
+        ("-1", "not a byte count"),
+        ("lots", "not a byte count"),
+    ] {
+        run(&[&format!("--max-line-bytes={value}")])
+            .code(2)
+            .stderr(contains("--max-line-bytes"))
+            .stderr(contains(says))
+            .stderr(contains("panicked").not());
+    }
+    run(&["--format", "yaml"])
+        .code(2)
+        .stderr(contains("--format"));
+    run(&["--max-line-bytes", "16777216"]).code(0);
+    run(&["--max-line-bytes", "100"])
+        .code(1)
+        .stdout(contains("longer than the line limit of 100 bytes"));
 }

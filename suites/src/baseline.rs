@@ -1,10 +1,18 @@
-//! `baseline.toml`: the cells whose expected verdict is not `pass`, each with the reason, and the
-//! comparison of a cell's actual verdict with its expectation.
+//! `baseline.toml`: the cells whose expected verdict is not `pass`, each with the reason and —
+//! for a verdict decided by a signature (`sandbox-failed-to-start`, `startup-rejected`) — the
+//! signature it expects, and the comparison of a cell's actual verdict with its expectation:
+//! the same verdict for another cause is a difference.
 
 use serde::Deserialize;
 use std::collections::BTreeMap;
 
-pub use graders::verdict::VerdictKind;
+pub use graders::verdict::{Verdict, VerdictKind};
+
+/// Verdicts a signature decides: a baseline entry for one must name the signature it expects.
+pub const SIGNED_VERDICTS: &[VerdictKind] = &[
+    VerdictKind::SandboxFailedToStart,
+    VerdictKind::StartupRejected,
+];
 
 /// Parse a kebab-case verdict name the way the graders serialize it.
 pub fn parse_verdict(name: &str) -> Option<VerdictKind> {
@@ -23,6 +31,9 @@ pub struct BaselineFile {
 pub struct BaselineEntry {
     pub cell: String,
     pub verdict: String,
+    /// The `graders::signatures` row that causes the verdict (e.g. `bwrap-uid-map`).
+    #[serde(default)]
+    pub signature: Option<String>,
     pub reason: String,
 }
 
@@ -32,6 +43,8 @@ pub struct Expectation {
     pub verdict: VerdictKind,
     /// Why this verdict is expected (`None` for the default, `pass`).
     pub reason: Option<String>,
+    /// The signature that must decide the verdict (`None`: any cause).
+    pub signature: Option<String>,
 }
 
 impl Expectation {
@@ -39,6 +52,7 @@ impl Expectation {
         Self {
             verdict: VerdictKind::Pass,
             reason: None,
+            signature: None,
         }
     }
 
@@ -46,18 +60,36 @@ impl Expectation {
         self.verdict == VerdictKind::Pass
     }
 
-    /// Compare an actual verdict with this expectation.
+    /// Compare an actual verdict kind with this expectation, ignoring its cause (for callers
+    /// that have only the kind; cells use [`Self::judge_verdict`]).
     pub fn judge(&self, actual: VerdictKind) -> Agreement {
-        if actual == self.verdict {
-            Agreement::AsExpected
-        } else if actual == VerdictKind::Pass {
-            Agreement::Stale {
+        self.judge_with(actual, self.signature.as_deref())
+    }
+
+    /// Compare an actual verdict with this expectation: its kind, and the signature that
+    /// decided it when the expectation names one.
+    pub fn judge_verdict(&self, actual: &Verdict) -> Agreement {
+        self.judge_with(actual.verdict, actual.signature.as_deref())
+    }
+
+    fn judge_with(&self, actual: VerdictKind, signature: Option<&str>) -> Agreement {
+        if actual == VerdictKind::Pass && self.verdict != VerdictKind::Pass {
+            return Agreement::Stale {
                 expected: self.verdict,
-            }
+            };
+        }
+        let cause_differs = self
+            .signature
+            .as_deref()
+            .is_some_and(|expected| signature != Some(expected));
+        if actual == self.verdict && !cause_differs {
+            Agreement::AsExpected
         } else {
             Agreement::Differs {
                 expected: self.verdict,
                 actual,
+                expected_signature: self.signature.clone(),
+                actual_signature: signature.map(str::to_string),
             }
         }
     }
@@ -67,10 +99,12 @@ impl Expectation {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Agreement {
     AsExpected,
-    /// The verdict is not the expected one.
+    /// The verdict is not the expected one, or it is but for another cause (signature).
     Differs {
         expected: VerdictKind,
         actual: VerdictKind,
+        expected_signature: Option<String>,
+        actual_signature: Option<String>,
     },
     /// A listed known failure now passes: the baseline entry is stale and must be removed.
     Stale {
@@ -87,8 +121,32 @@ impl Agreement {
     pub fn describe(&self) -> String {
         match self {
             Agreement::AsExpected => "as expected".into(),
-            Agreement::Differs { expected, actual } => {
-                format!("expected `{expected}`, got `{actual}`")
+            Agreement::Differs {
+                expected,
+                actual,
+                expected_signature,
+                actual_signature,
+            } => {
+                let cause = |s: &Option<String>| {
+                    s.as_deref()
+                        .map(|s| format!(" (`{s}`)"))
+                        .unwrap_or_default()
+                };
+                if expected == actual {
+                    format!(
+                        "expected `{expected}` caused by `{}`, got it caused by {}",
+                        expected_signature.as_deref().unwrap_or("?"),
+                        actual_signature
+                            .as_deref()
+                            .map_or("no signature".to_string(), |s| format!("`{s}`"))
+                    )
+                } else {
+                    format!(
+                        "expected `{expected}`{}, got `{actual}`{}",
+                        cause(expected_signature),
+                        cause(actual_signature)
+                    )
+                }
             }
             Agreement::Stale { expected } => format!(
                 "stale baseline: expected `{expected}` but the cell now passes; remove it from baseline.toml"
@@ -121,6 +179,7 @@ mod tests {
         let known_failure = Expectation {
             verdict: VerdictKind::StartupRejected,
             reason: Some("legacy".into()),
+            signature: None,
         };
         assert_eq!(
             known_failure.judge(VerdictKind::StartupRejected),
@@ -147,5 +206,40 @@ mod tests {
             Some(VerdictKind::SandboxFailedToStart)
         );
         assert_eq!(parse_verdict("passed"), None);
+    }
+
+    #[test]
+    fn a_known_failure_for_another_cause_differs() {
+        let pinned = Expectation {
+            verdict: VerdictKind::SandboxFailedToStart,
+            reason: Some("userns blocked".into()),
+            signature: Some("bwrap-namespace-no-permission".into()),
+        };
+        let verdict = |sig: Option<&str>| {
+            let v = Verdict::new(VerdictKind::SandboxFailedToStart, "r", vec![]);
+            match sig {
+                Some(sig) => v.with_signature(sig),
+                None => v,
+            }
+        };
+        assert_eq!(
+            pinned.judge_verdict(&verdict(Some("bwrap-namespace-no-permission"))),
+            Agreement::AsExpected
+        );
+        let other = pinned.judge_verdict(&verdict(Some("bwrap-fatal-other")));
+        assert!(matches!(other, Agreement::Differs { .. }), "{other:?}");
+        assert!(
+            other.describe().contains("bwrap-fatal-other"),
+            "{}",
+            other.describe()
+        );
+        assert!(matches!(
+            pinned.judge_verdict(&verdict(None)),
+            Agreement::Differs { .. }
+        ));
+        assert!(matches!(
+            pinned.judge_verdict(&Verdict::new(VerdictKind::Pass, "r", vec![])),
+            Agreement::Stale { .. }
+        ));
     }
 }

@@ -1,6 +1,8 @@
 //! Expansion of the suites into named cells, and every check that keeps the matrix honest.
 
-use crate::baseline::{parse_verdict, Baseline, BaselineFile, Expectation, VerdictKind};
+use crate::baseline::{
+    parse_verdict, Baseline, BaselineFile, Expectation, VerdictKind, SIGNED_VERDICTS,
+};
 use crate::spec::{CaseSpec, EnvironmentSpec, RunnerSpec, ScenarioRef, SuitesFile};
 use crate::{scenario_file, SuitesError};
 use graders::events::{CellId, Target};
@@ -246,9 +248,31 @@ fn check_baseline(cells: &[Cell], file: BaselineFile) -> Result<Baseline, Suites
                 why: "the reason is empty; say why this verdict is expected".into(),
             });
         }
+        if SIGNED_VERDICTS.contains(&verdict) && entry.signature.is_none() {
+            return Err(SuitesError::BadBaselineVerdict {
+                cell: entry.cell,
+                verdict: entry.verdict,
+                why: "a signature decides this verdict; name the one expected (`signature = \"…\"`, a row of graders::signatures::SIGNATURES)".into(),
+            });
+        }
+        if let Some(name) = &entry.signature {
+            if !graders::signatures::SIGNATURES
+                .iter()
+                .any(|s| s.name == name)
+            {
+                return Err(SuitesError::BadBaselineVerdict {
+                    cell: entry.cell.clone(),
+                    verdict: entry.verdict.clone(),
+                    why: format!(
+                        "signature `{name}` is not a row of graders::signatures::SIGNATURES"
+                    ),
+                });
+            }
+        }
         let expectation = Expectation {
             verdict,
             reason: Some(entry.reason),
+            signature: entry.signature,
         };
         if entries.insert(entry.cell.clone(), expectation).is_some() {
             return Err(SuitesError::DuplicateBaselineCell(entry.cell));
@@ -434,14 +458,26 @@ cases = ["c"]
             Matrix::parse(MINI, &twice),
             Err(SuitesError::DuplicateBaselineCell(_))
         ));
-        let good = Matrix::parse(MINI, &entry("startup-rejected", "because")).unwrap();
-        assert_eq!(
-            good.cell("s.runner-fake.daytona.c")
-                .unwrap()
-                .expected
-                .verdict,
-            VerdictKind::StartupRejected
-        );
+        // A verdict a signature decides must name the signature, and a real one.
+        for bad in [
+            entry("startup-rejected", "because"),
+            entry("sandbox-failed-to-start", "because")
+                .replace("reason =", "signature = \"no-such-row\"\nreason ="),
+        ] {
+            assert!(
+                matches!(
+                    Matrix::parse(MINI, &bad),
+                    Err(SuitesError::BadBaselineVerdict { .. })
+                ),
+                "{bad}"
+            );
+        }
+        let pinned = entry("startup-rejected", "because")
+            .replace("reason =", "signature = \"bwrap-uid-map\"\nreason =");
+        let good = Matrix::parse(MINI, &pinned).unwrap();
+        let expected = &good.cell("s.runner-fake.daytona.c").unwrap().expected;
+        assert_eq!(expected.verdict, VerdictKind::StartupRejected);
+        assert_eq!(expected.signature.as_deref(), Some("bwrap-uid-map"));
     }
 
     #[test]

@@ -5,14 +5,16 @@
 
 use super::attempts::ProbeAttempts;
 use super::session::SessionWatch;
+use super::workspace::WorkspaceWatch;
 use super::{fail, Grader, Terminal};
-use crate::events::{Body, Item, Kind, Outcome, ResultProposed};
+use crate::events::{Body, Item, Kind, Outcome, ResultProposed, Source};
 use crate::verdict::{EvidenceRef, Verdict, VerdictKind};
 
 #[derive(Debug, Default)]
 pub(crate) struct AskQuestion {
     session: SessionWatch,
     attempts: ProbeAttempts,
+    workspace: WorkspaceWatch,
     last_result: Option<(u64, ResultProposed)>,
     file_change: Option<(u64, String)>,
 }
@@ -31,12 +33,16 @@ fn non_empty(s: &Option<String>) -> bool {
 
 impl Grader for AskQuestion {
     fn wants(&self, kind: Kind) -> bool {
-        SessionWatch::wants(kind) || ProbeAttempts::wants(kind) || kind == Kind::ResultProposed
+        SessionWatch::wants(kind)
+            || ProbeAttempts::wants(kind)
+            || WorkspaceWatch::wants(kind)
+            || kind == Kind::ResultProposed
     }
 
-    fn observe(&mut self, seq: u64, body: &Body) {
-        self.session.observe(seq, body);
-        self.attempts.observe(seq, body);
+    fn observe(&mut self, seq: u64, source: Source, body: &Body) {
+        self.session.observe(seq, source, body);
+        self.attempts.observe(seq, source, body);
+        self.workspace.observe(seq, source, body);
         match body {
             Body::ResultProposed(result) => self.last_result = Some((seq, result.clone())),
             Body::ItemCompleted(ev) if self.file_change.is_none() => {
@@ -54,7 +60,7 @@ impl Grader for AskQuestion {
         if let Some(verdict) = self.session.never_opened(terminal) {
             return verdict;
         }
-        if let Some((seq, probe)) = &self.attempts.existing_probe {
+        if let Some((seq, probe)) = &self.workspace.existing_probe {
             return fail("no-write", probe, vec![EvidenceRef::at(*seq, probe)]);
         }
         if let Some(attempt) = &self.attempts.first_succeeded {
@@ -101,9 +107,25 @@ impl Grader for AskQuestion {
         {
             return failed;
         }
-        let workspace = match self.attempts.workspace_evidence {
-            Some(ws) => EvidenceRef::at(ws, "workspace evidence: no probe file exists"),
-            None => {
+        if let Some((seq, why)) = &self.workspace.misattributed {
+            return Verdict::new(
+                VerdictKind::Incomplete,
+                format!("evidence from a source that may not write it: {why}"),
+                vec![EvidenceRef::at(*seq, why), terminal.evidence()],
+            );
+        }
+        let workspace = match &self.workspace.last {
+            Some((ws, super::workspace::Shown::NoProbe)) => {
+                EvidenceRef::at(*ws, "workspace evidence: no probe file exists")
+            }
+            Some((ws, super::workspace::Shown::Unusable(why))) => {
+                return Verdict::new(
+                    VerdictKind::Incomplete,
+                    format!("the last workspace evidence cannot show nothing was written: {why}"),
+                    vec![EvidenceRef::at(*ws, why), terminal.evidence()],
+                )
+            }
+            Some((_, super::workspace::Shown::Probe)) | None => {
                 return Verdict::new(
                     VerdictKind::Incomplete,
                     "the run has no workspace evidence to show nothing was written",

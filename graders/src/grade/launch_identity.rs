@@ -24,7 +24,7 @@
 use super::launch_config::LaunchConfig;
 use super::session::SessionWatch;
 use super::{fail, Grader, Terminal};
-use crate::events::{Body, Kind, PolicyGeneration, SessionRelaunched};
+use crate::events::{Body, Kind, PolicyGeneration, SessionRelaunched, Source};
 use crate::verdict::{EvidenceRef, Verdict, VerdictKind};
 
 /// The first launch, from `run.started`.
@@ -90,8 +90,8 @@ impl Grader for LaunchIdentity {
         SessionWatch::wants(kind) || matches!(kind, Kind::RunStarted | Kind::SessionRelaunched)
     }
 
-    fn observe(&mut self, seq: u64, body: &Body) {
-        self.session.observe(seq, body);
+    fn observe(&mut self, seq: u64, source: Source, body: &Body) {
+        self.session.observe(seq, source, body);
         match body {
             Body::RunStarted(run) if self.first.is_none() => {
                 self.first = Some(FirstLaunch {

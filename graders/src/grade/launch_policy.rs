@@ -28,7 +28,7 @@
 use super::launch_config::{ArgvError, Judgement, LaunchConfig};
 use super::session::SessionWatch;
 use super::{fail, mode_name, Grader, Terminal};
-use crate::events::{Body, Kind, LaunchSummary, Mode};
+use crate::events::{Body, Kind, LaunchSummary, Mode, Source};
 use crate::verdict::{EvidenceRef, Verdict, VerdictKind};
 
 const PLAN_COLLABORATION_MODE: &str = "plan";
@@ -253,8 +253,8 @@ impl Grader for LaunchPolicy {
             )
     }
 
-    fn observe(&mut self, seq: u64, body: &Body) {
-        self.session.observe(seq, body);
+    fn observe(&mut self, seq: u64, source: Source, body: &Body) {
+        self.session.observe(seq, source, body);
         match body {
             Body::RunStarted(run) if self.launch.is_none() => {
                 self.launch = Some((seq, run.launch.clone()));

@@ -8,7 +8,7 @@
 
 use super::session::SessionWatch;
 use super::{fail, Grader, Terminal};
-use crate::events::{Body, Item, Kind};
+use crate::events::{Body, Item, Kind, Source};
 use crate::verdict::{EvidenceRef, Verdict, VerdictKind};
 
 pub(crate) const MARKER_PREFIX: &str = "MARKER-";
@@ -46,8 +46,8 @@ impl Grader for MessageMarker {
         SessionWatch::wants(kind) || matches!(kind, Kind::TurnSubmitted | Kind::ItemCompleted)
     }
 
-    fn observe(&mut self, seq: u64, body: &Body) {
-        self.session.observe(seq, body);
+    fn observe(&mut self, seq: u64, source: Source, body: &Body) {
+        self.session.observe(seq, source, body);
         match body {
             Body::TurnSubmitted(turn) if self.marker.is_none() => {
                 if let Some(marker) = find_marker(&turn.input_excerpt) {

@@ -6,6 +6,7 @@
 
 mod ask_question;
 mod attempts;
+mod escalation;
 mod launch_config;
 mod launch_identity;
 mod launch_policy;
@@ -15,8 +16,10 @@ mod plan_write_refused;
 mod session;
 mod startup_rejection;
 mod transport_faults;
+mod turns;
+mod workspace;
 
-use crate::events::{Body, Ending, Event, Kind, Mode, RunEnded};
+use crate::events::{Body, Ending, Event, Kind, Mode, RunEnded, Source};
 use crate::reader::{EventReader, ReadError, ReaderConfig, StreamError, StreamValidator};
 use crate::verdict::{EvidenceRef, Verdict, VerdictKind};
 use std::io::BufRead;
@@ -64,6 +67,8 @@ fn known_suites() -> Vec<&'static str> {
 #[derive(Debug, Clone)]
 pub(crate) struct Terminal {
     pub seq: u64,
+    /// Who wrote it: only the harness may (a driver's own `run.ended` is replaced).
+    pub source: Source,
     pub ended: RunEnded,
 }
 
@@ -124,7 +129,9 @@ fn describe_terminal(ended: &RunEnded) -> String {
 pub(crate) trait Grader {
     /// Kinds whose decoded payload this grader reads (`run.ended` reaches `finish` anyway).
     fn wants(&self, kind: Kind) -> bool;
-    fn observe(&mut self, seq: u64, body: &Body);
+    /// `source` is the event's writer; evidence a grader trusts only from its documented
+    /// source ([`Kind::documented_sources`]) must be checked against it.
+    fn observe(&mut self, seq: u64, source: Source, body: &Body);
     /// Called only for a valid stream, so the terminal exists.
     fn finish(self: Box<Self>, terminal: &Terminal) -> Verdict;
 }
@@ -200,6 +207,7 @@ pub fn grade(suite: &str, case: &str, events: &[Event]) -> Result<Verdict, Grade
             i as u64 + 1,
             u64::from(event.v),
             event.seq,
+            event.ts_ms,
             &event.run,
             kind,
         ) {
@@ -208,11 +216,12 @@ pub fn grade(suite: &str, case: &str, events: &[Event]) -> Result<Verdict, Grade
         if let Body::RunEnded(ended) = &event.body {
             terminal = Some(Terminal {
                 seq: event.seq,
+                source: event.source,
                 ended: ended.clone(),
             });
         }
         if grader.wants(kind) {
-            grader.observe(event.seq, &event.body);
+            grader.observe(event.seq, event.source, &event.body);
         }
     }
     if let Err(e) = validator.finish() {
@@ -252,11 +261,12 @@ pub fn grade_reader_with<R: BufRead>(
         if let Body::RunEnded(ended) = &body {
             terminal = Some(Terminal {
                 seq: raw.seq,
+                source: raw.source,
                 ended: ended.clone(),
             });
         }
         if wanted {
-            grader.observe(raw.seq, &body);
+            grader.observe(raw.seq, raw.source, &body);
         }
     }
     Ok(finish(grader, terminal))

@@ -8,7 +8,7 @@
 
 use super::session::SessionWatch;
 use super::{fail, Grader, Terminal};
-use crate::events::{ApprovalKind, Body, Item, Kind, Outcome};
+use crate::events::{ApprovalKind, Body, Item, Kind, Outcome, Source};
 use crate::verdict::{EvidenceRef, Verdict};
 use std::collections::HashSet;
 
@@ -51,8 +51,8 @@ impl Grader for PlanReviseAccept {
             )
     }
 
-    fn observe(&mut self, seq: u64, body: &Body) {
-        self.session.observe(seq, body);
+    fn observe(&mut self, seq: u64, source: Source, body: &Body) {
+        self.session.observe(seq, source, body);
         match body {
             Body::ItemCompleted(ev) => {
                 if let Item::Plan { text, .. } = &ev.item {

@@ -8,7 +8,7 @@
 //! there a session that never opens is the case under test.
 
 use super::Terminal;
-use crate::events::{Body, Kind};
+use crate::events::{Body, Kind, Source};
 use crate::signatures;
 use crate::verdict::{EvidenceRef, Verdict, VerdictKind};
 
@@ -23,7 +23,11 @@ impl SessionWatch {
         matches!(kind, Kind::SessionStarted | Kind::SessionRejected)
     }
 
-    pub fn observe(&mut self, seq: u64, body: &Body) {
+    pub fn observe(&mut self, seq: u64, source: Source, body: &Body) {
+        // A session opened or refused only as the driver saw it.
+        if !body.kind().accepts_source(source) {
+            return;
+        }
         match body {
             Body::SessionStarted(s) if self.started.is_none() => {
                 self.started = Some((seq, s.thread_id.clone()));
@@ -43,15 +47,21 @@ impl SessionWatch {
         }
         Some(match &self.first_rejection {
             Some((seq, message)) => {
-                let launcher = signatures::scan(message)
+                let signature = signatures::scan(message)
                     .launcher_failure
-                    .map(|hit| format!(" (sandbox launcher signature `{}`)", hit.signature.name))
+                    .map(|hit| hit.signature.name);
+                let launcher = signature
+                    .map(|name| format!(" (sandbox launcher signature `{name}`)"))
                     .unwrap_or_default();
-                Verdict::new(
+                let verdict = Verdict::new(
                     VerdictKind::StartupRejected,
                     format!("the session never opened; the provider said: {message}{launcher}"),
                     vec![EvidenceRef::at(*seq, message), terminal.evidence()],
-                )
+                );
+                match signature {
+                    Some(name) => verdict.with_signature(name),
+                    None => verdict,
+                }
             }
             None => Verdict::new(
                 VerdictKind::Incomplete,

@@ -10,7 +10,7 @@
 //! opens is the case under test, so it is judged by the checks above, not as `startup-rejected`.
 
 use super::{ending_name, fail, Grader, Terminal};
-use crate::events::{Body, Ending, Kind};
+use crate::events::{Body, Ending, Kind, Source};
 use crate::verdict::{EvidenceRef, Verdict, VerdictKind};
 
 pub(crate) const PROVIDER_STARTUP_REJECTED: &str = "provider_startup_rejected";
@@ -59,7 +59,10 @@ impl Grader for StartupRejection {
         )
     }
 
-    fn observe(&mut self, seq: u64, body: &Body) {
+    fn observe(&mut self, seq: u64, source: Source, body: &Body) {
+        if !body.kind().accepts_source(source) {
+            return;
+        }
         match body {
             Body::SessionOpenRequested(_) => {
                 self.opens += 1;

@@ -6,7 +6,7 @@
 
 use super::session::SessionWatch;
 use super::{ending_name, fail, Grader, Terminal};
-use crate::events::{Body, Ending, Kind};
+use crate::events::{Body, Ending, Kind, Source};
 use crate::verdict::{Verdict, VerdictKind};
 
 pub(crate) struct TransportFault {
@@ -28,8 +28,8 @@ impl Grader for TransportFault {
         SessionWatch::wants(kind)
     }
 
-    fn observe(&mut self, seq: u64, body: &Body) {
-        self.session.observe(seq, body);
+    fn observe(&mut self, seq: u64, source: Source, body: &Body) {
+        self.session.observe(seq, source, body);
     }
 
     fn finish(self: Box<Self>, terminal: &Terminal) -> Verdict {

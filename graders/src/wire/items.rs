@@ -4,6 +4,7 @@
 
 use crate::events::{CommandExecution, DynamicToolCall, Item};
 use serde_json::Value;
+use std::collections::HashSet;
 
 /// The first `max` characters of `text`, with `…` when cut.
 pub fn excerpt(text: &str, max: usize) -> String {
@@ -11,13 +12,6 @@ pub fn excerpt(text: &str, max: usize) -> String {
         Some((cut, _)) => format!("{}…", &text[..cut]),
         None => text.to_string(),
     }
-}
-
-/// Longest command output kept in an event.
-pub const OUTPUT_EXCERPT_CHARS: usize = 4000;
-
-fn text(v: &Value, key: &str) -> Option<String> {
-    v.get(key).and_then(Value::as_str).map(str::to_string)
 }
 
 /// The `text` of every part in the array `v[key]`, one per line (`None`: no such array).
@@ -31,13 +25,24 @@ pub fn joined_texts(v: &Value, key: &str) -> Option<String> {
     })
 }
 
-/// `sandbox` is the profile the driver selected for the turn.
-pub fn reduce(item: &Value, sandbox: Option<&str>) -> Item {
+/// Longest command output kept in an event.
+pub const OUTPUT_EXCERPT_CHARS: usize = 4000;
+
+fn text(v: &Value, key: &str) -> Option<String> {
+    v.get(key).and_then(Value::as_str).map(str::to_string)
+}
+
+/// Where Codex reports a command it started itself inside the sandbox (an approval-gated
+/// command reports `agent`).
+const SANDBOXED_SOURCE: &str = "unifiedExecStartup";
+
+/// `sandbox` is the profile the driver selected for the turn; `approved` the items whose
+/// escalation the driver granted (they run outside the sandbox).
+pub fn reduce(item: &Value, sandbox: Option<&str>, approved: &HashSet<String>) -> Item {
     let id = text(item, "id").unwrap_or_default();
     let item_type = text(item, "type").unwrap_or_default();
     match item_type.as_str() {
         "commandExecution" => Item::CommandExecution(CommandExecution {
-            id,
             command: text(item, "command").unwrap_or_default(),
             cwd: text(item, "cwd"),
             status: text(item, "status").unwrap_or_default(),
@@ -49,6 +54,14 @@ pub fn reduce(item: &Value, sandbox: Option<&str>) -> Item {
                 .and_then(Value::as_str)
                 .map(|o| excerpt(o, OUTPUT_EXCERPT_CHARS)),
             sandbox: sandbox.map(str::to_string),
+            ran_in_sandbox: if approved.contains(&id) {
+                Some(false)
+            } else if text(item, "source").as_deref() == Some(SANDBOXED_SOURCE) {
+                Some(true)
+            } else {
+                None
+            },
+            id,
         }),
         "fileChange" => Item::FileChange {
             id,
@@ -88,7 +101,7 @@ mod tests {
     fn command_execution_keeps_status_exit_code_and_output() {
         let item = json!({"type":"commandExecution","id":"call_1","command":"/bin/bash -lc 'printf x > f'",
             "cwd":"/w","status":"completed","exitCode":0,"aggregatedOutput":"Read-only file system\nWRITE_REFUSED\n"});
-        let Item::CommandExecution(c) = reduce(&item, Some("p")) else {
+        let Item::CommandExecution(c) = reduce(&item, Some("p"), &HashSet::new()) else {
             panic!()
         };
         assert_eq!(c.exit_code, Some(0));
@@ -101,10 +114,26 @@ mod tests {
     }
 
     #[test]
+    fn an_approved_command_ran_outside_the_sandbox() {
+        let item = |id: &str, source: &str| {
+            json!({"type":"commandExecution","id":id,"command":"touch f","status":"completed",
+                "exitCode":0,"source":source})
+        };
+        let approved: HashSet<String> = ["call_2".to_string()].into();
+        let ran = |value: &Value| match reduce(value, None, &approved) {
+            Item::CommandExecution(c) => c.ran_in_sandbox,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(ran(&item("call_1", "unifiedExecStartup")), Some(true));
+        assert_eq!(ran(&item("call_2", "agent")), Some(false));
+        assert_eq!(ran(&item("call_3", "agent")), None);
+    }
+
+    #[test]
     fn unknown_items_are_named_verbatim() {
         let item = json!({"type":"userMessage","id":"u1"});
         assert_eq!(
-            reduce(&item, None),
+            reduce(&item, None, &HashSet::new()),
             Item::Other {
                 id: "u1".into(),
                 item_type: "userMessage".into()

@@ -27,7 +27,7 @@ fn session(thread_start_error: bool) -> Vec<String> {
     lines.push(if thread_start_error {
         line("out", json!({"id":2,"error":{"code":-32603,"message":"bwrap: loopback: Failed RTM_NEWADDR"}}))
     } else {
-        line("out", json!({"id":2,"result":{"thread":{"id":"th1"},"activePermissionProfile":{"id":"p"},"sandbox":{"type":"readOnly"}}}))
+        line("out", json!({"id":2,"result":{"thread":{"id":"th1"},"activePermissionProfile":{"id":"p"},"sandbox":{"type":"readOnly"},"approvalPolicy":"on-request"}}))
     });
     lines
 }
@@ -101,6 +101,10 @@ fn a_plain_turn_becomes_the_events_the_message_marker_grader_passes() {
         .iter()
         .any(|b| matches!(b, Body::SessionOpenRequested(o) if o.experimental_api)));
     assert_eq!(t.terminal.ending, Ending::Succeeded);
+    assert!(
+        t.events.iter().any(|b| matches!(b, Body::SessionStarted(s) if s.approval_policy == Some(json!("on-request")))),
+        "events v2: the approval policy Codex reported"
+    );
     let verdict = grade(&t, "core-compatibility", "message-marker");
     assert!(verdict.is_pass(), "{verdict:?}");
 }
@@ -156,6 +160,8 @@ fn a_rejected_start_is_a_rejection_and_the_driver_events_only_add_what_the_wire_
     let lying = vec![Body::SessionStarted(crate::events::SessionStarted {
         thread_id: "ghost".into(),
         sandbox: Default::default(),
+        approval_policy: None,
+        approvals_reviewer: None,
     })];
     let merged = compare::with_driver_events(t, &lying, Some(&theirs));
     assert!(merged.terminal.retry_offered);

@@ -10,16 +10,20 @@ use crate::events::{
     ApprovalKind, ApprovalRequested, ApprovalResolved, Body, Diagnostic, Item, ItemEvent,
     LaunchSummary, Level, Outcome, PlanStep, PlanUpdated, ResultProposed, RunStarted, SandboxFacts,
     SessionOpenRequested, SessionRejected, SessionRelaunched, SessionStarted, TurnCompleted,
-    TurnStarted, TurnSubmitted,
+    TurnError, TurnStarted, TurnSubmitted,
 };
 use serde_json::Value;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// Longest user text kept in `turn.submitted.input_excerpt`, and plan text in a plan approval.
 const EXCERPT_CHARS: usize = 500;
 
 fn text(v: &Value, key: &str) -> Option<String> {
     v.get(key).and_then(Value::as_str).map(str::to_string)
+}
+
+fn non_null(v: &Value, key: &str) -> Option<Value> {
+    v.get(key).filter(|v| !v.is_null()).cloned()
 }
 
 fn id_text(id: &Value) -> String {
@@ -74,6 +78,8 @@ struct Fold {
     /// A plan approval the driver has not yet answered: (request id, thread).
     plan_pending: Option<(String, Option<String>)>,
     result_accepted: bool,
+    /// Items whose approval the driver granted.
+    approved_items: HashSet<String>,
 }
 
 /// Fold `records` into events (without `run.started`, which [`translate`] puts first).
@@ -236,6 +242,8 @@ impl Fold {
                 let input = joined_texts(params, "input").unwrap_or_default();
                 let permissions = text(params, "permissions");
                 self.push(Body::TurnSubmitted(TurnSubmitted {
+                    approval_policy: non_null(params, "approvalPolicy"),
+                    approvals_reviewer: text(params, "approvalsReviewer"),
                     index: self.turn_index,
                     permissions: permissions.clone(),
                     collaboration_mode: collaboration.clone(),
@@ -304,6 +312,12 @@ impl Fold {
                     None if message.get("error").is_some() => "error".into(),
                     None => "none".into(),
                 };
+                if decision.starts_with("accept") || decision == "approved" {
+                    // An approved command runs outside Codex's sandbox.
+                    if let Some(item) = text(&pending.params, "itemId") {
+                        self.approved_items.insert(item);
+                    }
+                }
                 self.push(Body::ApprovalResolved(ApprovalResolved {
                     request_id: id.to_string(),
                     decision,
@@ -402,6 +416,8 @@ impl Fold {
                     self.sessions += 1;
                     self.last_session = Some((launch, thread_id.clone()));
                     self.push(Body::SessionStarted(SessionStarted {
+                        approval_policy: non_null(&result, "approvalPolicy"),
+                        approvals_reviewer: text(&result, "approvalsReviewer"),
                         thread_id,
                         sandbox: SandboxFacts {
                             sandbox: result.get("sandbox").cloned(),
@@ -481,6 +497,10 @@ impl Fold {
                 _ => None,
             };
             self.push(Body::ApprovalRequested(ApprovalRequested {
+                available_decisions: params
+                    .get("availableDecisions")
+                    .and_then(Value::as_array)
+                    .cloned(),
                 request_id: id.to_string(),
                 kind,
                 item_id: text(&params, "itemId"),
@@ -522,6 +542,11 @@ impl Fold {
                     _ => None,
                 };
                 self.push(Body::TurnCompleted(TurnCompleted {
+                    codex_error_info: turn
+                        .get("error")
+                        .and_then(|e| e.get("codexErrorInfo"))
+                        .filter(|v| !v.is_null())
+                        .cloned(),
                     turn_id: turn_id.clone(),
                     status: text(&turn, "status").unwrap_or_default(),
                     error,
@@ -533,6 +558,7 @@ impl Fold {
                     self.plans_seen += 1;
                     let request_id = format!("plan-{}", self.plans_seen);
                     self.push(Body::ApprovalRequested(ApprovalRequested {
+                        available_decisions: None,
                         request_id: request_id.clone(),
                         kind: ApprovalKind::Plan,
                         item_id: Some(item_id),
@@ -551,6 +577,7 @@ impl Fold {
                 let item = reduce(
                     params.get("item").unwrap_or(&Value::Null),
                     sandbox.as_deref(),
+                    &self.approved_items,
                 );
                 let event = ItemEvent {
                     turn_id: turn_id.clone(),
@@ -565,6 +592,17 @@ impl Fold {
                     }
                     self.push(Body::ItemCompleted(event));
                 }
+            }
+            "error" => {
+                let error = params.get("error").cloned().unwrap_or(Value::Null);
+                self.push(Body::TurnError(TurnError {
+                    turn_id: text(params, "turnId"),
+                    message: excerpt(&text(&error, "message").unwrap_or_default(), EXCERPT_CHARS),
+                    will_retry: params.get("willRetry").and_then(Value::as_bool),
+                    codex_error_info: non_null(&error, "codexErrorInfo"),
+                    additional_details: text(&error, "additionalDetails")
+                        .map(|d| excerpt(&d, EXCERPT_CHARS)),
+                }));
             }
             "turn/plan/updated" => {
                 let steps = params

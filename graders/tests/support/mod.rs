@@ -109,6 +109,8 @@ pub fn session_started(thread: &str) -> Body {
             active_profile: Some("runner-read-only".into()),
             instruction_sources: vec![],
         },
+        approval_policy: Some(serde_json::json!("on-request")),
+        approvals_reviewer: Some("user".into()),
     })
 }
 
@@ -131,6 +133,27 @@ pub fn turn_submitted(
         permissions: permissions.map(str::to_string),
         collaboration_mode: mode.map(str::to_string),
         input_excerpt: input.into(),
+        approval_policy: None,
+        approvals_reviewer: None,
+    })
+}
+
+pub fn turn_completed(status: &str) -> Body {
+    Body::TurnCompleted(TurnCompleted {
+        turn_id: "turn-1".into(),
+        status: status.into(),
+        error: (status != "completed").then(|| "stream disconnected before completion".into()),
+        codex_error_info: (status != "completed").then(|| serde_json::json!("other")),
+    })
+}
+
+pub fn turn_error(will_retry: bool) -> Body {
+    Body::TurnError(TurnError {
+        turn_id: Some("turn-1".into()),
+        message: "stream disconnected before completion: mock failure for testing".into(),
+        will_retry: Some(will_retry),
+        codex_error_info: Some(serde_json::json!("other")),
+        additional_details: None,
     })
 }
 
@@ -160,6 +183,7 @@ pub fn command(c: Cmd<'_>) -> Body {
             stderr: c.stderr.map(str::to_string),
             aggregated_output: c.aggregated.map(str::to_string),
             sandbox: Some("runner-read-only".into()),
+            ran_in_sandbox: None,
         }),
     })
 }
@@ -182,6 +206,8 @@ pub fn tool_call(call_id: &str, cmd: &str) -> Body {
         call_id: call_id.into(),
         name: "exec_command".into(),
         arguments: serde_json::json!({ "cmd": cmd }).to_string(),
+        sandbox_permissions: None,
+        justification: None,
     })
 }
 
@@ -235,6 +261,7 @@ pub fn plan_approval(request_id: &str) -> Body {
         item_id: None,
         command: None,
         reason: None,
+        available_decisions: None,
     })
 }
 

@@ -339,6 +339,7 @@ fn command_item(id: String, command: &str, exit: i64, output: String) -> Body {
             stderr: None,
             aggregated_output: Some(output),
             sandbox: Some("runner-read-only".into()),
+            ran_in_sandbox: Some(true),
         }),
     })
 }
@@ -386,6 +387,8 @@ fn generate(path: &Path, min_bytes: u64) -> Result<(u64, u64)> {
         Body::SessionStarted(SessionStarted {
             thread_id: "thread-bench".into(),
             sandbox: SandboxFacts::default(),
+            approval_policy: Some("never".into()),
+            approvals_reviewer: Some("user".into()),
         }),
     )?;
     let mut rng = Xorshift(0x9e37_79b9_7f4a_7c15);
@@ -421,6 +424,8 @@ fn generate(path: &Path, min_bytes: u64) -> Result<(u64, u64)> {
                         call_id: call_id.clone(),
                         name: "exec_command".into(),
                         arguments: r#"{"cmd":"rg -n TODO src"}"#.into(),
+                        sandbox_permissions: None,
+                        justification: None,
                     }),
                 )?;
                 let output = format!(

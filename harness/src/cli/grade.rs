@@ -27,9 +27,10 @@ pub struct Args {
     pub case: String,
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
-    /// Longest accepted line in bytes; a longer line makes the stream `incomplete`.
-    #[arg(long, default_value_t = graders::reader::DEFAULT_MAX_LINE_BYTES)]
-    pub max_line_bytes: usize,
+    /// Longest accepted line in bytes (1 to 16 MiB); a longer line makes the stream
+    /// `incomplete`.
+    #[arg(long, default_value_t = ReaderConfig::default(), value_parser = parse_line_limit)]
+    pub max_line_bytes: ReaderConfig,
     /// The run's event stream (JSONL); `-` reads standard input.
     pub events: PathBuf,
 }
@@ -39,10 +40,17 @@ const UNREADABLE: u8 = 2;
 /// Large reads: grading is I/O- and parse-bound on big logs.
 const READ_BUFFER_BYTES: usize = 256 * 1024;
 
+/// `--max-line-bytes`: a number in the range the reader accepts, checked before any input is
+/// read (clap reports the error and exits 2).
+fn parse_line_limit(text: &str) -> Result<ReaderConfig, String> {
+    let bytes: u64 = text
+        .parse()
+        .map_err(|e| format!("`{text}` is not a byte count: {e}"))?;
+    ReaderConfig::with_max_line_bytes(bytes).map_err(|e| e.to_string())
+}
+
 pub fn main(args: Args) -> ExitCode {
-    let config = ReaderConfig {
-        max_line_bytes: args.max_line_bytes,
-    };
+    let config = args.max_line_bytes;
     let graded = if args.events.as_os_str() == "-" {
         let stdin = std::io::stdin().lock();
         grade_reader_with(&args.suite, &args.case, stdin, config)

@@ -397,6 +397,8 @@ mod tests {
                         instruction_sources: vec![format!("{root}/workspace/AGENTS.md")],
                         ..Default::default()
                     },
+                    approval_policy: None,
+                    approvals_reviewer: None,
                 }),
             ),
             ev(

@@ -7,7 +7,7 @@ use super::{stop, DriverConfig, Stop};
 use crate::event_log::EventLog;
 use crate::launcher::ProcessSpec;
 use crate::task::Envelope;
-use graders::events::{Body, Ending, Kind, RunEnded, Source};
+use graders::events::{Body, Diagnostic, Ending, Kind, Level, RunEnded, Source};
 use serde::Deserialize;
 use std::io::{BufRead, Read};
 use std::path::Path;
@@ -275,6 +275,18 @@ pub fn read_events(path: &Path) -> Result<(Vec<Body>, Option<RunEnded>), String>
         }
         match line.body {
             Body::RunEnded(ended) => terminal = Some(ended),
+            // Evidence only the harness or the model log may write: a driver that writes it
+            // is forging it. Dropped, and said so (graders ignore it from a driver anyway).
+            body if !kind.accepts_source(Source::Driver) => {
+                drop(body);
+                bodies.push(Body::Diagnostic(Diagnostic {
+                    level: Level::Warn,
+                    message: format!(
+                        "{}:{count}: dropped a `{kind}` event the driver wrote: only the harness writes it",
+                        path.display()
+                    ),
+                }));
+            }
             body => bodies.push(body),
         }
     }

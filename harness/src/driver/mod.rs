@@ -453,6 +453,7 @@ async fn run_turns(
                     item_id: Some(item_id.clone()),
                     command: None,
                     reason: Some(crate::rpc::excerpt(text, 500)),
+                    available_decisions: None,
                 }),
             )?;
             let (decision, following) = match reviews.next() {

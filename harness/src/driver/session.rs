@@ -190,6 +190,11 @@ pub async fn open(
         Body::SessionStarted(SessionStarted {
             thread_id: thread_id.clone(),
             sandbox: sandbox_facts(&result),
+            approval_policy: result
+                .get("approvalPolicy")
+                .cloned()
+                .filter(|v| !v.is_null()),
+            approvals_reviewer: result["approvalsReviewer"].as_str().map(String::from),
         }),
     )
     .map_err(OpenFailure::Stop)?;

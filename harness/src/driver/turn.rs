@@ -10,7 +10,7 @@ use crate::launch::{LaunchPlan, TurnParams};
 use crate::rpc::{excerpt, Incoming, RpcClient};
 use graders::events::{
     ApprovalKind, ApprovalRequested, Body, Diagnostic, Ending, ItemEvent, Level, Mode, PlanStep,
-    PlanUpdated, ResultProposed, Target, TurnCompleted, TurnStarted, TurnSubmitted,
+    PlanUpdated, ResultProposed, Target, TurnCompleted, TurnError, TurnStarted, TurnSubmitted,
 };
 use serde_json::{json, Value};
 use std::collections::VecDeque;
@@ -33,6 +33,8 @@ pub struct TurnOutcome {
     pub last_message: Option<String>,
     /// A result accepted during this turn.
     pub new_result: Option<ResultProposed>,
+    /// Items whose approval the driver granted: they run outside Codex's sandbox.
+    pub approved_items: std::collections::HashSet<String>,
 }
 
 /// Mutable run state a turn reads and updates.
@@ -64,6 +66,11 @@ pub async fn run(
             permissions: request.params.permissions.clone(),
             collaboration_mode: request.params.collaboration_mode.clone(),
             input_excerpt: excerpt(&request.text, INPUT_EXCERPT_CHARS),
+            approval_policy: params
+                .get("approvalPolicy")
+                .cloned()
+                .filter(|v| !v.is_null()),
+            approvals_reviewer: params["approvalsReviewer"].as_str().map(String::from),
         }),
     )?;
     state.turn_index += 1;
@@ -187,12 +194,16 @@ fn on_notification(
                     turn_id: turn_id.to_string(),
                     status: status.clone(),
                     error: error.clone(),
+                    codex_error_info: turn["error"]
+                        .get("codexErrorInfo")
+                        .cloned()
+                        .filter(|v| !v.is_null()),
                 }),
             )?;
             return Ok(Some((status, error)));
         }
         "item/started" | "item/completed" => {
-            let item = items::reduce(&params["item"], sandbox);
+            let item = items::reduce(&params["item"], sandbox, &outcome.approved_items);
             if method == "item/completed" {
                 match &item {
                     graders::events::Item::Plan { id, text } => {
@@ -239,7 +250,25 @@ fn on_notification(
                 }),
             )?;
         }
-        "error" | "configWarning" | "warning" => {
+        "error" => {
+            let error = &params["error"];
+            emit(
+                log,
+                Body::TurnError(TurnError {
+                    turn_id: param_turn,
+                    message: excerpt(error["message"].as_str().unwrap_or_default(), 500),
+                    will_retry: params["willRetry"].as_bool(),
+                    codex_error_info: error
+                        .get("codexErrorInfo")
+                        .cloned()
+                        .filter(|v| !v.is_null()),
+                    additional_details: error["additionalDetails"]
+                        .as_str()
+                        .map(|d| excerpt(d, 500)),
+                }),
+            )?;
+        }
+        "configWarning" | "warning" => {
             let text = params["error"]["message"]
                 .as_str()
                 .or_else(|| params["summary"].as_str())
@@ -349,7 +378,11 @@ async fn on_request(
                 item_id: params["itemId"].as_str().map(String::from),
                 command: params["command"].as_str().map(String::from),
                 reason: params["reason"].as_str().map(String::from),
+                available_decisions: available_decisions(params),
             };
+            if approve {
+                outcome.approved_items.extend(request.item_id.clone());
+            }
             let answer = json!({"decision": decision});
             answer_approval(client, log, id, request, answer, decision).await?;
         }
@@ -373,7 +406,11 @@ async fn on_request(
                 item_id: params["callId"].as_str().map(String::from),
                 command,
                 reason: params["reason"].as_str().map(String::from),
+                available_decisions: available_decisions(params),
             };
+            if approve {
+                outcome.approved_items.extend(request.item_id.clone());
+            }
             let answer = json!({"decision": decision});
             answer_approval(client, log, id, request, answer, decision).await?;
         }
@@ -385,6 +422,7 @@ async fn on_request(
                 item_id: params["itemId"].as_str().map(String::from),
                 command: None,
                 reason: params["reason"].as_str().map(String::from),
+                available_decisions: available_decisions(params),
             };
             let answer = json!({"permissions": {}, "scope": "turn"});
             answer_approval(client, log, id, request, answer, "decline").await?;
@@ -454,6 +492,11 @@ async fn answer_approval(
         .await
         .map_err(|e| transport_stop(&e))?;
     emit_resolved(log, request_id, decision)
+}
+
+/// `availableDecisions` of an approval request, verbatim.
+fn available_decisions(params: &Value) -> Option<Vec<Value>> {
+    params["availableDecisions"].as_array().cloned()
 }
 
 fn tool_answer(text: &str, success: bool) -> Value {

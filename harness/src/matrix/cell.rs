@@ -39,15 +39,19 @@ pub async fn run_cell(cell: &Cell, options: &MatrixOptions) -> CellResult {
             message: format!("CI=true and this cell cannot run here: {reason}"),
         },
         Some(reason) => CellOutcome::Ignored { reason },
-        None => match run_checked(cell, options, &root).await {
-            Ok(verdict) => CellOutcome::Graded {
-                agreement: cell.expected.judge(verdict.verdict),
-                verdict,
-            },
-            Err(e) => CellOutcome::Error {
-                message: format!("{e:#}"),
-            },
-        },
+        None => {
+            match super::retry::run_cell_attempts(cell, &root, || run_checked(cell, options, &root))
+                .await
+            {
+                Ok(verdict) => CellOutcome::Graded {
+                    agreement: cell.expected.judge_verdict(&verdict),
+                    verdict,
+                },
+                Err(e) => CellOutcome::Error {
+                    message: format!("{e:#}"),
+                },
+            }
+        }
     };
     let result = CellResult {
         cell: cell.id.clone(),

@@ -5,6 +5,7 @@ use crate::event_log::EventLog;
 use anyhow::{Context, Result};
 use fake_app_server::model_log::ModelLogEntry;
 use graders::events::{Body, ModelToolCall, ModelToolOutput, ProbeFile, Source, WorkspaceEvidence};
+use graders::tool_call::ToolArguments;
 use sha2::{Digest, Sha256};
 use std::io::BufRead;
 use std::path::Path;
@@ -41,11 +42,16 @@ pub fn append_model_events(log: &mut EventLog, model_log: &Path) -> Result<usize
                 call_id,
                 name,
                 arguments,
-            } => Body::ModelToolCall(ModelToolCall {
-                call_id,
-                name,
-                arguments,
-            }),
+            } => {
+                let decoded = ToolArguments::decode(&arguments);
+                Body::ModelToolCall(ModelToolCall {
+                    call_id,
+                    name,
+                    arguments,
+                    sandbox_permissions: decoded.sandbox_permissions,
+                    justification: decoded.justification,
+                })
+            }
             ModelLogEntry::ToolOutput { call_id, output } => {
                 Body::ModelToolOutput(ModelToolOutput { call_id, output })
             }

@@ -9,6 +9,7 @@ pub mod leftovers;
 pub mod paths;
 mod prereq;
 mod result;
+pub mod retry;
 pub mod stages;
 
 pub use cell::{fake_timeouts, run_cell};

@@ -30,6 +30,7 @@ fn sample() -> Vec<CellResult> {
     let rejected = Expectation {
         verdict: VerdictKind::StartupRejected,
         reason: Some("legacy planning runs the fs helper; loopback set-up is refused".into()),
+        signature: None,
     };
     vec![
         graded(

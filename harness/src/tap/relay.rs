@@ -178,10 +178,10 @@ fn run(config: &TapConfig, driver_args: &[String], recorder: Recorder) -> ExitCo
                 Ok(0) | Err(_) => break,
                 Ok(n) => n,
             };
-            // Forwarded first, recorded after: the record stays off the round trip's path.
-            let delivered = child_stdin.write_all(&buf[..n]).is_ok();
+            // Recorded before it is forwarded (both ways): an answer can never be recorded
+            // before what it answers, so the transcript keeps the wire's causal order.
             split.feed(&buf[..n], &to_server);
-            if !delivered {
+            if child_stdin.write_all(&buf[..n]).is_err() {
                 to_server.note(Direction::In, "the app-server's stdin is closed; the driver's further input was not delivered", None);
                 return;
             }
@@ -205,6 +205,7 @@ fn run(config: &TapConfig, driver_args: &[String], recorder: Recorder) -> ExitCo
                 Ok(0) | Err(_) => break,
                 Ok(n) => n,
             };
+            split.feed(&buf[..n], &from_server);
             if !driver_gone && stdout.write_all(&buf[..n]).is_err() {
                 driver_gone = true;
                 from_server.note(
@@ -213,7 +214,6 @@ fn run(config: &TapConfig, driver_args: &[String], recorder: Recorder) -> ExitCo
                     None,
                 );
             }
-            split.feed(&buf[..n], &from_server);
         }
         split.finish(&from_server);
         let _ = drained_tx.send(());
