@@ -2,7 +2,6 @@
 //! declaration says, a hung driver ended by the wire's idle bound in seconds.
 
 use harness::matrix::{run_cell, CellOutcome, MatrixOptions};
-use harness::tap::TapProgram;
 use std::time::{Duration, Instant};
 use suites::spec::CodexDiscovery;
 
@@ -10,11 +9,7 @@ fn options(out: &std::path::Path) -> MatrixOptions {
     let mut options = MatrixOptions::from_env().unwrap();
     let harness: std::path::PathBuf = env!("CARGO_BIN_EXE_harness").into();
     options.out_root = out.to_path_buf();
-    options.fake_program = harness.clone();
-    options.tap = TapProgram {
-        program: harness,
-        leading_args: vec!["tap".into()],
-    };
+    options.fake_program = harness;
     options.repo_root = Some(
         std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .parent()

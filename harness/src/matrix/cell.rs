@@ -218,10 +218,10 @@ async fn run_process_driver(
     task: Task,
     driver: &ProcessDriver,
 ) -> Result<(EventLog, RunEnded)> {
-    let tap = stages::tap::install(&options.tap, &app_server.program, folders)?;
+    let tap = stages::tap::install(&options.tap_program(), &app_server.program, folders)?;
     // The driver runs inside the environment too: the tap, and the files its command names,
     // must be visible there even below a folder the container's user cannot enter.
-    mounts.readonly.push(options.tap.program.clone());
+    mounts.readonly.push(options.fake_program.clone());
     mounts.readonly.extend(stages::driver::files_named_by(
         &driver.declared.command.replace(
             "{repo}",

@@ -28,12 +28,12 @@ use tokio::sync::{Mutex, Semaphore};
 pub struct MatrixOptions {
     /// One folder per cell below this (`target/conformance` by default).
     pub out_root: PathBuf,
-    /// The binary that serves as the fake app-server (it embeds `fake_app_server::cli_main`).
+    /// The binary that serves as the fake app-server (it embeds `fake_app_server::cli_main`),
+    /// the wire tap (`harness::tap::relay::main`) and the reference driver's process
+    /// (`harness::driver::standalone::main`).
     pub fake_program: PathBuf,
     /// Its leading arguments, e.g. `["fake-app-server", "app-server"]`.
     pub fake_leading_args: Vec<String>,
-    /// The binary that serves as the wire tap (it embeds `harness::tap::relay::main`).
-    pub tap: crate::tap::TapProgram,
     /// Replaces every external runner's command (`harness run --driver-cmd`).
     pub driver_cmd: Option<String>,
     /// Where relative driver commands are resolved.
@@ -52,10 +52,6 @@ impl MatrixOptions {
         let exe = std::env::current_exe().context("locating the running executable")?;
         Ok(Self {
             out_root: paths::conformance_root(),
-            tap: crate::tap::TapProgram {
-                program: exe.clone(),
-                leading_args: vec!["tap".into()],
-            },
             fake_program: exe,
             fake_leading_args: vec!["fake-app-server".into(), "app-server".into()],
             driver_cmd: None,
@@ -64,6 +60,15 @@ impl MatrixOptions {
             kept_bundles: None,
             probes: Arc::default(),
         })
+    }
+
+    /// The wire tap: the fake's binary also embeds it (`… tap`), and the reference driver as a
+    /// process (`… drive`).
+    pub fn tap_program(&self) -> crate::tap::TapProgram {
+        crate::tap::TapProgram {
+            program: self.fake_program.clone(),
+            leading_args: vec!["tap".into()],
+        }
     }
 
     /// The external driver command of `cell`'s runner, with `{repo}` replaced by the

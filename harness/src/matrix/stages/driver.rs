@@ -42,7 +42,7 @@ pub fn process_driver(cell: &Cell, options: &MatrixOptions) -> Result<ProcessDri
                     .map(|q| q.into_owned())
                     .map_err(|e| anyhow!("cannot quote `{s}`: {e}"))
             };
-            let command = format!("{} drive", quote(&options.tap.program.to_string_lossy())?);
+            let command = format!("{} drive", quote(&options.fake_program.to_string_lossy())?);
             Ok(ProcessDriver {
                 name: "reference".into(),
                 declared: all_modes_with_events(command),

@@ -14,10 +14,14 @@ pub fn install(
     app_server: &AppServerProgram,
     folders: &CellFolders,
 ) -> Result<InstalledTap> {
-    let mut prefix = app_server.leading_args.clone();
-    if prefix.last().map(String::as_str) == Some("app-server") {
-        prefix.pop();
-    }
+    // The driver gives `app-server` itself; the program's own flags stay (e.g. the fake's
+    // `--sandbox real` of `harness repro`).
+    let prefix: Vec<String> = app_server
+        .leading_args
+        .iter()
+        .filter(|a| *a != "app-server")
+        .cloned()
+        .collect();
     let dir = folders.root.join("tap");
     let config = TapConfig {
         program: app_server.program.clone(),
