@@ -12,3 +12,4 @@ pub mod shell;
 pub mod signatures;
 pub mod tool_call;
 pub mod verdict;
+pub mod wire;

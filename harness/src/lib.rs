@@ -15,4 +15,5 @@ pub mod report;
 pub mod repro;
 pub mod rpc;
 pub mod shutdown;
+pub mod tap;
 pub mod task;

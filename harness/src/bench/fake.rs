@@ -130,7 +130,7 @@ pub fn run(args: &Args) -> Result<Report> {
     })
 }
 
-fn median(values: &[f64]) -> f64 {
+pub(crate) fn median(values: &[f64]) -> f64 {
     let mut sorted = values.to_vec();
     sorted.sort_by(f64::total_cmp);
     let mid = sorted.len() / 2;
@@ -143,13 +143,13 @@ fn median(values: &[f64]) -> f64 {
 
 /// A fresh CODEX_HOME and TMPDIR per run; TMPDIR is never a parent of CODEX_HOME (Codex
 /// refuses to create its sandbox helper alias there).
-struct RunDirs {
+pub(crate) struct RunDirs {
     home: PathBuf,
     tmp: PathBuf,
 }
 
 impl RunDirs {
-    fn create(root: &Path, run: usize) -> Result<Self> {
+    pub(crate) fn create(root: &Path, run: usize) -> Result<Self> {
         let home = root.join("homes").join(format!("run-{run}"));
         let tmp = root.join("tmps").join(format!("run-{run}"));
         std::fs::create_dir_all(&home)?;
@@ -241,7 +241,7 @@ impl Connection {
     }
 }
 
-fn startup_ms(command: Command, workspace: &Path, dirs: &RunDirs) -> Result<f64> {
+pub(crate) fn startup_ms(command: Command, workspace: &Path, dirs: &RunDirs) -> Result<f64> {
     let started = Instant::now();
     let mut connection = Connection::spawn(command, workspace, dirs)?;
     connection.send(&json!({"id": 1, "method": "initialize", "params": {"clientInfo": {"name": "bench", "version": "0.0.1"}, "capabilities": {"experimentalApi": true}}}))?;
@@ -257,6 +257,17 @@ fn startup_ms(command: Command, workspace: &Path, dirs: &RunDirs) -> Result<f64>
 fn round_trips(harness: &Path, workspace: &Path, dirs: &RunDirs, count: usize) -> Result<f64> {
     let mut command = Command::new(harness);
     command.args(["fake-app-server", "app-server"]);
+    round_trips_through(command, workspace, dirs, count)
+}
+
+/// Sequential `account/read` round trips per second on one connection to the app-server
+/// `command` starts (the fake, or the fake behind the wire tap).
+pub(crate) fn round_trips_through(
+    mut command: Command,
+    workspace: &Path,
+    dirs: &RunDirs,
+    count: usize,
+) -> Result<f64> {
     dirs.isolate(&mut command, workspace);
     let mut child = command.spawn().context("spawning the fake")?;
     let mut stdin = child.stdin.take().context("stdin")?;

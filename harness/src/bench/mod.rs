@@ -3,3 +3,4 @@
 pub mod fake;
 pub mod graders;
 pub mod matrix;
+pub mod tap;

@@ -16,6 +16,8 @@ pub enum Which {
     Fake(crate::bench::fake::Args),
     /// Wall time of all fake cells, per-cell medians, scaling with parallelism.
     Matrix(crate::bench::matrix::Args),
+    /// The wire tap: round trips through it vs direct, and its share of a real-Codex cell.
+    Tap(crate::bench::tap::Args),
 }
 
 pub fn main(args: Args) -> ExitCode {
@@ -23,5 +25,6 @@ pub fn main(args: Args) -> ExitCode {
         Which::Graders(args) => crate::bench::graders::main(args),
         Which::Fake(args) => crate::bench::fake::main(args),
         Which::Matrix(args) => crate::bench::matrix::main(args),
+        Which::Tap(args) => crate::bench::tap::main(args),
     }
 }

@@ -6,6 +6,7 @@
 pub mod external;
 pub mod items;
 pub mod session;
+pub mod standalone;
 pub mod tools;
 pub mod turn;
 

@@ -119,6 +119,10 @@ fn toml_string(s: &str) -> String {
     toml::Value::String(s.to_string()).to_string()
 }
 
+/// Names the real app-server's install folder when the program a driver starts is a stand-in
+/// (the wire tap); set by the harness for drivers under the events contract.
+pub const INSTALL_DIR_VAR: &str = "HARNESS_APP_SERVER_INSTALL_DIR";
+
 /// Host paths the restricted profiles must name explicitly.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct HostPaths {
@@ -141,10 +145,13 @@ impl HostPaths {
         };
         let home = get("HOME");
         let codex_home = get("CODEX_HOME").or_else(|| home.as_ref().map(|h| h.join(".codex")));
+        // Behind the wire tap the program is the tap's `codex` shim: the harness names the
+        // real app-server's install folder in its environment.
+        let install_dir = get(INSTALL_DIR_VAR).or_else(|| program.and_then(install_dir_of));
         Self {
             home,
             codex_home,
-            install_dir: program.and_then(install_dir_of),
+            install_dir,
         }
     }
 

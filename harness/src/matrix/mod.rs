@@ -11,6 +11,7 @@ pub mod paths;
 mod prereq;
 mod result;
 pub mod retry;
+pub mod stages;
 
 pub use cell::{fake_timeouts, run_cell};
 pub use load::{
@@ -35,7 +36,9 @@ use tokio_util::sync::CancellationToken;
 pub struct MatrixOptions {
     /// One folder per cell below this (`target/conformance` by default).
     pub out_root: PathBuf,
-    /// The binary that serves as the fake app-server (it embeds `fake_app_server::cli_main`).
+    /// The binary that serves as the fake app-server (it embeds `fake_app_server::cli_main`),
+    /// the wire tap (`harness::tap::relay::main`) and the reference driver's process
+    /// (`harness::driver::standalone::main`).
     pub fake_program: PathBuf,
     /// Its leading arguments, e.g. `["fake-app-server", "app-server"]`.
     pub fake_leading_args: Vec<String>,
@@ -65,6 +68,15 @@ impl MatrixOptions {
             kept_bundles: None,
             probes: Arc::default(),
         })
+    }
+
+    /// The wire tap: the fake's binary also embeds it (`… tap`), and the reference driver as a
+    /// process (`… drive`).
+    pub fn tap_program(&self) -> crate::tap::TapProgram {
+        crate::tap::TapProgram {
+            program: self.fake_program.clone(),
+            leading_args: vec!["tap".into()],
+        }
     }
 
     /// The external driver command of `cell`'s runner, with `{repo}` replaced by the
