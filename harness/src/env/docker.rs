@@ -24,12 +24,12 @@ const HOST_USERLAND: &[&str] = &["/usr", "/etc", "/bin", "/sbin", "/lib", "/lib6
 /// How deep below a read-only folder a Codex package's `codex-resources/bwrap` is looked for
 /// (the npm install prefix is bound: `node_modules/@openai/codex-linux-x64/vendor/<target>/` is
 /// five levels down).
-const BUNDLED_SEARCH_DEPTH: usize = 6;
+pub(super) const BUNDLED_SEARCH_DEPTH: usize = 6;
 
 /// Every `codex-resources/bwrap` in `folder` or below it, at most `depth` folders down (no
 /// symbolic links followed). The container is made before its processes are known, so the
 /// bundled bubblewraps of every package bound in are found here, not next to a program.
-fn bundled_bwraps_below(folder: &Path, depth: usize, found: &mut Vec<PathBuf>) {
+pub(super) fn bundled_bwraps_below(folder: &Path, depth: usize, found: &mut Vec<PathBuf>) {
     let bundled = folder.join("codex-resources").join("bwrap");
     if bundled.is_file() && !found.contains(&bundled) {
         found.push(bundled);

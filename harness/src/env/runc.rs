@@ -363,19 +363,20 @@ pub(super) fn passwd_overlay(uid: u32, gid: u32, dir: &Path) -> Result<Option<(P
     Ok(Some((source, PathBuf::from("/etc/passwd"))))
 }
 
-/// Codex's bundled bubblewraps the process may use: next to the program, or in a read-only
-/// folder bound into the container.
+/// Codex's bundled bubblewraps the process may use: next to the program, or anywhere below a
+/// read-only folder bound into the container (a driver's tap starts Codex from a bound npm
+/// prefix, so the program is not always Codex itself).
 fn bundled_bwraps(process: &ProcessSpec, readonly: &[PathBuf]) -> Vec<PathBuf> {
     let mut found = Vec::new();
-    let program_package = process.program.parent().and_then(Path::parent);
-    for folder in program_package
-        .into_iter()
-        .chain(readonly.iter().map(PathBuf::as_path))
-    {
-        let candidate = folder.join("codex-resources").join("bwrap");
-        if candidate.is_file() && !found.contains(&candidate) {
-            found.push(candidate);
-        }
+    if let Some(package) = process.program.parent().and_then(Path::parent) {
+        super::docker::bundled_bwraps_below(package, 0, &mut found);
+    }
+    for folder in readonly {
+        super::docker::bundled_bwraps_below(
+            folder,
+            super::docker::BUNDLED_SEARCH_DEPTH,
+            &mut found,
+        );
     }
     found
 }
