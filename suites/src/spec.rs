@@ -183,7 +183,8 @@ pub struct DeclaredDriver {
     #[serde(default)]
     pub about: Option<String>,
     /// A `sh -c` command line. Placeholders: `{workspace}`, `{prompt}` (shell-quoted), `{mode}`,
-    /// `{codex}`, `{task}` (the task envelope's path), `{repo}` (the harness repository root).
+    /// `{codex}`, `{task}` (the task envelope's path), `{repo}` (the harness repository root),
+    /// `{cache}` (the harness cache, where `harness provision` installs published drivers).
     pub command: String,
     pub codex: CodexDiscovery,
     #[serde(default)]
