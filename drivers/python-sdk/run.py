@@ -30,6 +30,7 @@ this driver cannot run, 124 when the run's bound expired (the app-server is kill
 import argparse
 import json
 import os
+import signal
 import sys
 import threading
 
@@ -51,17 +52,38 @@ def run_bound_seconds(task):
     return (4 * request + turn) / 1000.0
 
 
-def start_watchdog(seconds, codex_holder):
+def descendants(pid):
+    """Every process below `pid` (Linux /proc): what the SDK started, whatever it is doing."""
+    children = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="utf-8") as f:
+                # The command name may hold spaces: the fields after its closing parenthesis.
+                fields = f.read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        children.setdefault(int(fields[1]), []).append(int(entry))
+    found, queue = [], [pid]
+    while queue:
+        for child in children.get(queue.pop(), []):
+            found.append(child)
+            queue.append(child)
+    return found
+
+
+def start_watchdog(seconds):
     def expire():
         print(
             f"python-sdk driver: the run did not end within {seconds:.0f} s; killing the app-server",
             file=sys.stderr,
         )
-        codex = codex_holder.get("codex")
-        proc = getattr(getattr(codex, "_client", None), "_proc", None)
-        if proc is not None:
+        # The SDK may still be inside its constructor (no handle on its child yet), so the
+        # children are found from /proc rather than from the SDK's objects.
+        for pid in descendants(os.getpid()):
             try:
-                proc.kill()
+                os.kill(pid, signal.SIGKILL)
             except OSError:
                 pass
         sys.stderr.flush()
@@ -144,8 +166,7 @@ def main():
     if not os.path.isfile(args.codex):
         fail_task(f"--codex {args.codex} does not exist")
 
-    holder = {}
-    start_watchdog(run_bound_seconds(task), holder)
+    start_watchdog(run_bound_seconds(task))
     print(
         f"python-sdk driver: openai-codex {__version__}, sandbox {sandbox.value}, approvals {approvals}",
         file=sys.stderr,
@@ -155,7 +176,6 @@ def main():
     except Exception as e:  # the SDK raises its own error types and plain RuntimeErrors
         print(f"python-sdk driver: start-up failed: {type(e).__name__}: {e}", file=sys.stderr)
         return 1
-    holder["codex"] = codex
     with codex:
         try:
             thread = start_thread(codex, sandbox, approvals, args.workspace)

@@ -35,6 +35,10 @@ fn main() {
     let sdk = || needs(driver_packages::PYTHON_SDK);
     let acp = || needs(driver_packages::CODEX_ACP);
     let trials = vec![
+        libtest_mimic::Trial::test(
+            "provision_names_the_missing_installer_and_runtime",
+            provision_names_the_missing_installer_and_runtime,
+        ),
         prereq::trial(
             "python_sdk_message_marker_needs_real_codex_and_sdk",
             sdk(),
@@ -61,6 +65,16 @@ fn main() {
             || prereq::block_on(refuses_tasks_it_cannot_express(Driver::CodexAcp, "never")),
         ),
         prereq::trial(
+            "python_sdk_hung_app_server_ends_within_the_bound_and_is_killed_needs_sdk",
+            driver_missing(driver_packages::PYTHON_SDK),
+            || prereq::block_on(hung_app_server_is_bounded(Driver::PythonSdk)),
+        ),
+        prereq::trial(
+            "codex_acp_client_hung_app_server_ends_within_the_bound_and_is_killed_needs_codex_acp",
+            driver_missing(driver_packages::CODEX_ACP),
+            || prereq::block_on(hung_app_server_is_bounded(Driver::CodexAcp)),
+        ),
+        prereq::trial(
             "codex_acp_message_marker_needs_real_codex_and_codex_acp",
             acp(),
             || prereq::block_on(codex_acp_message_marker()),
@@ -69,6 +83,44 @@ fn main() {
             "codex_acp_read_only_write_probe_is_refused_needs_real_codex_and_codex_acp",
             acp(),
             || prereq::block_on(codex_acp_read_only_write_probe_is_refused()),
+        ),
+        prereq::trial(
+            "python_sdk_default_handler_accepts_an_escalated_write_needs_real_codex_and_sdk",
+            sdk(),
+            || {
+                prereq::block_on(escalated_write(
+                    Driver::PythonSdk,
+                    "user-accept",
+                    Landed::Yes,
+                ))
+            },
+        ),
+        prereq::trial(
+            "codex_acp_client_accepting_lets_an_escalated_write_land_needs_real_codex_and_codex_acp",
+            acp(),
+            || {
+                prereq::block_on(escalated_write(
+                    Driver::CodexAcp,
+                    "user-accept",
+                    Landed::Yes,
+                ))
+            },
+        ),
+        prereq::trial(
+            "codex_acp_client_declining_cancels_the_turn_and_keeps_the_write_out_needs_real_codex_and_codex_acp",
+            acp(),
+            || {
+                prereq::block_on(escalated_write(
+                    Driver::CodexAcp,
+                    "user-decline",
+                    Landed::NoTurnCancelled,
+                ))
+            },
+        ),
+        prereq::trial(
+            "python_sdk_never_keeps_an_escalated_write_out_needs_real_codex_and_sdk",
+            sdk(),
+            || prereq::block_on(escalated_write(Driver::PythonSdk, "never", Landed::No)),
         ),
     ];
     libtest_mimic::run(&args, trials).exit();
@@ -79,10 +131,7 @@ fn driver_missing(package: DriverPackage) -> Option<String> {
     if let Err(e) = package.resolve() {
         return Some(format!("driver package {}: {e:#}", package.id));
     }
-    if package.registry == driver_packages::Registry::Npm && provision::which("node").is_none() {
-        return Some("node is not installed (codex-acp runs on node)".into());
-    }
-    None
+    package.runtime_missing()
 }
 
 fn repo_root() -> PathBuf {
@@ -101,11 +150,14 @@ struct Cell {
 
 impl Cell {
     async fn new(scenario: &str) -> Self {
+        Self::with_scenario(Scenario::builtin(scenario).unwrap()).await
+    }
+
+    async fn with_scenario(scenario: Scenario) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let workspace = dir.path().join("workspace");
         std::fs::create_dir_all(&workspace).unwrap();
         std::fs::write(workspace.join("AGENTS.md"), "# Project agents\nBe terse.\n").unwrap();
-        let scenario = Scenario::builtin(scenario).unwrap();
         let prepared = runner::prepare(provision::PINNED, &CellDirs::new(dir.path()), &scenario)
             .await
             .expect("prepare the real Codex");
@@ -393,4 +445,146 @@ async fn codex_acp_read_only_write_probe_is_refused() {
     assert!(run.status.success(), "{}\n{}", run.stdout, run.stderr);
     assert_eq!(run.summary()["mode"], "read-only");
     assert_write_probe_refused(&cell);
+}
+
+/// A read-only run whose model asks to run the write probe outside the sandbox.
+const ESCALATED_WRITE: &str = r#"
+name = "escalated-write"
+description = "The model asks to write the probe file with escalated permissions, then reports."
+[[turns]]
+steps = [
+  { step = "shell", cmd = "printf probe > plan-write-probe-{probe_id}.txt && echo WRITE_SUCCEEDED", escalate = true, justification = "Write the probe file outside the sandbox?" },
+  { step = "message", text = "{write_outcome}" },
+]
+"#;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Landed {
+    Yes,
+    No,
+    /// Not written, and the turn was cancelled: codex-acp offers a rejection only as Codex's
+    /// `cancel` decision ("No, and tell Codex what to do differently"), which ends the turn.
+    NoTurnCancelled,
+}
+
+/// The escalated write lands exactly when the driver's answer lets it.
+async fn escalated_write(driver: Driver, approvals: &str, landed: Landed) {
+    let scenario =
+        Scenario::from_toml_str(ESCALATED_WRITE, Path::new("escalated-write.toml")).unwrap();
+    let cell = Cell::with_scenario(scenario).await;
+    let run = run_in_cell(
+        driver,
+        &cell,
+        envelope(
+            "planning",
+            "Write the probe file.",
+            serde_json::json!({ "approvals": approvals }),
+        ),
+    )
+    .await;
+    let probes = cell.probe_files();
+    let outputs = cell.exec_outputs();
+    let evidence = format!(
+        "probes {probes:?}\noutputs {outputs:?}\nstdout:\n{}\nstderr:\n{}",
+        run.stdout, run.stderr
+    );
+    match landed {
+        Landed::Yes => {
+            assert!(run.status.success(), "{evidence}");
+            assert_eq!(probes.len(), 1, "{evidence}");
+        }
+        Landed::No => {
+            assert!(run.status.success(), "{evidence}");
+            assert!(probes.is_empty(), "{evidence}");
+        }
+        Landed::NoTurnCancelled => {
+            let summary = run.summary();
+            assert_eq!(summary["stopReason"], "cancelled", "{evidence}");
+            assert_eq!(summary["permissions"][0]["answer"], "cancel", "{evidence}");
+            assert!(probes.is_empty(), "{evidence}");
+        }
+    }
+}
+
+/// Without python3 or node on PATH, `harness provision --driver …` fails naming each one (and
+/// installs nothing); an unknown driver id is a usage error naming the known ones.
+fn provision_names_the_missing_installer_and_runtime() -> Result<(), libtest_mimic::Failed> {
+    let cache = tempfile::tempdir()?;
+    let empty_path = tempfile::tempdir()?;
+    let output = assert_cmd::Command::cargo_bin("harness")?
+        .env_clear()
+        .env("PATH", empty_path.path())
+        .env("CODEX_DRIVER_CACHE", cache.path())
+        .args([
+            "provision",
+            "--driver",
+            "python-sdk",
+            "--driver",
+            "codex-acp",
+        ])
+        .output()?;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("python3 is not installed"), "{stderr}");
+    assert!(stderr.contains("node is not installed"), "{stderr}");
+    let unknown = assert_cmd::Command::cargo_bin("harness")?
+        .env("CODEX_DRIVER_CACHE", cache.path())
+        .args(["provision", "--driver", "pyhton-sdk"])
+        .output()?;
+    let stderr = String::from_utf8_lossy(&unknown.stderr);
+    assert_eq!(unknown.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("known: python-sdk, codex-acp"), "{stderr}");
+    Ok(())
+}
+
+/// An app-server that never answers: the launch script ends within its bound (derived from the
+/// envelope's timeouts), non-zero, and the hung program does not survive it.
+async fn hung_app_server_is_bounded(driver: Driver) {
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("codex.pid");
+    let codex = dir.path().join("codex");
+    std::fs::write(
+        &codex,
+        format!(
+            "#!/bin/sh\necho $$ > {}\nexec sleep 600\n",
+            shlex::try_quote(&pid_file.to_string_lossy()).unwrap()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&codex, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let task = dir.path().join("task.json");
+    let mut body = envelope("standard", "p", serde_json::json!({}));
+    body["timeouts"] = serde_json::json!({"request_ms": 500, "turn_idle_ms": 500,
+        "turn_total_ms": 1000, "shutdown_ms": 500, "startup_attempts": 1});
+    std::fs::write(&task, serde_json::to_vec(&body).unwrap()).unwrap();
+    let started = std::time::Instant::now();
+    let run = run_driver(driver, &task, &codex, dir.path()).await;
+    let took = started.elapsed();
+    assert!(!run.status.success(), "{}", run.stderr);
+    // 4 × request + turn = 3 s, plus interpreter start-up and the shutdown grace.
+    assert!(
+        took < Duration::from_secs(10),
+        "took {took:?}: {}",
+        run.stderr
+    );
+    let pid: i32 = std::fs::read_to_string(&pid_file)
+        .expect("the driver launched codex")
+        .trim()
+        .parse()
+        .unwrap();
+    // Reaped by its parent or by init shortly after; poll a bounded while.
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while Path::new(&format!("/proc/{pid}")).exists() && std::time::Instant::now() < deadline {
+        let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        if state.split_whitespace().nth(2) == Some("Z") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    assert!(
+        state.is_empty() || state.split_whitespace().nth(2) == Some("Z"),
+        "the hung app-server {pid} survived the driver: {state}"
+    );
 }

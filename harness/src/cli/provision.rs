@@ -50,6 +50,11 @@ pub fn main(args: Args) -> ExitCode {
         }
     };
     for package in packages {
+        if let Some(missing) = package.runtime_missing() {
+            eprintln!("driver {}: {missing}", package.id);
+            failed = true;
+            continue;
+        }
         match package.ensure() {
             Ok(installed) => println!(
                 "driver {} ({} {}): {}",

@@ -56,6 +56,10 @@ pub const CODEX_ACP: DriverPackage = DriverPackage {
     pinned_dependencies: &[],
 };
 
+/// The oldest Node.js codex-acp runs on: its dependencies (`open`, `wsl-utils`) declare
+/// `node >= 20`.
+pub const NODE_MAJOR_MIN: u32 = 20;
+
 /// Every driver package `harness provision` installs.
 pub const ALL: [DriverPackage; 2] = [PYTHON_SDK, CODEX_ACP];
 
@@ -173,6 +177,39 @@ impl DriverPackage {
         }
         self.resolve()
             .with_context(|| format!("after installing {}", self.spec()))
+    }
+
+    /// Why the runtime this package runs on is missing or too old here, if it is (`node` for
+    /// an npm package; a venv carries its own interpreter).
+    pub fn runtime_missing(&self) -> Option<String> {
+        if self.registry == Registry::PyPi {
+            return None;
+        }
+        let Some(node) = which("node") else {
+            return Some(format!(
+                "node is not installed ({} runs on Node.js >= {NODE_MAJOR_MIN})",
+                self.package
+            ));
+        };
+        let version = Command::new(&node)
+            .arg("--version")
+            .stdin(Stdio::null())
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+            .unwrap_or_default();
+        let major = version
+            .trim_start_matches('v')
+            .split('.')
+            .next()
+            .and_then(|m| m.parse::<u32>().ok());
+        match major {
+            Some(major) if major >= NODE_MAJOR_MIN => None,
+            _ => Some(format!(
+                "{} printed `{version}` for --version; {} needs Node.js >= {NODE_MAJOR_MIN}",
+                node.display(),
+                self.package
+            )),
+        }
     }
 
     fn pip_install(&self, venv: &Path) -> Result<()> {
