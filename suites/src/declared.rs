@@ -121,6 +121,7 @@ mod tests {
             plan_reviews: false,
             answers: false,
             env: Default::default(),
+            base_dir: None,
         }
     }
 

@@ -4,16 +4,24 @@
 //! suite expects; `baseline.toml` lists the cells whose expected verdict is not `pass`. This
 //! crate parses both, expands the matrix into named cells ([`CellId`]) and checks everything a
 //! typo could break: unknown names, a matrix whose size differs from the declared one, a
-//! baseline entry for a cell that does not exist. Executing a cell is `harness::matrix`'s job.
+//! baseline entry for a cell that does not exist. At run time a user's drivers file and more
+//! Codex versions join the shipped matrix ([`load_with`], [`generate`]). Executing a cell is
+//! `harness::matrix`'s job.
 
+pub mod applicability;
 pub mod baseline;
 pub mod declared;
+pub mod drivers;
+pub mod generate;
 pub mod matrix;
+pub mod partition;
 pub mod spec;
 
 pub use baseline::{Agreement, Baseline, Expectation};
+pub use drivers::DriversFile;
 pub use graders::events::CellId;
-pub use matrix::{Cell, Matrix};
+pub use matrix::{Cell, Extras, Matrix};
+pub use partition::Partition;
 
 /// The suites file shipped with this crate.
 pub const SUITES_TOML: &str = include_str!("../suites.toml");
@@ -35,47 +43,72 @@ pub fn scenario_file(name: &str) -> Option<&'static str> {
         .map(|(_, text)| *text)
 }
 
-/// Everything that can be wrong with the suites or the baseline. Each message names the file
-/// and the entry at fault.
+/// Everything that can be wrong with the suites, the baseline or a drivers file. Each message
+/// names the file (`suites.toml`, `baseline.toml`, or the drivers file's path) and the entry at
+/// fault.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum SuitesError {
     #[error("{file}: {message}")]
     Parse { file: String, message: String },
-    #[error("suites.toml: name `{name}` ({what}) must be non-empty lowercase kebab-case without dots, since it is one part of a cell name")]
-    BadName { what: &'static str, name: String },
-    #[error("suites.toml: suite `{suite}` names unknown {what} `{name}` in its matrix")]
+    #[error("{file}: name `{name}` ({what}) must be non-empty lowercase kebab-case without dots, since it is one part of a cell name")]
+    BadName {
+        file: String,
+        what: &'static str,
+        name: String,
+    },
+    #[error("{file}: suite `{suite}` names unknown {what} `{name}` in its matrix")]
     UnknownInMatrix {
+        file: String,
         suite: String,
         what: &'static str,
         name: String,
     },
-    #[error(
-        "suites.toml: suite `{suite}` expects {expected} cells but its matrix expands to {actual}"
-    )]
+    #[error("{file}: suite `{suite}` expects {expected} cells but its matrix expands to {actual}")]
     WrongSize {
+        file: String,
         suite: String,
         expected: usize,
         actual: usize,
     },
-    #[error("suites.toml: cell `{0}` appears twice in its suite's matrix")]
-    DuplicateCell(String),
-    #[error("suites.toml: case `{suite}.{case}` is declared but no matrix block uses it")]
-    UnusedCase { suite: String, case: String },
-    #[error("suites.toml: {0}")]
-    Invalid(String),
-    #[error("baseline.toml: `{cell}` is not a cell of the matrix ({why})")]
-    UnknownBaselineCell { cell: String, why: String },
-    #[error("baseline.toml: `{0}` is listed twice")]
-    DuplicateBaselineCell(String),
-    #[error("baseline.toml: `{cell}` lists verdict `{verdict}`: {why}")]
+    #[error("{file}: cell `{cell}` appears twice in the matrix")]
+    DuplicateCell { file: String, cell: String },
+    #[error("{file}: case `{suite}.{case}` is declared but no matrix block uses it")]
+    UnusedCase {
+        file: String,
+        suite: String,
+        case: String,
+    },
+    #[error("{file}: {message}")]
+    Invalid { file: String, message: String },
+    #[error("{file}: `{cell}` is not a cell of the matrix ({why})")]
+    UnknownBaselineCell {
+        file: String,
+        cell: String,
+        why: String,
+    },
+    #[error("{file}: `{cell}` is listed twice (also in {other})")]
+    DuplicateBaselineCell {
+        file: String,
+        cell: String,
+        other: String,
+    },
+    #[error("{file}: `{cell}` lists verdict `{verdict}`: {why}")]
     BadBaselineVerdict {
+        file: String,
         cell: String,
         verdict: String,
         why: String,
     },
+    #[error("drivers file `{path}` cannot be read: {message}")]
+    DriversFileUnreadable { path: String, message: String },
 }
 
 /// The shipped matrix with the shipped baseline, validated.
 pub fn load() -> Result<Matrix, SuitesError> {
     Matrix::parse(SUITES_TOML, BASELINE_TOML)
+}
+
+/// The shipped matrix plus the run-time extras (a drivers file, more Codex versions).
+pub fn load_with(extras: &Extras) -> Result<Matrix, SuitesError> {
+    Matrix::build(SUITES_TOML, BASELINE_TOML, extras)
 }

@@ -83,6 +83,10 @@ pub struct CaseSpec {
     #[serde(default)]
     pub codex_scenario: Option<String>,
     pub mode: Mode,
+    /// The shipped case of the same suite whose grader grades this one (default: this case's own
+    /// name). Lets a drivers file add cases of its own: the graders know only the shipped cases.
+    #[serde(default)]
+    pub grade_as: Option<String>,
     /// Overrides the environment's target.
     #[serde(default)]
     pub target: Option<Target>,
@@ -201,4 +205,9 @@ pub struct DeclaredDriver {
     /// Extra environment variables for the driver's process (values may use placeholders).
     #[serde(default)]
     pub env: BTreeMap<String, String>,
+    /// The folder the driver's process starts in and its command line's relative paths are
+    /// resolved from: the drivers file's folder (set when the file is loaded, not a key of it;
+    /// `None` for a driver declared in suites.toml, which runs in the workspace).
+    #[serde(skip)]
+    pub base_dir: Option<std::path::PathBuf>,
 }

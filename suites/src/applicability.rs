@@ -1,0 +1,60 @@
+//! Which cases a declared driver cannot express. Such a cell is not applicable, with the reason:
+//! never run, never a pass, never dropped from the matrix.
+
+use crate::matrix::{mode_name, Cell};
+use crate::spec::{DeclaredDriver, DriverContract};
+
+/// Why `cell`'s declared driver cannot run its case, if it cannot. Cells of the harness's own
+/// drivers are always applicable.
+pub fn not_applicable(cell: &Cell) -> Option<String> {
+    let driver = cell.runner.declared.as_ref()?;
+    let task = &cell.case.task;
+    if !driver.modes.contains(&cell.case.mode) {
+        let declared: Vec<&str> = driver.modes.iter().map(|m| mode_name(*m)).collect();
+        return Some(format!(
+            "the case runs in mode `{}` and the driver declares only modes = [{}]",
+            mode_name(cell.case.mode),
+            declared.join(", ")
+        ));
+    }
+    let revises = task
+        .get("plan_reviews")
+        .and_then(|v| v.as_array())
+        .is_some_and(|reviews| {
+            reviews
+                .iter()
+                .any(|r| r.get("decision").and_then(|d| d.as_str()) == Some("revise"))
+        });
+    if revises && !takes_plan_reviews(driver) {
+        return Some(
+            "the case sends a plan back for revision (a plan review loop) and the driver declares no `plan_reviews = true`"
+                .into(),
+        );
+    }
+    let answers = task
+        .get("answers")
+        .and_then(|v| v.as_array())
+        .is_some_and(|a| !a.is_empty());
+    if answers && !takes_answers(driver) {
+        return Some(
+            "the case answers the model's questions from the task and the driver declares no `answers = true`"
+                .into(),
+        );
+    }
+    if task.contains_key("relaunch") && driver.contract != DriverContract::Events {
+        return Some(
+            "the case relaunches the app-server under other launch rules (`relaunch`), which a driver learns only from the task envelope of the events contract"
+                .into(),
+        );
+    }
+    None
+}
+
+/// A driver under the events contract reads the task envelope, which carries the reviews.
+fn takes_plan_reviews(driver: &DeclaredDriver) -> bool {
+    driver.plan_reviews || driver.contract == DriverContract::Events
+}
+
+fn takes_answers(driver: &DeclaredDriver) -> bool {
+    driver.answers || driver.contract == DriverContract::Events
+}

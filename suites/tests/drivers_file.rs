@@ -1,0 +1,345 @@
+//! Drivers files: what a user may declare, what the harness refuses, and the cells they add.
+
+use rstest::rstest;
+use suites::{DriversFile, Extras, SuitesError};
+
+const GOOD: &str = r#"
+[drivers.my-runner]
+about = "a driver written without the harness in mind"
+command = "node dist/cli.js --cwd {workspace} --prompt {prompt} --mode {mode}"
+codex = "env:CODEX_PATH"
+modes = ["planning", "standard"]
+"#;
+
+fn parse(text: &str) -> Result<DriversFile, SuitesError> {
+    DriversFile::parse(text, "drivers.toml", None)
+}
+
+fn load(text: &str, codex: &[&str]) -> Result<suites::Matrix, SuitesError> {
+    suites::load_with(&Extras {
+        drivers: Some(parse(text)?),
+        codex_versions: codex.iter().map(|v| v.to_string()).collect(),
+    })
+}
+
+#[rstest]
+#[case::unknown_key(
+    "[drivers.a]\ncommand = \"x\"\ncodex = \"path\"\nmodes = [\"standard\"]\ncomand = \"y\"\n",
+    "unknown field `comand`"
+)]
+#[case::unknown_top_level_key("[driver.a]\ncommand = \"x\"\n", "unknown field `driver`")]
+#[case::bad_codex_discovery(
+    "[drivers.a]\ncommand = \"x\"\ncodex = \"env:\"\nmodes = [\"standard\"]\n",
+    "must be \"path\", \"arg\" or \"env:NAME\""
+)]
+#[case::codex_on_path_spelled_wrong(
+    "[drivers.a]\ncommand = \"x\"\ncodex = \"PATH\"\nmodes = [\"standard\"]\n",
+    "codex = `PATH`"
+)]
+#[case::unknown_placeholder(
+    "[drivers.a]\ncommand = \"x --cwd {wrkspace}\"\ncodex = \"path\"\nmodes = [\"standard\"]\n",
+    "driver `a`: command: unknown placeholder `{wrkspace}`"
+)]
+#[case::unclosed_placeholder(
+    "[drivers.a]\ncommand = \"x {prompt\"\ncodex = \"path\"\nmodes = [\"standard\"]\n",
+    "unclosed `{`"
+)]
+#[case::arg_without_codex_placeholder(
+    "[drivers.a]\ncommand = \"x\"\ncodex = \"arg\"\nmodes = [\"standard\"]\n",
+    "has no `{codex}`"
+)]
+#[case::codex_placeholder_without_arg(
+    "[drivers.a]\ncommand = \"x --bin {codex}\"\ncodex = \"env:CODEX_BIN\"\nmodes = [\"standard\"]\n",
+    "declare codex = \"arg\""
+)]
+#[case::unknown_placeholder_in_env(
+    "[drivers.a]\ncommand = \"x\"\ncodex = \"path\"\nmodes = [\"standard\"]\nenv = { A = \"{nope}\" }\n",
+    "env: unknown placeholder `{nope}`"
+)]
+#[case::bad_env_name(
+    "[drivers.a]\ncommand = \"x\"\ncodex = \"path\"\nmodes = [\"standard\"]\nenv = { \"A-B\" = \"1\" }\n",
+    "`A-B` is not a shell variable name"
+)]
+#[case::duplicate_names(
+    "[drivers.a]\ncommand = \"x\"\ncodex = \"path\"\nmodes = [\"standard\"]\n[drivers.a]\ncommand = \"y\"\n",
+    "duplicate key"
+)]
+#[case::name_with_dots(
+    "[drivers.\"my.runner\"]\ncommand = \"x\"\ncodex = \"path\"\nmodes = [\"standard\"]\n",
+    "name `my.runner` (driver) must be non-empty lowercase kebab-case without dots"
+)]
+#[case::upper_case_name(
+    "[drivers.MyRunner]\ncommand = \"x\"\ncodex = \"path\"\nmodes = [\"standard\"]\n",
+    "name `MyRunner` (driver)"
+)]
+#[case::mode_that_does_not_exist(
+    "[drivers.a]\ncommand = \"x\"\ncodex = \"path\"\nmodes = [\"plannin\"]\n",
+    "unknown variant `plannin`"
+)]
+#[case::no_modes(
+    "[drivers.a]\ncommand = \"x\"\ncodex = \"path\"\nmodes = []\n",
+    "`modes` is empty"
+)]
+#[case::mode_twice(
+    "[drivers.a]\ncommand = \"x\"\ncodex = \"path\"\nmodes = [\"ask\", \"ask\"]\n",
+    "mode `ask` is listed twice"
+)]
+#[case::missing_command(
+    "[drivers.a]\ncodex = \"path\"\nmodes = [\"ask\"]\n",
+    "missing field `command`"
+)]
+#[case::empty_command(
+    "[drivers.a]\ncommand = \" \"\ncodex = \"path\"\nmodes = [\"ask\"]\n",
+    "`command` is empty"
+)]
+#[case::bad_contract(
+    "[drivers.a]\ncommand = \"x\"\ncodex = \"path\"\nmodes = [\"ask\"]\ncontract = \"event\"\n",
+    "unknown variant `event`"
+)]
+#[case::no_driver("", "declares no driver")]
+fn bad_drivers_files_are_refused_naming_what_is_wrong(#[case] text: &str, #[case] wanted: &str) {
+    let err = parse(text).expect_err("must be refused").to_string();
+    assert!(err.starts_with("drivers.toml: "), "{err}");
+    assert!(err.contains(wanted), "`{err}` does not contain `{wanted}`");
+}
+
+/// A good drivers file with `extra` appended: its cases, blocks and baseline entries.
+#[rstest]
+#[case::driver_named_like_a_shipped_runner(
+    "[drivers.runner]\ncommand = \"x\"\ncodex = \"path\"\nmodes = [\"ask\"]\n",
+    "runner `runner-fake` would be generated, but suites.toml already has a runner of that name"
+)]
+#[case::case_in_an_unknown_suite(
+    "[suites.my-suite]\nexpected_cells = 0\n",
+    "suite `my-suite` is not a shipped suite"
+)]
+#[case::case_without_a_grader(
+    "[suites.core-compatibility]\nexpected_cells = 1\n[suites.core-compatibility.cases.mine]\nabout = \"m\"\nscenario = \"builtin:message-marker\"\nmode = \"standard\"\nnetwork = false\ntask = { prompt = \"p\" }\n[[suites.core-compatibility.matrix]]\nrunners = [\"my-runner-fake\"]\nenvironments = [\"local\"]\ncases = [\"mine\"]\n",
+    "the graders know no case `mine` in this suite: name a shipped case's grader with `grade_as`"
+)]
+#[case::case_with_an_unknown_grade_as(
+    "[suites.core-compatibility]\nexpected_cells = 1\n[suites.core-compatibility.cases.mine]\nabout = \"m\"\nscenario = \"builtin:message-marker\"\ngrade_as = \"marker\"\nmode = \"standard\"\nnetwork = false\ntask = { prompt = \"p\" }\n[[suites.core-compatibility.matrix]]\nrunners = [\"my-runner-fake\"]\nenvironments = [\"local\"]\ncases = [\"mine\"]\n",
+    "grade_as = `marker` is not a case the graders know"
+)]
+#[case::case_named_like_a_shipped_case(
+    "[suites.core-compatibility]\nexpected_cells = 0\n[suites.core-compatibility.cases.message-marker]\nabout = \"m\"\nscenario = \"builtin:message-marker\"\nmode = \"standard\"\nnetwork = false\n",
+    "case `core-compatibility.message-marker` is already a shipped case"
+)]
+#[case::block_of_another_size(
+    "[suites.core-compatibility]\nexpected_cells = 3\n[[suites.core-compatibility.matrix]]\nrunners = [\"my-runner-fake\"]\nenvironments = [\"daytona\"]\ncases = [\"message-marker\"]\n",
+    "suite `core-compatibility` expects 3 cells but its matrix expands to 1"
+)]
+#[case::unused_case(
+    "[suites.core-compatibility]\nexpected_cells = 0\n[suites.core-compatibility.cases.mine]\nabout = \"m\"\nscenario = \"builtin:message-marker\"\ngrade_as = \"message-marker\"\nmode = \"standard\"\nnetwork = false\n",
+    "case `core-compatibility.mine` is declared but no matrix block uses it"
+)]
+#[case::block_with_an_unknown_runner(
+    "[suites.core-compatibility]\nexpected_cells = 1\n[[suites.core-compatibility.matrix]]\nrunners = [\"my-runner\"]\nenvironments = [\"daytona\"]\ncases = [\"message-marker\"]\n",
+    "names unknown runner `my-runner`"
+)]
+#[case::block_repeating_a_generated_cell(
+    "[suites.core-compatibility]\nexpected_cells = 1\n[[suites.core-compatibility.matrix]]\nrunners = [\"my-runner-fake\"]\nenvironments = [\"local\"]\ncases = [\"message-marker\"]\n",
+    "cell `core-compatibility.my-runner-fake.local.message-marker` appears twice"
+)]
+#[case::baseline_entry_for_no_cell(
+    "[[expected]]\ncell = \"core-compatibility.my-runner-fake.daytona.message-marker\"\nverdict = \"incomplete\"\nreason = \"r\"\n",
+    "is not a cell of the matrix (no suite's matrix expands to it)"
+)]
+#[case::baseline_entry_for_a_not_applicable_cell(
+    "[[expected]]\ncell = \"core-compatibility.my-runner-fake.local.ask-question\"\nverdict = \"incomplete\"\nreason = \"r\"\n",
+    "the cell is not applicable, so it has no verdict to expect"
+)]
+#[case::baseline_entry_already_shipped(
+    "[[expected]]\ncell = \"codex-planning-read-only.runner-fake.userns-blocked.plan-write-refused\"\nverdict = \"incomplete\"\nreason = \"r\"\n",
+    "is listed twice (also in baseline.toml)"
+)]
+#[case::baseline_entry_expecting_pass(
+    "[[expected]]\ncell = \"core-compatibility.my-runner-fake.local.message-marker\"\nverdict = \"pass\"\nreason = \"r\"\n",
+    "pass is the default"
+)]
+#[case::baseline_entry_without_reason(
+    "[[expected]]\ncell = \"core-compatibility.my-runner-fake.local.message-marker\"\nverdict = \"incomplete\"\nreason = \"\"\n",
+    "the reason is empty"
+)]
+fn bad_additions_to_the_matrix_are_refused(#[case] extra: &str, #[case] wanted: &str) {
+    let err = load(&format!("{GOOD}\n{extra}"), &[])
+        .expect_err("must be refused")
+        .to_string();
+    assert!(err.contains(wanted), "`{err}` does not contain `{wanted}`");
+}
+
+#[test]
+fn a_drivers_file_that_does_not_exist_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("drivers.toml");
+    let err = DriversFile::read(&missing).unwrap_err();
+    assert!(
+        matches!(err, SuitesError::DriversFileUnreadable { .. }),
+        "{err}"
+    );
+    assert!(err.to_string().contains("drivers.toml"), "{err}");
+}
+
+#[test]
+fn a_read_drivers_file_runs_its_drivers_from_its_own_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("drivers.toml");
+    std::fs::write(&path, GOOD).unwrap();
+    let file = DriversFile::read(&path).unwrap();
+    assert_eq!(
+        file.drivers["my-runner"].base_dir.as_deref(),
+        Some(std::path::absolute(dir.path()).unwrap().as_path())
+    );
+}
+
+#[test]
+fn each_declared_driver_runs_where_the_suites_run_their_own_driver() {
+    let matrix = load(GOOD, &[]).unwrap();
+    for name in [
+        "codex-planning-read-only.my-runner-codex.daytona.plan-write-refused",
+        "codex-planning-read-only.my-runner-codex-0-160-0.daytona.plan-write-refused",
+        "codex-planning-read-only.my-runner-fake.daytona.plan-write-refused",
+        "core-compatibility.my-runner-codex.local.message-marker",
+        "external-sandbox-launch.my-runner-codex.daytona.standard-launch",
+        "startup-rejection.my-runner-fake.local.deterministic-rejection",
+        "startup-rejection.my-runner-codex.daytona.deterministic-rejection",
+        "transport-faults.my-runner-fake.local.hang",
+    ] {
+        let cell = matrix
+            .cell(name)
+            .unwrap_or_else(|| panic!("no cell {name}"));
+        assert_eq!(cell.not_applicable, None, "{name}");
+        assert!(cell.runner.declared.is_some());
+    }
+    // The real Codex cannot play the transport faults; the suite runs none there.
+    assert!(matrix
+        .cell("transport-faults.my-runner-codex.local.hang")
+        .is_none());
+    let shipped = suites::load().unwrap();
+    for cell in &shipped.cells {
+        assert_eq!(matrix.cell(&cell.name()), Some(cell), "shipped cells stay");
+    }
+    assert_eq!(matrix.codex_versions, ["0.169.0", "0.160.0"]);
+}
+
+#[test]
+fn cases_a_driver_cannot_express_are_not_applicable_with_the_reason() {
+    let matrix = load(GOOD, &[]).unwrap();
+    let reason = |name: &str| {
+        matrix
+            .cell(name)
+            .unwrap_or_else(|| panic!("no cell {name}"))
+            .not_applicable
+            .clone()
+            .unwrap_or_default()
+    };
+    assert_eq!(
+        reason("core-compatibility.my-runner-fake.local.ask-question"),
+        "the case runs in mode `ask` and the driver declares only modes = [planning, standard]"
+    );
+    assert!(
+        reason("core-compatibility.my-runner-codex.container.plan-revise-accept")
+            .contains("a plan review loop"),
+    );
+    assert!(
+        reason("launch-identity.my-runner-fake.local.resume-after-profile-change")
+            .contains("`relaunch`"),
+    );
+    // A driver that takes plan reviews can run the review loop.
+    let reviews = GOOD.replace("modes =", "plan_reviews = true\nmodes =");
+    let matrix = load(&reviews, &[]).unwrap();
+    let cell = matrix
+        .cell("core-compatibility.my-runner-codex.container.plan-revise-accept")
+        .unwrap();
+    assert_eq!(cell.not_applicable, None);
+    // The harness's own drivers are always applicable.
+    assert!(matrix
+        .cells
+        .iter()
+        .filter(|c| c.runner.declared.is_none())
+        .all(|c| c.not_applicable.is_none()));
+}
+
+#[test]
+fn the_declared_cells_of_a_driver() {
+    let matrix = load(GOOD, &["0.171.0"]).unwrap();
+    let listing: Vec<String> = matrix
+        .cells
+        .iter()
+        .filter(|c| c.runner.declared.is_some())
+        .map(|c| match &c.not_applicable {
+            Some(reason) => format!("{} (not applicable: {reason})", c.name()),
+            None => c.name(),
+        })
+        .collect();
+    insta::assert_snapshot!("declared_cells_of_my_runner", listing.join("\n"));
+}
+
+#[test]
+fn more_codex_versions_add_runners_without_a_rebuild() {
+    let matrix = load(GOOD, &["0.171.0", "0.169.0"]).unwrap();
+    assert_eq!(matrix.codex_versions, ["0.169.0", "0.160.0", "0.171.0"]);
+    let reference = &matrix.file.runners["runner-codex-0-171-0"];
+    assert_eq!(reference.codex_version.as_deref(), Some("0.171.0"));
+    assert!(matrix
+        .cell("codex-planning-read-only.runner-codex-0-171-0.daytona.plan-write-refused")
+        .is_some());
+    assert!(matrix
+        .cell("codex-planning-read-only.my-runner-codex-0-171-0.daytona.plan-write-refused")
+        .is_some());
+    // A version already in the matrix adds nothing.
+    assert!(!matrix.file.runners.contains_key("runner-codex-0-169-0"));
+    let only = suites::load_with(&Extras {
+        drivers: None,
+        codex_versions: vec!["0.171.0-alpha.2".into()],
+    })
+    .unwrap();
+    assert!(only
+        .cell("launch-identity.runner-codex-0-171-0-alpha-2.local.resume-after-profile-change")
+        .is_some());
+    for bad in ["0.171", "v0.171.0", "0.171.0;rm", "latest", "0.171.0-"] {
+        let err = suites::load_with(&Extras {
+            drivers: None,
+            codex_versions: vec![bad.into()],
+        })
+        .unwrap_err();
+        assert!(err.to_string().starts_with("--codex: "), "{bad}: {err}");
+    }
+}
+
+#[test]
+fn the_users_cases_and_baseline_join_the_shipped_ones() {
+    let extra = r#"
+[suites.core-compatibility]
+expected_cells = 4
+[suites.core-compatibility.cases.long-marker]
+about = "a long prompt's marker still comes back verbatim"
+scenario = "builtin:message-marker"
+grade_as = "message-marker"
+mode = "standard"
+network = false
+task = { prompt = "Reply with the marker MARKER-c0ffee42 and nothing else. Really." }
+[[suites.core-compatibility.matrix]]
+runners = ["my-runner-fake", "my-runner-codex"]
+environments = ["local", "daytona"]
+cases = ["long-marker"]
+
+[[expected]]
+cell = "core-compatibility.my-runner-codex.daytona.long-marker"
+verdict = "incomplete"
+reason = "our driver gives up after 10 s and Codex in daytona is slower"
+"#;
+    let matrix = load(&format!("{GOOD}{extra}"), &[]).unwrap();
+    let cell = matrix
+        .cell("core-compatibility.my-runner-codex.daytona.long-marker")
+        .unwrap();
+    assert_eq!(cell.grader_case(), "message-marker");
+    assert_eq!(cell.expected.verdict.to_string(), "incomplete");
+    assert_eq!(
+        matrix
+            .cell("core-compatibility.my-runner-fake.local.long-marker")
+            .unwrap()
+            .expected,
+        suites::Expectation::pass()
+    );
+}
