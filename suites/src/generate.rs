@@ -50,13 +50,20 @@ pub fn check_version(version: &str) -> Result<(), String> {
     }
 }
 
-/// Add the extras' runners and cells to `file` and `per_suite`; returns every real-Codex
-/// version of the matrix, the pin first.
+/// What [`extend`] added besides cells.
+pub(crate) struct Extended {
+    /// Every real-Codex version of the matrix, the pin first.
+    pub codex_versions: Vec<String>,
+    /// The runners generated for the drivers file's drivers.
+    pub declared_runners: BTreeSet<String>,
+}
+
+/// Add the extras' runners and cells to `file` and `per_suite`.
 pub(crate) fn extend(
     file: &mut SuitesFile,
     extras: &Extras,
     per_suite: &mut BTreeMap<String, Vec<Cell>>,
-) -> Result<Vec<String>, SuitesError> {
+) -> Result<Extended, SuitesError> {
     let pin = file
         .runners
         .get(REFERENCE_CODEX_RUNNER)
@@ -212,7 +219,10 @@ pub(crate) fn extend(
                 .extend(cells);
         }
     }
-    Ok(versions)
+    Ok(Extended {
+        codex_versions: versions,
+        declared_runners: declared_fake.into_iter().chain(declared_codex).collect(),
+    })
 }
 
 fn add_runner(

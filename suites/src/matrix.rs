@@ -63,6 +63,8 @@ pub struct Matrix {
     pub cells: Vec<Cell>,
     /// Every real-Codex version some runner uses, the pin first.
     pub codex_versions: Vec<String>,
+    /// The cells the drivers file added: its drivers' cells and its own cases' cells.
+    pub from_drivers_file: BTreeSet<String>,
 }
 
 pub(crate) fn check_name(file: &str, what: &'static str, name: &str) -> Result<(), SuitesError> {
@@ -130,7 +132,13 @@ impl Matrix {
             )?;
             per_suite.insert(suite_name.clone(), cells);
         }
-        let codex_versions = crate::generate::extend(&mut file, extras, &mut per_suite)?;
+        let extended = crate::generate::extend(&mut file, extras, &mut per_suite)?;
+        let user_cases: BTreeSet<(&str, &str)> = extras
+            .drivers
+            .iter()
+            .flat_map(|d| &d.suites)
+            .flat_map(|(suite, user)| user.cases.keys().map(move |c| (suite.as_str(), c.as_str())))
+            .collect();
         let mut cells: Vec<Cell> = per_suite.into_values().flatten().collect();
         let mut seen = BTreeSet::new();
         for cell in &mut cells {
@@ -161,11 +169,20 @@ impl Matrix {
         for cell in &mut cells {
             cell.expected = baseline.expectation(&cell.name());
         }
+        let from_drivers_file = cells
+            .iter()
+            .filter(|c| {
+                extended.declared_runners.contains(&c.id.runner)
+                    || user_cases.contains(&(c.id.suite.as_str(), c.id.case.as_str()))
+            })
+            .map(Cell::name)
+            .collect();
         Ok(Self {
             file,
             baseline,
             cells,
-            codex_versions,
+            codex_versions: extended.codex_versions,
+            from_drivers_file,
         })
     }
 

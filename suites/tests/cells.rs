@@ -3,6 +3,11 @@
 //! (`cargo test -p suites -- .daytona.`, `--exact NAME`, `--skip`, `--ignored`, `--list`) and
 //! `cargo nextest run -p suites` runs (and partitions) them too.
 //!
+//! A user's drivers file joins the matrix through `HARNESS_DRIVERS=FILE` (and more Codex
+//! versions through `HARNESS_CODEX_VERSIONS=0.171.0,…`), as `harness run --drivers FILE --codex
+//! VERSION` does. Cells a declared driver cannot express are listed as ignored and, when run
+//! with `--ignored`, end ignored with "not applicable: REASON" — never a pass.
+//!
 //! This binary also serves as the fake app-server of its own cells: launched with a first
 //! argument `fake-app-server`, it is the fake (`fake_app_server::cli_main`), so cells never
 //! depend on a separately built binary.
@@ -19,10 +24,11 @@ fn main() -> ExitCode {
         return fake_app_server::cli_main(args.skip(1));
     }
     let arguments = Arguments::from_args();
-    let matrix = match suites::load() {
+    let repo_root = harness::matrix::paths::repo_root();
+    let matrix = match harness::matrix::load_matrix_from_env(repo_root.as_deref()) {
         Ok(matrix) => matrix,
         Err(e) => {
-            eprintln!("error: the suites do not load: {e}");
+            eprintln!("error: the suites do not load: {e:#}");
             return ExitCode::from(101);
         }
     };
@@ -41,7 +47,9 @@ fn main() -> ExitCode {
         .iter()
         .cloned()
         .map(|cell| {
-            let missing = if options.ci {
+            let missing = if let Some(reason) = &cell.not_applicable {
+                Some(format!("not applicable: {reason}"))
+            } else if options.ci {
                 None
             } else {
                 harness::matrix::missing_prerequisite(&cell, &options)
@@ -72,6 +80,9 @@ fn run_trial(cell: &suites::Cell, options: &MatrixOptions) -> Result<Completion,
     let evidence = result.evidence_dir.display();
     match &result.outcome {
         CellOutcome::Ignored { reason } => Ok(Completion::ignored_with(reason)),
+        CellOutcome::NotApplicable { reason } => Ok(Completion::ignored_with(format!(
+            "not applicable: {reason}"
+        ))),
         _ if result.is_failure() => Err(Failed::from(format!(
             "{}\nevidence: {evidence}",
             result.describe()

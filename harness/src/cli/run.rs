@@ -1,10 +1,13 @@
-//! `harness run [FILTER…] [--jobs N] [--driver-cmd '…' --suite S]`: run the conformance matrix
-//! (or the cells whose name contains a filter) in parallel with a bound, with live progress on
-//! stderr, then print the Markdown matrix and write the reports. Exit 0 when every cell matches
-//! its expectation, 1 when any differs (or is stale, or errs), 2 when the run cannot start.
+//! `harness run [FILTER…] [--drivers FILE] [--codex VERSION…] [--partition K/N] [--jobs N]`: run
+//! the conformance matrix (or the cells whose name contains a filter) in parallel with a bound,
+//! with live progress on stderr, then print the Markdown matrix and write the reports. Exit 0
+//! when every cell matches its expectation, 1 when any differs (or is stale, or errs), 2 when
+//! the run cannot start (a drivers file or a driver's program that does not exist, a Codex
+//! version that cannot be installed, a selection that matches nothing).
 
 use crate::matrix::{self, CellResult, MatrixOptions, Progress};
 use crate::report;
+use anyhow::Context;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -21,8 +24,24 @@ pub struct Args {
     pub jobs: Option<usize>,
     /// Put this external driver command under the suites (replaces the example driver of
     /// `runner-external`; only external-runner cells run). See docs/driver-contract.md.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "drivers")]
     pub driver_cmd: Option<String>,
+    /// A drivers file (`[drivers.NAME]` tables, optional cases and baseline entries): each
+    /// driver runs as `NAME-fake`, `NAME-codex`, `NAME-codex-<version>` cells. Only the file's
+    /// cells run, unless `--all-runners`. See docs/driver-contract.md.
+    #[arg(long, env = crate::matrix::DRIVERS_VAR)]
+    pub drivers: Option<PathBuf>,
+    /// With `--drivers`: also run the harness's own runners' cells.
+    #[arg(long, requires = "drivers")]
+    pub all_runners: bool,
+    /// Add real-Codex runners at this published version of `@openai/codex` (repeatable); it is
+    /// installed into the cache like the pins.
+    #[arg(long = "codex", value_name = "VERSION")]
+    pub codex_versions: Vec<String>,
+    /// Run only shard K of N of the selection (1-based; round-robin over the selected cells),
+    /// for a CI matrix over machines; merge the shards with `harness report`.
+    #[arg(long, value_name = "K/N")]
+    pub partition: Option<suites::Partition>,
     /// Only this suite.
     #[arg(long)]
     pub suite: Option<String>,
@@ -36,7 +55,8 @@ pub struct Args {
     /// Evidence and reports go here (default: `$HARNESS_OUT_DIR`, else `target/conformance`).
     #[arg(long)]
     pub out: Option<PathBuf>,
-    /// List the selected cells and exit.
+    /// List the selected cells, each with its status (runs, not applicable, ignored, error)
+    /// and what is expected of it, and exit.
     #[arg(long)]
     pub list: bool,
 }
@@ -52,51 +72,29 @@ pub fn main(args: Args) -> ExitCode {
 }
 
 fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let matrix = suites::load()?;
-    for environment in &args.environments {
-        anyhow::ensure!(
-            matrix.file.environments.contains_key(environment),
-            "unknown environment `{environment}` (known: {})",
-            matrix
-                .file
-                .environments
-                .keys()
-                .cloned()
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
-    }
-    if let Some(suite) = &args.suite {
-        anyhow::ensure!(
-            matrix.file.suites.contains_key(suite),
-            "unknown suite `{suite}` (known: {})",
-            matrix.suite_names().collect::<Vec<_>>().join(", ")
-        );
-    }
-    let cells: Vec<suites::Cell> = matrix
-        .select(&args.filters)
-        .into_iter()
-        .filter(|c| args.suite.as_ref().is_none_or(|s| &c.id.suite == s))
-        .filter(|c| args.driver_cmd.is_none() || c.runner.driver == DriverKind::External)
-        .filter(|c| args.environments.is_empty() || args.environments.contains(&c.id.environment))
-        .filter(|c| {
-            args.app_server
-                .as_deref()
-                .is_none_or(|kind| match c.runner.app_server {
-                    AppServerKind::Fake => kind == "fake",
-                    AppServerKind::Codex => kind == "codex",
-                })
-        })
-        .cloned()
-        .collect();
-    anyhow::ensure!(!cells.is_empty(), "no cell matches the selection");
+    let repo_root = crate::matrix::paths::repo_root();
+    let matrix = matrix::load_matrix(
+        args.drivers.as_deref(),
+        &args.codex_versions,
+        repo_root.as_deref(),
+    )?;
+    let cells = select(&matrix, &args)?;
+    let mut options = MatrixOptions::from_env()?;
     if args.list {
-        for cell in &cells {
-            println!("{}", cell.name());
-        }
+        list(&cells, &options);
         return Ok(ExitCode::SUCCESS);
     }
-    let mut options = MatrixOptions::from_env()?;
+    // A version the user named must install; a cell would otherwise only say so late.
+    for version in &args.codex_versions {
+        if cells
+            .iter()
+            .any(|c| c.runner.codex_version.as_ref() == Some(version) && c.not_applicable.is_none())
+        {
+            crate::codex::provision::ensure(version).with_context(|| {
+                format!("--codex {version}: installing @openai/codex@{version}")
+            })?;
+        }
+    }
     if let Some(out) = args.out {
         options.out_root = out;
     }
@@ -130,6 +128,81 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
     })
 }
 
+/// The cells `args` select from `matrix`, in matrix order, the partition applied last.
+fn select(matrix: &suites::Matrix, args: &Args) -> anyhow::Result<Vec<suites::Cell>> {
+    for environment in &args.environments {
+        anyhow::ensure!(
+            matrix.file.environments.contains_key(environment),
+            "unknown environment `{environment}` (known: {})",
+            matrix
+                .file
+                .environments
+                .keys()
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    if let Some(suite) = &args.suite {
+        anyhow::ensure!(
+            matrix.file.suites.contains_key(suite),
+            "unknown suite `{suite}` (known: {})",
+            matrix.suite_names().collect::<Vec<_>>().join(", ")
+        );
+    }
+    let selected = matrix
+        .select(&args.filters)
+        .into_iter()
+        .filter(|c| args.suite.as_ref().is_none_or(|s| &c.id.suite == s))
+        .filter(|c| args.driver_cmd.is_none() || c.runner.driver == DriverKind::External)
+        .filter(|c| {
+            args.drivers.is_none()
+                || args.all_runners
+                || matrix.from_drivers_file.contains(&c.name())
+        })
+        .filter(|c| args.environments.is_empty() || args.environments.contains(&c.id.environment))
+        .filter(|c| {
+            args.app_server
+                .as_deref()
+                .is_none_or(|kind| match c.runner.app_server {
+                    AppServerKind::Fake => kind == "fake",
+                    AppServerKind::Codex => kind == "codex",
+                })
+        })
+        .cloned();
+    let cells = match args.partition {
+        Some(partition) => partition.select(selected),
+        None => selected.collect(),
+    };
+    anyhow::ensure!(!cells.is_empty(), "no cell matches the selection");
+    Ok(cells)
+}
+
+/// `--list`: one line per cell, `NAME<TAB>STATUS<TAB>DETAIL`, then the counts on stderr.
+fn list(cells: &[suites::Cell], options: &MatrixOptions) {
+    let mut counts = std::collections::BTreeMap::<&str, usize>::new();
+    for cell in cells {
+        let (status, detail) = if let Some(reason) = &cell.not_applicable {
+            ("not-applicable", reason.clone())
+        } else if let Some(reason) = matrix::missing_prerequisite(cell, options) {
+            // Under CI=true a cell that cannot run here fails.
+            let status = if options.ci { "error" } else { "ignored" };
+            (status, reason)
+        } else {
+            let expected = &cell.expected;
+            let detail = match &expected.reason {
+                Some(reason) => format!("expects {} (baseline: {reason})", expected.verdict),
+                None => format!("expects {}", expected.verdict),
+            };
+            ("runs", detail)
+        };
+        *counts.entry(status).or_default() += 1;
+        println!("{}\t{status}\t{detail}", cell.name());
+    }
+    let counts: Vec<String> = counts.iter().map(|(s, n)| format!("{n} {s}")).collect();
+    eprintln!("{} cells: {}", cells.len(), counts.join(", "));
+}
+
 /// One line per finished cell, with the running counts (plain lines: CI logs are not terminals).
 fn print_progress(progress: &Progress, finished: Option<&CellResult>) {
     let Some(result) = finished else { return };
@@ -137,6 +210,8 @@ fn print_progress(progress: &Progress, finished: Option<&CellResult>) {
         "FAIL"
     } else if result.is_ignored() {
         "skip"
+    } else if result.is_not_applicable() {
+        "n/a "
     } else {
         " ok "
     };

@@ -576,6 +576,7 @@ async fn run_side(cell: &Cell, options: &crate::matrix::MatrixOptions, real: boo
     let (verdict, graded) = match &result.outcome {
         CellOutcome::Graded { verdict, .. } => (verdict.verdict.to_string(), true),
         CellOutcome::Ignored { reason } => (format!("ignored: {reason}"), false),
+        CellOutcome::NotApplicable { reason } => (format!("not applicable: {reason}"), false),
         CellOutcome::Error { message } => (format!("error: {message}"), false),
     };
     let sequence = if graded {

@@ -129,20 +129,18 @@ fn scenario_for(cell: &Cell, root: &Path) -> Result<(Scenario, String)> {
 pub async fn run_cell(cell: &Cell, options: &MatrixOptions) -> CellResult {
     let started = Instant::now();
     let root = options.out_root.join(cell.name());
-    let outcome = match prereq::missing(cell, options) {
-        Some(reason) if options.ci => CellOutcome::Error {
-            message: format!("CI=true and this cell cannot run here: {reason}"),
-        },
-        Some(reason) => CellOutcome::Ignored { reason },
-        None => match run_checked(cell, options, &root).await {
-            Ok(verdict) => CellOutcome::Graded {
-                agreement: cell.expected.judge(verdict.verdict),
-                verdict,
+    let outcome = if let Some(reason) = &cell.not_applicable {
+        // Evidence of an earlier run of this cell would contradict "never run".
+        match std::fs::remove_dir_all(&root) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => CellOutcome::Error {
+                message: format!("clearing old evidence in {}: {e}", root.display()),
             },
-            Err(e) => CellOutcome::Error {
-                message: format!("{e:#}"),
+            _ => CellOutcome::NotApplicable {
+                reason: reason.clone(),
             },
-        },
+        }
+    } else {
+        run_applicable(cell, options, &root).await
     };
     let result = CellResult {
         cell: cell.id.clone(),
@@ -160,6 +158,24 @@ pub async fn run_cell(cell: &Cell, options: &MatrixOptions) -> CellResult {
         };
     }
     result
+}
+
+async fn run_applicable(cell: &Cell, options: &MatrixOptions, root: &Path) -> CellOutcome {
+    match prereq::missing(cell, options) {
+        Some(reason) if options.ci => CellOutcome::Error {
+            message: format!("CI=true and this cell cannot run here: {reason}"),
+        },
+        Some(reason) => CellOutcome::Ignored { reason },
+        None => match run_checked(cell, options, root).await {
+            Ok(verdict) => CellOutcome::Graded {
+                agreement: cell.expected.judge(verdict.verdict),
+                verdict,
+            },
+            Err(e) => CellOutcome::Error {
+                message: format!("{e:#}"),
+            },
+        },
+    }
 }
 
 fn write_verdict_file(result: &CellResult) -> Result<()> {
@@ -357,7 +373,7 @@ async fn run_checked(cell: &Cell, options: &MatrixOptions, root: &Path) -> Resul
     )?;
     log.end(ended)?;
     log.flush()?;
-    let verdict = graders::grade::grade(&cell.id.suite, &cell.id.case, log.events())
+    let verdict = graders::grade::grade(&cell.id.suite, cell.grader_case(), log.events())
         .map_err(|e| anyhow!("grading: {e}"))?;
     Ok(verdict)
 }

@@ -6,11 +6,15 @@
 mod cell;
 pub mod evidence;
 pub mod leftovers;
+mod load;
 pub mod paths;
 mod prereq;
 mod result;
 
 pub use cell::{fake_timeouts, run_cell};
+pub use load::{
+    check_declared_program, load_matrix, load_matrix_from_env, CODEX_VERSIONS_VAR, DRIVERS_VAR,
+};
 pub use prereq::missing as missing_prerequisite;
 pub use result::{CellOutcome, CellResult};
 

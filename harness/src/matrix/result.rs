@@ -16,6 +16,9 @@ pub enum CellOutcome {
     },
     /// The cell cannot run on this machine (a missing prerequisite, outside CI).
     Ignored { reason: String },
+    /// The cell's driver cannot express its case (`suites::Cell::not_applicable`): never run,
+    /// never a pass, and not a failure — the reports show it with the reason.
+    NotApplicable { reason: String },
     /// The harness could not produce a gradable run: an environment probe that disagrees with
     /// its spec, a missing prerequisite under `CI=true`, a driver that could not be started.
     Error { message: String },
@@ -36,13 +39,17 @@ impl CellResult {
     pub fn is_failure(&self) -> bool {
         match &self.outcome {
             CellOutcome::Graded { agreement, .. } => !agreement.is_ok(),
-            CellOutcome::Ignored { .. } => false,
+            CellOutcome::Ignored { .. } | CellOutcome::NotApplicable { .. } => false,
             CellOutcome::Error { .. } => true,
         }
     }
 
     pub fn is_ignored(&self) -> bool {
         matches!(self.outcome, CellOutcome::Ignored { .. })
+    }
+
+    pub fn is_not_applicable(&self) -> bool {
+        matches!(self.outcome, CellOutcome::NotApplicable { .. })
     }
 
     /// The verdict, when the cell was graded.
@@ -61,6 +68,7 @@ impl CellResult {
                 other => format!("{}; verdict reason: {}", other.describe(), verdict.reason),
             },
             CellOutcome::Ignored { reason } => format!("ignored: {reason}"),
+            CellOutcome::NotApplicable { reason } => format!("not applicable: {reason}"),
             CellOutcome::Error { message } => format!("error: {message}"),
         }
     }

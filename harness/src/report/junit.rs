@@ -13,9 +13,14 @@ pub fn junit_xml(summary: &Summary) -> Result<String> {
     for cell in &summary.cells {
         let status = match cell.status {
             Status::AsExpected => TestCaseStatus::success(),
-            Status::Ignored => {
+            Status::Ignored | Status::NotApplicable => {
+                let what = if cell.status == Status::Ignored {
+                    "ignored"
+                } else {
+                    "not applicable"
+                };
                 let mut status = TestCaseStatus::skipped();
-                status.set_message(format!("ignored: {}", cell.reason));
+                status.set_message(format!("{what}: {}", cell.reason));
                 status
             }
             Status::Differs | Status::Stale => {

@@ -1,5 +1,6 @@
-//! The Markdown matrix: totals, the differences from the baseline first, the ignored cells with
-//! their reasons, then one table per suite and runner (cases × environments).
+//! The Markdown matrix: totals, the differences from the baseline first, the ignored and the
+//! not-applicable cells with their reasons, then one table per suite and runner (cases ×
+//! environments).
 
 use super::summary::{CellSummary, Status, Summary};
 use std::fmt::Write;
@@ -24,6 +25,7 @@ fn mark(cell: &CellSummary) -> String {
         Status::Stale => format!("❌ pass (stale: baseline says {})", cell.expected),
         Status::Error => "💥 error".to_string(),
         Status::Ignored => "⏭️ ignored".to_string(),
+        Status::NotApplicable => "➖ n/a".to_string(),
     }
 }
 
@@ -45,13 +47,14 @@ pub fn markdown(summary: &Summary) -> String {
     let _ = writeln!(out, "## Conformance matrix\n");
     let _ = writeln!(
         out,
-        "{verdict_line}: {} cells, {} as expected, {} differ, {} stale, {} errors, {} ignored ({:.1} s).\n",
+        "{verdict_line}: {} cells, {} as expected, {} differ, {} stale, {} errors, {} ignored, {} not applicable ({:.1} s).\n",
         t.cells,
         t.as_expected,
         t.differs,
         t.stale,
         t.errors,
         t.ignored,
+        t.not_applicable,
         summary.wall_ms as f64 / 1000.0
     );
 
@@ -82,18 +85,27 @@ pub fn markdown(summary: &Summary) -> String {
         let _ = writeln!(out);
     }
 
-    let ignored: Vec<&CellSummary> = summary
-        .cells
-        .iter()
-        .filter(|c| c.status == Status::Ignored)
-        .collect();
-    if !ignored.is_empty() {
-        let _ = writeln!(
-            out,
-            "### Ignored (cannot run here; a failure under `CI=true`)\n"
-        );
-        for reason in ordered(ignored.iter().map(|c| c.reason.as_str())) {
-            let count = ignored.iter().filter(|c| c.reason == reason).count();
+    for (status, heading) in [
+        (
+            Status::Ignored,
+            "Ignored (cannot run here; a failure under `CI=true`)",
+        ),
+        (
+            Status::NotApplicable,
+            "Not applicable (the driver cannot express the case; never run, never a pass)",
+        ),
+    ] {
+        let listed: Vec<&CellSummary> = summary
+            .cells
+            .iter()
+            .filter(|c| c.status == status)
+            .collect();
+        if listed.is_empty() {
+            continue;
+        }
+        let _ = writeln!(out, "### {heading}\n");
+        for reason in ordered(listed.iter().map(|c| c.reason.as_str())) {
+            let count = listed.iter().filter(|c| c.reason == reason).count();
             let _ = writeln!(out, "- {count} cells: {}", escape(reason));
         }
         let _ = writeln!(out);
@@ -127,7 +139,7 @@ pub fn markdown(summary: &Summary) -> String {
     }
     let _ = writeln!(
         out,
-        "✅ as expected (baseline: a known, documented non-pass verdict) · ❌ differs from the baseline · 💥 harness error · ⏭️ cannot run here · `·` not in the matrix"
+        "✅ as expected (baseline: a known, documented non-pass verdict) · ❌ differs from the baseline · 💥 harness error · ⏭️ cannot run here · ➖ not applicable to the driver · `·` not in the matrix"
     );
     out
 }

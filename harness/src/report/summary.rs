@@ -19,6 +19,8 @@ pub enum Status {
     Error,
     /// The cell cannot run here.
     Ignored,
+    /// The cell's driver cannot express its case: never run, never a pass.
+    NotApplicable,
 }
 
 impl Status {
@@ -42,7 +44,7 @@ pub struct CellSummary {
     /// The verdict, when the cell was graded.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub verdict: Option<String>,
-    /// The grader's reason, the ignore reason, or the error.
+    /// The grader's reason, the ignore or not-applicable reason, or the error.
     pub reason: String,
     pub duration_ms: u64,
     pub evidence_dir: String,
@@ -56,6 +58,7 @@ pub struct Totals {
     pub stale: usize,
     pub errors: usize,
     pub ignored: usize,
+    pub not_applicable: usize,
 }
 
 impl Totals {
@@ -87,6 +90,7 @@ impl CellSummary {
                 )
             }
             CellOutcome::Ignored { reason } => (Status::Ignored, None, reason.clone()),
+            CellOutcome::NotApplicable { reason } => (Status::NotApplicable, None, reason.clone()),
             CellOutcome::Error { message } => (Status::Error, None, message.clone()),
         };
         Self {
@@ -120,6 +124,7 @@ impl Summary {
                 Status::Stale => totals.stale += 1,
                 Status::Error => totals.errors += 1,
                 Status::Ignored => totals.ignored += 1,
+                Status::NotApplicable => totals.not_applicable += 1,
             }
         }
         Self {

@@ -70,6 +70,13 @@ fn sample() -> Vec<CellResult> {
             },
         ),
         result(
+            "core-compatibility.my-runner-fake.local.ask-question",
+            pass.clone(),
+            CellOutcome::NotApplicable {
+                reason: "the case runs in mode `ask` and the driver declares only modes = [planning, standard]".into(),
+            },
+        ),
+        result(
             "transport-faults.runner-fake.container.hang",
             pass.clone(),
             CellOutcome::Error {
@@ -92,11 +99,13 @@ fn statuses_and_totals_follow_the_agreement() {
             Status::AsExpected,
             Status::Stale,
             Status::Ignored,
+            Status::NotApplicable,
             Status::Error
         ]
     );
     assert_eq!(summary.totals.failures(), 3);
     assert_eq!(summary.totals.ignored, 1);
+    assert_eq!(summary.totals.not_applicable, 1);
     assert!(matches!(
         sample()[4].outcome,
         CellOutcome::Graded {
@@ -137,5 +146,5 @@ fn write_all_writes_three_files() {
     }
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&paths.json).unwrap()).unwrap();
-    assert_eq!(json["totals"]["cells"], 7);
+    assert_eq!(json["totals"]["cells"], 8);
 }

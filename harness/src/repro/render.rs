@@ -94,6 +94,9 @@ fn render_run(out: &mut String, number: usize, run: &Run) {
         CellOutcome::Ignored { reason } => {
             let _ = writeln!(out, "verdict: none (cannot run here: {reason})");
         }
+        CellOutcome::NotApplicable { reason } => {
+            let _ = writeln!(out, "verdict: none (not applicable: {reason})");
+        }
         CellOutcome::Error { message } => {
             let _ = writeln!(out, "verdict: none (harness error: {message})");
         }
