@@ -18,7 +18,8 @@
 //                 `planning` task, whose `read-only` mode always asks the user).
 //
 // `planning` runs in codex-acp's `read-only` mode; `standard` in `agent` (or `workspace-write`);
-// `ask`, `never`, plan reviews, answers and relaunches are refused. Written with Node's standard
+// `ask`, `never`, plan revisions, answers and relaunches are refused (one turn, no plan mode: an
+// `approve` review has no plan to act on). Written with Node's standard
 // library only: the ACP wire is a few NDJSON messages, and this keeps the client runnable where
 // only the agent package is installed.
 //
@@ -65,9 +66,11 @@ try {
 }
 if (typeof task?.prompt !== "string") failTask("the task envelope has no prompt");
 if (task.relaunch) failTask("the codex-acp client cannot relaunch and resume a saved thread");
-if (task.plan_reviews?.length || task.answers?.length) {
-  failTask("the codex-acp client cannot review plans or answer questions");
+// One turn, no plan mode: an `approve` review has no plan to act on; `revise` cannot be done.
+if ((task.plan_reviews ?? []).some((r) => r?.decision === "revise")) {
+  failTask("the codex-acp client cannot review plans (it runs no plan mode)");
 }
+if (task.answers?.length) failTask("the codex-acp client cannot answer the model's questions");
 
 const planning = task.mode === "planning";
 if (!planning && task.mode !== "standard") {

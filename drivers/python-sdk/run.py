@@ -20,8 +20,9 @@ mode and the bounds; its optional `approvals` says how escalations are handled:
                `approvalsReviewer: "user"` and leaves the SDK's handler in place.
 
 `user-decline` cannot be expressed with the SDK (no public way to answer one request) and is
-refused. The SDK has no plan mode: a `planning` task runs with `Sandbox.read_only` (what a
-read-only run grades), `standard` with `Sandbox.workspace_write`; `ask` is refused.
+refused. The SDK has no plan mode: a `planning` task runs one turn with `Sandbox.read_only` (what
+a read-only run grades; no plan is proposed, so an `approve` review has nothing to act on and a
+`revise` review is refused), `standard` with `Sandbox.workspace_write`; `ask` is refused.
 
 Exit status: 0 when every turn completed, 1 when a turn failed or the SDK raised, 2 for a task
 this driver cannot run, 124 when the run's bound expired (the app-server is killed first).
@@ -142,8 +143,10 @@ def main():
         fail_task("the task envelope has no prompt")
     if task.get("relaunch"):
         fail_task("the SDK driver cannot relaunch and resume a saved thread")
-    if task.get("plan_reviews") or task.get("answers"):
-        fail_task("the SDK driver cannot review plans or answer questions")
+    if any(r.get("decision") == "revise" for r in task.get("plan_reviews") or []):
+        fail_task("the SDK driver cannot review plans (it has no plan mode)")
+    if task.get("answers"):
+        fail_task("the SDK driver cannot answer the model's questions")
 
     try:
         from openai_codex import Codex, CodexConfig, Sandbox, __version__

@@ -37,22 +37,9 @@ pub struct Task {
     pub approvals: Option<Approvals>,
 }
 
-/// Who answers a command's or a file change's request to escalate, and how. The published
-/// drivers' launch scripts (`drivers/`) map each to the driver's own settings; a value a driver
-/// has no way to express is refused there.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Approvals {
-    /// `approvalsReviewer: "auto_review"`: Codex's automatic reviewer (a model request)
-    /// decides; the driver is sent no approval request.
-    AutoReview,
-    /// `approvalPolicy: "never"`: nothing can escalate.
-    Never,
-    /// The reviewer is the user: the driver is asked and accepts.
-    UserAccept,
-    /// The reviewer is the user: the driver is asked and refuses.
-    UserDecline,
-}
+/// Who answers escalation requests, and how (defined with the declared drivers that can be
+/// told: `suites::spec::Approvals`).
+pub use suites::spec::Approvals;
 
 /// A second launch within the run: the first session is saved (a non-ephemeral thread), the
 /// app-server is shut down, the launch plan is computed again under `policy`, and — when the

@@ -375,7 +375,12 @@ async fn python_sdk_read_only_write_probe_is_refused() {
     let run = run_in_cell(
         Driver::PythonSdk,
         &cell,
-        envelope("planning", PROBE_PROMPT, serde_json::json!({})),
+        envelope(
+            "planning",
+            PROBE_PROMPT,
+            // As the shipped plan-write-refused case says; no plan is proposed to approve.
+            serde_json::json!({"plan_reviews": [{"decision": "approve"}]}),
+        ),
     )
     .await;
     assert!(run.status.success(), "{}\n{}", run.stdout, run.stderr);
@@ -395,7 +400,7 @@ async fn refuses_tasks_it_cannot_express(driver: Driver, unexpressible: &str) {
             approvals.as_str(),
         ),
         (
-            serde_json::json!({"plan_reviews": [{"decision": "approve"}]}),
+            serde_json::json!({"plan_reviews": [{"decision": "revise", "text": "again"}]}),
             "cannot review plans",
         ),
         (
@@ -439,7 +444,12 @@ async fn codex_acp_read_only_write_probe_is_refused() {
     let run = run_in_cell(
         Driver::CodexAcp,
         &cell,
-        envelope("planning", PROBE_PROMPT, serde_json::json!({})),
+        envelope(
+            "planning",
+            PROBE_PROMPT,
+            // As the shipped plan-write-refused case says; no plan is proposed to approve.
+            serde_json::json!({"plan_reviews": [{"decision": "approve"}]}),
+        ),
     )
     .await;
     assert!(run.status.success(), "{}\n{}", run.stdout, run.stderr);

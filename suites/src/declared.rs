@@ -120,6 +120,7 @@ mod tests {
             modes: vec![],
             plan_reviews: false,
             answers: false,
+            approvals: vec![],
             env: Default::default(),
             base_dir: None,
         }
