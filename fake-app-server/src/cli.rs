@@ -7,12 +7,29 @@ use std::path::PathBuf;
 #[derive(Parser, Debug)]
 #[command(
     name = "fake-app-server",
-    about = "A scriptable stand-in for `codex app-server` (stdio JSON-RPC)."
+    about = "A scriptable stand-in for `codex app-server` (stdio JSON-RPC).",
+    disable_version_flag = true
 )]
 pub struct Args {
     /// Optional leading `app-server`, so the fake launches exactly like `codex app-server`.
     #[arg(value_parser = ["app-server"])]
     pub subcommand: Option<String>,
+    /// `generate-json-schema`: write the protocol schema of the Codex the fake serves (copied
+    /// from `$FAKE_APP_SERVER_SCHEMA_DIR`, which the pinned Codex generated) into `--out`.
+    #[arg(value_parser = ["generate-json-schema"], requires = "subcommand")]
+    pub tool: Option<String>,
+    /// With `generate-json-schema`: include experimental methods (the copied schema has them).
+    #[arg(long, requires = "tool")]
+    pub experimental: bool,
+    /// With `generate-json-schema`: the folder to write.
+    #[arg(long, requires = "tool")]
+    pub out: Option<PathBuf>,
+    /// Where to serve: only `stdio://` (the default), as drivers pass it to `codex app-server`.
+    #[arg(long, value_name = "URL", value_parser = parse_listen)]
+    pub listen: Option<String>,
+    /// Print `codex-cli VERSION` (the Codex version the fake serves as) and exit.
+    #[arg(short = 'V', long)]
+    pub version: bool,
     /// `builtin:NAME` or a scenario TOML file.
     #[arg(
         long,
@@ -38,4 +55,16 @@ pub struct Args {
     /// Config overrides, `key=value` with a TOML value, like Codex's `-c`.
     #[arg(short = 'c', long = "config", value_name = "key=value")]
     pub overrides: Vec<String>,
+}
+
+/// Codex accepts `stdio://`, `unix://…`, `ws://…` and `off`; the fake serves only stdio and says
+/// so with Codex's own wording for a URL it does not support.
+fn parse_listen(url: &str) -> Result<String, String> {
+    if url == "stdio://" {
+        Ok(url.to_string())
+    } else {
+        Err(format!(
+            "unsupported --listen URL `{url}`; fake-app-server serves only `stdio://`"
+        ))
+    }
 }

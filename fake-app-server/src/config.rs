@@ -74,6 +74,8 @@ pub struct Config {
     /// `model` / `model_provider` as given (echoed in thread results).
     pub model: Option<String>,
     pub model_provider: Option<String>,
+    /// Every `-c` override as one table: Codex's `sessionFlags` layer (`config/read`).
+    pub session_flags: toml::Table,
 }
 
 impl Config {
@@ -93,6 +95,7 @@ impl Config {
                 .get("model_provider")
                 .and_then(|v| v.as_str())
                 .map(str::to_string),
+            session_flags: root.clone(),
             ..Config::default()
         };
         if let Some(table) = root.get("permissions") {
@@ -144,6 +147,22 @@ impl Config {
         }
         Profile::builtin(id)
             .ok_or_else(|| format!("default_permissions refers to undefined profile `{id}`"))
+    }
+
+    /// Whether the configured model provider needs an OpenAI login: only the built-in `openai`
+    /// provider does, unless a custom provider sets `requires_openai_auth = true` (Codex 0.169
+    /// answers `account/read` so; measured).
+    pub fn requires_openai_auth(&self) -> bool {
+        let provider = self.model_provider.as_deref().unwrap_or("openai");
+        if provider == "openai" {
+            return true;
+        }
+        self.session_flags
+            .get("model_providers")
+            .and_then(|p| p.get(provider))
+            .and_then(|p| p.get("requires_openai_auth"))
+            .and_then(toml::Value::as_bool)
+            .unwrap_or(false)
     }
 
     /// Ids for `permissionProfile/list`: built-ins first, then the configured ones by name.

@@ -11,6 +11,7 @@ pub mod output;
 pub mod protocol;
 pub mod sandbox;
 pub mod scenario;
+mod schema_copy;
 mod server;
 pub mod transcript;
 
@@ -42,6 +43,17 @@ pub fn cli_main<I: IntoIterator<Item = OsString>>(args: I) -> ExitCode {
 }
 
 fn run(args: cli::Args) -> Result<u8, String> {
+    if args.version {
+        println!("codex-cli {}", protocol::shapes::CLI_VERSION);
+        return Ok(0);
+    }
+    if args.tool.is_some() {
+        let out = args
+            .out
+            .as_deref()
+            .ok_or("generate-json-schema needs --out DIR")?;
+        return schema_copy::generate(out).map(|()| 0);
+    }
     let config = config::Config::from_overrides(&args.overrides).map_err(|e| e.to_string())?;
     let scenario = scenario::Scenario::from_spec(&args.scenario).map_err(|e| e.to_string())?;
     let sandbox = sandbox::Sandbox::new(

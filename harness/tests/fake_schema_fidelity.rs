@@ -34,6 +34,12 @@ fn response_schema(method: &str) -> Option<&'static str> {
         "command/exec" => "v2/CommandExecResponse.json",
         "permissionProfile/list" => "v2/PermissionProfileListResponse.json",
         "account/read" => "v2/GetAccountResponse.json",
+        "account/login/start" => "v2/LoginAccountResponse.json",
+        "config/read" => "v2/ConfigReadResponse.json",
+        "model/list" => "v2/ModelListResponse.json",
+        "skills/list" => "v2/SkillsListResponse.json",
+        "collaborationMode/list" => "v2/CollaborationModeListResponse.json",
+        "thread/settings/update" => "v2/ThreadSettingsUpdateResponse.json",
         _ => return None,
     })
 }
@@ -171,14 +177,28 @@ fn drive(scenario: &str, lab: &Path) -> Session {
     session.send(&json!({"method": "initialized"}));
     session.request("permissionProfile/list", json!({"cwd": ws}));
     session.request("account/read", json!({}));
+    session.request("config/read", json!({"includeLayers": false}));
+    session.request("config/read", json!({"includeLayers": true, "cwd": ws}));
+    session.request("model/list", json!({}));
+    session.request("skills/list", json!({"cwds": [ws]}));
+    session.request("collaborationMode/list", json!({}));
+    session.request(
+        "account/login/start",
+        json!({"type": "apiKey", "apiKey": "sk-fidelity"}),
+    );
     session.request("command/exec", json!({"command": ["sh", "-c", "printf x > probe.txt"], "cwd": ws, "permissionProfile": "fullread"}));
     let tools = json!([
         {"type": "function", "name": "paperclip_finish", "description": "Finish.", "inputSchema": {"type": "object"}},
         {"type": "function", "name": "paperclip_block", "description": "Block.", "inputSchema": {"type": "object"}}
     ]);
+    let reviewer = if scenario.contains("auto-review") {
+        "auto_review"
+    } else {
+        "user"
+    };
     let Some(started) = session.request(
         "thread/start",
-        json!({"cwd": ws, "permissions": "restricted", "dynamicTools": tools}),
+        json!({"cwd": ws, "permissions": "restricted", "dynamicTools": tools, "model": "mock-model", "approvalsReviewer": reviewer, "config": {"projects": {ws.clone(): {"trust_level": "trusted"}}}}),
     ) else {
         return session;
     };
@@ -189,6 +209,10 @@ fn drive(scenario: &str, lab: &Path) -> Session {
         return session; // startup-rejected
     };
     let plan_mode = json!({"mode": "plan", "settings": {"model": "gpt-6.1-sol", "reasoning_effort": null, "developer_instructions": null}});
+    session.request(
+        "thread/settings/update",
+        json!({"threadId": thread, "collaborationMode": plan_mode, "approvalsReviewer": reviewer}),
+    );
     for turn in 0..3 {
         let mut params = json!({"threadId": thread, "input": [{"type": "text", "text": format!("turn {turn} MARKER-fidelity")}], "permissions": "restricted"});
         if turn == 0 {
@@ -360,6 +384,22 @@ fn every_message_of_every_builtin_scenario_validates_against_the_real_schema() {
         ]);
     let approval_file = scratch.path().join("approval.toml");
     std::fs::write(&approval_file, approval.to_toml().unwrap()).unwrap();
+    // The automatic reviewer: one escalation allowed, one denied (played with
+    // `approvalsReviewer: auto_review`, which the file name selects in `drive`).
+    let reviewed = fake_app_server::scenario::ScenarioBuilder::new("auto-review").turn(vec![
+        fake_app_server::scenario::builder::steps::reviewed_shell(
+            "printf a > a.txt",
+            "Allow?",
+            true,
+        ),
+        fake_app_server::scenario::builder::steps::reviewed_shell(
+            "printf b > b.txt",
+            "Allow?",
+            false,
+        ),
+    ]);
+    let reviewed_file = scratch.path().join("auto-review.toml");
+    std::fs::write(&reviewed_file, reviewed.to_toml().unwrap()).unwrap();
     let refused = fake_app_server::scenario::ScenarioBuilder::from_builtin("plan-write-refused")
         .unwrap()
         .environment(fake_app_server::scenario::EnvironmentFacts {
@@ -373,6 +413,7 @@ fn every_message_of_every_builtin_scenario_validates_against_the_real_schema() {
         .map(|n| format!("builtin:{n}"))
         .collect();
     scenarios.push(approval_file.display().to_string());
+    scenarios.push(reviewed_file.display().to_string());
     scenarios.push(refused_file.display().to_string());
     let mut failures = Vec::new();
     let mut methods_seen = std::collections::BTreeSet::new();
@@ -409,6 +450,14 @@ fn every_message_of_every_builtin_scenario_validates_against_the_real_schema() {
         "error",
         "item/plan/delta",
         "item/agentMessage/delta",
+        "warning",
+        "thread/tokenUsage/updated",
+        "thread/settings/updated",
+        "account/login/completed",
+        "account/updated",
+        "item/autoApprovalReview/started",
+        "item/autoApprovalReview/completed",
+        "guardianWarning",
     ] {
         assert!(
             methods_seen.contains(expected),

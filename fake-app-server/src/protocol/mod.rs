@@ -18,6 +18,20 @@ pub fn client_methods() -> impl Iterator<Item = &'static str> {
     CLIENT_METHODS.lines().filter(|l| !l.is_empty())
 }
 
+/// Every notification Codex 0.169.0 can send (the `method` enums of its generated
+/// `ServerNotification.json`). Both lists are checked against the pinned Codex at test time
+/// (`harness/tests/codex_protocol_lists.rs`), so a new pin that changes them fails until they
+/// are regenerated (`harness drift` shows the difference).
+const SERVER_NOTIFICATIONS: &str = include_str!("server_notifications.txt");
+
+pub fn server_notifications() -> impl Iterator<Item = &'static str> {
+    SERVER_NOTIFICATIONS.lines().filter(|l| !l.is_empty())
+}
+
+pub fn is_server_notification(method: &str) -> bool {
+    server_notifications().any(|m| m == method)
+}
+
 /// A JSON-RPC error object.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RpcError {

@@ -79,6 +79,7 @@ pub struct ThreadSettingsView<'a> {
     pub model_provider: &'a str,
     pub instruction_sources: Vec<String>,
     pub approval_policy: &'a Value,
+    pub approvals_reviewer: &'a str,
     pub sandbox: Value,
     pub active_permission_profile: Value,
 }
@@ -94,7 +95,7 @@ pub fn thread_start_result(thread: Value, settings: &ThreadSettingsView) -> Valu
         "runtimeWorkspaceRoots": [settings.cwd],
         "instructionSources": settings.instruction_sources,
         "approvalPolicy": settings.approval_policy,
-        "approvalsReviewer": "user",
+        "approvalsReviewer": settings.approvals_reviewer,
         "sandbox": settings.sandbox,
         "activePermissionProfile": settings.active_permission_profile,
         "reasoningEffort": null,

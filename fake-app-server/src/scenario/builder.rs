@@ -126,6 +126,7 @@ pub mod steps {
             cmd: cmd.to_string(),
             escalate: false,
             justification: None,
+            review: None,
         }
     }
 
@@ -134,6 +135,29 @@ pub mod steps {
             cmd: cmd.to_string(),
             escalate: true,
             justification: Some(justification.to_string()),
+            review: None,
+        }
+    }
+
+    /// An escalated command that the automatic reviewer allows (`allow`) or denies.
+    pub fn reviewed_shell(cmd: &str, justification: &str, allow: bool) -> ModelStep {
+        use crate::scenario::model::{Review, ReviewOutcome};
+        ModelStep::Shell {
+            cmd: cmd.to_string(),
+            escalate: true,
+            justification: Some(justification.to_string()),
+            review: Some(Review {
+                outcome: if allow {
+                    ReviewOutcome::Allow
+                } else {
+                    ReviewOutcome::Deny
+                },
+                rationale: if allow {
+                    "The user asked for this write.".into()
+                } else {
+                    "Writing outside the sandbox was not authorised.".into()
+                },
+            }),
         }
     }
 

@@ -52,9 +52,14 @@ pub struct MethodBehaviour {
     /// Answer with this error instead of the real answer.
     #[serde(default)]
     pub error: Option<RpcErrorSpec>,
-    /// Answer with this result instead of the real one.
+    /// Answer with this result instead of the real one, for any method Codex knows, including
+    /// one the fake does not implement.
     #[serde(default)]
     pub result: Option<serde_json::Value>,
+    /// The same as `result`, written as JSON text: the way to answer JSON `null` (TOML has no
+    /// null), e.g. `result_json = "null"`.
+    #[serde(default)]
+    pub result_json: Option<String>,
     /// Wait this long before answering.
     #[serde(default)]
     pub delay_ms: Option<u64>,
@@ -220,6 +225,17 @@ pub enum ScenarioError {
     Invalid { origin: String, message: String },
 }
 
+impl MethodBehaviour {
+    /// The scripted result (`result`, else `result_json` parsed), if the scenario sets one.
+    pub fn scripted_result(&self) -> Option<serde_json::Value> {
+        self.result.clone().or_else(|| {
+            self.result_json
+                .as_deref()
+                .and_then(|text| serde_json::from_str(text).ok())
+        })
+    }
+}
+
 impl Scenario {
     /// The built-in scenario `name` (see [`BUILTIN_NAMES`]).
     pub fn builtin(name: &str) -> Result<Self, ScenarioError> {
@@ -259,11 +275,41 @@ impl Scenario {
             origin: origin.to_string(),
             message,
         };
-        for (method, behaviour) in &self.methods {
-            if behaviour.error.is_some() && behaviour.result.is_some() {
+        for method in self.methods.keys() {
+            if !crate::protocol::is_client_method(method) {
                 return Err(invalid(format!(
-                    "methods.\"{method}\": `error` and `result` exclude each other"
+                    "methods.\"{method}\": `{method}` is not a method Codex {} knows{}",
+                    crate::protocol::shapes::CLI_VERSION,
+                    closest(method, crate::protocol::client_methods())
                 )));
+            }
+        }
+        for method in self.notifications.keys() {
+            if !crate::protocol::is_server_notification(method) {
+                return Err(invalid(format!(
+                    "notifications.\"{method}\": `{method}` is not a notification Codex {} sends{}",
+                    crate::protocol::shapes::CLI_VERSION,
+                    closest(method, crate::protocol::server_notifications())
+                )));
+            }
+        }
+        for (method, behaviour) in &self.methods {
+            let answers = [
+                behaviour.error.is_some(),
+                behaviour.result.is_some(),
+                behaviour.result_json.is_some(),
+            ];
+            if answers.iter().filter(|a| **a).count() > 1 {
+                return Err(invalid(format!(
+                    "methods.\"{method}\": `error`, `result` and `result_json` exclude each other"
+                )));
+            }
+            if let Some(text) = &behaviour.result_json {
+                if let Err(err) = serde_json::from_str::<serde_json::Value>(text) {
+                    return Err(invalid(format!(
+                        "methods.\"{method}\".result_json is not JSON: {err}"
+                    )));
+                }
             }
             if behaviour.split_writes == Some(0) {
                 return Err(invalid(format!(
@@ -311,6 +357,34 @@ impl Scenario {
     pub fn method(&self, method: &str) -> Option<&MethodBehaviour> {
         self.methods.get(method)
     }
+}
+
+/// ` (did you mean `X`?)` for the known name nearest to `name` by edit distance, when one is
+/// close (a typo, not a different name).
+fn closest<'a>(name: &str, known: impl Iterator<Item = &'a str>) -> String {
+    let best = known
+        .map(|k| (edit_distance(name, k), k))
+        .min_by_key(|(d, _)| *d);
+    match best {
+        Some((distance, k)) if distance <= 3 => format!(" (did you mean `{k}`?)"),
+        _ => String::new(),
+    }
+}
+
+// Levenshtein distance on a few dozen short names: ten lines, not worth a crate.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut previous = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let substitution = previous + usize::from(ca != *cb);
+            previous = row[j + 1];
+            row[j + 1] = substitution.min(row[j] + 1).min(previous + 1);
+        }
+    }
+    row[b.len()]
 }
 
 /// toml's message already names the key and shows the offending line; add the line number
@@ -361,6 +435,38 @@ mod tests {
         let text = "[[turns]]\nsteps = []\nfault = { kind = \"crash\", after_step = 0 }\n";
         let err = Scenario::from_toml_str(text, Path::new("s.toml")).unwrap_err();
         assert!(err.to_string().contains("after_step"), "{err}");
+    }
+
+    #[test]
+    fn a_misspelled_method_or_notification_is_named() {
+        let text = "[methods.\"thread/strat\"]\ndelay_ms = 1\n";
+        let err = Scenario::from_toml_str(text, Path::new("s.toml"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("`thread/strat` is not a method"), "{err}");
+        assert!(err.contains("did you mean `thread/start`"), "{err}");
+        let text = "[notifications.\"item/complete\"]\ndrop = true\n";
+        let err = Scenario::from_toml_str(text, Path::new("s.toml"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("`item/complete` is not a notification"),
+            "{err}"
+        );
+        assert!(err.contains("did you mean `item/completed`"), "{err}");
+    }
+
+    #[test]
+    fn a_method_the_fake_does_not_implement_and_null_results_are_accepted() {
+        let text = "[methods.\"thread/name/set\"]\nresult_json = \"null\"\n";
+        let scenario = Scenario::from_toml_str(text, Path::new("s.toml")).unwrap();
+        assert_eq!(
+            scenario.methods["thread/name/set"].scripted_result(),
+            Some(serde_json::Value::Null)
+        );
+        let text = "[methods.\"model/list\"]\nresult_json = \"{nope\"\n";
+        let err = Scenario::from_toml_str(text, Path::new("s.toml")).unwrap_err();
+        assert!(err.to_string().contains("result_json is not JSON"), "{err}");
     }
 
     #[test]

@@ -29,6 +29,11 @@ pub enum ModelStep {
         escalate: bool,
         #[serde(default)]
         justification: Option<String>,
+        /// When the thread's approvals go to the automatic reviewer (`approvalsReviewer:
+        /// auto_review`), what the reviewing model answers for this escalation; the client
+        /// is not asked. Without it the reviewer denies (a review must never allow by default).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        review: Option<Review>,
     },
     /// Propose a plan (a `<proposed_plan>` block for the real Codex; a `plan` item).
     Plan { text: String },
@@ -46,6 +51,58 @@ pub enum ModelStep {
         #[serde(default)]
         arguments: serde_json::Value,
     },
+}
+
+/// The automatic reviewer's verdict on one escalation: the JSON object the reviewing model
+/// returns (Codex asks for `risk_level`, `user_authorization`, `outcome`, `rationale`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Review {
+    pub outcome: ReviewOutcome,
+    #[serde(default = "default_rationale")]
+    pub rationale: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ReviewOutcome {
+    Allow,
+    Deny,
+}
+
+fn default_rationale() -> String {
+    "Scripted review.".into()
+}
+
+impl Review {
+    /// What the reviewer says when the script says nothing: deny.
+    pub fn unscripted() -> Review {
+        Review {
+            outcome: ReviewOutcome::Deny,
+            rationale: "No review was scripted for this escalation; denied.".into(),
+        }
+    }
+
+    pub fn allows(&self) -> bool {
+        self.outcome == ReviewOutcome::Allow
+    }
+
+    /// The review as the model writes it (the JSON the mock model API returns to Codex).
+    pub fn model_answer(&self) -> serde_json::Value {
+        let (risk, authorization, outcome) = match self.outcome {
+            ReviewOutcome::Allow => ("low", "high", "allow"),
+            ReviewOutcome::Deny => ("high", "low", "deny"),
+        };
+        serde_json::json!({"risk_level": risk, "user_authorization": authorization, "outcome": outcome, "rationale": self.rationale})
+    }
+
+    /// `riskLevel` / `userAuthorization` as the app-server reports them.
+    pub fn levels(&self) -> (&'static str, &'static str) {
+        match self.outcome {
+            ReviewOutcome::Allow => ("low", "high"),
+            ReviewOutcome::Deny => ("high", "low"),
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

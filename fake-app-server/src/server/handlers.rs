@@ -1,5 +1,6 @@
 //! One handler per client method, answering like Codex 0.169.0.
 
+use super::settings::{self, model_of};
 use super::state::{ActiveTurn, State, ThreadState, TurnSignal};
 use super::turn::{self, TurnPlan};
 use super::{Reply, Shared};
@@ -10,9 +11,6 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::sync::Arc;
-
-const DEFAULT_MODEL: &str = "gpt-6.1-sol";
-const DEFAULT_PROVIDER: &str = "openai";
 
 pub fn handle(shared: &Arc<Shared>, method: &str, params: Option<&Value>) -> Reply {
     if !protocol::is_client_method(method) {
@@ -28,7 +26,13 @@ pub fn handle(shared: &Arc<Shared>, method: &str, params: Option<&Value>) -> Rep
         "turn/interrupt" => turn_interrupt(shared, params),
         "command/exec" => command_exec(shared, params),
         "permissionProfile/list" => permission_profile_list(shared, params),
-        "account/read" => account_read(shared, params),
+        "account/read" => settings::account_read(shared, params),
+        "account/login/start" => return settings::account_login_start(params),
+        "config/read" => settings::config_read(shared, params),
+        "model/list" => settings::model_list(shared, params),
+        "skills/list" => settings::skills_list(params),
+        "collaborationMode/list" => settings::collaboration_mode_list(params),
+        "thread/settings/update" => return settings::thread_settings_update(shared, params),
         other => {
             eprintln!("fake-app-server: `{other}` is a Codex method the fake does not implement");
             Err(RpcError::internal(format!(
@@ -58,21 +62,6 @@ fn gate(shared: &Shared, method: &str, field: &str, present: bool) -> Result<(),
         )));
     }
     Ok(())
-}
-
-fn model(shared: &Shared) -> (String, String) {
-    (
-        shared
-            .config
-            .model
-            .clone()
-            .unwrap_or_else(|| DEFAULT_MODEL.into()),
-        shared
-            .config
-            .model_provider
-            .clone()
-            .unwrap_or_else(|| DEFAULT_PROVIDER.into()),
-    )
 }
 
 #[derive(Deserialize)]
@@ -186,6 +175,13 @@ struct ThreadStartParams {
     #[serde(default)]
     approval_policy: Option<Value>,
     #[serde(default)]
+    approvals_reviewer: Option<String>,
+    #[serde(default)]
+    model: Option<String>,
+    /// Config overrides for this thread (codex-acp sets `projects.<cwd>.trust_level`).
+    #[serde(default)]
+    config: Option<serde_json::Map<String, Value>>,
+    #[serde(default)]
     dynamic_tools: Option<Vec<DynamicToolSpec>>,
 }
 
@@ -232,9 +228,33 @@ fn settings_view<'a>(
         model_provider: provider,
         instruction_sources: thread.instruction_sources.clone(),
         approval_policy: &thread.approval_policy,
+        approvals_reviewer: &thread.approvals_reviewer,
         sandbox: thread.permissions.projection(),
         active_permission_profile: thread.permissions.active_profile(),
     }
+}
+
+/// Whether `cwd` is a trusted project, by the thread's `config` or the `-c` overrides
+/// (`projects."<cwd>".trust_level = "trusted"`).
+fn trusted_project(
+    shared: &Shared,
+    thread_config: Option<&serde_json::Map<String, Value>>,
+    cwd: &std::path::Path,
+) -> bool {
+    let key = cwd.display().to_string();
+    let from_thread = thread_config
+        .and_then(|c| c.get("projects"))
+        .and_then(|p| p.get(&key))
+        .and_then(|p| p.get("trust_level"))
+        .and_then(Value::as_str);
+    let from_flags = shared
+        .config
+        .session_flags
+        .get("projects")
+        .and_then(|p| p.get(&key))
+        .and_then(|p| p.get("trust_level"))
+        .and_then(toml::Value::as_str);
+    from_thread.or(from_flags) == Some("trusted")
 }
 
 fn resolve_permissions(
@@ -242,6 +262,23 @@ fn resolve_permissions(
     profile: Option<&str>,
     sandbox: Option<&str>,
 ) -> Result<Permissions, RpcError> {
+    resolve_permissions_in(shared, profile, sandbox, false)
+}
+
+/// Like [`resolve_permissions`]; without a choice, a trusted project gets `:workspace` (Codex
+/// 0.169, measured) unless `default_permissions` names a profile.
+fn resolve_permissions_in(
+    shared: &Shared,
+    profile: Option<&str>,
+    sandbox: Option<&str>,
+    trusted: bool,
+) -> Result<Permissions, RpcError> {
+    let profile = match profile {
+        None if sandbox.is_none() && trusted && shared.config.default_permissions.is_none() => {
+            Some(":workspace")
+        }
+        other => other,
+    };
     match (profile, sandbox) {
         (Some(_), Some(_)) => Err(RpcError::invalid(
             "`permissions` cannot be combined with `sandbox`",
@@ -273,12 +310,13 @@ fn thread_start(shared: &Arc<Shared>, params: Option<&Value>) -> Reply {
             "dynamicTools",
             params.dynamic_tools.is_some(),
         )?;
-        let permissions = resolve_permissions(
+        let cwd = params.cwd.map(PathBuf::from).unwrap_or_else(server_cwd);
+        let permissions = resolve_permissions_in(
             shared,
             params.permissions.as_deref(),
             params.sandbox.as_deref(),
+            trusted_project(shared, params.config.as_ref(), &cwd),
         )?;
-        let cwd = params.cwd.map(PathBuf::from).unwrap_or_else(server_cwd);
         let instruction_sources = load_instructions(shared, &permissions, &cwd)?;
         let id = crate::ids::uuid_v7();
         let ephemeral = params.ephemeral.unwrap_or(false);
@@ -296,6 +334,10 @@ fn thread_start(shared: &Arc<Shared>, params: Option<&Value>) -> Reply {
             approval_policy: params
                 .approval_policy
                 .unwrap_or_else(|| json!("on-request")),
+            approvals_reviewer: params.approvals_reviewer.unwrap_or_else(|| "user".into()),
+            model: params.model,
+            collaboration_mode: None,
+            tokens_used: 0,
             dynamic_tools: params
                 .dynamic_tools
                 .unwrap_or_default()
@@ -311,7 +353,7 @@ fn thread_start(shared: &Arc<Shared>, params: Option<&Value>) -> Reply {
             active: None,
         };
         thread.persist();
-        let (model, provider) = model(shared);
+        let (model, provider) = model_of(shared, Some(&thread));
         let originator = shared.state().client_name.clone();
         let thread_json = shapes::thread(&thread.view(&model, &provider, &originator, false));
         let result = shapes::thread_start_result(
@@ -430,20 +472,25 @@ fn thread_resume(shared: &Arc<Shared>, params: Option<&Value>) -> Reply {
             thread.approval_policy = policy;
         }
         thread.persist();
-        let (model, provider) = model(shared);
+        let (model, provider) = model_of(shared, Some(&thread));
         let originator = shared.state().client_name.clone();
         let with_turns = !params.exclude_turns.unwrap_or(false);
         let thread_json = shapes::thread(&thread.view(&model, &provider, &originator, with_turns));
-        let result =
+        let mut result =
             shapes::thread_resume_result(thread_json, &settings_view(&thread, &model, &provider));
+        result["collaborationMode"] = settings::collaboration_mode(&thread, &model);
+        let status = shapes::thread_status(&thread.id, shapes::idle_status());
         reinsert(thread);
         let before = if with_turns {
-            vec![shapes::notification(
-                "deprecationNotice",
-                json!({"summary": "Full-history hydration is deprecated for paginated threads; use `excludeTurns: true`, then page with `thread/turns/list` and `thread/items/list`.", "details": null}),
-            )]
+            vec![
+                status,
+                shapes::notification(
+                    "deprecationNotice",
+                    json!({"summary": "Full-history hydration is deprecated for paginated threads; use `excludeTurns: true`, then page with `thread/turns/list` and `thread/items/list`.", "details": null}),
+                ),
+            ]
         } else {
-            Vec::new()
+            vec![status]
         };
         Ok((result, before))
     };
@@ -471,12 +518,12 @@ fn thread_read(shared: &Arc<Shared>, params: Option<&Value>) -> Reply {
         let params: ThreadReadParams = parse_params(params)?;
         require_initialized(shared)?;
         check_thread_id(&params.thread_id)?;
-        let (model, provider) = model(shared);
         let state = shared.state();
         let thread = state
             .threads
             .get(&params.thread_id)
             .ok_or_else(|| RpcError::invalid(format!("thread not loaded: {}", params.thread_id)))?;
+        let (model, provider) = model_of(shared, Some(thread));
         let include_turns = params.include_turns.unwrap_or(false);
         if include_turns && thread.ephemeral {
             return Err(RpcError::invalid(
@@ -512,6 +559,10 @@ struct TurnStartParams {
     approval_policy: Option<Value>,
     #[serde(default)]
     collaboration_mode: Option<Value>,
+    #[serde(default)]
+    approvals_reviewer: Option<String>,
+    #[serde(default)]
+    model: Option<String>,
     #[serde(default)]
     cwd: Option<String>,
 }
@@ -586,6 +637,15 @@ fn turn_start(shared: &Arc<Shared>, params: Option<&Value>) -> Reply {
             if let Some(policy) = params.approval_policy {
                 thread.approval_policy = policy;
             }
+            if let Some(reviewer) = params.approvals_reviewer {
+                thread.approvals_reviewer = reviewer;
+            }
+            if let Some(model) = params.model {
+                thread.model = Some(model);
+            }
+            if let Some(mode) = params.collaboration_mode {
+                thread.collaboration_mode = Some(mode);
+            }
             if let Some(cwd) = params.cwd {
                 thread.cwd = PathBuf::from(cwd);
             }
@@ -601,8 +661,17 @@ fn turn_start(shared: &Arc<Shared>, params: Option<&Value>) -> Reply {
                 id: turn_id.clone(),
                 signals: signals_tx.clone(),
             });
+            let (model, _) = model_of(shared, Some(thread));
+            if !settings::in_catalog(&model) {
+                // Codex warns before it answers turn/start (measured with 0.169).
+                shared
+                    .out
+                    .send(&settings::missing_metadata_warning(&model, &thread.id));
+            }
             let plan = TurnPlan {
                 thread_id: thread.id.clone(),
+                approvals_reviewer: thread.approvals_reviewer.clone(),
+                tokens_before: thread.tokens_used,
                 turn_id: turn_id.clone(),
                 cwd: thread.cwd.clone(),
                 permissions: thread.permissions.clone(),
@@ -757,12 +826,4 @@ fn permission_profile_list(
         .map(|id| json!({"id": id, "description": null, "allowed": true}))
         .collect();
     Ok(json!({"data": data, "nextCursor": null}))
-}
-
-fn account_read(shared: &Arc<Shared>, params: Option<&Value>) -> Result<Value, RpcError> {
-    let _: AnyParams = parse_params(params)?;
-    require_initialized(shared)?;
-    Ok(
-        json!({"account": null, "userId": null, "requiresOpenaiAuth": true, "workspaceRouting": null}),
-    )
 }

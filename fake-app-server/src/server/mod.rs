@@ -2,7 +2,9 @@
 //! (turns, command/exec, delayed answers) runs on its own threads, so answers may come out of
 //! order, as with the real server.
 
+mod auto_review;
 mod handlers;
+mod settings;
 mod state;
 mod turn;
 
@@ -229,9 +231,12 @@ fn answer(
             message: error.message.clone(),
         }),
         None => {
+            // The handler still runs (a scripted thread/start still creates its thread); a
+            // scripted result replaces its answer, even an error (a method the fake does not
+            // implement).
             let mut reply = handlers::handle(shared, method, params.as_ref());
-            if let (Some(result), Ok(_)) = (&behaviour.result, &reply.result) {
-                reply.result = Ok(result.clone());
+            if let Some(result) = behaviour.scripted_result() {
+                reply.result = Ok(result);
             }
             reply
         }

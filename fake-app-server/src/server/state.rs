@@ -39,9 +39,17 @@ pub struct ThreadState {
     pub path: Option<PathBuf>,
     pub permissions: Permissions,
     pub approval_policy: Value,
+    /// `user` (the client is asked) or `auto_review` (a model review decides).
+    pub approvals_reviewer: String,
+    /// `thread/start.model` (else the configured model).
+    pub model: Option<String>,
+    /// The collaboration mode `thread/settings/update` set (`None`: the default mode).
+    pub collaboration_mode: Option<Value>,
     pub dynamic_tools: Vec<String>,
     pub instruction_sources: Vec<String>,
     pub preview: String,
+    /// Tokens the scripted model used on this thread so far (`thread/tokenUsage/updated`).
+    pub tokens_used: u64,
     pub created_at: u64,
     pub updated_at: u64,
     /// Finished turns, full items (for thread/read and thread/resume).
@@ -59,6 +67,10 @@ struct Persisted {
     profile: Option<String>,
     legacy_policy: Option<Value>,
     approval_policy: Value,
+    #[serde(default = "user_reviewer")]
+    approvals_reviewer: String,
+    #[serde(default)]
+    model: Option<String>,
     dynamic_tools: Vec<String>,
     instruction_sources: Vec<String>,
     preview: String,
@@ -66,6 +78,10 @@ struct Persisted {
     updated_at: u64,
     turns: Vec<Value>,
     turns_started: usize,
+}
+
+fn user_reviewer() -> String {
+    "user".into()
 }
 
 impl ThreadState {
@@ -112,6 +128,8 @@ impl ThreadState {
             profile,
             legacy_policy,
             approval_policy: self.approval_policy.clone(),
+            approvals_reviewer: self.approvals_reviewer.clone(),
+            model: self.model.clone(),
             dynamic_tools: self.dynamic_tools.clone(),
             instruction_sources: self.instruction_sources.clone(),
             preview: self.preview.clone(),
@@ -159,9 +177,13 @@ impl ThreadState {
             path: Some(path.to_path_buf()),
             permissions,
             approval_policy: record.approval_policy,
+            approvals_reviewer: record.approvals_reviewer,
+            model: record.model,
+            collaboration_mode: None,
             dynamic_tools: record.dynamic_tools,
             instruction_sources: record.instruction_sources,
             preview: record.preview,
+            tokens_used: 0,
             created_at: record.created_at,
             updated_at: record.updated_at,
             turns: record.turns,

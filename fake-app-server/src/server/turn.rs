@@ -1,6 +1,7 @@
 //! Playing one turn of the model script: the notifications and server requests Codex emits for
 //! each model step, the tool outputs the model gets back (model log), and the scenario's faults.
 
+use super::auto_review::{self, ReviewTarget};
 use super::state::TurnSignal;
 use super::Shared;
 use crate::ids;
@@ -11,7 +12,7 @@ use crate::sandbox::policy::{ExecPolicy, Permissions};
 use crate::sandbox::ExecResult;
 use crate::scenario::model::{
     classify_write_outcome, find_marker, plan_item_text, stream_chunks, ModelStep, PlanStepSpec,
-    TemplateContext,
+    Review, TemplateContext,
 };
 use crate::scenario::{ScenarioTurn, TurnFaultKind};
 use serde_json::{json, Value};
@@ -27,6 +28,10 @@ pub struct TurnPlan {
     pub cwd: PathBuf,
     pub permissions: Permissions,
     pub approval_policy: Value,
+    /// `user` or `auto_review` (see [`TurnRun::auto_review`]).
+    pub approvals_reviewer: String,
+    /// Tokens the thread used before this turn (`thread/tokenUsage/updated` reports totals).
+    pub tokens_before: u64,
     pub dynamic_tools: Vec<String>,
     pub input: Value,
     pub user_text: String,
@@ -52,7 +57,13 @@ struct TurnRun {
     template: TemplateContext,
     items: Vec<Value>,
     steered: Vec<Value>,
+    /// Tokens used so far in this turn.
+    tokens: u64,
 }
+
+/// What the mock model API reports per response (`usage`), so both players report the same.
+const TOKENS_IN: u64 = 10;
+const TOKENS_OUT: u64 = 5;
 
 pub fn play(shared: Arc<Shared>, plan: TurnPlan) {
     let template = TemplateContext {
@@ -66,6 +77,7 @@ pub fn play(shared: Arc<Shared>, plan: TurnPlan) {
         template,
         items: Vec::new(),
         steered: Vec::new(),
+        tokens: 0,
     };
     run.play();
 }
@@ -127,6 +139,9 @@ impl TurnRun {
                 status = "interrupted";
                 break;
             }
+            if ends_response(step) {
+                self.token_usage();
+            }
             if script
                 .fault
                 .as_ref()
@@ -139,6 +154,10 @@ impl TurnRun {
             if let Flow::Interrupted = self.drain_signals() {
                 status = "interrupted";
             }
+        }
+        if status == "completed" && script.fail.is_none() {
+            // The final model response (the one that ends the turn).
+            self.token_usage();
         }
         if status == "completed" {
             if let Some(failure) = &script.fail {
@@ -153,6 +172,25 @@ impl TurnRun {
             }
         }
         self.finish(status, error, started_s, started.elapsed());
+    }
+
+    /// `thread/tokenUsage/updated` after one model response, with the mock model API's usage.
+    fn token_usage(&mut self) {
+        let responses_before = self.plan.tokens_before / (TOKENS_IN + TOKENS_OUT);
+        self.tokens += TOKENS_IN + TOKENS_OUT;
+        let responses = responses_before + self.tokens / (TOKENS_IN + TOKENS_OUT);
+        let breakdown = |n: u64| {
+            json!({"cacheWriteInputTokens": 0, "cachedInputTokens": 0, "inputTokens": TOKENS_IN * n,
+                   "outputTokens": TOKENS_OUT * n, "reasoningOutputTokens": 0, "totalTokens": (TOKENS_IN + TOKENS_OUT) * n})
+        };
+        let (thread_id, turn_id) = self.ids();
+        let message = shapes::notification(
+            "thread/tokenUsage/updated",
+            json!({"threadId": thread_id, "turnId": turn_id, "tokenUsage": {
+                "last": breakdown(1), "total": breakdown(responses),
+                "modelContextWindow": super::settings::FALLBACK_CONTEXT_WINDOW}}),
+        );
+        self.send(message);
     }
 
     fn finish(&mut self, status: &str, error: Value, started_s: u64, elapsed: Duration) {
@@ -198,6 +236,7 @@ impl TurnRun {
             if let Some(thread) = state.threads.get_mut(&thread_id) {
                 thread.turns.push(full);
                 thread.active = None;
+                thread.tokens_used = self.plan.tokens_before + self.tokens;
                 thread.updated_at = completed_s;
                 thread.persist();
             }
@@ -283,10 +322,12 @@ impl TurnRun {
                 cmd,
                 escalate,
                 justification,
+                review,
             } => self.shell(
                 &self.template.expand(cmd),
                 *escalate,
                 justification.as_deref(),
+                review.as_ref(),
             ),
             ModelStep::Plan { text } => {
                 self.plan_item(&self.template.expand(text));
@@ -391,7 +432,13 @@ impl TurnRun {
         });
     }
 
-    fn shell(&mut self, cmd: &str, escalate: bool, justification: Option<&str>) -> Flow {
+    fn shell(
+        &mut self,
+        cmd: &str,
+        escalate: bool,
+        justification: Option<&str>,
+        review: Option<&Review>,
+    ) -> Flow {
         let call_id = ids::call_id();
         let mut arguments = json!({"cmd": cmd});
         if escalate {
@@ -415,6 +462,10 @@ impl TurnRun {
                     output: APPROVAL_NEVER_OUTPUT.into(),
                 });
                 return Flow::Continue;
+            }
+            if self.plan.approvals_reviewer == "auto_review" {
+                let review = review.cloned().unwrap_or_else(Review::unscripted);
+                return self.auto_reviewed_shell(call_id, cmd, &review, &argv);
             }
             return self.escalated_shell(call_id, cmd, justification, &argv);
         }
@@ -494,19 +545,7 @@ impl TurnRun {
         let (thread_id, turn_id) = (self.plan.thread_id.clone(), self.plan.turn_id.clone());
         let cwd = self.plan.cwd.display().to_string();
         let started = shapes::now_ms();
-        let view = CommandView {
-            id: &call_id,
-            cmd,
-            cwd: &cwd,
-            process_id: None,
-            source: "agent",
-            status: "inProgress",
-            aggregated_output: None,
-            exit_code: None,
-            duration_ms: None,
-            started,
-            completed: None,
-        };
+        let view = CommandView::escalated(&call_id, cmd, &cwd, started);
         self.send(shapes::thread_status(
             &thread_id,
             shapes::active_status(&["waitingOnApproval"]),
@@ -535,14 +574,12 @@ impl TurnRun {
             "serverRequest/resolved",
             json!({"threadId": thread_id, "requestId": request_id}),
         ));
-        self.send(shapes::thread_status(
-            &thread_id,
-            shapes::active_status(&[]),
-        ));
         let decision = match &answer {
             Ok(message) => decision_of(message),
             Err(_) => "cancel".to_string(),
         };
+        // A declined command's item completes before the thread leaves `waitingOnApproval`
+        // (measured with 0.169); an accepted one runs after it.
         let declined = |this: &mut Self| {
             let done = shapes::command_item(&CommandView {
                 status: "declined",
@@ -550,9 +587,17 @@ impl TurnRun {
                 ..view.clone_view()
             });
             this.complete_item(done, shapes::now_ms());
+            this.send(shapes::thread_status(
+                &this.plan.thread_id,
+                shapes::active_status(&[]),
+            ));
         };
         match decision.as_str() {
             "accept" | "acceptForSession" | "acceptWithExecpolicyAmendment" => {
+                self.send(shapes::thread_status(
+                    &thread_id,
+                    shapes::active_status(&[]),
+                ));
                 let result =
                     self.shared
                         .sandbox
@@ -579,6 +624,73 @@ impl TurnRun {
                 Flow::Interrupted
             }
         }
+    }
+
+    /// An escalation under `approvalsReviewer: auto_review`: the scripted review decides and
+    /// the client is not asked.
+    fn auto_reviewed_shell(
+        &mut self,
+        call_id: String,
+        cmd: &str,
+        review: &Review,
+        argv: &[String],
+    ) -> Flow {
+        let (thread_id, turn_id) = (self.plan.thread_id.clone(), self.plan.turn_id.clone());
+        let cwd = self.plan.cwd.display().to_string();
+        let started = shapes::now_ms();
+        let review_id = ids::uuid_v7();
+        let target = ReviewTarget {
+            thread_id: &thread_id,
+            turn_id: &turn_id,
+            review_id: &review_id,
+            item_id: &call_id,
+            command: cmd,
+            cwd: &cwd,
+            started,
+        };
+        let view = CommandView::escalated(&call_id, cmd, &cwd, started);
+        // Measured with 0.169: the command item starts, the review runs, then the command
+        // runs (and its item completes like any command) or the item ends `declined`.
+        self.send(shapes::item_started(
+            auto_review::with_display_action(shapes::command_item(&view), cmd),
+            &thread_id,
+            &turn_id,
+            started,
+        ));
+        self.send(auto_review::started(&target));
+        self.send(auto_review::verdict_warning(&thread_id, review));
+        self.send(auto_review::completed(&target, review, shapes::now_ms()));
+        if review.allows() {
+            let result = self
+                .shared
+                .sandbox
+                .run(argv, &self.plan.cwd, &ExecPolicy::Direct, true);
+            self.template.write_outcome = Some(
+                classify_write_outcome(result.exit_code.into(), &result.aggregated).to_string(),
+            );
+            let ran = CommandView {
+                process_id: result.pid.map(|p| p.to_string()),
+                source: "unifiedExecStartup",
+                ..view
+            };
+            self.complete_command(ran, &result);
+            self.log_exec_output(call_id, &result);
+        } else {
+            let done = shapes::command_item(&CommandView {
+                status: "declined",
+                completed: Some(shapes::now_ms()),
+                ..view
+            });
+            self.complete_item(
+                auto_review::with_display_action(done, cmd),
+                shapes::now_ms(),
+            );
+            self.log(ModelLogEntry::ToolOutput {
+                call_id,
+                output: auto_review::denied_output(review),
+            });
+        }
+        Flow::Continue
     }
 
     fn tool_call(&mut self, name: &str, arguments: &Value) -> Flow {
@@ -657,6 +769,15 @@ impl TurnRun {
     }
 }
 
+/// A step whose tool output the model must wait for ends a model response (as the mock model
+/// API cuts turns into responses).
+fn ends_response(step: &ModelStep) -> bool {
+    matches!(
+        step,
+        ModelStep::Shell { .. } | ModelStep::ToolCall { .. } | ModelStep::PlanUpdate { .. }
+    )
+}
+
 /// One text item goes back as a string; several as a JSON array of `input_text` items.
 fn tool_output_text(items: &Value) -> String {
     let texts: Vec<&str> = items
@@ -687,6 +808,23 @@ fn decision_of(message: &Value) -> String {
 }
 
 impl<'a> CommandView<'a> {
+    /// An escalated command waiting for its approval (the model's own `agent` source).
+    fn escalated(id: &'a str, cmd: &'a str, cwd: &'a str, started: u64) -> CommandView<'a> {
+        CommandView {
+            id,
+            cmd,
+            cwd,
+            process_id: None,
+            source: "agent",
+            status: "inProgress",
+            aggregated_output: None,
+            exit_code: None,
+            duration_ms: None,
+            started,
+            completed: None,
+        }
+    }
+
     fn clone_view(&self) -> CommandView<'a> {
         CommandView {
             id: self.id,

@@ -28,7 +28,9 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::Router;
 use fake_app_server::model_log::ModelLogEntry;
-use fake_app_server::scenario::model::{classify_write_outcome, find_marker, TemplateContext};
+use fake_app_server::scenario::model::{
+    classify_write_outcome, find_marker, ModelStep, Review, TemplateContext,
+};
 use position::Position;
 use serde::Serialize;
 use serde_json::Value;
@@ -110,6 +112,9 @@ struct Shared {
     records: Mutex<Vec<RecordedRequest>>,
     request_log: Option<Mutex<std::fs::File>>,
     model_log: Mutex<ModelLogWriter>,
+    /// The reviews of escalations the mock asked for, in order: Codex's automatic reviewer
+    /// (`approvalsReviewer: auto_review`) asks the model for each one in a review request.
+    reviews: Mutex<std::collections::VecDeque<Review>>,
 }
 
 struct ModelLogWriter {
@@ -167,6 +172,7 @@ impl MockModelApi {
                 file: model_log,
                 logged_outputs: HashSet::new(),
             }),
+            reviews: Mutex::new(std::collections::VecDeque::new()),
         });
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0))
             .await
@@ -312,6 +318,9 @@ fn answer(shared: &Shared, headers: &HeaderMap, record: &mut RecordedRequest) ->
             &format!("mock model API: request limit {MAX_REQUESTS} reached"),
         );
     }
+    if is_review_request(&record.body) {
+        return answer_review(shared, record);
+    }
     let Some(input) = record.body.get("input").and_then(Value::as_array) else {
         record.answer = "http-400".into();
         return error_response(StatusCode::BAD_REQUEST, "request has no `input` array");
@@ -351,6 +360,19 @@ fn answer(shared: &Shared, headers: &HeaderMap, record: &mut RecordedRequest) ->
             .map(|(code, output)| classify_write_outcome(code, &output).to_string()),
         user_marker: find_marker(&turn.user_text),
     };
+    {
+        let mut reviews = shared.reviews.lock().expect("reviews lock");
+        for step in steps {
+            if let ModelStep::Shell {
+                escalate: true,
+                review,
+                ..
+            } = step
+            {
+                reviews.push_back(review.clone().unwrap_or_else(Review::unscripted));
+            }
+        }
+    }
     let rendered = sse::render(steps, &template, &ids, failure);
     {
         let mut log = shared.model_log.lock().expect("model log lock");
@@ -367,6 +389,10 @@ fn answer(shared: &Shared, headers: &HeaderMap, record: &mut RecordedRequest) ->
         Some(FailureKind::StreamClosedEarly) => "closed-early".into(),
         _ => "stream".into(),
     };
+    event_stream(rendered.body)
+}
+
+fn event_stream(body: String) -> Response {
     (
         StatusCode::OK,
         [
@@ -374,9 +400,39 @@ fn answer(shared: &Shared, headers: &HeaderMap, record: &mut RecordedRequest) ->
             (header::CACHE_CONTROL, "no-cache"),
             (header::CONNECTION, "close"),
         ],
-        rendered.body,
+        body,
     )
         .into_response()
+}
+
+/// Codex's automatic reviewer asks for a structured answer: `text.format` is a JSON schema
+/// whose properties include `outcome` (with `risk_level`, `user_authorization`, `rationale`).
+fn is_review_request(body: &Value) -> bool {
+    let format = &body["text"]["format"];
+    format["type"] == "json_schema" && format["schema"]["properties"].get("outcome").is_some()
+}
+
+/// Answer a review request with the review of the oldest escalation not yet reviewed (deny when
+/// the script gave none, or when no escalation is waiting: a review never allows by default).
+fn answer_review(shared: &Shared, record: &mut RecordedRequest) -> Response {
+    let review = shared
+        .reviews
+        .lock()
+        .expect("reviews lock")
+        .pop_front()
+        .unwrap_or_else(Review::unscripted);
+    let steps = [ModelStep::Message {
+        text: review.model_answer().to_string(),
+    }];
+    let ids = sse::ResponseIds {
+        stem: format!(
+            "review_{}",
+            shared.records.lock().expect("records lock").len()
+        ),
+    };
+    let rendered = sse::render(&steps, &TemplateContext::default(), &ids, None);
+    record.answer = format!("review-{}", if review.allows() { "allow" } else { "deny" });
+    event_stream(rendered.body)
 }
 
 async fn handle_get(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> Response {

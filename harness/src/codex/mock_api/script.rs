@@ -175,6 +175,7 @@ mod tests {
             cmd: cmd.into(),
             escalate: false,
             justification: None,
+            review: None,
         }
     }
 

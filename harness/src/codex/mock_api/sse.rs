@@ -105,6 +105,7 @@ fn output_item(step: &ModelStep, template: &TemplateContext) -> OutputItem {
             cmd,
             escalate,
             justification,
+            ..
         } => {
             let mut args = json!({"cmd": expand(cmd)});
             if *escalate {
@@ -240,6 +241,7 @@ mod tests {
             cmd: "printf p > plan-write-probe-{probe_id}.txt".into(),
             escalate: true,
             justification: Some("Allow writing the probe file?".into()),
+            review: None,
         }];
         let ids = ResponseIds {
             stem: "ab12_0_0".into(),

@@ -1,0 +1,81 @@
+//! The automatic approval reviewer (`approvalsReviewer: "auto_review"`): instead of asking the
+//! client, Codex 0.169 asks the model for a review of the escalation and reports it with
+//! `item/autoApprovalReview/started`, a `guardianWarning` with the verdict, and `…/completed`. The
+//! client gets no approval request. The review itself is scripted per step
+//! ([`crate::scenario::model::Review`]); the mock model API answers the real Codex's review
+//! request with the same review.
+
+use crate::protocol::shapes;
+use crate::scenario::model::Review;
+use serde_json::{json, Value};
+
+/// What the review is about.
+pub struct ReviewTarget<'a> {
+    pub thread_id: &'a str,
+    pub turn_id: &'a str,
+    pub review_id: &'a str,
+    pub item_id: &'a str,
+    pub command: &'a str,
+    pub cwd: &'a str,
+    pub started: u64,
+}
+
+fn action(target: &ReviewTarget) -> Value {
+    json!({"type": "command", "command": shapes::shell_display(target.command), "cwd": target.cwd, "source": "unifiedExec"})
+}
+
+pub fn started(target: &ReviewTarget) -> Value {
+    shapes::notification(
+        "item/autoApprovalReview/started",
+        json!({
+            "threadId": target.thread_id, "turnId": target.turn_id, "reviewId": target.review_id,
+            "targetItemId": target.item_id, "startedAtMs": target.started, "action": action(target),
+            "review": {"status": "inProgress", "riskLevel": null, "userAuthorization": null, "rationale": null},
+        }),
+    )
+}
+
+pub fn completed(target: &ReviewTarget, review: &Review, completed_at: u64) -> Value {
+    let (risk, authorization) = review.levels();
+    shapes::notification(
+        "item/autoApprovalReview/completed",
+        json!({
+            "threadId": target.thread_id, "turnId": target.turn_id, "reviewId": target.review_id,
+            "targetItemId": target.item_id, "startedAtMs": target.started,
+            "completedAtMs": completed_at, "decisionSource": "agent", "action": action(target),
+            "review": {
+                "status": if review.allows() { "approved" } else { "denied" },
+                "riskLevel": risk, "userAuthorization": authorization, "rationale": review.rationale,
+            },
+        }),
+    )
+}
+
+/// The `guardianWarning` Codex sends with every verdict, allowing or denying.
+pub fn verdict_warning(thread_id: &str, review: &Review) -> Value {
+    let (risk, authorization) = review.levels();
+    let verdict = if review.allows() {
+        "approved"
+    } else {
+        "denied"
+    };
+    shapes::notification(
+        "guardianWarning",
+        json!({"threadId": thread_id, "message": format!("Automatic approval review {verdict} (risk: {risk}, authorization: {authorization}): {}", review.rationale)}),
+    )
+}
+
+/// A command item waiting for (or refused by) the reviewer lists its action as the whole shell
+/// command line, as Codex 0.169 does (measured); a command that ran lists the model's command.
+pub fn with_display_action(mut item: Value, cmd: &str) -> Value {
+    item["commandActions"] = json!([{"type": "unknown", "command": shapes::shell_display(cmd)}]);
+    item
+}
+
+/// What the model gets back from a denied escalation.
+pub fn denied_output(review: &Review) -> String {
+    format!(
+        "exec_command failed: CreateProcess {{ message: \"Rejected(\\\"{}\\\")\" }}",
+        review.rationale.replace('"', "'")
+    )
+}

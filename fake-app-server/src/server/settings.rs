@@ -1,0 +1,388 @@
+//! The methods a client calls around its threads rather than in them, answered like Codex 0.169.0
+//! (measured): `config/read`, `model/list`, `skills/list`, `collaborationMode/list`,
+//! `account/read`, `account/login/start`, and `thread/settings/update`.
+
+use super::state::ThreadState;
+use super::{Reply, Shared};
+use crate::protocol::shapes;
+use crate::protocol::{parse_params, RpcError};
+use crate::sandbox::policy::{LegacyPolicy, Permissions};
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
+use sha2::{Digest, Sha256};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// The model Codex 0.169 lists first and uses when none is configured.
+pub const DEFAULT_MODEL: &str = "gpt-6.1-sol";
+pub const DEFAULT_PROVIDER: &str = "openai";
+/// The models Codex 0.169's bundled catalog lists (`model/list`), in its order.
+const CATALOG: &[(&str, &str, &str)] = &[
+    (
+        "gpt-6.1-sol",
+        "GPT-6.1-Sol",
+        "Latest workhorse model for coding and everyday work.",
+    ),
+    (
+        "gpt-6-astra",
+        "GPT-6-Astra",
+        "Frontier intelligence for the most demanding work.",
+    ),
+    (
+        "gpt-6-sol",
+        "GPT-6-Sol",
+        "Previous generation workhorse model.",
+    ),
+];
+/// The context window Codex assumes for a model without metadata.
+pub const FALLBACK_CONTEXT_WINDOW: u64 = 258_400;
+
+pub fn in_catalog(model: &str) -> bool {
+    CATALOG.iter().any(|(id, _, _)| *id == model)
+}
+
+/// `warning` on turn/start when the thread's model has no metadata (Codex 0.169's text).
+pub fn missing_metadata_warning(model: &str, thread_id: &str) -> Value {
+    shapes::notification(
+        "warning",
+        json!({"message": format!("Model metadata for `{model}` not found. Defaulting to fallback metadata; this can degrade performance and cause issues."), "threadId": thread_id}),
+    )
+}
+
+/// The configured model and provider, with a thread's own model when it chose one.
+pub fn model_of(shared: &Shared, thread: Option<&ThreadState>) -> (String, String) {
+    let model = thread
+        .and_then(|t| t.model.clone())
+        .or_else(|| shared.config.model.clone())
+        .unwrap_or_else(|| DEFAULT_MODEL.into());
+    let provider = shared
+        .config
+        .model_provider
+        .clone()
+        .unwrap_or_else(|| DEFAULT_PROVIDER.into());
+    (model, provider)
+}
+
+fn to_json(value: &toml::Table) -> Value {
+    serde_json::to_value(value).unwrap_or(Value::Null)
+}
+
+/// Codex names a layer's version by the SHA-256 of its JSON form (`{}` → `sha256:44136f…`).
+fn layer_version(config: &Value) -> String {
+    let digest = Sha256::digest(config.to_string().as_bytes());
+    format!("sha256:{}", hex::encode(digest))
+}
+
+fn user_config_file() -> PathBuf {
+    super::codex_home().join("config.toml")
+}
+
+fn read_toml(path: &std::path::Path) -> toml::Table {
+    std::fs::read_to_string(path)
+        .ok()
+        .and_then(|text| text.parse::<toml::Table>().ok())
+        .unwrap_or_default()
+}
+
+/// Record `name` as the origin of every leaf of `config` (dotted keys), unless a layer above
+/// already claimed it.
+fn record_origins(
+    prefix: &str,
+    config: &Value,
+    name: &Value,
+    version: &str,
+    origins: &mut Map<String, Value>,
+) {
+    match config {
+        Value::Object(map) if !map.is_empty() => {
+            for (key, value) in map {
+                let dotted = if prefix.is_empty() {
+                    key.clone()
+                } else {
+                    format!("{prefix}.{key}")
+                };
+                record_origins(&dotted, value, name, version, origins);
+            }
+        }
+        _ if !prefix.is_empty() => {
+            origins
+                .entry(prefix.to_string())
+                .or_insert_with(|| json!({"name": name, "version": version}));
+        }
+        _ => {}
+    }
+}
+
+/// Merge `layer` under `effective` (keys already set win).
+fn merge_under(effective: &mut Map<String, Value>, layer: &Value) {
+    let Value::Object(layer) = layer else { return };
+    for (key, value) in layer {
+        match (effective.get_mut(key), value) {
+            (Some(Value::Object(above)), Value::Object(_)) => merge_under(above, value),
+            (Some(_), _) => {}
+            (None, _) => {
+                effective.insert(key.clone(), value.clone());
+            }
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ConfigReadParams {
+    #[serde(default)]
+    include_layers: bool,
+}
+
+/// `config/read`: the effective config, each key's origin, and (on request) the layers, highest
+/// first: the session's `-c` flags, `$CODEX_HOME/config.toml`, `/etc/codex/config.toml`.
+pub fn config_read(shared: &Arc<Shared>, params: Option<&Value>) -> Result<Value, RpcError> {
+    let params: ConfigReadParams = parse_params(params)?;
+    let mut layers = Vec::new();
+    if !shared.config.session_flags.is_empty() {
+        layers.push((
+            json!({"type": "sessionFlags"}),
+            to_json(&shared.config.session_flags),
+        ));
+    }
+    layers.push((
+        json!({"type": "user", "file": user_config_file(), "profile": null}),
+        to_json(&read_toml(&user_config_file())),
+    ));
+    let system = std::path::Path::new("/etc/codex/config.toml");
+    layers.push((
+        json!({"type": "system", "file": system}),
+        to_json(&read_toml(system)),
+    ));
+    let mut effective = Map::new();
+    let mut origins = Map::new();
+    let mut shown = Vec::new();
+    for (name, config) in &layers {
+        let version = layer_version(config);
+        record_origins("", config, name, &version, &mut origins);
+        merge_under(&mut effective, config);
+        shown.push(json!({"name": name, "version": version, "config": config}));
+    }
+    let (model, provider) = model_of(shared, None);
+    effective.entry("model").or_insert(json!(model));
+    effective.entry("model_provider").or_insert(json!(provider));
+    for key in [
+        "approval_policy",
+        "approvals_reviewer",
+        "sandbox_mode",
+        "profile",
+    ] {
+        effective.entry(key).or_insert(Value::Null);
+    }
+    let mut result = json!({"config": effective, "origins": origins});
+    if params.include_layers {
+        result["layers"] = json!(shown);
+    }
+    Ok(result)
+}
+
+fn model_entry(id: &str, display: &str, description: &str, is_default: bool) -> Value {
+    let efforts: Vec<Value> = [
+        ("low", "Fast responses with lighter reasoning"),
+        (
+            "medium",
+            "Balances speed and reasoning depth for everyday tasks",
+        ),
+        ("high", "Greater reasoning depth for complex problems"),
+    ]
+    .iter()
+    .map(|(effort, text)| json!({"reasoningEffort": effort, "description": text}))
+    .collect();
+    json!({
+        "id": id, "model": id, "upgrade": null, "upgradeInfo": null, "availabilityNux": null,
+        "displayName": display, "description": description, "modelSpecialty": null,
+        "hidden": false, "supportedReasoningEfforts": efforts, "defaultReasoningEffort": "low",
+        "inputModalities": ["text", "image"], "supportsPersonality": false,
+        "multiAgentVersion": "v2", "additionalSpeedTiers": [], "serviceTiers": [],
+        "defaultServiceTier": null, "availableAccessPrograms": null, "isDefault": is_default,
+    })
+}
+
+/// `model/list`: the bundled catalog, with the configured model first (and default) when the
+/// catalog lacks it, so a client that picks "the default model" picks the one the provider
+/// serves. Never empty (codex-acp fails on an empty list).
+pub fn model_list(shared: &Arc<Shared>, params: Option<&Value>) -> Result<Value, RpcError> {
+    let _: Map<String, Value> = parse_params(params)?;
+    let (model, _) = model_of(shared, None);
+    let mut data = Vec::new();
+    if !in_catalog(&model) {
+        data.push(model_entry(&model, &model, "The configured model.", true));
+    }
+    for (id, display, description) in CATALOG {
+        data.push(model_entry(id, display, description, *id == model));
+    }
+    Ok(json!({"data": data, "nextCursor": null}))
+}
+
+#[derive(Deserialize)]
+struct SkillsListParams {
+    #[serde(default)]
+    cwds: Option<Vec<String>>,
+}
+
+/// `skills/list`: one entry per cwd. The fake ships no skills (the real Codex lists the system
+/// skills it installs under `$CODEX_HOME/skills/.system`).
+pub fn skills_list(params: Option<&Value>) -> Result<Value, RpcError> {
+    let params: SkillsListParams = parse_params(params)?;
+    let cwds = params.cwds.filter(|c| !c.is_empty()).unwrap_or_else(|| {
+        vec![std::env::current_dir()
+            .map(|d| d.display().to_string())
+            .unwrap_or_else(|_| "/".into())]
+    });
+    let data: Vec<Value> = cwds
+        .iter()
+        .map(|cwd| json!({"cwd": cwd, "skills": [], "errors": []}))
+        .collect();
+    Ok(json!({"data": data}))
+}
+
+pub fn collaboration_mode_list(params: Option<&Value>) -> Result<Value, RpcError> {
+    let _: Map<String, Value> = parse_params(params)?;
+    Ok(json!({"data": [
+        {"name": "Plan", "mode": "plan", "model": null, "reasoning_effort": "medium"},
+        {"name": "Default", "mode": "default", "model": null, "reasoning_effort": null},
+    ]}))
+}
+
+pub fn account_read(shared: &Arc<Shared>, params: Option<&Value>) -> Result<Value, RpcError> {
+    let _: Map<String, Value> = parse_params(params)?;
+    Ok(json!({
+        "account": null, "userId": null,
+        "requiresOpenaiAuth": shared.config.requires_openai_auth(),
+        "workspaceRouting": null,
+    }))
+}
+
+/// `account/login/start`: an API key is accepted at once (Codex stores it and reports the login);
+/// the browser and device-code flows need a network the fake never uses.
+pub fn account_login_start(params: Option<&Value>) -> Reply {
+    let params: Map<String, Value> = match parse_params(params) {
+        Ok(p) => p,
+        Err(e) => return Reply::err(e),
+    };
+    match params.get("type").and_then(Value::as_str) {
+        Some("apiKey") if params.get("apiKey").is_some_and(Value::is_string) => Reply {
+            result: Ok(json!({"type": "apiKey"})),
+            then: vec![
+                shapes::notification(
+                    "account/login/completed",
+                    json!({"loginId": null, "success": true, "error": null, "onboardingEntrypoint": null}),
+                ),
+                shapes::notification(
+                    "account/updated",
+                    json!({"authMode": "apikey", "planType": null}),
+                ),
+            ],
+            after: None,
+        },
+        Some("apiKey") => Reply::err(RpcError::invalid("Invalid request: missing field `apiKey`")),
+        Some(other) => Reply::err(RpcError::invalid(format!(
+            "fake-app-server supports only `apiKey` logins (got `{other}`)"
+        ))),
+        None => Reply::err(RpcError::invalid("Invalid request: missing field `type`")),
+    }
+}
+
+/// The collaboration mode a thread reports (`default` until `thread/settings/update` sets one).
+pub fn collaboration_mode(thread: &ThreadState, model: &str) -> Value {
+    let mut mode = thread.collaboration_mode.clone().unwrap_or_else(
+        || json!({"mode": "default", "settings": {"model": model, "reasoning_effort": null, "developer_instructions": null}}),
+    );
+    mode["settings"]["model"] = json!(model);
+    mode
+}
+
+/// The `threadSettings` of `thread/settings/updated`.
+pub fn thread_settings(thread: &ThreadState, model: &str, provider: &str) -> Value {
+    let cwd = thread.cwd.display().to_string();
+    json!({
+        "disabledPluginIds": [], "cwd": cwd,
+        "environments": [{"environmentId": "local", "cwd": cwd, "runtimeWorkspaceRoots": [cwd]}],
+        "approvalPolicy": thread.approval_policy, "approvalsReviewer": thread.approvals_reviewer,
+        "sandboxPolicy": thread.permissions.projection(),
+        "activePermissionProfile": thread.permissions.active_profile(),
+        "model": model, "modelProvider": provider, "serviceTier": null, "effort": null,
+        "summary": null, "collaborationMode": collaboration_mode(thread, model),
+    })
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ThreadSettingsUpdateParams {
+    thread_id: String,
+    #[serde(default)]
+    model: Option<String>,
+    #[serde(default)]
+    approval_policy: Option<Value>,
+    #[serde(default)]
+    approvals_reviewer: Option<String>,
+    #[serde(default)]
+    collaboration_mode: Option<Value>,
+    #[serde(default)]
+    sandbox_policy: Option<Value>,
+    #[serde(default)]
+    permissions: Option<String>,
+    #[serde(default)]
+    cwd: Option<String>,
+}
+
+/// `thread/settings/update`: `{}`, then `thread/settings/updated` with the thread's settings.
+pub fn thread_settings_update(shared: &Arc<Shared>, params: Option<&Value>) -> Reply {
+    let run = || -> Result<Value, RpcError> {
+        let params: ThreadSettingsUpdateParams = parse_params(params)?;
+        let permissions = match (&params.permissions, &params.sandbox_policy) {
+            (Some(id), _) => Some(Permissions::Profile(
+                shared
+                    .config
+                    .profile(Some(id))
+                    .map_err(|e| RpcError::invalid(format!("failed to load configuration: {e}")))?,
+            )),
+            (None, Some(policy)) => Some(Permissions::Legacy(
+                LegacyPolicy::from_policy_json(policy).map_err(RpcError::invalid)?,
+            )),
+            (None, None) => None,
+        };
+        let mut state = shared.state();
+        let thread = state
+            .threads
+            .get_mut(&params.thread_id)
+            .ok_or_else(|| RpcError::invalid(format!("thread not found: {}", params.thread_id)))?;
+        if let Some(model) = params.model {
+            thread.model = Some(model);
+        }
+        if let Some(policy) = params.approval_policy {
+            thread.approval_policy = policy;
+        }
+        if let Some(reviewer) = params.approvals_reviewer {
+            thread.approvals_reviewer = reviewer;
+        }
+        if let Some(mode) = params.collaboration_mode {
+            thread.collaboration_mode = Some(mode);
+        }
+        if let Some(permissions) = permissions {
+            thread.permissions = permissions;
+        }
+        if let Some(cwd) = params.cwd {
+            thread.cwd = PathBuf::from(cwd);
+        }
+        let thread = &*thread;
+        let (model, provider) = model_of(shared, Some(thread));
+        Ok(shapes::notification(
+            "thread/settings/updated",
+            json!({"threadId": thread.id, "threadSettings": thread_settings(thread, &model, &provider)}),
+        ))
+    };
+    match run() {
+        Ok(notification) => Reply {
+            result: Ok(json!({})),
+            then: vec![notification],
+            after: None,
+        },
+        Err(error) => Reply::err(error),
+    }
+}

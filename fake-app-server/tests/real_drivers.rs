@@ -1,0 +1,251 @@
+//! What published drivers (the Python SDK `openai-codex`, `codex-acp`) need from the fake, with
+//! the answers Codex 0.169.0 gives them (measured; see the module docs of `server::settings`).
+
+mod common;
+
+use common::*;
+use serde_json::{json, Value};
+
+const MOCK_PROVIDER: [&str; 6] = [
+    "-c",
+    r#"model_provider="mock""#,
+    "-c",
+    r#"model="mock-model""#,
+    "-c",
+    r#"model_providers.mock={name="mock",base_url="http://127.0.0.1:9/v1",wire_api="responses"}"#,
+];
+
+fn spawn(lab: &Lab, extra: &[&str]) -> Client {
+    let mut args = vec![
+        "app-server",
+        "--listen",
+        "stdio://",
+        "--sandbox",
+        "simulated",
+    ];
+    args.extend_from_slice(extra);
+    let mut client = Client::spawn(&args, &lab.home());
+    client.initialize(true);
+    client
+}
+
+#[test]
+fn the_sdk_command_line_and_version_are_accepted() {
+    let lab = Lab::new();
+    let mut client = spawn(&lab, &[]);
+    let answer = client.request("account/read", json!({}));
+    assert_eq!(answer["result"]["requiresOpenaiAuth"], true, "{answer}");
+    client.close_stdin();
+    assert!(client.wait_exit(WAIT).unwrap().success());
+    let out = fake_command().args(["--version"]).output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "codex-cli 0.169.0\n");
+    let out = fake_command()
+        .args(["app-server", "--listen", "ws://127.0.0.1:1"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr)
+        .contains("unsupported --listen URL `ws://127.0.0.1:1`"));
+}
+
+#[test]
+fn a_custom_provider_needs_no_openai_login_and_its_model_is_listed_and_echoed() {
+    let lab = Lab::new();
+    let mut client = spawn(&lab, &MOCK_PROVIDER);
+    let account = client.request("account/read", json!({}));
+    assert_eq!(account["result"]["requiresOpenaiAuth"], false, "{account}");
+    let models = client.request("model/list", json!({}));
+    let data = models["result"]["data"].as_array().unwrap();
+    assert_eq!(data[0]["id"], "mock-model");
+    assert_eq!(data[0]["isDefault"], true);
+    let login = client.request(
+        "account/login/start",
+        json!({"type": "apiKey", "apiKey": "sk-x"}),
+    );
+    assert_eq!(login["result"], json!({"type": "apiKey"}));
+    let completed = client.notification("account/login/completed");
+    assert_eq!(completed["params"]["success"], true);
+    let config = client.request("config/read", json!({"includeLayers": false}));
+    assert_eq!(config["result"]["config"]["model_provider"], "mock");
+    assert!(config["result"].get("layers").is_none());
+    assert_eq!(
+        config["result"]["origins"]["model"]["name"],
+        json!({"type": "sessionFlags"})
+    );
+    let config = client.request(
+        "config/read",
+        json!({"includeLayers": true, "cwd": lab.ws_str()}),
+    );
+    let layers = config["result"]["layers"].as_array().unwrap();
+    let kinds: Vec<&Value> = layers.iter().map(|l| &l["name"]["type"]).collect();
+    assert_eq!(
+        kinds,
+        [&json!("sessionFlags"), &json!("user"), &json!("system")]
+    );
+    // An empty layer's version is the digest of `{}`, as Codex reports it.
+    assert_eq!(
+        layers[1]["version"],
+        "sha256:44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a"
+    );
+    let started = client.request(
+        "thread/start",
+        json!({"cwd": lab.ws_str(), "model": "other-model", "approvalsReviewer": "auto_review",
+               "config": {"projects": {lab.ws_str(): {"trust_level": "trusted"}}}}),
+    );
+    let result = &started["result"];
+    assert_eq!(result["model"], "other-model", "{started}");
+    assert_eq!(result["thread"]["model"], "other-model");
+    assert_eq!(result["approvalsReviewer"], "auto_review");
+    assert_eq!(result["sandbox"]["type"], "workspaceWrite");
+    assert_eq!(result["activePermissionProfile"]["id"], ":workspace");
+    let thread = result["thread"]["id"].as_str().unwrap().to_string();
+    let update = client.request(
+        "thread/settings/update",
+        json!({"threadId": thread, "collaborationMode": {"mode": "plan", "settings": {"model": "other-model", "reasoning_effort": null, "developer_instructions": null}}}),
+    );
+    assert_eq!(update["result"], json!({}));
+    let updated = client.notification("thread/settings/updated");
+    let settings = &updated["params"]["threadSettings"];
+    assert_eq!(settings["collaborationMode"]["mode"], "plan");
+    assert_eq!(settings["approvalsReviewer"], "auto_review");
+    let skills = client.request("skills/list", json!({}));
+    assert_eq!(skills["result"]["data"][0]["skills"], json!([]));
+    let modes = client.request("collaborationMode/list", json!({}));
+    assert_eq!(modes["result"]["data"][0]["mode"], "plan");
+}
+
+#[test]
+fn a_scenario_answers_any_method_even_one_the_fake_does_not_implement_and_with_null() {
+    let lab = Lab::new();
+    let scenario = lab.path("answers.toml");
+    std::fs::write(
+        &scenario,
+        "[methods.\"thread/name/set\"]\nresult_json = \"null\"\n\n[methods.\"plugin/list\"]\nresult = { data = [] }\n",
+    )
+    .unwrap();
+    let scenario = scenario.display().to_string();
+    let mut client = spawn(&lab, &["--scenario", &scenario]);
+    let answer = client.request("thread/name/set", json!({"threadId": "x", "name": "n"}));
+    assert_eq!(answer.get("result"), Some(&Value::Null), "{answer}");
+    let answer = client.request("plugin/list", json!({}));
+    assert_eq!(answer["result"], json!({"data": []}), "{answer}");
+}
+
+#[test]
+fn a_misspelled_method_in_a_scenario_stops_the_start() {
+    let lab = Lab::new();
+    let scenario = lab.path("typo.toml");
+    std::fs::write(&scenario, "[methods.\"thread/strat\"]\nhang = true\n").unwrap();
+    let out = fake_command()
+        .args(["app-server", "--scenario"])
+        .arg(&scenario)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(
+            "`thread/strat` is not a method Codex 0.169.0 knows (did you mean `thread/start`?)"
+        ),
+        "{stderr}"
+    );
+}
+
+fn reviewed_scenario(lab: &Lab, allow: bool) -> String {
+    use fake_app_server::scenario::builder::steps;
+    let scenario = fake_app_server::scenario::ScenarioBuilder::new("auto-review").turn(vec![
+        steps::reviewed_shell("printf probe > probe.txt", "Write the probe?", allow),
+        steps::message("done"),
+    ]);
+    let path = lab.path(if allow { "allow.toml" } else { "deny.toml" });
+    std::fs::write(&path, scenario.to_toml().unwrap()).unwrap();
+    path.display().to_string()
+}
+
+/// Under `approvalsReviewer: auto_review` the scripted review decides; the client is never asked.
+fn run_reviewed(allow: bool) -> (Vec<Value>, bool) {
+    let lab = Lab::new();
+    let scenario = reviewed_scenario(&lab, allow);
+    let mut client = spawn(&lab, &["--scenario", &scenario]);
+    let started = client.request(
+        "thread/start",
+        json!({"cwd": lab.ws_str(), "sandbox": "read-only", "approvalPolicy": "on-request", "approvalsReviewer": "auto_review"}),
+    );
+    assert_eq!(
+        started["result"]["approvalsReviewer"], "auto_review",
+        "{started}"
+    );
+    let thread = started["result"]["thread"]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    client.request(
+        "turn/start",
+        json!({"threadId": thread, "input": [{"type": "text", "text": "write"}]}),
+    );
+    client.notification("turn/completed");
+    let seen: Vec<Value> = client
+        .seen
+        .iter()
+        .filter_map(|l| match l {
+            Line::Json(v) => Some(v.clone()),
+            _ => None,
+        })
+        .collect();
+    (seen, lab.ws().join("probe.txt").exists())
+}
+
+fn methods(seen: &[Value]) -> Vec<&str> {
+    seen.iter().filter_map(|m| m["method"].as_str()).collect()
+}
+
+#[test]
+fn the_automatic_reviewer_denies_without_asking_the_client() {
+    let (seen, written) = run_reviewed(false);
+    assert!(!written, "a denied escalation wrote the probe");
+    assert!(
+        seen.iter()
+            .all(|m| !(m.get("method").is_some() && m.get("id").is_some())),
+        "the client was asked: {seen:#?}"
+    );
+    let methods = methods(&seen);
+    for expected in [
+        "item/autoApprovalReview/started",
+        "guardianWarning",
+        "item/autoApprovalReview/completed",
+    ] {
+        assert!(methods.contains(&expected), "no {expected}: {methods:?}");
+    }
+    let completed = seen
+        .iter()
+        .find(|m| m["method"] == "item/autoApprovalReview/completed")
+        .unwrap();
+    assert_eq!(completed["params"]["review"]["status"], "denied");
+    assert!(seen
+        .iter()
+        .any(|m| m["method"] == "item/completed" && m["params"]["item"]["status"] == "declined"));
+}
+
+#[test]
+fn the_automatic_reviewer_allows_without_asking_the_client() {
+    let (seen, written) = run_reviewed(true);
+    assert!(written, "an allowed escalation did not run");
+    assert!(
+        seen.iter()
+            .all(|m| !(m.get("method").is_some() && m.get("id").is_some())),
+        "the client was asked: {seen:#?}"
+    );
+    let completed = seen
+        .iter()
+        .find(|m| m["method"] == "item/autoApprovalReview/completed")
+        .unwrap();
+    assert_eq!(completed["params"]["review"]["status"], "approved");
+    let warning = seen
+        .iter()
+        .find(|m| m["method"] == "guardianWarning")
+        .unwrap();
+    assert!(warning["params"]["message"]
+        .as_str()
+        .unwrap()
+        .starts_with("Automatic approval review approved (risk: low, authorization: high): "));
+}
