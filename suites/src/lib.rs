@@ -39,6 +39,10 @@ pub const SCENARIO_FILES: &[(&str, &str)] = &[
         "escalated-write.toml",
         include_str!("../scenarios/escalated-write.toml"),
     ),
+    (
+        "escalated-write-review-allow.toml",
+        include_str!("../scenarios/escalated-write-review-allow.toml"),
+    ),
 ];
 
 /// The text of a scenario file named by a case (`file:NAME`), if it is one of [`SCENARIO_FILES`].

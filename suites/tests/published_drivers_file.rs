@@ -103,4 +103,12 @@ fn an_accepted_escalated_write_is_expected_to_land_with_the_reason() {
         "codex-planning-read-only.codex-acp-fake.daytona.escalated-write-user-accept",
     );
     assert_eq!(acp.expected.verdict, VerdictKind::WriteSucceeded);
+    for server in ["fake", "codex"] {
+        let allowed = cell(
+            &matrix,
+            &format!("codex-planning-read-only.python-sdk-{server}.container.escalated-write-auto-review-allow"),
+        );
+        assert_eq!(allowed.expected.verdict, VerdictKind::WriteSucceeded);
+        assert_eq!(allowed.not_applicable, None);
+    }
 }
