@@ -45,6 +45,18 @@ pub fn fake_counterpart(real_runner: &str) -> Option<&'static str> {
     }
 }
 
+/// The fake runner of a declared driver's real-Codex runner: the runner that declares the same
+/// driver against the fake (`NAME-fake` for `NAME-codex`, `NAME-codex-0-171-0`, …).
+fn declared_fake_counterpart(matrix: &Matrix, real: &suites::spec::RunnerSpec) -> Option<String> {
+    let declared = real.declared.as_ref()?;
+    matrix
+        .file
+        .runners
+        .iter()
+        .find(|(_, r)| r.app_server == AppServerKind::Fake && r.declared.as_ref() == Some(declared))
+        .map(|(name, _)| name.clone())
+}
+
 /// A fake cell and a real-Codex cell that play the same scenario in the same environment.
 #[derive(Debug, Clone)]
 pub struct Pair {
@@ -79,14 +91,21 @@ pub fn pairs(matrix: &Matrix, filters: &[String]) -> Vec<Pair> {
         if real.runner.app_server != AppServerKind::Codex || real.case.codex_scenario.is_some() {
             continue;
         }
-        let Some(fake_runner) = fake_counterpart(&real.id.runner) else {
+        let Some(fake_runner) = fake_counterpart(&real.id.runner)
+            .map(str::to_string)
+            .or_else(|| declared_fake_counterpart(matrix, &real.runner))
+        else {
             continue;
         };
         let mut fake_id = real.id.clone();
-        fake_id.runner = fake_runner.to_string();
+        fake_id.runner = fake_runner;
         let Some(fake) = matrix.cells.iter().find(|c| c.id == fake_id) else {
             continue;
         };
+        // A case the driver cannot express runs on neither side: nothing to compare.
+        if real.not_applicable.is_some() || fake.not_applicable.is_some() {
+            continue;
+        }
         if !playable(&real.case.scenario) {
             continue;
         }
@@ -377,6 +396,30 @@ pub fn first_divergence(fake: &[Value], real: &[Value]) -> Option<Divergence> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The published drivers' cells pair `NAME-fake` with each `NAME-codex*` runner, case by
+    /// case; a case a driver cannot express is no pair.
+    #[test]
+    fn declared_drivers_are_paired_with_their_fake_runner() {
+        let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("../drivers/published.toml");
+        let matrix = crate::matrix::load_matrix(Some(&file), &[], None).unwrap();
+        let names: Vec<String> = pairs(&matrix, &[]).iter().map(Pair::name).collect();
+        for expected in [
+            "codex-planning-read-only.python-sdk-fake~python-sdk-codex.daytona.escalated-write-auto-review-allow",
+            "codex-planning-read-only.codex-acp-fake~codex-acp-codex-0-160-0.local.plan-write-refused",
+            "core-compatibility.codex-acp-fake~codex-acp-codex.daytona.message-marker-daytona",
+            "codex-planning-read-only.runner-fake~runner-codex.local.plan-write-refused",
+        ] {
+            assert!(names.iter().any(|n| n == expected), "{expected} in {names:#?}");
+        }
+        for absent in [
+            "python-sdk-fake~python-sdk-codex.local.escalated-write-user-decline",
+            "codex-acp-fake~codex-acp-codex.local.escalated-write-never",
+            "python-sdk-fake~codex-acp-codex",
+        ] {
+            assert!(!names.iter().any(|n| n.contains(absent)), "{absent}");
+        }
+    }
     use graders::events::{
         Diagnostic, Item, ItemEvent, Level, SandboxFacts, SessionStarted, TurnStarted,
     };
