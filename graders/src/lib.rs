@@ -9,3 +9,4 @@ pub mod grade;
 pub mod reader;
 pub mod signatures;
 pub mod verdict;
+pub mod wire;

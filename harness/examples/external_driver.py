@@ -80,6 +80,7 @@ class Bounds:
 class Events:
     def __init__(self, path):
         self.out = open(path, "w", encoding="utf-8")
+        self.exit_status = 1
 
     def emit(self, kind, payload):
         self.out.write(json.dumps({"kind": kind, "payload": payload}) + "\n")
@@ -87,6 +88,9 @@ class Events:
 
     def end(self, ending, retry=False, code=None, reason=None):
         self.emit("run.ended", {"ending": ending, "retry_offered": retry, "error_code": code, "reason": reason})
+        # Like any command-line driver, the exit status says whether the run succeeded: the
+        # harness reads the terminal from the wire and from how this process ended.
+        self.exit_status = 0 if ending == "succeeded" else 1
 
 
 def profile_rules(mode, external, network, policy, install_dir):
@@ -344,6 +348,14 @@ def open_with_retries(launch, ev):
 def main():
     task = json.load(open(os.environ["HARNESS_TASK"], encoding="utf-8"))
     ev = Events(os.environ["HARNESS_EVENTS"])
+    try:
+        run(task, ev)
+    finally:
+        ev.out.flush()
+    sys.exit(ev.exit_status)
+
+
+def run(task, ev):
     workspace = os.environ["HARNESS_WORKSPACE"]
     mode = task["mode"]
     external = os.environ.get("PAPERCLIP_RUNNER_EXTERNAL_SANDBOX") == "1"
@@ -352,6 +364,8 @@ def main():
     command = json.loads(os.environ["HARNESS_APP_SERVER_CMD"])
     bindir = os.path.dirname(os.path.realpath(command[0]))
     install_dir = os.path.dirname(bindir) if os.path.basename(bindir) == "bin" else bindir
+    # Behind the harness's wire tap, `codex` is the tap: the harness names the real install.
+    install_dir = os.environ.get("HARNESS_APP_SERVER_INSTALL_DIR") or install_dir
     profile, rules = profile_rules(mode, external, network, policy, install_dir)
     argv = ["-c", 'default_permissions="%s"' % profile, "-c", "permissions.%s=%s" % (profile, rules)]
     cmd = command + argv + json.loads(os.environ.get("HARNESS_APP_SERVER_EXTRA_ARGS", "[]"))

@@ -12,4 +12,5 @@ pub mod matrix;
 pub mod report;
 pub mod repro;
 pub mod rpc;
+pub mod tap;
 pub mod task;

@@ -39,12 +39,19 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<std::ffi::OsString>,
     },
+    /// The wire tap a driver runs as `codex` (behind the shim `harness::tap::install` writes).
+    #[command(hide = true, disable_help_flag = true)]
+    Tap {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<std::ffi::OsString>,
+    },
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::FakeAppServer { args } => fake_app_server::cli_main(args),
+        Command::Tap { args } => harness::tap::relay::main(args),
         Command::Grade(args) => harness::cli::grade::main(args),
         Command::Launch(args) => harness::cli::launch::main(args),
         Command::Run(args) => harness::cli::run::main(args),

@@ -9,8 +9,8 @@
 //! with `--ignored`, end ignored with "not applicable: REASON" — never a pass.
 //!
 //! This binary also serves as the fake app-server of its own cells: launched with a first
-//! argument `fake-app-server`, it is the fake (`fake_app_server::cli_main`), so cells never
-//! depend on a separately built binary.
+//! argument `fake-app-server`, it is the fake (`fake_app_server::cli_main`), and with `tap` the
+//! wire tap (`harness::tap::relay::main`), so cells never depend on a separately built binary.
 
 use harness::matrix::{run_cell, CellOutcome, MatrixOptions};
 use libtest_mimic::{Arguments, Completion, Failed, Trial};
@@ -22,6 +22,9 @@ fn main() -> ExitCode {
     let mut args = std::env::args_os().skip(1).peekable();
     if args.peek().is_some_and(|a| a == "fake-app-server") {
         return fake_app_server::cli_main(args.skip(1));
+    }
+    if args.peek().is_some_and(|a| a == "tap") {
+        return harness::tap::relay::main(args.skip(1).collect());
     }
     let arguments = Arguments::from_args();
     let repo_root = harness::matrix::paths::repo_root();

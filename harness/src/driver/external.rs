@@ -206,21 +206,35 @@ async fn run_inner(cmd: &str, config: &DriverConfig, log: &mut EventLog) -> Resu
 
 /// Validate the driver's events and append them to `log`; returns its `run.ended`, if any.
 fn copy_events(path: &Path, log: &mut EventLog) -> Result<Option<RunEnded>, Stop> {
-    let bad = |line: usize, why: String| {
+    let bad = |why: String| {
         stop(
             Ending::FailedPermanently,
             false,
             "external_driver_bad_events",
-            &format!("{}:{line}: {why}", path.display()),
+            &why,
         )
     };
+    let (bodies, terminal) = read_events(path).map_err(bad)?;
+    for body in bodies {
+        log.emit(Source::Driver, body)
+            .map_err(|e| bad(e.to_string()))?;
+    }
+    Ok(terminal)
+}
+
+/// The driver's events (without its `run.ended`) and its `run.ended`, validated: bounded lines
+/// and count, `run.started` first, nothing after `run.ended`. A missing file is no events; an
+/// invalid one is an error naming `path:line`.
+pub fn read_events(path: &Path) -> Result<(Vec<Body>, Option<RunEnded>), String> {
+    let bad = |line: usize, why: String| format!("{}:{line}: {why}", path.display());
     let file = match std::fs::File::open(path) {
         Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((Vec::new(), None)),
         Err(e) => return Err(bad(0, e.to_string())),
     };
     let mut reader = std::io::BufReader::new(file);
     let mut terminal = None;
+    let mut bodies: Vec<Body> = Vec::new();
     let mut count = 0usize;
     let mut buf = Vec::new();
     loop {
@@ -253,12 +267,7 @@ fn copy_events(path: &Path, log: &mut EventLog) -> Result<Option<RunEnded>, Stop
         let line: ExternalLine =
             serde_json::from_str(&text).map_err(|e| bad(count, format!("not an event: {e}")))?;
         let kind = line.body.kind();
-        if log
-            .events()
-            .iter()
-            .all(|e| e.body.kind() != Kind::RunStarted)
-            && kind != Kind::RunStarted
-        {
+        if bodies.is_empty() && kind != Kind::RunStarted {
             return Err(bad(
                 count,
                 format!("the first event must be run.started, not {kind:?}"),
@@ -266,11 +275,8 @@ fn copy_events(path: &Path, log: &mut EventLog) -> Result<Option<RunEnded>, Stop
         }
         match line.body {
             Body::RunEnded(ended) => terminal = Some(ended),
-            body => {
-                log.emit(Source::Driver, body)
-                    .map_err(|e| bad(count, e.to_string()))?;
-            }
+            body => bodies.push(body),
         }
     }
-    Ok(terminal)
+    Ok((bodies, terminal))
 }

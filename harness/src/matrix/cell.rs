@@ -1,28 +1,22 @@
-//! Running one cell, from scratch folders to the verdict.
+//! Running one cell, from scratch folders to the verdict: a short pipeline of the stages in
+//! `super::stages`.
 
 use super::evidence::{append_model_events, workspace_evidence};
+use super::stages::{self, driver::ProcessDriver, folders::CellFolders};
 use super::{prereq, CellOutcome, CellResult, MatrixOptions};
-use crate::codex::runner::{self as codex_runner, CellDirs};
-use crate::driver::{self, AppServerProgram, DriverConfig, Timeouts};
+use crate::codex::runner::CellDirs;
+use crate::driver::{self, DriverConfig, Timeouts};
 use crate::env::EnvMounts;
 use crate::event_log::EventLog;
 use crate::launch::LaunchRequest;
 use crate::task::Task;
 use anyhow::{anyhow, Context, Result};
-use fake_app_server::scenario::Scenario;
 use graders::events::{Body, Diagnostic, Ending, Level, RunEnded, Source};
 use graders::verdict::Verdict;
 use serde_json::json;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
-use suites::spec::{AppServerKind, DriverKind, ScenarioRef};
 use suites::Cell;
-
-/// `PATH` of the fake app-server: system folders only, like the real one's.
-const FAKE_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
-/// The workspace's `AGENTS.md`: restricted-read profiles load it through Codex's bubblewrap fs
-/// helper at `thread/start`, which is what fails in the restricted environments.
-const AGENTS_MD: &str = "# Project agents\nAlways be terse.\n";
 
 /// Bounds for runs against the fake app-server: it answers in milliseconds, so a hang is
 /// detected after a short idle bound and the `hang` cells stay short.
@@ -33,95 +27,6 @@ pub fn fake_timeouts() -> Timeouts {
         turn_total: Duration::from_secs(30),
         shutdown: Duration::from_secs(2),
         ..Timeouts::default()
-    }
-}
-
-/// The bound on a whole driver run, on top of the driver's own bounds (a driver that ignores
-/// them still cannot hang the matrix).
-fn run_bound(timeouts: &Timeouts, task: &Task) -> Duration {
-    let attempts = timeouts.startup_attempts.max(1);
-    timeouts.request * (attempts + 2) * 2
-        + timeouts.turn_total * task.max_turns
-        + timeouts.shutdown * 2
-        + Duration::from_secs(10)
-}
-
-/// The folders of one cell.
-struct CellDirsLayout {
-    root: PathBuf,
-    workspace: PathBuf,
-    home: PathBuf,
-    tmp: PathBuf,
-}
-
-impl CellDirsLayout {
-    fn create(root: &Path, owner: Option<(u32, u32)>) -> Result<Self> {
-        if root.exists() {
-            std::fs::remove_dir_all(root)
-                .with_context(|| format!("clearing old evidence in {}", root.display()))?;
-        }
-        let layout = Self {
-            root: root.to_path_buf(),
-            workspace: root.join("workspace"),
-            home: root.join("home"),
-            tmp: root.join("tmp"),
-        };
-        for dir in [&layout.workspace, &layout.home, &layout.tmp] {
-            std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-        }
-        std::fs::create_dir_all(layout.workspace.join(".git"))?;
-        std::fs::write(layout.workspace.join("AGENTS.md"), AGENTS_MD)?;
-        std::fs::write(
-            layout.workspace.join("README.md"),
-            "# Sample project\nA workspace for one conformance cell.\n",
-        )?;
-        if let Some((uid, gid)) = owner {
-            // The app-server runs as this user inside the container: it must own its folders
-            // (the workspace stays writable to it, so a refused write proves the sandbox).
-            for dir in [&layout.root, &layout.workspace, &layout.home, &layout.tmp] {
-                std::os::unix::fs::chown(dir, Some(uid), Some(gid))
-                    .with_context(|| format!("handing {} to uid {uid}", dir.display()))?;
-            }
-        }
-        Ok(layout)
-    }
-}
-
-fn task_for(cell: &Cell) -> Result<Task> {
-    let mut table = cell.case.task.clone();
-    table.insert(
-        "mode".into(),
-        toml::Value::try_from(cell.case.mode).context("mode")?,
-    );
-    toml::Value::Table(table)
-        .try_into()
-        .with_context(|| format!("case `{}`: invalid task", cell.id.case))
-}
-
-/// The existing files an external driver's command line names by absolute path.
-fn files_named_by(command: &str) -> Vec<PathBuf> {
-    command
-        .split_whitespace()
-        .map(PathBuf::from)
-        .filter(|word| word.is_absolute() && word.is_file())
-        .collect()
-}
-
-/// The scenario, and how to name it to the fake (`builtin:NAME` or a file in the cell folder).
-fn scenario_for(cell: &Cell, root: &Path) -> Result<(Scenario, String)> {
-    let named = match (cell.runner.app_server, &cell.case.codex_scenario) {
-        (AppServerKind::Codex, Some(codex)) => codex,
-        _ => &cell.case.scenario,
-    };
-    match ScenarioRef::parse(named).map_err(|e| anyhow!(e))? {
-        ScenarioRef::Builtin(name) => Ok((Scenario::builtin(&name)?, format!("builtin:{name}"))),
-        ScenarioRef::File(name) => {
-            let text = suites::scenario_file(&name)
-                .ok_or_else(|| anyhow!("scenario file `{name}` is not shipped with suites"))?;
-            let path = root.join("scenario.toml");
-            std::fs::write(&path, text)?;
-            Ok((Scenario::from_file(&path)?, path.display().to_string()))
-        }
     }
 }
 
@@ -203,6 +108,15 @@ fn write_verdict_file(result: &CellResult) -> Result<()> {
     Ok(())
 }
 
+/// The bound on the in-process reference driver's run, on top of its own bounds.
+fn reference_bound(timeouts: &Timeouts, task: &Task) -> Duration {
+    let attempts = timeouts.startup_attempts.max(1);
+    timeouts.request * (attempts + 2) * 2
+        + timeouts.turn_total * task.max_turns
+        + timeouts.shutdown * 2
+        + Duration::from_secs(10)
+}
+
 async fn run_checked(cell: &Cell, options: &MatrixOptions, root: &Path) -> Result<Verdict> {
     let environment = cell.id.environment.as_str();
     let owner = if environment == "local" {
@@ -210,144 +124,47 @@ async fn run_checked(cell: &Cell, options: &MatrixOptions, root: &Path) -> Resul
     } else {
         CellDirs::owned_for_environment(root, environment)?.owner
     };
-    let dirs = CellDirsLayout::create(root, owner)?;
+    // 1. folders, task, scenario
+    let folders = CellFolders::create(root, owner)?;
     if environment != "local" {
         options.check_probe(environment).await?;
     }
-    let task = task_for(cell)?;
-    let (scenario, scenario_arg) = scenario_for(cell, root)?;
-    let stderr_log = root.join("stderr.log");
-    let transcript = root.join("transcript.jsonl");
+    let task = stages::folders::task_for(cell)?;
+    let (scenario, scenario_arg) = stages::folders::scenario_for(cell, root)?;
     let mut mounts = EnvMounts {
         scratch: root.to_path_buf(),
         writable: Vec::new(),
         readonly: Vec::new(),
     };
-    // Keeps the mock model API alive for the run.
-    let mut _codex = None;
-    let (app_server, model_log, timeouts) = match cell.runner.app_server {
-        AppServerKind::Fake => {
-            let path = |p: &Path| p.display().to_string();
-            let program = AppServerProgram {
-                program: options.fake_program.clone(),
-                leading_args: options.fake_leading_args.clone(),
-                extra_args: vec![
-                    "--scenario".into(),
-                    scenario_arg,
-                    "--transcript".into(),
-                    path(&transcript),
-                    "--model-log".into(),
-                    path(&root.join("model-log.jsonl")),
-                ],
-                env: vec![
-                    ("PATH".into(), FAKE_PATH.into()),
-                    ("HOME".into(), path(&dirs.home)),
-                    // Codex's default layout, named so the fake persists its threads there (it
-                    // never writes an unnamed `~/.codex`) and a relaunch can resume them.
-                    ("CODEX_HOME".into(), path(&dirs.home.join(".codex"))),
-                    ("TMPDIR".into(), path(&dirs.tmp)),
-                    ("LANG".into(), "C.UTF-8".into()),
-                ],
-            };
-            mounts.readonly.push(options.fake_program.clone());
-            (program, root.join("model-log.jsonl"), fake_timeouts())
+    // 2. the app-server
+    let mut app_server = stages::app_server::prepare(
+        cell,
+        options,
+        &folders,
+        &scenario,
+        scenario_arg,
+        &mut mounts,
+    )
+    .await?;
+    let process_driver = stages::driver::process_driver(cell, options)?;
+    let result = match &process_driver {
+        Some(driver) => {
+            run_process_driver(
+                cell,
+                options,
+                &folders,
+                &mut mounts,
+                &app_server,
+                task,
+                driver,
+            )
+            .await
         }
-        AppServerKind::Codex => {
-            let version = cell
-                .runner
-                .codex_version
-                .as_deref()
-                .context("codex runner without codex_version")?;
-            let codex_dirs = CellDirs {
-                root: root.to_path_buf(),
-                owner,
-            };
-            let prepared = codex_runner::prepare(version, &codex_dirs, &scenario)
-                .await
-                .with_context(|| format!("preparing Codex {version}"))?;
-            mounts.writable.extend(prepared.writable_mounts());
-            mounts.readonly.extend(prepared.readonly_mounts());
-            let program = prepared.app_server.clone();
-            let model_log = prepared.model_log.clone();
-            _codex = Some(prepared);
-            (program, model_log, codex_runner::PreparedCodex::timeouts())
-        }
+        None => run_reference(cell, options, &folders, &mounts, &app_server, task).await,
     };
-    if matches!(cell.runner.driver, DriverKind::External) {
-        // The external driver runs inside the environment too: the files its command names
-        // must be visible there even below a folder the container's user cannot enter.
-        mounts
-            .readonly
-            .extend(files_named_by(&options.driver_command(cell)?));
-    }
-    let launcher = options
-        .launcher(environment, &mounts)
-        .with_context(|| format!("starting environment `{environment}`"))?;
-    let config = DriverConfig {
-        cell: cell.id.clone(),
-        task,
-        launch: LaunchRequest {
-            mode: cell.case.mode,
-            target: cell.target,
-            network_enabled: cell.case.network,
-            policy: cell.runner.policy,
-            workspace: dirs.workspace.clone(),
-        },
-        app_server,
-        launcher,
-        workspace: dirs.workspace.clone(),
-        stderr_log,
-        // The fake writes its own transcript there; for the real Codex the driver's client does.
-        transcript: (cell.runner.app_server == AppServerKind::Codex).then(|| transcript.clone()),
-        timeouts,
-    };
-    let run_id = format!(
-        "{}-{}",
-        cell.name(),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_millis())
-            .unwrap_or_default()
-    );
-    let mut log = EventLog::to_file(&run_id, &root.join("events.jsonl"))?;
-    let bound = run_bound(&config.timeouts, &config.task);
-    let driven = async {
-        match cell.runner.driver {
-            DriverKind::Reference => {
-                Ok::<RunEnded, anyhow::Error>(driver::run_reference(&config, &mut log).await)
-            }
-            DriverKind::External => {
-                let command = options.driver_command(cell)?;
-                Ok(driver::external::run_external(&command, &config, &mut log).await)
-            }
-            DriverKind::Declared => Err(anyhow!(
-                "declared drivers run through the wire tap, which this executor does not have yet"
-            )),
-        }
-    };
-    let ended = match tokio::time::timeout(bound, driven).await {
-        Ok(result) => result?,
-        Err(_) => {
-            log.emit(
-                Source::Harness,
-                Body::Diagnostic(Diagnostic {
-                    level: Level::Error,
-                    message: format!(
-                        "the driver did not end within the harness bound of {bound:?}"
-                    ),
-                }),
-            )?;
-            RunEnded {
-                ending: Ending::TimedOut,
-                retry_offered: false,
-                error_code: Some("harness_bound_exceeded".into()),
-                reason: Some(format!("no terminal within {bound:?}")),
-            }
-        }
-    };
-    if let Some(codex) = _codex.take() {
-        codex.mock.shutdown().await;
-    }
+    app_server.shutdown().await;
+    let (mut log, ended) = result?;
+    // 5. the harness's own evidence
     let left_behind = super::leftovers::reap(root);
     if !left_behind.is_empty() {
         let listed: Vec<String> = left_behind
@@ -366,14 +183,185 @@ async fn run_checked(cell: &Cell, options: &MatrixOptions, root: &Path) -> Resul
             }),
         )?;
     }
-    append_model_events(&mut log, &model_log)?;
+    append_model_events(&mut log, &app_server.model_log)?;
     log.emit(
         Source::Harness,
-        Body::WorkspaceEvidence(workspace_evidence(&dirs.workspace)?),
+        Body::WorkspaceEvidence(workspace_evidence(&folders.workspace)?),
     )?;
     log.end(ended)?;
     log.flush()?;
-    let verdict = graders::grade::grade(&cell.id.suite, cell.grader_case(), log.events())
-        .map_err(|e| anyhow!("grading: {e}"))?;
-    Ok(verdict)
+    // 6. the grade
+    graders::grade::grade(&cell.id.suite, cell.grader_case(), log.events())
+        .map_err(|e| anyhow!("grading: {e}"))
+}
+
+fn run_id(cell: &Cell) -> String {
+    format!(
+        "{}-{}",
+        cell.name(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_millis())
+            .unwrap_or_default()
+    )
+}
+
+fn driver_config(
+    cell: &Cell,
+    task: Task,
+    app_server: crate::driver::AppServerProgram,
+    launcher: std::sync::Arc<dyn crate::launcher::Launcher>,
+    folders: &CellFolders,
+    timeouts: Timeouts,
+    transcript: Option<std::path::PathBuf>,
+) -> DriverConfig {
+    DriverConfig {
+        cell: cell.id.clone(),
+        task,
+        launch: LaunchRequest {
+            mode: cell.case.mode,
+            target: cell.target,
+            network_enabled: cell.case.network,
+            policy: cell.runner.policy,
+            workspace: folders.workspace.clone(),
+        },
+        app_server,
+        launcher,
+        workspace: folders.workspace.clone(),
+        stderr_log: folders.root.join("stderr.log"),
+        transcript,
+        timeouts,
+    }
+}
+
+/// 3.–5. for a driver process: the tap and the launcher, the driver, its events from the wire.
+async fn run_process_driver(
+    cell: &Cell,
+    options: &MatrixOptions,
+    folders: &CellFolders,
+    mounts: &mut EnvMounts,
+    app_server: &stages::app_server::AppServer,
+    task: Task,
+    driver: &ProcessDriver,
+) -> Result<(EventLog, RunEnded)> {
+    let tap = stages::tap::install(&options.tap, &app_server.program, folders)?;
+    // The driver runs inside the environment too: the tap, and the files its command names,
+    // must be visible there even below a folder the container's user cannot enter.
+    mounts.readonly.push(options.tap.program.clone());
+    mounts.readonly.extend(stages::driver::files_named_by(
+        &driver.declared.command.replace(
+            "{repo}",
+            &options
+                .repo_root
+                .as_ref()
+                .map(|r| r.display().to_string())
+                .unwrap_or_default(),
+        ),
+    ));
+    let environment = cell.id.environment.as_str();
+    let launcher = options
+        .launcher(environment, mounts)
+        .with_context(|| format!("starting environment `{environment}`"))?;
+    let seen = stages::tap::as_seen_by_driver(&tap, &app_server.program);
+    let config = driver_config(
+        cell,
+        task,
+        seen,
+        launcher,
+        folders,
+        app_server.timeouts,
+        None,
+    );
+    let real = crate::launch::profiles::HostPaths::from_env_pairs(
+        &app_server.program.env,
+        Some(&app_server.program.program),
+    );
+    let prepared = stages::driver::prepare(
+        driver,
+        &config,
+        folders,
+        &tap,
+        options.repo_root.as_deref(),
+        real.install_dir.as_deref(),
+    )?;
+    let bounds = stages::driver::bounds(&config.timeouts, &config.task);
+    let end =
+        stages::driver::run(&prepared, config.launcher.as_ref(), bounds, &tap.transcript).await?;
+    let mut log = EventLog::to_file(&run_id(cell), &folders.root.join("events.jsonl"))?;
+    let ctx = graders::wire::Context {
+        cell: cell.id.clone(),
+        driver: driver.name.clone(),
+        mode: cell.case.mode,
+        target: cell.target,
+        network_enabled: cell.case.network,
+        policy: cell.runner.policy,
+    };
+    let ended = stages::evidence::from_wire(
+        &mut log,
+        &ctx,
+        &tap.transcript,
+        &end,
+        prepared.events.as_deref(),
+        &folders.root.join("findings.json"),
+    )?;
+    Ok((log, ended))
+}
+
+/// 3.–4. for the reference driver, still in process: the environment's launcher, the driver
+/// writing its own events. (Its app-server is not behind the tap yet: the fake writes the
+/// transcript, and for the real Codex the driver's client does.)
+async fn run_reference(
+    cell: &Cell,
+    options: &MatrixOptions,
+    folders: &CellFolders,
+    mounts: &EnvMounts,
+    app_server: &stages::app_server::AppServer,
+    task: Task,
+) -> Result<(EventLog, RunEnded)> {
+    let environment = cell.id.environment.as_str();
+    let launcher = options
+        .launcher(environment, mounts)
+        .with_context(|| format!("starting environment `{environment}`"))?;
+    let transcript = folders.transcript();
+    let mut program = app_server.program.clone();
+    let client_transcript = if app_server.codex.is_none() {
+        program
+            .extra_args
+            .extend(["--transcript".into(), transcript.display().to_string()]);
+        None
+    } else {
+        Some(transcript)
+    };
+    let config = driver_config(
+        cell,
+        task,
+        program,
+        launcher,
+        folders,
+        app_server.timeouts,
+        client_transcript,
+    );
+    let mut log = EventLog::to_file(&run_id(cell), &folders.root.join("events.jsonl"))?;
+    let bound = reference_bound(&config.timeouts, &config.task);
+    let ended = match tokio::time::timeout(bound, driver::run_reference(&config, &mut log)).await {
+        Ok(ended) => ended,
+        Err(_) => {
+            log.emit(
+                Source::Harness,
+                Body::Diagnostic(Diagnostic {
+                    level: Level::Error,
+                    message: format!(
+                        "the driver did not end within the harness bound of {bound:?}"
+                    ),
+                }),
+            )?;
+            RunEnded {
+                ending: Ending::TimedOut,
+                retry_offered: false,
+                error_code: Some("harness_bound_exceeded".into()),
+                reason: Some(format!("no terminal within {bound:?}")),
+            }
+        }
+    };
+    Ok((log, ended))
 }

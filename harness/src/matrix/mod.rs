@@ -10,6 +10,7 @@ mod load;
 pub mod paths;
 mod prereq;
 mod result;
+pub mod stages;
 
 pub use cell::{fake_timeouts, run_cell};
 pub use load::{
@@ -34,6 +35,8 @@ pub struct MatrixOptions {
     pub fake_program: PathBuf,
     /// Its leading arguments, e.g. `["fake-app-server", "app-server"]`.
     pub fake_leading_args: Vec<String>,
+    /// The binary that serves as the wire tap (it embeds `harness::tap::relay::main`).
+    pub tap: crate::tap::TapProgram,
     /// Replaces every external runner's command (`harness run --driver-cmd`).
     pub driver_cmd: Option<String>,
     /// Where relative driver commands are resolved.
@@ -52,6 +55,10 @@ impl MatrixOptions {
         let exe = std::env::current_exe().context("locating the running executable")?;
         Ok(Self {
             out_root: paths::conformance_root(),
+            tap: crate::tap::TapProgram {
+                program: exe.clone(),
+                leading_args: vec!["tap".into()],
+            },
             fake_program: exe,
             fake_leading_args: vec!["fake-app-server".into(), "app-server".into()],
             driver_cmd: None,

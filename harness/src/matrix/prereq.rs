@@ -43,6 +43,25 @@ pub fn missing(cell: &Cell, options: &MatrixOptions) -> Option<String> {
             return Some(format!("{e:#}"));
         }
     }
+    if let Some(declared) = &cell.runner.declared {
+        // The program the command line starts must be here; a placeholder stands for a path
+        // the harness provides.
+        let program = shlex::split(&declared.command)
+            .and_then(|words| words.into_iter().next())
+            .unwrap_or_default();
+        if !program.contains('{') {
+            let found = if program.contains('/') {
+                std::path::Path::new(&program).is_file()
+            } else {
+                provision::which(&program).is_some()
+            };
+            if !found {
+                return Some(format!(
+                    "the declared driver's program `{program}` is not installed or does not exist"
+                ));
+            }
+        }
+    }
     None
 }
 

@@ -1,0 +1,267 @@
+//! The terminal of a run graded from the wire: how the driver's process ended, read together
+//! with what the wire shows of the app-server at that moment (`docs/events.md`, "Events from
+//! the wire"). The wire cannot show whether the driver offered its user a Retry, so
+//! `retry_offered` is `false` unless the driver's own events (the `events` contract) say so.
+
+use crate::events::{Ending, RunEnded};
+
+/// How the app-server of one launch ended, as the tap recorded it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Exit {
+    pub time: u64,
+    pub status: Option<i64>,
+    pub signal: Option<i64>,
+    pub error: Option<String>,
+}
+
+/// What one launch left open or broke.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct LaunchEnd {
+    /// The first transport fault the app-server committed (a line that is not JSON-RPC, an
+    /// oversized line).
+    pub fault: Option<String>,
+    /// The driver closed the app-server's stdin (unix ms).
+    pub stdin_closed: Option<u64>,
+    pub exit: Option<Exit>,
+    /// Methods of the driver's requests the app-server never answered.
+    pub pending: Vec<String>,
+    /// Turns started and never completed.
+    pub open_turns: Vec<String>,
+    pub messages: u64,
+}
+
+impl LaunchEnd {
+    /// The app-server went away on its own: it exited before the driver closed its stdin.
+    fn exited_on_its_own(&self) -> Option<&Exit> {
+        let exit = self.exit.as_ref()?;
+        match self.stdin_closed {
+            Some(closed) if closed <= exit.time => None,
+            _ => Some(exit),
+        }
+    }
+
+    fn waiting(&self) -> Option<String> {
+        if let Some(turn) = self.open_turns.first() {
+            return Some(format!("turn {turn} never completed"));
+        }
+        self.pending
+            .first()
+            .map(|method| format!("`{method}` was never answered"))
+    }
+}
+
+/// What the wire shows across the run's launches.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct WireTerminal {
+    pub launches: Vec<LaunchEnd>,
+    pub opens: u32,
+    pub rejections: u32,
+    pub sessions: u32,
+}
+
+/// How the driver's process ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DriverEnd {
+    Exited {
+        code: i32,
+    },
+    Signaled {
+        signal: i32,
+    },
+    /// The harness killed it at the run's bound: the driver classified nothing.
+    KilledAtBound {
+        reason: String,
+    },
+    /// It could not be started.
+    NotStarted {
+        error: String,
+    },
+}
+
+fn ended(ending: Ending, code: &str, reason: String) -> RunEnded {
+    RunEnded {
+        ending,
+        retry_offered: false,
+        error_code: Some(code.into()),
+        reason: Some(reason),
+    }
+}
+
+fn describe_exit(exit: &Exit) -> String {
+    match (exit.status, exit.signal, &exit.error) {
+        (_, _, Some(error)) => error.clone(),
+        (Some(code), _, _) => format!("exit status {code}"),
+        (_, Some(signal), _) => format!("signal {signal}"),
+        _ => "an unknown status".into(),
+    }
+}
+
+/// The run's terminal from the driver's end and the wire.
+pub fn terminal(wire: &WireTerminal, driver: &DriverEnd) -> RunEnded {
+    let how = match driver {
+        DriverEnd::Exited { code: 0 } => {
+            return RunEnded {
+                ending: Ending::Succeeded,
+                retry_offered: false,
+                error_code: None,
+                reason: None,
+            }
+        }
+        DriverEnd::Exited { code } => format!("the driver exited with status {code}"),
+        DriverEnd::Signaled { signal } => format!("the driver was killed by signal {signal}"),
+        DriverEnd::KilledAtBound { reason } => {
+            return ended(Ending::FailedPermanently, "driver_hung", reason.clone())
+        }
+        DriverEnd::NotStarted { error } => {
+            return ended(
+                Ending::FailedPermanently,
+                "driver_not_started",
+                error.clone(),
+            )
+        }
+    };
+    // The launch the driver was using last: the last one that talked.
+    let last = wire.launches.iter().rev().find(|l| l.messages > 0);
+    if let Some(last) = last {
+        if let Some(fault) = &last.fault {
+            return ended(
+                Ending::TransportLost,
+                "transport_lost",
+                format!("{how} after {fault}"),
+            );
+        }
+        if let (Some(exit), Some(waiting)) = (last.exited_on_its_own(), last.waiting()) {
+            return ended(
+                Ending::TransportLost,
+                "transport_lost",
+                format!(
+                    "{how} after the app-server exited ({}) while {waiting}",
+                    describe_exit(exit)
+                ),
+            );
+        }
+        if let Some(waiting) = last.waiting() {
+            return ended(
+                Ending::TimedOut,
+                "timed_out",
+                format!("{how} while {waiting} by a live app-server"),
+            );
+        }
+    }
+    if wire.sessions == 0 && wire.rejections > 0 {
+        return if wire.rejections == 1 && wire.opens == 1 {
+            ended(
+                Ending::FailedPermanently,
+                "provider_startup_rejected",
+                format!("{how} after thread/start was rejected"),
+            )
+        } else {
+            ended(
+                Ending::RetriesExhausted,
+                "retry_exhausted",
+                format!("{how} after {} rejected start-up attempts", wire.rejections),
+            )
+        };
+    }
+    ended(Ending::FailedPermanently, "driver_failed", how)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn launch(
+        fault: Option<&str>,
+        exit_at: Option<u64>,
+        closed_at: Option<u64>,
+        open: bool,
+    ) -> LaunchEnd {
+        LaunchEnd {
+            fault: fault.map(str::to_string),
+            stdin_closed: closed_at,
+            exit: exit_at.map(|time| Exit {
+                time,
+                status: Some(101),
+                signal: None,
+                error: None,
+            }),
+            pending: vec![],
+            open_turns: if open { vec!["t1".into()] } else { vec![] },
+            messages: 4,
+        }
+    }
+
+    fn wire(launches: Vec<LaunchEnd>) -> WireTerminal {
+        WireTerminal {
+            launches,
+            opens: 1,
+            rejections: 0,
+            sessions: 1,
+        }
+    }
+
+    #[test]
+    fn the_ending_follows_the_driver_and_what_the_wire_shows() {
+        let failed = DriverEnd::Exited { code: 1 };
+        let case = |w: &WireTerminal, d: &DriverEnd| terminal(w, d).ending;
+        assert_eq!(
+            case(
+                &wire(vec![launch(None, None, None, true)]),
+                &DriverEnd::Exited { code: 0 }
+            ),
+            Ending::Succeeded
+        );
+        assert_eq!(
+            case(
+                &wire(vec![launch(Some("garbage"), None, None, true)]),
+                &failed
+            ),
+            Ending::TransportLost
+        );
+        assert_eq!(
+            case(&wire(vec![launch(None, Some(5), None, true)]), &failed),
+            Ending::TransportLost,
+            "crash"
+        );
+        assert_eq!(
+            case(&wire(vec![launch(None, Some(9), Some(5), true)]), &failed),
+            Ending::TimedOut,
+            "stdin closed first: hang"
+        );
+        assert_eq!(
+            case(&wire(vec![launch(None, None, None, true)]), &failed),
+            Ending::TimedOut,
+            "killed with the driver"
+        );
+        assert_eq!(
+            case(&wire(vec![launch(None, None, None, false)]), &failed),
+            Ending::FailedPermanently
+        );
+        let hung = terminal(
+            &wire(vec![]),
+            &DriverEnd::KilledAtBound { reason: "r".into() },
+        );
+        assert_eq!(
+            (hung.ending, hung.error_code.as_deref()),
+            (Ending::FailedPermanently, Some("driver_hung"))
+        );
+        let mut rejected = wire(vec![launch(None, None, None, false)]);
+        rejected.sessions = 0;
+        rejected.rejections = 1;
+        let t = terminal(&rejected, &failed);
+        assert_eq!(
+            (t.ending, t.error_code.as_deref(), t.retry_offered),
+            (
+                Ending::FailedPermanently,
+                Some("provider_startup_rejected"),
+                false
+            )
+        );
+        rejected.opens = 3;
+        rejected.rejections = 3;
+        assert_eq!(
+            terminal(&rejected, &failed).ending,
+            Ending::RetriesExhausted
+        );
+    }
+}

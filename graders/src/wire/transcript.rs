@@ -1,0 +1,241 @@
+//! Reading a cell's transcript (`transcript.jsonl`, documented in `docs/events.md`, "The
+//! transcript") into typed records. Lines without a `launch` belong to launch 1, so a transcript
+//! written by the fake app-server or by an in-process client reads the same way.
+
+use serde_json::Value;
+use std::io::BufRead;
+
+/// Longest transcript line accepted (the tap keeps lines of at most 1 MiB; a longer line is a
+/// broken transcript).
+pub const MAX_TRANSCRIPT_LINE_BYTES: usize = 4 * 1024 * 1024;
+/// Most records read from one transcript (the tap caps what it keeps per launch).
+pub const MAX_RECORDS: usize = 1_000_000;
+
+/// Which way a line went, seen from the app-server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Direction {
+    /// From the driver to the app-server.
+    In,
+    /// From the app-server to the driver.
+    Out,
+}
+
+/// One launch of the app-server through the tap.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Launch {
+    pub launch: u64,
+    pub time: u64,
+    /// The driver's arguments after the program name, verbatim.
+    pub argv: Vec<String>,
+    pub env_names: Vec<String>,
+    pub cwd: Option<String>,
+    /// What the cell added after the driver's arguments.
+    pub added_args: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Record {
+    Launch(Launch),
+    Message {
+        launch: u64,
+        direction: Direction,
+        time: u64,
+        message: Value,
+    },
+    /// A line that is not JSON.
+    Raw {
+        launch: u64,
+        direction: Direction,
+        time: u64,
+        text: String,
+    },
+    /// A remark; `bytes` is the size of a line that was not kept (an oversized line).
+    Note {
+        launch: u64,
+        direction: Direction,
+        time: u64,
+        note: String,
+        bytes: Option<u64>,
+    },
+    StdinClosed {
+        launch: u64,
+        time: u64,
+    },
+    Exit {
+        launch: u64,
+        time: u64,
+        status: Option<i64>,
+        signal: Option<i64>,
+        error: Option<String>,
+    },
+}
+
+impl Record {
+    pub fn launch(&self) -> u64 {
+        match self {
+            Record::Launch(l) => l.launch,
+            Record::Message { launch, .. }
+            | Record::Raw { launch, .. }
+            | Record::Note { launch, .. }
+            | Record::StdinClosed { launch, .. }
+            | Record::Exit { launch, .. } => *launch,
+        }
+    }
+}
+
+/// A transcript that cannot be read, naming the 1-based line.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("transcript line {line}: {why}")]
+pub struct TranscriptError {
+    pub line: usize,
+    pub why: String,
+}
+
+fn strings(v: Option<&Value>) -> Vec<String> {
+    v.and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .map(|s| s.as_str().map_or_else(|| s.to_string(), str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn parse_line(entry: &Value) -> Result<Record, String> {
+    let launch = entry.get("launch").and_then(Value::as_u64).unwrap_or(1);
+    let time = entry
+        .get("time")
+        .and_then(Value::as_u64)
+        .unwrap_or_default();
+    let text = |key: &str| entry.get(key).and_then(Value::as_str).map(str::to_string);
+    if let Some(kind) = entry.get("kind").and_then(Value::as_str) {
+        return match kind {
+            "launch" => Ok(Record::Launch(Launch {
+                launch,
+                time,
+                argv: strings(entry.get("argv")),
+                env_names: strings(entry.get("env_names")),
+                cwd: text("cwd"),
+                added_args: strings(entry.get("added_args")),
+            })),
+            "stdin-closed" => Ok(Record::StdinClosed { launch, time }),
+            "exit" => Ok(Record::Exit {
+                launch,
+                time,
+                status: entry.get("status").and_then(Value::as_i64),
+                signal: entry.get("signal").and_then(Value::as_i64),
+                error: text("error"),
+            }),
+            other => Err(format!("unknown record kind `{other}`")),
+        };
+    }
+    let direction = match entry.get("direction").and_then(Value::as_str) {
+        Some("in") => Direction::In,
+        Some("out") => Direction::Out,
+        other => {
+            return Err(format!(
+                "no record kind and no direction (direction {other:?})"
+            ))
+        }
+    };
+    if let Some(message) = entry.get("message") {
+        return Ok(Record::Message {
+            launch,
+            direction,
+            time,
+            message: message.clone(),
+        });
+    }
+    if let Some(raw) = text("raw") {
+        return Ok(Record::Raw {
+            launch,
+            direction,
+            time,
+            text: raw,
+        });
+    }
+    if let Some(note) = text("note") {
+        return Ok(Record::Note {
+            launch,
+            direction,
+            time,
+            note,
+            bytes: entry.get("bytes").and_then(Value::as_u64),
+        });
+    }
+    Err("a direction but no `message`, `raw` or `note`".into())
+}
+
+/// Read every record; the first bad line is an error naming it.
+pub fn read(reader: impl BufRead) -> Result<Vec<Record>, TranscriptError> {
+    let mut records = Vec::new();
+    let mut reader = reader;
+    let mut buf = Vec::new();
+    let mut line = 0;
+    loop {
+        buf.clear();
+        let n = std::io::Read::take(&mut reader, MAX_TRANSCRIPT_LINE_BYTES as u64 + 1)
+            .read_until(b'\n', &mut buf)
+            .map_err(|e| TranscriptError {
+                line: line + 1,
+                why: e.to_string(),
+            })?;
+        if n == 0 {
+            break;
+        }
+        line += 1;
+        let bad = |why: String| TranscriptError { line, why };
+        if buf.len() > MAX_TRANSCRIPT_LINE_BYTES {
+            return Err(bad(format!(
+                "longer than {MAX_TRANSCRIPT_LINE_BYTES} bytes"
+            )));
+        }
+        if buf.trim_ascii().is_empty() {
+            continue;
+        }
+        if records.len() >= MAX_RECORDS {
+            return Err(bad(format!("more than {MAX_RECORDS} records")));
+        }
+        let entry: Value =
+            serde_json::from_slice(&buf).map_err(|e| bad(format!("not JSON: {e}")))?;
+        records.push(parse_line(&entry).map_err(bad)?);
+    }
+    Ok(records)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_line_shape_reads_and_a_bad_line_is_named() {
+        let text = concat!(
+            "{\"kind\":\"launch\",\"launch\":2,\"time\":5,\"argv\":[\"app-server\"],\"env_names\":[\"PATH\"],\"cwd\":\"/w\",\"added_args\":[]}\n",
+            "{\"direction\":\"in\",\"time\":6,\"launch\":2,\"message\":{\"id\":1}}\n",
+            "{\"direction\":\"out\",\"time\":7,\"raw\":\"garbage\"}\n",
+            "{\"direction\":\"out\",\"time\":8,\"launch\":2,\"note\":\"oversized line\",\"bytes\":9}\n",
+            "\n",
+            "{\"kind\":\"stdin-closed\",\"launch\":2,\"time\":9}\n",
+            "{\"kind\":\"exit\",\"launch\":2,\"time\":10,\"status\":null,\"signal\":9,\"error\":null}\n",
+        );
+        let records = read(text.as_bytes()).unwrap();
+        assert_eq!(records.len(), 6);
+        assert!(
+            matches!(&records[0], Record::Launch(l) if l.argv == ["app-server"] && l.launch == 2)
+        );
+        assert_eq!(records[2].launch(), 1, "no launch: launch 1");
+        assert!(matches!(records[3], Record::Note { bytes: Some(9), .. }));
+        assert!(matches!(
+            records[5],
+            Record::Exit {
+                signal: Some(9),
+                status: None,
+                ..
+            }
+        ));
+        let err =
+            read("{\"direction\":\"in\",\"message\":{}}\n{\"x\":1}\n".as_bytes()).unwrap_err();
+        assert_eq!(err.line, 2);
+        assert_eq!(read("nope\n".as_bytes()).unwrap_err().line, 1);
+    }
+}

@@ -1,0 +1,115 @@
+//! Stage 2: the runner's app-server as a program to start — the fake (the running binary's
+//! embedded fake playing the cell's scenario) or the real Codex (provisioned, offline, with a
+//! mock model API playing the scenario's model script) — and what it needs mounted.
+
+use super::folders::CellFolders;
+use crate::codex::runner::{self as codex_runner, CellDirs, PreparedCodex};
+use crate::driver::{AppServerProgram, Timeouts};
+use crate::env::EnvMounts;
+use crate::matrix::{fake_timeouts, MatrixOptions};
+use anyhow::{Context, Result};
+use fake_app_server::scenario::Scenario;
+use std::path::{Path, PathBuf};
+use suites::spec::{AppServerKind, DriverKind};
+use suites::Cell;
+
+/// `PATH` of the fake app-server: system folders only, like the real one's.
+const FAKE_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+
+/// A cell's app-server, ready to be started by the tap (or the reference driver).
+pub struct AppServer {
+    /// The program, its leading arguments (ending in `app-server`), what the cell adds after
+    /// the driver's arguments, and its complete environment.
+    pub program: AppServerProgram,
+    pub model_log: PathBuf,
+    pub timeouts: Timeouts,
+    /// The real Codex's mock model API, kept alive for the run.
+    pub codex: Option<PreparedCodex>,
+}
+
+impl AppServer {
+    /// Stop what the app-server needed (the mock model API).
+    pub async fn shutdown(&mut self) {
+        if let Some(codex) = self.codex.take() {
+            codex.mock.shutdown().await;
+        }
+    }
+}
+
+pub async fn prepare(
+    cell: &Cell,
+    options: &MatrixOptions,
+    folders: &CellFolders,
+    scenario: &Scenario,
+    scenario_arg: String,
+    mounts: &mut EnvMounts,
+) -> Result<AppServer> {
+    let root = &folders.root;
+    match cell.runner.app_server {
+        AppServerKind::Fake => {
+            let path = |p: &Path| p.display().to_string();
+            let model_log = root.join("model-log.jsonl");
+            let program = AppServerProgram {
+                program: options.fake_program.clone(),
+                leading_args: options.fake_leading_args.clone(),
+                extra_args: fake_args(cell, scenario_arg, path(&model_log)),
+                env: vec![
+                    ("PATH".into(), FAKE_PATH.into()),
+                    ("HOME".into(), path(&folders.home)),
+                    // Codex's default layout, named so the fake persists its threads there (it
+                    // never writes an unnamed `~/.codex`) and a relaunch can resume them.
+                    ("CODEX_HOME".into(), path(&folders.home.join(".codex"))),
+                    ("TMPDIR".into(), path(&folders.tmp)),
+                    ("LANG".into(), "C.UTF-8".into()),
+                ],
+            };
+            mounts.readonly.push(options.fake_program.clone());
+            Ok(AppServer {
+                program,
+                model_log,
+                timeouts: fake_timeouts(),
+                codex: None,
+            })
+        }
+        AppServerKind::Codex => {
+            let version = cell
+                .runner
+                .codex_version
+                .as_deref()
+                .context("codex runner without codex_version")?;
+            let codex_dirs = CellDirs {
+                root: root.to_path_buf(),
+                owner: folders.owner,
+            };
+            let prepared = codex_runner::prepare(version, &codex_dirs, scenario)
+                .await
+                .with_context(|| format!("preparing Codex {version}"))?;
+            mounts.writable.extend(prepared.writable_mounts());
+            mounts.readonly.extend(prepared.readonly_mounts());
+            Ok(AppServer {
+                program: prepared.app_server.clone(),
+                model_log: prepared.model_log.clone(),
+                timeouts: PreparedCodex::timeouts(),
+                codex: Some(prepared),
+            })
+        }
+    }
+}
+
+/// The fake's own arguments. A declared driver reads `account/read` and `model/list` as a user's
+/// driver does, so its fake is configured with the custom model provider the real-Codex runner
+/// gets (`codex_runner::provider_args`; the fake never calls its URL): unconfigured, the fake
+/// answers as Codex does for the OpenAI provider (`requiresOpenaiAuth: true`), and codex-acp
+/// stops at `Authentication required`.
+fn fake_args(cell: &Cell, scenario_arg: String, model_log: String) -> Vec<String> {
+    let mut args = vec![
+        "--scenario".into(),
+        scenario_arg,
+        "--model-log".into(),
+        model_log,
+    ];
+    if cell.runner.driver == DriverKind::Declared {
+        args.extend(codex_runner::provider_args("http://127.0.0.1:9/v1"));
+    }
+    args
+}

@@ -1,0 +1,224 @@
+//! Stage 4: the driver. A declared driver (and the example external driver, which is one with
+//! `contract = "events"`) runs as its own process through the cell's launcher, finding the tap
+//! as its `codex` the way its declaration says; the reference driver still runs in process.
+
+use super::folders::CellFolders;
+use super::process::{self, Bounds, DriverProcess};
+use crate::driver::{external, DriverConfig, Timeouts};
+use crate::launcher::Launcher;
+use crate::matrix::MatrixOptions;
+use crate::tap::InstalledTap;
+use crate::task::{Envelope, Task};
+use anyhow::{anyhow, bail, Context, Result};
+use graders::events::Mode;
+use graders::wire::DriverEnd;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use suites::declared::Placeholders;
+use suites::spec::{CodexDiscovery, DeclaredDriver, DriverContract, DriverKind};
+use suites::Cell;
+
+/// `PATH` folders every driver gets after the harness's own.
+const SYSTEM_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+
+/// A driver that runs as a process, as the cell will run it.
+pub struct ProcessDriver {
+    /// `run.started.driver`.
+    pub name: String,
+    pub declared: DeclaredDriver,
+}
+
+/// The declared driver of `cell`'s runner. The example external driver (`driver =
+/// "external"`, or `--driver-cmd`) is an ordinary declared driver: it finds `codex` on `PATH`
+/// (and in `HARNESS_APP_SERVER_CMD`) and writes run events.
+pub fn process_driver(cell: &Cell, options: &MatrixOptions) -> Result<Option<ProcessDriver>> {
+    match cell.runner.driver {
+        DriverKind::Reference => Ok(None),
+        DriverKind::External => {
+            let command = options.driver_command(cell)?;
+            Ok(Some(ProcessDriver {
+                name: command.clone(),
+                declared: DeclaredDriver {
+                    about: None,
+                    command,
+                    codex: CodexDiscovery::Path,
+                    contract: DriverContract::Events,
+                    modes: vec![Mode::Planning, Mode::Standard, Mode::Ask],
+                    plan_reviews: true,
+                    answers: true,
+                    approvals: vec![],
+                    env: Default::default(),
+                    base_dir: None,
+                },
+            }))
+        }
+        DriverKind::Declared => {
+            let declared = cell.runner.declared.clone().with_context(|| {
+                format!(
+                    "runner `{}` is declared but has no `declared` table",
+                    cell.id.runner
+                )
+            })?;
+            Ok(Some(ProcessDriver {
+                name: cell.id.runner.clone(),
+                declared,
+            }))
+        }
+    }
+}
+
+/// The bounds on a driver process, from the task and its waits: start-up attempts, one
+/// `turn_total` per turn the task implies, shutdowns, plus margin; idle: longer than any single
+/// wait of the task.
+pub fn bounds(timeouts: &Timeouts, task: &Task) -> Bounds {
+    let turns =
+        1 + task.plan_reviews.len() + task.answers.len() + usize::from(task.relaunch.is_some());
+    let turns = u32::try_from(turns)
+        .unwrap_or(u32::MAX)
+        .min(task.max_turns.max(1));
+    let attempts = timeouts.startup_attempts.max(1);
+    Bounds {
+        overall: timeouts.request * 2 * attempts
+            + timeouts.turn_total * turns
+            + timeouts.shutdown * 2
+            + Duration::from_secs(10),
+        idle: timeouts.request.max(timeouts.turn_idle) + timeouts.shutdown + Duration::from_secs(3),
+    }
+}
+
+fn mode_name(mode: Mode) -> &'static str {
+    match mode {
+        Mode::Planning => "planning",
+        Mode::Standard => "standard",
+        Mode::Ask => "ask",
+    }
+}
+
+fn set(env: &mut Vec<(String, String)>, key: &str, value: String) {
+    match env.iter_mut().find(|(k, _)| k == key) {
+        Some(slot) => slot.1 = value,
+        None => env.push((key.to_string(), value)),
+    }
+}
+
+/// The existing files a driver's command line names by absolute path (they must be visible
+/// inside the environment's container).
+pub fn files_named_by(command: &str) -> Vec<PathBuf> {
+    shlex::split(command)
+        .unwrap_or_else(|| command.split_whitespace().map(str::to_string).collect())
+        .into_iter()
+        .map(PathBuf::from)
+        .filter(|word| word.is_absolute() && word.is_file())
+        .collect()
+}
+
+/// A declared driver, ready to run for one cell.
+pub struct Prepared {
+    pub process: DriverProcess,
+    /// Where it writes run events (`contract = "events"`).
+    pub events: Option<PathBuf>,
+}
+
+/// Fill in the declaration for this cell: the task envelope, the command line, the
+/// environment (the tap where the driver looks for `codex`).
+pub fn prepare(
+    driver: &ProcessDriver,
+    config: &DriverConfig,
+    folders: &CellFolders,
+    tap: &InstalledTap,
+    repo: Option<&Path>,
+    real_install_dir: Option<&Path>,
+) -> Result<Prepared> {
+    let declared = &driver.declared;
+    if !declared.modes.contains(&config.task.mode) {
+        bail!(
+            "the driver `{}` does not declare the mode `{}` (it declares {:?})",
+            driver.name,
+            mode_name(config.task.mode),
+            declared.modes
+        );
+    }
+    let task_path = folders.root.join("task.json");
+    std::fs::write(
+        &task_path,
+        serde_json::to_vec_pretty(&Envelope::new(&config.task, &config.timeouts))?,
+    )
+    .with_context(|| format!("writing {}", task_path.display()))?;
+    let path = |p: &Path| p.display().to_string();
+    if declared.command.contains("{repo}") && repo.is_none() {
+        bail!("the driver's command names {{repo}} but the repository root cannot be found (run from inside the repository)");
+    }
+    let values = Placeholders {
+        workspace: path(&folders.workspace),
+        prompt: config.task.prompt.clone(),
+        mode: mode_name(config.task.mode).into(),
+        codex: path(&tap.codex),
+        task: path(&task_path),
+        repo: repo.map(path).unwrap_or_default(),
+        cache: path(&crate::codex::provision::cache_root()?),
+    };
+    let command = declared
+        .command_line(&values)
+        .map_err(|e| anyhow!("the driver's command line: {e}"))?;
+    let events = (declared.contract == DriverContract::Events)
+        .then(|| folders.root.join("driver-events.jsonl"));
+    let mut env = match &events {
+        // The events contract (docs/driver-contract.md): the app-server command is the tap.
+        Some(events) => external::driver_env(config, &task_path, events),
+        None => vec![
+            ("HOME".into(), path(&folders.home)),
+            ("TMPDIR".into(), path(&folders.tmp)),
+            ("LANG".into(), "C.UTF-8".into()),
+            ("HARNESS_TASK".into(), path(&task_path)),
+            ("HARNESS_WORKSPACE".into(), path(&folders.workspace)),
+            ("HARNESS_CELL".into(), config.cell.to_string()),
+        ],
+    };
+    if let (Some(_), Some(dir)) = (&events, real_install_dir) {
+        // Behind the tap, `codex` is the tap: a driver that names Codex's own folder in its
+        // profiles (the example driver does) learns the real one here.
+        set(&mut env, "HARNESS_APP_SERVER_INSTALL_DIR", path(dir));
+    }
+    let host_path = std::env::var("PATH").unwrap_or_default();
+    let mut search = Vec::new();
+    if declared.codex == CodexDiscovery::Path {
+        search.push(path(&tap.bin_dir));
+    }
+    search.extend(
+        host_path
+            .split(':')
+            .filter(|p| !p.is_empty())
+            .map(str::to_string),
+    );
+    search.push(SYSTEM_PATH.into());
+    set(&mut env, "PATH", search.join(":"));
+    if let CodexDiscovery::Env(name) = &declared.codex {
+        set(&mut env, name, path(&tap.codex));
+    }
+    for (key, value) in declared
+        .environment(&values)
+        .map_err(|e| anyhow!("the driver's environment: {e}"))?
+    {
+        set(&mut env, &key, value);
+    }
+    Ok(Prepared {
+        process: DriverProcess {
+            command,
+            env,
+            cwd: folders.workspace.clone(),
+            stdout_log: folders.root.join("driver-stdout.log"),
+            stderr_log: folders.root.join("stderr.log"),
+        },
+        events,
+    })
+}
+
+/// Run a prepared driver within its bounds.
+pub async fn run(
+    prepared: &Prepared,
+    launcher: &dyn Launcher,
+    bounds: Bounds,
+    wire: &Path,
+) -> Result<DriverEnd> {
+    process::run(&prepared.process, launcher, bounds, wire).await
+}

@@ -1,0 +1,70 @@
+//! Declared drivers through the cell executor, against the fake app-server: the tap where the
+//! declaration says, a hung driver ended by the wire's idle bound in seconds.
+
+use harness::matrix::{run_cell, CellOutcome, MatrixOptions};
+use harness::tap::TapProgram;
+use std::time::{Duration, Instant};
+use suites::spec::CodexDiscovery;
+
+fn options(out: &std::path::Path) -> MatrixOptions {
+    let mut options = MatrixOptions::from_env().unwrap();
+    let harness: std::path::PathBuf = env!("CARGO_BIN_EXE_harness").into();
+    options.out_root = out.to_path_buf();
+    options.fake_program = harness.clone();
+    options.tap = TapProgram {
+        program: harness,
+        leading_args: vec!["tap".into()],
+    };
+    options.repo_root = Some(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .parent()
+            .unwrap()
+            .to_path_buf(),
+    );
+    options.ci = false;
+    options
+}
+
+fn minimal_cell(name: &str) -> suites::Cell {
+    suites::load().unwrap().cell(name).unwrap().clone()
+}
+
+#[tokio::test]
+async fn a_driver_finding_codex_through_its_command_line_is_graded_from_the_wire() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cell = minimal_cell("core-compatibility.runner-minimal-fake.local.message-marker");
+    let declared = cell.runner.declared.as_mut().unwrap();
+    declared.codex = CodexDiscovery::Arg;
+    declared.command = format!("CODEX_PATH={{codex}} {}", declared.command);
+    let result = run_cell(&cell, &options(dir.path())).await;
+    let CellOutcome::Graded { verdict, .. } = &result.outcome else {
+        panic!("{:?}", result.outcome)
+    };
+    assert!(verdict.is_pass(), "{verdict:?}");
+    let transcript = std::fs::read_to_string(result.evidence_dir.join("transcript.jsonl")).unwrap();
+    assert!(
+        transcript.contains("\"kind\":\"launch\""),
+        "the tap recorded the launch"
+    );
+    assert!(transcript.contains("\"env_names\""));
+}
+
+#[tokio::test]
+async fn a_hung_driver_against_the_fake_ends_in_seconds_and_is_credited_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cell = minimal_cell("transport-faults.runner-minimal-fake.local.hang");
+    cell.runner.declared.as_mut().unwrap().command = "sleep 600".into();
+    let started = Instant::now();
+    let result = run_cell(&cell, &options(dir.path())).await;
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "{:?}",
+        started.elapsed()
+    );
+    let CellOutcome::Graded { verdict, .. } = &result.outcome else {
+        panic!("{:?}", result.outcome)
+    };
+    assert!(!verdict.is_pass(), "{verdict:?}");
+    let events = std::fs::read_to_string(result.evidence_dir.join("events.jsonl")).unwrap();
+    assert!(events.contains("driver_hung"), "{events}");
+}
