@@ -193,6 +193,10 @@ pub fn normalise_with(events: &[Event], aliases: &[(String, String)]) -> Vec<Val
             continue;
         }
         if let Body::RunStarted(_) = event.body {
+            // A declared driver is named after its runner (`NAME-fake`, `NAME-codex`).
+            if value["payload"]["driver"] == value["payload"]["cell"]["runner"] {
+                value["payload"]["driver"] = Value::String("<runner>".into());
+            }
             value["payload"]["cell"]["runner"] = Value::String("<runner>".into());
             // A digest over the launch, paths included: it differs per cell folder. Its
             // stability is the launch-identity suite's business, not this comparison's.
