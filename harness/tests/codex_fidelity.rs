@@ -67,6 +67,12 @@ fn main() {
     let matrix = suites::load().expect("suites load");
     let mut options = MatrixOptions::from_env().expect("matrix options");
     options.fake_program = env!("CARGO_BIN_EXE_harness").into();
+    // Declared and external drivers reach their app-server through the tap, which the test
+    // binary does not embed: the `harness` binary serves it.
+    options.tap = harness::tap::TapProgram {
+        program: env!("CARGO_BIN_EXE_harness").into(),
+        leading_args: vec!["tap".into()],
+    };
     options.out_root = harness::matrix::paths::conformance_root().join("fidelity-test");
     let options = Arc::new(options);
     let pairs = fidelity::pairs(&matrix, &[]);

@@ -316,6 +316,12 @@ async fn driver_messages_match_codex_schema() {
 
     let mut options = MatrixOptions::from_env().expect("matrix options");
     options.fake_program = env!("CARGO_BIN_EXE_harness").into();
+    // Declared and external drivers reach their app-server through the tap, which the test
+    // binary does not embed: the `harness` binary serves it.
+    options.tap = harness::tap::TapProgram {
+        program: env!("CARGO_BIN_EXE_harness").into(),
+        leading_args: vec!["tap".into()],
+    };
     let mut failures = Vec::new();
     let mut coverage = Coverage::default();
     let planned = planned_runs();
