@@ -31,7 +31,15 @@ pub struct Task {
     /// (see [`Relaunch`]). `None`: one launch, one session.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub relaunch: Option<Relaunch>,
+    /// How escalation requests are to be handled (see [`Approvals`]). `None`: the driver's own
+    /// way. A driver that cannot do what it names must refuse the task, never ignore the field.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approvals: Option<Approvals>,
 }
+
+/// Who answers escalation requests, and how (defined with the declared drivers that can be
+/// told: `suites::spec::Approvals`).
+pub use suites::spec::Approvals;
 
 /// A second launch within the run: the first session is saved (a non-ephemeral thread), the
 /// app-server is shut down, the launch plan is computed again under `policy`, and — when the
@@ -97,6 +105,7 @@ impl Task {
             follow_up_prompt: default_follow_up(),
             max_turns: DEFAULT_MAX_TURNS,
             relaunch: None,
+            approvals: None,
         }
     }
 
@@ -189,6 +198,23 @@ mod tests {
         let err = Task::from_json(r#"{"mode":"planning","prompt":"p","x":1}"#).unwrap_err();
         assert!(err.to_string().contains("unknown field `x`"), "{err}");
         assert!(Task::from_json(r#"{"mode":"ask","prompt":"p","max_turns":0}"#).is_err());
+    }
+
+    #[test]
+    fn approvals_are_optional_kebab_case_and_checked() {
+        let task = Task::from_json(r#"{"mode":"standard","prompt":"p","approvals":"user-accept"}"#)
+            .unwrap();
+        assert_eq!(task.approvals, Some(Approvals::UserAccept));
+        let text = serde_json::to_string(&task).unwrap();
+        assert!(text.contains(r#""approvals":"user-accept""#), "{text}");
+        let plain = serde_json::to_string(&Task::new(Mode::Standard, "p")).unwrap();
+        assert!(!plain.contains("approvals"), "{plain}");
+        let err = Task::from_json(r#"{"mode":"standard","prompt":"p","approvals":"accept"}"#)
+            .unwrap_err();
+        assert!(
+            err.to_string().contains("unknown variant `accept`"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -41,6 +41,15 @@ pub fn not_applicable(cell: &Cell) -> Option<String> {
                 .into(),
         );
     }
+    if let Some(asked) = task.get("approvals").and_then(|v| v.as_str()) {
+        if !driver.approvals.iter().any(|a| a.name() == asked) {
+            let declared: Vec<&str> = driver.approvals.iter().map(|a| a.name()).collect();
+            return Some(format!(
+                "the case has escalations answered as `{asked}` and the driver declares only approvals = [{}]",
+                declared.join(", ")
+            ));
+        }
+    }
     if task.contains_key("relaunch") && driver.contract != DriverContract::Events {
         return Some(
             "the case relaunches the app-server under other launch rules (`relaunch`), which a driver learns only from the task envelope of the events contract"

@@ -15,12 +15,15 @@ pub struct Placeholders {
     pub task: String,
     /// The harness repository root (where the shipped launch scripts live).
     pub repo: String,
+    /// The harness cache root (`harness::codex::provision::cache_root`), where `harness
+    /// provision` installs the pinned Codex and the published drivers' packages.
+    pub cache: String,
 }
 
 /// Why a command line could not be filled in.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RenderError {
-    #[error("unknown placeholder `{{{0}}}` (known: {{workspace}} {{prompt}} {{mode}} {{codex}} {{task}} {{repo}})")]
+    #[error("unknown placeholder `{{{0}}}` (known: {{workspace}} {{prompt}} {{mode}} {{codex}} {{task}} {{repo}} {{cache}})")]
     Unknown(String),
     #[error("unclosed `{{` at byte {0}")]
     Unclosed(usize),
@@ -53,6 +56,7 @@ impl Placeholders {
             "codex" => plain(&self.codex),
             "task" => plain(&self.task),
             "repo" => plain(&self.repo),
+            "cache" => plain(&self.cache),
             other => Err(RenderError::Unknown(other.to_string())),
         }
     }
@@ -116,6 +120,7 @@ mod tests {
             modes: vec![],
             plan_reviews: false,
             answers: false,
+            approvals: vec![],
             env: Default::default(),
             base_dir: None,
         }
@@ -129,13 +134,14 @@ mod tests {
             codex: "/t/codex".into(),
             task: "/t/task.json".into(),
             repo: "/r".into(),
+            cache: "/c c".into(),
         }
     }
 
     #[test]
     fn placeholders_are_filled_and_the_prompt_stays_one_quoted_word() {
         let d = driver(
-            "node cli.js --cwd {workspace} --prompt {prompt} --mode {mode} --bin {codex}",
+            "node {cache}/cli.js --cwd {workspace} --prompt {prompt} --mode {mode} --bin {codex}",
             CodexDiscovery::Arg,
         );
         let line = d.command_line(&values()).unwrap();
@@ -144,7 +150,7 @@ mod tests {
             words,
             [
                 "node",
-                "cli.js",
+                "/c c/cli.js",
                 "--cwd",
                 "/w s",
                 "--prompt",

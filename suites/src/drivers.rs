@@ -141,6 +141,7 @@ fn check_driver(driver: &DeclaredDriver) -> Result<(), String> {
         codex: "/tap/codex".into(),
         task: "/task.json".into(),
         repo: "/repo".into(),
+        cache: "/cache".into(),
     };
     driver
         .command_line(&sample)

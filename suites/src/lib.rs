@@ -30,10 +30,20 @@ pub const BASELINE_TOML: &str = include_str!("../baseline.toml");
 
 /// Scenario files that cases name as `file:NAME`, embedded so a binary never depends on the
 /// source tree being present.
-pub const SCENARIO_FILES: &[(&str, &str)] = &[(
-    "transient-startup-failure.toml",
-    include_str!("../scenarios/transient-startup-failure.toml"),
-)];
+pub const SCENARIO_FILES: &[(&str, &str)] = &[
+    (
+        "transient-startup-failure.toml",
+        include_str!("../scenarios/transient-startup-failure.toml"),
+    ),
+    (
+        "escalated-write.toml",
+        include_str!("../scenarios/escalated-write.toml"),
+    ),
+    (
+        "escalated-write-review-allow.toml",
+        include_str!("../scenarios/escalated-write-review-allow.toml"),
+    ),
+];
 
 /// The text of a scenario file named by a case (`file:NAME`), if it is one of [`SCENARIO_FILES`].
 pub fn scenario_file(name: &str) -> Option<&'static str> {

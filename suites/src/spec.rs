@@ -179,6 +179,34 @@ pub enum DriverContract {
     Events,
 }
 
+/// Who answers a command's or a file change's request to escalate, and how: a task's
+/// `approvals` (`harness::task::Task::approvals`) and what a declared driver can be told. The
+/// published drivers' launch scripts (`drivers/`) map each to the driver's own settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Approvals {
+    /// `approvalsReviewer: "auto_review"`: Codex's automatic reviewer (a model request)
+    /// decides; the driver is sent no approval request.
+    AutoReview,
+    /// `approvalPolicy: "never"`: nothing can escalate.
+    Never,
+    /// The reviewer is the user: the driver is asked and accepts.
+    UserAccept,
+    /// The reviewer is the user: the driver is asked and refuses.
+    UserDecline,
+}
+
+impl Approvals {
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::AutoReview => "auto-review",
+            Self::Never => "never",
+            Self::UserAccept => "user-accept",
+            Self::UserDecline => "user-decline",
+        }
+    }
+}
+
 /// A driver declared outside the harness (`harness run --drivers FILE`), or shipped with it.
 /// Each one is crossed with the fake and with every real-Codex runner.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -187,7 +215,8 @@ pub struct DeclaredDriver {
     #[serde(default)]
     pub about: Option<String>,
     /// A `sh -c` command line. Placeholders: `{workspace}`, `{prompt}` (shell-quoted), `{mode}`,
-    /// `{codex}`, `{task}` (the task envelope's path), `{repo}` (the harness repository root).
+    /// `{codex}`, `{task}` (the task envelope's path), `{repo}` (the harness repository root),
+    /// `{cache}` (the harness cache, where `harness provision` installs published drivers).
     pub command: String,
     pub codex: CodexDiscovery,
     #[serde(default)]
@@ -201,6 +230,11 @@ pub struct DeclaredDriver {
     /// The driver can answer the model's questions from the task's `answers`.
     #[serde(default)]
     pub answers: bool,
+    /// The task `approvals` the driver can be told to use (it reads them from the task
+    /// envelope); a case asking for another is not applicable. Empty: the driver answers
+    /// escalations its own way only, so every case that names `approvals` is not applicable.
+    #[serde(default)]
+    pub approvals: Vec<Approvals>,
     /// Extra environment variables for the driver's process (values may use placeholders).
     #[serde(default)]
     pub env: BTreeMap<String, String>,

@@ -142,7 +142,7 @@ fn bad_drivers_files_are_refused_naming_what_is_wrong(#[case] text: &str, #[case
     "cell `core-compatibility.my-runner-fake.local.message-marker` appears twice"
 )]
 #[case::baseline_entry_for_no_cell(
-    "[[expected]]\ncell = \"core-compatibility.my-runner-fake.daytona.message-marker\"\nverdict = \"incomplete\"\nreason = \"r\"\n",
+    "[[expected]]\ncell = \"core-compatibility.my-runner-fake.userns-blocked.message-marker\"\nverdict = \"incomplete\"\nreason = \"r\"\n",
     "is not a cell of the matrix (no suite's matrix expands to it)"
 )]
 #[case::baseline_entry_for_a_not_applicable_cell(

@@ -20,13 +20,19 @@ pub struct Args {
     /// List the pairs without running them.
     #[arg(long)]
     pub list: bool,
+    /// Also pair the drivers of this drivers file (`NAME-fake` ~ `NAME-codex`), as `harness run
+    /// --drivers` runs them (e.g. `drivers/published.toml`).
+    #[arg(long)]
+    pub drivers: Option<std::path::PathBuf>,
 }
 
 pub fn main(args: Args) -> ExitCode {
-    let matrix = match suites::load() {
+    let repo_root = paths::repo_root();
+    let loaded = crate::matrix::load_matrix(args.drivers.as_deref(), &[], repo_root.as_deref());
+    let matrix = match loaded {
         Ok(matrix) => matrix,
         Err(e) => {
-            eprintln!("harness fidelity: {e}");
+            eprintln!("harness fidelity: {e:#}");
             return ExitCode::from(2);
         }
     };

@@ -89,6 +89,10 @@ pub fn pairs(matrix: &Matrix, filters: &[String]) -> Vec<Pair> {
         }) else {
             continue;
         };
+        // A case the driver cannot express runs on neither side: nothing to compare.
+        if real.not_applicable.is_some() || fake.not_applicable.is_some() {
+            continue;
+        }
         if !playable(&real.case.scenario) {
             continue;
         }
@@ -176,6 +180,10 @@ pub fn normalise_with(events: &[Event], aliases: &[(String, String)]) -> Vec<Val
             continue;
         }
         if let Body::RunStarted(_) = event.body {
+            // A declared driver is named after its runner (`NAME-fake`, `NAME-codex`).
+            if value["payload"]["driver"] == value["payload"]["cell"]["runner"] {
+                value["payload"]["driver"] = Value::String("<runner>".into());
+            }
             value["payload"]["cell"]["runner"] = Value::String("<runner>".into());
             // A digest over the launch, paths included: it differs per cell folder. Its
             // stability is the launch-identity suite's business, not this comparison's.
@@ -398,6 +406,30 @@ pub fn first_divergence(fake: &[Value], real: &[Value]) -> Option<Divergence> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The published drivers' cells pair `NAME-fake` with each `NAME-codex*` runner, case by
+    /// case; a case a driver cannot express is no pair.
+    #[test]
+    fn declared_drivers_are_paired_with_their_fake_runner() {
+        let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("../drivers/published.toml");
+        let matrix = crate::matrix::load_matrix(Some(&file), &[], None).unwrap();
+        let names: Vec<String> = pairs(&matrix, &[]).iter().map(Pair::name).collect();
+        for expected in [
+            "codex-planning-read-only.python-sdk-fake~python-sdk-codex.daytona.escalated-write-auto-review-allow",
+            "codex-planning-read-only.codex-acp-fake~codex-acp-codex-0-160-0.local.plan-write-refused",
+            "core-compatibility.codex-acp-fake~codex-acp-codex.daytona.message-marker-daytona",
+            "codex-planning-read-only.runner-fake~runner-codex.local.plan-write-refused",
+        ] {
+            assert!(names.iter().any(|n| n == expected), "{expected} in {names:#?}");
+        }
+        for absent in [
+            "python-sdk-fake~python-sdk-codex.local.escalated-write-user-decline",
+            "codex-acp-fake~codex-acp-codex.local.escalated-write-never",
+            "python-sdk-fake~codex-acp-codex",
+        ] {
+            assert!(!names.iter().any(|n| n.contains(absent)), "{absent}");
+        }
+    }
     use graders::events::{
         Diagnostic, Item, ItemEvent, Level, SandboxFacts, SessionStarted, TurnStarted,
     };

@@ -201,7 +201,7 @@ fn check_version(install: &CodexInstall) -> Result<()> {
 
 /// Wait for a child with a bound; kill it when the bound expires. (std has no timed wait, and
 /// this module is synchronous on purpose so it can run before any runtime exists.)
-fn wait_bounded(
+pub(crate) fn wait_bounded(
     child: &mut std::process::Child,
     limit: Duration,
 ) -> Result<std::process::ExitStatus> {

@@ -193,6 +193,18 @@ async fn run_inner(config: &DriverConfig, log: &mut EventLog) -> Result<RunEnded
             ),
         ));
     }
+    if let Some(approvals) = config.task.approvals {
+        // The reference driver's answers are fixed (docs/driver-contract.md): a task asking for
+        // another handling is refused rather than run differently from what it says.
+        return Err(stop(
+            Ending::FailedPermanently,
+            false,
+            "unsupported_task",
+            &format!(
+                "the task asks for approvals `{approvals:?}`; the reference driver answers approval requests its own way"
+            ),
+        ));
+    }
     let opening = Opening::Start {
         persist: relaunch.is_some(),
     };

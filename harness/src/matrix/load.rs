@@ -63,6 +63,14 @@ pub fn check_declared_program(driver: &DeclaredDriver, repo_root: Option<&Path>)
         ),
         (None, _) => program.clone(),
     };
+    // A program in the harness cache is a published driver `harness provision` installs.
+    if let Some(rest) = program.strip_prefix("{cache}") {
+        let path = format!("{}{rest}", crate::codex::provision::cache_root()?.display());
+        if !Path::new(&path).is_file() {
+            bail!("its program `{program}` is not installed ({path} is not a file; run `harness provision`)");
+        }
+        return Ok(());
+    }
     if program.contains('{') {
         return Ok(());
     }
@@ -113,6 +121,7 @@ mod tests {
     #[case::relative_to_the_drivers_file("./run-driver --prompt {prompt}", true)]
     #[case::relative_missing("./missing-driver", false)]
     #[case::absolute_missing("/nonexistent/driver", false)]
+    #[case::in_the_cache_missing("{cache}/pypi/nothing-0.0.0/bin/python run.py", false)]
     fn declared_programs_must_exist(#[case] command: &str, #[case] exists: bool) {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("run-driver"), "#!/bin/sh\n").unwrap();

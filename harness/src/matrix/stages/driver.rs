@@ -80,6 +80,7 @@ fn all_modes_with_events(command: String) -> DeclaredDriver {
         modes: vec![Mode::Planning, Mode::Standard, Mode::Ask],
         plan_reviews: true,
         answers: true,
+        approvals: vec![],
         env: Default::default(),
         base_dir: None,
     }
@@ -173,6 +174,7 @@ pub fn prepare(
         codex: path(&tap.codex),
         task: path(&task_path),
         repo: repo.map(path).unwrap_or_default(),
+        cache: path(&crate::codex::provision::cache_root()?),
     };
     let command = declared
         .command_line(&values)

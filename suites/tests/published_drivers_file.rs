@@ -1,0 +1,114 @@
+//! The drivers file shipped for the published drivers (`drivers/published.toml`): it loads, its
+//! drivers run every case whose semantics they can express (message-marker, the read-only write
+//! probe, escalated writes under each approval handling they can be told), the rest is not
+//! applicable with the reason, and the expected verdicts name their reasons.
+
+use graders::verdict::VerdictKind;
+use std::path::Path;
+use suites::{DriversFile, Extras, Matrix};
+
+fn matrix() -> Matrix {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../drivers/published.toml");
+    let drivers = DriversFile::read(&path).expect("the shipped drivers file parses");
+    suites::load_with(&Extras {
+        drivers: Some(drivers),
+        codex_versions: vec![],
+    })
+    .expect("the shipped drivers file loads with the suites")
+}
+
+fn cell<'m>(matrix: &'m Matrix, name: &str) -> &'m suites::Cell {
+    matrix
+        .cells
+        .iter()
+        .find(|c| c.name() == name)
+        .unwrap_or_else(|| panic!("no cell {name}"))
+}
+
+#[test]
+fn both_drivers_run_against_the_fake_and_the_real_codex_in_local_container_and_daytona() {
+    let matrix = matrix();
+    for driver in ["python-sdk", "codex-acp"] {
+        for server in ["fake", "codex"] {
+            for (suite, env, case) in [
+                ("core-compatibility", "local", "message-marker"),
+                ("core-compatibility", "container", "message-marker"),
+                ("core-compatibility", "daytona", "message-marker-daytona"),
+                ("codex-planning-read-only", "local", "plan-write-refused"),
+                (
+                    "codex-planning-read-only",
+                    "container",
+                    "plan-write-refused",
+                ),
+                ("codex-planning-read-only", "daytona", "plan-write-refused"),
+                (
+                    "codex-planning-read-only",
+                    "daytona",
+                    "escalated-write-user-accept",
+                ),
+            ] {
+                let name = format!("{suite}.{driver}-{server}.{env}.{case}");
+                let cell = cell(&matrix, &name);
+                assert_eq!(cell.not_applicable, None, "{name}");
+            }
+        }
+    }
+}
+
+#[test]
+fn approvals_a_driver_cannot_be_told_make_the_cell_not_applicable_with_the_reason() {
+    let matrix = matrix();
+    let sdk = cell(
+        &matrix,
+        "codex-planning-read-only.python-sdk-codex.local.escalated-write-user-decline",
+    );
+    let reason = sdk.not_applicable.as_deref().expect("not applicable");
+    assert!(reason.contains("`user-decline`"), "{reason}");
+    let acp = cell(
+        &matrix,
+        "codex-planning-read-only.codex-acp-fake.container.escalated-write-never",
+    );
+    let reason = acp.not_applicable.as_deref().expect("not applicable");
+    assert!(reason.contains("`never`"), "{reason}");
+    for applicable in [
+        "codex-planning-read-only.python-sdk-fake.local.escalated-write-never",
+        "codex-planning-read-only.codex-acp-codex.daytona.escalated-write-user-decline",
+    ] {
+        assert_eq!(
+            cell(&matrix, applicable).not_applicable,
+            None,
+            "{applicable}"
+        );
+    }
+    // A case in a mode the drivers do not declare is not applicable either.
+    let ask = cell(
+        &matrix,
+        "core-compatibility.python-sdk-codex.local.ask-question",
+    );
+    assert!(ask.not_applicable.is_some());
+}
+
+#[test]
+fn an_accepted_escalated_write_is_expected_to_land_with_the_reason() {
+    let matrix = matrix();
+    let sdk = cell(
+        &matrix,
+        "codex-planning-read-only.python-sdk-codex.local.escalated-write-user-accept",
+    );
+    assert_eq!(sdk.expected.verdict, VerdictKind::WriteSucceeded);
+    let reason = sdk.expected.reason.as_deref().unwrap_or_default();
+    assert!(reason.contains("a finding about the driver"), "{reason}");
+    let acp = cell(
+        &matrix,
+        "codex-planning-read-only.codex-acp-fake.daytona.escalated-write-user-accept",
+    );
+    assert_eq!(acp.expected.verdict, VerdictKind::WriteSucceeded);
+    for server in ["fake", "codex"] {
+        let allowed = cell(
+            &matrix,
+            &format!("codex-planning-read-only.python-sdk-{server}.container.escalated-write-auto-review-allow"),
+        );
+        assert_eq!(allowed.expected.verdict, VerdictKind::WriteSucceeded);
+        assert_eq!(allowed.not_applicable, None);
+    }
+}
