@@ -1,7 +1,7 @@
 //! `harness run --codex VERSION` runs the real Codex at a published version the harness does not
 //! pin, without a rebuild: the runner `runner-codex-<version>` is generated at run time and the
 //! version is found in the same cache as the pins. Needs that version in the cache (CI runs
-//! `harness provision 0.171.0` first; a test never installs Codex) and bubblewrap; without them
+//! `harness provision 0.168.0` first; a test never installs Codex) and bubblewrap; without them
 //! the test is ignored with the reason, and fails under `CI=true`.
 
 #[allow(dead_code)]
@@ -12,7 +12,7 @@ use common::prereq;
 use harness::codex::provision;
 
 /// A published version that is not one of the pins.
-const EXTRA: &str = "0.171.0";
+const EXTRA: &str = "0.168.0";
 
 fn main() {
     let args = libtest_mimic::Arguments::from_args();
@@ -22,7 +22,7 @@ fn main() {
             .map(|e| format!("Codex {EXTRA} (run `harness provision {EXTRA}`): {e:#}"))
     });
     let trials = vec![prereq::trial(
-        "codex_flag_runs_an_unpinned_version_needs_real_codex_0_171_0",
+        "codex_flag_runs_an_unpinned_version_needs_real_codex_0_168_0",
         missing,
         codex_flag_runs_an_unpinned_version,
     )];
@@ -31,7 +31,7 @@ fn main() {
 
 fn codex_flag_runs_an_unpinned_version() -> Result<(), libtest_mimic::Failed> {
     let out = tempfile::tempdir().map_err(|e| e.to_string())?;
-    let cell = "core-compatibility.runner-codex-0-171-0.local.message-marker";
+    let cell = "core-compatibility.runner-codex-0-168-0.local.message-marker";
     Command::cargo_bin("harness")
         .map_err(|e| e.to_string())?
         .args(["run", "--codex", EXTRA, cell, "--out"])

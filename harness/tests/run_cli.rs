@@ -81,11 +81,11 @@ fn codex_versions_add_runners_that_list_shows() {
         &[
             "--all-runners",
             "--codex",
-            "0.171.0",
+            "0.168.0",
             "codex-planning-read-only",
         ],
     );
-    for runner in ["runner-codex-0-171-0", "my-runner-codex-0-171-0"] {
+    for runner in ["runner-codex-0-168-0", "my-runner-codex-0-168-0"] {
         assert!(
             listing.contains(&format!(
                 "codex-planning-read-only.{runner}.daytona.plan-write-refused\t"

@@ -136,7 +136,7 @@ fn a_daemon_that_drops_tmpdir_goes_with_its_cell_and_the_cause_is_named_needs_ro
         .code(1);
     let stderr = String::from_utf8_lossy(&assert.get_output().stderr).into_owned();
     assert!(
-        stderr.contains("without writing run.ended"),
+        stderr.contains("the driver exited with status 3"),
         "the progress line does not name the cause: {stderr}"
     );
     let left = common::procs::mentioning(&format!("{}/", out.display()));

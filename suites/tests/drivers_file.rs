@@ -219,7 +219,7 @@ fn each_declared_driver_runs_where_the_suites_run_their_own_driver() {
     for cell in &shipped.cells {
         assert_eq!(matrix.cell(&cell.name()), Some(cell), "shipped cells stay");
     }
-    assert_eq!(matrix.codex_versions, ["0.169.0", "0.160.0"]);
+    assert_eq!(matrix.codex_versions, ["0.169.0", "0.160.0", "0.171.0"]);
 }
 
 #[test]
@@ -262,11 +262,11 @@ fn cases_a_driver_cannot_express_are_not_applicable_with_the_reason() {
 
 #[test]
 fn the_declared_cells_of_a_driver() {
-    let matrix = load(GOOD, &["0.171.0"]).unwrap();
+    let matrix = load(GOOD, &["0.168.0"]).unwrap();
     let listing: Vec<String> = matrix
         .cells
         .iter()
-        .filter(|c| c.runner.declared.is_some())
+        .filter(|c| matrix.from_drivers_file.contains(&c.name()))
         .map(|c| match &c.not_applicable {
             Some(reason) => format!("{} (not applicable: {reason})", c.name()),
             None => c.name(),
@@ -277,15 +277,18 @@ fn the_declared_cells_of_a_driver() {
 
 #[test]
 fn more_codex_versions_add_runners_without_a_rebuild() {
-    let matrix = load(GOOD, &["0.171.0", "0.169.0"]).unwrap();
-    assert_eq!(matrix.codex_versions, ["0.169.0", "0.160.0", "0.171.0"]);
-    let reference = &matrix.file.runners["runner-codex-0-171-0"];
-    assert_eq!(reference.codex_version.as_deref(), Some("0.171.0"));
+    let matrix = load(GOOD, &["0.168.0", "0.169.0"]).unwrap();
+    assert_eq!(
+        matrix.codex_versions,
+        ["0.169.0", "0.160.0", "0.171.0", "0.168.0"]
+    );
+    let reference = &matrix.file.runners["runner-codex-0-168-0"];
+    assert_eq!(reference.codex_version.as_deref(), Some("0.168.0"));
     assert!(matrix
-        .cell("codex-planning-read-only.runner-codex-0-171-0.daytona.plan-write-refused")
+        .cell("codex-planning-read-only.runner-codex-0-168-0.daytona.plan-write-refused")
         .is_some());
     assert!(matrix
-        .cell("codex-planning-read-only.my-runner-codex-0-171-0.daytona.plan-write-refused")
+        .cell("codex-planning-read-only.my-runner-codex-0-168-0.daytona.plan-write-refused")
         .is_some());
     // A version already in the matrix adds nothing.
     assert!(!matrix.file.runners.contains_key("runner-codex-0-169-0"));
@@ -364,7 +367,7 @@ fn the_drivers_file_examples_of_the_driver_contract_load() {
         .iter()
         .find(|b| b.starts_with("[[expected]]") && b.contains("plan-write-refused"))
         .expect("the doc gives the minimal driver's baseline entry");
-    let matrix = load(&format!("{declaration}\n{cases}\n{expected}"), &["0.171.0"]).unwrap();
+    let matrix = load(&format!("{declaration}\n{cases}\n{expected}"), &["0.168.0"]).unwrap();
     assert_eq!(
         matrix
             .cell("codex-planning-read-only.my-runner-codex.daytona.plan-write-refused")

@@ -267,7 +267,7 @@ pub const AMBIENT_CAPS_SIGNATURE: &str =
 pub const BWRAP_NOT_EXECUTABLE_SIGNATURE: &str = "sh: 1: bwrap: Permission denied";
 /// The first line of what Codex 0.169.0's sandbox helper prints (exit 101) when it finds no
 /// bubblewrap at all (the line tool outputs and evidence excerpts keep).
-pub const NO_BWRAP_SIGNATURE: &str = "panicked at linux-sandbox/src/launcher.rs";
+pub const NO_BWRAP_SIGNATURE: &str = "bubblewrap is unavailable";
 /// What Codex 0.169.0 prints for a sandboxed command when it finds no bubblewrap at all.
 pub const NO_BWRAP_MESSAGE: &str = "bubblewrap is unavailable: no system bwrap was found on PATH and no bundled codex-resources/bwrap binary was found next to the Codex executable";
 /// The summary of Codex 0.169.0's `configWarning` when no system bubblewrap is on PATH (also
