@@ -274,6 +274,16 @@ impl DockerRequest {
         {
             binds.push((source, destination, AccessMode::ReadOnly));
         }
+        // Docker refuses two binds on one destination (runc mounts them in order): the stages may
+        // name a folder twice (the harness binary serves the fake and the tap), and an overlay
+        // must win over a plain bind of the same file, so the last bind of a destination stays.
+        let mut seen = std::collections::HashSet::new();
+        let mut binds: Vec<_> = binds
+            .into_iter()
+            .rev()
+            .filter(|(_, destination, _)| seen.insert(destination.clone()))
+            .collect();
+        binds.reverse();
         Ok(DockerRequest {
             proc_masked: container.proc_masked,
             user: format!("{}:{}", container.uid, container.gid),
