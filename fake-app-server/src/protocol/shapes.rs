@@ -180,6 +180,7 @@ pub fn plan_item(id: &str, text: &str, started: u64, completed: Option<u64>) -> 
 }
 
 /// A commandExecution item. `cmd` is the model's command; Codex shows it as `/bin/bash -lc '…'`.
+#[derive(Clone)]
 pub struct CommandView<'a> {
     pub id: &'a str,
     pub cmd: &'a str,

@@ -479,19 +479,14 @@ impl TurnRun {
         if !result.looks_like_sandbox_denial() {
             // A fast command's item/started goes out after it finished, as with Codex.
             let started = shapes::now_ms().saturating_sub(result.duration.as_millis() as u64);
-            let view = CommandView {
-                id: &call_id,
+            let view = CommandView::in_progress(
+                &call_id,
                 cmd,
-                cwd: &cwd,
-                process_id: result.pid.map(|p| p.to_string()),
-                source: "unifiedExecStartup",
-                status: "inProgress",
-                aggregated_output: None,
-                exit_code: None,
-                duration_ms: None,
+                &cwd,
+                "unifiedExecStartup",
+                result.pid.map(|p| p.to_string()),
                 started,
-                completed: None,
-            };
+            );
             self.send(shapes::item_started(
                 shapes::command_item(&view),
                 &thread_id,
@@ -584,7 +579,7 @@ impl TurnRun {
             let done = shapes::command_item(&CommandView {
                 status: "declined",
                 completed: Some(shapes::now_ms()),
-                ..view.clone_view()
+                ..view.clone()
             });
             this.complete_item(done, shapes::now_ms());
             this.send(shapes::thread_status(
@@ -605,7 +600,7 @@ impl TurnRun {
                 self.template.write_outcome = Some(
                     classify_write_outcome(result.exit_code.into(), &result.aggregated).to_string(),
                 );
-                self.complete_command(view.clone_view(), &result);
+                self.complete_command(view.clone(), &result);
                 self.log_exec_output(call_id, &result);
                 Flow::Continue
             }
@@ -808,14 +803,22 @@ fn decision_of(message: &Value) -> String {
 }
 
 impl<'a> CommandView<'a> {
-    /// An escalated command waiting for its approval (the model's own `agent` source).
-    fn escalated(id: &'a str, cmd: &'a str, cwd: &'a str, started: u64) -> CommandView<'a> {
+    /// A command that has started and not finished, from `source` (`agent` for an escalated
+    /// command waiting for its approval, `unifiedExecStartup` for one the sandbox ran).
+    fn in_progress(
+        id: &'a str,
+        cmd: &'a str,
+        cwd: &'a str,
+        source: &'a str,
+        process_id: Option<String>,
+        started: u64,
+    ) -> CommandView<'a> {
         CommandView {
             id,
             cmd,
             cwd,
-            process_id: None,
-            source: "agent",
+            process_id,
+            source,
             status: "inProgress",
             aggregated_output: None,
             exit_code: None,
@@ -825,19 +828,8 @@ impl<'a> CommandView<'a> {
         }
     }
 
-    fn clone_view(&self) -> CommandView<'a> {
-        CommandView {
-            id: self.id,
-            cmd: self.cmd,
-            cwd: self.cwd,
-            process_id: self.process_id.clone(),
-            source: self.source,
-            status: self.status,
-            aggregated_output: self.aggregated_output,
-            exit_code: self.exit_code,
-            duration_ms: self.duration_ms,
-            started: self.started,
-            completed: self.completed,
-        }
+    /// An escalated command waiting for its approval (the model's own `agent` source).
+    fn escalated(id: &'a str, cmd: &'a str, cwd: &'a str, started: u64) -> CommandView<'a> {
+        Self::in_progress(id, cmd, cwd, "agent", None, started)
     }
 }
