@@ -61,13 +61,27 @@ impl EventLog {
 
     /// Append one event; the terminal (`run.ended`) closes the log.
     pub fn emit(&mut self, source: Source, body: Body) -> Result<&Event, EventLogError> {
+        self.emit_at(source, body, None)
+    }
+
+    /// [`EventLog::emit`], observed at `ts_ms` (unix ms) when that is known: the time its wire
+    /// line went through the tap, not the time it was translated.
+    pub fn emit_at(
+        &mut self,
+        source: Source,
+        body: Body,
+        ts_ms: Option<u64>,
+    ) -> Result<&Event, EventLogError> {
         if self.ended {
             return Err(EventLogError::AfterTerminal(self.next_seq, body.kind()));
         }
         if matches!(body, Body::RunEnded(_)) {
             self.ended = true;
         }
-        let event = Event::new(self.next_seq, &self.run, source, body);
+        let event = match ts_ms {
+            Some(ts) => Event::at(ts, self.next_seq, &self.run, source, body),
+            None => Event::new(self.next_seq, &self.run, source, body),
+        };
         self.next_seq += 1;
         if let Some(out) = self.out.as_mut() {
             serde_json::to_writer(&mut *out, &event).map_err(std::io::Error::other)?;

@@ -107,7 +107,7 @@ fn signal_name(signal: i32) -> &'static str {
 pub fn run_matrix(
     cells: &[Cell],
     options: &MatrixOptions,
-    jobs: usize,
+    jobs: matrix::Concurrency,
     on_event: impl Fn(&Progress, Option<&CellResult>) + Send + Sync + 'static,
 ) -> anyhow::Result<ExitCode> {
     matrix::check_named_programs(options, cells)?;

@@ -128,3 +128,74 @@ fn folders_that_are_not_evidence_are_errors() {
         .stderr(predicate::str::contains("needs --out DIR"));
     harness().arg("report").assert().code(2);
 }
+
+/// A drivers file's cells are unknown to the shipped matrix: with `--drivers` the merged report
+/// still lists them in the matrix's order, whatever order the shards come in.
+#[test]
+fn merged_shards_of_a_drivers_file_follow_its_matrix_order() {
+    let (dir, a, b, merged) = (
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+    );
+    let drivers = dir.path().join("drivers.toml");
+    std::fs::write(
+        &drivers,
+        r#"[drivers.mini]
+command = "python3 {repo}/harness/examples/minimal_driver.py --cwd {workspace} --prompt {prompt} --mode {mode} --timeout 2"
+codex = "env:CODEX_PATH"
+contract = "wire"
+modes = ["standard"]
+"#,
+    )
+    .unwrap();
+    let filter = "core-compatibility.mini-fake.local.";
+    for (shard, out) in [("1/2", a.path()), ("2/2", b.path())] {
+        let output = harness()
+            .args([
+                "run",
+                filter,
+                "--jobs",
+                "2",
+                "--partition",
+                shard,
+                "--drivers",
+            ])
+            .arg(&drivers)
+            .arg("--out")
+            .arg(out)
+            .output()
+            .unwrap();
+        // Whether the driver passes is not this test's business; that the run ran is.
+        assert!(
+            matches!(output.status.code(), Some(0 | 1)),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    let listed = harness()
+        .args(["run", filter, "--list", "--drivers"])
+        .arg(&drivers)
+        .output()
+        .unwrap();
+    let in_matrix_order: Vec<String> = String::from_utf8_lossy(&listed.stdout)
+        .lines()
+        .filter_map(|l| l.split('\t').next())
+        .filter(|name| name.starts_with(filter))
+        .map(str::to_string)
+        .collect();
+    assert!(in_matrix_order.len() >= 2, "{in_matrix_order:?}");
+    let output = harness()
+        .arg("report")
+        .arg("--drivers")
+        .arg(&drivers)
+        .arg("--out")
+        .arg(merged.path())
+        .arg(b.path())
+        .arg(a.path())
+        .output()
+        .unwrap();
+    assert!(matches!(output.status.code(), Some(0 | 1)));
+    assert_eq!(cell_names(&summary(merged.path())), in_matrix_order);
+}

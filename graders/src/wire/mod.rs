@@ -32,6 +32,9 @@ pub struct Context {
 pub struct Translation {
     /// `run.started` first; no `run.ended` (the harness appends its evidence, then `terminal`).
     pub events: Vec<Body>,
+    /// When the wire line behind each event went through the tap (unix ms), `times[i]` for
+    /// `events[i]`; events past its end came from the driver's own events, not the wire.
+    pub times: Vec<u64>,
     pub terminal: RunEnded,
     /// Disagreements between the wire and the driver's own events (empty without them).
     pub findings: Vec<String>,
@@ -44,9 +47,10 @@ pub fn translate(
     driver: &DriverEnd,
 ) -> Result<Translation, TranscriptError> {
     let records = transcript::read(transcript)?;
-    let (events, wire) = translate::events_and_terminal(&records, ctx);
+    let (events, times, wire) = translate::events_and_terminal(&records, ctx);
     Ok(Translation {
         events,
+        times,
         terminal: terminal::terminal(&wire, driver),
         findings: Vec::new(),
     })

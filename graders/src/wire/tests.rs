@@ -193,3 +193,22 @@ fn launch_argv_drops_only_the_subcommand_and_the_transport_flag() {
         "a -c value stays"
     );
 }
+
+#[test]
+fn every_wire_event_carries_the_time_its_line_went_through_the_tap() {
+    let mut lines = session(false);
+    lines.push(
+        json!({"direction":"out","time":1_700_000_000_777u64,"launch":1,"message":{"method":"turn/started","params":{"turn":{"id":"t9"}}}})
+            .to_string(),
+    );
+    let t = run(&lines, Mode::Standard, DriverEnd::Exited { code: 0 });
+    assert_eq!(t.times.len(), t.events.len(), "{:?}", t.events);
+    assert_eq!(t.times[0], 0, "run.started: the first launch record's time");
+    let started = t
+        .events
+        .iter()
+        .position(|b| matches!(b, Body::TurnStarted(_)))
+        .expect("turn.started from the wire");
+    assert_eq!(t.times[started], 1_700_000_000_777);
+    assert!(t.times[1..started].iter().all(|&time| time == 1));
+}

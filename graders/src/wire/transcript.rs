@@ -71,6 +71,18 @@ pub enum Record {
 }
 
 impl Record {
+    /// When the tap wrote it (unix ms).
+    pub fn time(&self) -> u64 {
+        match self {
+            Record::Launch(l) => l.time,
+            Record::Message { time, .. }
+            | Record::Raw { time, .. }
+            | Record::Note { time, .. }
+            | Record::StdinClosed { time, .. }
+            | Record::Exit { time, .. } => *time,
+        }
+    }
+
     pub fn launch(&self) -> u64 {
         match self {
             Record::Launch(l) => l.launch,

@@ -63,6 +63,10 @@ struct TurnInfo {
 #[derive(Debug, Default)]
 struct Fold {
     events: Vec<Body>,
+    /// `times[i]`: when the wire line that produced `events[i]` went through the tap.
+    times: Vec<u64>,
+    /// The time of the record being folded.
+    now: u64,
     launches: BTreeMap<u64, LaunchState>,
     turn_index: u32,
     opens: u32,
@@ -86,6 +90,7 @@ struct Fold {
 fn fold(records: &[Record], ctx: &Context) -> Fold {
     let mut fold = Fold::default();
     for record in records {
+        fold.now = record.time();
         let launch = record.launch();
         let state = fold.launches.entry(launch).or_default();
         match record {
@@ -113,7 +118,7 @@ fn fold(records: &[Record], ctx: &Context) -> Fold {
                 direction: Direction::In,
                 text,
                 ..
-            } => fold.events.push(Body::Diagnostic(Diagnostic {
+            } => fold.push(Body::Diagnostic(Diagnostic {
                 level: Level::Warn,
                 message: format!(
                     "the driver sent a line that is not JSON: {}",
@@ -169,6 +174,7 @@ fn fold(records: &[Record], ctx: &Context) -> Fold {
 impl Fold {
     fn push(&mut self, body: Body) {
         self.events.push(body);
+        self.times.push(self.now);
     }
 
     fn driver_line(&mut self, launch: u64, message: &Value, ctx: &Context) {
@@ -277,7 +283,7 @@ impl Fold {
         let argv = launch_argv(state.record.as_ref().map_or(&[][..], |r| &r.argv));
         let permissions = text(params, "permissions");
         let cwd = text(params, "cwd").unwrap_or_default();
-        self.events.push(Body::SessionRelaunched(SessionRelaunched {
+        self.push(Body::SessionRelaunched(SessionRelaunched {
             identity: launch_identity(ctx, &argv, permissions.as_deref(), &cwd),
             policy: ctx.policy,
             argv,
@@ -639,7 +645,11 @@ fn first_server_launch(fold: &Fold) -> Option<&Launch> {
 }
 
 /// The events of `records` (`run.started` first, no `run.ended`) and the terminal the wire shows.
-pub fn events_and_terminal(records: &[Record], ctx: &Context) -> (Vec<Body>, WireTerminal) {
+/// The events, the wire time of each (`run.started`: the first launch's), and the terminal.
+pub fn events_and_terminal(
+    records: &[Record],
+    ctx: &Context,
+) -> (Vec<Body>, Vec<u64>, WireTerminal) {
     let fold = fold(records, ctx);
     let argv = launch_argv(first_server_launch(&fold).map_or(&[][..], |l| &l.argv));
     let first_of =
@@ -685,6 +695,9 @@ pub fn events_and_terminal(records: &[Record], ctx: &Context) -> (Vec<Body>, Wir
         rejections: fold.rejections,
         sessions: fold.sessions,
     };
+    let started_at = records.first().map_or(0, Record::time);
+    let mut times = vec![started_at];
+    times.extend(fold.times);
     events.extend(fold.events);
-    (events, wire)
+    (events, times, wire)
 }

@@ -257,17 +257,22 @@ pub(crate) fn startup_ms(command: Command, workspace: &Path, dirs: &RunDirs) -> 
 fn round_trips(harness: &Path, workspace: &Path, dirs: &RunDirs, count: usize) -> Result<f64> {
     let mut command = Command::new(harness);
     command.args(["fake-app-server", "app-server"]);
-    round_trips_through(command, workspace, dirs, count)
+    round_trips_through(command, workspace, dirs, count, 1)
 }
 
 /// Sequential `account/read` round trips per second on one connection to the app-server
 /// `command` starts (the fake, or the fake behind the wire tap).
+/// `count` requests on one connection, with up to `window` of them unanswered at a time (1: each
+/// waits for the previous answer, the latency-bound case; more: a driver streaming requests, as
+/// a turn streams notifications). Returns requests answered per second.
 pub(crate) fn round_trips_through(
     mut command: Command,
     workspace: &Path,
     dirs: &RunDirs,
     count: usize,
+    window: usize,
 ) -> Result<f64> {
+    anyhow::ensure!(window >= 1, "the window must be at least 1");
     dirs.isolate(&mut command, workspace);
     let mut child = command.spawn().context("spawning the fake")?;
     let mut stdin = child.stdin.take().context("stdin")?;
@@ -308,13 +313,27 @@ pub(crate) fn round_trips_through(
     read_response(0, &mut line)?;
     writeln!(stdin, "{}", json!({"method": "initialized"}))?;
     let started = Instant::now();
-    for id in 1..=count as u64 {
+    let count = count as u64;
+    let mut send = |id: u64| -> Result<()> {
         writeln!(
             stdin,
             "{{\"id\":{id},\"method\":\"account/read\",\"params\":{{}}}}"
         )?;
         stdin.flush()?;
+        Ok(())
+    };
+    let mut sent = 0;
+    while sent < count.min(window as u64) {
+        sent += 1;
+        send(sent)?;
+    }
+    // The fake answers in order, so the next answer is always for the oldest request.
+    for id in 1..=count {
         read_response(id, &mut line)?;
+        if sent < count {
+            sent += 1;
+            send(sent)?;
+        }
     }
     let elapsed = started.elapsed();
     let _ = done_tx.send(());

@@ -4,7 +4,7 @@
 //! Each `--jobs` setting runs the whole fake matrix `--reps` times (the settings interleaved
 //! per repetition, so a slow moment of the machine does not land on one setting only).
 
-use crate::matrix::{self, MatrixOptions};
+use crate::matrix::{self, Concurrency, MatrixOptions};
 use anyhow::Result;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -14,9 +14,10 @@ use suites::spec::AppServerKind;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Parallelism settings to compare.
-    #[arg(long, value_delimiter = ',', default_value = "1,2,4")]
-    pub jobs: Vec<usize>,
+    /// Parallelism settings to compare: a number of cells at once (`--jobs N` of `harness run`),
+    /// or `default` (`harness run` without `--jobs`: cells weighed by kind).
+    #[arg(long, value_delimiter = ',', default_value = "1,2,default", value_parser = parse_setting)]
+    pub jobs: Vec<Concurrency>,
     /// Runs of the whole fake matrix per setting.
     #[arg(long, default_value_t = 3)]
     pub reps: usize,
@@ -24,9 +25,28 @@ pub struct Args {
     pub filters: Vec<String>,
 }
 
+fn parse_setting(s: &str) -> Result<Concurrency, String> {
+    if s == "default" {
+        return Ok(Concurrency::weighed());
+    }
+    match s.parse::<usize>() {
+        Ok(n) if n >= 1 => Ok(Concurrency::Cells(n)),
+        _ => Err(format!(
+            "`{s}` is neither a number of at least 1 nor `default`"
+        )),
+    }
+}
+
+fn label(setting: &Concurrency) -> String {
+    match setting {
+        Concurrency::Cells(n) => n.to_string(),
+        Concurrency::Weighed { .. } => format!("default ({})", setting.describe()),
+    }
+}
+
 #[derive(Debug, Serialize)]
 struct JobsFigure {
-    jobs: usize,
+    jobs: String,
     wall_ms: Vec<u64>,
     median_wall_ms: u64,
     /// `cells / median wall`.
@@ -68,10 +88,7 @@ pub fn main(args: Args) -> ExitCode {
 
 fn run(args: Args) -> Result<()> {
     anyhow::ensure!(args.reps >= 1, "--reps must be at least 1");
-    anyhow::ensure!(
-        !args.jobs.is_empty() && args.jobs.iter().all(|&j| j >= 1),
-        "--jobs needs values of at least 1"
-    );
+    anyhow::ensure!(!args.jobs.is_empty(), "--jobs needs a setting");
     let matrix = suites::load()?;
     let options = MatrixOptions::from_env()?;
     let cells: Vec<suites::Cell> = matrix
@@ -84,11 +101,12 @@ fn run(args: Args) -> Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    let mut walls: BTreeMap<usize, Vec<u64>> = BTreeMap::new();
+    let mut walls: BTreeMap<String, Vec<u64>> = BTreeMap::new();
     let mut per_cell: BTreeMap<String, Vec<u64>> = BTreeMap::new();
     let mut runnable = 0;
     for rep in 0..args.reps {
         for &jobs in &args.jobs {
+            let setting = label(&jobs);
             let started = Instant::now();
             let results = runtime.block_on(matrix::run_cells(&cells, &options, jobs, |_, _| {}));
             let wall = started.elapsed();
@@ -99,14 +117,14 @@ fn run(args: Args) -> Result<()> {
                 .collect();
             runnable = results.iter().filter(|r| !r.is_ignored()).count();
             eprintln!(
-                "rep {}/{} jobs {jobs}: {:.2} s ({} cells ran, {} differ from the baseline)",
+                "rep {}/{} jobs {setting}: {:.2} s ({} cells ran, {} differ from the baseline)",
                 rep + 1,
                 args.reps,
                 wall.as_secs_f64(),
                 runnable,
                 failures.len()
             );
-            walls.entry(jobs).or_default().push(millis(wall));
+            walls.entry(setting).or_default().push(millis(wall));
             for result in results.iter().filter(|r| !r.is_ignored()) {
                 per_cell
                     .entry(result.cell.to_string())
@@ -115,12 +133,13 @@ fn run(args: Args) -> Result<()> {
             }
         }
     }
-    let base = args.jobs[0];
+    let base = label(&args.jobs[0]);
     let base_median = median(&mut walls[&base].clone()).max(1);
     let settings: Vec<JobsFigure> = args
         .jobs
         .iter()
-        .map(|&jobs| {
+        .map(|setting| {
+            let jobs = label(setting);
             let wall_ms = walls[&jobs].clone();
             let median_wall_ms = median(&mut wall_ms.clone()).max(1);
             JobsFigure {

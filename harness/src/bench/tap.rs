@@ -1,8 +1,11 @@
-//! `harness bench tap`: what the wire tap costs. JSON-RPC round trips per second on one
+//! `harness bench tap`: what the wire tap costs. JSON-RPC requests answered per second on one
 //! connection to the fake app-server, directly and through the tap (rounds interleaved, medians
-//! side by side, target ≥ 90%); start-up with and without it; and its share of a real-Codex
-//! cell's wall time (target < 2%), from a real cell's run: (the tap's start-up overhead × the
-//! cell's launches + its per-line overhead × the cell's transcript lines) / the cell's wall time.
+//! side by side, target ≥ 90%), twice: latency-bound (one request in flight: every request pays
+//! the tap's two extra pipe hops in full) and streaming (`--window` requests in flight, as a
+//! driver meets a turn's stream of notifications); start-up with and without it; and its share
+//! of a real-Codex cell's wall time (target < 2%), from a real cell's run: (the tap's start-up
+//! overhead × the cell's launches + its per-line overhead × the cell's transcript lines) / the
+//! cell's wall time.
 
 use super::fake::{median, round_trips_through, startup_ms, RunDirs};
 use crate::tap::{install, TapConfig, TapProgram};
@@ -18,6 +21,9 @@ pub struct Args {
     /// Interleaved rounds per side (direct, tap).
     #[arg(long, default_value_t = 3)]
     pub rounds: usize,
+    /// Requests in flight in the streaming measurement.
+    #[arg(long, default_value_t = 32)]
+    pub window: usize,
     /// The real-Codex cell whose wall time the tap's share is taken of.
     #[arg(
         long,
@@ -41,6 +47,13 @@ pub struct Report {
     pub tap_median: f64,
     /// tap median / direct median.
     pub ratio: f64,
+    /// The same with `window` requests in flight.
+    pub window: usize,
+    pub streaming_direct_per_second: Vec<f64>,
+    pub streaming_tap_per_second: Vec<f64>,
+    pub streaming_direct_median: f64,
+    pub streaming_tap_median: f64,
+    pub streaming_ratio: f64,
     pub direct_startup_ms: f64,
     pub tap_startup_ms: f64,
     pub codex_cell: Option<CodexShare>,
@@ -80,7 +93,7 @@ pub fn main(args: Args) -> ExitCode {
 
 fn print_report(r: &Report) {
     println!(
-        "round trips on one connection to the fake, {} per measurement, medians:",
+        "requests on one connection to the fake, {} per measurement, medians; one in flight (latency-bound):",
         r.round_trips
     );
     println!(
@@ -100,6 +113,27 @@ fn print_report(r: &Report) {
             .collect::<Vec<_>>()
     );
     println!("  ratio       : {:>9.1}% (target ≥ 90%)", r.ratio * 100.0);
+    println!("{} in flight (streaming):", r.window);
+    println!(
+        "  direct      : {:>9.0}/s  {:?}",
+        r.streaming_direct_median,
+        r.streaming_direct_per_second
+            .iter()
+            .map(|v| v.round())
+            .collect::<Vec<_>>()
+    );
+    println!(
+        "  through tap : {:>9.0}/s  {:?}",
+        r.streaming_tap_median,
+        r.streaming_tap_per_second
+            .iter()
+            .map(|v| v.round())
+            .collect::<Vec<_>>()
+    );
+    println!(
+        "  ratio       : {:>9.1}% (target ≥ 90%)",
+        r.streaming_ratio * 100.0
+    );
     println!(
         "spawn → initialize → thread/start: direct {:.2} ms, through tap {:.2} ms",
         r.direct_startup_ms, r.tap_startup_ms
@@ -132,8 +166,8 @@ fn tapped(scratch: &Path, harness: &Path, dirs_env: &[(String, String)]) -> Resu
 }
 
 pub fn run(args: &Args) -> Result<Report> {
-    if args.rounds == 0 || args.round_trips == 0 {
-        bail!("--rounds and --round-trips must be at least 1");
+    if args.rounds == 0 || args.round_trips == 0 || args.window == 0 {
+        bail!("--rounds, --round-trips and --window must be at least 1");
     }
     let scratch = tempfile::Builder::new().prefix("bench-tap-").tempdir()?;
     let workspace = scratch.path().join("ws");
@@ -165,26 +199,48 @@ pub fn run(args: &Args) -> Result<Report> {
         c
     };
     let (mut direct_rt, mut tap_rt, mut direct_up, mut tap_up) = (vec![], vec![], vec![], vec![]);
+    let (mut direct_stream, mut tap_stream) = (vec![], vec![]);
     for round in 0..args.rounds {
-        let dirs = RunDirs::create(scratch.path(), round * 4)?;
+        let base = round * 6;
+        let dirs = RunDirs::create(scratch.path(), base)?;
         direct_rt.push(round_trips_through(
             direct(),
             &workspace,
             &dirs,
             args.round_trips,
+            1,
         )?);
-        let dirs = RunDirs::create(scratch.path(), round * 4 + 1)?;
+        let dirs = RunDirs::create(scratch.path(), base + 1)?;
         tap_rt.push(round_trips_through(
             through(),
             &workspace,
             &dirs,
             args.round_trips,
+            1,
         )?);
-        let dirs = RunDirs::create(scratch.path(), round * 4 + 2)?;
+        let dirs = RunDirs::create(scratch.path(), base + 2)?;
+        direct_stream.push(round_trips_through(
+            direct(),
+            &workspace,
+            &dirs,
+            args.round_trips,
+            args.window,
+        )?);
+        let dirs = RunDirs::create(scratch.path(), base + 3)?;
+        tap_stream.push(round_trips_through(
+            through(),
+            &workspace,
+            &dirs,
+            args.round_trips,
+            args.window,
+        )?);
+        let dirs = RunDirs::create(scratch.path(), base + 4)?;
         direct_up.push(startup_ms(direct(), &workspace, &dirs)?);
-        let dirs = RunDirs::create(scratch.path(), round * 4 + 3)?;
+        let dirs = RunDirs::create(scratch.path(), base + 5)?;
         tap_up.push(startup_ms(through(), &workspace, &dirs)?);
     }
+    let (streaming_direct_median, streaming_tap_median) =
+        (median(&direct_stream), median(&tap_stream));
     let (direct_median, tap_median) = (median(&direct_rt), median(&tap_rt));
     let (direct_startup_ms, tap_startup_ms) = (median(&direct_up), median(&tap_up));
     let codex_cell = if args.fake_only {
@@ -206,6 +262,12 @@ pub fn run(args: &Args) -> Result<Report> {
         direct_median,
         tap_median,
         ratio: tap_median / direct_median,
+        window: args.window,
+        streaming_direct_per_second: direct_stream,
+        streaming_tap_per_second: tap_stream,
+        streaming_direct_median,
+        streaming_tap_median,
+        streaming_ratio: streaming_tap_median / streaming_direct_median,
         direct_startup_ms,
         tap_startup_ms,
         codex_cell,

@@ -16,6 +16,13 @@ pub struct Args {
     /// merging several).
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
+    /// The drivers file the run used (as `harness run --drivers`), so its cells are reported
+    /// in matrix order too; its programs need not exist on this machine.
+    #[arg(long, env = crate::matrix::DRIVERS_VAR, value_name = "FILE")]
+    pub drivers: Option<PathBuf>,
+    /// The extra Codex versions the run used (as `harness run --codex`).
+    #[arg(long = "codex", value_name = "VERSION")]
+    pub codex_versions: Vec<String>,
 }
 
 pub fn main(args: Args) -> ExitCode {
@@ -37,11 +44,21 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
             args.dirs.len()
         ),
     };
-    // The shipped matrix's order, so merged shards read like one run; cells it does not know
-    // (a user's drivers) keep the order they were found in.
-    let known: Vec<String> = suites::load()
-        .map(|m| m.cells.iter().map(|c| c.name()).collect())
-        .unwrap_or_default();
+    // The matrix's order (with the run's drivers file and Codex versions), so merged shards
+    // read like one run; cells it does not know keep the order they were found in.
+    let extras = suites::Extras {
+        drivers: args
+            .drivers
+            .as_deref()
+            .map(suites::DriversFile::read)
+            .transpose()?,
+        codex_versions: args.codex_versions.clone(),
+    };
+    let known: Vec<String> = suites::load_with(&extras)?
+        .cells
+        .iter()
+        .map(|c| c.name())
+        .collect();
     let loaded = folders::load(&args.dirs, &known)?;
     for warning in &loaded.warnings {
         eprintln!("warning: {warning}");

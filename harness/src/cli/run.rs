@@ -17,7 +17,8 @@ pub struct Args {
     /// Run only cells whose name (`suite.runner.environment.case`) contains one of these, like
     /// `cargo test FILTER` (`.daytona.` selects exactly the daytona cells).
     pub filters: Vec<String>,
-    /// Cells run at once (default: the machine's parallelism).
+    /// Cells run at once (default: weighed by kind, per core one real-Codex cell or two fake
+    /// cells).
     #[arg(long, short = 'j')]
     pub jobs: Option<usize>,
     /// Put this external driver command under the suites (replaces the example driver of
@@ -100,10 +101,11 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
             std::path::absolute(&out).with_context(|| format!("--out {}", out.display()))?;
     }
     options.driver_cmd = args.driver_cmd;
-    let jobs = args.jobs.unwrap_or_else(matrix::default_jobs).max(1);
+    let jobs = matrix::Concurrency::from_jobs(args.jobs);
     eprintln!(
-        "running {} cells, {jobs} at a time; evidence in {}",
+        "running {} cells, {}; evidence in {}",
         cells.len(),
+        jobs.describe(),
         options.out_root.display()
     );
     crate::shutdown::run_matrix(&cells, &options, jobs, print_progress)

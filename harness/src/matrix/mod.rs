@@ -4,6 +4,7 @@
 //! `events.jsonl`, `transcript.jsonl`, `stderr.log`, `verdict.json`.
 
 mod cell;
+pub mod concurrency;
 pub mod evidence;
 pub mod leftovers;
 mod load;
@@ -14,6 +15,7 @@ pub mod retry;
 pub mod stages;
 
 pub use cell::{fake_timeouts, run_cell};
+pub use concurrency::Concurrency;
 pub use load::{
     check_declared_program, load_matrix, load_matrix_from_env, CODEX_VERSIONS_VAR, DRIVERS_VAR,
 };
@@ -28,7 +30,9 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use suites::Cell;
-use tokio::sync::{Mutex, Semaphore};
+use tokio::sync::{OnceCell, Semaphore};
+
+type ProbeOnce = Arc<OnceCell<Result<(), String>>>;
 use tokio_util::sync::CancellationToken;
 
 /// How cells run.
@@ -50,7 +54,9 @@ pub struct MatrixOptions {
     pub ci: bool,
     /// Keep every runc bundle after its run and list it here (`harness repro --keep`).
     pub kept_bundles: Option<crate::env::runc::PreparedList>,
-    probes: Arc<Mutex<HashMap<String, Result<(), String>>>>,
+    /// One probe per environment and run; environments are probed concurrently, a cell waits
+    /// only for its own environment's.
+    probes: Arc<std::sync::Mutex<HashMap<String, ProbeOnce>>>,
 }
 
 impl MatrixOptions {
@@ -150,22 +156,31 @@ impl MatrixOptions {
 
     /// Probe `environment` once per process; a probe that disagrees with the spec is an error.
     pub async fn check_probe(&self, environment: &str) -> Result<()> {
-        let mut probes = self.probes.lock().await;
-        if !probes.contains_key(environment) {
-            let scratch = self.out_root.join("_probes").join(environment);
-            std::fs::create_dir_all(&scratch)?;
-            let result = match crate::env::probe(environment, &scratch).await {
-                Ok(report) => match report.disagreement() {
-                    None => Ok(()),
-                    Some(what) => Err(format!(
-                        "environment `{environment}` probe disagrees with its spec: {what}"
-                    )),
-                },
-                Err(e) => Err(format!("probing environment `{environment}`: {e:#}")),
-            };
-            probes.insert(environment.to_string(), result);
-        }
-        match &probes[environment] {
+        let once = self
+            .probes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .entry(environment.to_string())
+            .or_default()
+            .clone();
+        let result = once
+            .get_or_init(|| async {
+                let scratch = self.out_root.join("_probes").join(environment);
+                if let Err(e) = std::fs::create_dir_all(&scratch) {
+                    return Err(format!("creating {}: {e}", scratch.display()));
+                }
+                match crate::env::probe(environment, &scratch).await {
+                    Ok(report) => match report.disagreement() {
+                        None => Ok(()),
+                        Some(what) => Err(format!(
+                            "environment `{environment}` probe disagrees with its spec: {what}"
+                        )),
+                    },
+                    Err(e) => Err(format!("probing environment `{environment}`: {e:#}")),
+                }
+            })
+            .await;
+        match result {
             Ok(()) => Ok(()),
             Err(message) => bail!("{message}"),
         }
@@ -195,12 +210,12 @@ pub struct MatrixRun {
     pub panic: Option<String>,
 }
 
-/// Run `cells` with at most `jobs` at once; `on_event` sees every start and finish. Results
-/// come back in the cells' order. A panic in a cell is raised again here.
+/// Run `cells`, as many at once as `jobs` allows; `on_event` sees every start and finish.
+/// Results come back in the cells' order. A panic in a cell is raised again here.
 pub async fn run_cells(
     cells: &[Cell],
     options: &MatrixOptions,
-    jobs: usize,
+    jobs: Concurrency,
     on_event: impl Fn(&Progress, Option<&CellResult>) + Send + Sync + 'static,
 ) -> Vec<CellResult> {
     let run = run_cells_until(cells, options, jobs, CancellationToken::new(), on_event).await;
@@ -216,19 +231,25 @@ pub async fn run_cells(
 pub async fn run_cells_until(
     cells: &[Cell],
     options: &MatrixOptions,
-    jobs: usize,
+    jobs: Concurrency,
     stop: CancellationToken,
     on_event: impl Fn(&Progress, Option<&CellResult>) + Send + Sync + 'static,
 ) -> MatrixRun {
     crate::containment::reap_leftovers_once();
-    let semaphore = Arc::new(Semaphore::new(jobs.max(1)));
+    let semaphore = Arc::new(Semaphore::new(jobs.slots() as usize));
     let progress = Arc::new(std::sync::Mutex::new(Progress {
         total: cells.len(),
         ..Progress::default()
     }));
     let on_event = Arc::new(on_event);
     let mut tasks = tokio::task::JoinSet::new();
-    for (index, cell) in cells.iter().cloned().enumerate() {
+    // The costliest cells queue first (the semaphore is fair), so the long ones do not start
+    // last and stretch the run's tail.
+    let mut order: Vec<usize> = (0..cells.len()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(jobs.cost(&cells[i])));
+    for index in order {
+        let cell = cells[index].clone();
+        let cost = jobs.cost(&cell);
         let semaphore = semaphore.clone();
         let options = options.clone();
         let progress = progress.clone();
@@ -238,7 +259,7 @@ pub async fn run_cells_until(
             let _permit = tokio::select! {
                 biased;
                 _ = stop.cancelled() => return (index, Ran::NotStarted),
-                permit = semaphore.acquire_owned() => permit.expect("semaphore open"),
+                permit = semaphore.acquire_many_owned(cost) => permit.expect("semaphore open"),
             };
             if stop.is_cancelled() {
                 return (index, Ran::NotStarted);

@@ -9,7 +9,7 @@
 
 use serde_json::{json, Value};
 use std::fs::{File, OpenOptions};
-use std::io::Write;
+use std::io::Write as _;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -64,6 +64,9 @@ impl Recorder {
     }
 
     fn write(&self, bytes: &[u8]) {
+        if bytes.is_empty() {
+            return;
+        }
         let mut file = self.file.lock().unwrap_or_else(|p| p.into_inner());
         // Evidence only: a full disk must not break the relay.
         let _ = file.write_all(bytes);
@@ -104,6 +107,13 @@ impl Recorder {
 
     /// A complete line (without its newline) as it went through.
     pub fn line(&self, direction: Direction, line: &[u8]) {
+        let mut out = Vec::new();
+        self.line_into(direction, line, &mut out);
+        self.write(&out);
+    }
+
+    /// [`Recorder::line`], appended to `out` for one write of a whole chunk's lines.
+    fn line_into(&self, direction: Direction, line: &[u8], out: &mut Vec<u8>) {
         let trimmed = line.trim_ascii();
         if trimmed.is_empty() {
             return;
@@ -111,14 +121,15 @@ impl Recorder {
         if !self.admit(trimmed.len()) {
             return;
         }
-        let head = format!(
+        out.reserve(trimmed.len() + 64);
+        // Written by hand: the line goes in as it was sent, so nothing is re-serialised.
+        let _ = write!(
+            out,
             "{{\"direction\":\"{}\",\"time\":{},\"launch\":{},",
             direction.as_str(),
             now_ms(),
             self.launch
         );
-        let mut out = Vec::with_capacity(head.len() + trimmed.len() + 16);
-        out.extend_from_slice(head.as_bytes());
         if serde_json::from_slice::<serde::de::IgnoredAny>(trimmed).is_ok() {
             out.extend_from_slice(b"\"message\":");
             out.extend_from_slice(trimmed);
@@ -128,7 +139,6 @@ impl Recorder {
             out.extend_from_slice(&serde_json::to_vec(&Value::String(text.into())).expect("JSON"));
         }
         out.extend_from_slice(b"}\n");
-        self.write(&out);
     }
 
     /// A remark about the stream; `bytes` is the size of a line that was not kept.
@@ -156,6 +166,8 @@ pub struct LineSplitter {
     /// Bytes of the current line beyond what `buf` keeps.
     dropped: usize,
     max: usize,
+    /// The formatted lines of the chunk being fed (kept for its allocation).
+    batch: Vec<u8>,
 }
 
 impl LineSplitter {
@@ -165,10 +177,15 @@ impl LineSplitter {
             buf: Vec::new(),
             dropped: 0,
             max,
+            batch: Vec::new(),
         }
     }
 
+    /// Record the lines `chunk` completes. The whole lines of one chunk go to the file in one
+    /// write (a streamed turn's chunk holds many), notes at once.
     pub fn feed(&mut self, mut chunk: &[u8], recorder: &Recorder) {
+        let mut batch = std::mem::take(&mut self.batch);
+        batch.clear();
         while !chunk.is_empty() {
             let (part, newline) = match chunk.iter().position(|&b| b == b'\n') {
                 Some(at) => (&chunk[..at], true),
@@ -177,7 +194,7 @@ impl LineSplitter {
             chunk = &chunk[part.len() + usize::from(newline)..];
             if newline && self.buf.is_empty() && self.dropped == 0 && part.len() <= self.max {
                 // The common case: a whole line inside one chunk, recorded without a copy.
-                recorder.line(self.direction, part);
+                recorder.line_into(self.direction, part, &mut batch);
                 continue;
             }
             let room = self.max.saturating_sub(self.buf.len());
@@ -186,6 +203,8 @@ impl LineSplitter {
             let crossing = self.dropped == 0 && keep < part.len();
             self.dropped += part.len() - keep;
             if crossing {
+                recorder.write(&batch);
+                batch.clear();
                 // Said at once: a driver that gives up on the line may kill the tap before
                 // its end arrives.
                 recorder.note(
@@ -198,9 +217,13 @@ impl LineSplitter {
                 );
             }
             if newline {
+                recorder.write(&batch);
+                batch.clear();
                 self.emit(recorder);
             }
         }
+        recorder.write(&batch);
+        self.batch = batch;
     }
 
     fn emit(&mut self, recorder: &Recorder) {

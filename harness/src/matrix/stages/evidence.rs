@@ -42,8 +42,13 @@ pub fn from_wire(
             }
         };
     }
-    for body in translation.events {
-        log.emit(Source::Driver, body)?;
+    let times = std::mem::take(&mut translation.times);
+    for (i, body) in translation.events.into_iter().enumerate() {
+        log.emit_at(
+            Source::Driver,
+            body,
+            times.get(i).copied().filter(|&t| t > 0),
+        )?;
     }
     for finding in &translation.findings {
         log.emit(
