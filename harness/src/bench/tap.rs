@@ -91,48 +91,36 @@ pub fn main(args: Args) -> ExitCode {
     }
 }
 
+fn print_side_by_side(direct_median: f64, direct: &[f64], tap_median: f64, tap: &[f64]) {
+    let rounded = |v: &[f64]| v.iter().map(|x| x.round()).collect::<Vec<_>>();
+    println!(
+        "  direct      : {direct_median:>9.0}/s  {:?}",
+        rounded(direct)
+    );
+    println!("  through tap : {tap_median:>9.0}/s  {:?}", rounded(tap));
+    println!(
+        "  ratio       : {:>9.1}% (target ≥ 90%)",
+        tap_median / direct_median * 100.0
+    );
+}
+
 fn print_report(r: &Report) {
     println!(
         "requests on one connection to the fake, {} per measurement, medians; one in flight (latency-bound):",
         r.round_trips
     );
-    println!(
-        "  direct      : {:>9.0}/s  {:?}",
+    print_side_by_side(
         r.direct_median,
-        r.direct_per_second
-            .iter()
-            .map(|v| v.round())
-            .collect::<Vec<_>>()
-    );
-    println!(
-        "  through tap : {:>9.0}/s  {:?}",
+        &r.direct_per_second,
         r.tap_median,
-        r.tap_per_second
-            .iter()
-            .map(|v| v.round())
-            .collect::<Vec<_>>()
+        &r.tap_per_second,
     );
-    println!("  ratio       : {:>9.1}% (target ≥ 90%)", r.ratio * 100.0);
     println!("{} in flight (streaming):", r.window);
-    println!(
-        "  direct      : {:>9.0}/s  {:?}",
+    print_side_by_side(
         r.streaming_direct_median,
-        r.streaming_direct_per_second
-            .iter()
-            .map(|v| v.round())
-            .collect::<Vec<_>>()
-    );
-    println!(
-        "  through tap : {:>9.0}/s  {:?}",
+        &r.streaming_direct_per_second,
         r.streaming_tap_median,
-        r.streaming_tap_per_second
-            .iter()
-            .map(|v| v.round())
-            .collect::<Vec<_>>()
-    );
-    println!(
-        "  ratio       : {:>9.1}% (target ≥ 90%)",
-        r.streaming_ratio * 100.0
+        &r.streaming_tap_per_second,
     );
     println!(
         "spawn → initialize → thread/start: direct {:.2} ms, through tap {:.2} ms",
