@@ -290,18 +290,22 @@ pub(crate) fn round_trips_through(
         }
     });
     let mut line = String::new();
-    let mut read_response = |id: u64, line: &mut String| -> Result<()> {
+    // The next response to any request (notifications are skipped): its id.
+    let mut read_response = |line: &mut String| -> Result<u64> {
         loop {
             line.clear();
             if stdout.read_line(line)? == 0 {
-                bail!("the fake closed stdout before answering request {id} (killed at the {ROUND_TRIP_LIMIT:?} bound?)");
+                bail!("the app-server closed stdout with requests unanswered (killed at the {ROUND_TRIP_LIMIT:?} bound?)");
             }
-            if line.starts_with(&format!("{{\"id\":{id},")) {
-                if line.contains("\"error\":") {
-                    bail!("request {id} failed: {line}");
-                }
-                return Ok(());
+            let Some(rest) = line.strip_prefix("{\"id\":") else {
+                continue;
+            };
+            let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+            let Ok(id) = digits.parse() else { continue };
+            if line.contains("\"error\":") {
+                bail!("request {id} failed: {line}");
             }
+            return Ok(id);
         }
     };
     writeln!(
@@ -310,7 +314,11 @@ pub(crate) fn round_trips_through(
         json!({"id": 0, "method": "initialize", "params": {"clientInfo": {"name": "bench", "version": "0.0.1"}}})
     )?;
     stdin.flush()?;
-    read_response(0, &mut line)?;
+    let first = read_response(&mut line)?;
+    anyhow::ensure!(
+        first == 0,
+        "the first response answers request {first}, not initialize"
+    );
     writeln!(stdin, "{}", json!({"method": "initialized"}))?;
     let started = Instant::now();
     let count = count as u64;
@@ -327,9 +335,15 @@ pub(crate) fn round_trips_through(
         sent += 1;
         send(sent)?;
     }
-    // The fake answers in order, so the next answer is always for the oldest request.
-    for id in 1..=count {
-        read_response(id, &mut line)?;
+    // In whatever order they come (the real Codex may answer concurrent requests out of
+    // order): each answer lets the next request go.
+    let mut answered = std::collections::HashSet::new();
+    while (answered.len() as u64) < count {
+        let id = read_response(&mut line)?;
+        anyhow::ensure!(
+            (1..=sent).contains(&id) && answered.insert(id),
+            "an answer to request {id}, which is not waiting for one"
+        );
         if sent < count {
             sent += 1;
             send(sent)?;

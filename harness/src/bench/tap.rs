@@ -1,9 +1,11 @@
 //! `harness bench tap`: what the wire tap costs. JSON-RPC requests answered per second on one
-//! connection to the fake app-server, directly and through the tap (rounds interleaved, medians
-//! side by side, target ≥ 90%), twice: latency-bound (one request in flight: every request pays
-//! the tap's two extra pipe hops in full) and streaming (`--window` requests in flight, as a
-//! driver meets a turn's stream of notifications); start-up with and without it; and its share
-//! of a real-Codex cell's wall time (target < 2%), from a real cell's run: (the tap's start-up
+//! connection, directly and through the tap (rounds interleaved, medians side by side, target
+//! ≥ 90%), to two app-servers: the fake (the worst case: it answers in a few µs, faster than any
+//! relay's two extra pipe hops) and the pinned real Codex (the app-server the tap stands in
+//! front of where it matters). Each twice: latency-bound (one request in flight: every request
+//! pays the hops in full) and streaming (`--window` requests in flight, as a driver meets a
+//! turn's stream of notifications). Also start-up with and without the tap, and its share of a
+//! real-Codex cell's wall time (target < 2%), from a real cell's run: (the tap's start-up
 //! overhead × the cell's launches + its per-line overhead × the cell's transcript lines) / the
 //! cell's wall time.
 
@@ -15,9 +17,12 @@ use std::process::{Command, ExitCode};
 
 #[derive(clap::Args, Debug, Clone)]
 pub struct Args {
-    /// Round trips per measurement.
+    /// Round trips per measurement against the fake.
     #[arg(long, default_value_t = 5_000)]
     pub round_trips: usize,
+    /// Round trips per measurement against the real Codex (it answers in ~0.5 ms).
+    #[arg(long, default_value_t = 1_000)]
+    pub codex_round_trips: usize,
     /// Interleaved rounds per side (direct, tap).
     #[arg(long, default_value_t = 3)]
     pub rounds: usize,
@@ -30,7 +35,7 @@ pub struct Args {
         default_value = "core-compatibility.runner-codex.local.message-marker"
     )]
     pub codex_cell: String,
-    /// Skip the real-Codex cell (where Codex cannot run).
+    /// Only the fake: skip the real Codex and its cell (where Codex cannot run).
     #[arg(long)]
     pub fake_only: bool,
     /// Write the report as JSON here as well.
@@ -38,22 +43,45 @@ pub struct Args {
     pub json: Option<PathBuf>,
 }
 
+/// One measurement, directly and through the tap.
 #[derive(Debug, Clone, serde::Serialize)]
-pub struct Report {
-    pub round_trips: usize,
+pub struct Pair {
     pub direct_per_second: Vec<f64>,
     pub tap_per_second: Vec<f64>,
     pub direct_median: f64,
     pub tap_median: f64,
     /// tap median / direct median.
     pub ratio: f64,
-    /// The same with `window` requests in flight.
+}
+
+impl Pair {
+    fn new(direct: Vec<f64>, tap: Vec<f64>) -> Self {
+        let (direct_median, tap_median) = (median(&direct), median(&tap));
+        Self {
+            direct_per_second: direct,
+            tap_per_second: tap,
+            direct_median,
+            tap_median,
+            ratio: tap_median / direct_median,
+        }
+    }
+}
+
+/// Round trips to one app-server.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Server {
+    pub round_trips: usize,
+    /// One request in flight.
+    pub latency_bound: Pair,
+    /// `window` requests in flight.
+    pub streaming: Pair,
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Report {
     pub window: usize,
-    pub streaming_direct_per_second: Vec<f64>,
-    pub streaming_tap_per_second: Vec<f64>,
-    pub streaming_direct_median: f64,
-    pub streaming_tap_median: f64,
-    pub streaming_ratio: f64,
+    pub fake: Server,
+    pub codex: Option<Server>,
     pub direct_startup_ms: f64,
     pub tap_startup_ms: f64,
     pub codex_cell: Option<CodexShare>,
@@ -91,39 +119,45 @@ pub fn main(args: Args) -> ExitCode {
     }
 }
 
-fn print_side_by_side(direct_median: f64, direct: &[f64], tap_median: f64, tap: &[f64]) {
+fn print_pair(title: &str, pair: &Pair) {
     let rounded = |v: &[f64]| v.iter().map(|x| x.round()).collect::<Vec<_>>();
+    println!("  {title}:");
     println!(
-        "  direct      : {direct_median:>9.0}/s  {:?}",
-        rounded(direct)
+        "    direct      : {:>9.0}/s  {:?}",
+        pair.direct_median,
+        rounded(&pair.direct_per_second)
     );
-    println!("  through tap : {tap_median:>9.0}/s  {:?}", rounded(tap));
     println!(
-        "  ratio       : {:>9.1}% (target ≥ 90%)",
-        tap_median / direct_median * 100.0
+        "    through tap : {:>9.0}/s  {:?}",
+        pair.tap_median,
+        rounded(&pair.tap_per_second)
+    );
+    println!(
+        "    ratio       : {:>9.1}% (target ≥ 90%)",
+        pair.ratio * 100.0
+    );
+}
+
+fn print_server(name: &str, server: &Server, window: usize) {
+    println!(
+        "{name}: requests answered per second on one connection, {} per measurement, medians",
+        server.round_trips
+    );
+    print_pair("one in flight (latency-bound)", &server.latency_bound);
+    print_pair(
+        &format!("{window} in flight (streaming)"),
+        &server.streaming,
     );
 }
 
 fn print_report(r: &Report) {
+    print_server("the fake", &r.fake, r.window);
+    match &r.codex {
+        Some(codex) => print_server("the real Codex", codex, r.window),
+        None => println!("the real Codex: (skipped)"),
+    }
     println!(
-        "requests on one connection to the fake, {} per measurement, medians; one in flight (latency-bound):",
-        r.round_trips
-    );
-    print_side_by_side(
-        r.direct_median,
-        &r.direct_per_second,
-        r.tap_median,
-        &r.tap_per_second,
-    );
-    println!("{} in flight (streaming):", r.window);
-    print_side_by_side(
-        r.streaming_direct_median,
-        &r.streaming_direct_per_second,
-        r.streaming_tap_median,
-        &r.streaming_tap_per_second,
-    );
-    println!(
-        "spawn → initialize → thread/start: direct {:.2} ms, through tap {:.2} ms",
+        "spawn → initialize → thread/start (the fake): direct {:.2} ms, through tap {:.2} ms",
         r.direct_startup_ms, r.tap_startup_ms
     );
     match &r.codex_cell {
@@ -135,31 +169,92 @@ fn print_report(r: &Report) {
     }
 }
 
-fn tapped(scratch: &Path, harness: &Path, dirs_env: &[(String, String)]) -> Result<PathBuf> {
+/// A `codex` shim whose tap relays to `program prefix…`.
+fn tapped(
+    dir: &Path,
+    harness: &Path,
+    program: &Path,
+    prefix: &[&str],
+    env: &[(String, String)],
+) -> Result<PathBuf> {
     let tap = TapProgram {
         program: harness.to_path_buf(),
         leading_args: vec!["tap".into()],
     };
     let config = TapConfig {
-        program: harness.to_path_buf(),
-        prefix: vec!["fake-app-server".into()],
+        program: program.to_path_buf(),
+        prefix: prefix.iter().map(|s| s.to_string()).collect(),
         server_args: Vec::new(),
-        env: dirs_env.to_vec(),
-        transcript: scratch.join("transcript.jsonl"),
-        launches: scratch.join("tap").join("launches"),
+        env: env.to_vec(),
+        transcript: dir.join("transcript.jsonl"),
+        launches: dir.join("tap").join("launches"),
         max_line_bytes: crate::tap::MAX_RECORDED_LINE_BYTES,
         max_transcript_bytes: crate::tap::MAX_TRANSCRIPT_BYTES_PER_LAUNCH,
     };
-    Ok(install(&scratch.join("tap"), &tap, &config, None)?.codex)
+    Ok(install(&dir.join("tap"), &tap, &config, None)?.codex)
+}
+
+/// Folders for the runs of one bench: each run gets a fresh HOME and TMPDIR.
+struct Runs<'a> {
+    scratch: &'a Path,
+    workspace: PathBuf,
+    next: usize,
+}
+
+impl Runs<'_> {
+    fn dirs(&mut self) -> Result<RunDirs> {
+        self.next += 1;
+        RunDirs::create(self.scratch, self.next)
+    }
+}
+
+/// `count` requests directly and through the tap, one in flight and `window` in flight, the
+/// four interleaved per round.
+fn measure(
+    runs: &mut Runs,
+    direct: &dyn Fn() -> Command,
+    through: &dyn Fn() -> Command,
+    count: usize,
+    args: &Args,
+) -> Result<Server> {
+    let (mut direct_rt, mut tap_rt, mut direct_stream, mut tap_stream) =
+        (vec![], vec![], vec![], vec![]);
+    for _ in 0..args.rounds {
+        for (command, window, out) in [
+            (direct, 1, &mut direct_rt),
+            (through, 1, &mut tap_rt),
+            (direct, args.window, &mut direct_stream),
+            (through, args.window, &mut tap_stream),
+        ] {
+            let dirs = runs.dirs()?;
+            out.push(round_trips_through(
+                command(),
+                &runs.workspace,
+                &dirs,
+                count,
+                window,
+            )?);
+        }
+    }
+    Ok(Server {
+        round_trips: count,
+        latency_bound: Pair::new(direct_rt, tap_rt),
+        streaming: Pair::new(direct_stream, tap_stream),
+    })
 }
 
 pub fn run(args: &Args) -> Result<Report> {
-    if args.rounds == 0 || args.round_trips == 0 || args.window == 0 {
-        bail!("--rounds, --round-trips and --window must be at least 1");
+    if args.rounds == 0 || args.round_trips == 0 || args.codex_round_trips == 0 || args.window == 0
+    {
+        bail!("--rounds, --round-trips, --codex-round-trips and --window must be at least 1");
     }
     let scratch = tempfile::Builder::new().prefix("bench-tap-").tempdir()?;
-    let workspace = scratch.path().join("ws");
-    std::fs::create_dir_all(&workspace)?;
+    let mut runs = Runs {
+        scratch: scratch.path(),
+        workspace: scratch.path().join("ws"),
+        next: 0,
+    };
+    std::fs::create_dir_all(&runs.workspace)?;
     let harness = std::env::current_exe().context("locating the harness binary")?;
     let env = vec![
         (
@@ -171,91 +266,94 @@ pub fn run(args: &Args) -> Result<Report> {
             scratch.path().join("home").display().to_string(),
         ),
         (
+            "CODEX_HOME".to_string(),
+            scratch.path().join("home").display().to_string(),
+        ),
+        (
             "TMPDIR".to_string(),
             scratch.path().join("tmp").display().to_string(),
         ),
     ];
-    let shim = tapped(scratch.path(), &harness, &env)?;
+    for (_, dir) in &env[1..] {
+        std::fs::create_dir_all(dir)?;
+    }
+    let fake_shim = tapped(
+        &scratch.path().join("fake"),
+        &harness,
+        &harness,
+        &["fake-app-server"],
+        &env,
+    )?;
     let direct = || {
         let mut c = Command::new(&harness);
         c.args(["fake-app-server", "app-server"]);
         c
     };
     let through = || {
-        let mut c = Command::new(&shim);
+        let mut c = Command::new(&fake_shim);
         c.arg("app-server");
         c
     };
-    let (mut direct_rt, mut tap_rt, mut direct_up, mut tap_up) = (vec![], vec![], vec![], vec![]);
-    let (mut direct_stream, mut tap_stream) = (vec![], vec![]);
-    for round in 0..args.rounds {
-        let base = round * 6;
-        let dirs = RunDirs::create(scratch.path(), base)?;
-        direct_rt.push(round_trips_through(
-            direct(),
-            &workspace,
-            &dirs,
-            args.round_trips,
-            1,
-        )?);
-        let dirs = RunDirs::create(scratch.path(), base + 1)?;
-        tap_rt.push(round_trips_through(
-            through(),
-            &workspace,
-            &dirs,
-            args.round_trips,
-            1,
-        )?);
-        let dirs = RunDirs::create(scratch.path(), base + 2)?;
-        direct_stream.push(round_trips_through(
-            direct(),
-            &workspace,
-            &dirs,
-            args.round_trips,
-            args.window,
-        )?);
-        let dirs = RunDirs::create(scratch.path(), base + 3)?;
-        tap_stream.push(round_trips_through(
-            through(),
-            &workspace,
-            &dirs,
-            args.round_trips,
-            args.window,
-        )?);
-        let dirs = RunDirs::create(scratch.path(), base + 4)?;
-        direct_up.push(startup_ms(direct(), &workspace, &dirs)?);
-        let dirs = RunDirs::create(scratch.path(), base + 5)?;
-        tap_up.push(startup_ms(through(), &workspace, &dirs)?);
+    let fake = measure(&mut runs, &direct, &through, args.round_trips, args)?;
+    let (mut direct_up, mut tap_up) = (vec![], vec![]);
+    for _ in 0..args.rounds {
+        let dirs = runs.dirs()?;
+        direct_up.push(startup_ms(direct(), &runs.workspace, &dirs)?);
+        let dirs = runs.dirs()?;
+        tap_up.push(startup_ms(through(), &runs.workspace, &dirs)?);
     }
-    let (streaming_direct_median, streaming_tap_median) =
-        (median(&direct_stream), median(&tap_stream));
-    let (direct_median, tap_median) = (median(&direct_rt), median(&tap_rt));
     let (direct_startup_ms, tap_startup_ms) = (median(&direct_up), median(&tap_up));
-    let codex_cell = if args.fake_only {
-        None
-    } else {
-        // Per line: half the added cost of a round trip (one line each way).
-        let per_line_ms = ((1000.0 / tap_median) - (1000.0 / direct_median)).max(0.0) / 2.0;
-        let startup_overhead_ms = (tap_startup_ms - direct_startup_ms).max(0.0);
-        Some(codex_share(
-            &args.codex_cell,
-            per_line_ms,
-            startup_overhead_ms,
-        )?)
+    if args.fake_only {
+        return Ok(Report {
+            window: args.window,
+            fake,
+            codex: None,
+            direct_startup_ms,
+            tap_startup_ms,
+            codex_cell: None,
+        });
+    }
+    let install = crate::codex::provision::resolve(crate::codex::provision::PINNED)?;
+    let codex_shim = tapped(
+        &scratch.path().join("codex"),
+        &harness,
+        &install.binary,
+        &[],
+        &env,
+    )?;
+    let codex_direct = || {
+        let mut c = Command::new(&install.binary);
+        c.arg("app-server");
+        c
     };
+    let codex_through = || {
+        let mut c = Command::new(&codex_shim);
+        c.arg("app-server");
+        c
+    };
+    let codex = measure(
+        &mut runs,
+        &codex_direct,
+        &codex_through,
+        args.codex_round_trips,
+        args,
+    )?;
+    // Per line: half the added cost of a round trip (one line each way), against the fake,
+    // where the hops show most.
+    let per_line_ms = ((1000.0 / fake.latency_bound.tap_median)
+        - (1000.0 / fake.latency_bound.direct_median))
+        .max(0.0)
+        / 2.0;
+    let startup_overhead_ms = (tap_startup_ms - direct_startup_ms).max(0.0);
+    let codex_cell = Some(codex_share(
+        &args.codex_cell,
+        per_line_ms,
+        startup_overhead_ms,
+    )?);
     Ok(Report {
-        round_trips: args.round_trips,
-        direct_per_second: direct_rt,
-        tap_per_second: tap_rt,
-        direct_median,
-        tap_median,
-        ratio: tap_median / direct_median,
         window: args.window,
-        streaming_direct_per_second: direct_stream,
-        streaming_tap_per_second: tap_stream,
-        streaming_direct_median,
-        streaming_tap_median,
-        streaming_ratio: streaming_tap_median / streaming_direct_median,
+        fake,
+        codex: Some(codex),
         direct_startup_ms,
         tap_startup_ms,
         codex_cell,
