@@ -136,14 +136,21 @@ pub fn run_matrix(
     let wall = started.elapsed();
     drop(runtime);
     tear_down_everything();
-    let code = finish(&run, options, wall);
+    let code = finish(cells, &run, options, wall);
     *current_run().lock().unwrap_or_else(|p| p.into_inner()) = None;
     code
 }
 
-/// Write and print the reports of the finished cells; the exit code.
-fn finish(run: &MatrixRun, options: &MatrixOptions, wall: Duration) -> anyhow::Result<ExitCode> {
-    let paths = report::write_all(&options.out_root, &run.finished, wall)?;
+/// Write and print the reports (every selected cell: those a stop left unfinished as ignored,
+/// with why); the exit code.
+fn finish(
+    cells: &[Cell],
+    run: &MatrixRun,
+    options: &MatrixOptions,
+    wall: Duration,
+) -> anyhow::Result<ExitCode> {
+    let reported = with_unfinished(cells, run, options);
+    let paths = report::write_all(&options.out_root, &reported, wall)?;
     let mut markdown = std::fs::read_to_string(&paths.markdown)?;
     if let Some(note) = stop_note(run) {
         // The matrix covers the cells that finished; a stopped run says so at its top.
@@ -176,14 +183,57 @@ fn finish(run: &MatrixRun, options: &MatrixOptions, wall: Duration) -> anyhow::R
     })
 }
 
+/// Why the run stopped early, or `None` when it ran to its end.
+fn stop_cause(run: &MatrixRun) -> Option<String> {
+    let signal = STOPPED_BY.load(Ordering::SeqCst);
+    match &run.panic {
+        Some(message) => Some(format!("a cell panicked ({message})")),
+        None if signal != 0 => Some(signal_name(signal).to_string()),
+        None => None,
+    }
+}
+
+/// The finished results and, in the cells' order, one ignored result for each cell the stop
+/// interrupted or kept from starting, so summary.json and junit.xml (skipped, with the reason)
+/// account for every cell selected — a consumer of a stopped run's JUnit sees what is missing.
+/// Not failures: the run's exit code (130, 143, 101) already says it did not finish.
+fn with_unfinished(cells: &[Cell], run: &MatrixRun, options: &MatrixOptions) -> Vec<CellResult> {
+    let Some(cause) = stop_cause(run) else {
+        return run.finished.clone();
+    };
+    let mut finished: std::collections::HashMap<String, &CellResult> = run
+        .finished
+        .iter()
+        .map(|r| (r.cell.to_string(), r))
+        .collect();
+    let interrupted: std::collections::HashSet<String> =
+        run.interrupted.iter().map(|id| id.to_string()).collect();
+    cells
+        .iter()
+        .map(|cell| {
+            let name = cell.name();
+            if let Some(result) = finished.remove(&name) {
+                return result.clone();
+            }
+            let reason = if interrupted.contains(&name) {
+                format!("interrupted: the run was stopped by {cause} while this cell ran; it was torn down")
+            } else {
+                format!("not started: the run was stopped by {cause} first")
+            };
+            CellResult {
+                cell: cell.id.clone(),
+                expected: cell.expected.clone(),
+                outcome: matrix::CellOutcome::Ignored { reason },
+                duration: Duration::ZERO,
+                evidence_dir: options.out_root.join(&name),
+            }
+        })
+        .collect()
+}
+
 /// What a stopped run did not finish, or `None` when it was not stopped.
 fn stop_note(run: &MatrixRun) -> Option<String> {
-    let signal = STOPPED_BY.load(Ordering::SeqCst);
-    let cause = match &run.panic {
-        Some(message) => format!("a cell panicked ({message})"),
-        None if signal != 0 => signal_name(signal).to_string(),
-        None => return None,
-    };
+    let cause = stop_cause(run)?;
     let names = |ids: &[graders::events::CellId]| {
         ids.iter()
             .map(|id| id.to_string())
@@ -191,7 +241,7 @@ fn stop_note(run: &MatrixRun) -> Option<String> {
             .join(", ")
     };
     Some(format!(
-        "**stopped by {cause}**: {} cells finished (in the reports), {} interrupted{}, {} not started",
+        "**stopped by {cause}**: {} cells finished, {} interrupted{}, {} not started (the last two listed as ignored)",
         run.finished.len(),
         run.interrupted.len(),
         if run.interrupted.is_empty() {

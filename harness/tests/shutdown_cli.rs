@@ -86,6 +86,25 @@ fn sigterm_during_local_cells_exits_143_with_the_report_and_no_process_left_need
     assert_eq!(status.code(), Some(143), "{stderr}");
     assert!(out.join("summary.json").is_file(), "no report: {stderr}");
     assert!(stderr.contains("stopped by SIGTERM"), "{stderr}");
+    // Every selected cell is in summary.json: the two torn down as ignored, saying so.
+    let summary: serde_json::Value =
+        serde_json::from_str(&read(&out.join("summary.json"))).unwrap();
+    let reasons: Vec<&str> = summary["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["status"] == "ignored")
+        .filter_map(|c| c["reason"].as_str())
+        .collect();
+    assert!(
+        reasons
+            .iter()
+            .filter(|r| r.starts_with("interrupted: the run was stopped by SIGTERM"))
+            .count()
+            >= 2,
+        "{summary}"
+    );
+    assert!(read(&out.join("junit.xml")).contains("interrupted: the run was stopped by SIGTERM"));
     let matrix = read(&out.join("matrix.md"));
     assert!(matrix.starts_with("**stopped by SIGTERM**"), "{matrix}");
     assert!(
