@@ -22,10 +22,16 @@ use std::time::{Duration, Instant};
 
 /// Set in a child copy of this test binary: run one long-lived container and wait to be killed.
 const CHILD_VAR: &str = "ENV_RUNC_CLEANUP_CHILD";
+/// The same on the Docker runtime.
+const DOCKER_CHILD_VAR: &str = "ENV_DOCKER_CLEANUP_CHILD";
 
 fn main() {
     if let Ok(environment) = std::env::var(CHILD_VAR) {
         cleanup_child(&environment);
+        return;
+    }
+    if let Ok(environment) = std::env::var(DOCKER_CHILD_VAR) {
+        docker_child(&environment);
         return;
     }
     let args = Arguments::from_args();
@@ -115,7 +121,110 @@ fn main() {
             }
         });
     }
+    let trial_name = "docker_container_of_a_sigkilled_harness_is_reaped_needs_a_docker_engine";
+    let trial = Trial::test(trial_name, docker_container_of_a_killed_harness_is_reaped);
+    trials.push(if engine || docker_required {
+        trial
+    } else {
+        eprintln!("ignored: {trial_name}: no Docker engine answers `docker info` here (set HARNESS_REQUIRE_DOCKER=1 to make that a failure)");
+        trial.with_ignored_flag(true)
+    });
     libtest_mimic::run(&args, trials).exit();
+}
+
+/// The child of [`docker_container_of_a_killed_harness_is_reaped`]: start the environment's
+/// Docker container, say its id, and wait to be SIGKILLed.
+fn docker_child(environment: &str) {
+    let scratch = tempfile::Builder::new()
+        .prefix("ccf-test-docker-child-")
+        .tempdir()
+        .expect("scratch");
+    let launcher = env::docker::DockerLauncher::start(
+        env::spec(environment).expect("spec"),
+        &EnvMounts {
+            scratch: scratch.path().to_path_buf(),
+            ..EnvMounts::default()
+        },
+        &[],
+    )
+    .expect("the Docker container starts");
+    println!("READY {}", launcher.container_id());
+    std::thread::sleep(Duration::from_secs(120));
+}
+
+/// A child copy of this test binary with `vars` set, and a receiver of its first stdout line.
+fn spawn_child(
+    vars: &[(&str, &str)],
+) -> Result<(std::process::Child, std::sync::mpsc::Receiver<String>), Failed> {
+    let mut command = Command::new(std::env::current_exe()?);
+    for (key, value) in vars {
+        command.env(key, value);
+    }
+    let mut child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()?;
+    let stdout = child.stdout.take().ok_or("no stdout")?;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let _ = BufReader::new(stdout).read_line(&mut line);
+        let _ = tx.send(line);
+    });
+    Ok((child, rx))
+}
+
+fn docker_container_exists(id: &str) -> bool {
+    Command::new("docker")
+        .args(["inspect", "--format", "{{.Id}}", id])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// A harness SIGKILLed while its Docker container runs leaves the container under dockerd; the
+/// next harness's reaping pass removes it (and only because its owner is gone).
+fn docker_container_of_a_killed_harness_is_reaped() -> Result<(), Failed> {
+    let (mut child, rx) = spawn_child(&[
+        (DOCKER_CHILD_VAR, "container"),
+        (env::RUNTIME_VAR, "docker"),
+    ])?;
+    let line = rx.recv_timeout(Duration::from_secs(600));
+    let id = match line
+        .as_deref()
+        .map(str::split_whitespace)
+        .map(|mut w| (w.next(), w.next()))
+    {
+        Ok((Some("READY"), Some(id))) => id.to_string(),
+        other => {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(format!("the child did not start its container: {other:?}").into());
+        }
+    };
+    // While its owner lives, a reaping pass leaves it alone.
+    let report = env::docker_stale::reap_stale();
+    if report.containers.contains(&id) || !docker_container_exists(&id) {
+        let _ = child.kill();
+        return Err(format!("the container of a live harness was reaped: {report:?}").into());
+    }
+    child.kill()?;
+    child.wait()?;
+    if !docker_container_exists(&id) {
+        return Err("the container went with the SIGKILL: the test would prove nothing".into());
+    }
+    // A parallel trial's harness may reap it first: gone is what counts.
+    let report = env::docker_stale::reap_stale();
+    if docker_container_exists(&id) {
+        let _ = Command::new("docker").args(["rm", "-f", &id]).status();
+        return Err(format!(
+            "the container of the killed harness survived the reaping: {report:?}"
+        )
+        .into());
+    }
+    Ok(())
 }
 
 /// `HARNESS_CONTAINER_RUNTIME=docker harness env probe NAME`, bounded.
@@ -420,19 +529,7 @@ fn container_pid(id: &str) -> Option<u32> {
 }
 
 fn cleanup_after_signal(signal: &str) -> Result<(), Failed> {
-    let mut child = Command::new(std::env::current_exe()?)
-        .env(CHILD_VAR, "container")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()?;
-    let stdout = child.stdout.take().ok_or("no stdout")?;
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let mut line = String::new();
-        let _ = BufReader::new(stdout).read_line(&mut line);
-        let _ = tx.send(line);
-    });
+    let (mut child, rx) = spawn_child(&[(CHILD_VAR, "container")])?;
     let line = match rx.recv_timeout(Duration::from_secs(60)) {
         Ok(line) => line,
         Err(_) => {

@@ -25,6 +25,7 @@ pub fn reap_leftovers_once() {
         if nix::unistd::geteuid().is_root() && crate::codex::provision::which("runc").is_some() {
             crate::env::stale::reap_once();
         }
+        crate::env::docker_stale::reap_once();
         let report = reap_stale_runs();
         for (path, why) in &report.left_alone {
             tracing::debug!(cgroup = %path.display(), "left alone: {why}");

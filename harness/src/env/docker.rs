@@ -112,6 +112,7 @@ impl std::fmt::Debug for DockerLauncher {
 impl DockerLauncher {
     /// Build the image (cached by the engine) and start the environment's container.
     pub fn start(env: EnvSpec, mounts: &EnvMounts, extra_readonly: &[PathBuf]) -> Result<Self> {
+        super::docker_stale::reap_once();
         let container = env
             .container
             .clone()
@@ -121,6 +122,7 @@ impl DockerLauncher {
             .tempdir()?;
         let request = DockerRequest::new(
             env.name,
+            super::docker_stale::owner_label(env.name)?,
             &container,
             mounts,
             extra_readonly,
@@ -170,6 +172,13 @@ impl DockerLauncher {
     }
 }
 
+impl DockerLauncher {
+    /// The engine's id of the environment's container.
+    pub fn container_id(&self) -> &str {
+        &self.container_id
+    }
+}
+
 impl Drop for DockerLauncher {
     fn drop(&mut self) {
         drop(self.stop.take());
@@ -206,6 +215,8 @@ impl Launcher for DockerLauncher {
 
 /// Everything the container is created with, computed from the spec before the async part.
 struct DockerRequest {
+    /// [`super::docker_stale::OWNER_LABEL`]'s value: who to ask whether the container is stale.
+    owner: String,
     proc_masked: bool,
     user: String,
     capabilities: Vec<String>,
@@ -216,6 +227,7 @@ struct DockerRequest {
 impl DockerRequest {
     fn new(
         name: &str,
+        owner: String,
         container: &ContainerSpec,
         mounts: &EnvMounts,
         extra_readonly: &[PathBuf],
@@ -285,6 +297,7 @@ impl DockerRequest {
             .collect();
         binds.reverse();
         Ok(DockerRequest {
+            owner,
             proc_masked: container.proc_masked,
             user: format!("{}:{}", container.uid, container.gid),
             capabilities,
@@ -301,6 +314,7 @@ impl DockerRequest {
             .context("building the (empty) environment image from ci/docker/Dockerfile")?;
         let mut request = image
             .with_cmd(["/bin/sleep", "infinity"])
+            .with_label(super::docker_stale::OWNER_LABEL, self.owner)
             .with_network("host")
             .with_user(self.user)
             .with_readonly_rootfs(true)

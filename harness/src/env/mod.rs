@@ -5,6 +5,7 @@
 
 pub mod catalogue;
 pub mod docker;
+pub mod docker_stale;
 pub mod oci;
 pub mod owner;
 pub mod probe;

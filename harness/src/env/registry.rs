@@ -97,15 +97,24 @@ pub fn runc_state_dir() -> PathBuf {
 }
 
 fn run_bounded(args: &[&str]) -> std::io::Result<bool> {
-    run_bounded_to(args, Stdio::null())
+    run_bounded_to("runc", args, Stdio::null(), RUNC_COMMAND_TIMEOUT)
 }
 
 /// The standard output of a successful `runc ARGS`; `None` when it fails or overruns its bound.
-/// The output goes to a temporary file, not a pipe, so a long answer cannot block runc while
-/// this side waits.
 pub(super) fn runc_stdout(args: &[&str]) -> std::io::Result<Option<Vec<u8>>> {
+    command_stdout("runc", args, RUNC_COMMAND_TIMEOUT)
+}
+
+/// The standard output of a successful `PROGRAM ARGS`; `None` when it fails or overruns
+/// `bound`. The output goes to a temporary file, not a pipe, so a long answer cannot block the
+/// program while this side waits.
+pub(super) fn command_stdout(
+    program: &str,
+    args: &[&str],
+    bound: Duration,
+) -> std::io::Result<Option<Vec<u8>>> {
     let mut output = tempfile::tempfile()?;
-    if !run_bounded_to(args, Stdio::from(output.try_clone()?))? {
+    if !run_bounded_to(program, args, Stdio::from(output.try_clone()?), bound)? {
         return Ok(None);
     }
     use std::io::{Read, Seek};
@@ -115,14 +124,19 @@ pub(super) fn runc_stdout(args: &[&str]) -> std::io::Result<Option<Vec<u8>>> {
     Ok(Some(bytes))
 }
 
-fn run_bounded_to(args: &[&str], stdout: Stdio) -> std::io::Result<bool> {
-    let mut child = Command::new("runc")
+fn run_bounded_to(
+    program: &str,
+    args: &[&str],
+    stdout: Stdio,
+    bound: Duration,
+) -> std::io::Result<bool> {
+    let mut child = Command::new(program)
         .args(args)
         .stdin(Stdio::null())
         .stdout(stdout)
         .stderr(Stdio::null())
         .spawn()?;
-    let deadline = Instant::now() + RUNC_COMMAND_TIMEOUT;
+    let deadline = Instant::now() + bound;
     loop {
         if let Some(status) = child.try_wait()? {
             return Ok(status.success());

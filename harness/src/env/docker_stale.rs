@@ -1,0 +1,152 @@
+//! Reaping the Docker containers a killed harness left behind. A Docker-runtime container lives
+//! under dockerd, outside the cell's cgroup, so a SIGKILLed harness's containers outlive it.
+//! Each one is labelled with its owner record ([`OWNER_LABEL`]: an [`Owner`] as JSON, the same
+//! identity a runc bundle records), and the next harness to start removes those whose owner is
+//! gone — never one of a live, parallel harness, of another containment scope, or without a
+//! readable record (a container somebody else made).
+
+use super::owner::{Liveness, Owner};
+use super::registry::command_stdout;
+use super::stale::ReapReport;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+/// The label that holds a container's owner record.
+pub const OWNER_LABEL: &str = "ccf-harness.owner";
+/// Bound on `docker ps` and on each `docker rm -f`.
+const DOCKER_COMMAND_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The label value for a container this process starts for `environment`.
+pub fn owner_label(environment: &str) -> anyhow::Result<String> {
+    Ok(serde_json::to_string(&Owner::current(&format!(
+        "docker:{environment}"
+    ))?)?)
+}
+
+/// Reap once per process, when a Docker engine answers here; later calls return at once.
+pub fn reap_once() {
+    static ONCE: OnceLock<()> = OnceLock::new();
+    ONCE.get_or_init(|| {
+        if super::docker::engine_reachable().is_err()
+            || crate::codex::provision::which("docker").is_none()
+        {
+            return;
+        }
+        let report = reap_stale();
+        if let Some(reason) = &report.incomplete {
+            tracing::warn!(
+                "reaping Docker leftovers of killed harness runs stopped short: {reason}"
+            );
+        }
+    });
+}
+
+/// The labelled containers: `(id, owner label)`.
+fn labelled() -> Result<Vec<(String, String)>, String> {
+    let filter = format!("label={OWNER_LABEL}");
+    let format = format!("{{{{.ID}}}}\t{{{{.Label \"{OWNER_LABEL}\"}}}}");
+    let stdout = command_stdout(
+        "docker",
+        &[
+            "ps",
+            "-a",
+            "--no-trunc",
+            "--filter",
+            &filter,
+            "--format",
+            &format,
+        ],
+        DOCKER_COMMAND_TIMEOUT,
+    )
+    .map_err(|e| format!("cannot run `docker ps`: {e}"))?
+    .ok_or("`docker ps` failed or did not answer in time")?;
+    Ok(String::from_utf8_lossy(&stdout)
+        .lines()
+        .filter_map(|line| line.split_once('\t'))
+        .map(|(id, label)| (id.to_string(), label.to_string()))
+        .collect())
+}
+
+/// Why the container with owner label `label` may be removed, or why it stays.
+fn judge(label: &str) -> Result<String, String> {
+    let owner: Owner =
+        serde_json::from_str(label).map_err(|e| format!("unreadable owner label: {e}"))?;
+    if owner.scope != crate::containment::scope() {
+        return Err(format!(
+            "its owner is of containment scope `{}`",
+            owner.scope
+        ));
+    }
+    match owner.liveness() {
+        Liveness::Gone(reason) => Ok(reason),
+        Liveness::Alive => Err(format!("owner pid {} is alive", owner.pid)),
+        Liveness::Unknown(why) => Err(why),
+    }
+}
+
+/// One pass: every labelled container whose owner is gone is removed (`docker rm -f`).
+pub fn reap_stale() -> ReapReport {
+    let mut report = ReapReport::default();
+    let containers = match labelled() {
+        Ok(containers) => containers,
+        Err(why) => {
+            report.incomplete = Some(why);
+            return report;
+        }
+    };
+    for (id, label) in containers {
+        let reason = match judge(&label) {
+            Ok(reason) => reason,
+            Err(why) => {
+                tracing::debug!(container = %id, "left alone: {why}");
+                report.left_alone.push((id, why));
+                continue;
+            }
+        };
+        match command_stdout("docker", &["rm", "-f", &id], DOCKER_COMMAND_TIMEOUT) {
+            Ok(Some(_)) => {
+                eprintln!(
+                    "harness: reaped Docker container {id} left behind by a killed harness ({reason})"
+                );
+                report.containers.push(id);
+            }
+            Ok(None) | Err(_) => {
+                eprintln!(
+                    "harness: could not remove Docker container {id} left behind by a killed harness ({reason})"
+                );
+                report
+                    .left_alone
+                    .push((id, "`docker rm -f` failed or did not answer in time".into()));
+            }
+        }
+    }
+    report
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_live_owner_another_scope_and_an_unreadable_label_are_left_alone_and_a_gone_owner_is_not() {
+        let live = owner_label("container").unwrap();
+        assert!(judge(&live).unwrap_err().contains("is alive"));
+        let mut owner: Owner = serde_json::from_str(&live).unwrap();
+        owner.scope = "someone-else".into();
+        assert!(judge(&serde_json::to_string(&owner).unwrap())
+            .unwrap_err()
+            .contains("scope `someone-else`"));
+        assert!(judge("not json")
+            .unwrap_err()
+            .starts_with("unreadable owner label"));
+        // A process that has exited: its pid and start time no longer match a live one.
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        child.wait().unwrap();
+        let mut gone: Owner = serde_json::from_str(&live).unwrap();
+        gone.scope = crate::containment::scope();
+        gone.pid = pid;
+        gone.start_time = 1;
+        assert!(judge(&serde_json::to_string(&gone).unwrap()).is_ok());
+    }
+}
