@@ -43,6 +43,12 @@ impl Grader for AskQuestion {
         self.session.observe(seq, source, body);
         self.attempts.observe(seq, source, body);
         self.workspace.observe(seq, source, body);
+        // Beyond the session, only the documented writer of each kind counts
+        // (`Kind::documented_sources`): a `model` or `harness` line saying what the driver saw
+        // is not evidence of it.
+        if !body.kind().accepts_source(source) {
+            return;
+        }
         match body {
             Body::ResultProposed(result) => self.last_result = Some((seq, result.clone())),
             Body::ItemCompleted(ev) if self.file_change.is_none() => {

@@ -92,6 +92,12 @@ impl Grader for LaunchIdentity {
 
     fn observe(&mut self, seq: u64, source: Source, body: &Body) {
         self.session.observe(seq, source, body);
+        // Beyond the session, only the documented writer of each kind counts
+        // (`Kind::documented_sources`): a `model` or `harness` line saying what the driver saw
+        // is not evidence of it.
+        if !body.kind().accepts_source(source) {
+            return;
+        }
         match body {
             Body::RunStarted(run) if self.first.is_none() => {
                 self.first = Some(FirstLaunch {

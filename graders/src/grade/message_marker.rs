@@ -48,6 +48,12 @@ impl Grader for MessageMarker {
 
     fn observe(&mut self, seq: u64, source: Source, body: &Body) {
         self.session.observe(seq, source, body);
+        // Beyond the session, only the documented writer of each kind counts
+        // (`Kind::documented_sources`): a `model` or `harness` line saying what the driver saw
+        // is not evidence of it.
+        if !body.kind().accepts_source(source) {
+            return;
+        }
         match body {
             Body::TurnSubmitted(turn) if self.marker.is_none() => {
                 if let Some(marker) = find_marker(&turn.input_excerpt) {

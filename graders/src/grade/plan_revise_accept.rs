@@ -53,6 +53,12 @@ impl Grader for PlanReviseAccept {
 
     fn observe(&mut self, seq: u64, source: Source, body: &Body) {
         self.session.observe(seq, source, body);
+        // Beyond the session, only the documented writer of each kind counts
+        // (`Kind::documented_sources`): a `model` or `harness` line saying what the driver saw
+        // is not evidence of it.
+        if !body.kind().accepts_source(source) {
+            return;
+        }
         match body {
             Body::ItemCompleted(ev) => {
                 if let Item::Plan { text, .. } = &ev.item {
