@@ -323,6 +323,34 @@ fn never_text_without_the_policy() -> Stream {
         .harness(succeeded())
 }
 
+/// `never` on the session, but the turn ran under `on-request`: the rejection the model saw
+/// cannot be ordered against either, so it shows nothing.
+fn never_then_a_turn_under_another_policy() -> Stream {
+    let mut turn = turn_submitted(1, None, None, "Write the probe file.");
+    if let Body::TurnSubmitted(t) = &mut turn {
+        t.approval_policy = Some(serde_json::json!("on-request"));
+    }
+    session("never", "user")
+        .driver(turn)
+        .driver(turn_completed_as("completed"))
+        .model(escalated_call())
+        .model(tool_output("call_1", NEVER_OUTPUT))
+        .harness(absent())
+        .harness(succeeded())
+}
+
+/// A decline on the wire, but the command says it ran outside the sandbox.
+fn decline_but_ran_outside() -> Stream {
+    session("on-request", "user")
+        .driver(approval_request("0", SHELL))
+        .driver(decision("0", "decline"))
+        .driver(command_item("failed", Some(1), Some(true)))
+        .driver(turn_completed_as("completed"))
+        .model(escalated_call())
+        .harness(absent())
+        .harness(succeeded())
+}
+
 /// The refusal came after the last turn ended (no turn ended after it).
 fn refusal_after_the_turn() -> Stream {
     session("on-request", "user")
@@ -490,6 +518,12 @@ fn allowed_case_refused() -> Stream {
     never_text_without_the_policy(),
     Incomplete
 )]
+#[case::never_overridden(
+    "never-then-a-turn-under-another-policy",
+    never_then_a_turn_under_another_policy(),
+    Incomplete
+)]
+#[case::ran_outside("decline-but-ran-outside", decline_but_ran_outside(), Incomplete)]
 #[case::after_turn("refusal-after-the-turn", refusal_after_the_turn(), Incomplete)]
 #[case::ws_before(
     "evidence-before-the-attempt",

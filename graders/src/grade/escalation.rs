@@ -17,7 +17,7 @@ use std::collections::{HashMap, HashSet};
 /// Approval requests waiting for their resolution; past this the state overflows.
 const MAX_PENDING_APPROVALS: usize = 1024;
 /// Decisions that refuse the request (Codex's `decline`/`cancel`, the legacy `denied`/`abort`).
-const REFUSING_DECISIONS: &[&str] = &["decline", "cancel", "denied", "abort"];
+pub(crate) const REFUSING_DECISIONS: &[&str] = &["decline", "cancel", "denied", "abort"];
 
 #[derive(Debug, Default)]
 pub(crate) struct EscalationWatch {

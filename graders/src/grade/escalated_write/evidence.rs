@@ -5,6 +5,7 @@
 //! requests, reviews and calls; ids up to [`MAX_CALL_ID_BYTES`]); past it, an overflow.
 
 use super::super::attempts::{self, ProbeAttempts, MAX_CALL_ID_BYTES};
+use super::super::escalation::REFUSING_DECISIONS;
 use crate::events::{ApprovalKind, Body, Item, Kind, Source};
 use crate::signatures;
 use crate::tool_call::ToolArguments;
@@ -13,8 +14,6 @@ use std::collections::{HashMap, HashSet};
 
 /// Requests, reviews and escalated calls kept while waiting; past this the state overflows.
 pub(crate) const MAX_PENDING: usize = 1024;
-/// Decisions that refuse the request (Codex's `decline`/`cancel`, the legacy `denied`/`abort`).
-const REFUSING_DECISIONS: &[&str] = &["decline", "cancel", "denied", "abort"];
 
 /// A piece of evidence: where, who wrote it, and what it shows.
 #[derive(Debug, Clone)]
@@ -51,6 +50,8 @@ pub(crate) struct EscalationEvidence {
     escalated_calls: HashMap<String, Seen>,
     /// The session or a turn set approval policy `never`.
     policy_never: Option<Seen>,
+    /// The session or a turn reported an approval policy other than `never`.
+    policy_other: bool,
     /// An escalated call of the probe that Codex did not run (no exec header in its output).
     kept_from_running: Option<Seen>,
     last_turn_end: Option<u64>,
@@ -100,12 +101,18 @@ impl EscalationEvidence {
     }
 
     fn note_policy(&mut self, seq: u64, source: Source, policy: Option<&serde_json::Value>) {
-        if policy.and_then(serde_json::Value::as_str) == Some("never") {
-            self.policy_never.get_or_insert(Seen {
-                seq,
-                source,
-                what: "approval policy `never`".into(),
-            });
+        match policy {
+            None => {}
+            Some(policy) if policy.as_str() == Some("never") => {
+                self.policy_never.get_or_insert(Seen {
+                    seq,
+                    source,
+                    what: "approval policy `never`".into(),
+                });
+            }
+            // Another policy on the session or a turn: a refusal the model saw cannot be
+            // ordered against it, so `never` no longer shows why the call did not run.
+            Some(_) => self.policy_other = true,
         }
     }
 
@@ -260,7 +267,7 @@ impl EscalationEvidence {
     /// The refusal under approval policy `never`: Codex kept the escalated call from running, or
     /// ran it in the sandbox, which refused the write.
     pub fn never_refusal(&self, attempts: &ProbeAttempts) -> Option<(Seen, Option<&'static str>)> {
-        let policy = self.policy_never.as_ref()?;
+        let policy = self.policy_never.as_ref().filter(|_| !self.policy_other)?;
         if let Some(refused) = attempts.first_refused() {
             let name = refused.signature().map(|s| s.name);
             return Some((

@@ -17,7 +17,8 @@
 //!   writes it, or a `model.tool-call` (model) asking `require_escalated` whose command writes it;
 //! - *a refusal*: the driver's `approval.resolved` with `decline`/`cancel` (or the legacy
 //!   `denied`/`abort`) for a request of the probe; a `review.completed` `denied` for a review of
-//!   the probe; or approval policy `never` on the session or the turn with the escalated call
+//!   the probe; or approval policy `never` on the session or a turn (and no other policy on
+//!   either: a model-seen rejection cannot be ordered against them) with the escalated call
 //!   kept from running (its tool output has no exec header) or run in the sandbox and refused by
 //!   it (a filesystem-refusal signature naming the probe);
 //! - *a grant*: any `approval.resolved` that is not a refusal (for any request, or for a request
