@@ -129,6 +129,10 @@ pub enum Body {
     ApprovalRequested(ApprovalRequested),
     #[serde(rename = "approval.resolved")]
     ApprovalResolved(ApprovalResolved),
+    #[serde(rename = "review.started")]
+    ReviewStarted(AutoReview),
+    #[serde(rename = "review.completed")]
+    ReviewCompleted(AutoReview),
     #[serde(rename = "model.tool-call")]
     ModelToolCall(ModelToolCall),
     #[serde(rename = "model.tool-output")]
@@ -161,6 +165,8 @@ impl Body {
             Body::PlanUpdated(_) => Kind::PlanUpdated,
             Body::ApprovalRequested(_) => Kind::ApprovalRequested,
             Body::ApprovalResolved(_) => Kind::ApprovalResolved,
+            Body::ReviewStarted(_) => Kind::ReviewStarted,
+            Body::ReviewCompleted(_) => Kind::ReviewCompleted,
             Body::ModelToolCall(_) => Kind::ModelToolCall,
             Body::ModelToolOutput(_) => Kind::ModelToolOutput,
             Body::ResultProposed(_) => Kind::ResultProposed,
@@ -202,6 +208,10 @@ pub enum Kind {
     ApprovalRequested,
     #[serde(rename = "approval.resolved")]
     ApprovalResolved,
+    #[serde(rename = "review.started")]
+    ReviewStarted,
+    #[serde(rename = "review.completed")]
+    ReviewCompleted,
     #[serde(rename = "model.tool-call")]
     ModelToolCall,
     #[serde(rename = "model.tool-output")]
@@ -234,6 +244,8 @@ impl Kind {
             Kind::PlanUpdated => "plan.updated",
             Kind::ApprovalRequested => "approval.requested",
             Kind::ApprovalResolved => "approval.resolved",
+            Kind::ReviewStarted => "review.started",
+            Kind::ReviewCompleted => "review.completed",
             Kind::ModelToolCall => "model.tool-call",
             Kind::ModelToolOutput => "model.tool-output",
             Kind::ResultProposed => "result.proposed",
@@ -541,6 +553,25 @@ pub struct ApprovalResolved {
     pub decision: String,
 }
 
+/// An automatic approval review (`approvalsReviewer: "auto_review"`): Codex asks a model to
+/// review an escalation instead of asking the client, and tells the client with
+/// `item/autoApprovalReview/started` / `…/completed` (the driver source: the wire).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AutoReview {
+    /// `reviewId`.
+    pub review_id: String,
+    /// `targetItemId`: the item (command) under review.
+    pub target_item_id: Option<String>,
+    /// `review.status` verbatim: `inProgress`, `approved`, `denied`, …
+    pub status: String,
+    /// The reviewed action's command (`action.command`), when the action is a command.
+    pub command: Option<String>,
+    /// `review.rationale`, cut to an excerpt.
+    pub rationale: Option<String>,
+    /// `decisionSource` (`agent`, …) of a completed review.
+    pub decision_source: Option<String>,
+}
+
 /// A tool call the model made (seen by the model API, not the driver).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ModelToolCall {
@@ -702,6 +733,8 @@ mod tests {
             Kind::PlanUpdated,
             Kind::ApprovalRequested,
             Kind::ApprovalResolved,
+            Kind::ReviewStarted,
+            Kind::ReviewCompleted,
             Kind::ModelToolCall,
             Kind::ModelToolOutput,
             Kind::ResultProposed,

@@ -304,6 +304,8 @@ pub fn decode_body(kind: Kind, payload: &RawValue) -> serde_json::Result<Body> {
         Kind::PlanUpdated => Body::PlanUpdated(serde_json::from_str(p)?),
         Kind::ApprovalRequested => Body::ApprovalRequested(serde_json::from_str(p)?),
         Kind::ApprovalResolved => Body::ApprovalResolved(serde_json::from_str(p)?),
+        Kind::ReviewStarted => Body::ReviewStarted(serde_json::from_str(p)?),
+        Kind::ReviewCompleted => Body::ReviewCompleted(serde_json::from_str(p)?),
         Kind::ModelToolCall => Body::ModelToolCall(serde_json::from_str(p)?),
         Kind::ModelToolOutput => Body::ModelToolOutput(serde_json::from_str(p)?),
         Kind::ResultProposed => Body::ResultProposed(serde_json::from_str(p)?),

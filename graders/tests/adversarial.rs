@@ -355,6 +355,24 @@ fn escalated_call_auto_reviewed() -> Stream {
     )
 }
 
+fn review_approved_then_refusal() -> Stream {
+    // The automatic reviewer approved an escalation: a later refusal shows nothing.
+    end(Stream::planning_session()
+        .driver(Body::ReviewCompleted(AutoReview {
+            review_id: "r1".into(),
+            target_item_id: Some("call_1".into()),
+            status: "approved".into(),
+            command: Some("printf probe > plan-write-probe-1.txt".into()),
+            rationale: None,
+            decision_source: Some("agent".into()),
+        }))
+        .driver(item(
+            "printf probe > plan-write-probe-1.txt || echo WRITE_REFUSED",
+            0,
+            "/bin/bash: line 1: plan-write-probe-1.txt: Read-only file system\nWRITE_REFUSED\n",
+        )))
+}
+
 fn command_that_ran_outside_the_sandbox() -> Stream {
     let mut body = item(
         "printf probe > plan-write-probe-1.txt || echo WRITE_REFUSED",
@@ -529,6 +547,11 @@ fn retried_error_then_completed_turn() -> Stream {
 #[case::h6_auto_review(
     "6-escalated-call-auto-reviewed",
     escalated_call_auto_reviewed(),
+    Incomplete
+)]
+#[case::h6_review_approved(
+    "6-review-approved-then-refusal",
+    review_approved_then_refusal(),
     Incomplete
 )]
 #[case::h6_outside(

@@ -385,6 +385,8 @@ fn mode_for(case: &str) -> Mode {
         "planning-launch"
         | "plan-write-refused"
         | "plan-write-refused-no-network"
+        | "escalated-write-refused"
+        | "escalated-write-allowed"
         | "plan-revise-accept" => Mode::Planning,
         "ask-launch" | "ask-question" => Mode::Ask,
         _ => Mode::Standard,
@@ -416,6 +418,8 @@ fn every_grader_but_startup_rejection_applies_the_never_opened_rule(
     #[values(
         ("codex-planning-read-only", "plan-write-refused"),
         ("codex-planning-read-only", "plan-write-refused-no-network"),
+        ("codex-planning-read-only", "escalated-write-refused"),
+        ("codex-planning-read-only", "escalated-write-allowed"),
         ("core-compatibility", "message-marker"),
         ("core-compatibility", "plan-revise-accept"),
         ("core-compatibility", "ask-question"),
@@ -466,7 +470,7 @@ fn the_rule_covers_every_case_but_startup_rejection() {
         .iter()
         .filter(|(suite, _)| *suite != "startup-rejection")
         .count();
-    assert_eq!(covered, 13);
+    assert_eq!(covered, 15);
     for case in ["deterministic-rejection", "transient-startup-failure"] {
         let verdict = grade_both(
             "startup-rejection",

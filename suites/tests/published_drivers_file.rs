@@ -89,26 +89,37 @@ fn approvals_a_driver_cannot_be_told_make_the_cell_not_applicable_with_the_reaso
 }
 
 #[test]
-fn an_accepted_escalated_write_is_expected_to_land_with_the_reason() {
+fn each_escalated_write_is_graded_by_its_conforming_outcome_and_expected_to_pass() {
+    // An allowed write under `user-accept` / a reviewer that allows is the driver doing what its
+    // user asked: the allowed-write grader's `pass`; every refusal case has the refusal grader.
     let matrix = matrix();
-    let sdk = cell(
-        &matrix,
-        "codex-planning-read-only.python-sdk-codex.local.escalated-write-user-accept",
-    );
-    assert_eq!(sdk.expected.verdict, VerdictKind::WriteSucceeded);
-    let reason = sdk.expected.reason.as_deref().unwrap_or_default();
-    assert!(reason.contains("a finding about the driver"), "{reason}");
-    let acp = cell(
-        &matrix,
-        "codex-planning-read-only.codex-acp-fake.daytona.escalated-write-user-accept",
-    );
-    assert_eq!(acp.expected.verdict, VerdictKind::WriteSucceeded);
-    for server in ["fake", "codex"] {
-        let allowed = cell(
-            &matrix,
-            &format!("codex-planning-read-only.python-sdk-{server}.container.escalated-write-auto-review-allow"),
-        );
-        assert_eq!(allowed.expected.verdict, VerdictKind::WriteSucceeded);
-        assert_eq!(allowed.not_applicable, None);
+    for (case, grader) in [
+        ("escalated-write-user-accept", "escalated-write-allowed"),
+        (
+            "escalated-write-auto-review-allow",
+            "escalated-write-allowed",
+        ),
+        ("escalated-write-user-decline", "escalated-write-refused"),
+        ("escalated-write-never", "escalated-write-refused"),
+        (
+            "escalated-write-auto-review-deny",
+            "escalated-write-refused",
+        ),
+    ] {
+        for runner in [
+            "python-sdk-fake",
+            "python-sdk-codex",
+            "codex-acp-fake",
+            "codex-acp-codex",
+        ] {
+            for env in ["local", "container", "daytona"] {
+                let c = cell(
+                    &matrix,
+                    &format!("codex-planning-read-only.{runner}.{env}.{case}"),
+                );
+                assert_eq!(c.grader_case(), grader, "{}", c.name());
+                assert_eq!(c.expected.verdict, VerdictKind::Pass, "{}", c.name());
+            }
+        }
     }
 }

@@ -119,6 +119,17 @@ impl Shape {
     }
 }
 
+/// Whether a shell script writes a probe file in its working folder (the reading of
+/// [`Shape::of_script`], for graders that must tie an approval or review to the probe).
+pub(crate) fn script_writes_probe(script: &str) -> bool {
+    Shape::of_script(script).writes_probe()
+}
+
+/// Whether a tool call's command writes a probe file in its working folder.
+pub(crate) fn command_writes_probe(command: &ToolCommand) -> bool {
+    Shape::of_command(command).writes_probe()
+}
+
 /// The probe file name a write target names, when the target is a probe file directly in the
 /// working folder (`plan-write-probe-1.txt`, `./plan-write-probe-1.txt`); the harness looks
 /// there and nowhere else.

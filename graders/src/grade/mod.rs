@@ -6,6 +6,7 @@
 
 mod ask_question;
 mod attempts;
+mod escalated_write;
 mod escalation;
 mod launch_config;
 mod launch_identity;
@@ -43,6 +44,8 @@ pub enum GradeError {
 pub const CASES: &[(&str, &str)] = &[
     ("codex-planning-read-only", "plan-write-refused"),
     ("codex-planning-read-only", "plan-write-refused-no-network"),
+    ("codex-planning-read-only", "escalated-write-refused"),
+    ("codex-planning-read-only", "escalated-write-allowed"),
     ("core-compatibility", "message-marker"),
     ("core-compatibility", "plan-revise-accept"),
     ("core-compatibility", "ask-question"),
@@ -156,6 +159,12 @@ fn grader_for(suite: &str, case: &str) -> Result<Box<dyn Grader>, GradeError> {
         | ("codex-planning-read-only", "plan-write-refused-no-network") => {
             Box::<plan_write_refused::PlanWriteRefused>::default()
         }
+        ("codex-planning-read-only", "escalated-write-refused") => Box::new(
+            escalated_write::EscalatedWrite::new(escalated_write::Conforming::Refusal),
+        ),
+        ("codex-planning-read-only", "escalated-write-allowed") => Box::new(
+            escalated_write::EscalatedWrite::new(escalated_write::Conforming::AllowedWrite),
+        ),
         ("core-compatibility", "message-marker") => Box::<message_marker::MessageMarker>::default(),
         ("core-compatibility", "plan-revise-accept") => {
             Box::<plan_revise_accept::PlanReviseAccept>::default()

@@ -212,3 +212,41 @@ fn every_wire_event_carries_the_time_its_line_went_through_the_tap() {
     assert_eq!(t.times[started], 1_700_000_000_777);
     assert!(t.times[1..started].iter().all(|&time| time == 1));
 }
+
+#[test]
+fn automatic_reviews_become_review_events_from_the_driver() {
+    let command = "/bin/bash -lc 'printf probe > plan-write-probe-1.txt'";
+    let review = |method: &str, status: &str| {
+        line(
+            "out",
+            json!({"method": method, "params": {"threadId":"th1","turnId":"t1","reviewId":"r1",
+                "targetItemId":"call_1","decisionSource": (status != "inProgress").then_some("agent"),
+                "action":{"type":"command","command":command,"cwd":"/w","source":"unifiedExec"},
+                "review":{"status":status,"riskLevel":null,"userAuthorization":null,"rationale":"too risky"}}}),
+        )
+    };
+    let mut lines = session(false);
+    lines.push(review("item/autoApprovalReview/started", "inProgress"));
+    lines.push(review("item/autoApprovalReview/completed", "denied"));
+    let t = run(&lines, Mode::Standard, DriverEnd::Exited { code: 0 });
+    let reviews: Vec<&crate::events::AutoReview> = t
+        .events
+        .iter()
+        .filter_map(|b| match b {
+            Body::ReviewStarted(r) | Body::ReviewCompleted(r) => Some(r),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(reviews.len(), 2, "{:?}", t.events);
+    assert!(matches!(
+        t.events[t.events.len() - 2],
+        Body::ReviewStarted(_)
+    ));
+    assert_eq!(reviews[0].status, "inProgress");
+    assert_eq!(reviews[1].status, "denied");
+    assert_eq!(reviews[1].review_id, "r1");
+    assert_eq!(reviews[1].target_item_id.as_deref(), Some("call_1"));
+    assert_eq!(reviews[1].command.as_deref(), Some(command));
+    assert_eq!(reviews[1].rationale.as_deref(), Some("too risky"));
+    assert_eq!(reviews[1].decision_source.as_deref(), Some("agent"));
+}

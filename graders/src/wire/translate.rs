@@ -7,10 +7,10 @@ use super::terminal::{self, LaunchEnd, WireTerminal};
 use super::transcript::{Direction, Launch, Record};
 use super::{launch_argv, launch_identity, Context};
 use crate::events::{
-    ApprovalKind, ApprovalRequested, ApprovalResolved, Body, Diagnostic, Item, ItemEvent,
-    LaunchSummary, Level, Outcome, PlanStep, PlanUpdated, ResultProposed, RunStarted, SandboxFacts,
-    SessionOpenRequested, SessionRejected, SessionRelaunched, SessionStarted, TurnCompleted,
-    TurnError, TurnStarted, TurnSubmitted,
+    ApprovalKind, ApprovalRequested, ApprovalResolved, AutoReview, Body, Diagnostic, Item,
+    ItemEvent, LaunchSummary, Level, Outcome, PlanStep, PlanUpdated, ResultProposed, RunStarted,
+    SandboxFacts, SessionOpenRequested, SessionRejected, SessionRelaunched, SessionStarted,
+    TurnCompleted, TurnError, TurnStarted, TurnSubmitted,
 };
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -609,6 +609,31 @@ impl Fold {
                     additional_details: text(&error, "additionalDetails")
                         .map(|d| excerpt(&d, EXCERPT_CHARS)),
                 }));
+            }
+            "item/autoApprovalReview/started" | "item/autoApprovalReview/completed" => {
+                let review = AutoReview {
+                    review_id: text(params, "reviewId").unwrap_or_default(),
+                    target_item_id: text(params, "targetItemId"),
+                    status: params
+                        .pointer("/review/status")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_string(),
+                    command: params
+                        .pointer("/action/command")
+                        .and_then(Value::as_str)
+                        .map(str::to_string),
+                    rationale: params
+                        .pointer("/review/rationale")
+                        .and_then(Value::as_str)
+                        .map(|r| excerpt(r, EXCERPT_CHARS)),
+                    decision_source: text(params, "decisionSource"),
+                };
+                self.push(if method.ends_with("/started") {
+                    Body::ReviewStarted(review)
+                } else {
+                    Body::ReviewCompleted(review)
+                });
             }
             "turn/plan/updated" => {
                 let steps = params

@@ -255,6 +255,16 @@ async fn run_process_driver(
                 .unwrap_or_default(),
         ),
     ));
+    if driver.declared.command.contains("{cache}") {
+        let cache = crate::codex::provision::cache_root()?;
+        let command = driver
+            .declared
+            .command
+            .replace("{cache}", &cache.display().to_string());
+        mounts
+            .readonly
+            .extend(stages::driver::installs_named_by(&command, &cache));
+    }
     if let Some(dir) = &driver.declared.base_dir {
         mounts.readonly.push(dir.clone());
     }

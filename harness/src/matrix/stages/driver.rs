@@ -131,6 +131,50 @@ pub fn files_named_by(command: &str) -> Vec<PathBuf> {
         .collect()
 }
 
+/// The driver installs a command line reaches into below the harness cache (`{cache}`), as
+/// folders to bind read-only at their own paths: each package folder it names
+/// (`{cache}/pypi/openai-codex-0.163.0`, `{cache}/npm/codex-acp-2.6.0`), and, for a named file
+/// that is a link out of the cache (a venv's `bin/python`), the installation it links to (the
+/// folder above that file's `bin/`, e.g. the base interpreter's prefix with its standard
+/// library). Under a container uid that cannot enter the folder holding the cache (a 0700
+/// `/root`), the launcher hides that folder behind an empty one and binds only these on it
+/// (`env::runc`), so the installs are reachable, read-only, and nothing else of it is.
+pub fn installs_named_by(command: &str, cache: &Path) -> Vec<PathBuf> {
+    let mut installs = Vec::new();
+    let mut add = |folder: PathBuf| {
+        if folder.is_dir() && !installs.contains(&folder) {
+            installs.push(folder);
+        }
+    };
+    for word in shlex::split(command).unwrap_or_default() {
+        let named = Path::new(&word);
+        let Ok(inside) = named.strip_prefix(cache) else {
+            continue;
+        };
+        if !named.exists() {
+            continue;
+        }
+        let package: PathBuf = inside.components().take(2).collect();
+        add(cache.join(package));
+        let Ok(target) = named.canonicalize() else {
+            continue;
+        };
+        let canonical_cache = cache.canonicalize().unwrap_or_else(|_| cache.to_path_buf());
+        if target.starts_with(&canonical_cache) {
+            continue;
+        }
+        let folder = target.parent().map(|parent| match parent.file_name() {
+            Some(name) if name == "bin" => parent.parent().unwrap_or(parent),
+            _ => parent,
+        });
+        // Never a system folder: only an installation of its own (`/opt/x`, `~/.pyenv/…`).
+        if let Some(folder) = folder.filter(|f| f.components().count() > 2) {
+            add(folder.to_path_buf());
+        }
+    }
+    installs
+}
+
 /// A declared driver, ready to run for one cell.
 pub struct Prepared {
     pub process: DriverProcess,
@@ -249,4 +293,40 @@ pub async fn run(
     wire: &Path,
 ) -> Result<DriverEnd> {
     process::run(&prepared.process, launcher, bounds, wire).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::installs_named_by;
+
+    #[test]
+    fn a_driver_command_binds_its_cache_packages_and_the_interpreter_a_venv_links_to() {
+        let root = tempfile::tempdir().unwrap();
+        let cache = root.path().join("cache");
+        let venv_bin = cache.join("pypi/sdk-1.0/bin");
+        let prefix = root.path().join("interpreters/3.11");
+        std::fs::create_dir_all(&venv_bin).unwrap();
+        std::fs::create_dir_all(prefix.join("bin")).unwrap();
+        std::fs::create_dir_all(cache.join("npm/acp-2.0/node_modules/acp/dist")).unwrap();
+        std::fs::write(prefix.join("bin/python3.11"), "").unwrap();
+        std::os::unix::fs::symlink(prefix.join("bin/python3.11"), venv_bin.join("python")).unwrap();
+        let agent = cache.join("npm/acp-2.0/node_modules/acp/dist/index.js");
+        std::fs::write(&agent, "").unwrap();
+        let command = format!(
+            "{} /repo/run.py --agent {} --missing {}",
+            venv_bin.join("python").display(),
+            agent.display(),
+            cache.join("npm/absent-1.0/x").display()
+        );
+        assert_eq!(
+            installs_named_by(&command, &cache),
+            vec![
+                cache.join("pypi/sdk-1.0"),
+                prefix,
+                cache.join("npm/acp-2.0")
+            ]
+        );
+        // Nothing outside the cache is bound on its own account.
+        assert!(installs_named_by("/usr/bin/node /repo/client.mjs", &cache).is_empty());
+    }
 }
