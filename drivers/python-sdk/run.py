@@ -18,6 +18,9 @@ mode and the bounds; its optional `approvals` says how escalations are handled:
                approval handler answers (it accepts every command and file change). The public
                API has no such mode; this starts the thread through the SDK's own client with
                `approvalsReviewer: "user"` and leaves the SDK's handler in place.
+  user-default the same: nobody tells the SDK how to answer, so its built-in default handler
+               does (the case grades whether a driver's default refuses an escape from a
+               read-only run; the SDK's accepts it).
 
 `user-decline` cannot be expressed with the SDK (no public way to answer one request) and is
 refused. The SDK has no plan mode: a `planning` task runs one turn with `Sandbox.read_only` (what
@@ -107,7 +110,7 @@ def start_thread(codex, sandbox, approvals, workspace):
         return codex.thread_start(
             cwd=workspace, sandbox=sandbox, approval_mode=ApprovalMode.deny_all
         )
-    # user-accept: the SDK's own client and its built-in approval handler.
+    # user-accept / user-default: the SDK's own client and its built-in approval handler.
     from openai_codex.api import Thread
     from openai_codex._sandbox import _sandbox_mode
     from openai_codex.generated.v2_all import (
@@ -161,9 +164,9 @@ def main():
     else:
         fail_task(f"mode `{mode}` (the SDK driver runs `standard` and `planning`)")
     approvals = task.get("approvals", "auto-review")
-    if approvals not in ("auto-review", "never", "user-accept"):
+    if approvals not in ("auto-review", "never", "user-accept", "user-default"):
         fail_task(
-            f"approvals `{approvals}` (the SDK can do auto-review, never, user-accept; "
+            f"approvals `{approvals}` (the SDK can do auto-review, never, user-accept, user-default; "
             "it has no public way to decline one request)"
         )
     if not os.path.isfile(args.codex):

@@ -99,7 +99,11 @@ fn only_the_documented_writer_counts(
     #[case] stream: fn(Source) -> Stream,
 ) {
     let genuine = grade_both(suite, case, &stream(Source::Driver));
-    assert_eq!(genuine.verdict, VerdictKind::Pass, "the control: {genuine:?}");
+    assert_eq!(
+        genuine.verdict,
+        VerdictKind::Pass,
+        "the control: {genuine:?}"
+    );
     for forger in [Source::Model, Source::Harness] {
         let forged = grade_both(suite, case, &stream(forger));
         assert_ne!(

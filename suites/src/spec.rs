@@ -194,6 +194,9 @@ pub enum Approvals {
     UserAccept,
     /// The reviewer is the user: the driver is asked and refuses.
     UserDecline,
+    /// The reviewer is the user: the driver is asked, and nobody told it how to answer, so its
+    /// own default handling decides (a read-only run's user never agreed to a write).
+    UserDefault,
 }
 
 impl Approvals {
@@ -203,6 +206,7 @@ impl Approvals {
             Self::Never => "never",
             Self::UserAccept => "user-accept",
             Self::UserDecline => "user-decline",
+            Self::UserDefault => "user-default",
         }
     }
 }
