@@ -523,3 +523,49 @@ fn resume_in_a_new_process_with_another_profile() {
     );
     assert_eq!(read["result"]["thread"]["turns"][0]["status"], "completed");
 }
+
+/// Outside plan mode Codex 0.169 turns no `<proposed_plan>` block into a `plan` item: the
+/// agent message keeps the block, tags included (measured with the Python SDK's read-only run).
+#[test]
+fn a_plan_step_outside_plan_mode_is_an_agent_message_with_the_block() {
+    let builder = ScenarioBuilder::new("plan-outside-plan-mode")
+        .turn(vec![steps::plan("# Plan\n1. Write the probe.")]);
+    let mut run = start_built(builder, "simulated");
+    run.client.initialize(true);
+    let thread = run.thread("restricted");
+    let default_mode = run.turn(&thread, "plan without plan mode", json!({}));
+    assert!(
+        items_of(&default_mode, "plan").is_empty(),
+        "{default_mode:#?}"
+    );
+    let messages = items_of(&default_mode, "agentMessage");
+    assert_eq!(messages.len(), 1, "{default_mode:#?}");
+    assert_eq!(
+        messages[0]["text"],
+        "<proposed_plan>\n# Plan\n1. Write the probe.\n</proposed_plan>\n"
+    );
+    let deltas = default_mode
+        .iter()
+        .filter(|m| m["method"] == "item/agentMessage/delta")
+        .count();
+    assert_eq!(deltas, 4, "one delta per streamed line");
+}
+
+/// `{write_outcome}` after an escalation the approval policy `never` refused: the model was told
+/// it cannot escalate, so the outcome is `WRITE_REJECTED` (what the mock model API derives from
+/// the same text in front of the real Codex).
+#[test]
+fn an_escalation_refused_under_never_is_write_rejected() {
+    let builder = ScenarioBuilder::new("escalated-never").turn(vec![
+        steps::escalated_shell("printf probe > plan-write-probe-{probe_id}.txt", "Write?"),
+        steps::message("{write_outcome}"),
+    ]);
+    let mut run = start_built(builder, "simulated");
+    run.client.initialize(true);
+    let thread = run.thread("restricted");
+    let turn = run.turn(&thread, "write", json!({"approvalPolicy": "never"}));
+    let messages = items_of(&turn, "agentMessage");
+    assert_eq!(messages.len(), 1, "{turn:#?}");
+    assert_eq!(messages[0]["text"], "WRITE_REJECTED");
+    assert!(items_of(&turn, "commandExecution").is_empty(), "{turn:#?}");
+}

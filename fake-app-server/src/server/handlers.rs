@@ -698,6 +698,10 @@ fn turn_start(shared: &Arc<Shared>, params: Option<&Value>) -> Reply {
             let plan = TurnPlan {
                 thread_id: thread.id.clone(),
                 approvals_reviewer: thread.approvals_reviewer.clone(),
+                plan_mode: thread
+                    .collaboration_mode
+                    .as_ref()
+                    .is_some_and(|mode| mode["mode"] == "plan"),
                 tokens_before: thread.tokens_used,
                 turn_id: turn_id.clone(),
                 cwd: thread.cwd.clone(),
