@@ -49,15 +49,19 @@ fn the_sdk_command_line_and_version_are_accepted() {
 }
 
 #[test]
-fn a_custom_provider_needs_no_openai_login_and_its_model_is_listed_and_echoed() {
+fn a_custom_provider_needs_no_openai_login_lists_the_bundled_catalog_and_echoes_its_model() {
     let lab = Lab::new();
     let mut client = spawn(&lab, &MOCK_PROVIDER);
     let account = client.request("account/read", json!({}));
     assert_eq!(account["result"]["requiresOpenaiAuth"], false, "{account}");
     let models = client.request("model/list", json!({}));
     let data = models["result"]["data"].as_array().unwrap();
-    assert_eq!(data[0]["id"], "mock-model");
+    // As Codex 0.169 (recorded): the bundled catalog, the configured model not in it.
+    assert_eq!(data.len(), 9, "{models}");
+    assert_eq!(data[0]["id"], "gpt-6.1-sol");
     assert_eq!(data[0]["isDefault"], true);
+    assert!(data.iter().all(|m| m["id"] != "mock-model"), "{models}");
+    assert_eq!(models["result"]["nextCursor"], Value::Null);
     let login = client.request(
         "account/login/start",
         json!({"type": "apiKey", "apiKey": "sk-x"}),

@@ -29,7 +29,7 @@ pub fn handle(shared: &Arc<Shared>, method: &str, params: Option<&Value>) -> Rep
         "account/read" => settings::account_read(shared, params),
         "account/login/start" => return settings::account_login_start(params),
         "config/read" => settings::config_read(shared, params),
-        "model/list" => settings::model_list(shared, params),
+        "model/list" => settings::model_list(params),
         "skills/list" => settings::skills_list(params),
         "collaborationMode/list" => settings::collaboration_mode_list(params),
         "thread/settings/update" => return settings::thread_settings_update(shared, params),

@@ -16,29 +16,22 @@ use std::sync::Arc;
 /// The model Codex 0.169 lists first and uses when none is configured.
 pub const DEFAULT_MODEL: &str = "gpt-6.1-sol";
 pub const DEFAULT_PROVIDER: &str = "openai";
-/// The models Codex 0.169's bundled catalog lists (`model/list`), in its order.
-const CATALOG: &[(&str, &str, &str)] = &[
-    (
-        "gpt-6.1-sol",
-        "GPT-6.1-Sol",
-        "Latest workhorse model for coding and everyday work.",
-    ),
-    (
-        "gpt-6-astra",
-        "GPT-6-Astra",
-        "Frontier intelligence for the most demanding work.",
-    ),
-    (
-        "gpt-6-sol",
-        "GPT-6-Sol",
-        "Previous generation workhorse model.",
-    ),
-];
+/// Codex 0.169's answer to `model/list` with a custom model provider (recorded from the real
+/// Codex: its bundled catalog, in its order, with `gpt-6.1-sol` the default; the configured
+/// model is not listed, and a client that picks its reasoning effort from the list falls back
+/// to its own default for it — codex-acp sends `effort: "medium"`).
+const CATALOG_JSON: &str = include_str!("model_catalog_0.169.json");
+
+fn catalog() -> &'static [Value] {
+    static CATALOG: std::sync::OnceLock<Vec<Value>> = std::sync::OnceLock::new();
+    CATALOG
+        .get_or_init(|| serde_json::from_str(CATALOG_JSON).expect("the recorded catalog is JSON"))
+}
 /// The context window Codex assumes for a model without metadata.
 pub const FALLBACK_CONTEXT_WINDOW: u64 = 258_400;
 
 pub fn in_catalog(model: &str) -> bool {
-    CATALOG.iter().any(|(id, _, _)| *id == model)
+    catalog().iter().any(|entry| entry["id"] == model)
 }
 
 /// `warning` on turn/start when the thread's model has no metadata (Codex 0.169's text).
@@ -181,42 +174,11 @@ pub fn config_read(shared: &Arc<Shared>, params: Option<&Value>) -> Result<Value
     Ok(result)
 }
 
-fn model_entry(id: &str, display: &str, description: &str, is_default: bool) -> Value {
-    let efforts: Vec<Value> = [
-        ("low", "Fast responses with lighter reasoning"),
-        (
-            "medium",
-            "Balances speed and reasoning depth for everyday tasks",
-        ),
-        ("high", "Greater reasoning depth for complex problems"),
-    ]
-    .iter()
-    .map(|(effort, text)| json!({"reasoningEffort": effort, "description": text}))
-    .collect();
-    json!({
-        "id": id, "model": id, "upgrade": null, "upgradeInfo": null, "availabilityNux": null,
-        "displayName": display, "description": description, "modelSpecialty": null,
-        "hidden": false, "supportedReasoningEfforts": efforts, "defaultReasoningEffort": "low",
-        "inputModalities": ["text", "image"], "supportsPersonality": false,
-        "multiAgentVersion": "v2", "additionalSpeedTiers": [], "serviceTiers": [],
-        "defaultServiceTier": null, "availableAccessPrograms": null, "isDefault": is_default,
-    })
-}
-
-/// `model/list`: the bundled catalog, with the configured model first (and default) when the
-/// catalog lacks it, so a client that picks "the default model" picks the one the provider
-/// serves. Never empty (codex-acp fails on an empty list).
-pub fn model_list(shared: &Arc<Shared>, params: Option<&Value>) -> Result<Value, RpcError> {
+/// `model/list`: the bundled catalog as Codex 0.169 lists it (see [`CATALOG_JSON`]), on one
+/// page.
+pub fn model_list(params: Option<&Value>) -> Result<Value, RpcError> {
     let _: Map<String, Value> = parse_params(params)?;
-    let (model, _) = model_of(shared, None);
-    let mut data = Vec::new();
-    if !in_catalog(&model) {
-        data.push(model_entry(&model, &model, "The configured model.", true));
-    }
-    for (id, display, description) in CATALOG {
-        data.push(model_entry(id, display, description, *id == model));
-    }
-    Ok(json!({"data": data, "nextCursor": null}))
+    Ok(json!({"data": catalog(), "nextCursor": null}))
 }
 
 #[derive(Deserialize)]
