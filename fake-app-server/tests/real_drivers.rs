@@ -113,7 +113,30 @@ fn a_custom_provider_needs_no_openai_login_lists_the_bundled_catalog_and_echoes_
     assert_eq!(settings["collaborationMode"]["mode"], "plan");
     assert_eq!(settings["approvalsReviewer"], "auto_review");
     let skills = client.request("skills/list", json!({}));
-    assert_eq!(skills["result"]["data"][0]["skills"], json!([]));
+    // Codex 0.169's system skills (recorded), listed below the fake's CODEX_HOME.
+    let listed = skills["result"]["data"][0]["skills"].as_array().unwrap();
+    let names: Vec<&str> = listed.iter().filter_map(|s| s["name"].as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "imagegen",
+            "openai-docs",
+            "review-agent",
+            "skill-creator",
+            "skill-installer"
+        ]
+    );
+    for skill in listed {
+        assert_eq!(skill["scope"], "system");
+        let path = skill["path"].as_str().unwrap();
+        assert!(
+            path.ends_with(&format!(
+                "/skills/.system/{}/SKILL.md",
+                skill["name"].as_str().unwrap()
+            )) && !path.contains("{codex_home}"),
+            "{path}"
+        );
+    }
     let modes = client.request("collaborationMode/list", json!({}));
     assert_eq!(modes["result"]["data"][0]["mode"], "plan");
 }

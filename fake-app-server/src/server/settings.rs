@@ -187,8 +187,38 @@ struct SkillsListParams {
     cwds: Option<Vec<String>>,
 }
 
-/// `skills/list`: one entry per cwd. The fake ships no skills (the real Codex lists the system
-/// skills it installs under `$CODEX_HOME/skills/.system`).
+/// The system skills Codex 0.169 installs under `$CODEX_HOME/skills/.system` and lists in
+/// `skills/list` (recorded from the real Codex, `{codex_home}` standing for its CODEX_HOME). The
+/// fake lists them as Codex does but installs no files there: a driver that opens a listed
+/// `SKILL.md` finds none.
+const SYSTEM_SKILLS_JSON: &str = include_str!("system_skills_0.169.json");
+
+fn system_skills() -> Value {
+    static SKILLS: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
+    let mut skills = SKILLS
+        .get_or_init(|| {
+            serde_json::from_str(SYSTEM_SKILLS_JSON).expect("the recorded skills are JSON")
+        })
+        .clone();
+    let home = super::codex_home().display().to_string();
+    replace_in_strings(&mut skills, "{codex_home}", &home);
+    skills
+}
+
+fn replace_in_strings(value: &mut Value, from: &str, to: &str) {
+    match value {
+        Value::String(text) if text.contains(from) => *text = text.replace(from, to),
+        Value::Array(items) => items
+            .iter_mut()
+            .for_each(|v| replace_in_strings(v, from, to)),
+        Value::Object(map) => map
+            .values_mut()
+            .for_each(|v| replace_in_strings(v, from, to)),
+        _ => {}
+    }
+}
+
+/// `skills/list`: one entry per cwd, each with Codex 0.169's system skills.
 pub fn skills_list(params: Option<&Value>) -> Result<Value, RpcError> {
     let params: SkillsListParams = parse_params(params)?;
     let cwds = params.cwds.filter(|c| !c.is_empty()).unwrap_or_else(|| {
@@ -196,9 +226,10 @@ pub fn skills_list(params: Option<&Value>) -> Result<Value, RpcError> {
             .map(|d| d.display().to_string())
             .unwrap_or_else(|_| "/".into())]
     });
+    let skills = system_skills();
     let data: Vec<Value> = cwds
         .iter()
-        .map(|cwd| json!({"cwd": cwd, "skills": [], "errors": []}))
+        .map(|cwd| json!({"cwd": cwd, "skills": skills, "errors": []}))
         .collect();
     Ok(json!({"data": data}))
 }
