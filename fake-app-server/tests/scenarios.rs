@@ -522,6 +522,26 @@ fn resume_in_a_new_process_with_another_profile() {
         json!({"threadId": thread, "includeTurns": true}),
     );
     assert_eq!(read["result"]["thread"]["turns"][0]["status"], "completed");
+    // The thread lives where Codex 0.169 keeps a rollout:
+    // `$CODEX_HOME/sessions/YYYY/MM/DD/rollout-YYYY-MM-DDTHH-MM-SS-<id>.jsonl`.
+    let path = std::path::PathBuf::from(result["thread"]["path"].as_str().unwrap());
+    assert!(path.is_file(), "{}", path.display());
+    let name = path.file_name().unwrap().to_str().unwrap();
+    assert!(
+        name.starts_with("rollout-") && name.ends_with(&format!("-{thread}.jsonl")),
+        "{name}"
+    );
+    let day = path.parent().unwrap();
+    let sessions = day.parent().unwrap().parent().unwrap().parent().unwrap();
+    assert_eq!(sessions.file_name().unwrap(), "sessions");
+    assert_eq!(
+        &name["rollout-".len().."rollout-".len() + 10],
+        day.strip_prefix(sessions)
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .replace('/', "-")
+    );
 }
 
 /// Outside plan mode Codex 0.169 turns no `<proposed_plan>` block into a `plan` item: the

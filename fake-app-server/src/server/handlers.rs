@@ -325,7 +325,7 @@ fn thread_start(shared: &Arc<Shared>, params: Option<&Value>) -> Reply {
             path: if ephemeral {
                 None
             } else {
-                super::state::thread_file(&id)
+                super::state::new_thread_file(&id)
             },
             id: id.clone(),
             cwd,
