@@ -589,3 +589,45 @@ fn an_escalation_refused_under_never_is_write_rejected() {
     assert_eq!(messages[0]["text"], "WRITE_REJECTED");
     assert!(items_of(&turn, "commandExecution").is_empty(), "{turn:#?}");
 }
+
+/// As Codex 0.169 (measured): every `thread/tokenUsage/updated` is followed by
+/// `account/rateLimits/updated` (all unknown against a custom provider), and a completed turn of
+/// a durable thread is reported unread (`thread/readState/changed`) before the thread goes idle;
+/// `thread/read` reports the same receipt.
+#[test]
+fn usage_brings_rate_limits_and_a_completed_turn_is_unread() {
+    let mut run = start("builtin:message-marker", "simulated");
+    run.client.initialize(true);
+    let thread = run.thread("restricted");
+    let turn = run.turn(&thread, "Reply with MARKER-1.", json!({}));
+    let methods: Vec<&str> = turn.iter().filter_map(|m| m["method"].as_str()).collect();
+    let usages = methods
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| **m == "thread/tokenUsage/updated");
+    for (at, _) in usages {
+        assert_eq!(methods[at + 1], "account/rateLimits/updated", "{methods:?}");
+    }
+    let tail = &methods[methods.len() - 3..];
+    assert_eq!(
+        tail,
+        [
+            "thread/readState/changed",
+            "thread/status/changed",
+            "turn/completed"
+        ]
+    );
+    let changed = turn
+        .iter()
+        .find(|m| m["method"] == "thread/readState/changed")
+        .unwrap();
+    let turn_id = turn.last().unwrap()["params"]["turn"]["id"].clone();
+    assert_eq!(
+        changed["params"]["readState"]["firstUnread"],
+        json!({"type": "turn", "turnId": turn_id})
+    );
+    let read = run
+        .client
+        .request("thread/read", json!({"threadId": thread}));
+    assert_eq!(read["result"]["readState"], changed["params"]["readState"]);
+}

@@ -563,7 +563,7 @@ fn thread_read(shared: &Arc<Shared>, params: Option<&Value>) -> Reply {
         }
         let thread_json =
             shapes::thread(&thread.view(&model, &provider, &state.client_name, include_turns));
-        Ok(json!({"thread": thread_json, "readState": null}))
+        Ok(json!({"thread": thread_json, "readState": thread.read_state()}))
     };
     match run() {
         Ok(v) => Reply::ok(v),

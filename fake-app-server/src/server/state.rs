@@ -6,6 +6,7 @@ use crate::protocol::shapes::{self, ThreadView};
 use crate::sandbox::policy::{LegacyPolicy, Permissions};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use sha2::Digest;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::Sender;
@@ -91,6 +92,30 @@ fn user_reviewer() -> String {
 }
 
 impl ThreadState {
+    /// The thread's read receipt as Codex 0.169 reports it (`thread/read.readState`,
+    /// `thread/readState/changed`): `null` for an ephemeral thread (no durable state); else the
+    /// earliest completed turn is the first unread one (the fake implements no
+    /// `thread/readState/update`, so nothing is ever marked read), with an opaque revision that
+    /// changes with every finished turn.
+    pub fn read_state(&self) -> Value {
+        if self.ephemeral {
+            return Value::Null;
+        }
+        let first_unread = self
+            .turns
+            .iter()
+            .find(|turn| turn["status"] == "completed")
+            .and_then(|turn| turn["id"].as_str())
+            .map(|id| serde_json::json!({"type": "turn", "turnId": id}));
+        let digest = sha2::Sha256::digest(format!("{}/{}", self.id, self.turns.len()).as_bytes());
+        let mut bytes = [0u8; 16];
+        bytes.copy_from_slice(&digest[..16]);
+        let revision = uuid::Builder::from_random_bytes(bytes)
+            .into_uuid()
+            .to_string();
+        serde_json::json!({"firstUnread": first_unread, "revision": revision})
+    }
+
     pub fn view<'a>(
         &'a self,
         model: &'a str,

@@ -191,6 +191,14 @@ impl TurnRun {
                 "modelContextWindow": super::settings::FALLBACK_CONTEXT_WINDOW}}),
         );
         self.send(message);
+        // Codex 0.169 follows every usage report with the account's rate limits; against a
+        // custom provider they are all unknown (measured).
+        self.send(shapes::notification(
+            "account/rateLimits/updated",
+            json!({"rateLimits": {"limitId": "codex", "limitName": null, "normalModelSlug": null,
+                "primary": null, "secondary": null, "credits": null, "individualLimit": null,
+                "spendControlReached": null, "planType": null, "rateLimitReachedType": null}}),
+        ));
     }
 
     fn finish(&mut self, status: &str, error: Value, started_s: u64, elapsed: Duration) {
@@ -231,15 +239,24 @@ impl TurnRun {
             completed_at: Some(completed_s),
             duration_ms,
         });
-        {
+        let read_state = {
             let mut state = self.shared.state();
-            if let Some(thread) = state.threads.get_mut(&thread_id) {
+            state.threads.get_mut(&thread_id).map(|thread| {
                 thread.turns.push(full);
                 thread.active = None;
                 thread.tokens_used = self.plan.tokens_before + self.tokens;
                 thread.updated_at = completed_s;
                 thread.persist();
-            }
+                thread.read_state()
+            })
+        };
+        // A completed turn of a durable thread is unread: Codex 0.169 says so before the thread
+        // goes idle (measured).
+        if let Some(read_state) = read_state.filter(|r| !r.is_null() && status == "completed") {
+            self.send(shapes::notification(
+                "thread/readState/changed",
+                json!({"threadId": thread_id, "readState": read_state}),
+            ));
         }
         self.send(shapes::thread_status(&thread_id, shapes::idle_status()));
         self.send(shapes::notification(
