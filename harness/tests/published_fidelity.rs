@@ -76,6 +76,8 @@ fn main() {
     let options = Arc::new(options);
     let pairs: Vec<(Pair, DriverPackage)> = fidelity::pairs(&matrix, &[])
         .into_iter()
+        // The pinned Codex's pairs only: each fake cell is then in one pair, so two trials
+        // running at once never share a cell folder.
         .filter(|pair| {
             pair.real.id.environment == "local"
                 && pair.real.runner.codex_version.as_deref() == Some(PINNED)
