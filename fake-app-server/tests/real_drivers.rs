@@ -71,6 +71,17 @@ fn a_custom_provider_needs_no_openai_login_lists_the_bundled_catalog_and_echoes_
     assert_eq!(completed["params"]["success"], true);
     let config = client.request("config/read", json!({"includeLayers": false}));
     assert_eq!(config["result"]["config"]["model_provider"], "mock");
+    // The effective config holds Codex 0.169's defaults for what no layer sets (recorded: 107
+    // keys with these flags), and the defaults of a custom provider's entry.
+    let effective = config["result"]["config"].as_object().unwrap();
+    assert_eq!(effective.len(), 107, "{config}");
+    assert_eq!(effective["project_doc_max_bytes"], 32768);
+    assert_eq!(effective["history"]["persistence"], "save-all");
+    assert_eq!(effective["sandbox_mode"], Value::Null);
+    let mock = &effective["model_providers"]["mock"];
+    assert_eq!(mock["requires_openai_auth"], false);
+    assert_eq!(mock["env_key"], Value::Null);
+    assert_eq!(mock["name"], "mock");
     assert!(config["result"].get("layers").is_none());
     assert_eq!(
         config["result"]["origins"]["model"]["name"],

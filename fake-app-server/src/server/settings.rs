@@ -120,6 +120,19 @@ fn merge_under(effective: &mut Map<String, Value>, layer: &Value) {
     }
 }
 
+/// The effective config's values that no layer set, as Codex 0.169 reports them in
+/// `config/read` (recorded from the real Codex with only `-c` session flags): `config`, every
+/// top-level default (nulls included), and `custom_provider`, the defaults filled into each
+/// `model_providers` entry a layer declares. A layer's own value always wins.
+const CONFIG_DEFAULTS_JSON: &str = include_str!("config_defaults_0.169.json");
+
+fn config_defaults() -> &'static Value {
+    static DEFAULTS: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
+    DEFAULTS.get_or_init(|| {
+        serde_json::from_str(CONFIG_DEFAULTS_JSON).expect("the recorded defaults are JSON")
+    })
+}
+
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct ConfigReadParams {
@@ -159,13 +172,14 @@ pub fn config_read(shared: &Arc<Shared>, params: Option<&Value>) -> Result<Value
     let (model, provider) = model_of(shared, None);
     effective.entry("model").or_insert(json!(model));
     effective.entry("model_provider").or_insert(json!(provider));
-    for key in [
-        "approval_policy",
-        "approvals_reviewer",
-        "sandbox_mode",
-        "profile",
-    ] {
-        effective.entry(key).or_insert(Value::Null);
+    let defaults = config_defaults();
+    merge_under(&mut effective, &defaults["config"]);
+    if let Some(Value::Object(providers)) = effective.get_mut("model_providers") {
+        for entry in providers.values_mut() {
+            if let Value::Object(entry) = entry {
+                merge_under(entry, &defaults["custom_provider"]);
+            }
+        }
     }
     let mut result = json!({"config": effective, "origins": origins});
     if params.include_layers {
