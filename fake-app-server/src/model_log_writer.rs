@@ -38,6 +38,25 @@ impl ModelLog {
     }
 }
 
+/// What Codex 0.169 tells the model when approval policy `never` forbids an escalation.
+pub const APPROVAL_NEVER_OUTPUT: &str = "approval policy is Never; reject command — you cannot ask for escalated permissions if the approval policy is Never";
+
+/// What Codex tells the model when an escalation was rejected (by the user: `rejected by
+/// user`; by the automatic reviewer: its denial text). Codex writes the error with Rust's debug
+/// formatting, twice nested (measured with 0.169), which `{:?}` reproduces exactly.
+pub fn rejected_output(reason: &str) -> String {
+    let rejected = format!("Rejected({reason:?})");
+    format!("exec_command failed: CreateProcess {{ message: {rejected:?} }}")
+}
+
+/// Whether a tool output is one of Codex's refusals of an escalation ([`APPROVAL_NEVER_OUTPUT`],
+/// [`rejected_output`]): the command never ran.
+pub fn is_rejected_escalation(output: &str) -> bool {
+    output == APPROVAL_NEVER_OUTPUT
+        || (output.starts_with("exec_command failed: CreateProcess { message: \"Rejected(")
+            && output.ends_with(")\" }"))
+}
+
 /// Codex's exec tool output as the model sees it.
 pub fn exec_output_text(chunk_id: &str, wall: Duration, exit_code: i32, output: &str) -> String {
     let tokens = output.len().div_ceil(4);
@@ -47,9 +66,52 @@ pub fn exec_output_text(chunk_id: &str, wall: Duration, exit_code: i32, output: 
     )
 }
 
+/// The exit code and output of a process result written by Codex (header lines, `Process
+/// exited with code N`, …, then `Output:` and the merged output; [`exec_output_text`]); `None`
+/// for any other text (a refused escalation, a command that could not be started).
+pub fn parse_exec_output(text: &str) -> Option<(i64, String)> {
+    let exit = text
+        .lines()
+        .find_map(|line| line.strip_prefix("Process exited with code "))
+        .and_then(|code| code.trim().parse::<i64>().ok())?;
+    Some(match text.split_once("\nOutput:\n") {
+        Some((_, output)) => (exit, output.to_string()),
+        None => (exit, String::new()),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rejections_read_as_codex_writes_them() {
+        // Recorded from Codex 0.169 (a declined approval; the automatic reviewer's denial).
+        let user = rejected_output("rejected by user");
+        assert_eq!(
+            user,
+            "exec_command failed: CreateProcess { message: \"Rejected(\\\"rejected by user\\\")\" }"
+        );
+        let review = rejected_output("risky.\nReason: no");
+        assert!(
+            review.contains("Rejected(\\\"risky.\\\\nReason: no\\\")"),
+            "{review}"
+        );
+        for text in [user.as_str(), review.as_str(), APPROVAL_NEVER_OUTPUT] {
+            assert!(is_rejected_escalation(text), "{text}");
+            assert_eq!(parse_exec_output(text), None);
+        }
+        let ran = exec_output_text("c", Duration::ZERO, 1, "x: Read-only file system\n");
+        assert!(!is_rejected_escalation(&ran));
+        assert_eq!(
+            parse_exec_output(&ran),
+            Some((1, "x: Read-only file system\n".into()))
+        );
+        assert_eq!(
+            parse_exec_output("Process exited with code 0\n"),
+            Some((0, String::new()))
+        );
+    }
 
     #[test]
     fn exec_output_matches_the_recorded_real_text() {

@@ -49,15 +49,19 @@ fn the_sdk_command_line_and_version_are_accepted() {
 }
 
 #[test]
-fn a_custom_provider_needs_no_openai_login_and_its_model_is_listed_and_echoed() {
+fn a_custom_provider_needs_no_openai_login_lists_the_bundled_catalog_and_echoes_its_model() {
     let lab = Lab::new();
     let mut client = spawn(&lab, &MOCK_PROVIDER);
     let account = client.request("account/read", json!({}));
     assert_eq!(account["result"]["requiresOpenaiAuth"], false, "{account}");
     let models = client.request("model/list", json!({}));
     let data = models["result"]["data"].as_array().unwrap();
-    assert_eq!(data[0]["id"], "mock-model");
+    // As Codex 0.169 (recorded): the bundled catalog, the configured model not in it.
+    assert_eq!(data.len(), 9, "{models}");
+    assert_eq!(data[0]["id"], "gpt-6.1-sol");
     assert_eq!(data[0]["isDefault"], true);
+    assert!(data.iter().all(|m| m["id"] != "mock-model"), "{models}");
+    assert_eq!(models["result"]["nextCursor"], Value::Null);
     let login = client.request(
         "account/login/start",
         json!({"type": "apiKey", "apiKey": "sk-x"}),
@@ -67,6 +71,17 @@ fn a_custom_provider_needs_no_openai_login_and_its_model_is_listed_and_echoed() 
     assert_eq!(completed["params"]["success"], true);
     let config = client.request("config/read", json!({"includeLayers": false}));
     assert_eq!(config["result"]["config"]["model_provider"], "mock");
+    // The effective config holds Codex 0.169's defaults for what no layer sets (recorded: 107
+    // keys with these flags), and the defaults of a custom provider's entry.
+    let effective = config["result"]["config"].as_object().unwrap();
+    assert_eq!(effective.len(), 107, "{config}");
+    assert_eq!(effective["project_doc_max_bytes"], 32768);
+    assert_eq!(effective["history"]["persistence"], "save-all");
+    assert_eq!(effective["sandbox_mode"], Value::Null);
+    let mock = &effective["model_providers"]["mock"];
+    assert_eq!(mock["requires_openai_auth"], false);
+    assert_eq!(mock["env_key"], Value::Null);
+    assert_eq!(mock["name"], "mock");
     assert!(config["result"].get("layers").is_none());
     assert_eq!(
         config["result"]["origins"]["model"]["name"],
@@ -109,7 +124,30 @@ fn a_custom_provider_needs_no_openai_login_and_its_model_is_listed_and_echoed() 
     assert_eq!(settings["collaborationMode"]["mode"], "plan");
     assert_eq!(settings["approvalsReviewer"], "auto_review");
     let skills = client.request("skills/list", json!({}));
-    assert_eq!(skills["result"]["data"][0]["skills"], json!([]));
+    // Codex 0.169's system skills (recorded), listed below the fake's CODEX_HOME.
+    let listed = skills["result"]["data"][0]["skills"].as_array().unwrap();
+    let names: Vec<&str> = listed.iter().filter_map(|s| s["name"].as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "imagegen",
+            "openai-docs",
+            "review-agent",
+            "skill-creator",
+            "skill-installer"
+        ]
+    );
+    for skill in listed {
+        assert_eq!(skill["scope"], "system");
+        let path = skill["path"].as_str().unwrap();
+        assert!(
+            path.ends_with(&format!(
+                "/skills/.system/{}/SKILL.md",
+                skill["name"].as_str().unwrap()
+            )) && !path.contains("{codex_home}"),
+            "{path}"
+        );
+    }
     let modes = client.request("collaborationMode/list", json!({}));
     assert_eq!(modes["result"]["data"][0]["mode"], "plan");
 }

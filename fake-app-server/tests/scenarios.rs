@@ -522,4 +522,112 @@ fn resume_in_a_new_process_with_another_profile() {
         json!({"threadId": thread, "includeTurns": true}),
     );
     assert_eq!(read["result"]["thread"]["turns"][0]["status"], "completed");
+    // The thread lives where Codex 0.169 keeps a rollout:
+    // `$CODEX_HOME/sessions/YYYY/MM/DD/rollout-YYYY-MM-DDTHH-MM-SS-<id>.jsonl`.
+    let path = std::path::PathBuf::from(result["thread"]["path"].as_str().unwrap());
+    assert!(path.is_file(), "{}", path.display());
+    let name = path.file_name().unwrap().to_str().unwrap();
+    assert!(
+        name.starts_with("rollout-") && name.ends_with(&format!("-{thread}.jsonl")),
+        "{name}"
+    );
+    let day = path.parent().unwrap();
+    let sessions = day.parent().unwrap().parent().unwrap().parent().unwrap();
+    assert_eq!(sessions.file_name().unwrap(), "sessions");
+    assert_eq!(
+        &name["rollout-".len().."rollout-".len() + 10],
+        day.strip_prefix(sessions)
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .replace('/', "-")
+    );
+}
+
+/// Outside plan mode Codex 0.169 turns no `<proposed_plan>` block into a `plan` item: the
+/// agent message keeps the block, tags included (measured with the Python SDK's read-only run).
+#[test]
+fn a_plan_step_outside_plan_mode_is_an_agent_message_with_the_block() {
+    let builder = ScenarioBuilder::new("plan-outside-plan-mode")
+        .turn(vec![steps::plan("# Plan\n1. Write the probe.")]);
+    let mut run = start_built(builder, "simulated");
+    run.client.initialize(true);
+    let thread = run.thread("restricted");
+    let default_mode = run.turn(&thread, "plan without plan mode", json!({}));
+    assert!(
+        items_of(&default_mode, "plan").is_empty(),
+        "{default_mode:#?}"
+    );
+    let messages = items_of(&default_mode, "agentMessage");
+    assert_eq!(messages.len(), 1, "{default_mode:#?}");
+    assert_eq!(
+        messages[0]["text"],
+        "<proposed_plan>\n# Plan\n1. Write the probe.\n</proposed_plan>\n"
+    );
+    let deltas = default_mode
+        .iter()
+        .filter(|m| m["method"] == "item/agentMessage/delta")
+        .count();
+    assert_eq!(deltas, 4, "one delta per streamed line");
+}
+
+/// `{write_outcome}` after an escalation the approval policy `never` refused: the model was told
+/// it cannot escalate, so the outcome is `WRITE_REJECTED` (what the mock model API derives from
+/// the same text in front of the real Codex).
+#[test]
+fn an_escalation_refused_under_never_is_write_rejected() {
+    let builder = ScenarioBuilder::new("escalated-never").turn(vec![
+        steps::escalated_shell("printf probe > plan-write-probe-{probe_id}.txt", "Write?"),
+        steps::message("{write_outcome}"),
+    ]);
+    let mut run = start_built(builder, "simulated");
+    run.client.initialize(true);
+    let thread = run.thread("restricted");
+    let turn = run.turn(&thread, "write", json!({"approvalPolicy": "never"}));
+    let messages = items_of(&turn, "agentMessage");
+    assert_eq!(messages.len(), 1, "{turn:#?}");
+    assert_eq!(messages[0]["text"], "WRITE_REJECTED");
+    assert!(items_of(&turn, "commandExecution").is_empty(), "{turn:#?}");
+}
+
+/// As Codex 0.169 (measured): every `thread/tokenUsage/updated` is followed by
+/// `account/rateLimits/updated` (all unknown against a custom provider), and a completed turn of
+/// a durable thread is reported unread (`thread/readState/changed`) before the thread goes idle;
+/// `thread/read` reports the same receipt.
+#[test]
+fn usage_brings_rate_limits_and_a_completed_turn_is_unread() {
+    let mut run = start("builtin:message-marker", "simulated");
+    run.client.initialize(true);
+    let thread = run.thread("restricted");
+    let turn = run.turn(&thread, "Reply with MARKER-1.", json!({}));
+    let methods: Vec<&str> = turn.iter().filter_map(|m| m["method"].as_str()).collect();
+    let usages = methods
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| **m == "thread/tokenUsage/updated");
+    for (at, _) in usages {
+        assert_eq!(methods[at + 1], "account/rateLimits/updated", "{methods:?}");
+    }
+    let tail = &methods[methods.len() - 3..];
+    assert_eq!(
+        tail,
+        [
+            "thread/readState/changed",
+            "thread/status/changed",
+            "turn/completed"
+        ]
+    );
+    let changed = turn
+        .iter()
+        .find(|m| m["method"] == "thread/readState/changed")
+        .unwrap();
+    let turn_id = turn.last().unwrap()["params"]["turn"]["id"].clone();
+    assert_eq!(
+        changed["params"]["readState"]["firstUnread"],
+        json!({"type": "turn", "turnId": turn_id})
+    );
+    let read = run
+        .client
+        .request("thread/read", json!({"threadId": thread}));
+    assert_eq!(read["result"]["readState"], changed["params"]["readState"]);
 }

@@ -149,10 +149,27 @@ pub const WRITE_SUCCEEDED: &str = "WRITE_SUCCEEDED";
 pub const SANDBOX_FAILED: &str = "SANDBOX_FAILED";
 /// `{write_outcome}` before any shell step ran in the turn.
 pub const NO_WRITE_ATTEMPT: &str = "NO_WRITE_ATTEMPT";
+/// The escalation was refused before the command ran: approval policy `never`, the user
+/// declined, or the automatic reviewer denied it (Codex told the model so).
+pub const WRITE_REJECTED: &str = "WRITE_REJECTED";
+
+/// `{write_outcome}` after a shell step, from the text the model got back for it — the one
+/// thing both players of a script (the fake, and the mock model API in front of the real
+/// Codex) see alike: a process result is classified by [`classify_write_outcome`], a refused
+/// escalation is [`WRITE_REJECTED`], any other text (a command that could not be started)
+/// counts as a failed command with that text as its output.
+pub fn write_outcome_told(tool_output: &str) -> &'static str {
+    use crate::model_log_writer::{is_rejected_escalation, parse_exec_output};
+    match parse_exec_output(tool_output) {
+        Some((exit_code, output)) => classify_write_outcome(exit_code, &output),
+        None if is_rejected_escalation(tool_output) => WRITE_REJECTED,
+        None => classify_write_outcome(1, tool_output),
+    }
+}
 
 /// Everything a script text's templates may refer to. Besides `{probe_id}`:
-/// - `{write_outcome}`: the outcome of the turn's most recent shell step, computed from the
-///   command's real exit code and output by [`classify_write_outcome`];
+/// - `{write_outcome}`: the outcome of the turn's most recent shell step, computed from what
+///   the model was told about it by [`write_outcome_told`];
 /// - `{user_marker}`: the first `MARKER-…` token in the turn's user text ([`find_marker`]).
 #[derive(Debug, Clone, Default)]
 pub struct TemplateContext {
@@ -252,6 +269,31 @@ mod template_tests {
         assert_eq!(
             classify_write_outcome(1, "x: Read-only file system\n"),
             WRITE_REFUSED
+        );
+    }
+
+    #[test]
+    fn outcomes_follow_what_the_model_was_told() {
+        use crate::model_log_writer::{exec_output_text, rejected_output, APPROVAL_NEVER_OUTPUT};
+        let ran = |code, output| exec_output_text("c", std::time::Duration::ZERO, code, output);
+        assert_eq!(
+            write_outcome_told(&ran(0, "WRITE_SUCCEEDED\n")),
+            WRITE_SUCCEEDED
+        );
+        assert_eq!(
+            write_outcome_told(&ran(1, "x: Read-only file system\n")),
+            WRITE_REFUSED
+        );
+        assert_eq!(write_outcome_told(APPROVAL_NEVER_OUTPUT), WRITE_REJECTED);
+        assert_eq!(
+            write_outcome_told(&rejected_output("rejected by user")),
+            WRITE_REJECTED
+        );
+        assert_eq!(
+            write_outcome_told(
+                "exec_command failed: CreateProcess { message: \"Codex(Sandbox)\" }"
+            ),
+            SANDBOX_FAILED
         );
     }
 

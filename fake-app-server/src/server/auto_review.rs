@@ -72,10 +72,25 @@ pub fn with_display_action(mut item: Value, cmd: &str) -> Value {
     item
 }
 
-/// What the model gets back from a denied escalation.
+/// What the model gets back from a denied escalation: Codex 0.169's denial text around the
+/// reviewer's rationale (recorded from the real Codex), as a rejection
+/// ([`crate::model_log_writer::rejected_output`]).
 pub fn denied_output(review: &Review) -> String {
-    format!(
-        "exec_command failed: CreateProcess {{ message: \"Rejected(\\\"{}\\\")\" }}",
-        review.rationale.replace('"', "'")
-    )
+    crate::model_log_writer::rejected_output(&format!(
+        "This action was rejected due to unacceptable risk.\nReason: {}\nThe agent must not attempt to achieve the same outcome via workaround, indirect execution, or policy circumvention. Proceed only with a materially safer alternative, or if the user explicitly approves the action after being informed of the risk. Otherwise, stop and request user input.",
+        review.rationale
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The text the real Codex 0.169 told the model for an unscripted (denied) review, from a
+    /// recorded model log.
+    #[test]
+    fn a_denial_reads_as_the_real_codex_writes_it() {
+        let recorded = r#"exec_command failed: CreateProcess { message: "Rejected(\"This action was rejected due to unacceptable risk.\\nReason: No review was scripted for this escalation; denied.\\nThe agent must not attempt to achieve the same outcome via workaround, indirect execution, or policy circumvention. Proceed only with a materially safer alternative, or if the user explicitly approves the action after being informed of the risk. Otherwise, stop and request user input.\")" }"#;
+        assert_eq!(denied_output(&Review::unscripted()), recorded);
+    }
 }

@@ -29,7 +29,7 @@ pub fn handle(shared: &Arc<Shared>, method: &str, params: Option<&Value>) -> Rep
         "account/read" => settings::account_read(shared, params),
         "account/login/start" => return settings::account_login_start(params),
         "config/read" => settings::config_read(shared, params),
-        "model/list" => settings::model_list(shared, params),
+        "model/list" => settings::model_list(params),
         "skills/list" => settings::skills_list(params),
         "collaborationMode/list" => settings::collaboration_mode_list(params),
         "thread/settings/update" => return settings::thread_settings_update(shared, params),
@@ -325,7 +325,7 @@ fn thread_start(shared: &Arc<Shared>, params: Option<&Value>) -> Reply {
             path: if ephemeral {
                 None
             } else {
-                super::state::thread_file(&id)
+                super::state::new_thread_file(&id)
             },
             id: id.clone(),
             cwd,
@@ -563,7 +563,7 @@ fn thread_read(shared: &Arc<Shared>, params: Option<&Value>) -> Reply {
         }
         let thread_json =
             shapes::thread(&thread.view(&model, &provider, &state.client_name, include_turns));
-        Ok(json!({"thread": thread_json, "readState": null}))
+        Ok(json!({"thread": thread_json, "readState": thread.read_state()}))
     };
     match run() {
         Ok(v) => Reply::ok(v),
@@ -698,6 +698,10 @@ fn turn_start(shared: &Arc<Shared>, params: Option<&Value>) -> Reply {
             let plan = TurnPlan {
                 thread_id: thread.id.clone(),
                 approvals_reviewer: thread.approvals_reviewer.clone(),
+                plan_mode: thread
+                    .collaboration_mode
+                    .as_ref()
+                    .is_some_and(|mode| mode["mode"] == "plan"),
                 tokens_before: thread.tokens_used,
                 turn_id: turn_id.clone(),
                 cwd: thread.cwd.clone(),

@@ -16,29 +16,22 @@ use std::sync::Arc;
 /// The model Codex 0.169 lists first and uses when none is configured.
 pub const DEFAULT_MODEL: &str = "gpt-6.1-sol";
 pub const DEFAULT_PROVIDER: &str = "openai";
-/// The models Codex 0.169's bundled catalog lists (`model/list`), in its order.
-const CATALOG: &[(&str, &str, &str)] = &[
-    (
-        "gpt-6.1-sol",
-        "GPT-6.1-Sol",
-        "Latest workhorse model for coding and everyday work.",
-    ),
-    (
-        "gpt-6-astra",
-        "GPT-6-Astra",
-        "Frontier intelligence for the most demanding work.",
-    ),
-    (
-        "gpt-6-sol",
-        "GPT-6-Sol",
-        "Previous generation workhorse model.",
-    ),
-];
+/// Codex 0.169's answer to `model/list` with a custom model provider (recorded from the real
+/// Codex: its bundled catalog, in its order, with `gpt-6.1-sol` the default; the configured
+/// model is not listed, and a client that picks its reasoning effort from the list falls back
+/// to its own default for it — codex-acp sends `effort: "medium"`).
+const CATALOG_JSON: &str = include_str!("model_catalog_0.169.json");
+
+fn catalog() -> &'static [Value] {
+    static CATALOG: std::sync::OnceLock<Vec<Value>> = std::sync::OnceLock::new();
+    CATALOG
+        .get_or_init(|| serde_json::from_str(CATALOG_JSON).expect("the recorded catalog is JSON"))
+}
 /// The context window Codex assumes for a model without metadata.
 pub const FALLBACK_CONTEXT_WINDOW: u64 = 258_400;
 
 pub fn in_catalog(model: &str) -> bool {
-    CATALOG.iter().any(|(id, _, _)| *id == model)
+    catalog().iter().any(|entry| entry["id"] == model)
 }
 
 /// `warning` on turn/start when the thread's model has no metadata (Codex 0.169's text).
@@ -127,6 +120,19 @@ fn merge_under(effective: &mut Map<String, Value>, layer: &Value) {
     }
 }
 
+/// The effective config's values that no layer set, as Codex 0.169 reports them in
+/// `config/read` (recorded from the real Codex with only `-c` session flags): `config`, every
+/// top-level default (nulls included), and `custom_provider`, the defaults filled into each
+/// `model_providers` entry a layer declares. A layer's own value always wins.
+const CONFIG_DEFAULTS_JSON: &str = include_str!("config_defaults_0.169.json");
+
+fn config_defaults() -> &'static Value {
+    static DEFAULTS: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
+    DEFAULTS.get_or_init(|| {
+        serde_json::from_str(CONFIG_DEFAULTS_JSON).expect("the recorded defaults are JSON")
+    })
+}
+
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct ConfigReadParams {
@@ -166,13 +172,14 @@ pub fn config_read(shared: &Arc<Shared>, params: Option<&Value>) -> Result<Value
     let (model, provider) = model_of(shared, None);
     effective.entry("model").or_insert(json!(model));
     effective.entry("model_provider").or_insert(json!(provider));
-    for key in [
-        "approval_policy",
-        "approvals_reviewer",
-        "sandbox_mode",
-        "profile",
-    ] {
-        effective.entry(key).or_insert(Value::Null);
+    let defaults = config_defaults();
+    merge_under(&mut effective, &defaults["config"]);
+    if let Some(Value::Object(providers)) = effective.get_mut("model_providers") {
+        for entry in providers.values_mut() {
+            if let Value::Object(entry) = entry {
+                merge_under(entry, &defaults["custom_provider"]);
+            }
+        }
     }
     let mut result = json!({"config": effective, "origins": origins});
     if params.include_layers {
@@ -181,42 +188,11 @@ pub fn config_read(shared: &Arc<Shared>, params: Option<&Value>) -> Result<Value
     Ok(result)
 }
 
-fn model_entry(id: &str, display: &str, description: &str, is_default: bool) -> Value {
-    let efforts: Vec<Value> = [
-        ("low", "Fast responses with lighter reasoning"),
-        (
-            "medium",
-            "Balances speed and reasoning depth for everyday tasks",
-        ),
-        ("high", "Greater reasoning depth for complex problems"),
-    ]
-    .iter()
-    .map(|(effort, text)| json!({"reasoningEffort": effort, "description": text}))
-    .collect();
-    json!({
-        "id": id, "model": id, "upgrade": null, "upgradeInfo": null, "availabilityNux": null,
-        "displayName": display, "description": description, "modelSpecialty": null,
-        "hidden": false, "supportedReasoningEfforts": efforts, "defaultReasoningEffort": "low",
-        "inputModalities": ["text", "image"], "supportsPersonality": false,
-        "multiAgentVersion": "v2", "additionalSpeedTiers": [], "serviceTiers": [],
-        "defaultServiceTier": null, "availableAccessPrograms": null, "isDefault": is_default,
-    })
-}
-
-/// `model/list`: the bundled catalog, with the configured model first (and default) when the
-/// catalog lacks it, so a client that picks "the default model" picks the one the provider
-/// serves. Never empty (codex-acp fails on an empty list).
-pub fn model_list(shared: &Arc<Shared>, params: Option<&Value>) -> Result<Value, RpcError> {
+/// `model/list`: the bundled catalog as Codex 0.169 lists it (see [`CATALOG_JSON`]), on one
+/// page.
+pub fn model_list(params: Option<&Value>) -> Result<Value, RpcError> {
     let _: Map<String, Value> = parse_params(params)?;
-    let (model, _) = model_of(shared, None);
-    let mut data = Vec::new();
-    if !in_catalog(&model) {
-        data.push(model_entry(&model, &model, "The configured model.", true));
-    }
-    for (id, display, description) in CATALOG {
-        data.push(model_entry(id, display, description, *id == model));
-    }
-    Ok(json!({"data": data, "nextCursor": null}))
+    Ok(json!({"data": catalog(), "nextCursor": null}))
 }
 
 #[derive(Deserialize)]
@@ -225,8 +201,38 @@ struct SkillsListParams {
     cwds: Option<Vec<String>>,
 }
 
-/// `skills/list`: one entry per cwd. The fake ships no skills (the real Codex lists the system
-/// skills it installs under `$CODEX_HOME/skills/.system`).
+/// The system skills Codex 0.169 installs under `$CODEX_HOME/skills/.system` and lists in
+/// `skills/list` (recorded from the real Codex, `{codex_home}` standing for its CODEX_HOME). The
+/// fake lists them as Codex does but installs no files there: a driver that opens a listed
+/// `SKILL.md` finds none.
+const SYSTEM_SKILLS_JSON: &str = include_str!("system_skills_0.169.json");
+
+fn system_skills() -> Value {
+    static SKILLS: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
+    let mut skills = SKILLS
+        .get_or_init(|| {
+            serde_json::from_str(SYSTEM_SKILLS_JSON).expect("the recorded skills are JSON")
+        })
+        .clone();
+    let home = super::codex_home().display().to_string();
+    replace_in_strings(&mut skills, "{codex_home}", &home);
+    skills
+}
+
+fn replace_in_strings(value: &mut Value, from: &str, to: &str) {
+    match value {
+        Value::String(text) if text.contains(from) => *text = text.replace(from, to),
+        Value::Array(items) => items
+            .iter_mut()
+            .for_each(|v| replace_in_strings(v, from, to)),
+        Value::Object(map) => map
+            .values_mut()
+            .for_each(|v| replace_in_strings(v, from, to)),
+        _ => {}
+    }
+}
+
+/// `skills/list`: one entry per cwd, each with Codex 0.169's system skills.
 pub fn skills_list(params: Option<&Value>) -> Result<Value, RpcError> {
     let params: SkillsListParams = parse_params(params)?;
     let cwds = params.cwds.filter(|c| !c.is_empty()).unwrap_or_else(|| {
@@ -234,9 +240,10 @@ pub fn skills_list(params: Option<&Value>) -> Result<Value, RpcError> {
             .map(|d| d.display().to_string())
             .unwrap_or_else(|_| "/".into())]
     });
+    let skills = system_skills();
     let data: Vec<Value> = cwds
         .iter()
-        .map(|cwd| json!({"cwd": cwd, "skills": [], "errors": []}))
+        .map(|cwd| json!({"cwd": cwd, "skills": skills, "errors": []}))
         .collect();
     Ok(json!({"data": data}))
 }

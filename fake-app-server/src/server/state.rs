@@ -6,6 +6,7 @@ use crate::protocol::shapes::{self, ThreadView};
 use crate::sandbox::policy::{LegacyPolicy, Permissions};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use sha2::Digest;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::Sender;
@@ -91,6 +92,30 @@ fn user_reviewer() -> String {
 }
 
 impl ThreadState {
+    /// The thread's read receipt as Codex 0.169 reports it (`thread/read.readState`,
+    /// `thread/readState/changed`): `null` for an ephemeral thread (no durable state); else the
+    /// earliest completed turn is the first unread one (the fake implements no
+    /// `thread/readState/update`, so nothing is ever marked read), with an opaque revision that
+    /// changes with every finished turn.
+    pub fn read_state(&self) -> Value {
+        if self.ephemeral {
+            return Value::Null;
+        }
+        let first_unread = self
+            .turns
+            .iter()
+            .find(|turn| turn["status"] == "completed")
+            .and_then(|turn| turn["id"].as_str())
+            .map(|id| serde_json::json!({"type": "turn", "turnId": id}));
+        let digest = sha2::Sha256::digest(format!("{}/{}", self.id, self.turns.len()).as_bytes());
+        let mut bytes = [0u8; 16];
+        bytes.copy_from_slice(&digest[..16]);
+        let revision = uuid::Builder::from_random_bytes(bytes)
+            .into_uuid()
+            .to_string();
+        serde_json::json!({"firstUnread": first_unread, "revision": revision})
+    }
+
     pub fn view<'a>(
         &'a self,
         model: &'a str,
@@ -150,7 +175,9 @@ impl ThreadState {
                 std::fs::create_dir_all(parent)?;
             }
             let tmp = path.with_extension("json.tmp");
-            std::fs::write(&tmp, serde_json::to_vec(&record)?)?;
+            let mut line = serde_json::to_vec(&record)?;
+            line.push(b'\n');
+            std::fs::write(&tmp, line)?;
             std::fs::rename(tmp, path)
         };
         if let Err(err) = write() {
@@ -211,14 +238,44 @@ pub fn codex_home() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from(".codex"))
 }
 
-/// Where a non-ephemeral thread is persisted (only when `CODEX_HOME` is set: the fake never
-/// writes into a real user's `~/.codex`).
-pub fn thread_file(thread_id: &str) -> Option<PathBuf> {
+/// Where a new non-ephemeral thread is persisted: Codex 0.169's rollout path,
+/// `$CODEX_HOME/sessions/YYYY/MM/DD/rollout-YYYY-MM-DDTHH-MM-SS-<id>.jsonl` in local time
+/// (measured), which `thread.path` reports. The file holds the fake's own record of the
+/// thread on one line, not Codex's rollout items. Only when `CODEX_HOME` is set: the fake
+/// never writes into a real user's `~/.codex`.
+pub fn new_thread_file(thread_id: &str) -> Option<PathBuf> {
     let home = std::env::var_os("CODEX_HOME").filter(|v| !v.is_empty())?;
+    let now = chrono::Local::now();
     Some(
         PathBuf::from(home)
-            .join("fake-app-server")
-            .join("threads")
-            .join(format!("{thread_id}.json")),
+            .join("sessions")
+            .join(now.format("%Y/%m/%d").to_string())
+            .join(format!(
+                "rollout-{}-{thread_id}.jsonl",
+                now.format("%Y-%m-%dT%H-%M-%S")
+            )),
     )
+}
+
+/// The persisted file of thread `thread_id` ([`new_thread_file`]), found by the id at the end
+/// of its name in `$CODEX_HOME/sessions/YYYY/MM/DD/`.
+pub fn thread_file(thread_id: &str) -> Option<PathBuf> {
+    let home = std::env::var_os("CODEX_HOME").filter(|v| !v.is_empty())?;
+    let suffix = format!("-{thread_id}.jsonl");
+    let children = |dir: &std::path::Path| -> Vec<PathBuf> {
+        std::fs::read_dir(dir)
+            .map(|entries| entries.flatten().map(|e| e.path()).collect())
+            .unwrap_or_default()
+    };
+    let mut days = Vec::new();
+    for year in children(&PathBuf::from(home).join("sessions")) {
+        for month in children(&year) {
+            days.extend(children(&month));
+        }
+    }
+    days.iter().flat_map(|day| children(day)).find(|file| {
+        file.file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.starts_with("rollout-") && n.ends_with(&suffix))
+    })
 }

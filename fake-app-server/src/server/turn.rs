@@ -6,13 +6,13 @@ use super::state::TurnSignal;
 use super::Shared;
 use crate::ids;
 use crate::model_log::ModelLogEntry;
-use crate::model_log_writer::exec_output_text;
+use crate::model_log_writer::{exec_output_text, rejected_output, APPROVAL_NEVER_OUTPUT};
 use crate::protocol::shapes::{self, CommandView, DynamicToolView};
 use crate::sandbox::policy::{ExecPolicy, Permissions};
 use crate::sandbox::ExecResult;
 use crate::scenario::model::{
-    classify_write_outcome, find_marker, plan_item_text, stream_chunks, ModelStep, PlanStepSpec,
-    Review, TemplateContext,
+    find_marker, plan_item_text, proposed_plan_block, stream_chunks, write_outcome_told, ModelStep,
+    PlanStepSpec, Review, TemplateContext,
 };
 use crate::scenario::{ScenarioTurn, TurnFaultKind};
 use serde_json::{json, Value};
@@ -30,6 +30,9 @@ pub struct TurnPlan {
     pub approval_policy: Value,
     /// `user` or `auto_review` (see [`TurnRun::auto_review`]).
     pub approvals_reviewer: String,
+    /// The thread is in plan collaboration mode (`collaborationMode.mode == "plan"`): only then
+    /// does Codex turn a `<proposed_plan>` block into a `plan` item.
+    pub plan_mode: bool,
     /// Tokens the thread used before this turn (`thread/tokenUsage/updated` reports totals).
     pub tokens_before: u64,
     pub dynamic_tools: Vec<String>,
@@ -46,9 +49,6 @@ enum Flow {
     Interrupted,
 }
 
-const APPROVAL_NEVER_OUTPUT: &str = "approval policy is Never; reject command — you cannot ask for escalated permissions if the approval policy is Never";
-const REJECTED_OUTPUT: &str =
-    "exec_command failed: CreateProcess { message: \"Rejected(\\\"rejected by user\\\")\" }";
 const DYNAMIC_TOOL_FAILED: &str = "dynamic tool request failed";
 
 struct TurnRun {
@@ -191,6 +191,14 @@ impl TurnRun {
                 "modelContextWindow": super::settings::FALLBACK_CONTEXT_WINDOW}}),
         );
         self.send(message);
+        // Codex 0.169 follows every usage report with the account's rate limits; against a
+        // custom provider they are all unknown (measured).
+        self.send(shapes::notification(
+            "account/rateLimits/updated",
+            json!({"rateLimits": {"limitId": "codex", "limitName": null, "normalModelSlug": null,
+                "primary": null, "secondary": null, "credits": null, "individualLimit": null,
+                "spendControlReached": null, "planType": null, "rateLimitReachedType": null}}),
+        ));
     }
 
     fn finish(&mut self, status: &str, error: Value, started_s: u64, elapsed: Duration) {
@@ -231,15 +239,24 @@ impl TurnRun {
             completed_at: Some(completed_s),
             duration_ms,
         });
-        {
+        let read_state = {
             let mut state = self.shared.state();
-            if let Some(thread) = state.threads.get_mut(&thread_id) {
+            state.threads.get_mut(&thread_id).map(|thread| {
                 thread.turns.push(full);
                 thread.active = None;
                 thread.tokens_used = self.plan.tokens_before + self.tokens;
                 thread.updated_at = completed_s;
                 thread.persist();
-            }
+                thread.read_state()
+            })
+        };
+        // A completed turn of a durable thread is unread: Codex 0.169 says so before the thread
+        // goes idle (measured).
+        if let Some(read_state) = read_state.filter(|r| !r.is_null() && status == "completed") {
+            self.send(shapes::notification(
+                "thread/readState/changed",
+                json!({"threadId": thread_id, "readState": read_state}),
+            ));
         }
         self.send(shapes::thread_status(&thread_id, shapes::idle_status()));
         self.send(shapes::notification(
@@ -329,8 +346,14 @@ impl TurnRun {
                 justification.as_deref(),
                 review.as_ref(),
             ),
-            ModelStep::Plan { text } => {
+            ModelStep::Plan { text } if self.plan.plan_mode => {
                 self.plan_item(&self.template.expand(text));
+                Flow::Continue
+            }
+            ModelStep::Plan { text } => {
+                // Outside plan mode Codex 0.169 leaves the model's `<proposed_plan>` block in
+                // the agent message, tags included (measured with the SDK's read-only run).
+                self.message(&proposed_plan_block(&self.template.expand(text)));
                 Flow::Continue
             }
             ModelStep::PlanUpdate { explanation, steps } => {
@@ -457,10 +480,7 @@ impl TurnRun {
         let cwd = self.plan.cwd.display().to_string();
         if escalate {
             if self.plan.approval_policy.as_str() == Some("never") {
-                self.log(ModelLogEntry::ToolOutput {
-                    call_id,
-                    output: APPROVAL_NEVER_OUTPUT.into(),
-                });
+                self.tell_exec(call_id, APPROVAL_NEVER_OUTPUT.into());
                 return Flow::Continue;
             }
             if self.plan.approvals_reviewer == "auto_review" {
@@ -474,8 +494,6 @@ impl TurnRun {
             .shared
             .sandbox
             .run(&argv, &self.plan.cwd, &policy, true);
-        self.template.write_outcome =
-            Some(classify_write_outcome(result.exit_code.into(), &result.aggregated).to_string());
         if !result.looks_like_sandbox_denial() {
             // A fast command's item/started goes out after it finished, as with Codex.
             let started = shapes::now_ms().saturating_sub(result.duration.as_millis() as u64);
@@ -518,16 +536,21 @@ impl TurnRun {
     }
 
     /// What the model gets back from a command that ran.
-    fn log_exec_output(&self, call_id: String, result: &ExecResult) {
-        self.log(ModelLogEntry::ToolOutput {
-            call_id,
-            output: exec_output_text(
-                &ids::chunk_id(),
-                result.duration,
-                result.exit_code,
-                &result.aggregated,
-            ),
-        });
+    fn log_exec_output(&mut self, call_id: String, result: &ExecResult) {
+        let output = exec_output_text(
+            &ids::chunk_id(),
+            result.duration,
+            result.exit_code,
+            &result.aggregated,
+        );
+        self.tell_exec(call_id, output);
+    }
+
+    /// Tell the model what became of its `exec_command` call; `{write_outcome}` follows from
+    /// that text, as the mock model API derives it in front of the real Codex.
+    fn tell_exec(&mut self, call_id: String, output: String) {
+        self.template.write_outcome = Some(write_outcome_told(&output).to_string());
+        self.log(ModelLogEntry::ToolOutput { call_id, output });
     }
 
     fn escalated_shell(
@@ -597,19 +620,13 @@ impl TurnRun {
                     self.shared
                         .sandbox
                         .run(argv, &self.plan.cwd, &ExecPolicy::Direct, true);
-                self.template.write_outcome = Some(
-                    classify_write_outcome(result.exit_code.into(), &result.aggregated).to_string(),
-                );
                 self.complete_command(view.clone(), &result);
                 self.log_exec_output(call_id, &result);
                 Flow::Continue
             }
             "decline" => {
                 declined(self);
-                self.log(ModelLogEntry::ToolOutput {
-                    call_id,
-                    output: REJECTED_OUTPUT.into(),
-                });
+                self.tell_exec(call_id, rejected_output("rejected by user"));
                 Flow::Continue
             }
             _ => {
@@ -660,9 +677,6 @@ impl TurnRun {
                 .shared
                 .sandbox
                 .run(argv, &self.plan.cwd, &ExecPolicy::Direct, true);
-            self.template.write_outcome = Some(
-                classify_write_outcome(result.exit_code.into(), &result.aggregated).to_string(),
-            );
             let ran = CommandView {
                 process_id: result.pid.map(|p| p.to_string()),
                 source: "unifiedExecStartup",
@@ -680,10 +694,7 @@ impl TurnRun {
                 auto_review::with_display_action(done, cmd),
                 shapes::now_ms(),
             );
-            self.log(ModelLogEntry::ToolOutput {
-                call_id,
-                output: auto_review::denied_output(review),
-            });
+            self.tell_exec(call_id, auto_review::denied_output(review));
         }
         Flow::Continue
     }

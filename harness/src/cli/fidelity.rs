@@ -114,6 +114,11 @@ pub fn table(outcomes: &[PairOutcome]) -> String {
                 "not compared".to_string()
             } else if let Some(d) = &o.divergence {
                 format!("DIVERGES at {}", d.index)
+            } else if let Some(t) = &o.truncated {
+                format!(
+                    "same to the {} cut ({} of {})",
+                    t.side, t.index, t.other_len
+                )
             } else {
                 format!("same ({} messages)", o.fake.sequence.len())
             };
@@ -167,6 +172,8 @@ pub fn table(outcomes: &[PairOutcome]) -> String {
     for o in outcomes {
         if let Some(failure) = o.failure() {
             out.push_str(&format!("\nFIDELITY FAILURE {}: {failure}\n", o.pair));
+        } else if let Some(truncated) = &o.truncated {
+            out.push_str(&format!("\n{}: {}\n", o.pair, truncated.describe()));
         }
         for side in [&o.fake, &o.real] {
             if !side.graded {

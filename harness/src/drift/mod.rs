@@ -147,7 +147,10 @@ pub fn render(drift: &ProtocolDrift, matrix: &[MatrixDrift]) -> String {
         {
             let sequence = match (&outcome.divergence, outcome.compared()) {
                 (Some(divergence), _) => divergence.describe(),
-                (None, true) => format!("same ({} messages)", outcome.real.sequence.len()),
+                (None, true) => match &outcome.truncated {
+                    Some(truncated) => truncated.describe(),
+                    None => format!("same ({} messages)", outcome.real.sequence.len()),
+                },
                 (None, false) => "not compared".to_string(),
             };
             let ids = if id_changes.is_empty() {

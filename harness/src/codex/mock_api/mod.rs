@@ -29,7 +29,7 @@ use axum::routing::post;
 use axum::Router;
 use fake_app_server::model_log::ModelLogEntry;
 use fake_app_server::scenario::model::{
-    classify_write_outcome, find_marker, ModelStep, Review, TemplateContext,
+    find_marker, write_outcome_told, ModelStep, Review, TemplateContext,
 };
 use fake_app_server::scenario::TurnOrigin;
 use position::Position;
@@ -379,7 +379,7 @@ fn answer(shared: &Shared, headers: &HeaderMap, record: &mut RecordedRequest) ->
         probe_id,
         write_outcome: turn
             .last_exec
-            .map(|(code, output)| classify_write_outcome(code, &output).to_string()),
+            .map(|told| write_outcome_told(&told).to_string()),
         user_marker: find_marker(&turn.user_text),
     };
     {

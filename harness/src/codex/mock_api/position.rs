@@ -36,8 +36,9 @@ pub struct ReceivedOutput {
 pub struct TurnContext {
     /// The text of the turn's user-typed message (for `{user_marker}`).
     pub user_text: String,
-    /// Exit code and output of the turn's most recent `exec_command` (for `{write_outcome}`).
-    pub last_exec: Option<(i64, String)>,
+    /// What the model was told about the turn's most recent `exec_command` (for
+    /// `{write_outcome}`, by `write_outcome_told`, as the fake derives it).
+    pub last_exec: Option<String>,
 }
 
 /// The template context of the turn the request belongs to.
@@ -62,25 +63,10 @@ pub fn turn_context(input: &[Value]) -> TurnContext {
         .into_iter()
         .rev()
         .find(|output| exec_calls.contains(output.call_id.as_str()))
-        .map(|output| parse_exec_output(&output.output));
+        .map(|output| output.output);
     TurnContext {
         user_text,
         last_exec,
-    }
-}
-
-/// Codex reports an exec result to the model as header lines (`Process exited with code N`, …)
-/// then `Output:` and the merged output. Anything else (a refused escalation, a rejected
-/// command) is not a process result: it counts as exit code 1 with the whole text as output.
-pub fn parse_exec_output(text: &str) -> (i64, String) {
-    let exit = text
-        .lines()
-        .find_map(|line| line.strip_prefix("Process exited with code "))
-        .and_then(|code| code.trim().parse::<i64>().ok());
-    match (exit, text.split_once("\nOutput:\n")) {
-        (Some(code), Some((_, output))) => (code, output.to_string()),
-        (Some(code), None) => (code, String::new()),
-        _ => (1, text.to_string()),
     }
 }
 
@@ -217,15 +203,8 @@ mod tests {
         let context = turn_context(&input);
         assert_eq!(context.user_text, "second MARKER-2");
         assert_eq!(
-            context.last_exec,
-            Some((
-                1,
-                "bwrap: loopback: Failed RTM_NEWADDR: Operation not permitted\n".into()
-            ))
-        );
-        assert_eq!(
-            parse_exec_output("approval policy is Never; reject command"),
-            (1, "approval policy is Never; reject command".into())
+            context.last_exec.as_deref(),
+            Some("Chunk ID: 1\nWall time: 0.0 seconds\nProcess exited with code 1\nOriginal token count: 3\nOutput:\nbwrap: loopback: Failed RTM_NEWADDR: Operation not permitted\n")
         );
     }
 

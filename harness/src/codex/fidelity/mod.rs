@@ -12,7 +12,12 @@
 //! and Codex's `warning` about the mock model's missing metadata. Of the driver's events,
 //! `diagnostic` is not compared (free text about processes, e.g. stderr lines, which differ by
 //! construction). Beyond ids, paths and probe ids, one thing is normalised: the line order of a
-//! command's aggregated output (see `order_output_lines`).
+//! command's aggregated output (see `order_output_lines`). One thing is compared as a prefix: a
+//! sequence that ends because its driver, its task done, hung up on the app-server with requests
+//! unanswered (codex-acp's title side thread; see [`cut`]) must match the other side up to there,
+//! and the table says where the comparison stopped.
+
+pub mod cut;
 
 use crate::codex::mock_api::{probe_id_for, MockScript};
 use graders::events::{Body, Event, Source};
@@ -404,143 +409,7 @@ pub fn first_divergence(fake: &[Value], real: &[Value]) -> Option<Divergence> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The published drivers' cells pair `NAME-fake` with each `NAME-codex*` runner, case by
-    /// case; a case a driver cannot express is no pair.
-    #[test]
-    fn declared_drivers_are_paired_with_their_fake_runner() {
-        let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("../drivers/published.toml");
-        let matrix = crate::matrix::load_matrix(Some(&file), &[], None).unwrap();
-        let names: Vec<String> = pairs(&matrix, &[]).iter().map(Pair::name).collect();
-        for expected in [
-            "codex-planning-read-only.python-sdk-fake~python-sdk-codex.daytona.escalated-write-auto-review-allow",
-            "codex-planning-read-only.codex-acp-fake~codex-acp-codex-0-160-0.local.plan-write-refused",
-            "core-compatibility.codex-acp-fake~codex-acp-codex.daytona.message-marker-daytona",
-            "codex-planning-read-only.runner-fake~runner-codex.local.plan-write-refused",
-        ] {
-            assert!(names.iter().any(|n| n == expected), "{expected} in {names:#?}");
-        }
-        for absent in [
-            "python-sdk-fake~python-sdk-codex.local.escalated-write-user-decline",
-            "codex-acp-fake~codex-acp-codex.local.escalated-write-never",
-            "python-sdk-fake~codex-acp-codex",
-        ] {
-            assert!(!names.iter().any(|n| n.contains(absent)), "{absent}");
-        }
-    }
-    use graders::events::{
-        Diagnostic, Item, ItemEvent, Level, SandboxFacts, SessionStarted, TurnStarted,
-    };
-
-    fn ev(seq: u64, source: Source, body: Body) -> Event {
-        Event::new(seq, "r", source, body)
-    }
-
-    fn run(thread: &str, turn: &str, root: &str, noise: bool) -> Vec<Event> {
-        let probe = probe_id_for(thread);
-        let mut events = vec![
-            ev(
-                0,
-                Source::Driver,
-                Body::SessionStarted(SessionStarted {
-                    thread_id: thread.into(),
-                    sandbox: SandboxFacts {
-                        instruction_sources: vec![format!("{root}/workspace/AGENTS.md")],
-                        ..Default::default()
-                    },
-                    approval_policy: None,
-                    approvals_reviewer: None,
-                }),
-            ),
-            ev(
-                1,
-                Source::Driver,
-                Body::TurnStarted(TurnStarted {
-                    turn_id: turn.into(),
-                }),
-            ),
-            ev(
-                2,
-                Source::Driver,
-                Body::ItemCompleted(ItemEvent {
-                    turn_id: Some(turn.into()),
-                    item: Item::AgentMessage {
-                        id: format!("msg-{turn}"),
-                        text: format!("wrote plan-write-probe-{probe}.txt"),
-                    },
-                }),
-            ),
-        ];
-        if noise {
-            events.push(ev(
-                3,
-                Source::Driver,
-                Body::Diagnostic(Diagnostic {
-                    level: Level::Warn,
-                    message: "stderr noise".into(),
-                }),
-            ));
-        }
-        events
-    }
-
-    #[test]
-    fn ids_paths_and_probe_ids_normalise_away_and_diagnostics_are_not_compared() {
-        let fake = normalise(
-            &run("t-fake", "u-fake", "/x/fake-cell", false),
-            "/x/fake-cell",
-        );
-        let real = normalise(
-            &run("t-real", "u-real", "/y/real-cell", true),
-            "/y/real-cell",
-        );
-        assert_eq!(first_divergence(&fake, &real), None);
-        assert_eq!(fake[1]["payload"]["turn_id"], "<id-2>");
-        assert_eq!(
-            fake[2]["payload"]["item"]["text"],
-            "wrote plan-write-probe-<probe>.txt"
-        );
-        assert_eq!(
-            fake[0]["payload"]["sandbox"]["instruction_sources"][0],
-            "<cell>/workspace/AGENTS.md"
-        );
-    }
-
-    #[test]
-    fn command_output_lines_compare_in_any_order_but_must_all_match() {
-        let mut a = serde_json::json!("x: Read-only file system\nWRITE_REFUSED\n");
-        let mut b = serde_json::json!("WRITE_REFUSED\nx: Read-only file system\n");
-        let mut c = serde_json::json!("WRITE_REFUSED\n");
-        for v in [&mut a, &mut b, &mut c] {
-            order_output_lines(v);
-        }
-        assert_eq!(a, b);
-        assert_ne!(a, c);
-        assert_eq!(a, "WRITE_REFUSED\nx: Read-only file system\n");
-    }
-
-    #[test]
-    fn codex_helper_alias_folders_normalise() {
-        assert_eq!(
-            normalise_arg0_alias("execvp /h/tmp/arg0-linux/codex-arg0yQYnsD/codex-linux-sandbox"),
-            "execvp /h/tmp/arg0-linux/codex-arg0<random>/codex-linux-sandbox"
-        );
-    }
-
-    #[test]
-    fn the_first_divergence_is_named() {
-        let fake = normalise(&run("t", "u", "/a", false), "/a");
-        let mut other = run("t", "u", "/a", false);
-        other.truncate(2);
-        let real = normalise(&other, "/a");
-        let divergence = first_divergence(&fake, &real).unwrap();
-        assert_eq!(divergence.index, 2);
-        assert!(divergence.real.is_none());
-        assert!(divergence.describe().contains("message 2"));
-    }
-}
+mod tests;
 
 /// How one side of a pair ended.
 #[derive(Debug, Clone)]
@@ -553,6 +422,8 @@ pub struct SideOutcome {
     pub wall: std::time::Duration,
     /// Real Codex only: how long the mock model API served (brackets the app-server's life).
     pub codex_span: Option<std::time::Duration>,
+    /// Why the driver cut this side's sequence short itself (see [`cut`]), if it did.
+    pub cut: Option<String>,
 }
 
 impl SideOutcome {
@@ -570,6 +441,55 @@ pub struct PairOutcome {
     pub fake: SideOutcome,
     pub real: SideOutcome,
     pub divergence: Option<Divergence>,
+    /// Where one sequence ended because its driver cut it short (see [`cut`]): compared up
+    /// to there only.
+    pub truncated: Option<Truncation>,
+}
+
+/// A sequence the driver cut short: the messages before `index` matched, the other side's
+/// messages from `index` on were not compared.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Truncation {
+    pub index: usize,
+    /// `fake` or `real`: the side whose sequence ended.
+    pub side: &'static str,
+    pub reason: String,
+    /// The other side's sequence length.
+    pub other_len: usize,
+}
+
+impl Truncation {
+    pub fn describe(&self) -> String {
+        format!(
+            "compared up to message {} of {}: the {} run ended there because {}",
+            self.index, self.other_len, self.side, self.reason
+        )
+    }
+}
+
+/// Compare two graded sequences: the first divergence, unless the only difference is that one
+/// sequence ended early because its driver cut it short ([`cut`]).
+pub fn compare(fake: &SideOutcome, real: &SideOutcome) -> (Option<Divergence>, Option<Truncation>) {
+    let Some(divergence) = first_divergence(&fake.sequence, &real.sequence) else {
+        return (None, None);
+    };
+    let ended = match (&divergence.fake, &divergence.real) {
+        (Some(_), None) => Some(("real", real, fake)),
+        (None, Some(_)) => Some(("fake", fake, real)),
+        _ => None,
+    };
+    match ended {
+        Some((side, short, long)) if short.cut.is_some() => (
+            None,
+            Some(Truncation {
+                index: divergence.index,
+                side,
+                reason: short.cut.clone().unwrap_or_default(),
+                other_len: long.sequence.len(),
+            }),
+        ),
+        _ => (Some(divergence), None),
+    }
 }
 
 impl PairOutcome {
@@ -597,10 +517,10 @@ impl PairOutcome {
 pub async fn run_pair(pair: &Pair, options: &crate::matrix::MatrixOptions) -> PairOutcome {
     let fake = run_side(&pair.fake, options).await;
     let real = run_side(&pair.real, options).await;
-    let divergence = if fake.graded && real.graded {
-        first_divergence(&fake.sequence, &real.sequence)
+    let (divergence, truncated) = if fake.graded && real.graded {
+        compare(&fake, &real)
     } else {
-        None
+        (None, None)
     };
     PairOutcome {
         pair: pair.name(),
@@ -608,6 +528,7 @@ pub async fn run_pair(pair: &Pair, options: &crate::matrix::MatrixOptions) -> Pa
         fake,
         real,
         divergence,
+        truncated,
     }
 }
 
@@ -637,9 +558,16 @@ async fn run_side(cell: &Cell, options: &crate::matrix::MatrixOptions) -> SideOu
         CellOutcome::NotApplicable { reason } => (format!("not applicable: {reason}"), false),
         CellOutcome::Error { message } => (format!("error: {message}"), false),
     };
-    let sequence = if graded {
+    let (sequence, cut) = if graded {
         match read_events(&result.evidence_dir.join("events.jsonl")) {
-            Ok(events) => normalise_with(&events, &aliases),
+            Ok(events) => {
+                let transcript =
+                    cut::read_transcript(&result.evidence_dir.join("transcript.jsonl"));
+                (
+                    normalise_with(&events, &aliases),
+                    cut::driver_cut(&transcript, &events),
+                )
+            }
             Err(e) => {
                 return SideOutcome {
                     cell: cell.name(),
@@ -648,11 +576,12 @@ async fn run_side(cell: &Cell, options: &crate::matrix::MatrixOptions) -> SideOu
                     sequence: Vec::new(),
                     wall: result.duration,
                     codex_span: None,
+                    cut: None,
                 }
             }
         }
     } else {
-        Vec::new()
+        (Vec::new(), None)
     };
     let codex_span = real
         .then(|| read_codex_span(&result.evidence_dir))
@@ -664,6 +593,7 @@ async fn run_side(cell: &Cell, options: &crate::matrix::MatrixOptions) -> SideOu
         sequence,
         wall: result.duration,
         codex_span,
+        cut,
     }
 }
 

@@ -1,0 +1,114 @@
+//! Differential fidelity for the published drivers (drivers/published.toml: the official Python
+//! SDK and codex-acp, unmodified): for every local pair of the matrix, `NAME-fake` against
+//! `NAME-codex` (the pinned Codex 0.169.0 with the mock model API), both sides reach the same
+//! verdict and the driver sees the same normalised message sequence — the comparison `harness
+//! fidelity --drivers drivers/published.toml` prints, asserted. A sequence its driver cut short
+//! itself (codex-acp's title side thread) compares as a prefix, as there (see
+//! `harness::codex::fidelity::cut`).
+//!
+//! Every trial needs the pinned real Codex, bubblewrap and the published driver packages
+//! (`harness provision` installs them): without them a trial is ignored with the reason; under
+//! `CI=true` it fails. Pairs run two at a time (each cell takes seconds; the machine is small).
+//! No snapshots: the point where codex-acp's run is cut varies from run to run.
+
+// Each test crate uses its own part of the shared helpers.
+#[allow(dead_code)]
+mod common;
+
+use common::prereq;
+use harness::codex::driver_packages::{self, DriverPackage};
+use harness::codex::fidelity::{self, Pair};
+use harness::codex::provision::PINNED;
+use harness::matrix::{missing_prerequisite, MatrixOptions};
+use libtest_mimic::{Arguments, Failed};
+use std::path::Path;
+use std::sync::Arc;
+
+/// Pairs run at once.
+const PARALLEL_PAIRS: usize = 2;
+
+fn package_of(pair: &Pair) -> Option<DriverPackage> {
+    driver_packages::ALL
+        .into_iter()
+        .find(|package| pair.real.id.runner.starts_with(&format!("{}-", package.id)))
+}
+
+fn driver_missing(package: DriverPackage) -> Option<String> {
+    if let Err(e) = package.resolve() {
+        return Some(format!("driver package {}: {e:#}", package.id));
+    }
+    package.runtime_missing()
+}
+
+fn run_trial(pair: &Pair, options: &MatrixOptions) -> Result<(), Failed> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| format!("starting the runtime: {e}"))?;
+    let outcome = runtime.block_on(fidelity::run_pair(pair, options));
+    if !outcome.compared() {
+        return Err(format!(
+            "{}: not compared: fake {} / real {}",
+            outcome.pair, outcome.fake.verdict, outcome.real.verdict
+        )
+        .into());
+    }
+    if let Some(failure) = outcome.failure() {
+        return Err(format!("{}: {failure}", outcome.pair).into());
+    }
+    if let Some(truncated) = &outcome.truncated {
+        eprintln!("{}: {}", outcome.pair, truncated.describe());
+    }
+    Ok(())
+}
+
+fn main() {
+    let mut args = Arguments::from_args();
+    if args.test_threads.is_none() {
+        args.test_threads = Some(PARALLEL_PAIRS);
+    }
+    let drivers = Path::new(env!("CARGO_MANIFEST_DIR")).join("../drivers/published.toml");
+    let matrix = harness::matrix::load_matrix(Some(&drivers), &[], None).expect("matrix loads");
+    let mut options = MatrixOptions::from_env().expect("matrix options");
+    options.fake_program = env!("CARGO_BIN_EXE_harness").into();
+    options.out_root = harness::matrix::paths::conformance_root().join("published-fidelity-test");
+    let options = Arc::new(options);
+    let pairs: Vec<(Pair, DriverPackage)> = fidelity::pairs(&matrix, &[])
+        .into_iter()
+        // The pinned Codex's pairs only: each fake cell is then in one pair, so two trials
+        // running at once never share a cell folder.
+        .filter(|pair| {
+            pair.real.id.environment == "local"
+                && pair.real.runner.codex_version.as_deref() == Some(PINNED)
+        })
+        .filter_map(|pair| package_of(&pair).map(|package| (pair, package)))
+        .collect();
+    for package in driver_packages::ALL {
+        assert!(
+            pairs.iter().any(|(_, p)| *p == package),
+            "the published drivers file pairs {} locally",
+            package.id
+        );
+    }
+    let trials = pairs
+        .into_iter()
+        .map(|(pair, package)| {
+            let name = format!(
+                "needs_real_codex_and_{}::{}",
+                package.id.replace('-', "_"),
+                pair.name()
+            );
+            let missing = prereq::environment_missing("local")
+                .or_else(prereq::codex_missing)
+                .or_else(|| driver_missing(package))
+                .or_else(|| missing_prerequisite(&pair.real, &options))
+                .or_else(|| missing_prerequisite(&pair.fake, &options));
+            let options = options.clone();
+            prereq::trial(name, missing, move || run_trial(&pair, &options))
+        })
+        .collect();
+    let conclusion = libtest_mimic::run(&args, trials);
+    harness::env::cleanup_registered();
+    conclusion.exit();
+}
