@@ -38,6 +38,9 @@ const ID_KEYS: &[&str] = &[
     "request_id",
     "call_id",
     "resume_thread",
+    // An automatic review's own id (a fresh UUID on both sides) and the item it reviews.
+    "review_id",
+    "target_item_id",
 ];
 const PROBE_PREFIX: &str = "plan-write-probe-";
 
