@@ -37,22 +37,7 @@ fn snapshot_name(pair: &Pair) -> String {
 }
 
 fn run_trial(pair: &Pair, options: &MatrixOptions) -> Result<(), Failed> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(|e| format!("starting the runtime: {e}"))?;
-    let outcome = runtime.block_on(fidelity::run_pair(pair, options));
-    if !outcome.compared() {
-        return Err(format!(
-            "{}: not compared: fake {} / real {}",
-            outcome.pair, outcome.fake.verdict, outcome.real.verdict
-        )
-        .into());
-    }
-    if let Some(failure) = outcome.failure() {
-        return Err(format!("{}: {failure}", outcome.pair).into());
-    }
+    let outcome = common::fidelity::agreeing(pair, options)?;
     // insta reports a mismatch by panicking; libtest-mimic turns the panic into this trial's
     // failure.
     insta::assert_json_snapshot!(snapshot_name(pair), outcome.real.sequence);

@@ -41,22 +41,7 @@ fn driver_missing(package: DriverPackage) -> Option<String> {
 }
 
 fn run_trial(pair: &Pair, options: &MatrixOptions) -> Result<(), Failed> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(|e| format!("starting the runtime: {e}"))?;
-    let outcome = runtime.block_on(fidelity::run_pair(pair, options));
-    if !outcome.compared() {
-        return Err(format!(
-            "{}: not compared: fake {} / real {}",
-            outcome.pair, outcome.fake.verdict, outcome.real.verdict
-        )
-        .into());
-    }
-    if let Some(failure) = outcome.failure() {
-        return Err(format!("{}: {failure}", outcome.pair).into());
-    }
+    let outcome = common::fidelity::agreeing(pair, options)?;
     if let Some(truncated) = &outcome.truncated {
         eprintln!("{}: {}", outcome.pair, truncated.describe());
     }

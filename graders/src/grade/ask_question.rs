@@ -43,10 +43,7 @@ impl Grader for AskQuestion {
         self.session.observe(seq, source, body);
         self.attempts.observe(seq, source, body);
         self.workspace.observe(seq, source, body);
-        // Beyond the session, only the documented writer of each kind counts
-        // (`Kind::documented_sources`): a `model` or `harness` line saying what the driver saw
-        // is not evidence of it.
-        if !body.kind().accepts_source(source) {
+        if !super::documented(source, body) {
             return;
         }
         match body {

@@ -139,6 +139,14 @@ fn describe_terminal(ended: &RunEnded) -> String {
     )
 }
 
+/// Whether `source` is the documented writer of `body`'s kind ([`Kind::documented_sources`]).
+/// A grader reads its own evidence only when it is: a `model` or `harness` line saying what the
+/// driver saw is not evidence of it. (The shared watchers — session, attempts, workspace —
+/// judge sources themselves, some to note a misattribution rather than drop it.)
+pub(crate) fn documented(source: Source, body: &Body) -> bool {
+    body.kind().accepts_source(source)
+}
+
 /// One grader: folds the events it wants, then decides.
 pub(crate) trait Grader {
     /// Kinds whose decoded payload this grader reads (`run.ended` reaches `finish` anyway).

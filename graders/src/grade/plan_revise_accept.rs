@@ -53,10 +53,7 @@ impl Grader for PlanReviseAccept {
 
     fn observe(&mut self, seq: u64, source: Source, body: &Body) {
         self.session.observe(seq, source, body);
-        // Beyond the session, only the documented writer of each kind counts
-        // (`Kind::documented_sources`): a `model` or `harness` line saying what the driver saw
-        // is not evidence of it.
-        if !body.kind().accepts_source(source) {
+        if !super::documented(source, body) {
             return;
         }
         match body {

@@ -22,6 +22,13 @@ fn text(v: &Value, key: &str) -> Option<String> {
     v.get(key).and_then(Value::as_str).map(str::to_string)
 }
 
+/// The string at a JSON pointer (`/review/status`).
+fn text_at(v: &Value, pointer: &str) -> Option<String> {
+    v.pointer(pointer)
+        .and_then(Value::as_str)
+        .map(str::to_string)
+}
+
 fn non_null(v: &Value, key: &str) -> Option<Value> {
     v.get(key).filter(|v| !v.is_null()).cloned()
 }
@@ -227,10 +234,7 @@ impl Fold {
                 }));
             }
             "turn/start" => {
-                let collaboration = params
-                    .pointer("/collaborationMode/mode")
-                    .and_then(Value::as_str)
-                    .map(str::to_string);
+                let collaboration = text_at(params, "/collaborationMode/mode");
                 let thread = text(params, "threadId");
                 if let Some((request_id, plan_thread)) = self.plan_pending.take() {
                     if plan_thread.is_none() || plan_thread == thread {
@@ -414,11 +418,7 @@ impl Fold {
                     }));
                 }
                 None => {
-                    let thread_id = result
-                        .pointer("/thread/id")
-                        .and_then(Value::as_str)
-                        .unwrap_or_default()
-                        .to_string();
+                    let thread_id = text_at(&result, "/thread/id").unwrap_or_default();
                     self.sessions += 1;
                     self.last_session = Some((launch, thread_id.clone()));
                     self.push(Body::SessionStarted(SessionStarted {
@@ -427,10 +427,7 @@ impl Fold {
                         thread_id,
                         sandbox: SandboxFacts {
                             sandbox: result.get("sandbox").cloned(),
-                            active_profile: result
-                                .pointer("/activePermissionProfile/id")
-                                .and_then(Value::as_str)
-                                .map(str::to_string),
+                            active_profile: text_at(&result, "/activePermissionProfile/id"),
                             instruction_sources: result
                                 .get("instructionSources")
                                 .and_then(Value::as_array)
@@ -614,19 +611,10 @@ impl Fold {
                 let review = AutoReview {
                     review_id: text(params, "reviewId").unwrap_or_default(),
                     target_item_id: text(params, "targetItemId"),
-                    status: params
-                        .pointer("/review/status")
-                        .and_then(Value::as_str)
-                        .unwrap_or_default()
-                        .to_string(),
-                    command: params
-                        .pointer("/action/command")
-                        .and_then(Value::as_str)
-                        .map(str::to_string),
-                    rationale: params
-                        .pointer("/review/rationale")
-                        .and_then(Value::as_str)
-                        .map(|r| excerpt(r, EXCERPT_CHARS)),
+                    status: text_at(params, "/review/status").unwrap_or_default(),
+                    command: text_at(params, "/action/command"),
+                    rationale: text_at(params, "/review/rationale")
+                        .map(|r| excerpt(&r, EXCERPT_CHARS)),
                     decision_source: text(params, "decisionSource"),
                 };
                 self.push(if method.ends_with("/started") {

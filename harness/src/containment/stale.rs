@@ -3,7 +3,6 @@
 //! belongs to this scope and to an owner that is gone is touched.
 
 use super::{owner_of_run, scope_folder, Cgroup, RUN_PREFIX};
-use crate::env::owner::Liveness;
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
@@ -54,15 +53,9 @@ pub fn reap_stale_runs() -> StaleRuns {
                 .push((path, "not named like a run's cgroup".into()));
             continue;
         };
-        let reason = match owner.liveness() {
-            Liveness::Gone(reason) => reason,
-            Liveness::Alive => {
-                report
-                    .left_alone
-                    .push((path, format!("owner pid {} is alive", owner.pid)));
-                continue;
-            }
-            Liveness::Unknown(why) => {
+        let reason = match owner.gone() {
+            Ok(reason) => reason,
+            Err(why) => {
                 report.left_alone.push((path, why));
                 continue;
             }

@@ -5,7 +5,7 @@
 //! gone — never one of a live, parallel harness, of another containment scope, or without a
 //! readable record (a container somebody else made).
 
-use super::owner::{Liveness, Owner};
+use super::owner::Owner;
 use super::registry::command_stdout;
 use super::stale::ReapReport;
 use std::sync::OnceLock;
@@ -77,11 +77,7 @@ fn judge(label: &str) -> Result<String, String> {
             owner.scope
         ));
     }
-    match owner.liveness() {
-        Liveness::Gone(reason) => Ok(reason),
-        Liveness::Alive => Err(format!("owner pid {} is alive", owner.pid)),
-        Liveness::Unknown(why) => Err(why),
-    }
+    owner.gone()
 }
 
 /// One pass: every labelled container whose owner is gone is removed (`docker rm -f`).

@@ -91,6 +91,15 @@ impl Owner {
             Some(_) => Liveness::Alive,
         }
     }
+
+    /// Why what this owner left may be reaped (`Ok`: it is gone), or why it must stay.
+    pub fn gone(&self) -> Result<String, String> {
+        match self.liveness() {
+            Liveness::Gone(reason) => Ok(reason),
+            Liveness::Alive => Err(format!("owner pid {} is alive", self.pid)),
+            Liveness::Unknown(why) => Err(why),
+        }
+    }
 }
 
 fn record_path(bundle: &Path) -> PathBuf {

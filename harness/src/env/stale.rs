@@ -143,15 +143,9 @@ fn reap_container(container: &ListedContainer, report: &mut ReapReport) -> bool 
             report.left_alone.push((id.clone(), why));
             return false;
         }
-        Some(record) => match record.liveness() {
-            Liveness::Gone(reason) => reason,
-            Liveness::Alive => {
-                report
-                    .left_alone
-                    .push((id.clone(), format!("owner pid {} is alive", record.pid)));
-                return false;
-            }
-            Liveness::Unknown(why) => {
+        Some(record) => match record.gone() {
+            Ok(reason) => reason,
+            Err(why) => {
                 report.left_alone.push((id.clone(), why));
                 return false;
             }

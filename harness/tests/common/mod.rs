@@ -2,5 +2,6 @@
 
 pub mod codex_schema;
 pub mod fake_driver;
+pub mod fidelity;
 pub mod prereq;
 pub mod procs;

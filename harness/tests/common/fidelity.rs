@@ -1,0 +1,27 @@
+//! Running one fidelity pair as a test trial.
+
+use harness::codex::fidelity::{self, Pair, PairOutcome};
+use harness::matrix::MatrixOptions;
+use libtest_mimic::Failed;
+
+/// Run `pair` on a runtime of its own; its outcome when both sides were compared and agree,
+/// else the failure naming what differed.
+pub fn agreeing(pair: &Pair, options: &MatrixOptions) -> Result<PairOutcome, Failed> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| format!("starting the runtime: {e}"))?;
+    let outcome = runtime.block_on(fidelity::run_pair(pair, options));
+    if !outcome.compared() {
+        return Err(format!(
+            "{}: not compared: fake {} / real {}",
+            outcome.pair, outcome.fake.verdict, outcome.real.verdict
+        )
+        .into());
+    }
+    if let Some(failure) = outcome.failure() {
+        return Err(format!("{}: {failure}", outcome.pair).into());
+    }
+    Ok(outcome)
+}
