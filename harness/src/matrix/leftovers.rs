@@ -107,6 +107,17 @@ mod tests {
             .env("TMPDIR", other.path())
             .spawn()
             .unwrap();
+        // `spawn` returns once the child is in execve, before the kernel has laid out the new
+        // image's environment; until then `/proc/PID/environ` reads empty.
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        for dir in [cell.path(), other.path()] {
+            let prefix = format!("TMPDIR={}", dir.display());
+            while processes_with_env_prefix(&prefix).is_empty()
+                && std::time::Instant::now() < deadline
+            {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        }
 
         let killed = reap(cell.path());
 
