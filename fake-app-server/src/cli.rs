@@ -52,6 +52,14 @@ pub struct Args {
         default_value = "auto"
     )]
     pub sandbox: ModeChoice,
+    /// The Codex release to play (see `fake_app_server::persona`).
+    #[arg(
+        long = "codex-version",
+        value_name = "VERSION",
+        env = "FAKE_APP_SERVER_CODEX_VERSION",
+        default_value = crate::persona::DEFAULT_VERSION
+    )]
+    pub codex_version: String,
     /// Config overrides, `key=value` with a TOML value, like Codex's `-c`.
     #[arg(short = 'c', long = "config", value_name = "key=value")]
     pub overrides: Vec<String>,

@@ -1,5 +1,6 @@
-//! A scriptable fake of `codex app-server`: the real stdio JSON-RPC protocol of Codex 0.169.0,
-//! a real (bubblewrap) or simulated sandbox, and a scenario that scripts the model and faults.
+//! A scriptable fake of `codex app-server`: the real stdio JSON-RPC protocol of Codex 0.169.0
+//! (or another release it has a persona for, see [`persona`]), a real (bubblewrap) or simulated
+//! sandbox, and a scenario that scripts the model and faults.
 
 pub mod cli;
 pub mod config;
@@ -8,6 +9,7 @@ pub mod line_reader;
 pub mod model_log;
 pub mod model_log_writer;
 pub mod output;
+pub mod persona;
 pub mod protocol;
 pub mod sandbox;
 pub mod scenario;
@@ -43,8 +45,9 @@ pub fn cli_main<I: IntoIterator<Item = OsString>>(args: I) -> ExitCode {
 }
 
 fn run(args: cli::Args) -> Result<u8, String> {
+    persona::select(&args.codex_version)?;
     if args.version {
-        println!("codex-cli {}", protocol::shapes::CLI_VERSION);
+        println!("codex-cli {}", protocol::shapes::cli_version());
         return Ok(0);
     }
     if args.tool.is_some() {

@@ -1,9 +1,10 @@
 //! Every message the fake app-server emits, across every built-in scenario (plus one approval
-//! scenario), validates against the JSON Schema the pinned real Codex generates at test time.
-//! A failure names the scenario, the message and the schema path.
+//! scenario), validates against the JSON Schema the real Codex it plays generates at test time:
+//! one trial per release a fake runner of the matrix plays (the pin, and each `plays`). A failure
+//! names the scenario, the message and the schema path.
 //!
-//! Needs the pinned real Codex (to generate the schema): without it the test is reported as
-//! ignored with the reason; under `CI=true` it fails instead.
+//! Needs those real Codex versions (to generate the schemas): without one the trial is reported
+//! as ignored with the reason; under `CI=true` it fails instead.
 
 // Each test crate uses its own part of the shared helpers.
 #[allow(dead_code)]
@@ -58,7 +59,7 @@ struct Session {
 }
 
 impl Session {
-    fn spawn(scenario: &str, lab: &Path) -> Session {
+    fn spawn(scenario: &str, lab: &Path, plays: &str) -> Session {
         let ws = lab.join("ws");
         std::fs::create_dir_all(&ws).unwrap();
         std::fs::write(ws.join("AGENTS.md"), "# Agents\nBe terse.\n").unwrap();
@@ -68,6 +69,7 @@ impl Session {
             .args(["-c", r#"permissions.restricted={filesystem={":root"="none",":minimal"="read",":workspace_roots"={"."="read"}},network={enabled=false}}"#])
             .args(["-c", r#"permissions.fullread={filesystem={":root"="read"},network={enabled=true}}"#])
             .env("CODEX_HOME", lab.join("home"))
+            .env("FAKE_APP_SERVER_CODEX_VERSION", plays)
             // Scenarios whose file name says so run the simulated sandbox (environment facts).
             .env(
                 "FAKE_APP_SERVER_SANDBOX",
@@ -170,8 +172,8 @@ impl Session {
 }
 
 /// Drive one scenario through every method the fake implements.
-fn drive(scenario: &str, lab: &Path) -> Session {
-    let mut session = Session::spawn(scenario, lab);
+fn drive(scenario: &str, lab: &Path, plays: &str) -> Session {
+    let mut session = Session::spawn(scenario, lab, plays);
     let ws = lab.join("ws").display().to_string();
     session.request("initialize", json!({"clientInfo": {"name": "fidelity", "version": "0.0.1"}, "capabilities": {"experimentalApi": true}}));
     session.send(&json!({"method": "initialized"}));
@@ -329,20 +331,25 @@ fn validate(
 
 fn main() {
     let args = libtest_mimic::Arguments::from_args();
-    let trials = vec![prereq::trial(
-        "every_message_of_every_builtin_scenario_validates_against_the_real_schema_needs_real_codex",
-        prereq::codex_missing(),
-        || {
-            every_message_of_every_builtin_scenario_validates_against_the_real_schema();
-            Ok(())
-        },
-    )];
+    let trials = codex_schema::fake_releases()
+        .into_iter()
+        .map(|plays| {
+            prereq::trial(
+                format!("every_message_of_every_builtin_scenario_validates_against_the_real_schema_needs_real_codex::{plays}"),
+                prereq::version_missing(&plays),
+                move || {
+                    every_message_of_every_builtin_scenario_validates_against_the_real_schema(&plays);
+                    Ok(())
+                },
+            )
+        })
+        .collect();
     libtest_mimic::run(&args, trials).exit();
 }
 
-fn every_message_of_every_builtin_scenario_validates_against_the_real_schema() {
+fn every_message_of_every_builtin_scenario_validates_against_the_real_schema(plays: &str) {
     let scratch = tempfile::tempdir().unwrap();
-    let mut schemas = codex_schema::generate(&scratch.path().join("schema"));
+    let mut schemas = codex_schema::generate_version(plays, &scratch.path().join("schema"));
     // The validator is not vacuous: a turn with an unknown status and a thread/start result
     // without its thread must both be rejected.
     let mut self_check = Vec::new();
@@ -419,7 +426,7 @@ fn every_message_of_every_builtin_scenario_validates_against_the_real_schema() {
     let mut methods_seen = std::collections::BTreeSet::new();
     for (index, scenario) in scenarios.iter().enumerate() {
         let lab = scratch.path().join(format!("lab-{index}"));
-        let mut session = drive(scenario, &lab);
+        let mut session = drive(scenario, &lab, plays);
         session.finish();
         let checked = validate(&session, scenario, &mut schemas, &mut failures);
         assert!(

@@ -274,6 +274,7 @@ fn declared_runner(
         // A declared driver chooses its own launch; the policy is only the reference driver's.
         policy: PolicyGeneration::Current,
         codex_version: codex_version.cloned(),
+        plays: None,
         driver_cmd: None,
         declared: Some(driver.clone()),
     }

@@ -225,6 +225,11 @@ fn check_runners(file: &SuitesFile) -> Result<(), SuitesError> {
                 "runner `{name}`: `codex_version` is required for app_server = \"codex\" and only there"
             )));
         }
+        if runner.plays.is_some() && runner.app_server != AppServerKind::Fake {
+            return Err(invalid(format!(
+                "runner `{name}`: `plays` names the release the fake plays; it is for app_server = \"fake\" only"
+            )));
+        }
         if (runner.driver == DriverKind::Declared) != runner.declared.is_some() {
             return Err(invalid(format!(
                 "runner `{name}`: `declared` is required for driver = \"declared\" and only there"

@@ -45,6 +45,10 @@ pub struct RunnerSpec {
     /// For `app_server = "codex"`: the npm version of `@openai/codex`.
     #[serde(default)]
     pub codex_version: Option<String>,
+    /// For `app_server = "fake"`: the Codex release the fake plays (one it has a persona for,
+    /// `fake_app_server::persona`); the pin when absent.
+    #[serde(default)]
+    pub plays: Option<String>,
     /// For `driver = "external"`: a `sh -c` command line; `{repo}` stands for the repository
     /// root.
     #[serde(default)]

@@ -1,4 +1,5 @@
-//! JSON-RPC framing and the real server's error texts (measured with Codex 0.169.0).
+//! JSON-RPC framing and the real server's error texts (measured with Codex 0.169.0); the lists
+//! of methods and notifications are the persona's (`crate::persona`).
 
 pub mod shapes;
 
@@ -10,26 +11,21 @@ pub const INVALID_REQUEST: i64 = -32600;
 /// The error code of internal failures (e.g. thread/start's sandbox helper failing).
 pub const INTERNAL_ERROR: i64 = -32603;
 
-/// Every client request method Codex 0.169.0 knows, in the order its "unknown variant" error
-/// lists them.
-const CLIENT_METHODS: &str = include_str!("client_methods.txt");
-
+/// Every client request method the played Codex knows, in the order its "unknown variant"
+/// error lists them. Each persona's lists are checked against its real Codex at test time
+/// (`harness/tests/codex_protocol_lists.rs`); `harness drift` records them for a new release.
 pub fn client_methods() -> impl Iterator<Item = &'static str> {
-    CLIENT_METHODS.lines().filter(|l| !l.is_empty())
+    crate::persona::current().client_methods()
 }
 
-/// Every notification Codex 0.169.0 can send (the `method` enums of its generated
-/// `ServerNotification.json`). Both lists are checked against the pinned Codex at test time
-/// (`harness/tests/codex_protocol_lists.rs`), so a new pin that changes them fails until they
-/// are regenerated (`harness drift` shows the difference).
-const SERVER_NOTIFICATIONS: &str = include_str!("server_notifications.txt");
-
+/// Every notification the played Codex can send (the `method` enums of its generated
+/// `ServerNotification.json`).
 pub fn server_notifications() -> impl Iterator<Item = &'static str> {
-    SERVER_NOTIFICATIONS.lines().filter(|l| !l.is_empty())
+    crate::persona::current().server_notifications()
 }
 
 pub fn is_server_notification(method: &str) -> bool {
-    server_notifications().any(|m| m == method)
+    crate::persona::current().is_server_notification(method)
 }
 
 /// A JSON-RPC error object.
@@ -69,11 +65,7 @@ pub fn unknown_method(method: &str) -> RpcError {
 }
 
 pub fn is_client_method(method: &str) -> bool {
-    static KNOWN: std::sync::OnceLock<std::collections::HashSet<&'static str>> =
-        std::sync::OnceLock::new();
-    KNOWN
-        .get_or_init(|| client_methods().collect())
-        .contains(method)
+    crate::persona::current().is_client_method(method)
 }
 
 /// Parse request params into `T`, with serde's own texts behind `Invalid request: `.

@@ -4,7 +4,10 @@
 use serde_json::{json, Value};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-pub const CLI_VERSION: &str = "0.169.0";
+/// The version of the Codex the fake plays (`--version`, the user agent, `cliVersion`).
+pub fn cli_version() -> &'static str {
+    crate::persona::current().version
+}
 
 pub fn now_ms() -> u64 {
     SystemTime::now()
@@ -58,7 +61,7 @@ pub fn thread(view: &ThreadView) -> Value {
         "status": view.status,
         "path": view.path,
         "cwd": view.cwd,
-        "cliVersion": CLI_VERSION,
+        "cliVersion": cli_version(),
         "originator": view.originator,
         "source": "vscode",
         "canAcceptDirectInput": true,

@@ -343,7 +343,7 @@ impl Scenario {
             if !crate::protocol::is_client_method(method) {
                 return Err(invalid(format!(
                     "methods.\"{method}\": `{method}` is not a method Codex {} knows{}",
-                    crate::protocol::shapes::CLI_VERSION,
+                    crate::protocol::shapes::cli_version(),
                     closest(method, crate::protocol::client_methods())
                 )));
             }
@@ -352,7 +352,7 @@ impl Scenario {
             if !crate::protocol::is_server_notification(method) {
                 return Err(invalid(format!(
                     "notifications.\"{method}\": `{method}` is not a notification Codex {} sends{}",
-                    crate::protocol::shapes::CLI_VERSION,
+                    crate::protocol::shapes::cli_version(),
                     closest(method, crate::protocol::server_notifications())
                 )));
             }

@@ -132,7 +132,7 @@ fn initialize(shared: &Arc<Shared>, params: Option<&Value>) -> Reply {
         .unwrap_or_else(|| "unknown".into());
     let ClientInfo { name, version } = params.client_info;
     let result = json!({
-        "userAgent": format!("{name}/{} ({}; {}) {terminal} ({name}; {version})", shapes::CLI_VERSION, os_description(), std::env::consts::ARCH),
+        "userAgent": format!("{name}/{} ({}; {}) {terminal} ({name}; {version})", shapes::cli_version(), os_description(), std::env::consts::ARCH),
         "codexHome": super::codex_home(),
         "platformFamily": "unix",
         "platformOs": "linux",

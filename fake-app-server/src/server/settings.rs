@@ -1,6 +1,7 @@
 //! The methods a client calls around its threads rather than in them, answered like Codex 0.169.0
 //! (measured): `config/read`, `model/list`, `skills/list`, `collaborationMode/list`,
-//! `account/read`, `account/login/start`, and `thread/settings/update`.
+//! `account/read`, `account/login/start`, and `thread/settings/update`. What a release bundles
+//! (its model catalogue, its config defaults, its system skills) is the persona's.
 
 use super::state::ThreadState;
 use super::{Reply, Shared};
@@ -13,19 +14,14 @@ use sha2::{Digest, Sha256};
 use std::path::PathBuf;
 use std::sync::Arc;
 
-/// The model Codex 0.169 lists first and uses when none is configured.
-pub const DEFAULT_MODEL: &str = "gpt-6.1-sol";
 pub const DEFAULT_PROVIDER: &str = "openai";
-/// Codex 0.169's answer to `model/list` with a custom model provider (recorded from the real
-/// Codex: its bundled catalog, in its order, with `gpt-6.1-sol` the default; the configured
-/// model is not listed, and a client that picks its reasoning effort from the list falls back
-/// to its own default for it — codex-acp sends `effort: "medium"`).
-const CATALOG_JSON: &str = include_str!("model_catalog_0.169.json");
 
+/// Codex's answer to `model/list` with a custom model provider (recorded from the real Codex:
+/// its bundled catalogue, in its order; the configured model is not listed, and a client that
+/// picks its reasoning effort from the list falls back to its own default for it — codex-acp
+/// sends `effort: "medium"`).
 fn catalog() -> &'static [Value] {
-    static CATALOG: std::sync::OnceLock<Vec<Value>> = std::sync::OnceLock::new();
-    CATALOG
-        .get_or_init(|| serde_json::from_str(CATALOG_JSON).expect("the recorded catalog is JSON"))
+    crate::persona::current().model_catalog()
 }
 /// The context window Codex assumes for a model without metadata.
 pub const FALLBACK_CONTEXT_WINDOW: u64 = 258_400;
@@ -47,7 +43,7 @@ pub fn model_of(shared: &Shared, thread: Option<&ThreadState>) -> (String, Strin
     let model = thread
         .and_then(|t| t.model.clone())
         .or_else(|| shared.config.model.clone())
-        .unwrap_or_else(|| DEFAULT_MODEL.into());
+        .unwrap_or_else(|| crate::persona::current().default_model().into());
     let provider = shared
         .config
         .model_provider
@@ -120,17 +116,12 @@ fn merge_under(effective: &mut Map<String, Value>, layer: &Value) {
     }
 }
 
-/// The effective config's values that no layer set, as Codex 0.169 reports them in
-/// `config/read` (recorded from the real Codex with only `-c` session flags): `config`, every
-/// top-level default (nulls included), and `custom_provider`, the defaults filled into each
+/// The effective config's values that no layer set, as Codex reports them in `config/read`
+/// (recorded from the real Codex with only `-c` session flags): `config`, every top-level
+/// default (nulls included), and `custom_provider`, the defaults filled into each
 /// `model_providers` entry a layer declares. A layer's own value always wins.
-const CONFIG_DEFAULTS_JSON: &str = include_str!("config_defaults_0.169.json");
-
 fn config_defaults() -> &'static Value {
-    static DEFAULTS: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
-    DEFAULTS.get_or_init(|| {
-        serde_json::from_str(CONFIG_DEFAULTS_JSON).expect("the recorded defaults are JSON")
-    })
+    crate::persona::current().config_defaults()
 }
 
 #[derive(Deserialize)]
@@ -201,19 +192,12 @@ struct SkillsListParams {
     cwds: Option<Vec<String>>,
 }
 
-/// The system skills Codex 0.169 installs under `$CODEX_HOME/skills/.system` and lists in
+/// The system skills Codex installs under `$CODEX_HOME/skills/.system` and lists in
 /// `skills/list` (recorded from the real Codex, `{codex_home}` standing for its CODEX_HOME). The
 /// fake lists them as Codex does but installs no files there: a driver that opens a listed
 /// `SKILL.md` finds none.
-const SYSTEM_SKILLS_JSON: &str = include_str!("system_skills_0.169.json");
-
 fn system_skills() -> Value {
-    static SKILLS: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
-    let mut skills = SKILLS
-        .get_or_init(|| {
-            serde_json::from_str(SYSTEM_SKILLS_JSON).expect("the recorded skills are JSON")
-        })
-        .clone();
+    let mut skills = crate::persona::current().system_skills().clone();
     let home = super::codex_home().display().to_string();
     replace_in_strings(&mut skills, "{codex_home}", &home);
     skills

@@ -392,7 +392,10 @@ impl TurnRun {
     /// chunk) into a `plan` item, and a message holding nothing but the block yields no
     /// agentMessage item.
     fn plan_item(&mut self, plan: &str) {
-        let id = format!("{}-plan", self.plan.turn_id);
+        let id = match crate::persona::current().plan_item_ids {
+            crate::persona::PlanItemIds::TurnSuffix => format!("{}-plan", self.plan.turn_id),
+            crate::persona::PlanItemIds::Uuid => ids::uuid_v7(),
+        };
         let text = plan_item_text(plan);
         self.streamed_item(&id, &text, shapes::plan_item, "item/plan/delta");
     }

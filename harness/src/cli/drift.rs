@@ -25,6 +25,14 @@ pub fn main(args: Args) -> ExitCode {
         .out
         .clone()
         .unwrap_or_else(|| paths::conformance_root().join(format!("drift-{}", args.version)));
+    // Absolute, as `harness run` makes it: drivers run in other folders than this one.
+    let out = match std::path::absolute(&out) {
+        Ok(out) => out,
+        Err(e) => {
+            eprintln!("harness drift: --out {}: {e}", out.display());
+            return ExitCode::from(2);
+        }
+    };
     if let Err(e) = std::fs::create_dir_all(&out) {
         eprintln!("harness drift: creating {}: {e}", out.display());
         return ExitCode::from(2);

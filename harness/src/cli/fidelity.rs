@@ -54,9 +54,17 @@ pub fn main(args: Args) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    options.out_root = args
+    // Absolute, as `harness run` makes it: drivers run in other folders than this one.
+    let out = args
         .out
         .unwrap_or_else(|| paths::conformance_root().join("fidelity"));
+    options.out_root = match std::path::absolute(&out) {
+        Ok(out) => out,
+        Err(e) => {
+            eprintln!("harness fidelity: --out {}: {e}", out.display());
+            return ExitCode::from(2);
+        }
+    };
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(runtime) => runtime,
         Err(e) => {
@@ -114,6 +122,8 @@ pub fn table(outcomes: &[PairOutcome]) -> String {
                 "not compared".to_string()
             } else if let Some(d) = &o.divergence {
                 format!("DIVERGES at {}", d.index)
+            } else if !o.id_changes.is_empty() {
+                "IDS DIFFER".to_string()
             } else if let Some(t) = &o.truncated {
                 format!(
                     "same to the {} cut ({} of {})",

@@ -1,9 +1,12 @@
-//! `harness drift VERSION`: what changes for drivers if a published Codex replaces the pin. Three
+//! `harness drift VERSION`: what changes for drivers if a published Codex replaces the pin. Four
 //! comparisons, every difference named: the protocol schema (methods, notifications, server
-//! requests; fields added, removed or changed), the unknown-method list, and the matrix played on
-//! VERSION next to the pin (every real-Codex cell of the pin, run again on VERSION: verdict and
-//! driver-visible message sequence).
+//! requests; fields added, removed or changed), the unknown-method list, the answers a driver
+//! reads around its threads (`model/list`, `config/read`, …), and the matrix played on VERSION
+//! next to the pin (every real-Codex cell of the pin, run again on VERSION: verdict and
+//! driver-visible message sequence). It also records the fake's persona of VERSION.
 
+pub mod ask;
+pub mod persona;
 pub mod schema;
 pub mod unknown;
 pub mod wire;
@@ -52,6 +55,12 @@ pub struct ProtocolDrift {
     pub schema: Vec<schema::Change>,
     pub unknown_added: Vec<String>,
     pub unknown_removed: Vec<String>,
+    /// How the answers of `persona::settings_answers` differ.
+    pub settings_changes: Vec<String>,
+    /// Where the recorded persona of `version` was written.
+    pub persona_dir: std::path::PathBuf,
+    /// How the fake's own persona of `version` differs from the recording (`None`: it has none).
+    pub persona_differences: Option<Vec<String>>,
 }
 
 /// Provision both versions, generate both schemas into `scratch`, and compare.
@@ -61,6 +70,7 @@ pub fn protocol_drift(version: &str, scratch: &std::path::Path) -> Result<Protoc
     let other = provision::ensure(version).with_context(|| format!("Codex {version}"))?;
     let mut protocols = Vec::new();
     let mut listed = Vec::new();
+    let mut answers = Vec::new();
     for install in [&pinned, &other] {
         let dir = scratch.join(format!("schema-{}", install.version));
         schema::generate(&install.binary, &dir)?;
@@ -69,13 +79,32 @@ pub fn protocol_drift(version: &str, scratch: &std::path::Path) -> Result<Protoc
         std::fs::create_dir_all(&home)?;
         let message = unknown::unknown_method_error(&install.binary, &["app-server"], &home)?;
         listed.push(unknown::listed_methods(&message)?);
+        let settings = scratch.join(format!("settings-{}", install.version));
+        answers.push(persona::settings_answers(
+            &install.binary,
+            &["app-server"],
+            &settings,
+        )?);
     }
+    let persona_dir = scratch.join(format!("fake-persona-{version}"));
+    let recording = persona::record(
+        &other.binary,
+        &scratch.join(format!("schema-{}", other.version)),
+        &scratch.join(format!("record-{version}")),
+    )?;
+    recording.write(&persona_dir)?;
+    let persona_differences = fake_app_server::persona::find(version)
+        .ok()
+        .map(|fake| persona::differences(fake, &recording));
     let (old, new) = (&listed[0], &listed[1]);
     Ok(ProtocolDrift {
         version: version.to_string(),
         schema: schema::diff(&protocols[0], &protocols[1]),
         unknown_added: new.iter().filter(|m| !old.contains(m)).cloned().collect(),
         unknown_removed: old.iter().filter(|m| !new.contains(m)).cloned().collect(),
+        settings_changes: persona::answer_changes(&answers[0], &answers[1]),
+        persona_dir,
+        persona_differences,
     })
 }
 
@@ -127,6 +156,38 @@ pub fn render(drift: &ProtocolDrift, matrix: &[MatrixDrift]) -> String {
     }
     for method in &drift.unknown_removed {
         let _ = writeln!(out, "- - `{method}`");
+    }
+    let _ = writeln!(out, "\n### What a driver reads around its threads\n");
+    if drift.settings_changes.is_empty() {
+        let _ = writeln!(out, "- the same answers");
+    }
+    for change in &drift.settings_changes {
+        let _ = writeln!(out, "- {change}");
+    }
+    let _ = writeln!(out, "\n### The fake's persona of {}\n", drift.version);
+    let folder = drift.persona_dir.display();
+    match &drift.persona_differences {
+        None => {
+            let _ = writeln!(
+                out,
+                "- the fake has none; recorded in `{folder}`: copy it to `fake-app-server/personas/{}/` and add its row to `fake_app_server::persona`",
+                drift.version
+            );
+        }
+        Some(differences) if differences.is_empty() => {
+            let _ = writeln!(
+                out,
+                "- the fake plays it; its data match this recording (`{folder}`)"
+            );
+        }
+        Some(differences) => {
+            for difference in differences {
+                let _ = writeln!(
+                    out,
+                    "- the fake's persona differs: {difference} (recorded in `{folder}`)"
+                );
+            }
+        }
     }
     if !matrix.is_empty() {
         let _ = writeln!(

@@ -25,9 +25,37 @@ pub fn id_shape(id: &str, turn_id: &str) -> String {
     }
 }
 
+/// Item type → the id shapes seen.
+pub type IdShapes = BTreeMap<String, BTreeSet<String>>;
+
+/// The shape of every id the model API made (`call_…` tool calls, `msg_…`/`item_…` output
+/// items): the mock model API and the fake's scripted model make them, not the app-server.
+pub const MODEL_MADE: &str = "<model-made>";
+
+/// [`item_id_shapes`] with the ids the model made as one shape ([`MODEL_MADE`]): what the
+/// fidelity comparison holds an app-server to.
+pub fn app_server_id_shapes(transcript: &Path) -> IdShapes {
+    item_id_shapes(transcript)
+        .into_iter()
+        .map(|(kind, shapes)| {
+            let shapes = shapes
+                .into_iter()
+                .map(|s| {
+                    if s.ends_with("_…") {
+                        MODEL_MADE.to_string()
+                    } else {
+                        s
+                    }
+                })
+                .collect();
+            (kind, shapes)
+        })
+        .collect()
+}
+
 /// Item type → the id shapes seen in `item/completed` notifications of a transcript.
-pub fn item_id_shapes(transcript: &Path) -> BTreeMap<String, BTreeSet<String>> {
-    let mut shapes: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+pub fn item_id_shapes(transcript: &Path) -> IdShapes {
+    let mut shapes: IdShapes = BTreeMap::new();
     let Ok(text) = std::fs::read_to_string(transcript) else {
         return shapes;
     };

@@ -26,10 +26,23 @@ pub fn load_matrix(
                 .with_context(|| format!("{}: driver `{name}`", file.name))?;
         }
     }
-    Ok(suites::load_with(&Extras {
+    let matrix = suites::load_with(&Extras {
         drivers,
         codex_versions: codex_versions.to_vec(),
-    })?)
+    })?;
+    check_personas(&matrix)?;
+    Ok(matrix)
+}
+
+/// A fake runner's `plays` must name a release the fake has a persona for.
+fn check_personas(matrix: &Matrix) -> Result<()> {
+    for (name, runner) in &matrix.file.runners {
+        if let Some(version) = &runner.plays {
+            fake_app_server::persona::find(version)
+                .map_err(|e| anyhow::anyhow!("runner `{name}`: plays = \"{version}\": {e}"))?;
+        }
+    }
+    Ok(())
 }
 
 /// [`load_matrix`] from [`DRIVERS_VAR`] and [`CODEX_VERSIONS_VAR`].

@@ -18,6 +18,22 @@ pub fn matrix_versions() -> Vec<String> {
     harness::codex::provision::matrix_versions(&suites::load().expect("suites load"))
 }
 
+/// Every release a fake runner of the matrix plays, the pin first: what the fake's protocol and
+/// schema tests check each persona against.
+pub fn fake_releases() -> Vec<String> {
+    let matrix = suites::load().expect("suites load");
+    let mut releases = vec![fake_app_server::persona::DEFAULT_VERSION.to_string()];
+    for runner in matrix.file.runners.values() {
+        if runner.app_server == suites::spec::AppServerKind::Fake {
+            let plays = harness::codex::fidelity::plays(runner).to_string();
+            if !releases.contains(&plays) {
+                releases.push(plays);
+            }
+        }
+    }
+    releases
+}
+
 /// Generate the schema of Codex `version` into `out` (the trial checked it is installed).
 pub fn generate_version(version: &str, out: &Path) -> CodexSchema {
     let install = harness::codex::provision::resolve(version)

@@ -30,6 +30,13 @@ pub fn codex_missing() -> Option<String> {
         .clone()
 }
 
+/// Why Codex `version` cannot run here, if it cannot.
+pub fn version_missing(version: &str) -> Option<String> {
+    provision::resolve(version)
+        .err()
+        .map(|err| format!("Codex {version}: {err:#}"))
+}
+
 /// Why some Codex version of the matrix's runners cannot run here, if one cannot (`harness
 /// provision` installs them all).
 pub fn matrix_codex_missing() -> Option<String> {

@@ -16,6 +16,14 @@
 //! sequence that ends because its driver, its task done, hung up on the app-server with requests
 //! unanswered (codex-acp's title side thread; see [`cut`]) must match the other side up to there,
 //! and the table says where the comparison stopped.
+//!
+//! Ids are normalised, so how an app-server makes them is compared apart: per item type, the
+//! shapes of the ids in both transcripts (`crate::drift::wire`; 0.171 gives a plan item a UUID
+//! of its own where 0.169 wrote `<turnId>-plan`). Ids the model API makes (`call_…`, `msg_…`)
+//! are the scenario's, not the app-server's, and count as one shape.
+//!
+//! A real Codex is compared with the fake that plays its release (a runner's `plays`), else with
+//! the fake that plays the pin.
 
 pub mod cut;
 
@@ -80,21 +88,40 @@ impl Pair {
     }
 }
 
+/// The Codex release a fake runner plays.
+pub fn plays(fake: &RunnerSpec) -> &str {
+    fake.plays
+        .as_deref()
+        .unwrap_or(fake_app_server::persona::DEFAULT_VERSION)
+}
+
 /// Every pair of the matrix whose cells match one of `filters` (all when empty): the real cell's
-/// runner has a fake counterpart in the same suite, environment and case; the case plays the
-/// same scenario for both (no `codex_scenario` override) and the real Codex can play it.
+/// runner has a fake counterpart in the same suite, environment and case (the one playing its
+/// release, else the one playing the pin); the case plays the same scenario for both (no
+/// `codex_scenario` override) and the real Codex can play it.
 pub fn pairs(matrix: &Matrix, filters: &[String]) -> Vec<Pair> {
     let mut out = Vec::new();
     for real in &matrix.cells {
         if real.runner.app_server != AppServerKind::Codex || real.case.codex_scenario.is_some() {
             continue;
         }
-        let Some(fake) = matrix.cells.iter().find(|c| {
-            c.id.suite == real.id.suite
-                && c.id.environment == real.id.environment
-                && c.id.case == real.id.case
-                && is_fake_counterpart(&c.runner, &real.runner)
-        }) else {
+        let counterparts: Vec<&Cell> = matrix
+            .cells
+            .iter()
+            .filter(|c| {
+                c.id.suite == real.id.suite
+                    && c.id.environment == real.id.environment
+                    && c.id.case == real.id.case
+                    && is_fake_counterpart(&c.runner, &real.runner)
+            })
+            .collect();
+        let release = real.runner.codex_version.as_deref();
+        let Some(fake) = counterparts
+            .iter()
+            .find(|c| Some(plays(&c.runner)) == release)
+            .or_else(|| counterparts.iter().find(|c| c.runner.plays.is_none()))
+            .copied()
+        else {
             continue;
         };
         // A case the driver cannot express runs on neither side: nothing to compare.
@@ -427,6 +454,8 @@ pub struct SideOutcome {
     pub codex_span: Option<std::time::Duration>,
     /// Why the driver cut this side's sequence short itself (see [`cut`]), if it did.
     pub cut: Option<String>,
+    /// Item type → the shapes of the app-server's item ids in the transcript.
+    pub id_shapes: crate::drift::wire::IdShapes,
 }
 
 impl SideOutcome {
@@ -447,6 +476,8 @@ pub struct PairOutcome {
     /// Where one sequence ended because its driver cut it short (see [`cut`]): compared up
     /// to there only.
     pub truncated: Option<Truncation>,
+    /// Item types whose id shapes differ (fake → real).
+    pub id_changes: Vec<String>,
 }
 
 /// A sequence the driver cut short: the messages before `index` matched, the other side's
@@ -512,7 +543,15 @@ impl PairOutcome {
                 self.fake.verdict, self.real.verdict
             ));
         }
-        self.divergence.as_ref().map(Divergence::describe)
+        if let Some(divergence) = &self.divergence {
+            return Some(divergence.describe());
+        }
+        (!self.id_changes.is_empty()).then(|| {
+            format!(
+                "ids are made differently (fake → real): {}",
+                self.id_changes.join("; ")
+            )
+        })
     }
 }
 
@@ -525,6 +564,11 @@ pub async fn run_pair(pair: &Pair, options: &crate::matrix::MatrixOptions) -> Pa
     } else {
         (None, None)
     };
+    let id_changes = if fake.graded && real.graded {
+        crate::drift::wire::id_shape_changes(&fake.id_shapes, &real.id_shapes)
+    } else {
+        Vec::new()
+    };
     PairOutcome {
         pair: pair.name(),
         scenario: pair.scenario().to_string(),
@@ -532,6 +576,7 @@ pub async fn run_pair(pair: &Pair, options: &crate::matrix::MatrixOptions) -> Pa
         real,
         divergence,
         truncated,
+        id_changes,
     }
 }
 
@@ -580,6 +625,7 @@ async fn run_side(cell: &Cell, options: &crate::matrix::MatrixOptions) -> SideOu
                     wall: result.duration,
                     codex_span: None,
                     cut: None,
+                    id_shapes: Default::default(),
                 }
             }
         }
@@ -589,6 +635,8 @@ async fn run_side(cell: &Cell, options: &crate::matrix::MatrixOptions) -> SideOu
     let codex_span = real
         .then(|| read_codex_span(&result.evidence_dir))
         .flatten();
+    let id_shapes =
+        crate::drift::wire::app_server_id_shapes(&result.evidence_dir.join("transcript.jsonl"));
     SideOutcome {
         cell: cell.name(),
         verdict,
@@ -597,6 +645,7 @@ async fn run_side(cell: &Cell, options: &crate::matrix::MatrixOptions) -> SideOu
         wall: result.duration,
         codex_span,
         cut,
+        id_shapes,
     }
 }
 

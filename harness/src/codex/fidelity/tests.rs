@@ -143,6 +143,7 @@ fn side(sequence: Vec<Value>, cut: Option<&str>) -> SideOutcome {
         wall: std::time::Duration::ZERO,
         codex_span: None,
         cut: cut.map(String::from),
+        id_shapes: Default::default(),
     }
 }
 
@@ -171,4 +172,62 @@ fn a_driver_cut_compares_as_a_prefix_and_nothing_else_does() {
     let (divergence, truncated) = compare(&side(long, None), &side(changed, Some("hung up")));
     assert_eq!(divergence.unwrap().index, 1);
     assert_eq!(truncated, None);
+}
+
+/// The same sequence with ids made another way (0.171's plan item UUIDs against a fake playing
+/// 0.169) is a fidelity failure naming the item type; ids the model made do not count.
+#[test]
+fn ids_made_differently_are_a_failure_and_model_made_ids_are_one_shape() {
+    let dir = tempfile::tempdir().unwrap();
+    let turn = "01a2310e-f7aa-71a2-b7e9-e659bfd286b5";
+    let transcript = |name: &str, plan_id: &str, message_id: &str| {
+        let path = dir.path().join(name);
+        let line = |kind: &str, id: &str| {
+            serde_json::json!({"message": {"method": "item/completed", "params": {"turnId": turn, "item": {"type": kind, "id": id}}}})
+                .to_string()
+        };
+        std::fs::write(
+            &path,
+            format!(
+                "{}\n{}\n",
+                line("plan", plan_id),
+                line("agentMessage", message_id)
+            ),
+        )
+        .unwrap();
+        crate::drift::wire::app_server_id_shapes(&path)
+    };
+    let pin = transcript("pin.jsonl", &format!("{turn}-plan"), "msg_0123");
+    let new = transcript(
+        "new.jsonl",
+        "01a2310e-fcb4-7c82-99a4-22e0807f6661",
+        "item_01_0_0",
+    );
+    let fake_of_new = transcript(
+        "fake.jsonl",
+        "01a2310e-fcb4-7c82-99a4-22e0807f6662",
+        "msg_9",
+    );
+    let outcome = |fake: &crate::drift::wire::IdShapes, real: &crate::drift::wire::IdShapes| {
+        let mut fake_side = side(vec![], None);
+        fake_side.id_shapes = fake.clone();
+        let mut real_side = side(vec![], None);
+        real_side.id_shapes = real.clone();
+        PairOutcome {
+            pair: "p".into(),
+            scenario: "s".into(),
+            id_changes: crate::drift::wire::id_shape_changes(
+                &fake_side.id_shapes,
+                &real_side.id_shapes,
+            ),
+            fake: fake_side,
+            real: real_side,
+            divergence: None,
+            truncated: None,
+        }
+    };
+    let failure = outcome(&pin, &new).failure().expect("a failure");
+    assert!(failure.contains("plan item ids"), "{failure}");
+    assert!(!failure.contains("agentMessage"), "{failure}");
+    assert_eq!(outcome(&fake_of_new, &new).failure(), None);
 }

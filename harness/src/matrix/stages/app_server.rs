@@ -67,6 +67,13 @@ pub async fn prepare(
             };
             mounts.readonly.push(options.fake_program.clone());
             let mut program = program;
+            // In the environment, not the arguments: `codex --version` and the other tool
+            // launches (which get no cell arguments) answer as the same release.
+            if let Some(version) = &cell.runner.plays {
+                program
+                    .env
+                    .push(("FAKE_APP_SERVER_CODEX_VERSION".into(), version.clone()));
+            }
             // A simulation switch of the fake (bubblewrap 0.12's wording) passes through.
             if let Ok(wording) = std::env::var("FAKE_APP_SERVER_BWRAP_WORDING") {
                 program

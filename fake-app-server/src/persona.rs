@@ -1,0 +1,229 @@
+//! Which Codex release the fake plays. A persona is what a driver can see of one release: its
+//! version (`--version`, `initialize`'s user agent, a thread's `cliVersion`), the client methods
+//! its unknown-method error lists, the notifications it can send, its bundled model catalogue,
+//! its effective-config defaults, its system skills, and how it makes a plan item's id.
+//!
+//! Each persona's data lives in `fake-app-server/personas/VERSION/`, recorded from that real
+//! Codex by `harness drift VERSION` (which writes the folder to copy) and checked against it at
+//! test time (`harness/tests/codex_protocol_lists.rs`, `harness/tests/fake_schema_fidelity.rs`).
+//! A new Codex release is one folder and one row of [`PERSONAS`].
+//!
+//! The persona is chosen once per process, at start-up (`--codex-version`), like the real
+//! binary's version: it is process-wide so that every shape the fake builds reads the same one.
+
+use serde_json::Value;
+use std::collections::HashSet;
+use std::sync::OnceLock;
+
+/// The Codex the fake plays unless told otherwise: the harness's pin.
+pub const DEFAULT_VERSION: &str = "0.169.0";
+
+/// How a release makes the id of a plan item.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PlanItemIds {
+    /// `<turnId>-plan` (0.169 and earlier).
+    TurnSuffix,
+    /// A fresh UUIDv7 of its own (0.171).
+    Uuid,
+}
+
+pub struct Persona {
+    pub version: &'static str,
+    pub plan_item_ids: PlanItemIds,
+    client_methods: &'static str,
+    server_notifications: &'static str,
+    model_catalog: &'static str,
+    config_defaults: &'static str,
+    system_skills: &'static str,
+    parsed: OnceLock<Parsed>,
+}
+
+struct Parsed {
+    client_methods: HashSet<&'static str>,
+    model_catalog: Vec<Value>,
+    config_defaults: Value,
+    system_skills: Value,
+}
+
+macro_rules! persona {
+    ($version:literal, $plan:expr) => {
+        Persona {
+            version: $version,
+            plan_item_ids: $plan,
+            client_methods: include_str!(concat!("../personas/", $version, "/client_methods.txt")),
+            server_notifications: include_str!(concat!(
+                "../personas/",
+                $version,
+                "/server_notifications.txt"
+            )),
+            model_catalog: include_str!(concat!("../personas/", $version, "/model_catalog.json")),
+            config_defaults: include_str!(concat!(
+                "../personas/",
+                $version,
+                "/config_defaults.json"
+            )),
+            system_skills: include_str!(concat!("../personas/", $version, "/system_skills.json")),
+            parsed: OnceLock::new(),
+        }
+    };
+}
+
+static PERSONAS: [Persona; 2] = [
+    persona!("0.169.0", PlanItemIds::TurnSuffix),
+    persona!("0.171.0", PlanItemIds::Uuid),
+];
+
+static CURRENT: OnceLock<&'static Persona> = OnceLock::new();
+
+/// Every persona, oldest first.
+pub fn all() -> &'static [Persona] {
+    &PERSONAS
+}
+
+/// The persona of `version`, or an error naming the ones there are.
+pub fn find(version: &str) -> Result<&'static Persona, String> {
+    PERSONAS
+        .iter()
+        .find(|p| p.version == version)
+        .ok_or_else(|| {
+            format!(
+                "fake-app-server has no persona for Codex {version}; it plays {} (`harness drift {version}` records one)",
+                versions().join(", ")
+            )
+        })
+}
+
+pub fn versions() -> Vec<&'static str> {
+    PERSONAS.iter().map(|p| p.version).collect()
+}
+
+/// Play `version` in this process from now on. Choosing a second, different persona is an error.
+pub fn select(version: &str) -> Result<&'static Persona, String> {
+    let wanted = find(version)?;
+    let chosen = *CURRENT.get_or_init(|| wanted);
+    if chosen.version == wanted.version {
+        Ok(chosen)
+    } else {
+        Err(format!(
+            "this process already plays Codex {}; cannot switch to {version}",
+            chosen.version
+        ))
+    }
+}
+
+/// The persona this process plays (the default until [`select`] chose one).
+pub fn current() -> &'static Persona {
+    CURRENT
+        .get()
+        .copied()
+        .unwrap_or_else(|| find(DEFAULT_VERSION).expect("the default persona is in the table"))
+}
+
+impl Persona {
+    fn parsed(&self) -> &Parsed {
+        self.parsed.get_or_init(|| {
+            let json = |text: &str, what: &str| -> Value {
+                serde_json::from_str(text)
+                    .unwrap_or_else(|e| panic!("personas/{}/{what} is not JSON: {e}", self.version))
+            };
+            Parsed {
+                client_methods: self.client_methods().collect(),
+                model_catalog: match json(self.model_catalog, "model_catalog.json") {
+                    Value::Array(entries) => entries,
+                    _ => panic!("personas/{}/model_catalog.json is no array", self.version),
+                },
+                config_defaults: json(self.config_defaults, "config_defaults.json"),
+                system_skills: json(self.system_skills, "system_skills.json"),
+            }
+        })
+    }
+
+    /// Every client method, in the order the unknown-method error lists them.
+    pub fn client_methods(&self) -> impl Iterator<Item = &'static str> {
+        self.client_methods.lines().filter(|l| !l.is_empty())
+    }
+
+    pub fn is_client_method(&self, method: &str) -> bool {
+        self.parsed().client_methods.contains(method)
+    }
+
+    /// Every notification this release can send (its generated `ServerNotification.json`).
+    pub fn server_notifications(&self) -> impl Iterator<Item = &'static str> {
+        self.server_notifications.lines().filter(|l| !l.is_empty())
+    }
+
+    pub fn is_server_notification(&self, method: &str) -> bool {
+        self.server_notifications().any(|m| m == method)
+    }
+
+    /// `model/list`'s entries with a custom model provider: the bundled catalogue, in order.
+    pub fn model_catalog(&self) -> &[Value] {
+        &self.parsed().model_catalog
+    }
+
+    /// The catalogue's default (`isDefault`), used when none is configured.
+    pub fn default_model(&self) -> &str {
+        self.model_catalog()
+            .iter()
+            .find(|m| m["isDefault"] == true)
+            .and_then(|m| m["id"].as_str())
+            .unwrap_or_else(|| {
+                panic!(
+                    "personas/{}/model_catalog.json has no default model",
+                    self.version
+                )
+            })
+    }
+
+    /// `config/read`'s values no layer set: `{config, custom_provider}`.
+    pub fn config_defaults(&self) -> &Value {
+        &self.parsed().config_defaults
+    }
+
+    /// `skills/list`'s system skills, `{codex_home}` standing for CODEX_HOME.
+    pub fn system_skills(&self) -> &Value {
+        &self.parsed().system_skills
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_persona_parses_and_the_default_is_one() {
+        assert!(find(DEFAULT_VERSION).is_ok());
+        for persona in all() {
+            assert!(
+                persona.client_methods().count() > 100,
+                "{}",
+                persona.version
+            );
+            assert!(persona.is_client_method("thread/start"));
+            assert!(persona.is_server_notification("turn/completed"));
+            assert!(!persona.model_catalog().is_empty());
+            assert!(persona.config_defaults()["config"].is_object());
+            assert!(persona.config_defaults()["custom_provider"].is_object());
+            assert!(persona.system_skills().is_array());
+        }
+    }
+
+    #[test]
+    fn an_unknown_version_names_the_ones_there_are() {
+        let err = find("0.170.0").err().unwrap();
+        assert!(err.contains("no persona for Codex 0.170.0"), "{err}");
+        assert!(err.contains("0.169.0, 0.171.0"), "{err}");
+    }
+
+    #[test]
+    fn the_releases_differ_where_drivers_can_see_it() {
+        let (old, new) = (find("0.169.0").unwrap(), find("0.171.0").unwrap());
+        assert!(!old.is_client_method("thread/search/stream"));
+        assert!(new.is_client_method("thread/search/stream"));
+        assert!(new.is_server_notification("thread/search/partial"));
+        assert_eq!(old.plan_item_ids, PlanItemIds::TurnSuffix);
+        assert_eq!(new.plan_item_ids, PlanItemIds::Uuid);
+        assert_eq!(old.default_model(), "gpt-6.1-sol");
+        assert_eq!(new.default_model(), "gpt-6.2-sol");
+    }
+}

@@ -1,0 +1,320 @@
+//! A fake persona recorded from a real Codex (`fake_app_server::persona`): the lists its
+//! unknown-method error and its schema give, and what it answers to the methods a driver calls
+//! around its threads (`model/list`, `config/read`, `skills/list`, …) with the custom model
+//! provider every cell configures. `harness drift VERSION` writes the persona folder of VERSION;
+//! the protocol-list test asks the real Codex and the fake playing it the same questions.
+
+use super::unknown;
+use crate::codex::runner as codex_runner;
+use anyhow::{bail, Context, Result};
+use serde_json::{json, Value};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::process::Command;
+/// The provider the cells configure; its URL is never called by these methods.
+const UNUSED_MODEL_URL: &str = "http://127.0.0.1:9/v1";
+
+/// The questions, with their parameters (`{cwd}` is the scratch workspace).
+fn questions(cwd: &str) -> Vec<(&'static str, Value)> {
+    vec![
+        ("account/read", json!({})),
+        ("collaborationMode/list", json!({})),
+        ("config/read", json!({"includeLayers": true, "cwd": cwd})),
+        ("model/list", json!({})),
+        ("permissionProfile/list", json!({})),
+        ("skills/list", json!({"cwds": [cwd]})),
+    ]
+}
+
+/// Method → result (or `{"error": …}`) of `program ARGS… app-server` answering [`questions`],
+/// with the scratch folders written `{cwd}`, `{codex_home}` and `{home}`.
+pub fn settings_answers(
+    program: &Path,
+    leading_args: &[&str],
+    scratch: &Path,
+) -> Result<BTreeMap<String, Value>> {
+    let home = scratch.join("home");
+    let codex_home = home.join(".codex");
+    let (cwd, tmp) = (scratch.join("ws"), scratch.join("tmp"));
+    for dir in [&codex_home, &cwd, &tmp] {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    let mut command = Command::new(program);
+    command
+        .args(leading_args)
+        .args(codex_runner::provider_args(UNUSED_MODEL_URL))
+        .env_clear()
+        .envs(codex_runner::allowlisted_env(&home, &codex_home, &tmp))
+        .current_dir(&cwd);
+    let cwd_text = cwd.display().to_string();
+    let asked = questions(&cwd_text);
+    let responses = super::ask::ask(command, &asked)?;
+    let mut answers = BTreeMap::new();
+    for ((method, _), message) in asked.iter().zip(responses) {
+        let answer = match message.get("result") {
+            Some(result) => result.clone(),
+            None => json!({"error": message["error"]}),
+        };
+        answers.insert(method.to_string(), answer);
+    }
+    let aliases = [
+        (codex_home.display().to_string(), "{codex_home}"),
+        (home.display().to_string(), "{home}"),
+        (cwd_text, "{cwd}"),
+    ];
+    for answer in answers.values_mut() {
+        replace_paths(answer, &aliases);
+    }
+    Ok(answers)
+}
+
+fn replace_paths(value: &mut Value, aliases: &[(String, &str)]) {
+    match value {
+        Value::String(text) => {
+            for (path, placeholder) in aliases {
+                *text = text.replace(path.as_str(), placeholder);
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(|v| replace_paths(v, aliases)),
+        Value::Object(map) => map.values_mut().for_each(|v| replace_paths(v, aliases)),
+        _ => {}
+    }
+}
+
+/// The five files of a persona folder.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Recording {
+    pub client_methods: Vec<String>,
+    pub server_notifications: BTreeSet<String>,
+    pub model_catalog: Value,
+    pub config_defaults: Value,
+    pub system_skills: Value,
+}
+
+/// Record the persona of the Codex at `binary`; `schema_dir` holds its generated schema.
+pub fn record(binary: &Path, schema_dir: &Path, scratch: &Path) -> Result<Recording> {
+    let home = scratch.join("unknown-home");
+    std::fs::create_dir_all(&home)?;
+    let message = unknown::unknown_method_error(binary, &["app-server"], &home)?;
+    let client_methods = unknown::listed_methods(&message)?;
+    let server_notifications = super::schema::load(schema_dir)?.notifications;
+    let answers = settings_answers(binary, &["app-server"], &scratch.join("settings"))?;
+    let (model_catalog, config_defaults, system_skills) = from_answers(&answers)?;
+    Ok(Recording {
+        client_methods,
+        server_notifications,
+        model_catalog,
+        config_defaults,
+        system_skills,
+    })
+}
+
+/// What the fake serves from data, out of the real answers: the catalogue, the config values no
+/// layer set (`config`, and `custom_provider`: what Codex fills into a declared provider), and
+/// the system skills.
+pub fn from_answers(answers: &BTreeMap<String, Value>) -> Result<(Value, Value, Value)> {
+    let catalog = answers["model/list"]["data"].clone();
+    if !catalog.is_array() {
+        bail!(
+            "model/list answered no `data` list: {}",
+            answers["model/list"]
+        );
+    }
+    let Some(Value::Object(effective)) = answers["config/read"].get("config").cloned() else {
+        bail!(
+            "config/read answered no `config`: {}",
+            answers["config/read"]
+        );
+    };
+    let mut config = effective.clone();
+    // What the session flags set (`codex_runner::provider_args`).
+    for key in ["model", "model_provider", "model_providers"] {
+        config.remove(key);
+    }
+    let Some(Value::Object(mut provider)) = effective
+        .get("model_providers")
+        .and_then(|p| p.get(codex_runner::PROVIDER_ID))
+        .cloned()
+    else {
+        bail!(
+            "config/read lists no `model_providers.{}`",
+            codex_runner::PROVIDER_ID
+        );
+    };
+    for key in [
+        "name",
+        "base_url",
+        "wire_api",
+        "request_max_retries",
+        "stream_max_retries",
+    ] {
+        provider.remove(key);
+    }
+    let skills: Vec<Value> = answers["skills/list"]["data"][0]["skills"]
+        .as_array()
+        .context("skills/list answered no skills for the workspace")?
+        .iter()
+        .filter(|s| s["scope"] == "system")
+        .cloned()
+        .collect();
+    Ok((
+        catalog,
+        json!({"config": config, "custom_provider": provider}),
+        Value::Array(skills),
+    ))
+}
+
+impl Recording {
+    /// Write the persona folder (`fake-app-server/personas/VERSION/` once copied).
+    pub fn write(&self, dir: &Path) -> Result<()> {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        let lines = |items: &mut dyn Iterator<Item = &String>| -> String {
+            items.map(|m| format!("{m}\n")).collect()
+        };
+        let json = |value: &Value| -> Result<String> {
+            Ok(format!("{}\n", serde_json::to_string_pretty(value)?))
+        };
+        let files = [
+            ("client_methods.txt", lines(&mut self.client_methods.iter())),
+            (
+                "server_notifications.txt",
+                lines(&mut self.server_notifications.iter()),
+            ),
+            ("model_catalog.json", json(&self.model_catalog)?),
+            ("config_defaults.json", json(&self.config_defaults)?),
+            ("system_skills.json", json(&self.system_skills)?),
+        ];
+        for (name, text) in files {
+            let path = dir.join(name);
+            std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+        }
+        Ok(())
+    }
+}
+
+/// Where the fake's persona differs from a recording of its release (empty: nowhere).
+pub fn differences(fake: &fake_app_server::persona::Persona, recording: &Recording) -> Vec<String> {
+    let mut out = Vec::new();
+    let methods: Vec<String> = fake.client_methods().map(str::to_string).collect();
+    if methods != recording.client_methods {
+        out.push("client_methods.txt".to_string());
+    }
+    let notifications: BTreeSet<String> = fake.server_notifications().map(str::to_string).collect();
+    if notifications != recording.server_notifications {
+        out.push("server_notifications.txt".to_string());
+    }
+    if fake.model_catalog()
+        != recording
+            .model_catalog
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or(&[])
+    {
+        out.push("model_catalog.json".to_string());
+    }
+    if fake.config_defaults() != &recording.config_defaults {
+        out.push("config_defaults.json".to_string());
+    }
+    if fake.system_skills() != &recording.system_skills {
+        out.push("system_skills.json".to_string());
+    }
+    out
+}
+
+/// Each method whose answers differ between two sets, with the first differing path.
+pub fn answer_changes(pin: &BTreeMap<String, Value>, new: &BTreeMap<String, Value>) -> Vec<String> {
+    let methods: BTreeSet<&String> = pin.keys().chain(new.keys()).collect();
+    methods
+        .into_iter()
+        .filter_map(|method| {
+            let (a, b) = (&pin.get(method), &new.get(method));
+            (a != b).then(|| match (a, b) {
+                (Some(a), Some(b)) => {
+                    format!("`{method}` answers differently: {}", first_path(a, b, ""))
+                }
+                _ => format!("`{method}` answered by one side only"),
+            })
+        })
+        .collect()
+}
+
+fn first_path(a: &Value, b: &Value, path: &str) -> String {
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            let keys: BTreeSet<&String> = x.keys().chain(y.keys()).collect();
+            for key in keys {
+                let next = if path.is_empty() {
+                    key.clone()
+                } else {
+                    format!("{path}.{key}")
+                };
+                match (x.get(key), y.get(key)) {
+                    (Some(p), Some(q)) if p == q => continue,
+                    (Some(p), Some(q)) => return first_path(p, q, &next),
+                    (None, _) => return format!("+ `{next}`"),
+                    (_, None) => return format!("- `{next}`"),
+                }
+            }
+            format!("`{path}`")
+        }
+        (Value::Array(x), Value::Array(y)) if x.len() != y.len() => {
+            format!("`{path}`: {} → {} entries", x.len(), y.len())
+        }
+        (Value::Array(x), Value::Array(y)) => x
+            .iter()
+            .zip(y)
+            .position(|(p, q)| p != q)
+            .map(|i| first_path(&x[i], &y[i], &format!("{path}[{i}]")))
+            .unwrap_or_else(|| format!("`{path}`")),
+        _ => format!(
+            "`{path}`: {} → {}",
+            crate::rpc::excerpt(&a.to_string(), 80),
+            crate::rpc::excerpt(&b.to_string(), 80)
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_recording_keeps_what_no_layer_set() {
+        let answers: BTreeMap<String, Value> = [
+            ("model/list".to_string(), json!({"data": [{"id": "m", "isDefault": true}]})),
+            (
+                "config/read".to_string(),
+                json!({"config": {"model": "mock-model", "model_provider": "mock", "web_search": null,
+                    "model_providers": {"mock": {"name": "mock", "base_url": "u", "wire_api": "responses",
+                    "request_max_retries": 0, "stream_max_retries": 0, "env_key": null}}}}),
+            ),
+            (
+                "skills/list".to_string(),
+                json!({"data": [{"skills": [{"name": "a", "scope": "system"}, {"name": "b", "scope": "user"}]}]}),
+            ),
+        ]
+        .into();
+        let (catalog, defaults, skills) = from_answers(&answers).unwrap();
+        assert_eq!(catalog, json!([{"id": "m", "isDefault": true}]));
+        assert_eq!(
+            defaults,
+            json!({"config": {"web_search": null}, "custom_provider": {"env_key": null}})
+        );
+        assert_eq!(skills, json!([{"name": "a", "scope": "system"}]));
+    }
+
+    #[test]
+    fn changes_name_the_first_differing_path() {
+        let pin: BTreeMap<String, Value> =
+            [("config/read".to_string(), json!({"config": {"a": 1}}))].into();
+        let new: BTreeMap<String, Value> = [(
+            "config/read".to_string(),
+            json!({"config": {"a": 1, "b": null}}),
+        )]
+        .into();
+        assert_eq!(
+            answer_changes(&pin, &new),
+            ["`config/read` answers differently: + `config.b`"]
+        );
+    }
+}
