@@ -122,6 +122,8 @@ pub fn table(outcomes: &[PairOutcome]) -> String {
                 "not compared".to_string()
             } else if let Some(d) = &o.divergence {
                 format!("DIVERGES at {}", d.index)
+            } else if o.sent_difference.is_some() {
+                "DRIVER SENT OTHERWISE".to_string()
             } else if !o.id_changes.is_empty() {
                 "IDS DIFFER".to_string()
             } else if let Some(t) = &o.truncated {

@@ -22,35 +22,25 @@
 //! of its own where 0.169 wrote `<turnId>-plan`). Ids the model API makes (`call_…`, `msg_…`)
 //! are the scenario's, not the app-server's, and count as one shape.
 //!
+//! What the driver sent back is compared too ([`sent`]): every line from the driver to the
+//! app-server, normalised, must be the same on both sides (a prefix where the driver cut a side
+//! short).
+//!
 //! A real Codex is compared with the fake that plays its release (a runner's `plays`), else with
 //! the fake that plays the pin.
 
 pub mod cut;
+mod normalise;
+pub mod sent;
 
-use crate::codex::mock_api::{probe_id_for, MockScript};
-use graders::events::{Body, Event, Source};
+pub use normalise::{normalise, normalise_with, NOT_COMPARED};
+
+use crate::codex::mock_api::MockScript;
+use graders::events::Event;
 use serde_json::Value;
-use std::collections::HashMap;
 use std::path::Path;
 use suites::spec::{AppServerKind, RunnerSpec};
 use suites::{Cell, Matrix};
-
-/// Driver event kinds left out of the comparison (see the module docs).
-pub const NOT_COMPARED: &[&str] = &["diagnostic"];
-/// Keys whose values are ids (normalised to `<id-N>` in order of first appearance).
-const ID_KEYS: &[&str] = &[
-    "thread_id",
-    "turn_id",
-    "id",
-    "item_id",
-    "request_id",
-    "call_id",
-    "resume_thread",
-    // An automatic review's own id (a fresh UUID on both sides) and the item it reviews.
-    "review_id",
-    "target_item_id",
-];
-const PROBE_PREFIX: &str = "plan-write-probe-";
 
 /// Whether `fake` plays the same client as `real` against the fake app-server: the same driver
 /// (kind, command line, declared driver) under the same launch policy. Read from the matrix, so
@@ -198,163 +188,6 @@ pub fn side_aliases(
     aliases
 }
 
-/// The driver-visible sequence of a run, normalised: one JSON value per driver event, `{kind,
-/// payload}`, with ids as `<id-N>`, the cell folder as `<cell>` (and the app-server's own
-/// folders as in [`side_aliases`]), the runner as `<runner>` and probe ids as `<probe>`.
-pub fn normalise(events: &[Event], cell_root: &str) -> Vec<Value> {
-    normalise_with(events, &[(cell_root.to_string(), "<cell>".to_string())])
-}
-
-/// [`normalise`] with explicit path aliases, applied in order.
-pub fn normalise_with(events: &[Event], aliases: &[(String, String)]) -> Vec<Value> {
-    let mut ids = IdMap::default();
-    let mut out = Vec::new();
-    for event in events.iter().filter(|e| e.source == Source::Driver) {
-        let mut value = serde_json::to_value(&event.body).expect("events serialize");
-        if NOT_COMPARED.contains(&value["kind"].as_str().unwrap_or_default()) {
-            continue;
-        }
-        if let Body::RunStarted(_) = event.body {
-            // A declared driver is named after its runner (`NAME-fake`, `NAME-codex`).
-            if value["payload"]["driver"] == value["payload"]["cell"]["runner"] {
-                value["payload"]["driver"] = Value::String("<runner>".into());
-            }
-            value["payload"]["cell"]["runner"] = Value::String("<runner>".into());
-            // A digest over the launch, paths included: it differs per cell folder. Its
-            // stability is the launch-identity suite's business, not this comparison's.
-            value["payload"]["launch"]["identity"] = Value::String("<identity>".into());
-        }
-        if let Body::SessionRelaunched(_) = event.body {
-            // The relaunch's digest, computed like run.started's (paths included).
-            value["payload"]["identity"] = Value::String("<identity>".into());
-        }
-        // Probe ids are derived from the thread id: learn them before ids are replaced.
-        if let Body::SessionStarted(started) = &event.body {
-            ids.probes.push(probe_id_for(&started.thread_id));
-        }
-        normalise_value(&mut value, None, &mut ids, aliases);
-        if let Some(output) = value
-            .get_mut("payload")
-            .and_then(|p| p.get_mut("item"))
-            .and_then(|i| i.get_mut("aggregated_output"))
-        {
-            order_output_lines(output);
-        }
-        out.push(value);
-    }
-    out
-}
-
-/// A command's `aggregatedOutput` with its lines in a canonical (sorted) order. Codex 0.169
-/// reads a command's stdout and stderr from separate pipes and appends whichever arrives first,
-/// so for a command writing to both (the write probe: bash's `Read-only file system` on stderr,
-/// `WRITE_REFUSED` on stdout) the order differs from run to run of the *real* Codex itself
-/// (measured: both orders seen; see the offline-turns facts doc). Only the line order is
-/// normalised: every line, its text and its count still have to match.
-fn order_output_lines(output: &mut Value) {
-    if let Value::String(text) = output {
-        let mut lines: Vec<&str> = text.lines().collect();
-        lines.sort_unstable();
-        let mut ordered = lines.join("\n");
-        if text.ends_with('\n') {
-            ordered.push('\n');
-        }
-        *text = ordered;
-    }
-}
-
-#[derive(Default)]
-struct IdMap {
-    seen: HashMap<String, String>,
-    probes: Vec<String>,
-}
-
-impl IdMap {
-    fn placeholder(&mut self, id: &str) -> String {
-        let next = self.seen.len() + 1;
-        self.seen
-            .entry(id.to_string())
-            .or_insert_with(|| format!("<id-{next}>"))
-            .clone()
-    }
-}
-
-fn normalise_value(
-    value: &mut Value,
-    key: Option<&str>,
-    ids: &mut IdMap,
-    aliases: &[(String, String)],
-) {
-    match value {
-        Value::String(text) => {
-            if key.is_some_and(|k| ID_KEYS.contains(&k)) {
-                *text = ids.placeholder(text);
-            } else {
-                *text = normalise_text(text, ids, aliases);
-            }
-        }
-        Value::Array(items) => items
-            .iter_mut()
-            .for_each(|v| normalise_value(v, None, ids, aliases)),
-        Value::Object(map) => {
-            for (k, v) in map.iter_mut() {
-                normalise_value(v, Some(k), ids, aliases);
-            }
-        }
-        _ => {}
-    }
-}
-
-fn normalise_text(text: &str, ids: &IdMap, aliases: &[(String, String)]) -> String {
-    let mut out = text.to_string();
-    for (path, placeholder) in aliases.iter().filter(|(path, _)| !path.is_empty()) {
-        out = out.replace(path.as_str(), placeholder);
-    }
-    out = normalise_arg0_alias(&out);
-    out = normalise_panic_thread_id(&out);
-    for probe in &ids.probes {
-        out = out.replace(
-            &format!("{PROBE_PREFIX}{probe}"),
-            &format!("{PROBE_PREFIX}<probe>"),
-        );
-    }
-    out
-}
-
-/// A Rust panic names the thread's OS id (`thread 'main' (92) panicked`): a pid, not behaviour.
-fn normalise_panic_thread_id(text: &str) -> String {
-    const MARK: &str = "thread 'main' (";
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(at) = rest.find(MARK) {
-        out.push_str(&rest[..at + MARK.len()]);
-        rest = &rest[at + MARK.len()..];
-        let digits = rest.chars().take_while(char::is_ascii_digit).count();
-        if digits > 0 && rest[digits..].starts_with(')') {
-            out.push_str("<tid>");
-            rest = &rest[digits..];
-        }
-    }
-    out.push_str(rest);
-    out
-}
-
-/// Codex's per-process helper alias folder (`codex-arg0` + 6 random characters).
-fn normalise_arg0_alias(text: &str) -> String {
-    const MARK: &str = "codex-arg0";
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(at) = rest.find(MARK) {
-        out.push_str(&rest[..at + MARK.len()]);
-        rest = &rest[at + MARK.len()..];
-        let random = rest.chars().take_while(char::is_ascii_alphanumeric).count();
-        out.push_str("<random>");
-        rest = &rest[random..];
-    }
-    out.push_str(rest);
-    out
-}
-
 /// Where two normalised sequences first differ.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Divergence {
@@ -456,6 +289,8 @@ pub struct SideOutcome {
     pub cut: Option<String>,
     /// Item type → the shapes of the app-server's item ids in the transcript.
     pub id_shapes: crate::drift::wire::IdShapes,
+    /// What the driver sent to the app-server, normalised ([`sent`]).
+    pub sent: Vec<Value>,
 }
 
 impl SideOutcome {
@@ -478,6 +313,8 @@ pub struct PairOutcome {
     pub truncated: Option<Truncation>,
     /// Item types whose id shapes differ (fake → real).
     pub id_changes: Vec<String>,
+    /// Where what the driver sent differs between the sides ([`sent`]).
+    pub sent_difference: Option<String>,
 }
 
 /// A sequence the driver cut short: the messages before `index` matched, the other side's
@@ -546,6 +383,9 @@ impl PairOutcome {
         if let Some(divergence) = &self.divergence {
             return Some(divergence.describe());
         }
+        if let Some(sent) = &self.sent_difference {
+            return Some(sent.clone());
+        }
         (!self.id_changes.is_empty()).then(|| {
             format!(
                 "ids are made differently (fake → real): {}",
@@ -564,10 +404,18 @@ pub async fn run_pair(pair: &Pair, options: &crate::matrix::MatrixOptions) -> Pa
     } else {
         (None, None)
     };
-    let id_changes = if fake.graded && real.graded {
-        crate::drift::wire::id_shape_changes(&fake.id_shapes, &real.id_shapes)
+    let (id_changes, sent_difference) = if fake.graded && real.graded {
+        (
+            crate::drift::wire::id_shape_changes(&fake.id_shapes, &real.id_shapes),
+            sent::difference(
+                &fake.sent,
+                &real.sent,
+                fake.cut.is_some(),
+                real.cut.is_some(),
+            ),
+        )
     } else {
-        Vec::new()
+        (Vec::new(), None)
     };
     PairOutcome {
         pair: pair.name(),
@@ -577,6 +425,7 @@ pub async fn run_pair(pair: &Pair, options: &crate::matrix::MatrixOptions) -> Pa
         divergence,
         truncated,
         id_changes,
+        sent_difference,
     }
 }
 
@@ -606,7 +455,7 @@ async fn run_side(cell: &Cell, options: &crate::matrix::MatrixOptions) -> SideOu
         CellOutcome::NotApplicable { reason } => (format!("not applicable: {reason}"), false),
         CellOutcome::Error { message } => (format!("error: {message}"), false),
     };
-    let (sequence, cut) = if graded {
+    let (sequence, cut, sent) = if graded {
         match read_events(&result.evidence_dir.join("events.jsonl")) {
             Ok(events) => {
                 let transcript =
@@ -614,6 +463,7 @@ async fn run_side(cell: &Cell, options: &crate::matrix::MatrixOptions) -> SideOu
                 (
                     normalise_with(&events, &aliases),
                     cut::driver_cut(&transcript, &events),
+                    sent::driver_sent(&transcript, &aliases),
                 )
             }
             Err(e) => {
@@ -626,11 +476,12 @@ async fn run_side(cell: &Cell, options: &crate::matrix::MatrixOptions) -> SideOu
                     codex_span: None,
                     cut: None,
                     id_shapes: Default::default(),
+                    sent: Vec::new(),
                 }
             }
         }
     } else {
-        (Vec::new(), None)
+        (Vec::new(), None, Vec::new())
     };
     let codex_span = real
         .then(|| read_codex_span(&result.evidence_dir))
@@ -646,6 +497,7 @@ async fn run_side(cell: &Cell, options: &crate::matrix::MatrixOptions) -> SideOu
         codex_span,
         cut,
         id_shapes,
+        sent,
     }
 }
 

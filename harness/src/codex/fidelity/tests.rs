@@ -1,4 +1,7 @@
+use super::normalise::{normalise_arg0_alias, order_output_lines};
 use super::*;
+use crate::codex::mock_api::probe_id_for;
+use graders::events::{Body, Source};
 
 /// The published drivers' cells pair `NAME-fake` with each `NAME-codex*` runner, case by
 /// case; a case a driver cannot express is no pair.
@@ -144,6 +147,7 @@ fn side(sequence: Vec<Value>, cut: Option<&str>) -> SideOutcome {
         codex_span: None,
         cut: cut.map(String::from),
         id_shapes: Default::default(),
+        sent: Vec::new(),
     }
 }
 
@@ -224,6 +228,7 @@ fn ids_made_differently_are_a_failure_and_model_made_ids_are_one_shape() {
             real: real_side,
             divergence: None,
             truncated: None,
+            sent_difference: None,
         }
     };
     let failure = outcome(&pin, &new).failure().expect("a failure");

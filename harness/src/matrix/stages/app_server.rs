@@ -10,7 +10,7 @@ use crate::matrix::{fake_timeouts, MatrixOptions};
 use anyhow::{Context, Result};
 use fake_app_server::scenario::Scenario;
 use std::path::{Path, PathBuf};
-use suites::spec::{AppServerKind, DriverKind};
+use suites::spec::AppServerKind;
 use suites::Cell;
 
 /// `PATH` of the fake app-server: system folders only, like the real one's.
@@ -54,7 +54,7 @@ pub async fn prepare(
             let program = AppServerProgram {
                 program: options.fake_program.clone(),
                 leading_args: options.fake_leading_args.clone(),
-                extra_args: fake_args(cell, scenario_arg, path(&model_log)),
+                extra_args: fake_args(scenario_arg, path(&model_log)),
                 env: vec![
                     ("PATH".into(), FAKE_PATH.into()),
                     ("HOME".into(), path(&folders.home)),
@@ -130,20 +130,19 @@ pub async fn prepare(
     }
 }
 
-/// The fake's own arguments. A declared driver reads `account/read` and `model/list` as a user's
-/// driver does, so its fake is configured with the custom model provider the real-Codex runner
-/// gets (`codex_runner::provider_args`; the fake never calls its URL): unconfigured, the fake
-/// answers as Codex does for the OpenAI provider (`requiresOpenaiAuth: true`), and codex-acp
-/// stops at `Authentication required`.
-fn fake_args(cell: &Cell, scenario_arg: String, model_log: String) -> Vec<String> {
+/// The fake's own arguments. The fake is configured with the custom model provider the
+/// real-Codex runner gets (`codex_runner::provider_args`; the fake never calls its URL), so both
+/// answer alike what a driver reads and echoes: `account/read` (unconfigured, the fake answers
+/// as Codex does for the OpenAI provider, `requiresOpenaiAuth: true`, and codex-acp stops at
+/// `Authentication required`), `model/list`, and the thread's model, which a driver sends back
+/// in its plan-mode `turn/start`.
+fn fake_args(scenario_arg: String, model_log: String) -> Vec<String> {
     let mut args = vec![
         "--scenario".into(),
         scenario_arg,
         "--model-log".into(),
         model_log,
     ];
-    if cell.runner.driver == DriverKind::Declared {
-        args.extend(codex_runner::provider_args("http://127.0.0.1:9/v1"));
-    }
+    args.extend(codex_runner::provider_args("http://127.0.0.1:9/v1"));
     args
 }
