@@ -148,7 +148,11 @@ fn docker_child(environment: &str) {
         &[],
     )
     .expect("the Docker container starts");
-    println!("READY {}", launcher.container_id());
+    println!(
+        "READY {} {}",
+        launcher.container_id(),
+        scratch.path().display()
+    );
     std::thread::sleep(Duration::from_secs(120));
 }
 
@@ -192,12 +196,12 @@ fn docker_container_of_a_killed_harness_is_reaped() -> Result<(), Failed> {
         (env::RUNTIME_VAR, "docker"),
     ])?;
     let line = rx.recv_timeout(Duration::from_secs(600));
-    let id = match line
+    let (id, scratch) = match line
         .as_deref()
         .map(str::split_whitespace)
-        .map(|mut w| (w.next(), w.next()))
+        .map(|mut w| (w.next(), w.next(), w.next()))
     {
-        Ok((Some("READY"), Some(id))) => id.to_string(),
+        Ok((Some("READY"), Some(id), Some(scratch))) => (id.to_string(), scratch.to_string()),
         other => {
             let _ = child.kill();
             let _ = child.wait();
@@ -210,10 +214,16 @@ fn docker_container_of_a_killed_harness_is_reaped() -> Result<(), Failed> {
         let _ = child.kill();
         return Err(format!("the container of a live harness was reaped: {report:?}").into());
     }
+    let overlays = docker_label(&id, env::docker_stale::OVERLAYS_LABEL);
     child.kill()?;
     child.wait()?;
+    // The killed child's own scratch folder is this test's to remove.
+    let _ = std::fs::remove_dir_all(&scratch);
     if !docker_container_exists(&id) {
         return Err("the container went with the SIGKILL: the test would prove nothing".into());
+    }
+    if !Path::new(&overlays).is_dir() {
+        return Err(format!("the killed harness's overlay folder `{overlays}` is not there: the test would prove nothing").into());
     }
     // A parallel trial's harness may reap it first: gone is what counts.
     let report = env::docker_stale::reap_stale();
@@ -224,7 +234,21 @@ fn docker_container_of_a_killed_harness_is_reaped() -> Result<(), Failed> {
         )
         .into());
     }
+    if Path::new(&overlays).exists() {
+        return Err(
+            format!("the overlay folder `{overlays}` survived the reaping: {report:?}").into(),
+        );
+    }
     Ok(())
+}
+
+fn docker_label(id: &str, label: &str) -> String {
+    let format = format!("{{{{ index .Config.Labels \"{label}\" }}}}");
+    Command::new("docker")
+        .args(["inspect", "--format", &format, id])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_default()
 }
 
 /// `HARNESS_CONTAINER_RUNTIME=docker harness env probe NAME`, bounded.

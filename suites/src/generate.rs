@@ -118,8 +118,17 @@ pub(crate) fn extend(
         }
     }
 
-    // One runner per declared driver and app-server.
+    // The releases the shipped fake runners play besides the pin (`plays`).
+    let fake_releases: BTreeSet<String> = file
+        .runners
+        .values()
+        .filter(|r| r.app_server == AppServerKind::Fake)
+        .filter_map(|r| r.plays.clone())
+        .collect();
+
+    // One runner per declared driver and app-server, and per release the fake plays.
     let mut declared_fake = Vec::new();
+    let mut declared_fake_plays: Vec<(String, String)> = Vec::new();
     let mut declared_codex = Vec::new();
     if let Some(drivers) = &extras.drivers {
         for (name, driver) in &drivers.drivers {
@@ -131,6 +140,14 @@ pub(crate) fn extend(
                 declared_runner(name, driver, &drivers.name, None),
             )?;
             declared_fake.push(fake);
+            for release in &fake_releases {
+                let runner_name = format!("{name}-fake-{}", dashed(release));
+                let mut runner = declared_runner(name, driver, &drivers.name, None);
+                runner.about = format!("{} playing Codex {release}", runner.about);
+                runner.plays = Some(release.clone());
+                add_runner(file, &drivers.name, &runner_name, runner)?;
+                declared_fake_plays.push((release.clone(), runner_name));
+            }
             for version in &versions {
                 let runner_name = if Some(version) == pin.as_ref() {
                     format!("{name}-codex")
@@ -158,6 +175,11 @@ pub(crate) fn extend(
                 .iter()
                 .filter_map(|r| file.runners.get(r).map(|r| r.app_server))
                 .collect();
+            let plays: BTreeSet<&String> = block
+                .runners
+                .iter()
+                .filter_map(|r| file.runners.get(r).and_then(|r| r.plays.as_ref()))
+                .collect();
             let mut runners: Vec<&String> = Vec::new();
             if block.runners.iter().any(|r| r == REFERENCE_CODEX_RUNNER) {
                 runners.extend(&reference_extra);
@@ -165,6 +187,13 @@ pub(crate) fn extend(
             if kinds.contains(&AppServerKind::Fake) {
                 runners.extend(&declared_fake);
             }
+            // Where the block has a fake playing another release, so does each declared driver.
+            runners.extend(
+                declared_fake_plays
+                    .iter()
+                    .filter(|(release, _)| plays.contains(release))
+                    .map(|(_, runner)| runner),
+            );
             if kinds.contains(&AppServerKind::Codex) {
                 runners.extend(&declared_codex);
             }
@@ -221,7 +250,11 @@ pub(crate) fn extend(
     }
     Ok(Extended {
         codex_versions: versions,
-        declared_runners: declared_fake.into_iter().chain(declared_codex).collect(),
+        declared_runners: declared_fake
+            .into_iter()
+            .chain(declared_fake_plays.into_iter().map(|(_, runner)| runner))
+            .chain(declared_codex)
+            .collect(),
     })
 }
 

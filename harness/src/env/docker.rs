@@ -118,7 +118,7 @@ impl DockerLauncher {
             .clone()
             .with_context(|| format!("environment `{}` is not a container", env.name))?;
         let overlays = tempfile::Builder::new()
-            .prefix("ccf-docker-overlays-")
+            .prefix(super::docker_stale::OVERLAYS_PREFIX)
             .tempdir()?;
         let request = DockerRequest::new(
             env.name,
@@ -217,6 +217,8 @@ impl Launcher for DockerLauncher {
 struct DockerRequest {
     /// [`super::docker_stale::OWNER_LABEL`]'s value: who to ask whether the container is stale.
     owner: String,
+    /// [`super::docker_stale::OVERLAYS_LABEL`]'s value: the folder to remove with a stale one.
+    overlays: String,
     proc_masked: bool,
     user: String,
     capabilities: Vec<String>,
@@ -298,6 +300,7 @@ impl DockerRequest {
         binds.reverse();
         Ok(DockerRequest {
             owner,
+            overlays: overlays.display().to_string(),
             proc_masked: container.proc_masked,
             user: format!("{}:{}", container.uid, container.gid),
             capabilities,
@@ -315,6 +318,7 @@ impl DockerRequest {
         let mut request = image
             .with_cmd(["/bin/sleep", "infinity"])
             .with_label(super::docker_stale::OWNER_LABEL, self.owner)
+            .with_label(super::docker_stale::OVERLAYS_LABEL, self.overlays)
             .with_network("host")
             .with_user(self.user)
             .with_readonly_rootfs(true)

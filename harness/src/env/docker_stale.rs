@@ -3,7 +3,8 @@
 //! Each one is labelled with its owner record ([`OWNER_LABEL`]: an [`Owner`] as JSON, the same
 //! identity a runc bundle records), and the next harness to start removes those whose owner is
 //! gone — never one of a live, parallel harness, of another containment scope, or without a
-//! readable record (a container somebody else made).
+//! readable record (a container somebody else made). The host folder of its overlay files
+//! (labelled [`OVERLAYS_LABEL`]) goes with it.
 
 use super::owner::Owner;
 use super::registry::command_stdout;
@@ -13,6 +14,10 @@ use std::time::Duration;
 
 /// The label that holds a container's owner record.
 pub const OWNER_LABEL: &str = "ccf-harness.owner";
+/// The label that names the host folder of a container's overlay files.
+pub const OVERLAYS_LABEL: &str = "ccf-harness.overlays";
+/// How that folder's name starts; a labelled path named otherwise is never removed.
+pub const OVERLAYS_PREFIX: &str = "ccf-docker-overlays-";
 /// Bound on `docker ps` and on each `docker rm -f`.
 const DOCKER_COMMAND_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -41,10 +46,19 @@ pub fn reap_once() {
     });
 }
 
-/// The labelled containers: `(id, owner label)`.
-fn labelled() -> Result<Vec<(String, String)>, String> {
+/// A labelled container.
+struct Labelled {
+    id: String,
+    owner: String,
+    overlays: String,
+}
+
+/// The labelled containers.
+fn labelled() -> Result<Vec<Labelled>, String> {
     let filter = format!("label={OWNER_LABEL}");
-    let format = format!("{{{{.ID}}}}\t{{{{.Label \"{OWNER_LABEL}\"}}}}");
+    let format = format!(
+        "{{{{.ID}}}}\t{{{{.Label \"{OWNER_LABEL}\"}}}}\t{{{{.Label \"{OVERLAYS_LABEL}\"}}}}"
+    );
     let stdout = command_stdout(
         "docker",
         &[
@@ -62,9 +76,30 @@ fn labelled() -> Result<Vec<(String, String)>, String> {
     .ok_or("`docker ps` failed or did not answer in time")?;
     Ok(String::from_utf8_lossy(&stdout)
         .lines()
-        .filter_map(|line| line.split_once('\t'))
-        .map(|(id, label)| (id.to_string(), label.to_string()))
+        .filter_map(|line| {
+            let mut fields = line.splitn(3, '\t');
+            Some(Labelled {
+                id: fields.next()?.to_string(),
+                owner: fields.next()?.to_string(),
+                overlays: fields.next().unwrap_or_default().to_string(),
+            })
+        })
         .collect())
+}
+
+/// Remove a stale container's overlay folder: only a folder named like one, in the temp dir.
+fn remove_overlays(path: &str) -> Option<std::path::PathBuf> {
+    let path = std::path::Path::new(path);
+    let named_like_one = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| n.starts_with(OVERLAYS_PREFIX));
+    if !named_like_one || path.parent() != Some(std::env::temp_dir().as_path()) {
+        return None;
+    }
+    std::fs::remove_dir_all(path)
+        .ok()
+        .map(|()| path.to_path_buf())
 }
 
 /// Why the container with owner label `label` may be removed, or why it stays.
@@ -90,8 +125,13 @@ pub fn reap_stale() -> ReapReport {
             return report;
         }
     };
-    for (id, label) in containers {
-        let reason = match judge(&label) {
+    for Labelled {
+        id,
+        owner,
+        overlays,
+    } in containers
+    {
+        let reason = match judge(&owner) {
             Ok(reason) => reason,
             Err(why) => {
                 tracing::debug!(container = %id, "left alone: {why}");
@@ -105,6 +145,7 @@ pub fn reap_stale() -> ReapReport {
                     "harness: reaped Docker container {id} left behind by a killed harness ({reason})"
                 );
                 report.containers.push(id);
+                report.bundles.extend(remove_overlays(&overlays));
             }
             Ok(None) | Err(_) => {
                 eprintln!(
@@ -144,5 +185,30 @@ mod tests {
         gone.pid = pid;
         gone.start_time = 1;
         assert!(judge(&serde_json::to_string(&gone).unwrap()).is_ok());
+    }
+
+    #[test]
+    fn only_an_overlay_folder_in_the_temp_dir_is_removed() {
+        let overlays = tempfile::Builder::new()
+            .prefix(OVERLAYS_PREFIX)
+            .tempdir()
+            .unwrap()
+            .keep();
+        let other = tempfile::Builder::new()
+            .prefix("not-an-overlay-")
+            .tempdir()
+            .unwrap();
+        assert_eq!(remove_overlays(other.path().to_str().unwrap()), None);
+        assert!(other.path().exists());
+        let nested = other.path().join(format!("{OVERLAYS_PREFIX}x"));
+        std::fs::create_dir(&nested).unwrap();
+        assert_eq!(remove_overlays(nested.to_str().unwrap()), None);
+        assert!(nested.exists());
+        assert_eq!(remove_overlays(""), None);
+        assert_eq!(
+            remove_overlays(overlays.to_str().unwrap()),
+            Some(overlays.clone())
+        );
+        assert!(!overlays.exists());
     }
 }

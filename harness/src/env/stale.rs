@@ -22,7 +22,7 @@ const REAP_DEADLINE: Duration = Duration::from_secs(30);
 pub struct ReapReport {
     /// Containers of a gone owner that were killed and deleted.
     pub containers: Vec<String>,
-    /// Bundle folders of a gone owner that were removed.
+    /// Folders of a gone owner that were removed: runc bundles, Docker overlay folders.
     pub bundles: Vec<PathBuf>,
     /// `(container id or bundle folder, why it was left alone)`, for the harness's own prefix.
     pub left_alone: Vec<(String, String)>,
