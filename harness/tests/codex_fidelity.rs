@@ -15,7 +15,7 @@ mod common;
 
 use common::prereq;
 use harness::codex::fidelity::{self, Pair};
-use harness::matrix::{missing_prerequisite, MatrixOptions};
+use harness::matrix::MatrixOptions;
 use libtest_mimic::{Arguments, Failed};
 use std::sync::Arc;
 
@@ -64,8 +64,7 @@ fn main() {
             // then the matrix's own check of both cells.
             let missing = prereq::environment_missing(&pair.real.id.environment)
                 .or_else(prereq::codex_missing)
-                .or_else(|| missing_prerequisite(&pair.real, &options))
-                .or_else(|| missing_prerequisite(&pair.fake, &options));
+                .or_else(|| common::fidelity::cells_missing(&pair, &options));
             let options = options.clone();
             prereq::trial(name, missing, move || run_trial(&pair, &options))
         })

@@ -19,7 +19,7 @@ use common::prereq;
 use harness::codex::driver_packages::{self, DriverPackage};
 use harness::codex::fidelity::{self, Pair};
 use harness::codex::provision::PINNED;
-use harness::matrix::{missing_prerequisite, MatrixOptions};
+use harness::matrix::MatrixOptions;
 use libtest_mimic::{Arguments, Failed};
 use std::path::Path;
 use std::sync::Arc;
@@ -87,8 +87,7 @@ fn main() {
             let missing = prereq::environment_missing("local")
                 .or_else(prereq::codex_missing)
                 .or_else(|| driver_missing(package))
-                .or_else(|| missing_prerequisite(&pair.real, &options))
-                .or_else(|| missing_prerequisite(&pair.fake, &options));
+                .or_else(|| common::fidelity::cells_missing(&pair, &options));
             let options = options.clone();
             prereq::trial(name, missing, move || run_trial(&pair, &options))
         })

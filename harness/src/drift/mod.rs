@@ -88,9 +88,9 @@ pub fn protocol_drift(version: &str, scratch: &std::path::Path) -> Result<Protoc
     }
     let persona_dir = scratch.join(format!("fake-persona-{version}"));
     let recording = persona::record(
-        &other.binary,
-        &scratch.join(format!("schema-{}", other.version)),
-        &scratch.join(format!("record-{version}")),
+        listed[1].clone(),
+        protocols[1].notifications.clone(),
+        &answers[1],
     )?;
     recording.write(&persona_dir)?;
     let persona_differences = fake_app_server::persona::find(version)

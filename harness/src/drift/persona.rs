@@ -4,7 +4,6 @@
 //! provider every cell configures. `harness drift VERSION` writes the persona folder of VERSION;
 //! the protocol-list test asks the real Codex and the fake playing it the same questions.
 
-use super::unknown;
 use crate::codex::runner as codex_runner;
 use anyhow::{bail, Context, Result};
 use serde_json::{json, Value};
@@ -91,15 +90,14 @@ pub struct Recording {
     pub system_skills: Value,
 }
 
-/// Record the persona of the Codex at `binary`; `schema_dir` holds its generated schema.
-pub fn record(binary: &Path, schema_dir: &Path, scratch: &Path) -> Result<Recording> {
-    let home = scratch.join("unknown-home");
-    std::fs::create_dir_all(&home)?;
-    let message = unknown::unknown_method_error(binary, &["app-server"], &home)?;
-    let client_methods = unknown::listed_methods(&message)?;
-    let server_notifications = super::schema::load(schema_dir)?.notifications;
-    let answers = settings_answers(binary, &["app-server"], &scratch.join("settings"))?;
-    let (model_catalog, config_defaults, system_skills) = from_answers(&answers)?;
+/// The persona of a Codex, from what `harness drift` already learnt of it: the methods its
+/// unknown-method error lists, the notifications of its schema, and its [`settings_answers`].
+pub fn record(
+    client_methods: Vec<String>,
+    server_notifications: BTreeSet<String>,
+    answers: &BTreeMap<String, Value>,
+) -> Result<Recording> {
+    let (model_catalog, config_defaults, system_skills) = from_answers(answers)?;
     Ok(Recording {
         client_methods,
         server_notifications,

@@ -25,3 +25,9 @@ pub fn agreeing(pair: &Pair, options: &MatrixOptions) -> Result<PairOutcome, Fai
     }
     Ok(outcome)
 }
+
+/// Why either cell of `pair` cannot run here (the matrix's own check), if one cannot.
+pub fn cells_missing(pair: &Pair, options: &MatrixOptions) -> Option<String> {
+    harness::matrix::missing_prerequisite(&pair.real, options)
+        .or_else(|| harness::matrix::missing_prerequisite(&pair.fake, options))
+}

@@ -131,12 +131,17 @@ fn normalise_value(
     }
 }
 
-fn normalise_text(text: &str, ids: &IdMap, aliases: &[(String, String)]) -> String {
+/// `text` with each alias's path written as its placeholder, in order.
+pub(super) fn apply_aliases(text: &str, aliases: &[(String, String)]) -> String {
     let mut out = text.to_string();
     for (path, placeholder) in aliases.iter().filter(|(path, _)| !path.is_empty()) {
         out = out.replace(path.as_str(), placeholder);
     }
-    out = normalise_arg0_alias(&out);
+    out
+}
+
+fn normalise_text(text: &str, ids: &IdMap, aliases: &[(String, String)]) -> String {
+    let mut out = normalise_arg0_alias(&apply_aliases(text, aliases));
     out = normalise_panic_thread_id(&out);
     for probe in &ids.probes {
         out = out.replace(

@@ -38,10 +38,7 @@ struct Placeholders {
 
 impl Placeholders {
     fn text(&mut self, text: &str, aliases: &[(String, String)]) -> String {
-        let mut out = text.to_string();
-        for (path, placeholder) in aliases.iter().filter(|(path, _)| !path.is_empty()) {
-            out = out.replace(path.as_str(), placeholder);
-        }
+        let mut out = super::normalise::apply_aliases(text, aliases);
         let ids = &mut self.ids;
         out = uuid_pattern()
             .replace_all(&out, |found: &regex::Captures| {
