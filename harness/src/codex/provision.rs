@@ -17,11 +17,12 @@ pub const SECOND: &str = "0.160.0";
 pub const NEWEST: &str = "0.171.0";
 
 /// Every Codex version `matrix`'s runners name, the pin first: what `harness provision`
-/// installs and the schema tests check against, so a new runner needs no code change.
+/// installs and the schema tests check against, so a new runner needs no code change. A fake
+/// runner's `plays` counts: its persona is checked against that real Codex.
 pub fn matrix_versions(matrix: &suites::Matrix) -> Vec<String> {
     let mut versions = vec![PINNED.to_string()];
     for runner in matrix.file.runners.values() {
-        if let Some(version) = &runner.codex_version {
+        for version in runner.codex_version.iter().chain(runner.plays.iter()) {
             if !versions.contains(version) {
                 versions.push(version.clone());
             }
