@@ -19,8 +19,27 @@ use tokio_util::sync::CancellationToken;
 /// How long the orderly stop may take before the handler removes what is left and exits.
 pub const GRACE: Duration = Duration::from_secs(30);
 
-/// The signal that stopped the run (0: none yet).
+/// The signal that stopped the run (0: none yet; [`OUTCOME_DECIDED`]: the run's exit code is
+/// settled, so a signal now ends the process at once, as when no matrix runs).
 static STOPPED_BY: AtomicI32 = AtomicI32::new(0);
+
+/// Set in [`STOPPED_BY`] once the exit code of a run that no signal stopped is settled: a signal
+/// landing after that must not print "stopping" and then be ignored by an exit 0.
+const OUTCOME_DECIDED: i32 = -1;
+
+/// The signal that stopped the current run, if any.
+fn stopping_signal() -> Option<i32> {
+    Some(STOPPED_BY.load(Ordering::SeqCst)).filter(|signal| *signal > 0)
+}
+
+/// Settle the run's outcome: the signal that stopped it, or none — after which every signal
+/// exits at once.
+fn decide_outcome() -> Option<i32> {
+    match STOPPED_BY.compare_exchange(0, OUTCOME_DECIDED, Ordering::SeqCst, Ordering::SeqCst) {
+        Ok(_) => None,
+        Err(signal) => Some(signal).filter(|signal| *signal > 0),
+    }
+}
 
 fn current_run() -> &'static Mutex<Option<CancellationToken>> {
     static RUN: OnceLock<Mutex<Option<CancellationToken>>> = OnceLock::new();
@@ -113,6 +132,7 @@ pub fn run_matrix(
     matrix::check_named_programs(options, cells)?;
     install_signal_handler();
     let stop = CancellationToken::new();
+    STOPPED_BY.store(0, Ordering::SeqCst);
     *current_run().lock().unwrap_or_else(|p| p.into_inner()) = Some(stop.clone());
     // A panic outside the cells' tasks (those are caught by the scheduler) still tears down.
     let previous_hook = std::panic::take_hook();
@@ -164,7 +184,7 @@ fn finish(
     eprintln!("  markdown: {}", paths.markdown.display());
     eprintln!("  junit:    {}", paths.junit.display());
     eprintln!("  json:     {}", paths.json.display());
-    let signal = STOPPED_BY.load(Ordering::SeqCst);
+    let signal = decide_outcome();
     if let Some(note) = stop_note(run) {
         eprintln!("{note}");
     }
@@ -174,7 +194,7 @@ fn finish(
     }
     Ok(if run.panic.is_some() {
         ExitCode::from(101)
-    } else if signal != 0 {
+    } else if let Some(signal) = signal {
         ExitCode::from(u8::try_from(128 + signal).unwrap_or(1))
     } else if failures > 0 {
         ExitCode::from(1)
@@ -185,11 +205,10 @@ fn finish(
 
 /// Why the run stopped early, or `None` when it ran to its end.
 fn stop_cause(run: &MatrixRun) -> Option<String> {
-    let signal = STOPPED_BY.load(Ordering::SeqCst);
-    match &run.panic {
-        Some(message) => Some(format!("a cell panicked ({message})")),
-        None if signal != 0 => Some(signal_name(signal).to_string()),
-        None => None,
+    match (&run.panic, stopping_signal()) {
+        (Some(message), _) => Some(format!("a cell panicked ({message})")),
+        (None, Some(signal)) => Some(signal_name(signal).to_string()),
+        (None, None) => None,
     }
 }
 

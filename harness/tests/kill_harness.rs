@@ -146,10 +146,10 @@ fn kill_runs(setup: &Setup, random: &mut XorShift) -> Result<(), Failed> {
         let signal = [Signal::SIGKILL, Signal::SIGTERM, Signal::SIGINT][index % 3];
         let delay = Duration::from_millis(random.between(DELAY_MS.0, DELAY_MS.1));
         std::thread::sleep(delay);
-        let delivered = matches!(child.try_wait(), Ok(None));
-        if delivered {
+        let signalled = matches!(child.try_wait(), Ok(None));
+        let signalled_at = std::time::SystemTime::now();
+        if signalled {
             kill(Pid::from_raw(run.pid), signal).map_err(|e| format!("signalling: {e}"))?;
-            signals_seen[index % 3] += 1;
         }
         let status = match wait_bounded(&mut child, STOP_BOUND) {
             Some(status) => status,
@@ -163,14 +163,32 @@ fn kill_runs(setup: &Setup, random: &mut XorShift) -> Result<(), Failed> {
                 continue;
             }
         };
+        // A process that is still there may already be past its run: reports written, exit
+        // code settled, on its way out. A signal landing then stops nothing; that run counts
+        // as one that had ended (its leftovers are still checked, as after an orderly stop).
+        let ended_first = signalled && ended_before_the_signal(status, &run, signalled_at);
+        let delivered = signalled && !ended_first;
+        if delivered {
+            signals_seen[index % 3] += 1;
+        }
         eprintln!(
             "run {index}: {signal:?} after {delay:?}{} → {status:?}",
-            if delivered {
-                ""
-            } else {
+            if !signalled {
                 " (had already ended)"
+            } else if ended_first {
+                " (landed as the finished run was exiting)"
+            } else {
+                ""
             }
         );
+        if ended_first {
+            let left = leftovers(setup, &run, false);
+            if !left.is_empty() {
+                problems.push(format!(
+                    "run {index}: it ended normally, but it left: {left:?}"
+                ));
+            }
+        }
         if delivered && signal != Signal::SIGKILL {
             // The orderly stop cleans up itself: nothing waits for the next run.
             let left = leftovers(setup, &run, false);
@@ -420,6 +438,21 @@ fn sweep_scope(setup: &Setup) -> Vec<String> {
         let _ = cgroup.remove();
     }
     stray
+}
+
+/// Whether a run the signal was sent to had ended on its own first: a normal exit (0, or 1 for
+/// cells that differ), its summary written before the signal was sent (a harness that ignored
+/// the signal and ran on would write it after), and no sign that the signal started a stop.
+fn ended_before_the_signal(
+    status: std::process::ExitStatus,
+    run: &Run,
+    signalled_at: std::time::SystemTime,
+) -> bool {
+    let stderr = std::fs::read_to_string(run.out.with_extension("stderr")).unwrap_or_default();
+    let summary_written = std::fs::metadata(run.out.join("summary.json"))
+        .and_then(|meta| meta.modified())
+        .is_ok_and(|written| written <= signalled_at);
+    matches!(status.code(), Some(0 | 1)) && summary_written && !stderr.contains(": stopping — ")
 }
 
 fn wait_bounded(child: &mut Child, bound: Duration) -> Option<std::process::ExitStatus> {
