@@ -1,10 +1,12 @@
-//! One handler per client method, answering like Codex 0.169.0.
+//! One handler per client method, answering like Codex 0.169.0 (the thread lifecycle is in
+//! `threads`, the settings methods in `settings`).
 
 use super::settings::{self, model_of};
-use super::state::{ActiveTurn, State, ThreadState, TurnSignal};
+use super::state::{ActiveTurn, State, TurnSignal};
+use super::threads::{self, check_thread_id, server_cwd};
 use super::turn::{self, TurnPlan};
 use super::{Reply, Shared};
-use crate::protocol::shapes::{self, ThreadSettingsView};
+use crate::protocol::shapes;
 use crate::protocol::{self, parse_params, RpcError};
 use crate::sandbox::policy::{LegacyPolicy, Permissions};
 use serde::Deserialize;
@@ -18,9 +20,9 @@ pub fn handle(shared: &Arc<Shared>, method: &str, params: Option<&Value>) -> Rep
     }
     let result = match method {
         "initialize" => return initialize(shared, params),
-        "thread/start" => return thread_start(shared, params),
-        "thread/resume" => return thread_resume(shared, params),
-        "thread/read" => return thread_read(shared, params),
+        "thread/start" => return threads::thread_start(shared, params),
+        "thread/resume" => return threads::thread_resume(shared, params),
+        "thread/read" => return threads::thread_read(shared, params),
         "turn/start" => return turn_start(shared, params),
         "turn/steer" => turn_steer(shared, params),
         "turn/interrupt" => turn_interrupt(shared, params),
@@ -46,7 +48,7 @@ pub fn handle(shared: &Arc<Shared>, method: &str, params: Option<&Value>) -> Rep
     }
 }
 
-fn require_initialized(shared: &Shared) -> Result<(), RpcError> {
+pub(super) fn require_initialized(shared: &Shared) -> Result<(), RpcError> {
     if shared.state().initialized {
         Ok(())
     } else {
@@ -55,7 +57,12 @@ fn require_initialized(shared: &Shared) -> Result<(), RpcError> {
 }
 
 /// The experimentalApi gate: `METHOD.FIELD requires experimentalApi capability`.
-fn gate(shared: &Shared, method: &str, field: &str, present: bool) -> Result<(), RpcError> {
+pub(super) fn gate(
+    shared: &Shared,
+    method: &str,
+    field: &str,
+    present: bool,
+) -> Result<(), RpcError> {
     if present && !shared.state().experimental_api {
         return Err(RpcError::invalid(format!(
             "{method}.{field} requires experimentalApi capability"
@@ -158,416 +165,6 @@ fn initialize(shared: &Arc<Shared>, params: Option<&Value>) -> Reply {
         result: Ok(result),
         then,
         after: Some(after),
-    }
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct ThreadStartParams {
-    #[serde(default)]
-    cwd: Option<String>,
-    #[serde(default)]
-    permissions: Option<String>,
-    #[serde(default)]
-    sandbox: Option<String>,
-    #[serde(default)]
-    ephemeral: Option<bool>,
-    #[serde(default)]
-    approval_policy: Option<Value>,
-    #[serde(default)]
-    approvals_reviewer: Option<String>,
-    #[serde(default)]
-    model: Option<String>,
-    /// Config overrides for this thread (codex-acp sets `projects.<cwd>.trust_level`).
-    #[serde(default)]
-    config: Option<serde_json::Map<String, Value>>,
-    #[serde(default)]
-    dynamic_tools: Option<Vec<DynamicToolSpec>>,
-}
-
-#[derive(Deserialize)]
-struct DynamicToolSpec {
-    name: String,
-}
-
-fn server_cwd() -> PathBuf {
-    std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"))
-}
-
-/// Load AGENTS.md the way the permissions require: through the sandboxed helper under
-/// restricted reads, directly otherwise.
-fn load_instructions(
-    shared: &Shared,
-    permissions: &Permissions,
-    cwd: &std::path::Path,
-) -> Result<Vec<String>, RpcError> {
-    let sources = if permissions.needs_fs_helper() {
-        shared.sandbox.load_agents_md_sandboxed(cwd).map_err(|status_and_stderr| {
-            RpcError::internal(format!(
-                "error creating thread: failed to load AGENTS.md instructions for environment `local`: fs sandbox helper failed with status {status_and_stderr}"
-            ))
-        })?
-    } else {
-        let agents = cwd.join("AGENTS.md");
-        agents.is_file().then_some(agents)
-    };
-    Ok(sources
-        .into_iter()
-        .map(|p| p.display().to_string())
-        .collect())
-}
-
-fn settings_view<'a>(
-    thread: &'a ThreadState,
-    model: &'a str,
-    provider: &'a str,
-) -> ThreadSettingsView<'a> {
-    ThreadSettingsView {
-        cwd: thread.cwd.to_str().unwrap_or(""),
-        model,
-        model_provider: provider,
-        instruction_sources: thread.instruction_sources.clone(),
-        approval_policy: &thread.approval_policy,
-        approvals_reviewer: &thread.approvals_reviewer,
-        sandbox: thread.permissions.projection(),
-        active_permission_profile: thread.permissions.active_profile(),
-    }
-}
-
-/// Whether `cwd` is a trusted project, by the thread's `config` or the `-c` overrides
-/// (`projects."<cwd>".trust_level = "trusted"`).
-fn trusted_project(
-    shared: &Shared,
-    thread_config: Option<&serde_json::Map<String, Value>>,
-    cwd: &std::path::Path,
-) -> bool {
-    let key = cwd.display().to_string();
-    let from_thread = thread_config
-        .and_then(|c| c.get("projects"))
-        .and_then(|p| p.get(&key))
-        .and_then(|p| p.get("trust_level"))
-        .and_then(Value::as_str);
-    let from_flags = shared
-        .config
-        .session_flags
-        .get("projects")
-        .and_then(|p| p.get(&key))
-        .and_then(|p| p.get("trust_level"))
-        .and_then(toml::Value::as_str);
-    from_thread.or(from_flags) == Some("trusted")
-}
-
-fn resolve_permissions(
-    shared: &Shared,
-    profile: Option<&str>,
-    sandbox: Option<&str>,
-) -> Result<Permissions, RpcError> {
-    resolve_permissions_in(shared, profile, sandbox, false)
-}
-
-/// Like [`resolve_permissions`]; without a choice, a trusted project gets `:workspace` (Codex
-/// 0.169, measured) unless `default_permissions` names a profile.
-fn resolve_permissions_in(
-    shared: &Shared,
-    profile: Option<&str>,
-    sandbox: Option<&str>,
-    trusted: bool,
-) -> Result<Permissions, RpcError> {
-    let profile = match profile {
-        None if sandbox.is_none() && trusted && shared.config.default_permissions.is_none() => {
-            Some(":workspace")
-        }
-        other => other,
-    };
-    match (profile, sandbox) {
-        (Some(_), Some(_)) => Err(RpcError::invalid(
-            "`permissions` cannot be combined with `sandbox`",
-        )),
-        (None, Some(mode)) => Ok(Permissions::Legacy(
-            LegacyPolicy::from_mode(mode).map_err(RpcError::invalid)?,
-        )),
-        (profile, None) => shared
-            .config
-            .profile(profile)
-            .map(Permissions::Profile)
-            .map_err(|e| RpcError::invalid(format!("failed to load configuration: {e}"))),
-    }
-}
-
-fn thread_start(shared: &Arc<Shared>, params: Option<&Value>) -> Reply {
-    let run = || -> Result<(Value, Value), RpcError> {
-        let params: ThreadStartParams = parse_params(params)?;
-        require_initialized(shared)?;
-        gate(
-            shared,
-            "thread/start",
-            "permissions",
-            params.permissions.is_some(),
-        )?;
-        gate(
-            shared,
-            "thread/start",
-            "dynamicTools",
-            params.dynamic_tools.is_some(),
-        )?;
-        let cwd = params.cwd.map(PathBuf::from).unwrap_or_else(server_cwd);
-        let permissions = resolve_permissions_in(
-            shared,
-            params.permissions.as_deref(),
-            params.sandbox.as_deref(),
-            trusted_project(shared, params.config.as_ref(), &cwd),
-        )?;
-        let instruction_sources = load_instructions(shared, &permissions, &cwd)?;
-        let id = crate::ids::uuid_v7();
-        let ephemeral = params.ephemeral.unwrap_or(false);
-        let now = shapes::now_s();
-        let thread = ThreadState {
-            path: if ephemeral {
-                None
-            } else {
-                super::state::new_thread_file(&id)
-            },
-            id: id.clone(),
-            cwd,
-            ephemeral,
-            start_index: 0,
-            permissions,
-            approval_policy: params
-                .approval_policy
-                .unwrap_or_else(|| json!("on-request")),
-            approvals_reviewer: params.approvals_reviewer.unwrap_or_else(|| "user".into()),
-            model: params.model,
-            collaboration_mode: None,
-            tokens_used: 0,
-            dynamic_tools: params
-                .dynamic_tools
-                .unwrap_or_default()
-                .into_iter()
-                .map(|t| t.name)
-                .collect(),
-            instruction_sources,
-            preview: String::new(),
-            created_at: now,
-            updated_at: now,
-            turns: Vec::new(),
-            turns_started: 0,
-            active: None,
-        };
-        thread.persist();
-        let (model, provider) = model_of(shared, Some(&thread));
-        let originator = shared.state().client_name.clone();
-        let thread_json = shapes::thread(&thread.view(&model, &provider, &originator, false));
-        let result = shapes::thread_start_result(
-            thread_json.clone(),
-            &settings_view(&thread, &model, &provider),
-        );
-        let mut state = shared.state();
-        let mut thread = thread;
-        thread.start_index = state.threads_started;
-        state.threads_started += 1;
-        state.threads.insert(id, thread);
-        Ok((result, thread_json))
-    };
-    match run() {
-        Ok((result, thread_json)) => Reply {
-            result: Ok(result),
-            then: vec![shapes::notification(
-                "thread/started",
-                json!({"thread": thread_json}),
-            )],
-            after: None,
-        },
-        Err(error) => Reply::err(error),
-    }
-}
-
-/// Codex parses thread ids as UUIDs before looking them up.
-fn check_thread_id(id: &str) -> Result<(), RpcError> {
-    let Err(err) = uuid::Uuid::parse_str(id) else {
-        return Ok(());
-    };
-    // Codex's uuid version words a bad character this way (1-based position); other errors keep
-    // this uuid version's text.
-    let bad = id
-        .trim_start_matches("urn:uuid:")
-        .chars()
-        .enumerate()
-        .find(|(_, c)| !(c.is_ascii_hexdigit() || *c == '-'));
-    let detail = match bad {
-        Some((index, c)) => format!(
-            "invalid character: expected an optional prefix of `urn:uuid:` followed by [0-9a-fA-F-], found `{c}` at {}",
-            index + 1
-        ),
-        None => err.to_string(),
-    };
-    Err(RpcError::invalid(format!("invalid thread id: {detail}")))
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct ThreadResumeParams {
-    thread_id: String,
-    #[serde(default)]
-    permissions: Option<String>,
-    #[serde(default)]
-    sandbox: Option<String>,
-    #[serde(default)]
-    approval_policy: Option<Value>,
-    #[serde(default)]
-    exclude_turns: Option<bool>,
-}
-
-fn thread_resume(shared: &Arc<Shared>, params: Option<&Value>) -> Reply {
-    let run = || -> Result<(Value, Vec<Value>, Value), RpcError> {
-        let params: ThreadResumeParams = parse_params(params)?;
-        require_initialized(shared)?;
-        gate(
-            shared,
-            "thread/resume",
-            "permissions",
-            params.permissions.is_some(),
-        )?;
-        check_thread_id(&params.thread_id)?;
-        let no_rollout = || {
-            RpcError::invalid(format!(
-                "no rollout found for thread id {}",
-                params.thread_id
-            ))
-        };
-        let mut thread = {
-            let mut state = shared.state();
-            match state.threads.remove(&params.thread_id) {
-                Some(thread) if !thread.ephemeral => thread,
-                Some(thread) => {
-                    state.threads.insert(thread.id.clone(), thread);
-                    return Err(no_rollout());
-                }
-                None => {
-                    let file =
-                        super::state::thread_file(&params.thread_id).ok_or_else(no_rollout)?;
-                    ThreadState::load(&file, &shared.config).ok_or_else(no_rollout)?
-                }
-            }
-        };
-        let reinsert = |thread: ThreadState| {
-            shared.state().threads.insert(thread.id.clone(), thread);
-        };
-        if params.permissions.is_some() || params.sandbox.is_some() {
-            let permissions = match resolve_permissions(
-                shared,
-                params.permissions.as_deref(),
-                params.sandbox.as_deref(),
-            ) {
-                Ok(p) => p,
-                Err(e) => {
-                    reinsert(thread);
-                    return Err(e);
-                }
-            };
-            match load_instructions(shared, &permissions, &thread.cwd) {
-                Ok(sources) => thread.instruction_sources = sources,
-                Err(e) => {
-                    reinsert(thread);
-                    return Err(e);
-                }
-            }
-            thread.permissions = permissions;
-        }
-        if let Some(policy) = params.approval_policy {
-            thread.approval_policy = policy;
-        }
-        thread.persist();
-        let (model, provider) = model_of(shared, Some(&thread));
-        let originator = shared.state().client_name.clone();
-        let with_turns = !params.exclude_turns.unwrap_or(false);
-        let thread_json = shapes::thread(&thread.view(&model, &provider, &originator, with_turns));
-        let mut result =
-            shapes::thread_resume_result(thread_json, &settings_view(&thread, &model, &provider));
-        result["collaborationMode"] = settings::collaboration_mode(&thread, &model);
-        if !thread.turns.is_empty() {
-            // Opaque to clients; Codex 0.169 encodes where the rollout's history begins.
-            let items: usize = thread
-                .turns
-                .iter()
-                .map(|t| t["items"].as_array().map_or(0, Vec::len))
-                .sum();
-            let cursor = |ordinal: usize, scope: &str| {
-                json!({"requestedThreadId": thread.id, "rolloutOrdinal": ordinal, "includeAnchor": true, "scope": {"kind": scope}}).to_string()
-            };
-            result["turnsBackwardsCursor"] = json!(cursor(1, "turns"));
-            result["itemsBackwardsCursor"] = json!(cursor(items, "itemsByCreatedAtOrdinal"));
-        }
-        let status = shapes::thread_status(&thread.id, shapes::idle_status());
-        let goal_cleared =
-            shapes::notification("thread/goal/cleared", json!({"threadId": thread.id}));
-        reinsert(thread);
-        let before = if with_turns {
-            vec![
-                status,
-                shapes::notification(
-                    "deprecationNotice",
-                    json!({"summary": "Full-history hydration is deprecated for paginated threads; use `excludeTurns: true`, then page with `thread/turns/list` and `thread/items/list`.", "details": null}),
-                ),
-            ]
-        } else {
-            vec![status]
-        };
-        Ok((result, before, goal_cleared))
-    };
-    match run() {
-        Ok((result, before, goal_cleared)) => {
-            for notification in &before {
-                shared.out.send(notification);
-            }
-            // Codex 0.169 clears the thread's goal right after the answer (measured).
-            Reply {
-                result: Ok(result),
-                then: vec![goal_cleared],
-                after: None,
-            }
-        }
-        Err(e) => Reply::err(e),
-    }
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct ThreadReadParams {
-    thread_id: String,
-    #[serde(default)]
-    include_turns: Option<bool>,
-}
-
-fn thread_read(shared: &Arc<Shared>, params: Option<&Value>) -> Reply {
-    let run = || -> Result<Value, RpcError> {
-        let params: ThreadReadParams = parse_params(params)?;
-        require_initialized(shared)?;
-        check_thread_id(&params.thread_id)?;
-        let state = shared.state();
-        let thread = state
-            .threads
-            .get(&params.thread_id)
-            .ok_or_else(|| RpcError::invalid(format!("thread not loaded: {}", params.thread_id)))?;
-        let (model, provider) = model_of(shared, Some(thread));
-        let include_turns = params.include_turns.unwrap_or(false);
-        if include_turns && thread.ephemeral {
-            return Err(RpcError::invalid(
-                "ephemeral threads do not support includeTurns",
-            ));
-        }
-        if include_turns {
-            shared.out.send(&shapes::notification(
-                "deprecationNotice",
-                json!({"summary": "Full-history hydration is deprecated for paginated threads; omit `includeTurns` or set it to `false`, then page with `thread/turns/list` and `thread/items/list`.", "details": null}),
-            ));
-        }
-        let thread_json =
-            shapes::thread(&thread.view(&model, &provider, &state.client_name, include_turns));
-        Ok(json!({"thread": thread_json, "readState": thread.read_state()}))
-    };
-    match run() {
-        Ok(v) => Reply::ok(v),
-        Err(e) => Reply::err(e),
     }
 }
 

@@ -6,6 +6,7 @@ mod auto_review;
 mod handlers;
 mod settings;
 mod state;
+mod threads;
 mod turn;
 
 use crate::config::Config;

@@ -1,18 +1,16 @@
 //! Playing one turn of the model script: the notifications and server requests Codex emits for
 //! each model step, the tool outputs the model gets back (model log), and the scenario's faults.
 
-use super::auto_review::{self, ReviewTarget};
+use super::auto_review;
 use super::state::TurnSignal;
 use super::Shared;
 use crate::ids;
 use crate::model_log::ModelLogEntry;
-use crate::model_log_writer::{exec_output_text, rejected_output, APPROVAL_NEVER_OUTPUT};
-use crate::protocol::shapes::{self, CommandView, DynamicToolView};
-use crate::sandbox::policy::{ExecPolicy, Permissions};
-use crate::sandbox::ExecResult;
+use crate::protocol::shapes::{self, DynamicToolView};
+use crate::sandbox::policy::Permissions;
 use crate::scenario::model::{
-    find_marker, plan_item_text, proposed_plan_block, stream_chunks, write_outcome_told, ModelStep,
-    PlanStepSpec, Review, TemplateContext,
+    find_marker, plan_item_text, proposed_plan_block, stream_chunks, ModelStep, PlanStepSpec,
+    TemplateContext,
 };
 use crate::scenario::{ScenarioTurn, TurnFaultKind};
 use serde_json::{json, Value};
@@ -20,6 +18,8 @@ use std::path::PathBuf;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+mod commands;
 
 /// Everything a turn needs, captured when turn/start was accepted.
 pub struct TurnPlan {
@@ -458,250 +458,6 @@ impl TurnRun {
         });
     }
 
-    fn shell(
-        &mut self,
-        cmd: &str,
-        escalate: bool,
-        justification: Option<&str>,
-        review: Option<&Review>,
-    ) -> Flow {
-        let call_id = ids::call_id();
-        let mut arguments = json!({"cmd": cmd});
-        if escalate {
-            arguments["sandbox_permissions"] = json!("require_escalated");
-            if let Some(j) = justification {
-                arguments["justification"] = json!(j);
-            }
-        }
-        self.log(ModelLogEntry::ToolCall {
-            call_id: call_id.clone(),
-            name: "exec_command".into(),
-            arguments: arguments.to_string(),
-        });
-        let argv = vec!["/bin/bash".to_string(), "-lc".to_string(), cmd.to_string()];
-        let (thread_id, turn_id) = (self.plan.thread_id.clone(), self.plan.turn_id.clone());
-        let cwd = self.plan.cwd.display().to_string();
-        if escalate {
-            if self.plan.approval_policy.as_str() == Some("never") {
-                self.tell_exec(call_id, APPROVAL_NEVER_OUTPUT.into());
-                return Flow::Continue;
-            }
-            if self.plan.approvals_reviewer == "auto_review" {
-                let review = review.cloned().unwrap_or_else(Review::unscripted);
-                return self.auto_reviewed_shell(call_id, cmd, &review, &argv);
-            }
-            return self.escalated_shell(call_id, cmd, justification, &argv);
-        }
-        let policy = self.plan.permissions.exec_policy(&self.plan.cwd);
-        let result = self
-            .shared
-            .sandbox
-            .run(&argv, &self.plan.cwd, &policy, true);
-        if !result.looks_like_sandbox_denial() {
-            // A fast command's item/started goes out after it finished, as with Codex.
-            let started = shapes::now_ms().saturating_sub(result.duration.as_millis() as u64);
-            let view = CommandView::in_progress(
-                &call_id,
-                cmd,
-                &cwd,
-                "unifiedExecStartup",
-                result.pid.map(|p| p.to_string()),
-                started,
-            );
-            self.send(shapes::item_started(
-                shapes::command_item(&view),
-                &thread_id,
-                &turn_id,
-                started,
-            ));
-            self.complete_command(view, &result);
-        }
-        self.log_exec_output(call_id, &result);
-        Flow::Continue
-    }
-
-    /// The command item ends `completed` or `failed` by its exit code, with its output.
-    fn complete_command(&mut self, view: CommandView, result: &ExecResult) {
-        let completed = shapes::now_ms();
-        let done = shapes::command_item(&CommandView {
-            status: if result.exit_code == 0 {
-                "completed"
-            } else {
-                "failed"
-            },
-            aggregated_output: Some(&result.aggregated),
-            exit_code: Some(result.exit_code),
-            duration_ms: Some(result.duration.as_millis() as u64),
-            completed: Some(completed),
-            ..view
-        });
-        self.complete_item(done, completed);
-    }
-
-    /// What the model gets back from a command that ran.
-    fn log_exec_output(&mut self, call_id: String, result: &ExecResult) {
-        let output = exec_output_text(
-            &ids::chunk_id(),
-            result.duration,
-            result.exit_code,
-            &result.aggregated,
-        );
-        self.tell_exec(call_id, output);
-    }
-
-    /// Tell the model what became of its `exec_command` call; `{write_outcome}` follows from
-    /// that text, as the mock model API derives it in front of the real Codex.
-    fn tell_exec(&mut self, call_id: String, output: String) {
-        self.template.write_outcome = Some(write_outcome_told(&output).to_string());
-        self.log(ModelLogEntry::ToolOutput { call_id, output });
-    }
-
-    fn escalated_shell(
-        &mut self,
-        call_id: String,
-        cmd: &str,
-        justification: Option<&str>,
-        argv: &[String],
-    ) -> Flow {
-        let (thread_id, turn_id) = (self.plan.thread_id.clone(), self.plan.turn_id.clone());
-        let cwd = self.plan.cwd.display().to_string();
-        let started = shapes::now_ms();
-        let view = CommandView::escalated(&call_id, cmd, &cwd, started);
-        self.send(shapes::thread_status(
-            &thread_id,
-            shapes::active_status(&["waitingOnApproval"]),
-        ));
-        self.send(shapes::item_started(
-            shapes::command_item(&view),
-            &thread_id,
-            &turn_id,
-            started,
-        ));
-        let full_command = json!(["/bin/bash", "-lc", cmd]);
-        let params = json!({
-            "threadId": thread_id, "turnId": turn_id, "itemId": call_id, "startedAtMs": started,
-            "environmentId": "local", "reason": justification, "command": shapes::shell_display(cmd),
-            "cwd": cwd, "commandActions": [{"type": "unknown", "command": cmd}],
-            "proposedExecpolicyAmendment": full_command,
-            "availableDecisions": ["accept", {"acceptWithExecpolicyAmendment": {"execpolicy_amendment": full_command}}, "cancel"],
-        });
-        let request_id = self.shared.request_client(
-            "item/commandExecution/requestApproval",
-            params,
-            &self.plan.self_signal,
-        );
-        let answer = self.wait_answer(request_id);
-        self.send(shapes::notification(
-            "serverRequest/resolved",
-            json!({"threadId": thread_id, "requestId": request_id}),
-        ));
-        let decision = match &answer {
-            Ok(message) => decision_of(message),
-            Err(_) => "cancel".to_string(),
-        };
-        // A declined command's item completes before the thread leaves `waitingOnApproval`
-        // (measured with 0.169); an accepted one runs after it.
-        let declined = |this: &mut Self| {
-            let done = shapes::command_item(&CommandView {
-                status: "declined",
-                completed: Some(shapes::now_ms()),
-                ..view.clone()
-            });
-            this.complete_item(done, shapes::now_ms());
-            this.send(shapes::thread_status(
-                &this.plan.thread_id,
-                shapes::active_status(&[]),
-            ));
-        };
-        match decision.as_str() {
-            "accept" | "acceptForSession" | "acceptWithExecpolicyAmendment" => {
-                self.send(shapes::thread_status(
-                    &thread_id,
-                    shapes::active_status(&[]),
-                ));
-                let result =
-                    self.shared
-                        .sandbox
-                        .run(argv, &self.plan.cwd, &ExecPolicy::Direct, true);
-                self.complete_command(view.clone(), &result);
-                self.log_exec_output(call_id, &result);
-                Flow::Continue
-            }
-            "decline" => {
-                declined(self);
-                self.tell_exec(call_id, rejected_output("rejected by user"));
-                Flow::Continue
-            }
-            _ => {
-                // cancel (or no answer): the item ends declined and the turn is interrupted;
-                // nothing goes back to the model.
-                declined(self);
-                Flow::Interrupted
-            }
-        }
-    }
-
-    /// An escalation under `approvalsReviewer: auto_review`: the scripted review decides and
-    /// the client is not asked.
-    fn auto_reviewed_shell(
-        &mut self,
-        call_id: String,
-        cmd: &str,
-        review: &Review,
-        argv: &[String],
-    ) -> Flow {
-        let (thread_id, turn_id) = (self.plan.thread_id.clone(), self.plan.turn_id.clone());
-        let cwd = self.plan.cwd.display().to_string();
-        let started = shapes::now_ms();
-        let review_id = ids::uuid_v7();
-        let target = ReviewTarget {
-            thread_id: &thread_id,
-            turn_id: &turn_id,
-            review_id: &review_id,
-            item_id: &call_id,
-            command: cmd,
-            cwd: &cwd,
-            started,
-        };
-        let view = CommandView::escalated(&call_id, cmd, &cwd, started);
-        // Measured with 0.169: the command item starts, the review runs, then the command
-        // runs (and its item completes like any command) or the item ends `declined`.
-        self.send(shapes::item_started(
-            auto_review::with_display_action(shapes::command_item(&view), cmd),
-            &thread_id,
-            &turn_id,
-            started,
-        ));
-        self.send(auto_review::started(&target));
-        self.send(auto_review::verdict_warning(&thread_id, review));
-        self.send(auto_review::completed(&target, review, shapes::now_ms()));
-        if review.allows() {
-            let result = self
-                .shared
-                .sandbox
-                .run(argv, &self.plan.cwd, &ExecPolicy::Direct, true);
-            let ran = CommandView {
-                process_id: result.pid.map(|p| p.to_string()),
-                source: "unifiedExecStartup",
-                ..view
-            };
-            self.complete_command(ran, &result);
-            self.log_exec_output(call_id, &result);
-        } else {
-            let done = shapes::command_item(&CommandView {
-                status: "declined",
-                completed: Some(shapes::now_ms()),
-                ..view
-            });
-            self.complete_item(
-                auto_review::with_display_action(done, cmd),
-                shapes::now_ms(),
-            );
-            self.tell_exec(call_id, auto_review::denied_output(review));
-        }
-        Flow::Continue
-    }
-
     fn tool_call(&mut self, name: &str, arguments: &Value) -> Flow {
         let (thread_id, turn_id) = (self.plan.thread_id.clone(), self.plan.turn_id.clone());
         let call_id = ids::call_id();
@@ -805,45 +561,5 @@ fn tool_output_text(items: &Value) -> String {
             .map(|t| json!({"type": "input_text", "text": t}))
             .collect::<Vec<_>>())
         .to_string()
-    }
-}
-
-fn decision_of(message: &Value) -> String {
-    match message.get("result").and_then(|r| r.get("decision")) {
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Object(map)) => map.keys().next().cloned().unwrap_or_default(),
-        _ => "cancel".to_string(),
-    }
-}
-
-impl<'a> CommandView<'a> {
-    /// A command that has started and not finished, from `source` (`agent` for an escalated
-    /// command waiting for its approval, `unifiedExecStartup` for one the sandbox ran).
-    fn in_progress(
-        id: &'a str,
-        cmd: &'a str,
-        cwd: &'a str,
-        source: &'a str,
-        process_id: Option<String>,
-        started: u64,
-    ) -> CommandView<'a> {
-        CommandView {
-            id,
-            cmd,
-            cwd,
-            process_id,
-            source,
-            status: "inProgress",
-            aggregated_output: None,
-            exit_code: None,
-            duration_ms: None,
-            started,
-            completed: None,
-        }
-    }
-
-    /// An escalated command waiting for its approval (the model's own `agent` source).
-    fn escalated(id: &'a str, cmd: &'a str, cwd: &'a str, started: u64) -> CommandView<'a> {
-        Self::in_progress(id, cmd, cwd, "agent", None, started)
     }
 }

@@ -1,0 +1,252 @@
+//! The transcript → run events fold (the rules are in `docs/events.md`, "Events from the
+//! wire"). Launches are folded in record order; each keeps its own pending requests, so two
+//! app-servers of one driver never mix their ids. What each side's lines mean is in
+//! `from_driver` and `from_server`; this module holds the fold's state and its end.
+
+use super::items::excerpt;
+use super::terminal::{self, LaunchEnd, WireTerminal};
+use super::transcript::{Direction, Launch, Record};
+use super::{launch_argv, launch_identity, Context};
+use crate::events::{Body, Diagnostic, LaunchSummary, Level, RunStarted};
+use serde_json::Value;
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+mod from_driver;
+mod from_server;
+
+/// Longest user text kept in `turn.submitted.input_excerpt`, and plan text in a plan approval.
+const EXCERPT_CHARS: usize = 500;
+
+fn text(v: &Value, key: &str) -> Option<String> {
+    v.get(key).and_then(Value::as_str).map(str::to_string)
+}
+
+/// The string at a JSON pointer (`/review/status`).
+fn text_at(v: &Value, pointer: &str) -> Option<String> {
+    v.pointer(pointer)
+        .and_then(Value::as_str)
+        .map(str::to_string)
+}
+
+fn non_null(v: &Value, key: &str) -> Option<Value> {
+    v.get(key).filter(|v| !v.is_null()).cloned()
+}
+
+fn id_text(id: &Value) -> String {
+    id.as_str().map_or_else(|| id.to_string(), str::to_string)
+}
+
+/// A request still waiting for its answer.
+#[derive(Debug, Clone)]
+struct Pending {
+    method: String,
+    params: Value,
+}
+
+#[derive(Debug, Default)]
+struct LaunchState {
+    record: Option<Launch>,
+    experimental_api: bool,
+    /// Client requests by id.
+    requests: HashMap<String, Pending>,
+    /// Server requests by id.
+    server_requests: HashMap<String, Pending>,
+    relaunch_noted: bool,
+    messages: u64,
+    end: LaunchEnd,
+}
+
+/// What a turn carried, by turn id.
+#[derive(Debug, Clone, Default)]
+struct TurnInfo {
+    thread: Option<String>,
+    permissions: Option<String>,
+    plan_mode: bool,
+    plan_item: Option<(String, String)>,
+    completed: bool,
+}
+
+#[derive(Debug, Default)]
+struct Fold {
+    events: Vec<Body>,
+    /// `times[i]`: when the wire line that produced `events[i]` went through the tap.
+    times: Vec<u64>,
+    /// The time of the record being folded.
+    now: u64,
+    launches: BTreeMap<u64, LaunchState>,
+    turn_index: u32,
+    opens: u32,
+    rejections: u32,
+    sessions: u32,
+    /// The thread of the last session that opened, and the launch it opened in.
+    last_session: Option<(u64, String)>,
+    /// Turn ids announced in `turn/start` results, with what the turn carried.
+    turns: HashMap<String, TurnInfo>,
+    /// `turn/start` request ids not yet answered → what the turn carried.
+    turn_requests: HashMap<(u64, String), TurnInfo>,
+    plans_seen: u32,
+    /// A plan approval the driver has not yet answered: (request id, thread).
+    plan_pending: Option<(String, Option<String>)>,
+    result_accepted: bool,
+    /// Items whose approval the driver granted.
+    approved_items: HashSet<String>,
+}
+
+/// Fold `records` into events (without `run.started`, which [`translate`] puts first).
+fn fold(records: &[Record], ctx: &Context) -> Fold {
+    let mut fold = Fold::default();
+    for record in records {
+        fold.now = record.time();
+        let launch = record.launch();
+        let state = fold.launches.entry(launch).or_default();
+        match record {
+            Record::Launch(l) => state.record = Some(l.clone()),
+            Record::Message {
+                direction, message, ..
+            } => {
+                state.messages += 1;
+                match direction {
+                    Direction::In => fold.driver_line(launch, message, ctx),
+                    Direction::Out => fold.server_line(launch, message),
+                }
+            }
+            Record::Raw {
+                direction: Direction::Out,
+                text,
+                ..
+            } => {
+                state.end.fault.get_or_insert(format!(
+                    "the app-server sent a line that is not JSON-RPC: {}",
+                    excerpt(text, 200)
+                ));
+            }
+            Record::Raw {
+                direction: Direction::In,
+                text,
+                ..
+            } => fold.push(Body::Diagnostic(Diagnostic {
+                level: Level::Warn,
+                message: format!(
+                    "the driver sent a line that is not JSON: {}",
+                    excerpt(text, 200)
+                ),
+            })),
+            Record::Note {
+                direction: Direction::Out,
+                bytes: Some(bytes),
+                ..
+            } => {
+                state.end.fault.get_or_insert(format!(
+                    "the app-server sent an oversized line of {bytes} bytes"
+                ));
+            }
+            Record::Note { .. } => {}
+            Record::StdinClosed { time, .. } => state.end.stdin_closed = Some(*time),
+            Record::Exit {
+                time,
+                status,
+                signal,
+                error,
+                ..
+            } => {
+                state.end.exit = Some(terminal::Exit {
+                    time: *time,
+                    status: *status,
+                    signal: *signal,
+                    error: error.clone(),
+                });
+            }
+        }
+    }
+    for state in fold.launches.values_mut() {
+        state.end.pending = state.requests.values().map(|p| p.method.clone()).collect();
+        state.end.pending.sort();
+        state.end.messages = state.messages;
+    }
+    let open_turns: Vec<String> = fold
+        .turns
+        .iter()
+        .filter(|(_, t)| !t.completed)
+        .map(|(id, _)| id.clone())
+        .collect();
+    // A turn still open at the end is pending on the launch that started it; which launch is
+    // not recorded per turn, so it is charged to the last launch with messages.
+    if let Some(state) = fold.launches.values_mut().rev().find(|s| s.messages > 0) {
+        state.end.open_turns = open_turns;
+    }
+    fold
+}
+
+impl Fold {
+    fn push(&mut self, body: Body) {
+        self.events.push(body);
+        self.times.push(self.now);
+    }
+}
+
+/// The first launch that talked (else the first launch): its argv is the run's launch.
+fn first_server_launch(fold: &Fold) -> Option<&Launch> {
+    fold.launches
+        .values()
+        .find(|s| s.messages > 0)
+        .or_else(|| fold.launches.values().next())
+        .and_then(|s| s.record.as_ref())
+}
+
+/// The events of `records` (`run.started` first, no `run.ended`) and the terminal the wire shows.
+/// The events, the wire time of each (`run.started`: the first launch's), and the terminal.
+pub fn events_and_terminal(
+    records: &[Record],
+    ctx: &Context,
+) -> (Vec<Body>, Vec<u64>, WireTerminal) {
+    let fold = fold(records, ctx);
+    let argv = launch_argv(first_server_launch(&fold).map_or(&[][..], |l| &l.argv));
+    let first_of =
+        |pick: fn(&Body) -> Option<Option<String>>| fold.events.iter().find_map(pick).flatten();
+    let thread_permissions = first_of(|b| match b {
+        Body::SessionOpenRequested(o) => Some(o.permissions.clone()),
+        _ => None,
+    });
+    // A turn that carries no profile keeps the thread's (and so does a run that never got to a
+    // turn): that is the profile its turns run under.
+    let turn_permissions = first_of(|b| match b {
+        Body::TurnSubmitted(t) => Some(t.permissions.clone()),
+        _ => None,
+    })
+    .or_else(|| thread_permissions.clone());
+    let cwd = fold
+        .events
+        .iter()
+        .find_map(|b| match b {
+            Body::SessionOpenRequested(o) => Some(o.cwd.clone()),
+            _ => None,
+        })
+        .unwrap_or_default();
+    let identity = launch_identity(ctx, &argv, thread_permissions.as_deref(), &cwd);
+    let mut events = vec![Body::RunStarted(RunStarted {
+        cell: ctx.cell.clone(),
+        driver: ctx.driver.clone(),
+        launch: LaunchSummary {
+            mode: ctx.mode,
+            target: ctx.target,
+            network_enabled: ctx.network_enabled,
+            policy: ctx.policy,
+            argv,
+            thread_permissions,
+            turn_permissions,
+            identity,
+        },
+    })];
+    let launches: Vec<LaunchEnd> = fold.launches.values().map(|s| s.end.clone()).collect();
+    let wire = WireTerminal {
+        launches,
+        opens: fold.opens,
+        rejections: fold.rejections,
+        sessions: fold.sessions,
+    };
+    let started_at = records.first().map_or(0, Record::time);
+    let mut times = vec![started_at];
+    times.extend(fold.times);
+    events.extend(fold.events);
+    (events, times, wire)
+}
