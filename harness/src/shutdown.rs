@@ -69,15 +69,12 @@ pub fn install_signal_handler() {
             .name("shutdown-signals".into())
             .spawn(move || {
                 for signal in signals.forever() {
-                    let first = STOPPED_BY
-                        .compare_exchange(0, signal, Ordering::SeqCst, Ordering::SeqCst)
-                        .is_ok();
                     let run = current_run()
                         .lock()
                         .unwrap_or_else(|p| p.into_inner())
                         .clone();
-                    match run {
-                        Some(token) if first => {
+                    match run.filter(|_| stops_the_run(signal)) {
+                        Some(token) => {
                             eprintln!(
                                 "harness: {}: stopping — no new cell starts, the running ones are torn down, the report lists what finished (again to exit at once)",
                                 signal_name(signal)
@@ -85,7 +82,7 @@ pub fn install_signal_handler() {
                             token.cancel();
                             arm_watchdog(signal);
                         }
-                        _ => exit_now(signal),
+                        None => exit_now(signal),
                     }
                 }
             });
@@ -93,6 +90,14 @@ pub fn install_signal_handler() {
             eprintln!("harness: cannot start the signal thread: {err}");
         }
     });
+}
+
+/// Whether `signal` starts the orderly stop of the running matrix (the first signal of a run
+/// whose outcome is still open) rather than ending the process at once.
+fn stops_the_run(signal: i32) -> bool {
+    STOPPED_BY
+        .compare_exchange(0, signal, Ordering::SeqCst, Ordering::SeqCst)
+        .is_ok()
 }
 
 fn arm_watchdog(signal: i32) {
@@ -270,4 +275,38 @@ fn stop_note(run: &MatrixRun) -> Option<String> {
         },
         run.not_started.len()
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use signal_hook::consts::{SIGINT, SIGTERM};
+
+    // One test, in sequence: the state is the process's (no other unit test touches it).
+    #[test]
+    fn a_signal_stops_a_run_only_while_its_outcome_is_open() {
+        STOPPED_BY.store(0, Ordering::SeqCst);
+        assert!(stops_the_run(SIGTERM), "the first signal of a run stops it");
+        assert!(!stops_the_run(SIGINT), "a second signal exits at once");
+        assert_eq!(
+            decide_outcome(),
+            Some(SIGTERM),
+            "the exit code says SIGTERM"
+        );
+        assert_eq!(stopping_signal(), Some(SIGTERM));
+
+        STOPPED_BY.store(0, Ordering::SeqCst);
+        assert_eq!(decide_outcome(), None, "no signal: the normal exit code");
+        assert_eq!(
+            stopping_signal(),
+            None,
+            "the settled outcome is not a signal"
+        );
+        assert!(
+            !stops_the_run(SIGTERM),
+            "a signal after the outcome is settled exits at once, not 'stopping' then exit 0"
+        );
+        assert_eq!(decide_outcome(), None);
+        STOPPED_BY.store(0, Ordering::SeqCst);
+    }
 }
