@@ -4,8 +4,10 @@
 
 use crate::codex::mock_api::probe_id_for;
 use graders::events::{Body, Event, Source};
+use regex::Regex;
 use serde_json::Value;
 use std::collections::HashMap;
+use std::sync::OnceLock;
 
 /// Driver event kinds left out of the comparison (see the module docs).
 pub const NOT_COMPARED: &[&str] = &["diagnostic"];
@@ -153,35 +155,19 @@ fn normalise_text(text: &str, ids: &IdMap, aliases: &[(String, String)]) -> Stri
 }
 
 /// A Rust panic names the thread's OS id (`thread 'main' (92) panicked`): a pid, not behaviour.
-fn normalise_panic_thread_id(text: &str) -> String {
-    const MARK: &str = "thread 'main' (";
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(at) = rest.find(MARK) {
-        out.push_str(&rest[..at + MARK.len()]);
-        rest = &rest[at + MARK.len()..];
-        let digits = rest.chars().take_while(char::is_ascii_digit).count();
-        if digits > 0 && rest[digits..].starts_with(')') {
-            out.push_str("<tid>");
-            rest = &rest[digits..];
-        }
-    }
-    out.push_str(rest);
-    out
+pub(super) fn normalise_panic_thread_id(text: &str) -> String {
+    static PATTERN: OnceLock<Regex> = OnceLock::new();
+    PATTERN
+        .get_or_init(|| Regex::new(r"thread 'main' \([0-9]+\)").expect("the pattern compiles"))
+        .replace_all(text, "thread 'main' (<tid>)")
+        .into_owned()
 }
 
 /// Codex's per-process helper alias folder (`codex-arg0` + 6 random characters).
 pub(super) fn normalise_arg0_alias(text: &str) -> String {
-    const MARK: &str = "codex-arg0";
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(at) = rest.find(MARK) {
-        out.push_str(&rest[..at + MARK.len()]);
-        rest = &rest[at + MARK.len()..];
-        let random = rest.chars().take_while(char::is_ascii_alphanumeric).count();
-        out.push_str("<random>");
-        rest = &rest[random..];
-    }
-    out.push_str(rest);
-    out
+    static PATTERN: OnceLock<Regex> = OnceLock::new();
+    PATTERN
+        .get_or_init(|| Regex::new("codex-arg0[0-9A-Za-z]*").expect("the pattern compiles"))
+        .replace_all(text, "codex-arg0<random>")
+        .into_owned()
 }

@@ -38,26 +38,9 @@ struct Placeholders {
 
 impl Placeholders {
     fn text(&mut self, text: &str, aliases: &[(String, String)]) -> String {
-        let mut out = super::normalise::apply_aliases(text, aliases);
-        let ids = &mut self.ids;
-        out = uuid_pattern()
-            .replace_all(&out, |found: &regex::Captures| {
-                let next = ids.len() + 1;
-                ids.entry(found[0].to_string())
-                    .or_insert_with(|| format!("<id-{next}>"))
-                    .clone()
-            })
-            .into_owned();
-        let model_ids = &mut self.model_ids;
-        model_id_pattern()
-            .replace_all(&out, |found: &regex::Captures| {
-                let next = model_ids.len() + 1;
-                model_ids
-                    .entry(found[0].to_string())
-                    .or_insert_with(|| format!("<model-id-{next}>"))
-                    .clone()
-            })
-            .into_owned()
+        let out = super::normalise::apply_aliases(text, aliases);
+        let out = numbered(uuid_pattern(), &out, &mut self.ids, "id");
+        numbered(model_id_pattern(), &out, &mut self.model_ids, "model-id")
     }
 
     fn value(&mut self, value: &mut Value, aliases: &[(String, String)]) {
@@ -75,6 +58,24 @@ impl Placeholders {
             _ => {}
         }
     }
+}
+
+/// `text` with every match of `pattern` replaced by `<label-N>`, N counting distinct matches in
+/// order of first appearance (kept in `seen` across calls).
+fn numbered(
+    pattern: &Regex,
+    text: &str,
+    seen: &mut HashMap<String, String>,
+    label: &str,
+) -> String {
+    pattern
+        .replace_all(text, |found: &regex::Captures| {
+            let next = seen.len() + 1;
+            seen.entry(found[0].to_string())
+                .or_insert_with(|| format!("<{label}-{next}>"))
+                .clone()
+        })
+        .into_owned()
 }
 
 /// The driver's lines to the app-server, every launch in order, normalised.

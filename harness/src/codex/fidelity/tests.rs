@@ -1,4 +1,4 @@
-use super::normalise::{normalise_arg0_alias, order_output_lines};
+use super::normalise::{normalise_arg0_alias, normalise_panic_thread_id, order_output_lines};
 use super::*;
 use crate::codex::mock_api::probe_id_for;
 use graders::events::{Body, Source};
@@ -122,6 +122,14 @@ fn codex_helper_alias_folders_normalise() {
     assert_eq!(
         normalise_arg0_alias("execvp /h/tmp/arg0-linux/codex-arg0yQYnsD/codex-linux-sandbox"),
         "execvp /h/tmp/arg0-linux/codex-arg0<random>/codex-linux-sandbox"
+    );
+}
+
+#[test]
+fn a_panics_thread_id_normalises_and_nothing_else_does() {
+    assert_eq!(
+        normalise_panic_thread_id("thread 'main' (92) panicked; thread 'main' (x) too"),
+        "thread 'main' (<tid>) panicked; thread 'main' (x) too"
     );
 }
 
