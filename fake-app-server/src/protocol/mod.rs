@@ -1,6 +1,8 @@
 //! JSON-RPC framing and the real server's error texts (measured with Codex 0.169.0); the lists
 //! of methods and notifications are the persona's (`crate::persona`).
 
+pub mod instances;
+pub mod release_schema;
 pub mod shapes;
 
 use serde::de::DeserializeOwned;
