@@ -2,6 +2,7 @@
 //! (or another release it has a persona for, see [`persona`]), a real (bubblewrap) or simulated
 //! sandbox, and a scenario that scripts the model and faults.
 
+pub mod apply_patch;
 pub mod cli;
 pub mod config;
 pub mod ids;
@@ -76,7 +77,8 @@ fn run(args: cli::Args) -> Result<u8, String> {
             .map_err(|e| format!("cannot create model log {}: {e}", path.display()))?,
         None => model_log_writer::ModelLog::disabled(),
     };
-    let out = output::Output::new(transcript, scenario.notifications.clone());
+    let out = output::Output::new(transcript, scenario.notifications.clone())
+        .with_extra_fields(scenario.extra_fields);
     let shared = server::Shared::new(scenario, config, sandbox, out, model_log);
     Ok(server::serve(shared))
 }

@@ -1,5 +1,7 @@
 //! Everything the fake writes to stdout goes through here: one line per message, flushed per
-//! message, mirrored into the transcript, with the scenario's notification faults applied.
+//! message (or per burst), mirrored into the transcript, with the scenario's notification faults
+//! applied. A notification must be one the played release sends: the deliberate unknowns of the
+//! forward-compatibility steps go through [`Output::send_off_schema`], nothing else does.
 
 use crate::scenario::NotificationFault;
 use crate::transcript::{Direction, Transcript};
@@ -12,7 +14,13 @@ use std::time::Duration;
 pub struct Output {
     inner: Mutex<Inner>,
     faults: BTreeMap<String, NotificationFault>,
+    /// Add fields no release defines to every message (the scenario's `extra_fields`).
+    extra_fields: bool,
 }
+
+/// The extra field the scenario's `extra_fields` adds (its value an object, so a client that
+/// only skips unknown scalars is caught too).
+pub const EXTRA_FIELD: &str = "harnessExtraField";
 
 struct Inner {
     stdout: BufWriter<Stdout>,
@@ -33,7 +41,14 @@ impl Output {
                 held: Vec::new(),
             }),
             faults,
+            extra_fields: false,
         }
+    }
+
+    /// Add fields no release defines to every message from now on.
+    pub fn with_extra_fields(mut self, extra: bool) -> Self {
+        self.extra_fields = extra;
+        self
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
@@ -53,6 +68,38 @@ impl Output {
 
     /// Send one message (response, notification or server request).
     pub fn send(&self, message: &Value) {
+        let method = message.get("method").and_then(Value::as_str);
+        let is_notification = method.is_some() && message.get("id").is_none();
+        if let Some(method) = method.filter(|_| is_notification) {
+            if !crate::protocol::is_server_notification(method) {
+                // A fake bug: only the forward-compatibility steps may send unknown methods.
+                debug_assert!(
+                    false,
+                    "the fake sent `{method}`, a notification Codex does not send"
+                );
+                eprintln!(
+                    "fake-app-server BUG: `{method}` is not a notification Codex {} sends",
+                    crate::persona::current().version
+                );
+            }
+        }
+        self.send_unchecked(message);
+    }
+
+    /// Send a message that deliberately breaks the release's schema (an unknown method, item
+    /// type or enum value): the forward-compatibility steps' only way out.
+    pub fn send_off_schema(&self, message: &Value) {
+        self.send_unchecked(message);
+    }
+
+    fn send_unchecked(&self, message: &Value) {
+        let extended;
+        let message = if self.extra_fields {
+            extended = with_extra_fields(message);
+            &extended
+        } else {
+            message
+        };
         let method = message.get("method").and_then(Value::as_str);
         let is_notification = method.is_some() && message.get("id").is_none();
         let fault = if is_notification {
@@ -80,6 +127,25 @@ impl Output {
         let held = std::mem::take(&mut inner.held);
         for (line, message) in held {
             inner.write_message(&line, &message);
+        }
+    }
+
+    /// Send many messages in one buffered write (a burst): the lines go out back to back and
+    /// are flushed once. Notification faults and extra fields do not apply.
+    pub fn send_burst(&self, messages: &[Value]) {
+        let mut inner = self.lock();
+        for message in messages {
+            let mut line =
+                serde_json::to_vec(message).expect("serializing a JSON value cannot fail");
+            line.push(b'\n');
+            if let Some(transcript) = inner.transcript.as_mut() {
+                transcript.record_message_buffered(Direction::Out, message);
+            }
+            let _ = inner.stdout.write_all(&line);
+        }
+        let _ = inner.stdout.flush();
+        if let Some(transcript) = inner.transcript.as_mut() {
+            transcript.flush();
         }
     }
 
@@ -168,4 +234,27 @@ impl Inner {
         let _ = self.stdout.write_all(line);
         let _ = self.stdout.flush();
     }
+}
+
+/// `message` with [`EXTRA_FIELD`] at its top level, in its `params` / `result`, and in the
+/// `item`, `turn` and `thread` objects there (never inside tool arguments or other data a client
+/// passes through).
+fn with_extra_fields(message: &Value) -> Value {
+    let extra = || serde_json::json!({"note": "a field no Codex release defines"});
+    let mut message = message.clone();
+    let Some(object) = message.as_object_mut() else {
+        return message;
+    };
+    for body in ["params", "result"] {
+        if let Some(Value::Object(body)) = object.get_mut(body) {
+            for nested in ["item", "turn", "thread"] {
+                if let Some(Value::Object(nested)) = body.get_mut(nested) {
+                    nested.insert(EXTRA_FIELD.into(), extra());
+                }
+            }
+            body.insert(EXTRA_FIELD.into(), extra());
+        }
+    }
+    object.insert(EXTRA_FIELD.into(), extra());
+    message
 }

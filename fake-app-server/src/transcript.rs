@@ -52,8 +52,16 @@ impl Transcript {
     }
 
     pub fn record_message(&mut self, direction: Direction, message: &Value) {
+        self.record_message_buffered(direction, message);
+        let _ = self.file.flush();
+    }
+
+    /// Record a message without flushing (a burst flushes once at its end).
+    pub fn record_message_buffered(&mut self, direction: Direction, message: &Value) {
         let time = crate::protocol::shapes::now_ms();
-        self.write(&json!({"direction": direction.as_str(), "time": time, "message": message}));
+        let entry = json!({"direction": direction.as_str(), "time": time, "message": message});
+        let _ = serde_json::to_writer(&mut self.file, &entry);
+        let _ = self.file.write_all(b"\n");
     }
 
     pub fn record_line(&mut self, direction: Direction, line: &str) {

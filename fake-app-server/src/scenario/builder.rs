@@ -94,6 +94,7 @@ impl ScenarioBuilder {
         if let Some(turn) = self.scenario.turns.last_mut() {
             turn.fail = Some(TurnFailure {
                 message: message.to_string(),
+                error_notification: true,
             });
         }
         self

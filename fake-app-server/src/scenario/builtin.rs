@@ -1,7 +1,21 @@
-//! The built-in scenarios, embedded as TOML files so they are documented by example.
+//! The built-in scenarios, embedded as TOML files (`builtin/NAME.toml`) so they are documented
+//! by example. The protocol cases' scenarios are named as their cases.
 
-/// Names accepted by `--scenario builtin:NAME` and [`super::Scenario::builtin`].
-pub const BUILTIN_NAMES: &[&str] = &[
+macro_rules! builtins {
+    ($($name:literal),* $(,)?) => {
+        /// Names accepted by `--scenario builtin:NAME` and [`super::Scenario::builtin`].
+        pub const BUILTIN_NAMES: &[&str] = &[$($name),*];
+
+        pub(super) fn text(name: &str) -> Option<&'static str> {
+            match name {
+                $($name => Some(include_str!(concat!("builtin/", $name, ".toml"))),)*
+                _ => None,
+            }
+        }
+    };
+}
+
+builtins![
     "healthy",
     "plan-write-refused",
     "plan-revise-accept",
@@ -13,21 +27,55 @@ pub const BUILTIN_NAMES: &[&str] = &[
     "hang",
     "garbage-line",
     "oversized-line",
+    // protocol-server-requests
+    "command-approval",
+    "file-change-approval",
+    "permissions-approval",
+    "user-input",
+    "dynamic-tool-call",
+    "mcp-elicitation",
+    "auth-token-refresh",
+    "attestation",
+    "current-time",
+    "legacy-apply-patch-approval",
+    "legacy-exec-command-approval",
+    "unknown-request",
+    // protocol-safe-default
+    "command-escalation-refused",
+    "file-change-refused",
+    // protocol-turn-outcomes
+    "retryable-error",
+    "failed-turn",
+    "interrupted-turn",
+    "failed-turn-no-error",
+    // protocol-binding
+    "foreign-thread-events",
+    "foreign-turn-events",
+    "events-before-answer",
+    "post-turn-events",
+    "server-started-turn",
+    "stale-request-after-turn",
+    // protocol-forward-compat
+    "every-notification",
+    "unknown-notification",
+    "unknown-item-type",
+    "unknown-enum-values",
+    "unknown-fields",
+    // protocol-size
+    "line-64k",
+    "line-1m",
+    "line-2m",
+    "delta-burst",
+    "stderr-flood",
+    // protocol-control
+    "initialize-error",
+    "turn-start-error",
+    "resume-error",
+    "no-answer",
+    "interrupt",
+    "steer",
+    "crash-resume",
+    "crash-resume-forked",
+    // protocol-credentials (protocol-handshake plays `healthy`)
+    "secrets-not-forwarded",
 ];
-
-pub(super) fn text(name: &str) -> Option<&'static str> {
-    Some(match name {
-        "healthy" => include_str!("builtin/healthy.toml"),
-        "plan-write-refused" => include_str!("builtin/plan-write-refused.toml"),
-        "plan-revise-accept" => include_str!("builtin/plan-revise-accept.toml"),
-        "ask-question" => include_str!("builtin/ask-question.toml"),
-        "message-marker" => include_str!("builtin/message-marker.toml"),
-        "startup-rejected" => include_str!("builtin/startup-rejected.toml"),
-        "turn-failed" => include_str!("builtin/turn-failed.toml"),
-        "crash-mid-turn" => include_str!("builtin/crash-mid-turn.toml"),
-        "hang" => include_str!("builtin/hang.toml"),
-        "garbage-line" => include_str!("builtin/garbage-line.toml"),
-        "oversized-line" => include_str!("builtin/oversized-line.toml"),
-        _ => return None,
-    })
-}

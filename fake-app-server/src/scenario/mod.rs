@@ -4,7 +4,11 @@
 
 pub mod builder;
 mod builtin;
+pub mod codex_tools;
 pub mod model;
+pub mod server_steps;
+mod threads;
+mod validate;
 
 use model::{ModelStep, ModelTurn};
 use serde::{Deserialize, Serialize};
@@ -13,6 +17,8 @@ use std::path::{Path, PathBuf};
 
 pub use builder::ScenarioBuilder;
 pub use builtin::BUILTIN_NAMES;
+pub use server_steps::{ForeignScope, ServerAction, ServerStep};
+pub use threads::{ThreadSelector, TurnOrigin};
 
 /// A whole scenario: server behaviour, environment facts and the model script.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
@@ -44,64 +50,15 @@ pub struct Scenario {
     /// from a real model.
     #[serde(default)]
     pub threads: ThreadSelector,
+    /// Every message the fake writes carries fields no release defines (at its top level, in
+    /// its `params` / `result`, and in the `item`, `turn` and `thread` objects there): a
+    /// forward-compatibility probe.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub extra_fields: bool,
 }
 
-/// Which turns play the script. Every condition given must hold. The default scripts every
-/// thread's turns except those with an `outputSchema` (a driver's side task asking for
-/// structured output, like codex-acp's session-title generator).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ThreadSelector {
-    /// Only threads started in these places, counting `thread/start` calls from 0.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub start_index: Option<Vec<usize>>,
-    /// Only ephemeral (true) or only persistent (false) threads.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ephemeral: Option<bool>,
-    /// Only turns whose `turn/start` has an `outputSchema` (true) or has none (false); absent:
-    /// either.
-    #[serde(default = "no_output_schema", skip_serializing_if = "Option::is_none")]
-    pub output_schema: Option<bool>,
-}
-
-fn no_output_schema() -> Option<bool> {
-    Some(false)
-}
-
-impl Default for ThreadSelector {
-    fn default() -> Self {
-        Self {
-            start_index: None,
-            ephemeral: None,
-            output_schema: no_output_schema(),
-        }
-    }
-}
-
-/// What a turn is known by when the selector is asked.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct TurnOrigin {
-    pub start_index: usize,
-    /// `None` where the player cannot tell (the mock model API never sees `ephemeral`).
-    pub ephemeral: Option<bool>,
-    pub output_schema: bool,
-}
-
-impl ThreadSelector {
-    pub fn scripts(&self, origin: TurnOrigin) -> bool {
-        let index_ok = self
-            .start_index
-            .as_ref()
-            .is_none_or(|indexes| indexes.contains(&origin.start_index));
-        let ephemeral_ok = match (self.ephemeral, origin.ephemeral) {
-            (Some(wanted), Some(actual)) => wanted == actual,
-            _ => true,
-        };
-        let schema_ok = self
-            .output_schema
-            .is_none_or(|wanted| wanted == origin.output_schema);
-        index_ok && ephemeral_ok && schema_ok
-    }
+fn is_false(value: &bool) -> bool {
+    !value
 }
 
 /// How the server answers one method. Faults apply in this order: `delay_ms`, then exactly one of
@@ -142,6 +99,14 @@ pub struct MethodBehaviour {
     /// Write the answer line in this many chunks, flushed separately.
     #[serde(default)]
     pub split_writes: Option<usize>,
+    /// `turn/start` only: write the answer after the turn it started has completed (its
+    /// `turn/started` … `turn/completed` come first; bounded by `limits.hang_ms`).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub answer_after_turn: bool,
+    /// `thread/resume` only: answer with another thread id, as a resume that silently forks
+    /// the thread (the thread is known by the new id from then on).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub fork_thread: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -206,6 +171,10 @@ pub struct Limits {
     /// How long one model shell command may run before it is killed.
     #[serde(default = "default_command_ms")]
     pub command_ms: u64,
+    /// How many turns the server starts on its own while a goal the model created is active
+    /// (Codex stops at the goal's budget; the fake at this count).
+    #[serde(default = "default_goal_turns")]
+    pub goal_turns: u32,
 }
 
 fn default_client_answer_ms() -> u64 {
@@ -217,6 +186,9 @@ fn default_hang_ms() -> u64 {
 fn default_command_ms() -> u64 {
     60_000
 }
+fn default_goal_turns() -> u32 {
+    5
+}
 
 impl Default for Limits {
     fn default() -> Self {
@@ -224,6 +196,7 @@ impl Default for Limits {
             client_answer_ms: default_client_answer_ms(),
             hang_ms: default_hang_ms(),
             command_ms: default_command_ms(),
+            goal_turns: default_goal_turns(),
         }
     }
 }
@@ -241,6 +214,12 @@ pub struct ScenarioTurn {
     /// turn ends `failed` with this message.
     #[serde(default)]
     pub fail: Option<TurnFailure>,
+    /// The server ends the turn `interrupted` on its own after the steps.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub interrupted: bool,
+    /// What the server does on its own during the turn ([`ServerStep`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub server_steps: Vec<ServerStep>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -271,6 +250,18 @@ pub enum TurnFaultKind {
 #[serde(deny_unknown_fields)]
 pub struct TurnFailure {
     pub message: String,
+    /// Whether the failure is announced by an `error` notification first (the real Codex
+    /// always does; `false` makes a failed `turn/completed` come alone).
+    #[serde(default = "yes", skip_serializing_if = "is_true")]
+    pub error_notification: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn is_true(value: &bool) -> bool {
+    *value
 }
 
 /// A scenario that cannot be loaded.
@@ -335,65 +326,56 @@ impl Scenario {
     }
 
     fn validate(&self, origin: &str) -> Result<(), ScenarioError> {
-        let invalid = |message: String| ScenarioError::Invalid {
+        validate::validate(self).map_err(|message| ScenarioError::Invalid {
             origin: origin.to_string(),
             message,
-        };
-        for method in self.methods.keys() {
-            if !crate::protocol::is_client_method(method) {
-                return Err(invalid(format!(
-                    "methods.\"{method}\": `{method}` is not a method Codex {} knows{}",
-                    crate::protocol::shapes::cli_version(),
-                    closest(method, crate::protocol::client_methods())
-                )));
-            }
+        })
+    }
+
+    /// Why the mock model API in front of the real Codex cannot play this scenario (the real
+    /// Codex decides these things itself), or `None` when it can.
+    pub fn fake_only(&self) -> Option<String> {
+        if let Some(method) = self.methods.keys().next() {
+            return Some(format!("it scripts the answer to `{method}`"));
         }
-        for method in self.notifications.keys() {
-            if !crate::protocol::is_server_notification(method) {
-                return Err(invalid(format!(
-                    "notifications.\"{method}\": `{method}` is not a notification Codex {} sends{}",
-                    crate::protocol::shapes::cli_version(),
-                    closest(method, crate::protocol::server_notifications())
-                )));
-            }
+        if let Some(method) = self.notifications.keys().next() {
+            return Some(format!("it injects faults on `{method}` notifications"));
         }
-        for (method, behaviour) in &self.methods {
-            let answers = [
-                behaviour.error.is_some(),
-                behaviour.result.is_some(),
-                behaviour.result_json.is_some(),
-            ];
-            if answers.iter().filter(|a| **a).count() > 1 {
-                return Err(invalid(format!(
-                    "methods.\"{method}\": `error`, `result` and `result_json` exclude each other"
-                )));
-            }
-            if let Some(text) = &behaviour.result_json {
-                if let Err(err) = serde_json::from_str::<serde_json::Value>(text) {
-                    return Err(invalid(format!(
-                        "methods.\"{method}\".result_json is not JSON: {err}"
-                    )));
-                }
-            }
-            if behaviour.split_writes == Some(0) {
-                return Err(invalid(format!(
-                    "methods.\"{method}\": split_writes must be at least 1"
-                )));
-            }
+        if self.extra_fields {
+            return Some("it adds unknown fields to every message".into());
         }
         for (index, turn) in self.turns.iter().enumerate() {
             if let Some(fault) = &turn.fault {
-                if let Some(after) = fault.after_step {
-                    if after >= turn.steps.len() {
-                        return Err(invalid(format!(
-                            "turns[{index}].fault.after_step = {after} but the turn has {} steps",
-                            turn.steps.len()
-                        )));
-                    }
-                }
+                return Some(format!(
+                    "turn {index} injects a {:?} transport fault",
+                    fault.kind
+                ));
+            }
+            if turn.interrupted {
+                return Some(format!("turn {index} is interrupted by the server"));
+            }
+            if turn.fail.as_ref().is_some_and(|f| !f.error_notification) {
+                return Some(format!(
+                    "turn {index} fails without an `error` notification"
+                ));
+            }
+            if let Some(step) = turn.server_steps.first() {
+                return Some(format!(
+                    "turn {index} has a server step ({:?})",
+                    step.action
+                ));
             }
         }
-        Ok(())
+        None
+    }
+
+    /// Whether the scenario sends, on purpose, messages no release's schema allows (unknown
+    /// methods, item types, enum values).
+    pub fn off_schema(&self) -> bool {
+        self.turns
+            .iter()
+            .flat_map(|t| &t.server_steps)
+            .any(|s| s.action.off_schema())
     }
 
     /// The model script alone (what a mock model API plays for the real Codex).
@@ -412,8 +394,7 @@ impl Scenario {
             steps: vec![ModelStep::Message {
                 text: "Done.".to_string(),
             }],
-            fault: None,
-            fail: None,
+            ..ScenarioTurn::default()
         }
     }
 
@@ -436,7 +417,7 @@ impl Scenario {
 
 /// ` (did you mean `X`?)` for the known name nearest to `name` by edit distance, when one is
 /// close (a typo, not a different name).
-fn closest<'a>(name: &str, known: impl Iterator<Item = &'a str>) -> String {
+pub(crate) fn closest<'a>(name: &str, known: impl Iterator<Item = &'a str>) -> String {
     let best = known
         .map(|k| (edit_distance(name, k), k))
         .min_by_key(|(d, _)| *d);
@@ -542,29 +523,6 @@ mod tests {
         let text = "[methods.\"model/list\"]\nresult_json = \"{nope\"\n";
         let err = Scenario::from_toml_str(text, Path::new("s.toml")).unwrap_err();
         assert!(err.to_string().contains("result_json is not JSON"), "{err}");
-    }
-
-    #[test]
-    fn the_selector_picks_threads_by_start_order_ephemeral_and_output_schema() {
-        let origin = |start_index, ephemeral, output_schema| TurnOrigin {
-            start_index,
-            ephemeral: Some(ephemeral),
-            output_schema,
-        };
-        let default = ThreadSelector::default();
-        assert!(default.scripts(origin(3, true, false)));
-        assert!(!default.scripts(origin(0, false, true)));
-        let text = "[threads]\nstart_index = [1]\nephemeral = false\n";
-        let scenario = Scenario::from_toml_str(text, Path::new("s.toml")).unwrap();
-        assert!(scenario.threads.scripts(origin(1, false, false)));
-        assert!(!scenario.threads.scripts(origin(0, false, false)));
-        assert!(!scenario.threads.scripts(origin(1, true, false)));
-        assert!(!scenario.threads.scripts(origin(1, false, true)));
-        let any_schema = ThreadSelector {
-            output_schema: None,
-            ..ThreadSelector::default()
-        };
-        assert!(any_schema.scripts(origin(0, false, true)));
     }
 
     #[test]

@@ -17,11 +17,11 @@ use crate::sandbox::Sandbox;
 use crate::scenario::{MethodBehaviour, Scenario};
 use serde_json::{json, Value};
 use state::{State, TurnSignal};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::io::BufRead;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::Sender;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -40,6 +40,10 @@ pub struct Shared {
     next_request_id: AtomicU64,
     method_calls: Mutex<HashMap<String, u32>>,
     startup_probe: Mutex<Option<JoinHandle<Option<&'static str>>>>,
+    /// Turns whose `turn/completed` is out (what a held-back `turn/start` answer waits for).
+    finished_turns: (Mutex<HashSet<String>>, Condvar),
+    /// The goal of each thread that has one (`thread/goal/updated`'s `goal`).
+    pub(crate) goals: Mutex<HashMap<String, Value>>,
 }
 
 /// A handler's answer: the result, the notifications that follow the response, and work to
@@ -89,6 +93,8 @@ impl Shared {
             next_request_id: AtomicU64::new(0),
             method_calls: Mutex::new(HashMap::new()),
             startup_probe: Mutex::new(Some(probe)),
+            finished_turns: (Mutex::new(HashSet::new()), Condvar::new()),
+            goals: Mutex::new(HashMap::new()),
         })
     }
 
@@ -117,11 +123,47 @@ impl Shared {
         id
     }
 
+    /// Send `message`, a request with a method no release has, as server request; its answer is
+    /// delivered like any other's.
+    pub fn request_client_off_schema(
+        &self,
+        mut message: Value,
+        waiter: &Sender<TurnSignal>,
+    ) -> u64 {
+        let id = self.next_request_id.fetch_add(1, Ordering::SeqCst);
+        message["id"] = json!(id);
+        self.pending
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(protocol::id_key(&json!(id)), waiter.clone());
+        self.out.send_off_schema(&message);
+        id
+    }
+
     pub fn forget_request(&self, id: u64) {
         self.pending
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .remove(&protocol::id_key(&json!(id)));
+    }
+
+    /// Note that turn `turn_id`'s `turn/completed` is out.
+    pub(crate) fn turn_finished(&self, turn_id: &str) {
+        let (done, changed) = &self.finished_turns;
+        done.lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(turn_id.to_string());
+        changed.notify_all();
+    }
+
+    /// Wait until turn `turn_id` has finished; false when `limit` passed first.
+    fn wait_turn_finished(&self, turn_id: &str, limit: Duration) -> bool {
+        let (done, changed) = &self.finished_turns;
+        let guard = done.lock().unwrap_or_else(|p| p.into_inner());
+        let (guard, _) = changed
+            .wait_timeout_while(guard, limit, |done| !done.contains(turn_id))
+            .unwrap_or_else(|p| p.into_inner());
+        guard.contains(turn_id)
     }
 
     /// The scenario's behaviour for this call of `method`, counting calls for `times`.
@@ -195,7 +237,7 @@ fn dispatch(shared: &Arc<Shared>, id: Value, method: String, params: Option<Valu
     let behaviour = shared.behaviour_for(&method);
     let slow = behaviour
         .as_ref()
-        .is_some_and(|b| b.delay_ms.is_some() || b.hang)
+        .is_some_and(|b| b.delay_ms.is_some() || b.hang || b.answer_after_turn)
         || method == "command/exec";
     if slow {
         let shared = Arc::clone(shared);
@@ -229,7 +271,7 @@ fn answer(
     let reply = match &behaviour.error {
         Some(error) => Reply::err(RpcError {
             code: error.code,
-            message: error.message.clone(),
+            message: expand_error(&error.message, params.as_ref()),
         }),
         None => {
             // The handler still runs (a scripted thread/start still creates its thread); a
@@ -239,9 +281,32 @@ fn answer(
             if let Some(result) = behaviour.scripted_result() {
                 reply.result = Ok(result);
             }
+            if behaviour.fork_thread {
+                fork_resumed_thread(shared, &mut reply);
+            }
             reply
         }
     };
+    let mut reply = reply;
+    if behaviour.answer_after_turn {
+        // The turn runs first; its answer follows its turn/completed (bounded like a hang).
+        let turn_id = reply
+            .result
+            .as_ref()
+            .ok()
+            .and_then(|r| r["turn"]["id"].as_str())
+            .map(str::to_string);
+        if let (Some(turn_id), Some(after)) = (turn_id, reply.after.take()) {
+            after();
+            let limit = Duration::from_millis(shared.scenario.limits.hang_ms);
+            if !shared.wait_turn_finished(&turn_id, limit) {
+                eprintln!("fake-app-server: turn {turn_id} did not finish within {limit:?}; answering turn/start now");
+            }
+            let response = json!({"id": id, "result": reply.result.unwrap_or_default()});
+            shared.out.send(&response);
+            return;
+        }
+    }
     let response = match &reply.result {
         Ok(result) => json!({"id": id, "result": result}),
         Err(error) => json!({"error": error.to_json(), "id": id}),
@@ -262,4 +327,47 @@ fn answer(
     if let Some(after) = reply.after {
         after();
     }
+}
+
+/// `{threadId}` in a scripted error message stands for the request's `params.threadId` (Codex's
+/// texts name the thread, e.g. `no rollout found for thread id …`).
+fn expand_error(message: &str, params: Option<&Value>) -> String {
+    let thread = params
+        .and_then(|p| p.get("threadId"))
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    message.replace("{threadId}", thread)
+}
+
+/// A `thread/resume` answered for another thread id, as a resume that silently forks: the
+/// answer and the notifications after it carry a new id (the old one as `forkedFromId`), and the
+/// thread is known by the new id from then on (persisted under it).
+fn fork_resumed_thread(shared: &Shared, reply: &mut Reply) {
+    let Ok(result) = reply.result.as_mut() else {
+        return;
+    };
+    let Some(old) = result["thread"]["id"].as_str().map(str::to_string) else {
+        return;
+    };
+    let new = crate::ids::uuid_v7();
+    result["thread"]["id"] = json!(new);
+    result["thread"]["sessionId"] = json!(new);
+    result["thread"]["forkedFromId"] = json!(old);
+    let path = state::new_thread_file(&new);
+    result["thread"]["path"] = json!(path.as_ref().map(|p| p.display().to_string()));
+    for notification in &mut reply.then {
+        if notification["params"]["threadId"] == json!(old) {
+            notification["params"]["threadId"] = json!(new);
+        }
+    }
+    let mut state = shared.state();
+    if let Some(mut thread) = state.threads.remove(&old) {
+        thread.id = new.clone();
+        thread.path = path;
+        thread.persist();
+        state.threads.insert(new.clone(), thread);
+    }
+    eprintln!(
+        "fake-app-server: thread/resume of {old} answered as thread {new}, as the scenario asks"
+    );
 }

@@ -1,25 +1,29 @@
 //! Playing one turn of the model script: the notifications and server requests Codex emits for
-//! each model step, the tool outputs the model gets back (model log), and the scenario's faults.
+//! each model step, the tool outputs the model gets back (model log), the scenario's server
+//! steps and faults, and the turns the server starts on its own while a goal is active.
 
 use super::auto_review;
 use super::state::TurnSignal;
 use super::Shared;
 use crate::ids;
 use crate::model_log::ModelLogEntry;
-use crate::protocol::shapes::{self, DynamicToolView};
+use crate::protocol::shapes;
 use crate::sandbox::policy::Permissions;
 use crate::scenario::model::{
-    find_marker, plan_item_text, proposed_plan_block, stream_chunks, ModelStep, PlanStepSpec,
-    TemplateContext,
+    find_marker, plan_item_text, proposed_plan_block, stream_chunks, ModelStep, TemplateContext,
 };
-use crate::scenario::{ScenarioTurn, TurnFaultKind};
+use crate::scenario::{ScenarioTurn, ServerStep, TurnFaultKind};
 use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+mod codex_tools;
 mod commands;
+mod model_tools;
+mod server_actions;
+mod server_requests;
 
 /// Everything a turn needs, captured when turn/start was accepted.
 pub struct TurnPlan {
@@ -43,13 +47,21 @@ pub struct TurnPlan {
     pub self_signal: Sender<TurnSignal>,
 }
 
+/// Why a wait for the client's answer ended without one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum WaitEnd {
+    /// The client interrupted the turn.
+    Interrupted,
+    /// `limits.client_answer_ms` passed.
+    TimedOut,
+}
+
 /// How a step (or the whole turn) ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Flow {
     Continue,
     Interrupted,
 }
-
-const DYNAMIC_TOOL_FAILED: &str = "dynamic tool request failed";
 
 struct TurnRun {
     shared: Arc<Shared>,
@@ -59,13 +71,42 @@ struct TurnRun {
     steered: Vec<Value>,
     /// Tokens used so far in this turn.
     tokens: u64,
+    /// The files this turn's patches changed: Codex repeats the turn's diff
+    /// (`turn/diff/updated`) after every later model response of the turn.
+    changes: Vec<crate::apply_patch::Change>,
+    /// For a turn the server started on its own (a goal's continuation): the turn that started
+    /// the chain (`rootTurnId`); such a turn has no user message.
+    root_turn: Option<String>,
 }
 
 /// What the mock model API reports per response (`usage`), so both players report the same.
 const TOKENS_IN: u64 = 10;
 const TOKENS_OUT: u64 = 5;
 
+/// Play a turn the client started, then the turns the server starts on its own after it (while
+/// a goal the model created is active, at most `limits.goal_turns`).
 pub fn play(shared: Arc<Shared>, plan: TurnPlan) {
+    let root = plan.turn_id.clone();
+    let mut next = Some((plan, None));
+    let mut continuations = 0;
+    while let Some((plan, root_turn)) = next.take() {
+        let thread_id = plan.thread_id.clone();
+        let status = play_one(Arc::clone(&shared), plan, root_turn);
+        if status != "completed" || !codex_tools::goal_active(&shared, &thread_id) {
+            break;
+        }
+        if continuations >= shared.scenario.limits.goal_turns {
+            eprintln!("fake-app-server: the goal of thread {thread_id} is still active after {continuations} turns the server started (limits.goal_turns); no more");
+            break;
+        }
+        continuations += 1;
+        next =
+            codex_tools::server_started_plan(&shared, &thread_id).map(|p| (p, Some(root.clone())));
+    }
+}
+
+/// Play one turn; its final status.
+fn play_one(shared: Arc<Shared>, plan: TurnPlan, root_turn: Option<String>) -> &'static str {
     let template = TemplateContext {
         probe_id: ids::probe_id_for(&plan.thread_id),
         write_outcome: None,
@@ -78,8 +119,10 @@ pub fn play(shared: Arc<Shared>, plan: TurnPlan) {
         items: Vec::new(),
         steered: Vec::new(),
         tokens: 0,
+        changes: Vec::new(),
+        root_turn,
     };
-    run.play();
+    run.play()
 }
 
 impl TurnRun {
@@ -91,15 +134,16 @@ impl TurnRun {
         (&self.plan.thread_id, &self.plan.turn_id)
     }
 
-    fn play(&mut self) {
+    fn play(&mut self) -> &'static str {
         let started = Instant::now();
         let started_s = shapes::now_s();
         let (thread_id, turn_id) = (self.plan.thread_id.clone(), self.plan.turn_id.clone());
+        self.persist_turn_count();
         self.send(shapes::thread_status(
             &thread_id,
             shapes::active_status(&[]),
         ));
-        let turn_started = shapes::turn(&shapes::TurnView {
+        let turn_started = self.turn_object(&shapes::TurnView {
             id: &turn_id,
             items: Vec::new(),
             items_view: "notLoaded",
@@ -113,12 +157,10 @@ impl TurnRun {
             "turn/started",
             json!({"threadId": thread_id, "turn": turn_started}),
         ));
-        let now = shapes::now_ms();
-        let user_id = ids::uuid_v7();
-        let user_item = shapes::user_message_item(&user_id, &self.plan.input, now, None);
-        self.send(shapes::item_started(user_item, &thread_id, &turn_id, now));
-        let user_done = shapes::user_message_item(&user_id, &self.plan.input, now, Some(now));
-        self.complete_item(user_done, now);
+        if self.root_turn.is_none() {
+            let input = self.plan.input.clone();
+            self.user_message(&input);
+        }
 
         let script = self.plan.script.clone();
         let mut status = "completed";
@@ -130,7 +172,16 @@ impl TurnRun {
         {
             self.inject_fault();
         }
+        if self.server_steps(&script.server_steps, |s| {
+            s.after_step.is_none() && !s.after_turn
+        }) == Flow::Interrupted
+        {
+            status = "interrupted";
+        }
         for (index, step) in script.steps.iter().enumerate() {
+            if status != "completed" {
+                break;
+            }
             if let Flow::Interrupted = self.drain_signals() {
                 status = "interrupted";
                 break;
@@ -141,6 +192,12 @@ impl TurnRun {
             }
             if ends_response(step) {
                 self.token_usage();
+            }
+            if self.server_steps(&script.server_steps, |s| s.after_step == Some(index))
+                == Flow::Interrupted
+            {
+                status = "interrupted";
+                break;
             }
             if script
                 .fault
@@ -155,23 +212,70 @@ impl TurnRun {
                 status = "interrupted";
             }
         }
-        if status == "completed" && script.fail.is_none() {
+        if status == "completed" && script.fail.is_none() && !script.interrupted {
             // The final model response (the one that ends the turn).
             self.token_usage();
+        }
+        if status == "completed" && script.interrupted {
+            eprintln!("fake-app-server: the server interrupts turn {turn_id} as the scenario asks");
+            status = "interrupted";
         }
         if status == "completed" {
             if let Some(failure) = &script.fail {
                 let message = format!("stream disconnected before completion: {}", failure.message);
-                let turn_error = json!({"message": message, "codexErrorInfo": "other", "additionalDetails": null});
-                self.send(shapes::notification(
-                    "error",
-                    json!({"error": turn_error, "willRetry": false, "threadId": thread_id, "turnId": turn_id}),
-                ));
+                let turn_error = json!({"message": message, "codexErrorInfo": "other", "additionalDetails": null, "misalignment": null});
+                if failure.error_notification {
+                    self.send(shapes::notification(
+                        "error",
+                        json!({"error": turn_error, "willRetry": false, "threadId": thread_id, "turnId": turn_id}),
+                    ));
+                }
                 status = "failed";
                 error = turn_error;
             }
         }
         self.finish(status, error, started_s, started.elapsed());
+        self.server_steps(&script.server_steps, |s| s.after_turn);
+        status
+    }
+
+    /// Run the server steps `which` selects, in order; `Interrupted` when one ended the turn.
+    fn server_steps(&mut self, steps: &[ServerStep], which: impl Fn(&ServerStep) -> bool) -> Flow {
+        for step in steps.iter().filter(|s| which(s)) {
+            if self.server_step(&step.action, step.after_turn) == Flow::Interrupted {
+                return Flow::Interrupted;
+            }
+        }
+        Flow::Continue
+    }
+
+    /// A turn object, rooted in the chain's first turn for a turn the server started.
+    fn turn_object(&self, view: &shapes::TurnView) -> Value {
+        let mut turn = shapes::turn(view);
+        if let Some(root) = &self.root_turn {
+            turn["rootTurnId"] = json!(root);
+        }
+        turn
+    }
+
+    /// Record that the thread started this turn before anything can go wrong in it: a
+    /// relaunched server resuming the thread after a crash plays the script's next turn, as
+    /// Codex's rollout keeps the interrupted turn.
+    fn persist_turn_count(&self) {
+        if let Some(thread) = self.shared.state().threads.get(&self.plan.thread_id) {
+            thread.persist();
+        }
+    }
+
+    /// The user's input as a `userMessage` item of the turn (`item/started` + `item/completed`).
+    fn user_message(&mut self, input: &Value) {
+        let (thread_id, turn_id) = (self.plan.thread_id.clone(), self.plan.turn_id.clone());
+        let now = shapes::now_ms();
+        let user_id = ids::uuid_v7();
+        let user_item = shapes::user_message_item(&user_id, input, now, None);
+        self.send(shapes::item_started(user_item, &thread_id, &turn_id, now));
+        let user_done = shapes::user_message_item(&user_id, input, now, Some(now));
+        self.complete_item(user_done, now);
     }
 
     /// `thread/tokenUsage/updated` after one model response, with the mock model API's usage.
@@ -199,13 +303,26 @@ impl TurnRun {
                 "primary": null, "secondary": null, "credits": null, "individualLimit": null,
                 "spendControlReached": null, "planType": null, "rateLimitReachedType": null}}),
         ));
+        // Once a patch changed files, every later response repeats the turn's diff (measured).
+        if !self.changes.is_empty() {
+            self.turn_diff();
+        }
+        self.goal_tokens(TOKENS_IN + TOKENS_OUT);
+    }
+
+    fn turn_diff(&self) {
+        let (thread_id, turn_id) = self.ids();
+        self.send(shapes::notification(
+            "turn/diff/updated",
+            json!({"threadId": thread_id, "turnId": turn_id, "diff": crate::apply_patch::turn_diff(&self.changes)}),
+        ));
     }
 
     fn finish(&mut self, status: &str, error: Value, started_s: u64, elapsed: Duration) {
         let (thread_id, turn_id) = (self.plan.thread_id.clone(), self.plan.turn_id.clone());
         let completed_s = shapes::now_s();
         let duration_ms = Some(elapsed.as_millis() as u64);
-        let full = shapes::turn(&shapes::TurnView {
+        let full = self.turn_object(&shapes::TurnView {
             id: &turn_id,
             items: self.items.clone(),
             items_view: "full",
@@ -224,12 +341,14 @@ impl TurnRun {
             .cloned()
             .into_iter()
             .collect();
-        let (summary_items, view) = if status == "interrupted" && summary_items.is_empty() {
+        // A failed or interrupted turn without an agent message reports its items as not loaded
+        // (measured with 0.169).
+        let (summary_items, view) = if status != "completed" && summary_items.is_empty() {
             (Vec::new(), "notLoaded")
         } else {
             (summary_items, "summary")
         };
-        let summary = shapes::turn(&shapes::TurnView {
+        let summary = self.turn_object(&shapes::TurnView {
             id: &turn_id,
             items: summary_items,
             items_view: view,
@@ -263,6 +382,7 @@ impl TurnRun {
             "turn/completed",
             json!({"threadId": thread_id, "turn": summary}),
         ));
+        self.shared.turn_finished(&turn_id);
     }
 
     /// Handle signals that arrived; `Interrupted` if the client interrupted the turn.
@@ -270,7 +390,7 @@ impl TurnRun {
         while let Ok(signal) = self.plan.signals.try_recv() {
             match signal {
                 TurnSignal::Interrupt => return Flow::Interrupted,
-                TurnSignal::Steer(input) => self.steered.push(input),
+                TurnSignal::Steer(input) => self.steer(input),
                 TurnSignal::ClientAnswer(message) => {
                     eprintln!("WARN fake-app-server: late client answer ignored: {message}");
                 }
@@ -279,25 +399,31 @@ impl TurnRun {
         Flow::Continue
     }
 
-    /// Wait (bounded) for the answer to server request `id`.
-    fn wait_answer(&mut self, id: u64) -> Result<Value, Flow> {
+    /// Input the client steered into the turn: Codex adds it as a `userMessage` item when the
+    /// model's current response ends, and the model's next request holds it (measured with
+    /// 0.169).
+    fn steer(&mut self, input: Value) {
+        self.user_message(&input);
+        self.steered.push(input);
+    }
+
+    /// Wait (bounded by `limits.client_answer_ms`) for the answer to server request `id`.
+    fn wait_answer(&mut self, id: u64) -> Result<Value, WaitEnd> {
         let limit = Duration::from_millis(self.shared.scenario.limits.client_answer_ms);
         let deadline = Instant::now() + limit;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             match self.plan.signals.recv_timeout(left) {
                 Ok(TurnSignal::ClientAnswer(message)) => return Ok(message),
-                Ok(TurnSignal::Steer(input)) => self.steered.push(input),
+                Ok(TurnSignal::Steer(input)) => self.steer(input),
                 Ok(TurnSignal::Interrupt) => {
                     self.shared.forget_request(id);
-                    return Err(Flow::Interrupted);
+                    return Err(WaitEnd::Interrupted);
                 }
                 Err(RecvTimeoutError::Timeout) | Err(RecvTimeoutError::Disconnected) => {
                     self.shared.forget_request(id);
-                    eprintln!(
-                        "fake-app-server: no answer to server request {id} within {limit:?}; the turn is interrupted"
-                    );
-                    return Err(Flow::Interrupted);
+                    eprintln!("fake-app-server: no answer to server request {id} within {limit:?}");
+                    return Err(WaitEnd::TimedOut);
                 }
             }
         }
@@ -366,7 +492,16 @@ impl TurnRun {
             }
             ModelStep::ToolCall { name, arguments } => {
                 let arguments = self.template.expand_value(arguments);
-                self.tool_call(name, &arguments)
+                let name = self.tool_name(name);
+                match crate::scenario::codex_tools::parse(&name, &arguments) {
+                    Some(Ok(call)) => self.codex_tool(&name, &arguments, call),
+                    // Checked when the scenario loaded.
+                    Some(Err(message)) => {
+                        eprintln!("fake-app-server: {message}");
+                        Flow::Continue
+                    }
+                    None => self.tool_call(&name, &arguments),
+                }
             }
         }
     }
@@ -434,104 +569,6 @@ impl TurnRun {
         self.items.push(done);
         self.send(message);
     }
-
-    fn plan_update(&mut self, explanation: Option<&str>, steps: &[PlanStepSpec]) {
-        let (thread_id, turn_id) = self.ids();
-        let call_id = ids::call_id();
-        let plan: Vec<Value> = steps
-            .iter()
-            .map(|s| json!({"step": self.template.expand(&s.step), "status": s.status}))
-            .collect();
-        let explanation = explanation.map(|e| self.template.expand(e));
-        self.log(ModelLogEntry::ToolCall {
-            call_id: call_id.clone(),
-            name: "update_plan".into(),
-            arguments: json!({"explanation": explanation, "plan": plan}).to_string(),
-        });
-        self.send(shapes::notification(
-            "turn/plan/updated",
-            json!({"threadId": thread_id, "turnId": turn_id, "explanation": explanation, "plan": plan}),
-        ));
-        self.log(ModelLogEntry::ToolOutput {
-            call_id,
-            output: "Plan updated".into(),
-        });
-    }
-
-    fn tool_call(&mut self, name: &str, arguments: &Value) -> Flow {
-        let (thread_id, turn_id) = (self.plan.thread_id.clone(), self.plan.turn_id.clone());
-        let call_id = ids::call_id();
-        self.log(ModelLogEntry::ToolCall {
-            call_id: call_id.clone(),
-            name: name.to_string(),
-            arguments: arguments.to_string(),
-        });
-        if !self.plan.dynamic_tools.iter().any(|t| t == name) {
-            self.log(ModelLogEntry::ToolOutput {
-                call_id,
-                output: format!("unsupported call: {name}"),
-            });
-            return Flow::Continue;
-        }
-        let started_at = Instant::now();
-        let started = shapes::now_ms();
-        let view = DynamicToolView {
-            id: &call_id,
-            tool: name,
-            arguments,
-            status: "inProgress",
-            content_items: Value::Null,
-            success: Value::Null,
-            duration_ms: None,
-            started,
-            completed: None,
-        };
-        self.send(shapes::item_started(
-            shapes::dynamic_tool_item(&view),
-            &thread_id,
-            &turn_id,
-            started,
-        ));
-        let request_id = self.shared.request_client(
-            "item/tool/call",
-            json!({"threadId": thread_id, "turnId": turn_id, "callId": call_id, "namespace": null, "tool": name, "arguments": arguments}),
-            &self.plan.self_signal,
-        );
-        let answer = match self.wait_answer(request_id) {
-            Ok(answer) => answer,
-            Err(flow) => return flow,
-        };
-        let (success, content_items, output) = match answer.get("result") {
-            Some(result) => {
-                let items = result
-                    .get("contentItems")
-                    .cloned()
-                    .unwrap_or_else(|| json!([]));
-                let success = result
-                    .get("success")
-                    .and_then(Value::as_bool)
-                    .unwrap_or(false);
-                (success, items.clone(), tool_output_text(&items))
-            }
-            None => (
-                false,
-                json!([{"type": "inputText", "text": DYNAMIC_TOOL_FAILED}]),
-                DYNAMIC_TOOL_FAILED.to_string(),
-            ),
-        };
-        let completed = shapes::now_ms();
-        let done = shapes::dynamic_tool_item(&DynamicToolView {
-            status: if success { "completed" } else { "failed" },
-            content_items,
-            success: json!(success),
-            duration_ms: Some(started_at.elapsed().as_millis() as u64),
-            completed: Some(completed),
-            ..view
-        });
-        self.complete_item(done, completed);
-        self.log(ModelLogEntry::ToolOutput { call_id, output });
-        Flow::Continue
-    }
 }
 
 /// A step whose tool output the model must wait for ends a model response (as the mock model
@@ -541,25 +578,4 @@ fn ends_response(step: &ModelStep) -> bool {
         step,
         ModelStep::Shell { .. } | ModelStep::ToolCall { .. } | ModelStep::PlanUpdate { .. }
     )
-}
-
-/// One text item goes back as a string; several as a JSON array of `input_text` items.
-fn tool_output_text(items: &Value) -> String {
-    let texts: Vec<&str> = items
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|i| i.get("text").and_then(Value::as_str))
-                .collect()
-        })
-        .unwrap_or_default();
-    if texts.len() == 1 {
-        texts[0].to_string()
-    } else {
-        json!(texts
-            .iter()
-            .map(|t| json!({"type": "input_text", "text": t}))
-            .collect::<Vec<_>>())
-        .to_string()
-    }
 }
