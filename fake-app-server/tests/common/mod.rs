@@ -1,6 +1,8 @@
 //! A scripted JSON-RPC client for the fake, with a bound on every wait.
 #![allow(dead_code)]
 
+pub mod cases;
+
 use fake_app_server::line_reader::forward_lines;
 use serde_json::{json, Value};
 use std::io::Write;
@@ -101,6 +103,14 @@ impl Client {
                 None => panic!("timed out waiting for {what}; seen: {:#?}", self.seen),
             }
         }
+    }
+
+    /// Send a request without waiting for its answer; its id.
+    pub fn send_request(&mut self, method: &str, params: Value) -> u64 {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.send(&json!({"id": id, "method": method, "params": params}));
+        id
     }
 
     pub fn request(&mut self, method: &str, params: Value) -> Value {

@@ -1,0 +1,338 @@
+//! The protocol cases' turn outcomes, binding, control and recovery, played against a scripted
+//! client.
+
+mod common;
+
+use common::cases::{error, methods_of, spawn, start_thread, Case, Schemas};
+use common::{Lab, WAIT};
+use serde_json::{json, Value};
+
+fn silent() -> impl FnMut(&Value) -> Option<Value> {
+    |_| None
+}
+
+fn errors_of(messages: &[Value]) -> Vec<Value> {
+    messages
+        .iter()
+        .filter(|m| m["method"] == "error")
+        .map(|m| m["params"].clone())
+        .collect()
+}
+
+#[test]
+fn turn_outcomes() {
+    let schemas = Schemas::of("0.169.0");
+    let mut retried = Case::start("retryable-error", "fullread", json!({}));
+    let done = retried.until_turn_completed(&mut silent());
+    assert_eq!(done["params"]["turn"]["status"], "completed");
+    let errors = errors_of(&retried.messages());
+    assert_eq!(errors.len(), 1);
+    assert_eq!(errors[0]["willRetry"], true);
+    assert_eq!(errors[0]["error"]["message"], "Reconnecting... 1/5");
+    assert_eq!(errors[0]["turnId"], json!(retried.turn));
+    schemas.assert_valid(&retried.messages(), |_| false);
+
+    let mut failed = Case::start("failed-turn", "fullread", json!({}));
+    let done = failed.until_turn_completed(&mut silent());
+    assert_eq!(done["params"]["turn"]["status"], "failed");
+    let errors = errors_of(&failed.messages());
+    assert_eq!(errors.len(), 1);
+    assert_eq!(errors[0]["willRetry"], false);
+    assert_eq!(done["params"]["turn"]["error"], errors[0]["error"]);
+    schemas.assert_valid(&failed.messages(), |_| false);
+
+    let mut silent_failure = Case::start("failed-turn-no-error", "fullread", json!({}));
+    let done = silent_failure.until_turn_completed(&mut silent());
+    assert_eq!(done["params"]["turn"]["status"], "failed");
+    assert!(done["params"]["turn"]["error"]["message"].is_string());
+    assert!(errors_of(&silent_failure.messages()).is_empty());
+
+    let mut interrupted = Case::start("interrupted-turn", "fullread", json!({}));
+    let done = interrupted.until_turn_completed(&mut silent());
+    assert_eq!(done["params"]["turn"]["status"], "interrupted");
+    assert!(!methods_of(&interrupted.messages()).contains(&"turn/interrupt".to_string()));
+    schemas.assert_valid(&interrupted.messages(), |_| false);
+}
+
+#[test]
+fn foreign_threads_and_turns_go_by_before_the_drivers_turn_completes() {
+    let schemas = Schemas::of("0.169.0");
+    let mut other = Case::start("foreign-thread-events", "fullread", json!({}));
+    other.until_turn_completed(&mut silent());
+    let messages = other.messages();
+    let foreign_done: Vec<&Value> = messages
+        .iter()
+        .filter(|m| {
+            m["method"] == "turn/completed" && m["params"]["threadId"] != json!(other.thread)
+        })
+        .collect();
+    assert_eq!(foreign_done.len(), 1);
+    let foreign_thread = foreign_done[0]["params"]["threadId"].clone();
+    assert!(messages
+        .iter()
+        .any(|m| m["method"] == "thread/started" && m["params"]["thread"]["id"] == foreign_thread));
+    schemas.assert_valid(&messages, |_| false);
+
+    let mut same = Case::start("foreign-turn-events", "fullread", json!({}));
+    same.until_turn_completed(&mut silent());
+    let messages = same.messages();
+    let completions: Vec<&Value> = messages
+        .iter()
+        .filter(|m| m["method"] == "turn/completed")
+        .collect();
+    assert_eq!(completions.len(), 2, "{completions:#?}");
+    assert_eq!(completions[0]["params"]["threadId"], json!(same.thread));
+    assert_ne!(completions[0]["params"]["turn"]["id"], json!(same.turn));
+    schemas.assert_valid(&messages, |_| false);
+}
+
+#[test]
+fn events_before_the_answer_post_turn_events_and_a_stale_request() {
+    let mut early = Case::start("events-before-answer", "fullread", json!({}));
+    let answer = early.pump("the turn/start answer", &mut silent(), |_, m| {
+        m["result"]["turn"].is_object()
+    });
+    let methods = methods_of(&early.messages());
+    assert!(methods.contains(&"turn/started".to_string()));
+    assert!(
+        methods.contains(&"turn/completed".to_string()),
+        "turn/completed comes before the answer: {methods:?}"
+    );
+    assert_eq!(answer["result"]["turn"]["id"], json!(early.turn));
+
+    let mut late = Case::start("post-turn-events", "fullread", json!({}));
+    late.until_turn_completed(&mut silent());
+    let stray = late.pump("a stray item/completed", &mut silent(), |case, m| {
+        m["method"] == "item/completed" && m["params"]["turnId"] == json!(case.turn)
+    });
+    assert_eq!(stray["params"]["item"]["type"], "agentMessage");
+    late.pump("the stray status", &mut silent(), |_, m| {
+        m["method"] == "thread/status/changed"
+    });
+    Schemas::of("0.169.0").assert_valid(&late.messages(), |_| false);
+
+    let mut stale = Case::start("stale-request-after-turn", "fullread", json!({}));
+    stale.until_turn_completed(&mut silent());
+    let turn = stale.turn.clone();
+    let request = stale.pump(
+        "the stale approval",
+        &mut |r: &Value| Some(json!({"id": r["id"], "result": {"decision": "accept"}})),
+        |_, m| m["method"] == "item/commandExecution/requestApproval",
+    );
+    assert_eq!(request["params"]["turnId"], json!(turn));
+    stale.pump("its resolution", &mut silent(), |_, m| {
+        m["method"] == "serverRequest/resolved"
+    });
+    // Accepted after its turn ended: nothing runs.
+    assert!(stale.probes("approval-probe-").is_empty());
+}
+
+#[test]
+fn a_goal_makes_the_server_start_turns_itself_until_it_is_complete() {
+    let mut case = Case::start("server-started-turn", "fullread", json!({}));
+    case.until_turn_completed(&mut silent());
+    let driver_turn = case.turn.clone();
+    let started = case.pump("the server's turn/started", &mut silent(), |case, m| {
+        m["method"] == "turn/started" && m["params"]["turn"]["id"] != json!(case.turn)
+    });
+    assert_eq!(started["params"]["turn"]["rootTurnId"], json!(driver_turn));
+    let server_turn = started["params"]["turn"]["id"].clone();
+    let done = case.pump("the server's turn/completed", &mut silent(), |_, m| {
+        m["method"] == "turn/completed" && m["params"]["turn"]["id"] == server_turn
+    });
+    assert_eq!(done["params"]["turn"]["status"], "completed");
+    let messages = case.messages();
+    let goals: Vec<&str> = messages
+        .iter()
+        .filter(|m| m["method"] == "thread/goal/updated")
+        .filter_map(|m| m["params"]["goal"]["status"].as_str())
+        .collect();
+    assert_eq!(goals.first(), Some(&"active"));
+    assert_eq!(goals.last(), Some(&"complete"));
+    // No user message in a turn the server started.
+    assert!(!messages.iter().any(|m| m["method"] == "item/started"
+        && m["params"]["turnId"] == server_turn
+        && m["params"]["item"]["type"] == "userMessage"));
+    // The goal is complete: no third turn.
+    assert!(case
+        .client
+        .next_line(std::time::Duration::from_millis(300))
+        .is_none());
+    Schemas::of("0.169.0").assert_valid(&case.messages(), |_| false);
+}
+
+#[test]
+fn interrupt_and_steer_answer_as_codex_does() {
+    let mut case = Case::start("interrupt", "fullread", json!({}));
+    case.pump("the first message", &mut silent(), |_, m| {
+        m["method"] == "item/completed" && m["params"]["item"]["type"] == "agentMessage"
+    });
+    let wrong = case.client.request(
+        "turn/interrupt",
+        json!({"threadId": case.thread, "turnId": "01a20000-0000-7000-8000-000000000000"}),
+    );
+    assert_eq!(
+        wrong["error"]["message"],
+        format!(
+            "expected active turn id 01a20000-0000-7000-8000-000000000000 but found {}",
+            case.turn
+        )
+    );
+    let answer = case.client.request(
+        "turn/interrupt",
+        json!({"threadId": case.thread, "turnId": case.turn}),
+    );
+    assert_eq!(answer["result"], json!({}));
+    let done = case.until_turn_completed(&mut silent());
+    assert_eq!(done["params"]["turn"]["status"], "interrupted");
+
+    let mut steered = Case::start("steer", "fullread", json!({}));
+    steered.pump("the first message", &mut silent(), |_, m| {
+        m["method"] == "item/completed" && m["params"]["item"]["type"] == "agentMessage"
+    });
+    let answer = steered.client.request(
+        "turn/steer",
+        json!({"threadId": steered.thread, "input": [{"type": "text", "text": "Also add a test."}], "expectedTurnId": steered.turn}),
+    );
+    assert_eq!(answer["result"]["turnId"], json!(steered.turn));
+    let done = steered.until_turn_completed(&mut silent());
+    assert_eq!(done["params"]["turn"]["status"], "completed");
+    assert!(steered
+        .messages()
+        .iter()
+        .any(|m| m["method"] == "item/completed"
+            && m["params"]["item"]["type"] == "userMessage"
+            && m["params"]["item"]["content"][0]["text"] == "Also add a test."));
+    Schemas::of("0.169.0").assert_valid(&steered.messages(), |_| false);
+}
+
+#[test]
+fn method_errors_and_a_method_that_never_answers() {
+    let (mut client, _, _lab) = spawn("initialize-error", Lab::new(), &[]);
+    let answer = client.request(
+        "initialize",
+        json!({"clientInfo": {"name": "t", "version": "1"}}),
+    );
+    assert_eq!(answer["error"]["code"], -32603);
+
+    let mut case = Case::start("turn-start-error", "fullread", json!({}));
+    let answer = case.pump("the turn/start answer", &mut silent(), |_, m| {
+        m.get("error").is_some()
+    });
+    assert_eq!(answer["error"]["code"], -32603);
+
+    let (mut client, _, lab) = spawn("no-answer", Lab::new(), &[]);
+    client.initialize(true);
+    let id = client.send_request("thread/start", json!({"cwd": lab.ws_str()}));
+    // Other methods are still answered while thread/start never is.
+    let models = client.request("model/list", json!({}));
+    assert!(models["result"]["data"].is_array());
+    assert!(client
+        .seen
+        .iter()
+        .all(|l| !matches!(l, common::Line::Json(m) if m["id"] == json!(id))));
+}
+
+/// Run the first turn of `name` until the fake crashes; the lab (CODEX_HOME kept) and thread.
+fn crash_first_turn(name: &str) -> (Lab, String) {
+    let (mut client, _, lab) = spawn(name, Lab::new(), &[]);
+    client.initialize(true);
+    let thread = start_thread(&mut client, &lab, "fullread");
+    client.send_request(
+        "turn/start",
+        json!({"threadId": thread, "input": [{"type": "text", "text": "Go."}]}),
+    );
+    let status = client.wait_exit(WAIT).expect("the fake crashes mid-turn");
+    assert_eq!(status.code(), Some(101));
+    (lab, thread)
+}
+
+#[test]
+fn a_crashed_thread_resumes_by_its_id_or_as_scripted_fails_or_forks() {
+    let (lab, thread) = crash_first_turn("crash-resume");
+    let (mut client, _, lab) = spawn("crash-resume", lab, &[]);
+    client.initialize(true);
+    let resumed = client.request("thread/resume", json!({"threadId": thread}));
+    assert_eq!(
+        resumed["result"]["thread"]["id"],
+        json!(thread),
+        "{resumed}"
+    );
+    client.send_request(
+        "turn/start",
+        json!({"threadId": thread, "input": [{"type": "text", "text": "Go on."}]}),
+    );
+    let done = client.notification("turn/completed");
+    assert_eq!(done["params"]["turn"]["status"], "completed");
+    assert_eq!(done["params"]["turn"]["items"][0]["text"], "Resumed; done.");
+    drop(lab);
+
+    let (lab, thread) = crash_first_turn("resume-error");
+    let (mut client, _, _lab) = spawn("resume-error", lab, &[]);
+    client.initialize(true);
+    let refused = client.request("thread/resume", json!({"threadId": thread}));
+    assert_eq!(refused["error"]["code"], -32600);
+    assert_eq!(
+        refused["error"]["message"],
+        format!("no rollout found for thread id {thread}")
+    );
+
+    let (lab, thread) = crash_first_turn("crash-resume-forked");
+    let (mut client, _, _lab) = spawn("crash-resume-forked", lab, &[]);
+    client.initialize(true);
+    let forked = client.request("thread/resume", json!({"threadId": thread}));
+    let new_id = forked["result"]["thread"]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_ne!(new_id, thread);
+    assert_eq!(forked["result"]["thread"]["forkedFromId"], json!(thread));
+    client.send_request("turn/start", json!({"threadId": new_id, "input": []}));
+    let done = client.notification("turn/completed");
+    assert_eq!(done["params"]["threadId"], json!(new_id));
+    let messages = common::cases::messages(&client);
+    Schemas::of("0.169.0").assert_valid(&messages, |_| false);
+}
+
+#[test]
+fn secrets_in_the_fakes_environment_reach_the_models_env_command_as_with_codex() {
+    let lab = Lab::new();
+    let model_log = lab.path("model-log.jsonl");
+    let mut args = vec![
+        "app-server",
+        "--scenario",
+        "builtin:secrets-not-forwarded",
+        "--sandbox",
+        "simulated",
+        "--model-log",
+        model_log.to_str().unwrap(),
+    ];
+    args.extend(common::profile_args());
+    let mut command = common::fake_command();
+    command
+        .args(&args)
+        .env("CODEX_HOME", lab.home())
+        .env("CONDUCTOR_CANARY_TOKEN", "canary-0123456789")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null());
+    let mut client = common::Client::spawn_command(command);
+    client.initialize(true);
+    let thread = start_thread(&mut client, &lab, "fullread");
+    client.send_request("turn/start", json!({"threadId": thread, "input": []}));
+    client.notification("turn/completed");
+    let log = common::read_jsonl(&model_log);
+    assert_eq!(log[0]["arguments"], r#"{"cmd":"env"}"#);
+    let output = log[1]["output"].as_str().unwrap();
+    assert!(
+        output.contains("CONDUCTOR_CANARY_TOKEN=canary-0123456789"),
+        "{output}"
+    );
+}
+
+#[test]
+fn error_answers_to_a_server_request_do_not_stop_the_turn() {
+    let mut case = Case::start("attestation", "fullread", json!({}));
+    let done = case.until_turn_completed(&mut |r: &Value| error(r));
+    assert_eq!(done["params"]["turn"]["status"], "completed");
+}
