@@ -79,3 +79,18 @@ builtins![
     // protocol-credentials (protocol-handshake plays `healthy`)
     "secrets-not-forwarded",
 ];
+
+#[cfg(test)]
+mod tests {
+    /// docs/scenarios.md keeps a row for every built-in, so a new one cannot go undocumented.
+    #[test]
+    fn the_docs_name_every_builtin() {
+        let docs = include_str!("../../../docs/scenarios.md");
+        for name in super::BUILTIN_NAMES {
+            assert!(
+                docs.contains(&format!("`{name}`")),
+                "docs/scenarios.md does not name the built-in `{name}`"
+            );
+        }
+    }
+}
