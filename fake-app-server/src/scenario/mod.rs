@@ -369,6 +369,19 @@ impl Scenario {
         None
     }
 
+    /// The server requests its server steps send (`request` steps): a release that lacks one
+    /// cannot play the scenario (e.g. `currentTime/read` after 0.169).
+    pub fn server_requests(&self) -> Vec<&str> {
+        self.turns
+            .iter()
+            .flat_map(|t| &t.server_steps)
+            .filter_map(|s| match &s.action {
+                ServerAction::Request { method, .. } => Some(method.as_str()),
+                _ => None,
+            })
+            .collect()
+    }
+
     /// Whether the scenario sends, on purpose, messages no release's schema allows (unknown
     /// methods, item types, enum values).
     pub fn off_schema(&self) -> bool {
