@@ -190,6 +190,18 @@ fn interrupt_and_steer_answer_as_codex_does() {
     steered.pump("the first message", &mut silent(), |_, m| {
         m["method"] == "item/completed" && m["params"]["item"]["type"] == "agentMessage"
     });
+    // Codex 0.169's texts (observed): the steer names the ids in backticks, the interrupt not.
+    let wrong = steered.client.request(
+        "turn/steer",
+        json!({"threadId": steered.thread, "input": [], "expectedTurnId": "01a20000-0000-7000-8000-000000000000"}),
+    );
+    assert_eq!(
+        wrong["error"]["message"],
+        format!(
+            "expected active turn id `01a20000-0000-7000-8000-000000000000` but found `{}`",
+            steered.turn
+        )
+    );
     let answer = steered.client.request(
         "turn/steer",
         json!({"threadId": steered.thread, "input": [{"type": "text", "text": "Also add a test."}], "expectedTurnId": steered.turn}),
