@@ -161,23 +161,38 @@ fn a_goal_makes_the_server_start_turns_itself_until_it_is_complete() {
     Schemas::of("0.169.0").assert_valid(&case.messages(), |_| false);
 }
 
-#[test]
-fn interrupt_and_steer_answer_as_codex_does() {
-    let mut case = Case::start("interrupt", "fullread", json!({}));
-    case.pump("the first message", &mut silent(), |_, m| {
-        m["method"] == "item/completed" && m["params"]["item"]["type"] == "agentMessage"
-    });
-    let wrong = case.client.request(
-        "turn/interrupt",
-        json!({"threadId": case.thread, "turnId": "01a20000-0000-7000-8000-000000000000"}),
-    );
+/// A control request with a turn id that is not the live one: Codex 0.169's error text
+/// (observed: the steer names the ids in backticks, the interrupt does not).
+fn wrong_turn(case: &mut Case, method: &str, quote: &str) {
+    const WRONG: &str = "01a20000-0000-7000-8000-000000000000";
+    let params = if method == "turn/steer" {
+        json!({"threadId": case.thread, "input": [], "expectedTurnId": WRONG})
+    } else {
+        json!({"threadId": case.thread, "turnId": WRONG})
+    };
+    let answer = case.client.request(method, params);
     assert_eq!(
-        wrong["error"]["message"],
+        answer["error"]["message"],
         format!(
-            "expected active turn id 01a20000-0000-7000-8000-000000000000 but found {}",
+            "expected active turn id {quote}{WRONG}{quote} but found {quote}{}{quote}",
             case.turn
         )
     );
+}
+
+/// Start `name` and wait until its turn is running (its first message out).
+fn running(name: &str) -> Case {
+    let mut case = Case::start(name, "fullread", json!({}));
+    case.pump("the first message", &mut silent(), |_, m| {
+        m["method"] == "item/completed" && m["params"]["item"]["type"] == "agentMessage"
+    });
+    case
+}
+
+#[test]
+fn interrupt_and_steer_answer_as_codex_does() {
+    let mut case = running("interrupt");
+    wrong_turn(&mut case, "turn/interrupt", "");
     let answer = case.client.request(
         "turn/interrupt",
         json!({"threadId": case.thread, "turnId": case.turn}),
@@ -186,22 +201,8 @@ fn interrupt_and_steer_answer_as_codex_does() {
     let done = case.until_turn_completed(&mut silent());
     assert_eq!(done["params"]["turn"]["status"], "interrupted");
 
-    let mut steered = Case::start("steer", "fullread", json!({}));
-    steered.pump("the first message", &mut silent(), |_, m| {
-        m["method"] == "item/completed" && m["params"]["item"]["type"] == "agentMessage"
-    });
-    // Codex 0.169's texts (observed): the steer names the ids in backticks, the interrupt not.
-    let wrong = steered.client.request(
-        "turn/steer",
-        json!({"threadId": steered.thread, "input": [], "expectedTurnId": "01a20000-0000-7000-8000-000000000000"}),
-    );
-    assert_eq!(
-        wrong["error"]["message"],
-        format!(
-            "expected active turn id `01a20000-0000-7000-8000-000000000000` but found `{}`",
-            steered.turn
-        )
-    );
+    let mut steered = running("steer");
+    wrong_turn(&mut steered, "turn/steer", "`");
     let answer = steered.client.request(
         "turn/steer",
         json!({"threadId": steered.thread, "input": [{"type": "text", "text": "Also add a test."}], "expectedTurnId": steered.turn}),
