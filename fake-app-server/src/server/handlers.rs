@@ -1,6 +1,7 @@
 //! One handler per client method, answering like Codex 0.169.0 (the thread lifecycle is in
 //! `threads`, the settings methods in `settings`).
 
+use super::gate::{gate, require_initialized};
 use super::settings::{self, model_of};
 use super::state::{ActiveTurn, State, TurnSignal};
 use super::threads::{self, check_thread_id, server_cwd};
@@ -46,29 +47,6 @@ pub fn handle(shared: &Arc<Shared>, method: &str, params: Option<&Value>) -> Rep
         Ok(value) => Reply::ok(value),
         Err(error) => Reply::err(error),
     }
-}
-
-pub(super) fn require_initialized(shared: &Shared) -> Result<(), RpcError> {
-    if shared.state().initialized {
-        Ok(())
-    } else {
-        Err(RpcError::invalid("Not initialized"))
-    }
-}
-
-/// The experimentalApi gate: `METHOD.FIELD requires experimentalApi capability`.
-pub(super) fn gate(
-    shared: &Shared,
-    method: &str,
-    field: &str,
-    present: bool,
-) -> Result<(), RpcError> {
-    if present && !shared.state().experimental_api {
-        return Err(RpcError::invalid(format!(
-            "{method}.{field} requires experimentalApi capability"
-        )));
-    }
-    Ok(())
 }
 
 #[derive(Deserialize)]

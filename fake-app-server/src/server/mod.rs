@@ -3,6 +3,7 @@
 //! order, as with the real server.
 
 mod auto_review;
+mod gate;
 mod handlers;
 mod settings;
 mod state;
@@ -261,5 +262,69 @@ fn answer(
     }
     if let Some(after) = reply.after {
         after();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// The server's modules and the siblings each one uses (`super::NAME`): the graph must have
+    /// no cycle, so each module can be read (and changed) knowing only what it builds on.
+    #[test]
+    fn the_server_modules_import_each_other_without_a_cycle() {
+        let sources: &[(&str, &str)] = &[
+            ("auto_review", include_str!("auto_review.rs")),
+            ("gate", include_str!("gate.rs")),
+            ("handlers", include_str!("handlers.rs")),
+            ("settings", include_str!("settings.rs")),
+            ("state", include_str!("state.rs")),
+            ("threads", include_str!("threads.rs")),
+            ("turn", include_str!("turn/mod.rs")),
+        ];
+        let uses = |text: &str| -> Vec<&str> {
+            sources
+                .iter()
+                .map(|(name, _)| *name)
+                .filter(|name| {
+                    text.contains(&format!("super::{name}::"))
+                        || text.contains(&format!("super::{name};"))
+                        || text.contains(&format!("super::{{{name}"))
+                        || text.contains(&format!("super::{name}::{{"))
+                })
+                .collect()
+        };
+        let edges: Vec<(&str, Vec<&str>)> = sources
+            .iter()
+            .map(|(name, text)| (*name, uses(text)))
+            .collect();
+        assert!(
+            edges
+                .iter()
+                .any(|(name, used)| *name == "threads" && used.contains(&"gate")),
+            "the scan must see `threads` using `gate`: {edges:?}"
+        );
+        // Depth-first search for a path from a module back to itself.
+        fn reaches(
+            edges: &[(&str, Vec<&str>)],
+            from: &str,
+            to: &str,
+            seen: &mut Vec<String>,
+        ) -> bool {
+            let Some((_, used)) = edges.iter().find(|(name, _)| *name == from) else {
+                return false;
+            };
+            used.iter().any(|next| {
+                *next == to
+                    || (!seen.contains(&next.to_string()) && {
+                        seen.push(next.to_string());
+                        reaches(edges, next, to, seen)
+                    })
+            })
+        }
+        for (name, _) in &edges {
+            assert!(
+                !reaches(&edges, name, name, &mut Vec::new()),
+                "server module `{name}` imports itself through its siblings: {edges:?}"
+            );
+        }
     }
 }

@@ -1,7 +1,7 @@
 //! The thread lifecycle, answering like Codex 0.169.0: `thread/start` (permissions, trust,
 //! instructions), `thread/resume` and `thread/read`.
 
-use super::handlers::{gate, require_initialized};
+use super::gate::{gate, require_initialized};
 use super::settings::{self, model_of};
 use super::state::ThreadState;
 use super::{Reply, Shared};
