@@ -257,6 +257,11 @@ fn turn_start(shared: &Arc<Shared>, params: Option<&Value>) -> Reply {
             }
             let index = thread.turns_started;
             thread.turns_started += 1;
+            if index == 0 {
+                // Codex writes a thread's rollout when its first turn starts (measured): from
+                // now on the thread can be resumed, also by a later process.
+                thread.persist();
+            }
             let turn_id = crate::ids::uuid_v7();
             let (signals_tx, signals_rx) = std::sync::mpsc::channel();
             thread.active = Some(ActiveTurn {

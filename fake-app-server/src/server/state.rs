@@ -147,8 +147,18 @@ impl ThreadState {
         }
     }
 
+    /// Whether Codex has written the thread's rollout: when its first turn started (never for
+    /// an ephemeral thread). Until then `thread/resume` finds nothing (measured with 0.169).
+    pub fn has_rollout(&self) -> bool {
+        !self.ephemeral && self.turns_started > 0
+    }
+
+    /// Write the thread's file, once it has a rollout ([`Self::has_rollout`]).
     pub fn persist(&self) {
         let Some(path) = &self.path else { return };
+        if !self.has_rollout() {
+            return;
+        }
         let (profile, legacy_policy) = match &self.permissions {
             Permissions::Profile(p) => (Some(p.id.clone()), None),
             Permissions::Legacy(_) => (None, Some(self.permissions.projection())),

@@ -205,7 +205,6 @@ pub(super) fn thread_start(shared: &Arc<Shared>, params: Option<&Value>) -> Repl
             turns_started: 0,
             active: None,
         };
-        thread.persist();
         let (model, provider) = model_of(shared, Some(&thread));
         let originator = shared.state().client_name.clone();
         let thread_json = shapes::thread(&thread.view(&model, &provider, &originator, false));
@@ -235,6 +234,15 @@ pub(super) fn thread_start(shared: &Arc<Shared>, params: Option<&Value>) -> Repl
 
 /// Codex parses thread ids as UUIDs before looking them up.
 pub(super) fn check_thread_id(id: &str) -> Result<(), RpcError> {
+    parse_id(id, "thread")
+}
+
+/// `thread/resume` words a malformed id as a session id (Codex 0.169, measured).
+fn check_session_id(id: &str) -> Result<(), RpcError> {
+    parse_id(id, "session")
+}
+
+fn parse_id(id: &str, noun: &str) -> Result<(), RpcError> {
     let Err(err) = uuid::Uuid::parse_str(id) else {
         return Ok(());
     };
@@ -252,7 +260,7 @@ pub(super) fn check_thread_id(id: &str) -> Result<(), RpcError> {
         ),
         None => err.to_string(),
     };
-    Err(RpcError::invalid(format!("invalid thread id: {detail}")))
+    Err(RpcError::invalid(format!("invalid {noun} id: {detail}")))
 }
 
 #[derive(Deserialize)]
@@ -279,7 +287,7 @@ pub(super) fn thread_resume(shared: &Arc<Shared>, params: Option<&Value>) -> Rep
             "permissions",
             params.permissions.is_some(),
         )?;
-        check_thread_id(&params.thread_id)?;
+        check_session_id(&params.thread_id)?;
         let no_rollout = || {
             RpcError::invalid(format!(
                 "no rollout found for thread id {}",
@@ -289,7 +297,9 @@ pub(super) fn thread_resume(shared: &Arc<Shared>, params: Option<&Value>) -> Rep
         let mut thread = {
             let mut state = shared.state();
             match state.threads.remove(&params.thread_id) {
-                Some(thread) if !thread.ephemeral => thread,
+                // The rollout is written when the first turn starts: a thread that never ran
+                // one (and an ephemeral thread) has nothing to resume from (measured).
+                Some(thread) if thread.has_rollout() => thread,
                 Some(thread) => {
                     state.threads.insert(thread.id.clone(), thread);
                     return Err(no_rollout());
@@ -406,6 +416,13 @@ pub(super) fn thread_read(shared: &Arc<Shared>, params: Option<&Value>) -> Reply
             return Err(RpcError::invalid(
                 "ephemeral threads do not support includeTurns",
             ));
+        }
+        if include_turns && !thread.has_rollout() {
+            // Codex 0.169's answer for a thread whose rollout is not written yet (measured).
+            return Err(RpcError {
+                code: crate::protocol::METHOD_NOT_FOUND,
+                message: "list_turns is not supported yet".into(),
+            });
         }
         if include_turns {
             shared.out.send(&shapes::notification(
