@@ -3,8 +3,9 @@
 //! its unknown-method error lists, the notifications it can send, its bundled model catalogue,
 //! its effective-config defaults, its system skills, and how it makes a plan item's id.
 //!
-//! Each persona's data lives in `fake-app-server/personas/VERSION/`, recorded from that real
-//! Codex by `harness drift VERSION` (which writes the folder to copy) and checked against it at
+//! Each persona's data lives in `fake-app-server/personas/VERSION/` (the files are listed, with
+//! how each is recorded, in `personas/README.md`), recorded from that real Codex, most of it by
+//! `harness drift VERSION` (which writes the folder to copy), and checked against it at
 //! test time (`harness/tests/codex_protocol_lists.rs`, `harness/tests/fake_schema_fidelity.rs`).
 //! A new Codex release is one folder and one row of [`PERSONAS`].
 //!
@@ -35,6 +36,7 @@ pub struct Persona {
     model_catalog: &'static str,
     config_defaults: &'static str,
     system_skills: &'static str,
+    collaboration_modes: &'static str,
     parsed: OnceLock<Parsed>,
 }
 
@@ -43,6 +45,7 @@ struct Parsed {
     model_catalog: Vec<Value>,
     config_defaults: Value,
     system_skills: Value,
+    collaboration_modes: Value,
 }
 
 macro_rules! persona {
@@ -63,6 +66,11 @@ macro_rules! persona {
                 "/config_defaults.json"
             )),
             system_skills: include_str!(concat!("../personas/", $version, "/system_skills.json")),
+            collaboration_modes: include_str!(concat!(
+                "../personas/",
+                $version,
+                "/collaboration_modes.json"
+            )),
             parsed: OnceLock::new(),
         }
     };
@@ -134,6 +142,7 @@ impl Persona {
                 },
                 config_defaults: json(self.config_defaults, "config_defaults.json"),
                 system_skills: json(self.system_skills, "system_skills.json"),
+                collaboration_modes: json(self.collaboration_modes, "collaboration_modes.json"),
             }
         })
     }
@@ -184,6 +193,12 @@ impl Persona {
     pub fn system_skills(&self) -> &Value {
         &self.parsed().system_skills
     }
+
+    /// The developer instructions the release fills in for a collaboration mode (`plan`,
+    /// `default`) sent without its own, as `thread/settings/updated` reports them.
+    pub fn collaboration_mode_instructions(&self, mode: &str) -> Option<&str> {
+        self.parsed().collaboration_modes[mode].as_str()
+    }
 }
 
 #[cfg(test)]
@@ -205,6 +220,13 @@ mod tests {
             assert!(persona.config_defaults()["config"].is_object());
             assert!(persona.config_defaults()["custom_provider"].is_object());
             assert!(persona.system_skills().is_array());
+            for mode in ["plan", "default"] {
+                assert!(
+                    persona.collaboration_mode_instructions(mode).is_some(),
+                    "{} {mode}",
+                    persona.version
+                );
+            }
         }
     }
 

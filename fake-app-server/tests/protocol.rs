@@ -219,11 +219,7 @@ fn resume_finds_a_rollout_only_once_a_turn_started() {
     let lab = Lab::new();
     let mut client = Client::spawn(&["app-server", "--sandbox", "simulated"], &lab.home());
     client.initialize(true);
-    let started = client.request("thread/start", json!({"cwd": lab.ws_str()}));
-    let thread = started["result"]["thread"]["id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let (thread, started) = client.start_thread(&lab.ws_str());
     let path = std::path::PathBuf::from(started["result"]["thread"]["path"].as_str().unwrap());
     assert!(
         !path.exists(),

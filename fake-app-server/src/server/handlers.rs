@@ -1,10 +1,10 @@
 //! One handler per client method, answering like Codex 0.169.0 (the thread lifecycle is in
 //! `threads`, the settings methods in `settings`).
 
-use super::gate::{gate, require_initialized};
+use super::gate::{check_thread_id, gate, require_initialized};
 use super::settings::{self, model_of};
 use super::state::{ActiveTurn, State, TurnSignal};
-use super::threads::{self, check_thread_id, server_cwd};
+use super::threads::{self, server_cwd};
 use super::turn::{self, TurnPlan};
 use super::{Reply, Shared};
 use crate::protocol::shapes;
@@ -152,21 +152,10 @@ struct TurnStartParams {
     thread_id: String,
     input: Vec<Value>,
     #[serde(default)]
-    permissions: Option<String>,
-    #[serde(default)]
-    sandbox_policy: Option<Value>,
-    #[serde(default)]
-    approval_policy: Option<Value>,
-    #[serde(default)]
-    collaboration_mode: Option<Value>,
-    #[serde(default)]
-    approvals_reviewer: Option<String>,
-    #[serde(default)]
-    model: Option<String>,
-    #[serde(default)]
     output_schema: Option<Value>,
-    #[serde(default)]
-    cwd: Option<String>,
+    /// The thread settings the turn changes (from now on, for later turns too).
+    #[serde(flatten)]
+    settings: settings::SettingsChange,
 }
 
 fn in_progress_turn(id: &str) -> Value {
@@ -191,126 +180,94 @@ fn user_text(input: &[Value]) -> String {
 }
 
 fn turn_start(shared: &Arc<Shared>, params: Option<&Value>) -> Reply {
-    let run =
-        || -> Result<Reply, RpcError> {
-            let params: TurnStartParams = parse_params(params)?;
-            require_initialized(shared)?;
-            gate(
-                shared,
-                "turn/start",
-                "permissions",
-                params.permissions.is_some(),
-            )?;
-            gate(
-                shared,
-                "turn/start",
-                "collaborationMode",
-                params.collaboration_mode.is_some(),
-            )?;
-            check_thread_id(&params.thread_id)?;
-            if params.permissions.is_some() && params.sandbox_policy.is_some() {
-                return Err(RpcError::invalid(
-                    "`permissions` cannot be combined with `sandboxPolicy`",
-                ));
-            }
-            let new_permissions = match (&params.permissions, &params.sandbox_policy) {
-                (Some(id), _) => Some(Permissions::Profile(
-                    shared.config.profile(Some(id)).map_err(|e| {
-                        RpcError::invalid(format!("failed to load configuration: {e}"))
-                    })?,
-                )),
-                (None, Some(policy)) => Some(Permissions::Legacy(
-                    LegacyPolicy::from_policy_json(policy).map_err(RpcError::invalid)?,
-                )),
-                (None, None) => None,
-            };
-            let mut state = shared.state();
-            let thread = state.threads.get_mut(&params.thread_id).ok_or_else(|| {
-                RpcError::invalid(format!("thread not found: {}", params.thread_id))
-            })?;
-            if let Some(active) = &thread.active {
-                // Codex folds input sent during a running turn into that turn.
-                let _ = active.signals.send(TurnSignal::Steer(json!(params.input)));
-                return Ok(Reply::ok(json!({"turn": in_progress_turn(&active.id)})));
-            }
-            if let Some(permissions) = new_permissions {
-                thread.permissions = permissions;
-            }
-            if let Some(policy) = params.approval_policy {
-                thread.approval_policy = policy;
-            }
-            if let Some(reviewer) = params.approvals_reviewer {
-                thread.approvals_reviewer = reviewer;
-            }
-            if let Some(model) = params.model {
-                thread.model = Some(model);
-            }
-            if let Some(mode) = params.collaboration_mode {
-                thread.collaboration_mode = Some(mode);
-            }
-            if let Some(cwd) = params.cwd {
-                thread.cwd = PathBuf::from(cwd);
-            }
-            let text = user_text(&params.input);
-            if thread.preview.is_empty() {
-                thread.preview = text.clone();
-            }
-            let index = thread.turns_started;
-            thread.turns_started += 1;
-            if index == 0 {
-                // Codex writes a thread's rollout when its first turn starts (measured): from
-                // now on the thread can be resumed, also by a later process.
-                thread.persist();
-            }
-            let turn_id = crate::ids::uuid_v7();
-            let (signals_tx, signals_rx) = std::sync::mpsc::channel();
-            thread.active = Some(ActiveTurn {
-                id: turn_id.clone(),
-                signals: signals_tx.clone(),
-            });
-            let (model, _) = model_of(shared, Some(thread));
-            if !settings::in_catalog(&model) {
-                // Codex warns before it answers turn/start (measured with 0.169).
-                shared
-                    .out
-                    .send(&settings::missing_metadata_warning(&model, &thread.id));
-            }
-            let plan = TurnPlan {
-                thread_id: thread.id.clone(),
-                approvals_reviewer: thread.approvals_reviewer.clone(),
-                plan_mode: thread
-                    .collaboration_mode
-                    .as_ref()
-                    .is_some_and(|mode| mode["mode"] == "plan"),
-                tokens_before: thread.tokens_used,
-                turn_id: turn_id.clone(),
-                cwd: thread.cwd.clone(),
-                permissions: thread.permissions.clone(),
-                approval_policy: thread.approval_policy.clone(),
-                dynamic_tools: thread.dynamic_tools.clone(),
-                input: json!(params.input),
-                user_text: text,
-                script: shared.scenario.turn_for(
-                    crate::scenario::TurnOrigin {
-                        start_index: thread.start_index,
-                        ephemeral: Some(thread.ephemeral),
-                        output_schema: params.output_schema.as_ref().is_some_and(|s| !s.is_null()),
-                    },
-                    index,
-                ),
-                signals: signals_rx,
-                self_signal: signals_tx,
-            };
-            drop(state);
-            let shared_for_turn = Arc::clone(shared);
-            Ok(Reply {
-                result: Ok(json!({"turn": in_progress_turn(&turn_id)})),
-                then: Vec::new(),
-                after: Some(Box::new(move || {
-                    std::thread::spawn(move || turn::play(shared_for_turn, plan));
-                })),
-            })
+    let run = || -> Result<Reply, RpcError> {
+        let params: TurnStartParams = parse_params(params)?;
+        require_initialized(shared)?;
+        gate(
+            shared,
+            "turn/start",
+            "permissions",
+            params.settings.permissions.is_some(),
+        )?;
+        gate(
+            shared,
+            "turn/start",
+            "collaborationMode",
+            params.settings.collaboration_mode.is_some(),
+        )?;
+        check_thread_id(&params.thread_id)?;
+        let mut state = shared.state();
+        let thread = state.thread_mut(&params.thread_id)?;
+        if let Some(active) = &thread.active {
+            // Codex folds input sent during a running turn into that turn.
+            let _ = active.signals.send(TurnSignal::Steer(json!(params.input)));
+            return Ok(Reply::ok(json!({"turn": in_progress_turn(&active.id)})));
+        }
+        if params.settings.apply(shared, thread)? {
+            // Codex 0.169 reports changed settings before it answers (measured: a new
+            // collaboration mode, model, effort or approval policy).
+            shared.out.send(&settings::settings_updated(shared, thread));
+        }
+        let text = user_text(&params.input);
+        if thread.preview.is_empty() {
+            thread.preview = text.clone();
+        }
+        let index = thread.turns_started;
+        thread.turns_started += 1;
+        if index == 0 {
+            // Codex writes a thread's rollout when its first turn starts (measured): from
+            // now on the thread can be resumed, also by a later process.
+            thread.persist();
+        }
+        let turn_id = crate::ids::uuid_v7();
+        let (signals_tx, signals_rx) = std::sync::mpsc::channel();
+        thread.active = Some(ActiveTurn {
+            id: turn_id.clone(),
+            signals: signals_tx.clone(),
+        });
+        let (model, _) = model_of(shared, Some(thread));
+        if !settings::in_catalog(&model) {
+            // Codex warns before it answers turn/start (measured with 0.169).
+            shared
+                .out
+                .send(&settings::missing_metadata_warning(&model, &thread.id));
+        }
+        let plan = TurnPlan {
+            thread_id: thread.id.clone(),
+            approvals_reviewer: thread.approvals_reviewer.clone(),
+            plan_mode: thread
+                .collaboration_mode
+                .as_ref()
+                .is_some_and(|mode| mode["mode"] == "plan"),
+            tokens_before: thread.tokens_used,
+            turn_id: turn_id.clone(),
+            cwd: thread.cwd.clone(),
+            permissions: thread.permissions.clone(),
+            approval_policy: thread.approval_policy.clone(),
+            dynamic_tools: thread.dynamic_tools.clone(),
+            input: json!(params.input),
+            user_text: text,
+            script: shared.scenario.turn_for(
+                crate::scenario::TurnOrigin {
+                    start_index: thread.start_index,
+                    ephemeral: Some(thread.ephemeral),
+                    output_schema: params.output_schema.as_ref().is_some_and(|s| !s.is_null()),
+                },
+                index,
+            ),
+            signals: signals_rx,
+            self_signal: signals_tx,
         };
+        drop(state);
+        let shared_for_turn = Arc::clone(shared);
+        Ok(Reply {
+            result: Ok(json!({"turn": in_progress_turn(&turn_id)})),
+            then: Vec::new(),
+            after: Some(Box::new(move || {
+                std::thread::spawn(move || turn::play(shared_for_turn, plan));
+            })),
+        })
+    };
     run().unwrap_or_else(Reply::err)
 }
 

@@ -3,6 +3,7 @@
 
 use crate::config::Config;
 use crate::protocol::shapes::{self, ThreadView};
+use crate::protocol::RpcError;
 use crate::sandbox::policy::{LegacyPolicy, Permissions};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -19,6 +20,15 @@ pub struct State {
     pub threads: HashMap<String, ThreadState>,
     /// How many `thread/start` calls created a thread (a thread's `start_index`).
     pub threads_started: usize,
+}
+
+impl State {
+    /// The loaded thread `id`, or Codex's error for an id it does not hold.
+    pub fn thread_mut(&mut self, id: &str) -> Result<&mut ThreadState, RpcError> {
+        self.threads
+            .get_mut(id)
+            .ok_or_else(|| RpcError::invalid(format!("thread not found: {id}")))
+    }
 }
 
 /// What a running turn can be told.
@@ -48,8 +58,11 @@ pub struct ThreadState {
     pub approvals_reviewer: String,
     /// `thread/start.model` (else the configured model).
     pub model: Option<String>,
-    /// The collaboration mode `thread/settings/update` set (`None`: the default mode).
+    /// The collaboration mode a client set (`turn/start` or `thread/settings/update`), as sent;
+    /// `None`: never set (Codex then reports the default mode with no instructions).
     pub collaboration_mode: Option<Value>,
+    /// Reasoning effort, summary, service tier and personality, as a client set them.
+    pub model_settings: ModelSettings,
     pub dynamic_tools: Vec<String>,
     pub instruction_sources: Vec<String>,
     pub preview: String,
@@ -62,6 +75,16 @@ pub struct ThreadState {
     /// How many turns were started (turn N plays script turn N).
     pub turns_started: usize,
     pub active: Option<ActiveTurn>,
+}
+
+/// The model settings a client may set on a thread, echoed in `thread/settings/updated` (JSON
+/// `null` until set).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ModelSettings {
+    pub effort: Value,
+    pub summary: Value,
+    pub service_tier: Value,
+    pub personality: Value,
 }
 
 /// The persisted form of a thread.
@@ -78,6 +101,10 @@ struct Persisted {
     approvals_reviewer: String,
     #[serde(default)]
     model: Option<String>,
+    #[serde(default)]
+    collaboration_mode: Option<Value>,
+    #[serde(default)]
+    model_settings: ModelSettings,
     dynamic_tools: Vec<String>,
     instruction_sources: Vec<String>,
     preview: String,
@@ -172,6 +199,8 @@ impl ThreadState {
             approval_policy: self.approval_policy.clone(),
             approvals_reviewer: self.approvals_reviewer.clone(),
             model: self.model.clone(),
+            collaboration_mode: self.collaboration_mode.clone(),
+            model_settings: self.model_settings.clone(),
             dynamic_tools: self.dynamic_tools.clone(),
             instruction_sources: self.instruction_sources.clone(),
             preview: self.preview.clone(),
@@ -224,7 +253,8 @@ impl ThreadState {
             approval_policy: record.approval_policy,
             approvals_reviewer: record.approvals_reviewer,
             model: record.model,
-            collaboration_mode: None,
+            collaboration_mode: record.collaboration_mode,
+            model_settings: record.model_settings,
             dynamic_tools: record.dynamic_tools,
             instruction_sources: record.instruction_sources,
             preview: record.preview,

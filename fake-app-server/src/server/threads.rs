@@ -1,7 +1,7 @@
 //! The thread lifecycle, answering like Codex 0.169.0: `thread/start` (permissions, trust,
 //! instructions), `thread/resume` and `thread/read`.
 
-use super::gate::{gate, require_initialized};
+use super::gate::{check_session_id, check_thread_id, gate, require_initialized};
 use super::settings::{self, model_of};
 use super::state::ThreadState;
 use super::{Reply, Shared};
@@ -190,6 +190,7 @@ pub(super) fn thread_start(shared: &Arc<Shared>, params: Option<&Value>) -> Repl
             approvals_reviewer: params.approvals_reviewer.unwrap_or_else(|| "user".into()),
             model: params.model,
             collaboration_mode: None,
+            model_settings: Default::default(),
             tokens_used: 0,
             dynamic_tools: params
                 .dynamic_tools
@@ -230,37 +231,6 @@ pub(super) fn thread_start(shared: &Arc<Shared>, params: Option<&Value>) -> Repl
         },
         Err(error) => Reply::err(error),
     }
-}
-
-/// Codex parses thread ids as UUIDs before looking them up.
-pub(super) fn check_thread_id(id: &str) -> Result<(), RpcError> {
-    parse_id(id, "thread")
-}
-
-/// `thread/resume` words a malformed id as a session id (Codex 0.169, measured).
-fn check_session_id(id: &str) -> Result<(), RpcError> {
-    parse_id(id, "session")
-}
-
-fn parse_id(id: &str, noun: &str) -> Result<(), RpcError> {
-    let Err(err) = uuid::Uuid::parse_str(id) else {
-        return Ok(());
-    };
-    // Codex's uuid version words a bad character this way (1-based position); other errors keep
-    // this uuid version's text.
-    let bad = id
-        .trim_start_matches("urn:uuid:")
-        .chars()
-        .enumerate()
-        .find(|(_, c)| !(c.is_ascii_hexdigit() || *c == '-'));
-    let detail = match bad {
-        Some((index, c)) => format!(
-            "invalid character: expected an optional prefix of `urn:uuid:` followed by [0-9a-fA-F-], found `{c}` at {}",
-            index + 1
-        ),
-        None => err.to_string(),
-    };
-    Err(RpcError::invalid(format!("invalid {noun} id: {detail}")))
 }
 
 #[derive(Deserialize)]
@@ -346,6 +316,7 @@ pub(super) fn thread_resume(shared: &Arc<Shared>, params: Option<&Value>) -> Rep
         let mut result =
             shapes::thread_resume_result(thread_json, &settings_view(&thread, &model, &provider));
         result["collaborationMode"] = settings::collaboration_mode(&thread, &model);
+        result["reasoningEffort"] = thread.model_settings.effort.clone();
         if !thread.turns.is_empty() {
             // Opaque to clients; Codex 0.169 encodes where the rollout's history begins.
             let items: usize = thread

@@ -133,6 +133,16 @@ impl Client {
         answer
     }
 
+    /// `thread/start` in `cwd`: the thread's id and the whole answer.
+    pub fn start_thread(&mut self, cwd: &str) -> (String, Value) {
+        let started = self.request("thread/start", json!({"cwd": cwd}));
+        let id = started["result"]["thread"]["id"]
+            .as_str()
+            .unwrap_or_else(|| panic!("thread/start answered no thread id: {started}"))
+            .to_string();
+        (id, started)
+    }
+
     pub fn wait_exit(&mut self, limit: Duration) -> Option<std::process::ExitStatus> {
         let deadline = Instant::now() + limit;
         while Instant::now() < deadline {
