@@ -1,7 +1,8 @@
 //! Which Codex release the fake plays. A persona is what a driver can see of one release: its
 //! version (`--version`, `initialize`'s user agent, a thread's `cliVersion`), the client methods
 //! its unknown-method error lists, the notifications it can send, its bundled model catalogue,
-//! its effective-config defaults, its system skills, and how it makes a plan item's id.
+//! its effective-config defaults, its system skills, its command line (`crate::cli`), and how it
+//! makes a plan item's id.
 //!
 //! Each persona's data lives in `fake-app-server/personas/VERSION/` (the files are listed, with
 //! how each is recorded, in `personas/README.md`), recorded from that real Codex, most of it by
@@ -37,6 +38,10 @@ pub struct Persona {
     config_defaults: &'static str,
     system_skills: &'static str,
     collaboration_modes: &'static str,
+    cli_help: &'static str,
+    cli_rules: &'static str,
+    features: &'static str,
+    startup_config: &'static str,
     parsed: OnceLock<Parsed>,
 }
 
@@ -71,6 +76,10 @@ macro_rules! persona {
                 $version,
                 "/collaboration_modes.json"
             )),
+            cli_help: include_str!(concat!("../personas/", $version, "/cli_help.txt")),
+            cli_rules: include_str!(concat!("../personas/", $version, "/cli_rules.toml")),
+            features: include_str!(concat!("../personas/", $version, "/features.txt")),
+            startup_config: include_str!(concat!("../personas/", $version, "/startup_config.json")),
             parsed: OnceLock::new(),
         }
     };
@@ -194,6 +203,31 @@ impl Persona {
         &self.parsed().system_skills
     }
 
+    /// `codex --help`, `codex app-server --help` and each app-server subcommand's, verbatim, as
+    /// `crate::cli::help` reads them.
+    pub fn cli_help_text(&self) -> &'static str {
+        self.cli_help
+    }
+
+    /// What the command line does that its help does not say (`crate::cli::rules`).
+    pub fn cli_rules_text(&self) -> &'static str {
+        self.cli_rules
+    }
+
+    /// Whether `--enable NAME` / `--disable NAME` names a feature of this release (`codex
+    /// features list`, any stage, removed ones included).
+    pub fn is_feature(&self, name: &str) -> bool {
+        self.features
+            .lines()
+            .filter_map(|line| line.split_whitespace().next())
+            .any(|feature| feature == name)
+    }
+
+    /// `codex app-server --print-startup-config`'s output, verbatim.
+    pub fn startup_config(&self) -> &'static str {
+        self.startup_config
+    }
+
     /// The developer instructions the release fills in for a collaboration mode (`plan`,
     /// `default`) sent without its own, as `thread/settings/updated` reports them.
     pub fn collaboration_mode_instructions(&self, mode: &str) -> Option<&str> {
@@ -220,6 +254,8 @@ mod tests {
             assert!(persona.config_defaults()["config"].is_object());
             assert!(persona.config_defaults()["custom_provider"].is_object());
             assert!(persona.system_skills().is_array());
+            assert!(persona.is_feature("goals") && !persona.is_feature("no_such_feature"));
+            assert!(persona.startup_config().contains(persona.version));
             for mode in ["plan", "default"] {
                 assert!(
                     persona.collaboration_mode_instructions(mode).is_some(),

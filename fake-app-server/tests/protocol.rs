@@ -401,3 +401,48 @@ fn transcript_records_every_message_both_ways() {
         .iter()
         .all(|e| e["time"].as_u64().unwrap() > 1_600_000_000_000));
 }
+
+/// `--enable`/`--disable` are `-c features.NAME=true|false` applied after every `-c`; given
+/// after `app-server` they replace those given before it (Codex 0.169, measured with
+/// `config/read`, which shows them in the session-flags layer).
+#[test]
+fn feature_flags_are_session_flags() {
+    let lab = Lab::new();
+    let mut client = Client::spawn(
+        &[
+            "--enable",
+            "memories",
+            "app-server",
+            "--sandbox",
+            "simulated",
+            "--disable",
+            "apps",
+            "-c",
+            "features.apps=true",
+            "--enable",
+            "goals",
+        ],
+        &lab.home(),
+    );
+    client.initialize(true);
+    let config = client.request("config/read", json!({"includeLayers": true}));
+    let result = &config["result"];
+    let layer = &result["layers"][0];
+    assert_eq!(layer["name"]["type"], "sessionFlags", "{config}");
+    assert_eq!(
+        layer["config"]["features"],
+        json!({"apps": false, "goals": true})
+    );
+    let features = &result["config"]["features"];
+    assert_eq!(features["goals"], true);
+    assert_eq!(features["apps"], false);
+    assert_eq!(
+        features["memories"], false,
+        "replaced by the later --enable"
+    );
+    assert!(features["network_proxy"].is_null() && features.get("network_proxy").is_some());
+    assert_eq!(
+        result["origins"]["features.goals"]["name"]["type"],
+        "sessionFlags"
+    );
+}

@@ -164,6 +164,11 @@ pub fn config_read(shared: &Arc<Shared>, params: Option<&Value>) -> Result<Value
     let (model, provider) = model_of(shared, None);
     effective.entry("model").or_insert(json!(model));
     effective.entry("model_provider").or_insert(json!(provider));
+    if let Some(Value::Object(features)) = effective.get_mut("features") {
+        // A `features` table from a layer (e.g. `--enable`) brings Codex's typed
+        // `network_proxy` entry along, unset (measured with 0.169).
+        features.entry("network_proxy").or_insert(Value::Null);
+    }
     let defaults = config_defaults();
     merge_under(&mut effective, &defaults["config"]);
     if let Some(Value::Object(providers)) = effective.get_mut("model_providers") {
