@@ -171,14 +171,6 @@ fn in_progress_turn(id: &str) -> Value {
     })
 }
 
-fn user_text(input: &[Value]) -> String {
-    input
-        .iter()
-        .filter_map(|item| item.get("text").and_then(Value::as_str))
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
 fn turn_start(shared: &Arc<Shared>, params: Option<&Value>) -> Reply {
     let run = || -> Result<Reply, RpcError> {
         let params: TurnStartParams = parse_params(params)?;
@@ -208,13 +200,14 @@ fn turn_start(shared: &Arc<Shared>, params: Option<&Value>) -> Reply {
             // collaboration mode, model, effort or approval policy).
             shared.out.send(&settings::settings_updated(shared, thread));
         }
-        let text = user_text(&params.input);
+        let text = threads::user_text(&params.input);
         if thread.preview.is_empty() {
             thread.preview = text.clone();
         }
-        let index = thread.turns_started;
-        thread.turns_started += 1;
-        if index == 0 {
+        let first_turn = thread.turns_started == 0;
+        let output_schema = params.output_schema.as_ref().is_some_and(|s| !s.is_null());
+        let script = threads::script_after_inputs(shared, thread, 1, output_schema);
+        if first_turn {
             // Codex writes a thread's rollout when its first turn starts (measured): from
             // now on the thread can be resumed, also by a later process.
             thread.persist();
@@ -224,6 +217,7 @@ fn turn_start(shared: &Arc<Shared>, params: Option<&Value>) -> Reply {
         thread.active = Some(ActiveTurn {
             id: turn_id.clone(),
             signals: signals_tx.clone(),
+            output_schema,
         });
         let (model, _) = model_of(shared, Some(thread));
         if !settings::in_catalog(&model) {
@@ -247,14 +241,7 @@ fn turn_start(shared: &Arc<Shared>, params: Option<&Value>) -> Reply {
             dynamic_tools: thread.dynamic_tools.clone(),
             input: json!(params.input),
             user_text: text,
-            script: shared.scenario.turn_for(
-                crate::scenario::TurnOrigin {
-                    start_index: thread.start_index,
-                    ephemeral: Some(thread.ephemeral),
-                    output_schema: params.output_schema.as_ref().is_some_and(|s| !s.is_null()),
-                },
-                index,
-            ),
+            script,
             signals: signals_rx,
             self_signal: signals_tx,
         };

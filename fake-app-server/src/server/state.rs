@@ -43,6 +43,8 @@ pub enum TurnSignal {
 pub struct ActiveTurn {
     pub id: String,
     pub signals: Sender<TurnSignal>,
+    /// Its `turn/start` had an `outputSchema` (what a scenario's `threads` selector may ask).
+    pub output_schema: bool,
 }
 
 pub struct ThreadState {

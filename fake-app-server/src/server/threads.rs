@@ -8,6 +8,7 @@ use super::{Reply, Shared};
 use crate::protocol::shapes::{self, ThreadSettingsView};
 use crate::protocol::{parse_params, RpcError};
 use crate::sandbox::policy::{LegacyPolicy, Permissions};
+use crate::scenario::{ScenarioTurn, TurnOrigin};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::path::PathBuf;
@@ -409,4 +410,48 @@ pub(super) fn thread_read(shared: &Arc<Shared>, params: Option<&Value>) -> Reply
         Ok(v) => Reply::ok(v),
         Err(e) => Reply::err(e),
     }
+}
+
+/// The text of a turn's input items (what the model reads as the user's message).
+pub(super) fn user_text(input: &[Value]) -> String {
+    input
+        .iter()
+        .filter_map(|item| item.get("text").and_then(Value::as_str))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The script the model plays once it has read `inputs` more user messages on `thread`: its
+/// position in the scenario is the number of user messages it has read (less one), as the mock
+/// model API in front of the real Codex counts it from the request's history. A `turn/start`
+/// is one message; input steered into a running turn is one more each (Codex 0.169 sends it
+/// with the model's next request, measured).
+pub(super) fn script_after_inputs(
+    shared: &Shared,
+    thread: &mut ThreadState,
+    inputs: usize,
+    output_schema: bool,
+) -> ScenarioTurn {
+    thread.turns_started += inputs;
+    let origin = TurnOrigin {
+        start_index: thread.start_index,
+        ephemeral: Some(thread.ephemeral),
+        output_schema,
+    };
+    shared
+        .scenario
+        .turn_for(origin, thread.turns_started.saturating_sub(1))
+}
+
+/// Input steered into `thread_id`'s running turn reaches the model: the script it now plays
+/// ([`script_after_inputs`]), or `None` when the thread has no running turn any more.
+pub(crate) fn steered_script(
+    shared: &Shared,
+    thread_id: &str,
+    inputs: usize,
+) -> Option<ScenarioTurn> {
+    let mut state = shared.state();
+    let thread = state.threads.get_mut(thread_id)?;
+    let output_schema = thread.active.as_ref()?.output_schema;
+    Some(script_after_inputs(shared, thread, inputs, output_schema))
 }

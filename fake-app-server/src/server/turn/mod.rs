@@ -120,46 +120,60 @@ impl TurnRun {
         let user_done = shapes::user_message_item(&user_id, &self.plan.input, now, Some(now));
         self.complete_item(user_done, now);
 
-        let script = self.plan.script.clone();
+        self.log(ModelLogEntry::UserInput {
+            text: self.plan.user_text.clone(),
+        });
+        let mut script = self.plan.script.clone();
         let mut status = "completed";
         let mut error = Value::Null;
-        if script
-            .fault
-            .as_ref()
-            .is_some_and(|f| f.after_step.is_none())
-        {
-            self.inject_fault();
-        }
-        for (index, step) in script.steps.iter().enumerate() {
-            if let Flow::Interrupted = self.drain_signals() {
-                status = "interrupted";
-                break;
-            }
-            if let Flow::Interrupted = self.step(step) {
-                status = "interrupted";
-                break;
-            }
-            if ends_response(step) {
-                self.token_usage();
-            }
+        // A script plays until its last response, unless input steered into the turn reaches
+        // the model first: then the script the model switches to plays, in the same turn.
+        'script: loop {
             if script
                 .fault
                 .as_ref()
-                .is_some_and(|f| f.after_step == Some(index))
+                .is_some_and(|f| f.after_step.is_none())
             {
                 self.inject_fault();
             }
-        }
-        if status == "completed" {
+            for (index, step) in script.steps.iter().enumerate() {
+                if let Flow::Interrupted = self.drain_signals() {
+                    status = "interrupted";
+                    break 'script;
+                }
+                if begins_response(&script.steps, index) {
+                    if let Some(next) = self.steered_script() {
+                        script = next;
+                        continue 'script;
+                    }
+                }
+                if let Flow::Interrupted = self.step(step) {
+                    status = "interrupted";
+                    break 'script;
+                }
+                if ends_response(step) {
+                    self.token_usage();
+                }
+                if script
+                    .fault
+                    .as_ref()
+                    .is_some_and(|f| f.after_step == Some(index))
+                {
+                    self.inject_fault();
+                }
+            }
             if let Flow::Interrupted = self.drain_signals() {
                 status = "interrupted";
+                break;
             }
-        }
-        if status == "completed" && script.fail.is_none() {
-            // The final model response (the one that ends the turn).
-            self.token_usage();
-        }
-        if status == "completed" {
+            // After a tool step the model is asked once more: that request carries what was
+            // steered in meanwhile.
+            if script.steps.last().is_none_or(ends_response) {
+                if let Some(next) = self.steered_script() {
+                    script = next;
+                    continue;
+                }
+            }
             if let Some(failure) = &script.fail {
                 let message = format!("stream disconnected before completion: {}", failure.message);
                 let turn_error = json!({"message": message, "codexErrorInfo": "other", "additionalDetails": null});
@@ -169,7 +183,11 @@ impl TurnRun {
                 ));
                 status = "failed";
                 error = turn_error;
+            } else {
+                // The final model response (the one that ends the turn).
+                self.token_usage();
             }
+            break;
         }
         self.finish(status, error, started_s, started.elapsed());
     }
@@ -263,6 +281,38 @@ impl TurnRun {
             "turn/completed",
             json!({"threadId": thread_id, "turn": summary}),
         ));
+    }
+
+    /// Input steered into the turn reaches the model with its next request (Codex 0.169,
+    /// measured): Codex shows each as a userMessage item of the turn, and the model, having read
+    /// more user messages, plays the script of its new position (`threads::steered_script`),
+    /// from its start, its templates reading the last steered text. `None` when nothing was
+    /// steered since the last request.
+    fn steered_script(&mut self) -> Option<ScenarioTurn> {
+        if self.steered.is_empty() {
+            return None;
+        }
+        let inputs = std::mem::take(&mut self.steered);
+        let mut text = String::new();
+        for input in &inputs {
+            let (id, now) = (ids::uuid_v7(), shapes::now_ms());
+            let (thread_id, turn_id) = self.ids();
+            self.send(shapes::item_started(
+                shapes::user_message_item(&id, input, now, None),
+                thread_id,
+                turn_id,
+                now,
+            ));
+            self.complete_item(shapes::user_message_item(&id, input, now, Some(now)), now);
+            text = super::threads::user_text(input.as_array().map_or(&[], Vec::as_slice));
+            self.log(ModelLogEntry::UserInput { text: text.clone() });
+        }
+        let script =
+            super::threads::steered_script(&self.shared, &self.plan.thread_id, inputs.len())?;
+        self.template.user_marker = find_marker(&text);
+        self.template.write_outcome = None;
+        self.plan.script = script.clone();
+        Some(script)
     }
 
     /// Handle signals that arrived; `Interrupted` if the client interrupted the turn.
@@ -532,6 +582,11 @@ impl TurnRun {
         self.log(ModelLogEntry::ToolOutput { call_id, output });
         Flow::Continue
     }
+}
+
+/// Step `index` is the first of a model response (each response is a request the model answers).
+fn begins_response(steps: &[ModelStep], index: usize) -> bool {
+    index == 0 || ends_response(&steps[index - 1])
 }
 
 /// A step whose tool output the model must wait for ends a model response (as the mock model
