@@ -42,6 +42,8 @@ pub struct Persona {
     cli_rules: &'static str,
     features: &'static str,
     startup_config: &'static str,
+    static_answers: &'static str,
+    unimplemented: &'static str,
     parsed: OnceLock<Parsed>,
 }
 
@@ -51,6 +53,8 @@ struct Parsed {
     config_defaults: Value,
     system_skills: Value,
     collaboration_modes: Value,
+    static_answers: Value,
+    unimplemented: std::collections::BTreeMap<String, String>,
 }
 
 macro_rules! persona {
@@ -80,6 +84,8 @@ macro_rules! persona {
             cli_rules: include_str!(concat!("../personas/", $version, "/cli_rules.toml")),
             features: include_str!(concat!("../personas/", $version, "/features.txt")),
             startup_config: include_str!(concat!("../personas/", $version, "/startup_config.json")),
+            static_answers: include_str!(concat!("../personas/", $version, "/static_answers.json")),
+            unimplemented: include_str!(concat!("../personas/", $version, "/unimplemented.toml")),
             parsed: OnceLock::new(),
         }
     };
@@ -152,6 +158,10 @@ impl Persona {
                 config_defaults: json(self.config_defaults, "config_defaults.json"),
                 system_skills: json(self.system_skills, "system_skills.json"),
                 collaboration_modes: json(self.collaboration_modes, "collaboration_modes.json"),
+                static_answers: json(self.static_answers, "static_answers.json"),
+                unimplemented: toml::from_str(self.unimplemented).unwrap_or_else(|e| {
+                    panic!("personas/{}/unimplemented.toml: {e}", self.version)
+                }),
             }
         })
     }
@@ -221,6 +231,32 @@ impl Persona {
             .lines()
             .filter_map(|line| line.split_whitespace().next())
             .any(|feature| feature == name)
+    }
+
+    /// The release's recorded answer to `method` where it does not depend on the fake's state
+    /// (`static_answers.json`: `{params, result | error, before?, after?}`, the notifications
+    /// it sent before and after answering).
+    pub fn static_answer(&self, method: &str) -> Option<&Value> {
+        self.parsed().static_answers.get(method)
+    }
+
+    /// Why the fake does not implement `method` (`unimplemented.toml`), if it is listed.
+    pub fn unimplemented_reason(&self, method: &str) -> Option<&str> {
+        self.parsed().unimplemented.get(method).map(String::as_str)
+    }
+
+    /// Every method `unimplemented.toml` lists.
+    pub fn unimplemented(&self) -> impl Iterator<Item = &str> {
+        self.parsed().unimplemented.keys().map(String::as_str)
+    }
+
+    /// Every method `static_answers.json` answers.
+    pub fn static_answers(&self) -> impl Iterator<Item = &str> {
+        self.parsed()
+            .static_answers
+            .as_object()
+            .into_iter()
+            .flat_map(|answers| answers.keys().map(String::as_str))
     }
 
     /// `codex app-server --print-startup-config`'s output, verbatim.

@@ -2,9 +2,11 @@
 //! (turns, command/exec, delayed answers) runs on its own threads, so answers may come out of
 //! order, as with the real server.
 
+mod admin;
 mod auto_review;
 mod gate;
 mod handlers;
+mod services;
 mod settings;
 mod state;
 mod threads;
@@ -43,25 +45,41 @@ pub struct Shared {
     startup_probe: Mutex<Option<JoinHandle<Option<&'static str>>>>,
 }
 
-/// A handler's answer: the result, the notifications that follow the response, and work to
-/// start once they are out (a turn).
+/// A handler's answer: the result, the notifications that go before and after the response,
+/// and work to start once they are out (a turn).
 pub struct Reply {
     pub result: Result<Value, RpcError>,
+    pub before: Vec<Value>,
     pub then: Vec<Value>,
     pub after: Option<Box<dyn FnOnce() + Send>>,
 }
 
 impl Reply {
     pub fn ok(result: Value) -> Self {
-        Self {
-            result: Ok(result),
-            then: Vec::new(),
-            after: None,
-        }
+        Self::from(Ok(result))
     }
     pub fn err(error: RpcError) -> Self {
+        Self::from(Err(error))
+    }
+    /// `result`, then the notifications `then`.
+    pub fn then(result: Value, then: Vec<Value>) -> Self {
         Self {
-            result: Err(error),
+            then,
+            ..Self::ok(result)
+        }
+    }
+    /// The same answer, with `notification` sent before it.
+    pub fn before(mut self, notification: Value) -> Self {
+        self.before.push(notification);
+        self
+    }
+}
+
+impl From<Result<Value, RpcError>> for Reply {
+    fn from(result: Result<Value, RpcError>) -> Self {
+        Self {
+            result,
+            before: Vec::new(),
             then: Vec::new(),
             after: None,
         }
@@ -243,6 +261,9 @@ fn answer(
             reply
         }
     };
+    for notification in &reply.before {
+        shared.out.send(notification);
+    }
     let response = match &reply.result {
         Ok(result) => json!({"id": id, "result": result}),
         Err(error) => json!({"error": error.to_json(), "id": id}),
@@ -272,9 +293,11 @@ mod tests {
     #[test]
     fn the_server_modules_import_each_other_without_a_cycle() {
         let sources: &[(&str, &str)] = &[
+            ("admin", include_str!("admin.rs")),
             ("auto_review", include_str!("auto_review.rs")),
             ("gate", include_str!("gate.rs")),
             ("handlers", include_str!("handlers.rs")),
+            ("services", include_str!("services.rs")),
             ("settings", include_str!("settings.rs")),
             ("state", include_str!("state.rs")),
             ("threads", include_str!("threads.rs")),

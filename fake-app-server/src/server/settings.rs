@@ -1,6 +1,7 @@
-//! The methods a client calls around its threads rather than in them, answered like Codex 0.169.0
-//! (measured): `config/read`, `model/list`, `skills/list`, `collaborationMode/list`,
-//! `account/read`, `account/login/start`, and `thread/settings/update`. What a release bundles
+//! The methods a client calls about its configuration rather than in its threads, answered like
+//! Codex 0.169.0 (measured): `config/read`, `config/batchWrite`, `model/list`, `skills/list`,
+//! `collaborationMode/list`, and a thread's settings (`thread/settings/update`, and the
+//! `thread/settings/updated` a `turn/start` may bring). What a release bundles
 //! (its model catalogue, its config defaults, its system skills) is the persona's.
 
 use super::gate::{check_thread_id, require_initialized};
@@ -63,11 +64,11 @@ fn layer_version(config: &Value) -> String {
     format!("sha256:{}", hex::encode(digest))
 }
 
-fn user_config_file() -> PathBuf {
+pub(super) fn user_config_file() -> PathBuf {
     super::codex_home().join("config.toml")
 }
 
-fn read_toml(path: &std::path::Path) -> toml::Table {
+pub(super) fn read_toml(path: &std::path::Path) -> toml::Table {
     std::fs::read_to_string(path)
         .ok()
         .and_then(|text| text.parse::<toml::Table>().ok())
@@ -246,45 +247,6 @@ pub fn collaboration_mode_list(params: Option<&Value>) -> Result<Value, RpcError
     ]}))
 }
 
-pub fn account_read(shared: &Arc<Shared>, params: Option<&Value>) -> Result<Value, RpcError> {
-    let _: Map<String, Value> = parse_params(params)?;
-    Ok(json!({
-        "account": null, "userId": null,
-        "requiresOpenaiAuth": shared.config.requires_openai_auth(),
-        "workspaceRouting": null,
-    }))
-}
-
-/// `account/login/start`: an API key is accepted at once (Codex stores it and reports the login);
-/// the browser and device-code flows need a network the fake never uses.
-pub fn account_login_start(params: Option<&Value>) -> Reply {
-    let params: Map<String, Value> = match parse_params(params) {
-        Ok(p) => p,
-        Err(e) => return Reply::err(e),
-    };
-    match params.get("type").and_then(Value::as_str) {
-        Some("apiKey") if params.get("apiKey").is_some_and(Value::is_string) => Reply {
-            result: Ok(json!({"type": "apiKey"})),
-            then: vec![
-                shapes::notification(
-                    "account/login/completed",
-                    json!({"loginId": null, "success": true, "error": null, "onboardingEntrypoint": null}),
-                ),
-                shapes::notification(
-                    "account/updated",
-                    json!({"authMode": "apikey", "planType": null}),
-                ),
-            ],
-            after: None,
-        },
-        Some("apiKey") => Reply::err(RpcError::invalid("Invalid request: missing field `apiKey`")),
-        Some(other) => Reply::err(RpcError::invalid(format!(
-            "fake-app-server supports only `apiKey` logins (got `{other}`)"
-        ))),
-        None => Reply::err(RpcError::invalid("Invalid request: missing field `type`")),
-    }
-}
-
 /// The collaboration mode a thread reports: the default mode with no instructions until a client
 /// sets one; a mode set without its own instructions reports the release's built-in ones. Its
 /// reasoning effort is the thread's (measured with Codex 0.169).
@@ -441,11 +403,82 @@ pub fn thread_settings_update(shared: &Arc<Shared>, params: Option<&Value>) -> R
         Ok(changed.then(|| settings_updated(shared, thread)))
     };
     match run() {
-        Ok(notification) => Reply {
-            result: Ok(json!({})),
-            then: notification.into_iter().collect(),
-            after: None,
-        },
+        Ok(notification) => Reply::then(json!({}), notification.into_iter().collect()),
         Err(error) => Reply::err(error),
     }
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ConfigEdit {
+    key_path: String,
+    value: Value,
+    merge_strategy: String,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct BatchWriteParams {
+    edits: Vec<ConfigEdit>,
+    #[serde(default)]
+    file_path: Option<PathBuf>,
+}
+
+/// `config/batchWrite`: the edits written into `$CODEX_HOME/config.toml` (or `filePath`),
+/// answered with the file's new layer version, as Codex 0.169 does (measured: the digest is the
+/// one `config/read` shows for that layer). A `null` value removes the key; `upsert` merges a
+/// table into the one there.
+pub fn config_batch_write(shared: &Arc<Shared>, params: Option<&Value>) -> Reply {
+    let run = || -> Result<Value, RpcError> {
+        let params: BatchWriteParams = parse_params(params)?;
+        require_initialized(shared)?;
+        let path = params.file_path.unwrap_or_else(user_config_file);
+        let mut table = read_toml(&path);
+        for edit in params.edits {
+            let keys: Vec<String> = edit.key_path.split('.').map(str::to_string).collect();
+            let (last, parents) = keys
+                .split_last()
+                .ok_or_else(|| RpcError::invalid("Invalid request: empty keyPath"))?;
+            if edit.value.is_null() {
+                let mut at = Some(&mut table);
+                for key in parents {
+                    at = at
+                        .and_then(|t| t.get_mut(key))
+                        .and_then(toml::Value::as_table_mut);
+                }
+                if let Some(parent) = at {
+                    parent.remove(last);
+                }
+                continue;
+            }
+            let mut value = toml::Value::try_from(&edit.value).map_err(|e| {
+                RpcError::invalid(format!("Invalid request: {}: {e}", edit.key_path))
+            })?;
+            if edit.merge_strategy == "upsert" {
+                let existing = parents
+                    .iter()
+                    .try_fold(&table, |t, key| t.get(key).and_then(toml::Value::as_table))
+                    .and_then(|t| t.get(last))
+                    .and_then(toml::Value::as_table);
+                if let (Some(existing), toml::Value::Table(new)) = (existing, &value) {
+                    let mut merged = existing.clone();
+                    merged.extend(new.clone());
+                    value = toml::Value::Table(merged);
+                }
+            }
+            graders::codex_overrides::insert_dotted(&mut table, &keys, value);
+        }
+        let text = toml::to_string(&table)
+            .map_err(|e| RpcError::internal(format!("writing {}: {e}", path.display())))?;
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)
+                .map_err(|e| RpcError::internal(format!("writing {}: {e}", path.display())))?;
+        }
+        std::fs::write(&path, text)
+            .map_err(|e| RpcError::internal(format!("writing {}: {e}", path.display())))?;
+        Ok(
+            json!({"status": "ok", "version": layer_version(&to_json(&table)), "filePath": path, "overriddenMetadata": null}),
+        )
+    };
+    Reply::from(run())
 }

@@ -65,6 +65,10 @@ pub struct ThreadState {
     pub collaboration_mode: Option<Value>,
     /// Reasoning effort, summary, service tier and personality, as a client set them.
     pub model_settings: ModelSettings,
+    /// `thread/name/set`.
+    pub name: Option<String>,
+    /// The thread `thread/fork` copied it from.
+    pub forked_from: Option<String>,
     pub dynamic_tools: Vec<String>,
     pub instruction_sources: Vec<String>,
     pub preview: String,
@@ -107,6 +111,10 @@ struct Persisted {
     collaboration_mode: Option<Value>,
     #[serde(default)]
     model_settings: ModelSettings,
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    forked_from: Option<String>,
     dynamic_tools: Vec<String>,
     instruction_sources: Vec<String>,
     preview: String,
@@ -182,12 +190,25 @@ impl ThreadState {
         !self.ephemeral && self.turns_started > 0
     }
 
+    /// The thread as Codex shows it (`thread/start`, `thread/read`, `thread/list`, …).
+    pub fn json(&self, model: &str, provider: &str, originator: &str, with_turns: bool) -> Value {
+        let mut thread = shapes::thread(&self.view(model, provider, originator, with_turns));
+        thread["name"] = serde_json::json!(self.name);
+        thread["forkedFromId"] = serde_json::json!(self.forked_from);
+        thread
+    }
+
     /// Write the thread's file, once it has a rollout ([`Self::has_rollout`]).
     pub fn persist(&self) {
-        let Some(path) = &self.path else { return };
-        if !self.has_rollout() {
-            return;
+        if self.has_rollout() {
+            self.write_record();
         }
+    }
+
+    /// Write the thread's file at `path`, rollout or not (an archived thread is remembered even
+    /// when it never ran a turn, as Codex remembers it).
+    pub fn write_record(&self) {
+        let Some(path) = &self.path else { return };
         let (profile, legacy_policy) = match &self.permissions {
             Permissions::Profile(p) => (Some(p.id.clone()), None),
             Permissions::Legacy(_) => (None, Some(self.permissions.projection())),
@@ -203,6 +224,8 @@ impl ThreadState {
             model: self.model.clone(),
             collaboration_mode: self.collaboration_mode.clone(),
             model_settings: self.model_settings.clone(),
+            name: self.name.clone(),
+            forked_from: self.forked_from.clone(),
             dynamic_tools: self.dynamic_tools.clone(),
             instruction_sources: self.instruction_sources.clone(),
             preview: self.preview.clone(),
@@ -257,6 +280,8 @@ impl ThreadState {
             model: record.model,
             collaboration_mode: record.collaboration_mode,
             model_settings: record.model_settings,
+            name: record.name,
+            forked_from: record.forked_from,
             dynamic_tools: record.dynamic_tools,
             instruction_sources: record.instruction_sources,
             preview: record.preview,
@@ -300,24 +325,67 @@ pub fn new_thread_file(thread_id: &str) -> Option<PathBuf> {
 }
 
 /// The persisted file of thread `thread_id` ([`new_thread_file`]), found by the id at the end
-/// of its name in `$CODEX_HOME/sessions/YYYY/MM/DD/`.
-pub fn thread_file(thread_id: &str) -> Option<PathBuf> {
-    let home = std::env::var_os("CODEX_HOME").filter(|v| !v.is_empty())?;
+/// of its name in `$CODEX_HOME/sessions/YYYY/MM/DD/` (or, `archived`, in `archived_sessions/`).
+pub fn thread_file_in(thread_id: &str, archived: bool) -> Option<PathBuf> {
     let suffix = format!("-{thread_id}.jsonl");
-    let children = |dir: &std::path::Path| -> Vec<PathBuf> {
-        std::fs::read_dir(dir)
-            .map(|entries| entries.flatten().map(|e| e.path()).collect())
-            .unwrap_or_default()
-    };
-    let mut days = Vec::new();
-    for year in children(&PathBuf::from(home).join("sessions")) {
-        for month in children(&year) {
-            days.extend(children(&month));
-        }
-    }
-    days.iter().flat_map(|day| children(day)).find(|file| {
+    thread_files(archived).into_iter().find(|file| {
         file.file_name()
             .and_then(|n| n.to_str())
-            .is_some_and(|n| n.starts_with("rollout-") && n.ends_with(&suffix))
+            .is_some_and(|n| n.ends_with(&suffix))
     })
+}
+
+/// The file of a thread that is not archived ([`thread_file_in`]).
+pub fn thread_file(thread_id: &str) -> Option<PathBuf> {
+    thread_file_in(thread_id, false)
+}
+
+/// `$CODEX_HOME/sessions`, where threads are persisted (below `YYYY/MM/DD/`).
+pub fn sessions_dir() -> Option<PathBuf> {
+    let home = std::env::var_os("CODEX_HOME").filter(|v| !v.is_empty())?;
+    Some(PathBuf::from(home).join("sessions"))
+}
+
+/// `$CODEX_HOME/archived_sessions`, where Codex moves an archived thread's rollout (measured).
+pub fn archive_dir() -> Option<PathBuf> {
+    let home = std::env::var_os("CODEX_HOME").filter(|v| !v.is_empty())?;
+    Some(PathBuf::from(home).join("archived_sessions"))
+}
+
+/// Every persisted thread file: below `sessions/YYYY/MM/DD/`, or in `archived_sessions/`.
+pub fn thread_files(archived: bool) -> Vec<PathBuf> {
+    let children = |dir: &Path| -> Vec<PathBuf> {
+        let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
+            .map(|entries| entries.flatten().map(|e| e.path()).collect())
+            .unwrap_or_default();
+        found.sort();
+        found
+    };
+    let is_rollout = |file: &PathBuf| {
+        file.file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.starts_with("rollout-") && n.ends_with(".jsonl"))
+    };
+    if archived {
+        return archive_dir()
+            .map(|dir| children(&dir).into_iter().filter(is_rollout).collect())
+            .unwrap_or_default();
+    }
+    let Some(home) = std::env::var_os("CODEX_HOME").filter(|v| !v.is_empty()) else {
+        return Vec::new();
+    };
+    let mut files = Vec::new();
+    for year in children(&PathBuf::from(home).join("sessions")) {
+        for month in children(&year) {
+            for day in children(&month) {
+                files.extend(children(&day).into_iter().filter(is_rollout));
+            }
+        }
+    }
+    files
+}
+
+/// The server's working directory: a thread's cwd when the client names none.
+pub fn server_cwd() -> PathBuf {
+    std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"))
 }

@@ -3,7 +3,7 @@
 
 use super::gate::{check_session_id, check_thread_id, gate, require_initialized};
 use super::settings::{self, model_of};
-use super::state::ThreadState;
+use super::state::{server_cwd, ThreadState};
 use super::{Reply, Shared};
 use crate::protocol::shapes::{self, ThreadSettingsView};
 use crate::protocol::{parse_params, RpcError};
@@ -43,10 +43,6 @@ struct DynamicToolSpec {
     name: String,
 }
 
-pub(super) fn server_cwd() -> PathBuf {
-    std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"))
-}
-
 /// Load AGENTS.md the way the permissions require: through the sandboxed helper under
 /// restricted reads, directly otherwise.
 fn load_instructions(
@@ -70,7 +66,7 @@ fn load_instructions(
         .collect())
 }
 
-fn settings_view<'a>(
+pub(super) fn settings_view<'a>(
     thread: &'a ThreadState,
     model: &'a str,
     provider: &'a str,
@@ -192,6 +188,8 @@ pub(super) fn thread_start(shared: &Arc<Shared>, params: Option<&Value>) -> Repl
             model: params.model,
             collaboration_mode: None,
             model_settings: Default::default(),
+            name: None,
+            forked_from: None,
             tokens_used: 0,
             dynamic_tools: params
                 .dynamic_tools
@@ -209,7 +207,7 @@ pub(super) fn thread_start(shared: &Arc<Shared>, params: Option<&Value>) -> Repl
         };
         let (model, provider) = model_of(shared, Some(&thread));
         let originator = shared.state().client_name.clone();
-        let thread_json = shapes::thread(&thread.view(&model, &provider, &originator, false));
+        let thread_json = thread.json(&model, &provider, &originator, false);
         let result = shapes::thread_start_result(
             thread_json.clone(),
             &settings_view(&thread, &model, &provider),
@@ -222,14 +220,13 @@ pub(super) fn thread_start(shared: &Arc<Shared>, params: Option<&Value>) -> Repl
         Ok((result, thread_json))
     };
     match run() {
-        Ok((result, thread_json)) => Reply {
-            result: Ok(result),
-            then: vec![shapes::notification(
+        Ok((result, thread_json)) => Reply::then(
+            result,
+            vec![shapes::notification(
                 "thread/started",
                 json!({"thread": thread_json}),
             )],
-            after: None,
-        },
+        ),
         Err(error) => Reply::err(error),
     }
 }
@@ -313,7 +310,7 @@ pub(super) fn thread_resume(shared: &Arc<Shared>, params: Option<&Value>) -> Rep
         let (model, provider) = model_of(shared, Some(&thread));
         let originator = shared.state().client_name.clone();
         let with_turns = !params.exclude_turns.unwrap_or(false);
-        let thread_json = shapes::thread(&thread.view(&model, &provider, &originator, with_turns));
+        let thread_json = thread.json(&model, &provider, &originator, with_turns);
         let mut result =
             shapes::thread_resume_result(thread_json, &settings_view(&thread, &model, &provider));
         result["collaborationMode"] = settings::collaboration_mode(&thread, &model);
@@ -336,13 +333,7 @@ pub(super) fn thread_resume(shared: &Arc<Shared>, params: Option<&Value>) -> Rep
             shapes::notification("thread/goal/cleared", json!({"threadId": thread.id}));
         reinsert(thread);
         let before = if with_turns {
-            vec![
-                status,
-                shapes::notification(
-                    "deprecationNotice",
-                    json!({"summary": "Full-history hydration is deprecated for paginated threads; use `excludeTurns: true`, then page with `thread/turns/list` and `thread/items/list`.", "details": null}),
-                ),
-            ]
+            vec![status, hydration_notice()]
         } else {
             vec![status]
         };
@@ -354,11 +345,7 @@ pub(super) fn thread_resume(shared: &Arc<Shared>, params: Option<&Value>) -> Rep
                 shared.out.send(notification);
             }
             // Codex 0.169 clears the thread's goal right after the answer (measured).
-            Reply {
-                result: Ok(result),
-                then: vec![goal_cleared],
-                after: None,
-            }
+            Reply::then(result, vec![goal_cleared])
         }
         Err(e) => Reply::err(e),
     }
@@ -402,8 +389,7 @@ pub(super) fn thread_read(shared: &Arc<Shared>, params: Option<&Value>) -> Reply
                 json!({"summary": "Full-history hydration is deprecated for paginated threads; omit `includeTurns` or set it to `false`, then page with `thread/turns/list` and `thread/items/list`.", "details": null}),
             ));
         }
-        let thread_json =
-            shapes::thread(&thread.view(&model, &provider, &state.client_name, include_turns));
+        let thread_json = thread.json(&model, &provider, &state.client_name, include_turns);
         Ok(json!({"thread": thread_json, "readState": thread.read_state()}))
     };
     match run() {
@@ -454,4 +440,13 @@ pub(crate) fn steered_script(
     let thread = state.threads.get_mut(thread_id)?;
     let output_schema = thread.active.as_ref()?.output_schema;
     Some(script_after_inputs(shared, thread, inputs, output_schema))
+}
+
+/// The `deprecationNotice` Codex 0.169 sends before answering with a thread's whole history
+/// (`thread/resume`, `thread/fork` without `excludeTurns`).
+pub(super) fn hydration_notice() -> Value {
+    shapes::notification(
+        "deprecationNotice",
+        json!({"summary": "Full-history hydration is deprecated for paginated threads; use `excludeTurns: true`, then page with `thread/turns/list` and `thread/items/list`.", "details": null}),
+    )
 }
