@@ -18,21 +18,23 @@ mod schema_copy;
 mod server;
 pub mod transcript;
 
-use clap::Parser;
 use std::ffi::OsString;
+use std::io::Write;
 use std::process::ExitCode;
 use std::time::Duration;
 
 /// Entry point shared by the `fake-app-server` binary and every binary that embeds the fake
-/// (e.g. `harness fake-app-server …`). `args` excludes the program name; a leading `app-server`
-/// is accepted so a driver can launch it exactly like `codex app-server`.
+/// (e.g. `harness fake-app-server …`). `args` excludes the program name; they are read as the
+/// played release's `codex` reads its own (`crate::cli`), so a driver launches the fake exactly
+/// like `codex app-server`.
 pub fn cli_main<I: IntoIterator<Item = OsString>>(args: I) -> ExitCode {
-    let argv = std::iter::once(OsString::from("fake-app-server")).chain(args);
-    let args = match cli::Args::try_parse_from(argv) {
+    let args = match cli::parse(args) {
         Ok(args) => args,
-        Err(err) => {
-            let _ = err.print();
-            return ExitCode::from(if err.use_stderr() { 2 } else { 0 });
+        Err(exit) => {
+            print!("{}", exit.stdout);
+            eprint!("{}", exit.stderr);
+            let _ = std::io::stdout().flush();
+            return ExitCode::from(exit.status);
         }
     };
     match run(args) {
@@ -46,17 +48,23 @@ pub fn cli_main<I: IntoIterator<Item = OsString>>(args: I) -> ExitCode {
 }
 
 fn run(args: cli::Args) -> Result<u8, String> {
-    persona::select(&args.codex_version)?;
-    if args.version {
-        println!("codex-cli {}", protocol::shapes::cli_version());
-        return Ok(0);
-    }
-    if args.tool.is_some() {
-        let out = args
-            .out
-            .as_deref()
-            .ok_or("generate-json-schema needs --out DIR")?;
-        return schema_copy::generate(out).map(|()| 0);
+    match &args.action {
+        cli::Action::Serve => {}
+        cli::Action::Version => {
+            println!("codex-cli {}", protocol::shapes::cli_version());
+            return Ok(0);
+        }
+        cli::Action::StartupConfig => {
+            print!("{}", persona::current().startup_config());
+            return Ok(0);
+        }
+        cli::Action::GenerateJsonSchema { out } => return schema_copy::generate(out).map(|()| 0),
+        cli::Action::NotPlayed(command) => {
+            return Err(format!(
+                "fake-app-server plays `codex app-server` only, not `{command}`"
+            ))
+        }
+        cli::Action::Refused(message) => return Err(message.clone()),
     }
     let config = config::Config::from_overrides(&args.overrides).map_err(|e| e.to_string())?;
     let scenario = scenario::Scenario::from_spec(&args.scenario).map_err(|e| e.to_string())?;

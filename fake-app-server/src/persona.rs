@@ -1,10 +1,12 @@
 //! Which Codex release the fake plays. A persona is what a driver can see of one release: its
 //! version (`--version`, `initialize`'s user agent, a thread's `cliVersion`), the client methods
 //! its unknown-method error lists, the notifications it can send, its bundled model catalogue,
-//! its effective-config defaults, its system skills, and how it makes a plan item's id.
+//! its effective-config defaults, its system skills, its command line (`crate::cli`), and how it
+//! makes a plan item's id.
 //!
-//! Each persona's data lives in `fake-app-server/personas/VERSION/`, recorded from that real
-//! Codex by `harness drift VERSION` (which writes the folder to copy) and checked against it at
+//! Each persona's data lives in `fake-app-server/personas/VERSION/` (the files are listed, with
+//! how each is recorded, in `personas/README.md`), recorded from that real Codex, most of it by
+//! `harness drift VERSION` (which writes the folder to copy), and checked against it at
 //! test time (`harness/tests/codex_protocol_lists.rs`, `harness/tests/fake_schema_fidelity.rs`).
 //! A new Codex release is one folder and one row of [`PERSONAS`].
 //!
@@ -35,6 +37,13 @@ pub struct Persona {
     model_catalog: &'static str,
     config_defaults: &'static str,
     system_skills: &'static str,
+    collaboration_modes: &'static str,
+    cli_help: &'static str,
+    cli_rules: &'static str,
+    features: &'static str,
+    startup_config: &'static str,
+    static_answers: &'static str,
+    unimplemented: &'static str,
     parsed: OnceLock<Parsed>,
 }
 
@@ -43,6 +52,9 @@ struct Parsed {
     model_catalog: Vec<Value>,
     config_defaults: Value,
     system_skills: Value,
+    collaboration_modes: Value,
+    static_answers: Value,
+    unimplemented: std::collections::BTreeMap<String, String>,
 }
 
 macro_rules! persona {
@@ -63,6 +75,17 @@ macro_rules! persona {
                 "/config_defaults.json"
             )),
             system_skills: include_str!(concat!("../personas/", $version, "/system_skills.json")),
+            collaboration_modes: include_str!(concat!(
+                "../personas/",
+                $version,
+                "/collaboration_modes.json"
+            )),
+            cli_help: include_str!(concat!("../personas/", $version, "/cli_help.txt")),
+            cli_rules: include_str!(concat!("../personas/", $version, "/cli_rules.toml")),
+            features: include_str!(concat!("../personas/", $version, "/features.txt")),
+            startup_config: include_str!(concat!("../personas/", $version, "/startup_config.json")),
+            static_answers: include_str!(concat!("../personas/", $version, "/static_answers.json")),
+            unimplemented: include_str!(concat!("../personas/", $version, "/unimplemented.toml")),
             parsed: OnceLock::new(),
         }
     };
@@ -134,6 +157,11 @@ impl Persona {
                 },
                 config_defaults: json(self.config_defaults, "config_defaults.json"),
                 system_skills: json(self.system_skills, "system_skills.json"),
+                collaboration_modes: json(self.collaboration_modes, "collaboration_modes.json"),
+                static_answers: json(self.static_answers, "static_answers.json"),
+                unimplemented: toml::from_str(self.unimplemented).unwrap_or_else(|e| {
+                    panic!("personas/{}/unimplemented.toml: {e}", self.version)
+                }),
             }
         })
     }
@@ -184,6 +212,63 @@ impl Persona {
     pub fn system_skills(&self) -> &Value {
         &self.parsed().system_skills
     }
+
+    /// `codex --help`, `codex app-server --help` and each app-server subcommand's, verbatim, as
+    /// `crate::cli::help` reads them.
+    pub fn cli_help_text(&self) -> &'static str {
+        self.cli_help
+    }
+
+    /// What the command line does that its help does not say (`crate::cli::rules`).
+    pub fn cli_rules_text(&self) -> &'static str {
+        self.cli_rules
+    }
+
+    /// Whether `--enable NAME` / `--disable NAME` names a feature of this release (`codex
+    /// features list`, any stage, removed ones included).
+    pub fn is_feature(&self, name: &str) -> bool {
+        self.features
+            .lines()
+            .filter_map(|line| line.split_whitespace().next())
+            .any(|feature| feature == name)
+    }
+
+    /// The release's recorded answer to `method` where it does not depend on the fake's state
+    /// (`static_answers.json`: `{params, result | error, before?, after?}`, the notifications
+    /// it sent before and after answering).
+    pub fn static_answer(&self, method: &str) -> Option<&Value> {
+        self.parsed().static_answers.get(method)
+    }
+
+    /// Why the fake does not implement `method` (`unimplemented.toml`), if it is listed.
+    pub fn unimplemented_reason(&self, method: &str) -> Option<&str> {
+        self.parsed().unimplemented.get(method).map(String::as_str)
+    }
+
+    /// Every method `unimplemented.toml` lists.
+    pub fn unimplemented(&self) -> impl Iterator<Item = &str> {
+        self.parsed().unimplemented.keys().map(String::as_str)
+    }
+
+    /// Every method `static_answers.json` answers.
+    pub fn static_answers(&self) -> impl Iterator<Item = &str> {
+        self.parsed()
+            .static_answers
+            .as_object()
+            .into_iter()
+            .flat_map(|answers| answers.keys().map(String::as_str))
+    }
+
+    /// `codex app-server --print-startup-config`'s output, verbatim.
+    pub fn startup_config(&self) -> &'static str {
+        self.startup_config
+    }
+
+    /// The developer instructions the release fills in for a collaboration mode (`plan`,
+    /// `default`) sent without its own, as `thread/settings/updated` reports them.
+    pub fn collaboration_mode_instructions(&self, mode: &str) -> Option<&str> {
+        self.parsed().collaboration_modes[mode].as_str()
+    }
 }
 
 #[cfg(test)]
@@ -205,6 +290,15 @@ mod tests {
             assert!(persona.config_defaults()["config"].is_object());
             assert!(persona.config_defaults()["custom_provider"].is_object());
             assert!(persona.system_skills().is_array());
+            assert!(persona.is_feature("goals") && !persona.is_feature("no_such_feature"));
+            assert!(persona.startup_config().contains(persona.version));
+            for mode in ["plan", "default"] {
+                assert!(
+                    persona.collaboration_mode_instructions(mode).is_some(),
+                    "{} {mode}",
+                    persona.version
+                );
+            }
         }
     }
 

@@ -211,6 +211,69 @@ fn thread_and_turn_errors_for_unknown_ids() {
     );
 }
 
+/// Codex 0.169 writes a thread's rollout when its first turn starts: before that (and for an
+/// ephemeral thread, or an id it never saw) `thread/resume` finds nothing, and a malformed id is
+/// a "session id" there (all measured with the real binary, offline).
+#[test]
+fn resume_finds_a_rollout_only_once_a_turn_started() {
+    let lab = Lab::new();
+    let mut client = Client::spawn(&["app-server", "--sandbox", "simulated"], &lab.home());
+    client.initialize(true);
+    let (thread, started) = client.start_thread(&lab.ws_str());
+    let path = std::path::PathBuf::from(started["result"]["thread"]["path"].as_str().unwrap());
+    assert!(
+        !path.exists(),
+        "no rollout before the first turn: {}",
+        path.display()
+    );
+    let answer = client.request("thread/resume", json!({"threadId": thread}));
+    assert_eq!(answer["error"]["code"], -32600, "{answer}");
+    assert_eq!(
+        error_message(&answer),
+        format!("no rollout found for thread id {thread}")
+    );
+    let answer = client.request(
+        "thread/read",
+        json!({"threadId": thread, "includeTurns": true}),
+    );
+    assert_eq!(answer["error"]["code"], -32601, "{answer}");
+    assert_eq!(error_message(&answer), "list_turns is not supported yet");
+    let answer = client.request("thread/resume", json!({"threadId": "not-a-uuid"}));
+    assert_eq!(
+        error_message(&answer),
+        "invalid session id: invalid character: expected an optional prefix of `urn:uuid:` followed by [0-9a-fA-F-], found `n` at 1"
+    );
+    let ephemeral = client.request(
+        "thread/start",
+        json!({"cwd": lab.ws_str(), "ephemeral": true}),
+    );
+    let ephemeral = ephemeral["result"]["thread"]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let answer = client.request("thread/resume", json!({"threadId": ephemeral}));
+    assert_eq!(
+        error_message(&answer),
+        format!("no rollout found for thread id {ephemeral}")
+    );
+    client.request(
+        "turn/start",
+        json!({"threadId": thread, "input": [{"type": "text", "text": "hi"}]}),
+    );
+    client.notification("turn/completed");
+    assert!(
+        path.is_file(),
+        "the first turn writes the rollout: {}",
+        path.display()
+    );
+    let resumed = client.request("thread/resume", json!({"threadId": thread}));
+    assert_eq!(
+        resumed["result"]["thread"]["id"],
+        thread.as_str(),
+        "{resumed}"
+    );
+}
+
 #[test]
 fn startup_errors_match_codex() {
     let assert = fake_command()
@@ -337,4 +400,49 @@ fn transcript_records_every_message_both_ways() {
     assert!(entries
         .iter()
         .all(|e| e["time"].as_u64().unwrap() > 1_600_000_000_000));
+}
+
+/// `--enable`/`--disable` are `-c features.NAME=true|false` applied after every `-c`; given
+/// after `app-server` they replace those given before it (Codex 0.169, measured with
+/// `config/read`, which shows them in the session-flags layer).
+#[test]
+fn feature_flags_are_session_flags() {
+    let lab = Lab::new();
+    let mut client = Client::spawn(
+        &[
+            "--enable",
+            "memories",
+            "app-server",
+            "--sandbox",
+            "simulated",
+            "--disable",
+            "apps",
+            "-c",
+            "features.apps=true",
+            "--enable",
+            "goals",
+        ],
+        &lab.home(),
+    );
+    client.initialize(true);
+    let config = client.request("config/read", json!({"includeLayers": true}));
+    let result = &config["result"];
+    let layer = &result["layers"][0];
+    assert_eq!(layer["name"]["type"], "sessionFlags", "{config}");
+    assert_eq!(
+        layer["config"]["features"],
+        json!({"apps": false, "goals": true})
+    );
+    let features = &result["config"]["features"];
+    assert_eq!(features["goals"], true);
+    assert_eq!(features["apps"], false);
+    assert_eq!(
+        features["memories"], false,
+        "replaced by the later --enable"
+    );
+    assert!(features["network_proxy"].is_null() && features.get("network_proxy").is_some());
+    assert_eq!(
+        result["origins"]["features.goals"]["name"]["type"],
+        "sessionFlags"
+    );
 }

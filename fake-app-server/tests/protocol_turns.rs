@@ -335,8 +335,13 @@ fn secrets_in_the_fakes_environment_reach_the_models_env_command_as_with_codex()
     client.send_request("turn/start", json!({"threadId": thread, "input": []}));
     client.notification("turn/completed");
     let log = common::read_jsonl(&model_log);
-    assert_eq!(log[0]["arguments"], r#"{"cmd":"env"}"#);
-    let output = log[1]["output"].as_str().unwrap();
+    // The model log opens with the user input the model read; then the call and its output.
+    let call = log
+        .iter()
+        .position(|entry| entry.get("arguments").is_some())
+        .expect("the model's env call is in the model log");
+    assert_eq!(log[call]["arguments"], r#"{"cmd":"env"}"#);
+    let output = log[call + 1]["output"].as_str().unwrap();
     assert!(
         output.contains("CONDUCTOR_CANARY_TOKEN=canary-0123456789"),
         "{output}"

@@ -39,13 +39,24 @@ fn the_sdk_command_line_and_version_are_accepted() {
     assert!(client.wait_exit(WAIT).unwrap().success());
     let out = fake_command().args(["--version"]).output().unwrap();
     assert_eq!(String::from_utf8_lossy(&out.stdout), "codex-cli 0.169.0\n");
+    // A URL Codex does not know is its usage error; one it knows but the fake does not serve
+    // is the fake's start-up error.
     let out = fake_command()
-        .args(["app-server", "--listen", "ws://127.0.0.1:1"])
+        .args(["app-server", "--listen", "http://127.0.0.1:1"])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr)
-        .contains("unsupported --listen URL `ws://127.0.0.1:1`"));
+        .contains("unsupported --listen URL `http://127.0.0.1:1`"));
+    let out = fake_command()
+        .args(["app-server", "--listen", "ws://127.0.0.1:1"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "Error: fake-app-server serves only `--listen stdio://` (asked for `ws://127.0.0.1:1`)\n"
+    );
 }
 
 #[test]

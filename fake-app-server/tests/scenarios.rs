@@ -107,8 +107,21 @@ impl Run {
         }
     }
 
+    /// The model's tool calls and the outputs it got, in order.
     fn model_log(&self) -> Vec<Value> {
         read_jsonl(&self.model_log)
+            .into_iter()
+            .filter(|entry| entry["type"] != "user-input")
+            .collect()
+    }
+
+    /// The user messages the model read, in order.
+    fn user_inputs(&self) -> Vec<String> {
+        read_jsonl(&self.model_log)
+            .into_iter()
+            .filter(|entry| entry["type"] == "user-input")
+            .map(|entry| entry["text"].as_str().unwrap_or_default().to_string())
+            .collect()
     }
 }
 
@@ -485,12 +498,14 @@ fn interrupt_and_steer_a_waiting_turn() {
         interrupt["error"]["message"],
         format!("expected active turn id wrong but found {turn_id}")
     );
+    let before = run.client.seen.len();
     let interrupt = run.client.request(
         "turn/interrupt",
         json!({"threadId": thread, "turnId": turn_id}),
     );
     assert_eq!(interrupt["result"], json!({}));
-    let done = run.client.notification("turn/completed");
+    // The turn may end before the interrupt's answer is written.
+    let done = run.client.notification_since(before, "turn/completed");
     assert_eq!(done["params"]["turn"]["status"], "interrupted");
 }
 
@@ -630,4 +645,81 @@ fn usage_brings_rate_limits_and_a_completed_turn_is_unread() {
         .client
         .request("thread/read", json!({"threadId": thread}));
     assert_eq!(read["result"]["readState"], changed["params"]["readState"]);
+}
+
+/// A second `turn/start` during a turn is steered into it (Codex 0.169, measured offline): it
+/// answers the running turn's id; with the model's next request Codex shows the new input as a
+/// userMessage item of that turn and the model reads both inputs, so it plays the script of
+/// its new position (the mock model API counts the user messages of the history) in the same
+/// turn; the next `turn/start` plays the script after that.
+#[test]
+fn a_turn_start_during_a_turn_is_steered_into_it() {
+    let builder = ScenarioBuilder::new("steer")
+        .turn(vec![
+            steps::message("on it {user_marker}"),
+            steps::shell("sleep 1; echo slept"),
+            steps::message("first {user_marker}"),
+        ])
+        .turn(vec![steps::message("steered {user_marker}")])
+        .turn(vec![steps::message("third {user_marker}")]);
+    let mut run = start_built(builder, "simulated");
+    run.client.initialize(true);
+    let thread = run.thread("fullread");
+    let first = run.client.request(
+        "turn/start",
+        json!({"threadId": thread, "input": [{"type": "text", "text": "go MARKER-ONE"}]}),
+    );
+    let turn_id = first["result"]["turn"]["id"].as_str().unwrap().to_string();
+    // The model's first message is out: its command runs now, in the same response.
+    run.client.wait_for("the first agent message", |v| {
+        v["method"] == "item/completed" && v["params"]["item"]["type"] == "agentMessage"
+    });
+    let before = run.client.seen.len();
+    let second = run.client.request(
+        "turn/start",
+        json!({"threadId": thread, "input": [{"type": "text", "text": "also MARKER-TWO"}]}),
+    );
+    assert_eq!(second["result"]["turn"]["id"], turn_id.as_str(), "{second}");
+    let done = run.client.notification_since(before, "turn/completed");
+    assert_eq!(done["params"]["turn"]["id"], turn_id.as_str());
+    assert_eq!(done["params"]["turn"]["status"], "completed");
+    let completed: Vec<Value> = run
+        .client
+        .seen
+        .iter()
+        .filter_map(|line| match line {
+            Line::Json(v) if v["method"] == "item/completed" => Some(v["params"].clone()),
+            _ => None,
+        })
+        .collect();
+    assert!(completed.iter().all(|p| p["turnId"] == turn_id.as_str()));
+    let kinds: Vec<&str> = completed
+        .iter()
+        .map(|p| p["item"]["type"].as_str().unwrap_or_default())
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "userMessage",
+            "agentMessage",
+            "commandExecution",
+            "userMessage",
+            "agentMessage"
+        ]
+    );
+    assert_eq!(completed[1]["item"]["text"], "on it MARKER-ONE");
+    assert_eq!(
+        completed[3]["item"]["content"][0]["text"],
+        "also MARKER-TWO"
+    );
+    // The model read both inputs: it plays the next turn's script, not "first …".
+    assert_eq!(completed[4]["item"]["text"], "steered MARKER-TWO");
+    assert_eq!(run.user_inputs(), ["go MARKER-ONE", "also MARKER-TWO"]);
+    let log = run.model_log();
+    assert_eq!(log[0]["name"], "exec_command", "{log:?}");
+    let output = log[1]["output"].as_str().unwrap();
+    assert!(output.ends_with("slept\n"), "{output}");
+    let third = run.turn(&thread, "then MARKER-THREE", json!({}));
+    let message = items_of(&third, "agentMessage");
+    assert_eq!(message[0]["text"], "third MARKER-THREE");
 }

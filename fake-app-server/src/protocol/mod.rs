@@ -10,6 +10,8 @@ use serde_json::{json, Value};
 
 /// The error code Codex uses for every request it rejects.
 pub const INVALID_REQUEST: i64 = -32600;
+/// The error code Codex uses for a method it knows but does not serve in that state.
+pub const METHOD_NOT_FOUND: i64 = -32601;
 /// The error code of internal failures (e.g. thread/start's sandbox helper failing).
 pub const INTERNAL_ERROR: i64 = -32603;
 

@@ -1,9 +1,13 @@
 //! One handler per client method, answering like Codex 0.169.0 (the thread lifecycle is in
 //! `threads`, the settings methods in `settings`).
 
+use super::admin;
+use super::gate::{check_thread_id, gate, require_initialized};
+use super::services;
 use super::settings::{self, model_of};
+use super::state::server_cwd;
 use super::state::{ActiveTurn, State, TurnSignal};
-use super::threads::{self, check_thread_id, server_cwd};
+use super::threads;
 use super::turn::{self, TurnPlan};
 use super::{Reply, Shared};
 use crate::protocol::shapes;
@@ -14,61 +18,115 @@ use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::sync::Arc;
 
+/// How the fake answers one client method.
+type Handler = fn(&Arc<Shared>, Option<&Value>) -> Reply;
+
+/// The methods the fake answers by behaviour. The others it answers from the persona's
+/// recorded answers (`static_answers.json`), or, listed with the reason in its
+/// `unimplemented.toml`, with `-32603`; a test holds the three to the release's client methods.
+fn handler(method: &str) -> Option<Handler> {
+    let handler: Handler = match method {
+        "initialize" => initialize,
+        "thread/start" => threads::thread_start,
+        "thread/resume" => threads::thread_resume,
+        "thread/read" => threads::thread_read,
+        "thread/fork" => admin::thread_fork,
+        "thread/list" => admin::thread_list,
+        "thread/loaded/list" => admin::thread_loaded_list,
+        "thread/turns/list" => admin::thread_turns_list,
+        "thread/items/list" => admin::thread_items_list,
+        "thread/name/set" => admin::thread_name_set,
+        "thread/goal/get" => admin::thread_goal_get,
+        "thread/goal/clear" => admin::thread_goal_clear,
+        "thread/backgroundTerminals/list" => admin::background_terminals_list,
+        "thread/backgroundTerminals/terminate" => admin::background_terminals_terminate,
+        "thread/unsubscribe" => admin::thread_unsubscribe,
+        "thread/archive" => admin::thread_archive,
+        "thread/unarchive" => admin::thread_unarchive,
+        "thread/delete" => admin::thread_delete,
+        "thread/settings/update" => settings::thread_settings_update,
+        "turn/start" => turn_start,
+        "turn/steer" => |shared, params| Reply::from(turn_steer(shared, params)),
+        "turn/interrupt" => |shared, params| Reply::from(turn_interrupt(shared, params)),
+        "command/exec" => |shared, params| Reply::from(command_exec(shared, params)),
+        "permissionProfile/list" => {
+            |shared, params| Reply::from(permission_profile_list(shared, params))
+        }
+        "account/read" => |shared, params| Reply::from(services::account_read(shared, params)),
+        "account/login/start" => |_, params| services::account_login_start(params),
+        "account/login/cancel" => services::account_login_cancel,
+        "config/read" => |shared, params| Reply::from(settings::config_read(shared, params)),
+        "config/batchWrite" => settings::config_batch_write,
+        "mcpServer/oauth/login" => services::mcp_server_oauth_login,
+        "model/list" => |_, params| Reply::from(settings::model_list(params)),
+        "skills/list" => |_, params| Reply::from(settings::skills_list(params)),
+        "hooks/list" => services::hooks_list,
+        "collaborationMode/list" => {
+            |_, params| Reply::from(settings::collaboration_mode_list(params))
+        }
+        _ => return None,
+    };
+    Some(handler)
+}
+
 pub fn handle(shared: &Arc<Shared>, method: &str, params: Option<&Value>) -> Reply {
     if !protocol::is_client_method(method) {
         return Reply::err(protocol::unknown_method(method));
     }
-    let result = match method {
-        "initialize" => return initialize(shared, params),
-        "thread/start" => return threads::thread_start(shared, params),
-        "thread/resume" => return threads::thread_resume(shared, params),
-        "thread/read" => return threads::thread_read(shared, params),
-        "turn/start" => return turn_start(shared, params),
-        "turn/steer" => turn_steer(shared, params),
-        "turn/interrupt" => turn_interrupt(shared, params),
-        "command/exec" => command_exec(shared, params),
-        "permissionProfile/list" => permission_profile_list(shared, params),
-        "account/read" => settings::account_read(shared, params),
-        "account/login/start" => return settings::account_login_start(params),
-        "config/read" => settings::config_read(shared, params),
-        "model/list" => settings::model_list(params),
-        "skills/list" => settings::skills_list(params),
-        "collaborationMode/list" => settings::collaboration_mode_list(params),
-        "thread/settings/update" => return settings::thread_settings_update(shared, params),
-        other => {
-            eprintln!("fake-app-server: `{other}` is a Codex method the fake does not implement");
-            Err(RpcError::internal(format!(
-                "fake-app-server does not implement `{other}`"
-            )))
-        }
+    if let Some(handler) = handler(method) {
+        return handler(shared, params);
+    }
+    let persona = crate::persona::current();
+    if let Some(recorded) = persona.static_answer(method) {
+        return match require_initialized(shared) {
+            Ok(()) => recorded_reply(recorded),
+            Err(error) => Reply::err(error),
+        };
+    }
+    let reason = persona
+        .unimplemented_reason(method)
+        .unwrap_or("not listed in the persona's unimplemented.toml");
+    eprintln!(
+        "fake-app-server: `{method}` is a Codex method the fake does not implement: {reason}"
+    );
+    Reply::err(RpcError::internal(format!(
+        "fake-app-server does not implement `{method}` (personas/{}/unimplemented.toml: {reason})",
+        persona.version
+    )))
+}
+
+/// A recorded answer (`static_answers.json`): the result or error, with the notifications the
+/// release sent before and after it.
+fn recorded_reply(recorded: &Value) -> Reply {
+    let notifications = |key: &str| -> Vec<Value> {
+        recorded[key]
+            .as_array()
+            .map(|all| {
+                all.iter()
+                    .map(|n| {
+                        shapes::notification(
+                            n["method"].as_str().unwrap_or_default(),
+                            n["params"].clone(),
+                        )
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
     };
-    match result {
-        Ok(value) => Reply::ok(value),
-        Err(error) => Reply::err(error),
+    let result = match recorded.get("error") {
+        Some(error) => Err(RpcError {
+            code: error["code"]
+                .as_i64()
+                .unwrap_or(crate::protocol::INTERNAL_ERROR),
+            message: error["message"].as_str().unwrap_or_default().to_string(),
+        }),
+        None => Ok(recorded["result"].clone()),
+    };
+    Reply {
+        before: notifications("before"),
+        then: notifications("after"),
+        ..Reply::from(result)
     }
-}
-
-pub(super) fn require_initialized(shared: &Shared) -> Result<(), RpcError> {
-    if shared.state().initialized {
-        Ok(())
-    } else {
-        Err(RpcError::invalid("Not initialized"))
-    }
-}
-
-/// The experimentalApi gate: `METHOD.FIELD requires experimentalApi capability`.
-pub(super) fn gate(
-    shared: &Shared,
-    method: &str,
-    field: &str,
-    present: bool,
-) -> Result<(), RpcError> {
-    if present && !shared.state().experimental_api {
-        return Err(RpcError::invalid(format!(
-            "{method}.{field} requires experimentalApi capability"
-        )));
-    }
-    Ok(())
 }
 
 #[derive(Deserialize)]
@@ -162,9 +220,8 @@ fn initialize(shared: &Arc<Shared>, params: Option<&Value>) -> Reply {
         });
     });
     Reply {
-        result: Ok(result),
-        then,
         after: Some(after),
+        ..Reply::then(result, then)
     }
 }
 
@@ -174,21 +231,10 @@ struct TurnStartParams {
     thread_id: String,
     input: Vec<Value>,
     #[serde(default)]
-    permissions: Option<String>,
-    #[serde(default)]
-    sandbox_policy: Option<Value>,
-    #[serde(default)]
-    approval_policy: Option<Value>,
-    #[serde(default)]
-    collaboration_mode: Option<Value>,
-    #[serde(default)]
-    approvals_reviewer: Option<String>,
-    #[serde(default)]
-    model: Option<String>,
-    #[serde(default)]
     output_schema: Option<Value>,
-    #[serde(default)]
-    cwd: Option<String>,
+    /// The thread settings the turn changes (from now on, for later turns too).
+    #[serde(flatten)]
+    settings: settings::SettingsChange,
 }
 
 fn in_progress_turn(id: &str) -> Value {
@@ -204,130 +250,89 @@ fn in_progress_turn(id: &str) -> Value {
     })
 }
 
-fn user_text(input: &[Value]) -> String {
-    input
-        .iter()
-        .filter_map(|item| item.get("text").and_then(Value::as_str))
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
 fn turn_start(shared: &Arc<Shared>, params: Option<&Value>) -> Reply {
-    let run =
-        || -> Result<Reply, RpcError> {
-            let params: TurnStartParams = parse_params(params)?;
-            require_initialized(shared)?;
-            gate(
-                shared,
-                "turn/start",
-                "permissions",
-                params.permissions.is_some(),
-            )?;
-            gate(
-                shared,
-                "turn/start",
-                "collaborationMode",
-                params.collaboration_mode.is_some(),
-            )?;
-            check_thread_id(&params.thread_id)?;
-            if params.permissions.is_some() && params.sandbox_policy.is_some() {
-                return Err(RpcError::invalid(
-                    "`permissions` cannot be combined with `sandboxPolicy`",
-                ));
-            }
-            let new_permissions = match (&params.permissions, &params.sandbox_policy) {
-                (Some(id), _) => Some(Permissions::Profile(
-                    shared.config.profile(Some(id)).map_err(|e| {
-                        RpcError::invalid(format!("failed to load configuration: {e}"))
-                    })?,
-                )),
-                (None, Some(policy)) => Some(Permissions::Legacy(
-                    LegacyPolicy::from_policy_json(policy).map_err(RpcError::invalid)?,
-                )),
-                (None, None) => None,
-            };
-            let mut state = shared.state();
-            let thread = state.threads.get_mut(&params.thread_id).ok_or_else(|| {
-                RpcError::invalid(format!("thread not found: {}", params.thread_id))
-            })?;
-            if let Some(active) = &thread.active {
-                // Codex folds input sent during a running turn into that turn.
-                let _ = active.signals.send(TurnSignal::Steer(json!(params.input)));
-                return Ok(Reply::ok(json!({"turn": in_progress_turn(&active.id)})));
-            }
-            if let Some(permissions) = new_permissions {
-                thread.permissions = permissions;
-            }
-            if let Some(policy) = params.approval_policy {
-                thread.approval_policy = policy;
-            }
-            if let Some(reviewer) = params.approvals_reviewer {
-                thread.approvals_reviewer = reviewer;
-            }
-            if let Some(model) = params.model {
-                thread.model = Some(model);
-            }
-            if let Some(mode) = params.collaboration_mode {
-                thread.collaboration_mode = Some(mode);
-            }
-            if let Some(cwd) = params.cwd {
-                thread.cwd = PathBuf::from(cwd);
-            }
-            let text = user_text(&params.input);
-            if thread.preview.is_empty() {
-                thread.preview = text.clone();
-            }
-            let index = thread.turns_started;
-            thread.turns_started += 1;
-            let turn_id = crate::ids::uuid_v7();
-            let (signals_tx, signals_rx) = std::sync::mpsc::channel();
-            thread.active = Some(ActiveTurn {
-                id: turn_id.clone(),
-                signals: signals_tx.clone(),
-            });
-            let (model, _) = model_of(shared, Some(thread));
-            if !settings::in_catalog(&model) {
-                // Codex warns before it answers turn/start (measured with 0.169).
-                shared
-                    .out
-                    .send(&settings::missing_metadata_warning(&model, &thread.id));
-            }
-            let plan = TurnPlan {
-                thread_id: thread.id.clone(),
-                approvals_reviewer: thread.approvals_reviewer.clone(),
-                plan_mode: thread
-                    .collaboration_mode
-                    .as_ref()
-                    .is_some_and(|mode| mode["mode"] == "plan"),
-                tokens_before: thread.tokens_used,
-                turn_id: turn_id.clone(),
-                cwd: thread.cwd.clone(),
-                permissions: thread.permissions.clone(),
-                approval_policy: thread.approval_policy.clone(),
-                dynamic_tools: thread.dynamic_tools.clone(),
-                input: json!(params.input),
-                user_text: text,
-                script: shared.scenario.turn_for(
-                    crate::scenario::TurnOrigin {
-                        start_index: thread.start_index,
-                        ephemeral: Some(thread.ephemeral),
-                        output_schema: params.output_schema.as_ref().is_some_and(|s| !s.is_null()),
-                    },
-                    index,
-                ),
-                signals: signals_rx,
-                self_signal: signals_tx,
-            };
-            drop(state);
-            let shared_for_turn = Arc::clone(shared);
-            Ok(Reply {
-                result: Ok(json!({"turn": in_progress_turn(&turn_id)})),
-                then: Vec::new(),
-                after: Some(Box::new(move || {
-                    std::thread::spawn(move || turn::play(shared_for_turn, plan));
-                })),
-            })
+    let run = || -> Result<Reply, RpcError> {
+        let params: TurnStartParams = parse_params(params)?;
+        require_initialized(shared)?;
+        gate(
+            shared,
+            "turn/start",
+            "permissions",
+            params.settings.permissions.is_some(),
+        )?;
+        gate(
+            shared,
+            "turn/start",
+            "collaborationMode",
+            params.settings.collaboration_mode.is_some(),
+        )?;
+        check_thread_id(&params.thread_id)?;
+        let mut state = shared.state();
+        let thread = state.thread_mut(&params.thread_id)?;
+        if let Some(active) = &thread.active {
+            // Codex folds input sent during a running turn into that turn.
+            let _ = active.signals.send(TurnSignal::Steer(json!(params.input)));
+            return Ok(Reply::ok(json!({"turn": in_progress_turn(&active.id)})));
+        }
+        if params.settings.apply(shared, thread)? {
+            // Codex 0.169 reports changed settings before it answers (measured: a new
+            // collaboration mode, model, effort or approval policy).
+            shared.out.send(&settings::settings_updated(shared, thread));
+        }
+        let text = threads::user_text(&params.input);
+        if thread.preview.is_empty() {
+            thread.preview = text.clone();
+        }
+        let first_turn = thread.turns_started == 0;
+        let output_schema = params.output_schema.as_ref().is_some_and(|s| !s.is_null());
+        let script = threads::script_after_inputs(shared, thread, 1, output_schema);
+        if first_turn {
+            // Codex writes a thread's rollout when its first turn starts (measured): from
+            // now on the thread can be resumed, also by a later process.
+            thread.persist();
+        }
+        let turn_id = crate::ids::uuid_v7();
+        let (signals_tx, signals_rx) = std::sync::mpsc::channel();
+        thread.active = Some(ActiveTurn {
+            id: turn_id.clone(),
+            signals: signals_tx.clone(),
+            output_schema,
+        });
+        let (model, _) = model_of(shared, Some(thread));
+        if !settings::in_catalog(&model) {
+            // Codex warns before it answers turn/start (measured with 0.169).
+            shared
+                .out
+                .send(&settings::missing_metadata_warning(&model, &thread.id));
+        }
+        let plan = TurnPlan {
+            thread_id: thread.id.clone(),
+            approvals_reviewer: thread.approvals_reviewer.clone(),
+            plan_mode: thread
+                .collaboration_mode
+                .as_ref()
+                .is_some_and(|mode| mode["mode"] == "plan"),
+            tokens_before: thread.tokens_used,
+            turn_id: turn_id.clone(),
+            cwd: thread.cwd.clone(),
+            permissions: thread.permissions.clone(),
+            approval_policy: thread.approval_policy.clone(),
+            dynamic_tools: thread.dynamic_tools.clone(),
+            input: json!(params.input),
+            user_text: text,
+            script,
+            signals: signals_rx,
+            self_signal: signals_tx,
         };
+        drop(state);
+        let shared_for_turn = Arc::clone(shared);
+        Ok(Reply {
+            after: Some(Box::new(move || {
+                std::thread::spawn(move || turn::play(shared_for_turn, plan));
+            })),
+            ..Reply::ok(json!({"turn": in_progress_turn(&turn_id)}))
+        })
+    };
     run().unwrap_or_else(Reply::err)
 }
 
@@ -456,4 +461,43 @@ fn permission_profile_list(
         .map(|id| json!({"id": id, "description": null, "allowed": true}))
         .collect();
     Ok(json!({"data": data, "nextCursor": null}))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each release's client methods are answered by behaviour, from its recorded answers, or
+    /// listed as not implemented, with the reason: exactly one of the three, and the lists name
+    /// nothing else.
+    #[test]
+    fn every_client_method_is_implemented_recorded_or_listed_with_a_reason() {
+        for persona in crate::persona::all() {
+            let methods: std::collections::BTreeSet<&str> = persona.client_methods().collect();
+            for method in &methods {
+                let ways = [
+                    handler(method).is_some(),
+                    persona.static_answer(method).is_some(),
+                    persona.unimplemented_reason(method).is_some(),
+                ];
+                assert_eq!(
+                    ways.iter().filter(|w| **w).count(),
+                    1,
+                    "{} `{method}`: handler, recorded answer, unimplemented: {ways:?}",
+                    persona.version
+                );
+            }
+            for listed in persona.unimplemented().chain(persona.static_answers()) {
+                assert!(
+                    methods.contains(listed),
+                    "{}: `{listed}` is no client method of the release",
+                    persona.version
+                );
+            }
+            for method in persona.unimplemented() {
+                let reason = persona.unimplemented_reason(method).unwrap_or_default();
+                assert!(!reason.trim().is_empty(), "{} `{method}`", persona.version);
+            }
+        }
+    }
 }

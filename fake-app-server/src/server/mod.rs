@@ -2,8 +2,11 @@
 //! (turns, command/exec, delayed answers) runs on its own threads, so answers may come out of
 //! order, as with the real server.
 
+mod admin;
 mod auto_review;
+mod gate;
 mod handlers;
+mod services;
 mod settings;
 mod state;
 mod threads;
@@ -46,25 +49,41 @@ pub struct Shared {
     pub(crate) goals: Mutex<HashMap<String, Value>>,
 }
 
-/// A handler's answer: the result, the notifications that follow the response, and work to
-/// start once they are out (a turn).
+/// A handler's answer: the result, the notifications that go before and after the response,
+/// and work to start once they are out (a turn).
 pub struct Reply {
     pub result: Result<Value, RpcError>,
+    pub before: Vec<Value>,
     pub then: Vec<Value>,
     pub after: Option<Box<dyn FnOnce() + Send>>,
 }
 
 impl Reply {
     pub fn ok(result: Value) -> Self {
-        Self {
-            result: Ok(result),
-            then: Vec::new(),
-            after: None,
-        }
+        Self::from(Ok(result))
     }
     pub fn err(error: RpcError) -> Self {
+        Self::from(Err(error))
+    }
+    /// `result`, then the notifications `then`.
+    pub fn then(result: Value, then: Vec<Value>) -> Self {
         Self {
-            result: Err(error),
+            then,
+            ..Self::ok(result)
+        }
+    }
+    /// The same answer, with `notification` sent before it.
+    pub fn before(mut self, notification: Value) -> Self {
+        self.before.push(notification);
+        self
+    }
+}
+
+impl From<Result<Value, RpcError>> for Reply {
+    fn from(result: Result<Value, RpcError>) -> Self {
+        Self {
+            result,
+            before: Vec::new(),
             then: Vec::new(),
             after: None,
         }
@@ -297,6 +316,9 @@ fn answer(
             .and_then(|r| r["turn"]["id"].as_str())
             .map(str::to_string);
         if let (Some(turn_id), Some(after)) = (turn_id, reply.after.take()) {
+            for notification in &reply.before {
+                shared.out.send(notification);
+            }
             after();
             let limit = Duration::from_millis(shared.scenario.limits.hang_ms);
             if !shared.wait_turn_finished(&turn_id, limit) {
@@ -306,6 +328,9 @@ fn answer(
             shared.out.send(&response);
             return;
         }
+    }
+    for notification in &reply.before {
+        shared.out.send(notification);
     }
     let response = match &reply.result {
         Ok(result) => json!({"id": id, "result": result}),
@@ -370,4 +395,70 @@ fn fork_resumed_thread(shared: &Shared, reply: &mut Reply) {
     eprintln!(
         "fake-app-server: thread/resume of {old} answered as thread {new}, as the scenario asks"
     );
+}
+
+#[cfg(test)]
+mod tests {
+    /// The server's modules and the siblings each one uses (`super::NAME`): the graph must have
+    /// no cycle, so each module can be read (and changed) knowing only what it builds on.
+    #[test]
+    fn the_server_modules_import_each_other_without_a_cycle() {
+        let sources: &[(&str, &str)] = &[
+            ("admin", include_str!("admin.rs")),
+            ("auto_review", include_str!("auto_review.rs")),
+            ("gate", include_str!("gate.rs")),
+            ("handlers", include_str!("handlers.rs")),
+            ("services", include_str!("services.rs")),
+            ("settings", include_str!("settings.rs")),
+            ("state", include_str!("state.rs")),
+            ("threads", include_str!("threads.rs")),
+            ("turn", include_str!("turn/mod.rs")),
+        ];
+        let uses = |text: &str| -> Vec<&str> {
+            sources
+                .iter()
+                .map(|(name, _)| *name)
+                .filter(|name| {
+                    text.contains(&format!("super::{name}::"))
+                        || text.contains(&format!("super::{name};"))
+                        || text.contains(&format!("super::{{{name}"))
+                        || text.contains(&format!("super::{name}::{{"))
+                })
+                .collect()
+        };
+        let edges: Vec<(&str, Vec<&str>)> = sources
+            .iter()
+            .map(|(name, text)| (*name, uses(text)))
+            .collect();
+        assert!(
+            edges
+                .iter()
+                .any(|(name, used)| *name == "threads" && used.contains(&"gate")),
+            "the scan must see `threads` using `gate`: {edges:?}"
+        );
+        // Depth-first search for a path from a module back to itself.
+        fn reaches(
+            edges: &[(&str, Vec<&str>)],
+            from: &str,
+            to: &str,
+            seen: &mut Vec<String>,
+        ) -> bool {
+            let Some((_, used)) = edges.iter().find(|(name, _)| *name == from) else {
+                return false;
+            };
+            used.iter().any(|next| {
+                *next == to
+                    || (!seen.contains(&next.to_string()) && {
+                        seen.push(next.to_string());
+                        reaches(edges, next, to, seen)
+                    })
+            })
+        }
+        for (name, _) in &edges {
+            assert!(
+                !reaches(&edges, name, name, &mut Vec::new()),
+                "server module `{name}` imports itself through its siblings: {edges:?}"
+            );
+        }
+    }
 }

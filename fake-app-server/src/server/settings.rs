@@ -1,8 +1,10 @@
-//! The methods a client calls around its threads rather than in them, answered like Codex 0.169.0
-//! (measured): `config/read`, `model/list`, `skills/list`, `collaborationMode/list`,
-//! `account/read`, `account/login/start`, and `thread/settings/update`. What a release bundles
+//! The methods a client calls about its configuration rather than in its threads, answered like
+//! Codex 0.169.0 (measured): `config/read`, `config/batchWrite`, `model/list`, `skills/list`,
+//! `collaborationMode/list`, and a thread's settings (`thread/settings/update`, and the
+//! `thread/settings/updated` a `turn/start` may bring). What a release bundles
 //! (its model catalogue, its config defaults, its system skills) is the persona's.
 
+use super::gate::{check_thread_id, require_initialized};
 use super::state::ThreadState;
 use super::{Reply, Shared};
 use crate::protocol::shapes;
@@ -62,11 +64,11 @@ fn layer_version(config: &Value) -> String {
     format!("sha256:{}", hex::encode(digest))
 }
 
-fn user_config_file() -> PathBuf {
+pub(super) fn user_config_file() -> PathBuf {
     super::codex_home().join("config.toml")
 }
 
-fn read_toml(path: &std::path::Path) -> toml::Table {
+pub(super) fn read_toml(path: &std::path::Path) -> toml::Table {
     std::fs::read_to_string(path)
         .ok()
         .and_then(|text| text.parse::<toml::Table>().ok())
@@ -163,6 +165,11 @@ pub fn config_read(shared: &Arc<Shared>, params: Option<&Value>) -> Result<Value
     let (model, provider) = model_of(shared, None);
     effective.entry("model").or_insert(json!(model));
     effective.entry("model_provider").or_insert(json!(provider));
+    if let Some(Value::Object(features)) = effective.get_mut("features") {
+        // A `features` table from a layer (e.g. `--enable`) brings Codex's typed
+        // `network_proxy` entry along, unset (measured with 0.169).
+        features.entry("network_proxy").or_insert(Value::Null);
+    }
     let defaults = config_defaults();
     merge_under(&mut effective, &defaults["config"]);
     if let Some(Value::Object(providers)) = effective.get_mut("model_providers") {
@@ -240,140 +247,238 @@ pub fn collaboration_mode_list(params: Option<&Value>) -> Result<Value, RpcError
     ]}))
 }
 
-pub fn account_read(shared: &Arc<Shared>, params: Option<&Value>) -> Result<Value, RpcError> {
-    let _: Map<String, Value> = parse_params(params)?;
-    Ok(json!({
-        "account": null, "userId": null,
-        "requiresOpenaiAuth": shared.config.requires_openai_auth(),
-        "workspaceRouting": null,
-    }))
-}
-
-/// `account/login/start`: an API key is accepted at once (Codex stores it and reports the login);
-/// the browser and device-code flows need a network the fake never uses.
-pub fn account_login_start(params: Option<&Value>) -> Reply {
-    let params: Map<String, Value> = match parse_params(params) {
-        Ok(p) => p,
-        Err(e) => return Reply::err(e),
-    };
-    match params.get("type").and_then(Value::as_str) {
-        Some("apiKey") if params.get("apiKey").is_some_and(Value::is_string) => Reply {
-            result: Ok(json!({"type": "apiKey"})),
-            then: vec![
-                shapes::notification(
-                    "account/login/completed",
-                    json!({"loginId": null, "success": true, "error": null, "onboardingEntrypoint": null}),
-                ),
-                shapes::notification(
-                    "account/updated",
-                    json!({"authMode": "apikey", "planType": null}),
-                ),
-            ],
-            after: None,
-        },
-        Some("apiKey") => Reply::err(RpcError::invalid("Invalid request: missing field `apiKey`")),
-        Some(other) => Reply::err(RpcError::invalid(format!(
-            "fake-app-server supports only `apiKey` logins (got `{other}`)"
-        ))),
-        None => Reply::err(RpcError::invalid("Invalid request: missing field `type`")),
-    }
-}
-
-/// The collaboration mode a thread reports (`default` until `thread/settings/update` sets one).
+/// The collaboration mode a thread reports: the default mode with no instructions until a client
+/// sets one; a mode set without its own instructions reports the release's built-in ones. Its
+/// reasoning effort is the thread's (measured with Codex 0.169).
 pub fn collaboration_mode(thread: &ThreadState, model: &str) -> Value {
-    let mut mode = thread.collaboration_mode.clone().unwrap_or_else(
-        || json!({"mode": "default", "settings": {"model": model, "reasoning_effort": null, "developer_instructions": null}}),
-    );
-    mode["settings"]["model"] = json!(model);
-    mode
+    let effort = &thread.model_settings.effort;
+    let Some(given) = &thread.collaboration_mode else {
+        return json!({"mode": "default", "settings": {"model": model, "reasoning_effort": effort, "developer_instructions": null}});
+    };
+    let mode = given["mode"].as_str().unwrap_or("default");
+    let instructions = match &given["settings"]["developer_instructions"] {
+        Value::Null => json!(crate::persona::current().collaboration_mode_instructions(mode)),
+        own => own.clone(),
+    };
+    json!({"mode": mode, "settings": {"model": model, "reasoning_effort": effort, "developer_instructions": instructions}})
 }
 
 /// The `threadSettings` of `thread/settings/updated`.
 pub fn thread_settings(thread: &ThreadState, model: &str, provider: &str) -> Value {
     let cwd = thread.cwd.display().to_string();
+    let tuning = &thread.model_settings;
     json!({
         "disabledPluginIds": [], "cwd": cwd,
         "environments": [{"environmentId": "local", "cwd": cwd, "runtimeWorkspaceRoots": [cwd]}],
         "approvalPolicy": thread.approval_policy, "approvalsReviewer": thread.approvals_reviewer,
         "sandboxPolicy": thread.permissions.projection(),
         "activePermissionProfile": thread.permissions.active_profile(),
-        "model": model, "modelProvider": provider, "serviceTier": null, "effort": null,
-        "summary": null, "collaborationMode": collaboration_mode(thread, model),
+        "model": model, "modelProvider": provider, "serviceTier": tuning.service_tier,
+        "effort": tuning.effort, "summary": tuning.summary,
+        "collaborationMode": collaboration_mode(thread, model),
+        "multiAgentMode": "explicitRequestOnly", "personality": tuning.personality,
     })
+}
+
+/// The thread's settings as a client sees them, to tell whether a change changed anything.
+pub fn settings_of(shared: &Shared, thread: &ThreadState) -> Value {
+    let (model, provider) = model_of(shared, Some(thread));
+    thread_settings(thread, &model, provider.as_str())
+}
+
+/// `thread/settings/updated` for `thread`'s current settings.
+pub fn settings_updated(shared: &Shared, thread: &ThreadState) -> Value {
+    shapes::notification(
+        "thread/settings/updated",
+        json!({"threadId": thread.id, "threadSettings": settings_of(shared, thread)}),
+    )
+}
+
+/// The settings a client may change on a thread, with the same names on `turn/start` and
+/// `thread/settings/update`. Applied as a whole or not at all (a bad profile changes nothing).
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct SettingsChange {
+    #[serde(default)]
+    pub model: Option<String>,
+    #[serde(default)]
+    pub approval_policy: Option<Value>,
+    #[serde(default)]
+    pub approvals_reviewer: Option<String>,
+    #[serde(default)]
+    pub collaboration_mode: Option<Value>,
+    #[serde(default)]
+    pub sandbox_policy: Option<Value>,
+    #[serde(default)]
+    pub permissions: Option<String>,
+    #[serde(default)]
+    pub cwd: Option<String>,
+    #[serde(default)]
+    pub effort: Option<Value>,
+    #[serde(default)]
+    pub summary: Option<Value>,
+    #[serde(default)]
+    pub service_tier: Option<Value>,
+    #[serde(default)]
+    pub personality: Option<Value>,
+}
+
+impl SettingsChange {
+    /// The permissions the change asks for, resolved against the `-c` profiles.
+    fn permissions(&self, shared: &Shared) -> Result<Option<Permissions>, RpcError> {
+        match (&self.permissions, &self.sandbox_policy) {
+            (Some(_), Some(_)) => Err(RpcError::invalid(
+                "`permissions` cannot be combined with `sandboxPolicy`",
+            )),
+            (Some(id), None) => Ok(Some(Permissions::Profile(
+                shared
+                    .config
+                    .profile(Some(id))
+                    .map_err(|e| RpcError::invalid(format!("failed to load configuration: {e}")))?,
+            ))),
+            (None, Some(policy)) => Ok(Some(Permissions::Legacy(
+                LegacyPolicy::from_policy_json(policy).map_err(RpcError::invalid)?,
+            ))),
+            (None, None) => Ok(None),
+        }
+    }
+
+    /// Apply the change to `thread`; `Ok(true)` when what a client sees of its settings changed
+    /// (Codex 0.169 then sends `thread/settings/updated`, and only then: measured).
+    pub fn apply(self, shared: &Shared, thread: &mut ThreadState) -> Result<bool, RpcError> {
+        let permissions = self.permissions(shared)?;
+        let before = settings_of(shared, thread);
+        if let Some(model) = self.model {
+            thread.model = Some(model);
+        }
+        if let Some(policy) = self.approval_policy {
+            thread.approval_policy = policy;
+        }
+        if let Some(reviewer) = self.approvals_reviewer {
+            thread.approvals_reviewer = reviewer;
+        }
+        if let Some(permissions) = permissions {
+            thread.permissions = permissions;
+        }
+        if let Some(cwd) = self.cwd {
+            thread.cwd = PathBuf::from(cwd);
+        }
+        let tuning = &mut thread.model_settings;
+        for (field, value) in [
+            (&mut tuning.effort, self.effort),
+            (&mut tuning.summary, self.summary),
+            (&mut tuning.service_tier, self.service_tier),
+            (&mut tuning.personality, self.personality),
+        ] {
+            if let Some(value) = value {
+                *field = value;
+            }
+        }
+        if let Some(mode) = self.collaboration_mode {
+            // A mode carries its own reasoning effort, which becomes the thread's.
+            tuning.effort = mode["settings"]["reasoning_effort"].clone();
+            thread.collaboration_mode = Some(mode);
+        }
+        Ok(settings_of(shared, thread) != before)
+    }
 }
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct ThreadSettingsUpdateParams {
     thread_id: String,
-    #[serde(default)]
-    model: Option<String>,
-    #[serde(default)]
-    approval_policy: Option<Value>,
-    #[serde(default)]
-    approvals_reviewer: Option<String>,
-    #[serde(default)]
-    collaboration_mode: Option<Value>,
-    #[serde(default)]
-    sandbox_policy: Option<Value>,
-    #[serde(default)]
-    permissions: Option<String>,
-    #[serde(default)]
-    cwd: Option<String>,
+    #[serde(flatten)]
+    change: SettingsChange,
 }
 
-/// `thread/settings/update`: `{}`, then `thread/settings/updated` with the thread's settings.
+/// `thread/settings/update`: `{}`, then `thread/settings/updated` when a setting changed.
 pub fn thread_settings_update(shared: &Arc<Shared>, params: Option<&Value>) -> Reply {
-    let run = || -> Result<Value, RpcError> {
+    let run = || -> Result<Option<Value>, RpcError> {
         let params: ThreadSettingsUpdateParams = parse_params(params)?;
-        let permissions = match (&params.permissions, &params.sandbox_policy) {
-            (Some(id), _) => Some(Permissions::Profile(
-                shared
-                    .config
-                    .profile(Some(id))
-                    .map_err(|e| RpcError::invalid(format!("failed to load configuration: {e}")))?,
-            )),
-            (None, Some(policy)) => Some(Permissions::Legacy(
-                LegacyPolicy::from_policy_json(policy).map_err(RpcError::invalid)?,
-            )),
-            (None, None) => None,
-        };
+        require_initialized(shared)?;
+        check_thread_id(&params.thread_id)?;
         let mut state = shared.state();
-        let thread = state
-            .threads
-            .get_mut(&params.thread_id)
-            .ok_or_else(|| RpcError::invalid(format!("thread not found: {}", params.thread_id)))?;
-        if let Some(model) = params.model {
-            thread.model = Some(model);
-        }
-        if let Some(policy) = params.approval_policy {
-            thread.approval_policy = policy;
-        }
-        if let Some(reviewer) = params.approvals_reviewer {
-            thread.approvals_reviewer = reviewer;
-        }
-        if let Some(mode) = params.collaboration_mode {
-            thread.collaboration_mode = Some(mode);
-        }
-        if let Some(permissions) = permissions {
-            thread.permissions = permissions;
-        }
-        if let Some(cwd) = params.cwd {
-            thread.cwd = PathBuf::from(cwd);
-        }
-        let thread = &*thread;
-        let (model, provider) = model_of(shared, Some(thread));
-        Ok(shapes::notification(
-            "thread/settings/updated",
-            json!({"threadId": thread.id, "threadSettings": thread_settings(thread, &model, &provider)}),
-        ))
+        let thread = state.thread_mut(&params.thread_id)?;
+        let changed = params.change.apply(shared, thread)?;
+        Ok(changed.then(|| settings_updated(shared, thread)))
     };
     match run() {
-        Ok(notification) => Reply {
-            result: Ok(json!({})),
-            then: vec![notification],
-            after: None,
-        },
+        Ok(notification) => Reply::then(json!({}), notification.into_iter().collect()),
         Err(error) => Reply::err(error),
     }
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ConfigEdit {
+    key_path: String,
+    value: Value,
+    merge_strategy: String,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct BatchWriteParams {
+    edits: Vec<ConfigEdit>,
+    #[serde(default)]
+    file_path: Option<PathBuf>,
+}
+
+/// `config/batchWrite`: the edits written into `$CODEX_HOME/config.toml` (or `filePath`),
+/// answered with the file's new layer version, as Codex 0.169 does (measured: the digest is the
+/// one `config/read` shows for that layer). A `null` value removes the key; `upsert` merges a
+/// table into the one there.
+pub fn config_batch_write(shared: &Arc<Shared>, params: Option<&Value>) -> Reply {
+    let run = || -> Result<Value, RpcError> {
+        let params: BatchWriteParams = parse_params(params)?;
+        require_initialized(shared)?;
+        let path = params.file_path.unwrap_or_else(user_config_file);
+        let mut table = read_toml(&path);
+        for edit in params.edits {
+            let keys: Vec<String> = edit.key_path.split('.').map(str::to_string).collect();
+            let (last, parents) = keys
+                .split_last()
+                .ok_or_else(|| RpcError::invalid("Invalid request: empty keyPath"))?;
+            if edit.value.is_null() {
+                let mut at = Some(&mut table);
+                for key in parents {
+                    at = at
+                        .and_then(|t| t.get_mut(key))
+                        .and_then(toml::Value::as_table_mut);
+                }
+                if let Some(parent) = at {
+                    parent.remove(last);
+                }
+                continue;
+            }
+            let mut value = toml::Value::try_from(&edit.value).map_err(|e| {
+                RpcError::invalid(format!("Invalid request: {}: {e}", edit.key_path))
+            })?;
+            if edit.merge_strategy == "upsert" {
+                let existing = parents
+                    .iter()
+                    .try_fold(&table, |t, key| t.get(key).and_then(toml::Value::as_table))
+                    .and_then(|t| t.get(last))
+                    .and_then(toml::Value::as_table);
+                if let (Some(existing), toml::Value::Table(new)) = (existing, &value) {
+                    let mut merged = existing.clone();
+                    merged.extend(new.clone());
+                    value = toml::Value::Table(merged);
+                }
+            }
+            graders::codex_overrides::insert_dotted(&mut table, &keys, value);
+        }
+        let text = toml::to_string(&table)
+            .map_err(|e| RpcError::internal(format!("writing {}: {e}", path.display())))?;
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)
+                .map_err(|e| RpcError::internal(format!("writing {}: {e}", path.display())))?;
+        }
+        std::fs::write(&path, text)
+            .map_err(|e| RpcError::internal(format!("writing {}: {e}", path.display())))?;
+        Ok(
+            json!({"status": "ok", "version": layer_version(&to_json(&table)), "filePath": path, "overriddenMetadata": null}),
+        )
+    };
+    Reply::from(run())
 }

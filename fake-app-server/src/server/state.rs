@@ -3,6 +3,7 @@
 
 use crate::config::Config;
 use crate::protocol::shapes::{self, ThreadView};
+use crate::protocol::RpcError;
 use crate::sandbox::policy::{LegacyPolicy, Permissions};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -21,6 +22,15 @@ pub struct State {
     pub threads_started: usize,
 }
 
+impl State {
+    /// The loaded thread `id`, or Codex's error for an id it does not hold.
+    pub fn thread_mut(&mut self, id: &str) -> Result<&mut ThreadState, RpcError> {
+        self.threads
+            .get_mut(id)
+            .ok_or_else(|| RpcError::invalid(format!("thread not found: {id}")))
+    }
+}
+
 /// What a running turn can be told.
 #[derive(Debug)]
 pub enum TurnSignal {
@@ -33,6 +43,8 @@ pub enum TurnSignal {
 pub struct ActiveTurn {
     pub id: String,
     pub signals: Sender<TurnSignal>,
+    /// Its `turn/start` had an `outputSchema` (what a scenario's `threads` selector may ask).
+    pub output_schema: bool,
 }
 
 pub struct ThreadState {
@@ -48,8 +60,15 @@ pub struct ThreadState {
     pub approvals_reviewer: String,
     /// `thread/start.model` (else the configured model).
     pub model: Option<String>,
-    /// The collaboration mode `thread/settings/update` set (`None`: the default mode).
+    /// The collaboration mode a client set (`turn/start` or `thread/settings/update`), as sent;
+    /// `None`: never set (Codex then reports the default mode with no instructions).
     pub collaboration_mode: Option<Value>,
+    /// Reasoning effort, summary, service tier and personality, as a client set them.
+    pub model_settings: ModelSettings,
+    /// `thread/name/set`.
+    pub name: Option<String>,
+    /// The thread `thread/fork` copied it from.
+    pub forked_from: Option<String>,
     pub dynamic_tools: Vec<String>,
     pub instruction_sources: Vec<String>,
     pub preview: String,
@@ -62,6 +81,16 @@ pub struct ThreadState {
     /// How many turns were started (turn N plays script turn N).
     pub turns_started: usize,
     pub active: Option<ActiveTurn>,
+}
+
+/// The model settings a client may set on a thread, echoed in `thread/settings/updated` (JSON
+/// `null` until set).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ModelSettings {
+    pub effort: Value,
+    pub summary: Value,
+    pub service_tier: Value,
+    pub personality: Value,
 }
 
 /// The persisted form of a thread.
@@ -78,6 +107,14 @@ struct Persisted {
     approvals_reviewer: String,
     #[serde(default)]
     model: Option<String>,
+    #[serde(default)]
+    collaboration_mode: Option<Value>,
+    #[serde(default)]
+    model_settings: ModelSettings,
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    forked_from: Option<String>,
     dynamic_tools: Vec<String>,
     instruction_sources: Vec<String>,
     preview: String,
@@ -147,7 +184,30 @@ impl ThreadState {
         }
     }
 
+    /// Whether Codex has written the thread's rollout: when its first turn started (never for
+    /// an ephemeral thread). Until then `thread/resume` finds nothing (measured with 0.169).
+    pub fn has_rollout(&self) -> bool {
+        !self.ephemeral && self.turns_started > 0
+    }
+
+    /// The thread as Codex shows it (`thread/start`, `thread/read`, `thread/list`, …).
+    pub fn json(&self, model: &str, provider: &str, originator: &str, with_turns: bool) -> Value {
+        let mut thread = shapes::thread(&self.view(model, provider, originator, with_turns));
+        thread["name"] = serde_json::json!(self.name);
+        thread["forkedFromId"] = serde_json::json!(self.forked_from);
+        thread
+    }
+
+    /// Write the thread's file, once it has a rollout ([`Self::has_rollout`]).
     pub fn persist(&self) {
+        if self.has_rollout() {
+            self.write_record();
+        }
+    }
+
+    /// Write the thread's file at `path`, rollout or not (an archived thread is remembered even
+    /// when it never ran a turn, as Codex remembers it).
+    pub fn write_record(&self) {
         let Some(path) = &self.path else { return };
         let (profile, legacy_policy) = match &self.permissions {
             Permissions::Profile(p) => (Some(p.id.clone()), None),
@@ -162,6 +222,10 @@ impl ThreadState {
             approval_policy: self.approval_policy.clone(),
             approvals_reviewer: self.approvals_reviewer.clone(),
             model: self.model.clone(),
+            collaboration_mode: self.collaboration_mode.clone(),
+            model_settings: self.model_settings.clone(),
+            name: self.name.clone(),
+            forked_from: self.forked_from.clone(),
             dynamic_tools: self.dynamic_tools.clone(),
             instruction_sources: self.instruction_sources.clone(),
             preview: self.preview.clone(),
@@ -214,7 +278,10 @@ impl ThreadState {
             approval_policy: record.approval_policy,
             approvals_reviewer: record.approvals_reviewer,
             model: record.model,
-            collaboration_mode: None,
+            collaboration_mode: record.collaboration_mode,
+            model_settings: record.model_settings,
+            name: record.name,
+            forked_from: record.forked_from,
             dynamic_tools: record.dynamic_tools,
             instruction_sources: record.instruction_sources,
             preview: record.preview,
@@ -258,24 +325,67 @@ pub fn new_thread_file(thread_id: &str) -> Option<PathBuf> {
 }
 
 /// The persisted file of thread `thread_id` ([`new_thread_file`]), found by the id at the end
-/// of its name in `$CODEX_HOME/sessions/YYYY/MM/DD/`.
-pub fn thread_file(thread_id: &str) -> Option<PathBuf> {
-    let home = std::env::var_os("CODEX_HOME").filter(|v| !v.is_empty())?;
+/// of its name in `$CODEX_HOME/sessions/YYYY/MM/DD/` (or, `archived`, in `archived_sessions/`).
+pub fn thread_file_in(thread_id: &str, archived: bool) -> Option<PathBuf> {
     let suffix = format!("-{thread_id}.jsonl");
-    let children = |dir: &std::path::Path| -> Vec<PathBuf> {
-        std::fs::read_dir(dir)
-            .map(|entries| entries.flatten().map(|e| e.path()).collect())
-            .unwrap_or_default()
-    };
-    let mut days = Vec::new();
-    for year in children(&PathBuf::from(home).join("sessions")) {
-        for month in children(&year) {
-            days.extend(children(&month));
-        }
-    }
-    days.iter().flat_map(|day| children(day)).find(|file| {
+    thread_files(archived).into_iter().find(|file| {
         file.file_name()
             .and_then(|n| n.to_str())
-            .is_some_and(|n| n.starts_with("rollout-") && n.ends_with(&suffix))
+            .is_some_and(|n| n.ends_with(&suffix))
     })
+}
+
+/// The file of a thread that is not archived ([`thread_file_in`]).
+pub fn thread_file(thread_id: &str) -> Option<PathBuf> {
+    thread_file_in(thread_id, false)
+}
+
+/// `$CODEX_HOME/sessions`, where threads are persisted (below `YYYY/MM/DD/`).
+pub fn sessions_dir() -> Option<PathBuf> {
+    let home = std::env::var_os("CODEX_HOME").filter(|v| !v.is_empty())?;
+    Some(PathBuf::from(home).join("sessions"))
+}
+
+/// `$CODEX_HOME/archived_sessions`, where Codex moves an archived thread's rollout (measured).
+pub fn archive_dir() -> Option<PathBuf> {
+    let home = std::env::var_os("CODEX_HOME").filter(|v| !v.is_empty())?;
+    Some(PathBuf::from(home).join("archived_sessions"))
+}
+
+/// Every persisted thread file: below `sessions/YYYY/MM/DD/`, or in `archived_sessions/`.
+pub fn thread_files(archived: bool) -> Vec<PathBuf> {
+    let children = |dir: &Path| -> Vec<PathBuf> {
+        let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
+            .map(|entries| entries.flatten().map(|e| e.path()).collect())
+            .unwrap_or_default();
+        found.sort();
+        found
+    };
+    let is_rollout = |file: &PathBuf| {
+        file.file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.starts_with("rollout-") && n.ends_with(".jsonl"))
+    };
+    if archived {
+        return archive_dir()
+            .map(|dir| children(&dir).into_iter().filter(is_rollout).collect())
+            .unwrap_or_default();
+    }
+    let Some(home) = std::env::var_os("CODEX_HOME").filter(|v| !v.is_empty()) else {
+        return Vec::new();
+    };
+    let mut files = Vec::new();
+    for year in children(&PathBuf::from(home).join("sessions")) {
+        for month in children(&year) {
+            for day in children(&month) {
+                files.extend(children(&day).into_iter().filter(is_rollout));
+            }
+        }
+    }
+    files
+}
+
+/// The server's working directory: a thread's cwd when the client names none.
+pub fn server_cwd() -> PathBuf {
+    std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"))
 }

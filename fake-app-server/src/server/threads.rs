@@ -1,13 +1,14 @@
 //! The thread lifecycle, answering like Codex 0.169.0: `thread/start` (permissions, trust,
 //! instructions), `thread/resume` and `thread/read`.
 
-use super::handlers::{gate, require_initialized};
+use super::gate::{check_session_id, check_thread_id, gate, require_initialized};
 use super::settings::{self, model_of};
-use super::state::ThreadState;
+use super::state::{server_cwd, ThreadState};
 use super::{Reply, Shared};
 use crate::protocol::shapes::{self, ThreadSettingsView};
 use crate::protocol::{parse_params, RpcError};
 use crate::sandbox::policy::{LegacyPolicy, Permissions};
+use crate::scenario::{ScenarioTurn, TurnOrigin};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::path::PathBuf;
@@ -42,10 +43,6 @@ struct DynamicToolSpec {
     name: String,
 }
 
-pub(super) fn server_cwd() -> PathBuf {
-    std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"))
-}
-
 /// Load AGENTS.md the way the permissions require: through the sandboxed helper under
 /// restricted reads, directly otherwise.
 fn load_instructions(
@@ -69,7 +66,7 @@ fn load_instructions(
         .collect())
 }
 
-fn settings_view<'a>(
+pub(super) fn settings_view<'a>(
     thread: &'a ThreadState,
     model: &'a str,
     provider: &'a str,
@@ -190,6 +187,9 @@ pub(super) fn thread_start(shared: &Arc<Shared>, params: Option<&Value>) -> Repl
             approvals_reviewer: params.approvals_reviewer.unwrap_or_else(|| "user".into()),
             model: params.model,
             collaboration_mode: None,
+            model_settings: Default::default(),
+            name: None,
+            forked_from: None,
             tokens_used: 0,
             dynamic_tools: params
                 .dynamic_tools
@@ -205,10 +205,9 @@ pub(super) fn thread_start(shared: &Arc<Shared>, params: Option<&Value>) -> Repl
             turns_started: 0,
             active: None,
         };
-        thread.persist();
         let (model, provider) = model_of(shared, Some(&thread));
         let originator = shared.state().client_name.clone();
-        let thread_json = shapes::thread(&thread.view(&model, &provider, &originator, false));
+        let thread_json = thread.json(&model, &provider, &originator, false);
         let result = shapes::thread_start_result(
             thread_json.clone(),
             &settings_view(&thread, &model, &provider),
@@ -221,38 +220,15 @@ pub(super) fn thread_start(shared: &Arc<Shared>, params: Option<&Value>) -> Repl
         Ok((result, thread_json))
     };
     match run() {
-        Ok((result, thread_json)) => Reply {
-            result: Ok(result),
-            then: vec![shapes::notification(
+        Ok((result, thread_json)) => Reply::then(
+            result,
+            vec![shapes::notification(
                 "thread/started",
                 json!({"thread": thread_json}),
             )],
-            after: None,
-        },
+        ),
         Err(error) => Reply::err(error),
     }
-}
-
-/// Codex parses thread ids as UUIDs before looking them up.
-pub(super) fn check_thread_id(id: &str) -> Result<(), RpcError> {
-    let Err(err) = uuid::Uuid::parse_str(id) else {
-        return Ok(());
-    };
-    // Codex's uuid version words a bad character this way (1-based position); other errors keep
-    // this uuid version's text.
-    let bad = id
-        .trim_start_matches("urn:uuid:")
-        .chars()
-        .enumerate()
-        .find(|(_, c)| !(c.is_ascii_hexdigit() || *c == '-'));
-    let detail = match bad {
-        Some((index, c)) => format!(
-            "invalid character: expected an optional prefix of `urn:uuid:` followed by [0-9a-fA-F-], found `{c}` at {}",
-            index + 1
-        ),
-        None => err.to_string(),
-    };
-    Err(RpcError::invalid(format!("invalid thread id: {detail}")))
 }
 
 #[derive(Deserialize)]
@@ -279,7 +255,7 @@ pub(super) fn thread_resume(shared: &Arc<Shared>, params: Option<&Value>) -> Rep
             "permissions",
             params.permissions.is_some(),
         )?;
-        check_thread_id(&params.thread_id)?;
+        check_session_id(&params.thread_id)?;
         let no_rollout = || {
             RpcError::invalid(format!(
                 "no rollout found for thread id {}",
@@ -289,7 +265,9 @@ pub(super) fn thread_resume(shared: &Arc<Shared>, params: Option<&Value>) -> Rep
         let mut thread = {
             let mut state = shared.state();
             match state.threads.remove(&params.thread_id) {
-                Some(thread) if !thread.ephemeral => thread,
+                // The rollout is written when the first turn starts: a thread that never ran
+                // one (and an ephemeral thread) has nothing to resume from (measured).
+                Some(thread) if thread.has_rollout() => thread,
                 Some(thread) => {
                     state.threads.insert(thread.id.clone(), thread);
                     return Err(no_rollout());
@@ -332,10 +310,11 @@ pub(super) fn thread_resume(shared: &Arc<Shared>, params: Option<&Value>) -> Rep
         let (model, provider) = model_of(shared, Some(&thread));
         let originator = shared.state().client_name.clone();
         let with_turns = !params.exclude_turns.unwrap_or(false);
-        let thread_json = shapes::thread(&thread.view(&model, &provider, &originator, with_turns));
+        let thread_json = thread.json(&model, &provider, &originator, with_turns);
         let mut result =
             shapes::thread_resume_result(thread_json, &settings_view(&thread, &model, &provider));
         result["collaborationMode"] = settings::collaboration_mode(&thread, &model);
+        result["reasoningEffort"] = thread.model_settings.effort.clone();
         if !thread.turns.is_empty() {
             // Opaque to clients; Codex 0.169 encodes where the rollout's history begins.
             let items: usize = thread
@@ -354,13 +333,7 @@ pub(super) fn thread_resume(shared: &Arc<Shared>, params: Option<&Value>) -> Rep
             shapes::notification("thread/goal/cleared", json!({"threadId": thread.id}));
         reinsert(thread);
         let before = if with_turns {
-            vec![
-                status,
-                shapes::notification(
-                    "deprecationNotice",
-                    json!({"summary": "Full-history hydration is deprecated for paginated threads; use `excludeTurns: true`, then page with `thread/turns/list` and `thread/items/list`.", "details": null}),
-                ),
-            ]
+            vec![status, hydration_notice()]
         } else {
             vec![status]
         };
@@ -372,11 +345,7 @@ pub(super) fn thread_resume(shared: &Arc<Shared>, params: Option<&Value>) -> Rep
                 shared.out.send(notification);
             }
             // Codex 0.169 clears the thread's goal right after the answer (measured).
-            Reply {
-                result: Ok(result),
-                then: vec![goal_cleared],
-                after: None,
-            }
+            Reply::then(result, vec![goal_cleared])
         }
         Err(e) => Reply::err(e),
     }
@@ -407,18 +376,77 @@ pub(super) fn thread_read(shared: &Arc<Shared>, params: Option<&Value>) -> Reply
                 "ephemeral threads do not support includeTurns",
             ));
         }
+        if include_turns && !thread.has_rollout() {
+            // Codex 0.169's answer for a thread whose rollout is not written yet (measured).
+            return Err(RpcError {
+                code: crate::protocol::METHOD_NOT_FOUND,
+                message: "list_turns is not supported yet".into(),
+            });
+        }
         if include_turns {
             shared.out.send(&shapes::notification(
                 "deprecationNotice",
                 json!({"summary": "Full-history hydration is deprecated for paginated threads; omit `includeTurns` or set it to `false`, then page with `thread/turns/list` and `thread/items/list`.", "details": null}),
             ));
         }
-        let thread_json =
-            shapes::thread(&thread.view(&model, &provider, &state.client_name, include_turns));
+        let thread_json = thread.json(&model, &provider, &state.client_name, include_turns);
         Ok(json!({"thread": thread_json, "readState": thread.read_state()}))
     };
     match run() {
         Ok(v) => Reply::ok(v),
         Err(e) => Reply::err(e),
     }
+}
+
+/// The text of a turn's input items (what the model reads as the user's message).
+pub(super) fn user_text(input: &[Value]) -> String {
+    input
+        .iter()
+        .filter_map(|item| item.get("text").and_then(Value::as_str))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The script the model plays once it has read `inputs` more user messages on `thread`: its
+/// position in the scenario is the number of user messages it has read (less one), as the mock
+/// model API in front of the real Codex counts it from the request's history. A `turn/start`
+/// is one message; input steered into a running turn is one more each (Codex 0.169 sends it
+/// with the model's next request, measured).
+pub(super) fn script_after_inputs(
+    shared: &Shared,
+    thread: &mut ThreadState,
+    inputs: usize,
+    output_schema: bool,
+) -> ScenarioTurn {
+    thread.turns_started += inputs;
+    let origin = TurnOrigin {
+        start_index: thread.start_index,
+        ephemeral: Some(thread.ephemeral),
+        output_schema,
+    };
+    shared
+        .scenario
+        .turn_for(origin, thread.turns_started.saturating_sub(1))
+}
+
+/// Input steered into `thread_id`'s running turn reaches the model: the script it now plays
+/// ([`script_after_inputs`]), or `None` when the thread has no running turn any more.
+pub(crate) fn steered_script(
+    shared: &Shared,
+    thread_id: &str,
+    inputs: usize,
+) -> Option<ScenarioTurn> {
+    let mut state = shared.state();
+    let thread = state.threads.get_mut(thread_id)?;
+    let output_schema = thread.active.as_ref()?.output_schema;
+    Some(script_after_inputs(shared, thread, inputs, output_schema))
+}
+
+/// The `deprecationNotice` Codex 0.169 sends before answering with a thread's whole history
+/// (`thread/resume`, `thread/fork` without `excludeTurns`).
+pub(super) fn hydration_notice() -> Value {
+    shapes::notification(
+        "deprecationNotice",
+        json!({"summary": "Full-history hydration is deprecated for paginated threads; use `excludeTurns: true`, then page with `thread/turns/list` and `thread/items/list`.", "details": null}),
+    )
 }

@@ -128,6 +128,19 @@ impl Client {
         })
     }
 
+    /// The first `method` notification received since `seen[from]`: one that arrived while
+    /// waiting for an answer is not waited for again.
+    pub fn notification_since(&mut self, from: usize, method: &str) -> Value {
+        let is_it = |v: &Value| {
+            v.get("method").and_then(Value::as_str) == Some(method) && v.get("id").is_none()
+        };
+        let already = self.seen[from..].iter().find_map(|line| match line {
+            Line::Json(v) if is_it(v) => Some(v.clone()),
+            _ => None,
+        });
+        already.unwrap_or_else(|| self.wait_for(method, is_it))
+    }
+
     pub fn server_request(&mut self, method: &str) -> Value {
         self.wait_for(method, |v| {
             v.get("method").and_then(Value::as_str) == Some(method) && v.get("id").is_some()
@@ -141,6 +154,16 @@ impl Client {
         );
         self.send(&json!({"method": "initialized"}));
         answer
+    }
+
+    /// `thread/start` in `cwd`: the thread's id and the whole answer.
+    pub fn start_thread(&mut self, cwd: &str) -> (String, Value) {
+        let started = self.request("thread/start", json!({"cwd": cwd}));
+        let id = started["result"]["thread"]["id"]
+            .as_str()
+            .unwrap_or_else(|| panic!("thread/start answered no thread id: {started}"))
+            .to_string();
+        (id, started)
     }
 
     pub fn wait_exit(&mut self, limit: Duration) -> Option<std::process::ExitStatus> {

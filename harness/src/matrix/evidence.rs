@@ -55,6 +55,9 @@ pub fn append_model_events(log: &mut EventLog, model_log: &Path) -> Result<usize
             ModelLogEntry::ToolOutput { call_id, output } => {
                 Body::ModelToolOutput(ModelToolOutput { call_id, output })
             }
+            // What the user said is the driver's to prove (its `turn/start` and `turn/steer`
+            // lines); the event schema has no model event for it yet.
+            ModelLogEntry::UserInput { .. } => continue,
         };
         log.emit(Source::Model, body)?;
         count += 1;

@@ -353,6 +353,7 @@ pub(super) fn server_started_plan(shared: &Arc<Shared>, thread_id: &str) -> Opti
     thread.active = Some(ActiveTurn {
         id: turn_id.clone(),
         signals: signals_tx.clone(),
+        output_schema: false,
     });
     let origin = crate::scenario::TurnOrigin {
         start_index: thread.start_index,

@@ -160,9 +160,12 @@ impl TurnRun {
         if self.root_turn.is_none() {
             let input = self.plan.input.clone();
             self.user_message(&input);
+            // A turn the server started itself has no user input for the model to read.
+            self.log(ModelLogEntry::UserInput {
+                text: self.plan.user_text.clone(),
+            });
         }
-
-        let script = self.plan.script.clone();
+        let mut script = self.plan.script.clone();
         let mut status = "completed";
         let mut error = Value::Null;
         if script
@@ -178,39 +181,53 @@ impl TurnRun {
         {
             status = "interrupted";
         }
-        for (index, step) in script.steps.iter().enumerate() {
-            if status != "completed" {
-                break;
+        // A script plays until its last response, unless input steered into the turn reaches
+        // the model first: then the script the model switches to plays, in the same turn.
+        'script: while status == "completed" {
+            for (index, step) in script.steps.iter().enumerate() {
+                if let Flow::Interrupted = self.drain_signals() {
+                    status = "interrupted";
+                    break 'script;
+                }
+                if begins_response(&script.steps, index) {
+                    if let Some(next) = self.steered_script() {
+                        script = next;
+                        continue 'script;
+                    }
+                }
+                if let Flow::Interrupted = self.step(step) {
+                    status = "interrupted";
+                    break 'script;
+                }
+                if ends_response(step) {
+                    self.token_usage();
+                }
+                if self.server_steps(&script.server_steps, |s| s.after_step == Some(index))
+                    == Flow::Interrupted
+                {
+                    status = "interrupted";
+                    break 'script;
+                }
+                if script
+                    .fault
+                    .as_ref()
+                    .is_some_and(|f| f.after_step == Some(index))
+                {
+                    self.inject_fault();
+                }
             }
             if let Flow::Interrupted = self.drain_signals() {
                 status = "interrupted";
                 break;
             }
-            if let Flow::Interrupted = self.step(step) {
-                status = "interrupted";
-                break;
+            // Input steered in meanwhile reaches the model with one more request: after a tool
+            // step, or in place of the final response it arrived during (measured: Codex 0.169
+            // drops a response the steer cut short and asks again with both inputs).
+            if let Some(next) = self.steered_script() {
+                script = next;
+                continue;
             }
-            if ends_response(step) {
-                self.token_usage();
-            }
-            if self.server_steps(&script.server_steps, |s| s.after_step == Some(index))
-                == Flow::Interrupted
-            {
-                status = "interrupted";
-                break;
-            }
-            if script
-                .fault
-                .as_ref()
-                .is_some_and(|f| f.after_step == Some(index))
-            {
-                self.inject_fault();
-            }
-        }
-        if status == "completed" {
-            if let Flow::Interrupted = self.drain_signals() {
-                status = "interrupted";
-            }
+            break;
         }
         if status == "completed" && script.fail.is_none() && !script.interrupted {
             // The final model response (the one that ends the turn).
@@ -385,6 +402,38 @@ impl TurnRun {
         self.shared.turn_finished(&turn_id);
     }
 
+    /// Input steered into the turn reaches the model with its next request (Codex 0.169,
+    /// measured): Codex shows each as a userMessage item of the turn, and the model, having read
+    /// more user messages, plays the script of its new position (`threads::steered_script`),
+    /// from its start, its templates reading the last steered text. `None` when nothing was
+    /// steered since the last request.
+    fn steered_script(&mut self) -> Option<ScenarioTurn> {
+        if self.steered.is_empty() {
+            return None;
+        }
+        let inputs = std::mem::take(&mut self.steered);
+        let mut text = String::new();
+        for input in &inputs {
+            let (id, now) = (ids::uuid_v7(), shapes::now_ms());
+            let (thread_id, turn_id) = self.ids();
+            self.send(shapes::item_started(
+                shapes::user_message_item(&id, input, now, None),
+                thread_id,
+                turn_id,
+                now,
+            ));
+            self.complete_item(shapes::user_message_item(&id, input, now, Some(now)), now);
+            text = super::threads::user_text(input.as_array().map_or(&[], Vec::as_slice));
+            self.log(ModelLogEntry::UserInput { text: text.clone() });
+        }
+        let script =
+            super::threads::steered_script(&self.shared, &self.plan.thread_id, inputs.len())?;
+        self.template.user_marker = find_marker(&text);
+        self.template.write_outcome = None;
+        self.plan.script = script.clone();
+        Some(script)
+    }
+
     /// Handle signals that arrived; `Interrupted` if the client interrupted the turn.
     fn drain_signals(&mut self) -> Flow {
         while let Ok(signal) = self.plan.signals.try_recv() {
@@ -401,9 +450,8 @@ impl TurnRun {
 
     /// Input the client steered into the turn: Codex adds it as a `userMessage` item when the
     /// model's current response ends, and the model's next request holds it (measured with
-    /// 0.169).
+    /// 0.169); [`Self::steered_script`] plays that moment.
     fn steer(&mut self, input: Value) {
-        self.user_message(&input);
         self.steered.push(input);
     }
 
@@ -569,6 +617,11 @@ impl TurnRun {
         self.items.push(done);
         self.send(message);
     }
+}
+
+/// Step `index` is the first of a model response (each response is a request the model answers).
+fn begins_response(steps: &[ModelStep], index: usize) -> bool {
+    index == 0 || ends_response(&steps[index - 1])
 }
 
 /// A step whose tool output the model must wait for ends a model response (as the mock model

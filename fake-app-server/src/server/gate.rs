@@ -1,0 +1,61 @@
+//! The checks every client method makes before it does anything: the handshake happened, the
+//! experimental fields it was sent are allowed, the thread id it names is a UUID. Their own module so that the thread lifecycle
+//! (`threads`) and the other handlers (`handlers`) both use them without needing each other.
+
+use super::Shared;
+use crate::protocol::RpcError;
+
+/// Codex answers every method but `initialize` with `Not initialized` before the handshake.
+pub(super) fn require_initialized(shared: &Shared) -> Result<(), RpcError> {
+    if shared.state().initialized {
+        Ok(())
+    } else {
+        Err(RpcError::invalid("Not initialized"))
+    }
+}
+
+/// The experimentalApi gate: `METHOD.FIELD requires experimentalApi capability`.
+pub(super) fn gate(
+    shared: &Shared,
+    method: &str,
+    field: &str,
+    present: bool,
+) -> Result<(), RpcError> {
+    if present && !shared.state().experimental_api {
+        return Err(RpcError::invalid(format!(
+            "{method}.{field} requires experimentalApi capability"
+        )));
+    }
+    Ok(())
+}
+
+/// Codex parses thread ids as UUIDs before looking them up.
+pub(super) fn check_thread_id(id: &str) -> Result<(), RpcError> {
+    parse_id(id, "thread")
+}
+
+/// `thread/resume` words a malformed id as a session id (Codex 0.169, measured).
+pub(super) fn check_session_id(id: &str) -> Result<(), RpcError> {
+    parse_id(id, "session")
+}
+
+fn parse_id(id: &str, noun: &str) -> Result<(), RpcError> {
+    let Err(err) = uuid::Uuid::parse_str(id) else {
+        return Ok(());
+    };
+    // Codex's uuid version words a bad character this way (1-based position); other errors keep
+    // this uuid version's text.
+    let bad = id
+        .trim_start_matches("urn:uuid:")
+        .chars()
+        .enumerate()
+        .find(|(_, c)| !(c.is_ascii_hexdigit() || *c == '-'));
+    let detail = match bad {
+        Some((index, c)) => format!(
+            "invalid character: expected an optional prefix of `urn:uuid:` followed by [0-9a-fA-F-], found `{c}` at {}",
+            index + 1
+        ),
+        None => err.to_string(),
+    };
+    Err(RpcError::invalid(format!("invalid {noun} id: {detail}")))
+}
