@@ -289,6 +289,17 @@ pub enum Mode {
     Ask,
 }
 
+impl Mode {
+    /// The mode as every file and report spells it (its serialised name).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Planning => "planning",
+            Mode::Standard => "standard",
+            Mode::Ask => "ask",
+        }
+    }
+}
+
 /// Where the app-server runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]

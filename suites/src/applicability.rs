@@ -1,7 +1,7 @@
 //! Which cases a declared driver cannot express. Such a cell is not applicable, with the reason:
 //! never run, never a pass, never dropped from the matrix.
 
-use crate::matrix::{mode_name, Cell};
+use crate::cell::Cell;
 use crate::spec::{DeclaredDriver, DriverContract};
 
 /// Why `cell`'s declared driver cannot run its case, if it cannot. Cells of the harness's own
@@ -10,10 +10,10 @@ pub fn not_applicable(cell: &Cell) -> Option<String> {
     let driver = cell.runner.declared.as_ref()?;
     let task = &cell.case.task;
     if !driver.modes.contains(&cell.case.mode) {
-        let declared: Vec<&str> = driver.modes.iter().map(|m| mode_name(*m)).collect();
+        let declared: Vec<&str> = driver.modes.iter().map(|m| m.as_str()).collect();
         return Some(format!(
             "the case runs in mode `{}` and the driver declares only modes = [{}]",
-            mode_name(cell.case.mode),
+            cell.case.mode.as_str(),
             declared.join(", ")
         ));
     }
@@ -49,6 +49,12 @@ pub fn not_applicable(cell: &Cell) -> Option<String> {
                 declared.join(", ")
             ));
         }
+    }
+    if let Some(missing) = cell.case.requires.iter().find(|c| !driver.declares(**c)) {
+        return Some(format!(
+            "the case needs the driver to declare {} in its drivers file, and it does not",
+            missing.declaration()
+        ));
     }
     if task.contains_key("relaunch") && driver.contract != DriverContract::Events {
         return Some(

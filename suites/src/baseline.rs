@@ -37,6 +37,62 @@ pub struct BaselineEntry {
     pub reason: String,
 }
 
+/// The cells a baseline entry names: one cell name, or a pattern whose parts may hold `*`
+/// (any text without a dot), e.g. `codex-planning-read-only.my-runner-codex*.daytona.*`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CellPattern {
+    parts: [String; 4],
+}
+
+impl CellPattern {
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let parts: Vec<&str> = text.split('.').collect();
+        let [suite, runner, environment, case] = parts.as_slice() else {
+            return Err(format!(
+                "`{text}` is not of the form suite.runner.environment.case (four non-empty parts, `*` standing for any text without a dot)"
+            ));
+        };
+        let parts = [suite, runner, environment, case].map(|p| p.to_string());
+        if parts.iter().any(String::is_empty) {
+            return Err(format!("`{text}` has an empty part"));
+        }
+        Ok(Self { parts })
+    }
+
+    /// Whether it names exactly one cell (no `*`).
+    pub fn is_exact(&self) -> bool {
+        !self.parts.iter().any(|p| p.contains('*'))
+    }
+
+    pub fn matches(&self, cell: &graders::events::CellId) -> bool {
+        let names = [&cell.suite, &cell.runner, &cell.environment, &cell.case];
+        self.parts
+            .iter()
+            .zip(names)
+            .all(|(pattern, name)| part_matches(pattern, name))
+    }
+}
+
+/// `*` matches any run of characters (parts hold no dots).
+fn part_matches(pattern: &str, name: &str) -> bool {
+    let mut pieces = pattern.split('*');
+    let first = pieces.next().unwrap_or_default();
+    let Some(mut rest) = name.strip_prefix(first) else {
+        return false;
+    };
+    let pieces: Vec<&str> = pieces.collect();
+    let Some((last, middle)) = pieces.split_last() else {
+        return rest.is_empty();
+    };
+    for piece in middle {
+        match rest.find(piece) {
+            Some(at) => rest = &rest[at + piece.len()..],
+            None => return false,
+        }
+    }
+    rest.len() >= last.len() && rest.ends_with(last)
+}
+
 /// The expected verdict of one cell.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Expectation {
@@ -167,6 +223,36 @@ impl Baseline {
             .get(cell)
             .cloned()
             .unwrap_or_else(Expectation::pass)
+    }
+}
+
+#[cfg(test)]
+mod pattern_tests {
+    use super::*;
+    use graders::events::CellId;
+
+    #[test]
+    fn a_pattern_matches_within_parts_and_never_across_dots() {
+        let cell = CellId::new(
+            "s",
+            "my-runner-codex-0-171-0",
+            "daytona",
+            "plan-write-refused",
+        );
+        let matches = |p: &str| CellPattern::parse(p).unwrap().matches(&cell);
+        assert!(matches("s.my-runner-codex*.daytona.*"));
+        assert!(matches("*.*.*.*"));
+        assert!(matches("s.*-codex-*.day*na.plan-*-refused"));
+        assert!(matches(
+            "s.my-runner-codex-0-171-0.daytona.plan-write-refused"
+        ));
+        assert!(!matches("s.my-runner-codex.daytona.*"));
+        assert!(!matches("s.*.daytona-uidmap.*"));
+        assert!(!matches("s.*fake*.daytona.*"));
+        assert!(CellPattern::parse("s.*.daytona").is_err());
+        assert!(CellPattern::parse("s..daytona.c").is_err());
+        assert!(CellPattern::parse("s.r.e.c").unwrap().is_exact());
+        assert!(!CellPattern::parse("s.r*.e.c").unwrap().is_exact());
     }
 }
 

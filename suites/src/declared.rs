@@ -113,16 +113,12 @@ mod tests {
 
     fn driver(command: &str, codex: CodexDiscovery) -> DeclaredDriver {
         DeclaredDriver {
-            about: None,
-            command: command.into(),
             codex,
             contract: DriverContract::Wire,
             modes: vec![],
             plan_reviews: false,
             answers: false,
-            approvals: vec![],
-            env: Default::default(),
-            base_dir: None,
+            ..DeclaredDriver::harness_own(command.into())
         }
     }
 

@@ -30,7 +30,7 @@
 
 use crate::baseline::BaselineEntry;
 use crate::declared::Placeholders;
-use crate::matrix::check_name;
+use crate::names::check_name;
 use crate::spec::{CaseSpec, DeclaredDriver, MatrixBlock};
 use crate::SuitesError;
 use serde::Deserialize;
@@ -42,7 +42,8 @@ use std::path::{Path, PathBuf};
 #[serde(deny_unknown_fields)]
 pub struct UserSuite {
     /// How many cells this file's blocks add to the suite (checked like `suites.toml`'s).
-    pub expected_cells: usize,
+    #[serde(default)]
+    pub expected_cells: Option<usize>,
     #[serde(default)]
     pub cases: BTreeMap<String, CaseSpec>,
     #[serde(default)]
@@ -117,21 +118,47 @@ impl DriversFile {
     }
 }
 
+/// A declared line bound: at least a small JSON-RPC message, at most what a line reader can
+/// sensibly hold.
+const MAX_LINE_BYTES_RANGE: std::ops::RangeInclusive<u64> = 1024..=(1 << 30);
+
 /// What can be checked of a declaration before any cell runs: a command, modes without
 /// repeats, placeholders that exist and agree with the codex discovery, environment names.
 fn check_driver(driver: &DeclaredDriver) -> Result<(), String> {
     if driver.command.trim().is_empty() {
         return Err("`command` is empty".into());
     }
+    if driver.command.contains('\0') || driver.env.values().any(|v| v.contains('\0')) {
+        return Err(
+            "`command` or an `env` value holds a NUL byte, which no process can be given".into(),
+        );
+    }
+    if driver.profiles.is_empty() {
+        return Err(
+            "`profiles` is empty: declare the profiles the driver is held to (\"protocol\", \"runner-contract\")"
+                .into(),
+        );
+    }
+    for (i, profile) in driver.profiles.iter().enumerate() {
+        if driver.profiles[..i].contains(profile) {
+            return Err(format!("profile `{}` is listed twice", profile.as_str()));
+        }
+    }
+    if let Some(bytes) = driver.max_line_bytes {
+        if !MAX_LINE_BYTES_RANGE.contains(&bytes) {
+            return Err(format!(
+                "max_line_bytes = {bytes}: must be between {} and {} bytes",
+                MAX_LINE_BYTES_RANGE.start(),
+                MAX_LINE_BYTES_RANGE.end()
+            ));
+        }
+    }
     if driver.modes.is_empty() {
         return Err("`modes` is empty: declare the run modes the driver can be told to use".into());
     }
     for (i, mode) in driver.modes.iter().enumerate() {
         if driver.modes[..i].contains(mode) {
-            return Err(format!(
-                "mode `{}` is listed twice",
-                crate::matrix::mode_name(*mode)
-            ));
+            return Err(format!("mode `{}` is listed twice", mode.as_str()));
         }
     }
     let sample = Placeholders {

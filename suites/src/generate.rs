@@ -10,7 +10,10 @@
 //!   environments and cases — so each suite runs the user's driver where it runs its own.
 //! - The drivers file's own cases join their (shipped) suite with their own blocks and size.
 
-use crate::matrix::{check_case, check_name, cross, expand_blocks, Cell, Extras, SUITES_FILE};
+use crate::cell::{check_case, cross, expand_blocks, Cell};
+use crate::drivers::DriversFile;
+use crate::names::check_name;
+use crate::source::SUITES_FILE;
 use crate::spec::{AppServerKind, DeclaredDriver, DriverKind, MatrixBlock, RunnerSpec, SuitesFile};
 use crate::SuitesError;
 use graders::events::PolicyGeneration;
@@ -48,6 +51,15 @@ pub fn check_version(version: &str) -> Result<(), String> {
             "Codex version `{version}` is not of the form MAJOR.MINOR.PATCH[-PRERELEASE] (e.g. 0.171.0)"
         ))
     }
+}
+
+/// What is added to the shipped suites at run time.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Extras {
+    /// The user's drivers file (`harness run --drivers FILE`).
+    pub drivers: Option<DriversFile>,
+    /// More real-Codex versions (`harness run --codex VERSION`, repeatable).
+    pub codex_versions: Vec<String>,
 }
 
 /// What [`extend`] added besides cells.
@@ -180,22 +192,30 @@ pub(crate) fn extend(
                 .iter()
                 .filter_map(|r| file.runners.get(r).and_then(|r| r.plays.as_ref()))
                 .collect();
+            // A declared driver joins the suites of the profiles it is held to.
+            let held = |runner: &&String| {
+                file.runners[runner.as_str()]
+                    .declared
+                    .as_ref()
+                    .is_some_and(|d| d.profiles.contains(&suite.profile))
+            };
             let mut runners: Vec<&String> = Vec::new();
             if block.runners.iter().any(|r| r == REFERENCE_CODEX_RUNNER) {
                 runners.extend(&reference_extra);
             }
             if kinds.contains(&AppServerKind::Fake) {
-                runners.extend(&declared_fake);
+                runners.extend(declared_fake.iter().filter(held));
             }
             // Where the block has a fake playing another release, so does each declared driver.
             runners.extend(
                 declared_fake_plays
                     .iter()
                     .filter(|(release, _)| plays.contains(release))
-                    .map(|(_, runner)| runner),
+                    .map(|(_, runner)| runner)
+                    .filter(held),
             );
             if kinds.contains(&AppServerKind::Codex) {
-                runners.extend(&declared_codex);
+                runners.extend(declared_codex.iter().filter(held));
             }
             let generated = MatrixBlock {
                 runners: runners.into_iter().cloned().collect(),

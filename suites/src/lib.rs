@@ -10,48 +10,25 @@
 
 pub mod applicability;
 pub mod baseline;
+pub mod cell;
 pub mod declared;
 pub mod drivers;
 pub mod generate;
 pub mod matrix;
+mod names;
 pub mod partition;
+pub mod source;
 pub mod spec;
 
 pub use baseline::{Agreement, Baseline, Expectation};
+pub use cell::Cell;
 pub use drivers::DriversFile;
+pub use generate::Extras;
 pub use graders::events::CellId;
-pub use matrix::{Cell, Extras, Matrix};
+pub use matrix::Matrix;
 pub use partition::Partition;
 
-/// The suites file shipped with this crate.
-pub const SUITES_TOML: &str = include_str!("../suites.toml");
-/// The baseline shipped with this crate.
-pub const BASELINE_TOML: &str = include_str!("../baseline.toml");
-
-/// Scenario files that cases name as `file:NAME`, embedded so a binary never depends on the
-/// source tree being present.
-pub const SCENARIO_FILES: &[(&str, &str)] = &[
-    (
-        "transient-startup-failure.toml",
-        include_str!("../scenarios/transient-startup-failure.toml"),
-    ),
-    (
-        "escalated-write.toml",
-        include_str!("../scenarios/escalated-write.toml"),
-    ),
-    (
-        "escalated-write-review-allow.toml",
-        include_str!("../scenarios/escalated-write-review-allow.toml"),
-    ),
-];
-
-/// The text of a scenario file named by a case (`file:NAME`), if it is one of [`SCENARIO_FILES`].
-pub fn scenario_file(name: &str) -> Option<&'static str> {
-    SCENARIO_FILES
-        .iter()
-        .find(|(file, _)| *file == name)
-        .map(|(_, text)| *text)
-}
+pub use source::{scenario_file, BASELINE_FILE, SUITES_FILE};
 
 /// Everything that can be wrong with the suites, the baseline or a drivers file. Each message
 /// names the file (`suites.toml`, `baseline.toml`, or the drivers file's path) and the entry at
@@ -96,6 +73,12 @@ pub enum SuitesError {
         cell: String,
         why: String,
     },
+    #[error("{file}: baseline entry `{entry}` decides no cell: every cell it matches is listed again by a later entry ({later}); remove it or narrow the later one")]
+    DeadBaselineEntry {
+        file: String,
+        entry: String,
+        later: String,
+    },
     #[error("{file}: `{cell}` is listed twice (also in {other})")]
     DuplicateBaselineCell {
         file: String,
@@ -115,10 +98,11 @@ pub enum SuitesError {
 
 /// The shipped matrix with the shipped baseline, validated.
 pub fn load() -> Result<Matrix, SuitesError> {
-    Matrix::parse(SUITES_TOML, BASELINE_TOML)
+    load_with(&Extras::default())
 }
 
 /// The shipped matrix plus the run-time extras (a drivers file, more Codex versions).
 pub fn load_with(extras: &Extras) -> Result<Matrix, SuitesError> {
-    Matrix::build(SUITES_TOML, BASELINE_TOML, extras)
+    let shipped = source::shipped();
+    Matrix::build(shipped.suites, shipped.baseline, extras)
 }

@@ -5,53 +5,19 @@
 //! [`crate::generate`]).
 
 use crate::baseline::{
-    parse_verdict, Baseline, BaselineEntry, BaselineFile, Expectation, VerdictKind, SIGNED_VERDICTS,
+    parse_verdict, Baseline, BaselineEntry, BaselineFile, CellPattern, Expectation, VerdictKind,
+    SIGNED_VERDICTS,
 };
-use crate::drivers::DriversFile;
-use crate::spec::{CaseSpec, EnvironmentSpec, MatrixBlock, RunnerSpec, ScenarioRef, SuitesFile};
-use crate::{scenario_file, SuitesError};
-use graders::events::{CellId, Mode, Target};
+use crate::cell::{check_case, expand_blocks, Cell};
+use crate::generate::Extras;
+use crate::names::check_name;
+use crate::source::{BASELINE_FILE, SUITES_FILE};
+use crate::spec::SuitesFile;
+use crate::SuitesError;
 use std::collections::{BTreeMap, BTreeSet};
 
-/// How messages name the shipped files.
-pub const SUITES_FILE: &str = "suites.toml";
-pub const BASELINE_FILE: &str = "baseline.toml";
-
-/// One cell: its name and everything needed to run it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Cell {
-    pub id: CellId,
-    pub runner: RunnerSpec,
-    pub environment: EnvironmentSpec,
-    pub case: CaseSpec,
-    /// The execution target the driver is told: the case's override, else the environment's.
-    pub target: Target,
-    pub expected: Expectation,
-    /// Why the cell's driver cannot express its case (a mode it does not declare, a plan review
-    /// loop or answers it cannot take), if so: the cell is reported not applicable with this
-    /// reason — never run, never a pass, never dropped.
-    pub not_applicable: Option<String>,
-}
-
-impl Cell {
-    pub fn name(&self) -> String {
-        self.id.to_string()
-    }
-
-    /// The case whose grader grades this cell: the case's `grade_as`, else its own name.
-    pub fn grader_case(&self) -> &str {
-        self.case.grade_as.as_deref().unwrap_or(&self.id.case)
-    }
-}
-
-/// What is added to the shipped suites at run time.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Extras {
-    /// The user's drivers file (`harness run --drivers FILE`).
-    pub drivers: Option<DriversFile>,
-    /// More real-Codex versions (`harness run --codex VERSION`, repeatable).
-    pub codex_versions: Vec<String>,
-}
+/// The longest file name Linux file systems take.
+const MAX_CELL_NAME_BYTES: usize = 255;
 
 /// The validated matrix: every cell of every suite, in a stable order (suite; then the shipped
 /// cells as declared, the generated ones, the drivers file's own).
@@ -65,33 +31,6 @@ pub struct Matrix {
     pub codex_versions: Vec<String>,
     /// The cells the drivers file added: its drivers' cells and its own cases' cells.
     pub from_drivers_file: BTreeSet<String>,
-}
-
-pub(crate) fn check_name(file: &str, what: &'static str, name: &str) -> Result<(), SuitesError> {
-    let ok = !name.is_empty()
-        && name
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
-        && !name.starts_with('-')
-        && !name.ends_with('-');
-    if ok {
-        Ok(())
-    } else {
-        Err(SuitesError::BadName {
-            file: file.to_string(),
-            what,
-            name: name.to_string(),
-        })
-    }
-}
-
-/// A mode as the suites files spell it.
-pub fn mode_name(mode: Mode) -> &'static str {
-    match mode {
-        Mode::Planning => "planning",
-        Mode::Standard => "standard",
-        Mode::Ask => "ask",
-    }
 }
 
 impl Matrix {
@@ -142,6 +81,20 @@ impl Matrix {
         let mut cells: Vec<Cell> = per_suite.into_values().flatten().collect();
         let mut seen = BTreeSet::new();
         for cell in &mut cells {
+            // The cell's name is its evidence folder's name.
+            if cell.name().len() > MAX_CELL_NAME_BYTES {
+                return Err(SuitesError::Invalid {
+                    file: extras
+                        .drivers
+                        .as_ref()
+                        .map_or(SUITES_FILE.to_string(), |d| d.name.clone()),
+                    message: format!(
+                        "cell `{}` has a name of {} bytes; a cell name is a folder name, at most {MAX_CELL_NAME_BYTES} bytes: shorten the driver's, suite's or case's name",
+                        cell.name(),
+                        cell.name().len()
+                    ),
+                });
+            }
             if !seen.insert(cell.id.clone()) {
                 return Err(SuitesError::DuplicateCell {
                     file: extras
@@ -153,11 +106,49 @@ impl Matrix {
             }
             cell.not_applicable = crate::applicability::not_applicable(cell);
         }
+        let from_drivers_file: BTreeSet<String> = cells
+            .iter()
+            .filter(|c| {
+                extended.declared_runners.contains(&c.id.runner)
+                    || user_cases.contains(&(c.id.suite.as_str(), c.id.case.as_str()))
+            })
+            .map(Cell::name)
+            .collect();
+        // Each file expects only its own cells: the shipped baseline the shipped matrix's, a
+        // drivers file the cells it adds (a shipped pattern never reaches a user's driver).
+        let (shipped, added): (Vec<Cell>, Vec<Cell>) = cells
+            .iter()
+            .cloned()
+            .partition(|c| !from_drivers_file.contains(&c.name()));
         let mut entries = BTreeMap::new();
-        check_baseline(&cells, baseline_file.expected, BASELINE_FILE, &mut entries)?;
+        check_baseline(
+            &shipped,
+            baseline_file.expected,
+            BASELINE_FILE,
+            &mut entries,
+        )?;
         if let Some(drivers) = &extras.drivers {
+            let shipped_names: BTreeSet<String> = shipped.iter().map(Cell::name).collect();
+            if let Some(entry) = drivers
+                .expected
+                .iter()
+                .find(|e| shipped_names.contains(&e.cell))
+            {
+                return Err(match entries.get(&entry.cell) {
+                    Some((_, other)) => SuitesError::DuplicateBaselineCell {
+                        file: drivers.name.clone(),
+                        cell: entry.cell.clone(),
+                        other: other.clone(),
+                    },
+                    None => SuitesError::UnknownBaselineCell {
+                        file: drivers.name.clone(),
+                        cell: entry.cell.clone(),
+                        why: "it is a cell of the shipped matrix, not one this drivers file adds; suites/baseline.toml decides its expectation".into(),
+                    },
+                });
+            }
             check_baseline(
-                &cells,
+                &added,
                 drivers.expected.clone(),
                 &drivers.name,
                 &mut entries,
@@ -169,14 +160,6 @@ impl Matrix {
         for cell in &mut cells {
             cell.expected = baseline.expectation(&cell.name());
         }
-        let from_drivers_file = cells
-            .iter()
-            .filter(|c| {
-                extended.declared_runners.contains(&c.id.runner)
-                    || user_cases.contains(&(c.id.suite.as_str(), c.id.case.as_str()))
-            })
-            .map(Cell::name)
-            .collect();
         Ok(Self {
             file,
             baseline,
@@ -244,237 +227,152 @@ fn check_runners(file: &SuitesFile) -> Result<(), SuitesError> {
     Ok(())
 }
 
-/// A case's name, its scenarios, and that a grader exists for it.
-pub(crate) fn check_case(
-    file: &str,
-    suite_name: &str,
-    case_name: &str,
-    case: &CaseSpec,
-) -> Result<(), SuitesError> {
-    check_name(file, "case", case_name)?;
-    let invalid = |message: String| SuitesError::Invalid {
-        file: file.to_string(),
-        message: format!("case `{suite_name}.{case_name}`: {message}"),
-    };
-    for scenario in std::iter::once(&case.scenario).chain(&case.codex_scenario) {
-        match ScenarioRef::parse(scenario) {
-            Ok(ScenarioRef::File(path)) if scenario_file(&path).is_none() => {
-                return Err(invalid(format!(
-                    "scenario file `{path}` is not one of suites/scenarios (see suites::SCENARIO_FILES)"
-                )))
-            }
-            Ok(_) => {}
-            Err(e) => return Err(invalid(e)),
-        }
-    }
-    let grader = case.grade_as.as_deref().unwrap_or(case_name);
-    if !graders::grade::CASES.contains(&(suite_name, grader)) {
-        let known: Vec<&str> = graders::grade::CASES
-            .iter()
-            .filter(|(s, _)| *s == suite_name)
-            .map(|(_, c)| *c)
-            .collect();
-        return Err(invalid(if known.is_empty() {
-            format!("no grader knows suite `{suite_name}`")
-        } else if case.grade_as.is_some() {
-            format!(
-                "grade_as = `{grader}` is not a case the graders know (known: {})",
-                known.join(", ")
-            )
-        } else {
-            format!(
-                "the graders know no case `{grader}` in this suite: name a shipped case's grader with `grade_as` (known: {})",
-                known.join(", ")
-            )
-        }));
-    }
-    Ok(())
-}
-
-/// Every runner × environment × case of one block of `suite_name`, named; an unknown name is
-/// `(what, name)`.
-pub(crate) fn cross(
-    file: &SuitesFile,
-    suite_name: &str,
-    block: &MatrixBlock,
-) -> Result<Vec<Cell>, (&'static str, String)> {
-    let suite = &file.suites[suite_name];
-    let mut cells = Vec::new();
-    for runner_name in &block.runners {
-        let runner = file
-            .runners
-            .get(runner_name)
-            .ok_or(("runner", runner_name.clone()))?;
-        for env_name in &block.environments {
-            let environment = file
-                .environments
-                .get(env_name)
-                .ok_or(("environment", env_name.clone()))?;
-            for case_name in &block.cases {
-                let case = suite
-                    .cases
-                    .get(case_name)
-                    .ok_or(("case", case_name.clone()))?;
-                cells.push(Cell {
-                    id: CellId::new(suite_name, runner_name, env_name, case_name),
-                    runner: runner.clone(),
-                    environment: environment.clone(),
-                    target: case.target.unwrap_or(environment.target),
-                    case: case.clone(),
-                    expected: Expectation::pass(),
-                    not_applicable: None,
-                });
-            }
-        }
-    }
-    Ok(cells)
-}
-
-/// Expand `blocks` of `suite_name` (its cases as declared in `file`) into cells, checking the
-/// names, that they expand to `expected` cells, and that every case of `must_use` is used.
-pub(crate) fn expand_blocks<'a>(
-    source: &str,
-    file: &SuitesFile,
-    suite_name: &str,
-    blocks: &[MatrixBlock],
-    expected: usize,
-    must_use: impl Iterator<Item = &'a String>,
-) -> Result<Vec<Cell>, SuitesError> {
-    let mut seen = BTreeSet::new();
-    let mut cells = Vec::new();
-    for block in blocks {
-        let crossed = cross(file, suite_name, block).map_err(|(what, name)| {
-            SuitesError::UnknownInMatrix {
-                file: source.to_string(),
-                suite: suite_name.to_string(),
-                what,
-                name,
-            }
-        })?;
-        for cell in crossed {
-            if !seen.insert(cell.id.clone()) {
-                return Err(SuitesError::DuplicateCell {
-                    file: source.to_string(),
-                    cell: cell.name(),
-                });
-            }
-            cells.push(cell);
-        }
-    }
-    if cells.len() != expected {
-        return Err(SuitesError::WrongSize {
-            file: source.to_string(),
-            suite: suite_name.to_string(),
-            expected,
-            actual: cells.len(),
-        });
-    }
-    let used_cases: BTreeSet<&str> = cells.iter().map(|c| c.id.case.as_str()).collect();
-    for case in must_use {
-        if !used_cases.contains(case.as_str()) {
-            return Err(SuitesError::UnusedCase {
-                file: source.to_string(),
-                suite: suite_name.to_string(),
-                case: case.clone(),
-            });
-        }
-    }
-    Ok(cells)
-}
-
 /// Check one file's baseline entries against the cells and add them to `entries` (cell →
-/// expectation and the file that listed it).
+/// expectation and the entry that listed it). An entry names one cell, or a pattern of them
+/// (`*` in a part stands for any text without a dot): one reason for every cell it matches.
+/// Within a file a later entry overrides an earlier one for the cells both match (a pattern
+/// first, its exceptions after it); an entry that decides no cell — it matches none, or every
+/// cell it matches is listed again later — is an error, so no entry is dead. A cell another file
+/// already lists is an error: a drivers file cannot override the shipped baseline.
 fn check_baseline(
     cells: &[Cell],
     listed: Vec<BaselineEntry>,
     source: &str,
     entries: &mut BTreeMap<String, (Expectation, String)>,
 ) -> Result<(), SuitesError> {
-    let by_name: BTreeMap<String, &Cell> = cells.iter().map(|c| (c.name(), c)).collect();
     let file = || source.to_string();
-    for entry in listed {
-        if let Err(e) = entry.cell.parse::<CellId>() {
-            return Err(SuitesError::UnknownBaselineCell {
-                file: file(),
-                cell: entry.cell,
-                why: e.to_string(),
-            });
-        }
-        let Some(cell) = by_name.get(&entry.cell) else {
-            return Err(SuitesError::UnknownBaselineCell {
-                file: file(),
-                why: "no suite's matrix expands to it".into(),
-                cell: entry.cell,
-            });
-        };
-        if let Some(why) = &cell.not_applicable {
-            return Err(SuitesError::UnknownBaselineCell {
-                file: file(),
-                why: format!("the cell is not applicable, so it has no verdict to expect: {why}"),
-                cell: entry.cell,
-            });
-        }
-        let bad = |verdict: String, why: &str| SuitesError::BadBaselineVerdict {
-            file: file(),
-            cell: entry.cell.clone(),
-            verdict,
-            why: why.to_string(),
-        };
-        let Some(verdict) = parse_verdict(&entry.verdict) else {
-            return Err(bad(
-                entry.verdict,
-                "not a verdict name (see graders::verdict::VerdictKind)",
-            ));
-        };
-        if verdict == VerdictKind::Pass {
-            return Err(bad(
-                entry.verdict,
-                "pass is the default; list only cells expected not to pass",
-            ));
-        }
-        if entry.reason.trim().is_empty() {
-            return Err(bad(
-                entry.verdict,
-                "the reason is empty; say why this verdict is expected",
-            ));
-        }
-        if let Some((_, other)) = entries.get(&entry.cell) {
-            return Err(SuitesError::DuplicateBaselineCell {
+    // cell name → (index of the entry deciding it, its expectation)
+    let mut decided: BTreeMap<String, (usize, Expectation)> = BTreeMap::new();
+    let mut patterns = Vec::with_capacity(listed.len());
+    for (index, entry) in listed.iter().enumerate() {
+        let pattern =
+            CellPattern::parse(&entry.cell).map_err(|why| SuitesError::UnknownBaselineCell {
                 file: file(),
                 cell: entry.cell.clone(),
-                other: other.clone(),
+                why,
+            })?;
+        let matched: Vec<&Cell> = cells.iter().filter(|c| pattern.matches(&c.id)).collect();
+        let applicable: Vec<&Cell> = matched
+            .iter()
+            .copied()
+            .filter(|c| c.not_applicable.is_none())
+            .collect();
+        if applicable.is_empty() {
+            let why = match (pattern.is_exact(), matched.first()) {
+                (true, None) => "no suite's matrix expands to it".to_string(),
+                (false, None) => "the pattern matches no cell of the matrix".to_string(),
+                (true, Some(cell)) => format!(
+                    "the cell is not applicable, so it has no verdict to expect: {}",
+                    cell.not_applicable.as_deref().unwrap_or_default()
+                ),
+                (false, Some(_)) => "every cell the pattern matches is not applicable, so none has a verdict to expect".to_string(),
+            };
+            return Err(SuitesError::UnknownBaselineCell {
+                file: file(),
+                cell: entry.cell.clone(),
+                why,
             });
         }
-        if SIGNED_VERDICTS.contains(&verdict) && entry.signature.is_none() {
-            return Err(bad(
-                entry.verdict,
-                "a signature decides this verdict; name the one expected (`signature = \"…\"`, a row of graders::signatures::SIGNATURES)",
-            ));
-        }
-        if let Some(name) = &entry.signature {
-            if !graders::signatures::SIGNATURES
-                .iter()
-                .any(|s| s.name == name)
-            {
-                return Err(bad(
-                    entry.verdict.clone(),
-                    &format!("signature `{name}` is not a row of graders::signatures::SIGNATURES"),
-                ));
+        let expectation = check_entry_verdict(entry, source)?;
+        for cell in applicable {
+            let name = cell.name();
+            if let Some((_, other)) = entries.get(&name) {
+                return Err(SuitesError::DuplicateBaselineCell {
+                    file: file(),
+                    cell: name,
+                    other: other.clone(),
+                });
             }
+            decided.insert(name, (index, expectation.clone()));
         }
-        let expectation = Expectation {
-            verdict,
-            reason: Some(entry.reason),
-            signature: entry.signature,
+        patterns.push(pattern);
+    }
+    for (index, entry) in listed.iter().enumerate() {
+        if !decided.values().any(|(by, _)| *by == index) {
+            let later = listed[index + 1..]
+                .iter()
+                .zip(&patterns[index + 1..])
+                .filter(|(_, p)| {
+                    cells
+                        .iter()
+                        .any(|c| patterns[index].matches(&c.id) && p.matches(&c.id))
+                })
+                .map(|(e, _)| format!("`{}`", e.cell))
+                .collect::<Vec<_>>()
+                .join(", ");
+            return Err(SuitesError::DeadBaselineEntry {
+                file: file(),
+                entry: entry.cell.clone(),
+                later,
+            });
+        }
+    }
+    for (name, (index, expectation)) in decided {
+        let by = if patterns[index].is_exact() {
+            file()
+        } else {
+            format!("{} (pattern `{}`)", file(), listed[index].cell)
         };
-        entries.insert(entry.cell, (expectation, file()));
+        entries.insert(name, (expectation, by));
     }
     Ok(())
+}
+
+/// The expectation one entry states, checked: a real verdict other than `pass`, a reason, and
+/// the signature where a signature decides the verdict.
+fn check_entry_verdict(entry: &BaselineEntry, source: &str) -> Result<Expectation, SuitesError> {
+    let bad = |verdict: &str, why: &str| SuitesError::BadBaselineVerdict {
+        file: source.to_string(),
+        cell: entry.cell.clone(),
+        verdict: verdict.to_string(),
+        why: why.to_string(),
+    };
+    let Some(verdict) = parse_verdict(&entry.verdict) else {
+        return Err(bad(
+            &entry.verdict,
+            "not a verdict name (see graders::verdict::VerdictKind)",
+        ));
+    };
+    if verdict == VerdictKind::Pass {
+        return Err(bad(
+            &entry.verdict,
+            "pass is the default; list only cells expected not to pass",
+        ));
+    }
+    if entry.reason.trim().is_empty() {
+        return Err(bad(
+            &entry.verdict,
+            "the reason is empty; say why this verdict is expected",
+        ));
+    }
+    if SIGNED_VERDICTS.contains(&verdict) && entry.signature.is_none() {
+        return Err(bad(
+            &entry.verdict,
+            "a signature decides this verdict; name the one expected (`signature = \"…\"`, a row of graders::signatures::SIGNATURES)",
+        ));
+    }
+    if let Some(name) = &entry.signature {
+        if !graders::signatures::SIGNATURES
+            .iter()
+            .any(|s| s.name == name)
+        {
+            return Err(bad(
+                &entry.verdict,
+                &format!("signature `{name}` is not a row of graders::signatures::SIGNATURES"),
+            ));
+        }
+    }
+    Ok(Expectation {
+        verdict,
+        reason: Some(entry.reason.clone()),
+        signature: entry.signature.clone(),
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use graders::events::{CellId, Target};
 
     const MINI: &str = r#"
 [runners.runner-fake]
@@ -493,6 +391,7 @@ target = "external-sandbox"
 
 [suites.transport-faults]
 about = "s"
+profile = "runner-contract"
 expected_cells = 2
 
 [suites.transport-faults.cases.hang]
@@ -508,17 +407,31 @@ cases = ["hang"]
 "#;
 
     #[test]
-    fn the_shipped_matrix_loads_and_every_suite_has_its_declared_size() {
+    fn the_shipped_matrix_loads_and_its_cells_are_the_reviewed_list() {
         let matrix = crate::load().expect("shipped suites and baseline are valid");
-        for (name, suite) in &matrix.file.suites {
-            let n = matrix.cells.iter().filter(|c| &c.id.suite == name).count();
-            assert_eq!(n, suite.expected_cells, "suite {name}");
-        }
         for cell in &matrix.cells {
             assert_eq!(cell.name().parse::<CellId>().unwrap(), cell.id);
         }
         let names: BTreeSet<_> = matrix.cells.iter().map(Cell::name).collect();
         assert_eq!(names.len(), matrix.cells.len());
+        // Suite sizes are derived from the blocks; this reviewed list is what keeps a cell from
+        // vanishing (or appearing) unnoticed.
+        let mut listing = Vec::new();
+        for suite in matrix.suite_names() {
+            let cells: Vec<&Cell> = matrix
+                .cells
+                .iter()
+                .filter(|c| c.id.suite == suite)
+                .collect();
+            let profile = cells.first().map_or("-", |c| c.profile.as_str());
+            listing.push(format!("{suite} ({profile}, {} cells)", cells.len()));
+            listing.extend(
+                cells
+                    .iter()
+                    .map(|c| format!("  {} expect {}", c.name(), c.expected.verdict.as_str())),
+            );
+        }
+        insta::assert_snapshot!("shipped_cells", listing.join("\n"));
     }
 
     #[test]
@@ -651,10 +564,11 @@ cases = ["hang"]
                 Err(SuitesError::BadBaselineVerdict { .. })
             ));
         }
+        // The same cell twice in one file: the first entry decides nothing, so it is dead.
         let twice = format!("{}{}", entry("incomplete", "r"), entry("incomplete", "r"));
         assert!(matches!(
             Matrix::parse(MINI, &twice),
-            Err(SuitesError::DuplicateBaselineCell { .. })
+            Err(SuitesError::DeadBaselineEntry { .. })
         ));
         // A verdict a signature decides must name the signature, and a real one.
         for bad in [

@@ -70,8 +70,12 @@ pub struct EnvironmentSpec {
 #[serde(deny_unknown_fields)]
 pub struct SuiteSpec {
     pub about: String,
-    /// How many cells the matrix must expand to.
-    pub expected_cells: usize,
+    /// Whose obligations the suite checks.
+    pub profile: Profile,
+    /// How many cells the matrix must expand to, when a file wants that checked; the shipped
+    /// suites leave it out: their size is derived and their cell list is a reviewed snapshot.
+    #[serde(default)]
+    pub expected_cells: Option<usize>,
     pub cases: BTreeMap<String, CaseSpec>,
     pub matrix: Vec<MatrixBlock>,
 }
@@ -94,10 +98,108 @@ pub struct CaseSpec {
     /// Overrides the environment's target.
     #[serde(default)]
     pub target: Option<Target>,
+    /// What a declared driver must declare for the case to apply to it (a driver that does not
+    /// is not applicable, with the key to declare named).
+    #[serde(default)]
+    pub requires: Vec<Capability>,
     pub network: bool,
     /// The rest of the driver's task (`harness::task::Task` fields other than the mode).
     #[serde(default)]
     pub task: toml::Table,
+}
+
+/// Whose obligations a suite checks. A case belongs to exactly one profile: its suite's.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize, serde::Serialize,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum Profile {
+    /// What every client of `codex app-server` owes the protocol: each case derived from the
+    /// release's generated JSON Schema or the real Codex's observed behaviour. The default for
+    /// declared drivers.
+    Protocol,
+    /// The contract of the runner whose incident started this project (semantic result tools,
+    /// Retry offered, launch identity across relaunches, planning profiles for external
+    /// sandboxes, its transport-closing policy): opt-in for declared drivers.
+    RunnerContract,
+}
+
+impl Profile {
+    pub const ALL: [Profile; 2] = [Profile::Protocol, Profile::RunnerContract];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Profile::Protocol => "protocol",
+            Profile::RunnerContract => "runner-contract",
+        }
+    }
+}
+
+/// Something a case needs the driver to have told the harness, because the wire alone cannot
+/// show it or the harness cannot ask for it otherwise.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Capability {
+    /// `outcome`: the driver's own verdict on its run can be read (its exit status).
+    Outcome,
+    /// `interrupt`: the harness can ask the driver to interrupt the running turn.
+    Interrupt,
+    /// `steer`: the harness can ask the driver to steer the running turn.
+    Steer,
+    /// `resume`: after its app-server dies, the driver relaunches it and resumes the thread.
+    Resume,
+    /// `dynamic_tools = true`: the driver registers dynamic tools, so `item/tool/call` can
+    /// reach it.
+    DynamicTools,
+    /// `chatgpt_tokens = true`: the driver owns ChatGPT tokens, so
+    /// `account/chatgptAuthTokens/refresh` can reach it.
+    ChatgptTokens,
+}
+
+impl Capability {
+    /// The drivers-file key (and value) that declares it.
+    pub fn declaration(self) -> &'static str {
+        match self {
+            Capability::Outcome => "outcome = \"exit-status\"",
+            Capability::Interrupt => "interrupt = \"sigint\" (or \"sigterm\")",
+            Capability::Steer => "steer = \"stdin-line\"",
+            Capability::Resume => "resume = \"relaunch\"",
+            Capability::DynamicTools => "dynamic_tools = true",
+            Capability::ChatgptTokens => "chatgpt_tokens = true",
+        }
+    }
+}
+
+/// How a driver's own verdict on its run is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum OutcomeReport {
+    /// Exit status 0: the driver says the task succeeded; anything else: it says it did not.
+    ExitStatus,
+}
+
+/// The signal that asks a driver to interrupt its running turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum InterruptSignal {
+    Sigint,
+    Sigterm,
+}
+
+/// How the harness asks a driver to steer its running turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SteerRequest {
+    /// One line of text on the driver's stdin: the steering input.
+    StdinLine,
+}
+
+/// What a driver does when its app-server dies mid-run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ResumeBehaviour {
+    /// It launches a new app-server and resumes the same thread (`thread/resume`).
+    Relaunch,
 }
 
 /// One cross product: every runner × environment × case listed.
@@ -246,9 +348,80 @@ pub struct DeclaredDriver {
     /// Extra environment variables for the driver's process (values may use placeholders).
     #[serde(default)]
     pub env: BTreeMap<String, String>,
+    /// The profiles the driver is held to (default: the protocol's only).
+    #[serde(default = "default_profiles")]
+    pub profiles: Vec<Profile>,
+    /// How the driver's own verdict on its run is read; without it, cases about turn outcomes
+    /// are not applicable.
+    #[serde(default)]
+    pub outcome: Option<OutcomeReport>,
+    /// The signal that asks the driver to interrupt its running turn.
+    #[serde(default)]
+    pub interrupt: Option<InterruptSignal>,
+    /// How the harness asks the driver to steer its running turn.
+    #[serde(default)]
+    pub steer: Option<SteerRequest>,
+    /// What the driver does when its app-server dies.
+    #[serde(default)]
+    pub resume: Option<ResumeBehaviour>,
+    /// The driver registers dynamic tools on `thread/start`.
+    #[serde(default)]
+    pub dynamic_tools: bool,
+    /// The driver owns ChatGPT tokens (answers `account/chatgptAuthTokens/refresh`).
+    #[serde(default)]
+    pub chatgpt_tokens: bool,
+    /// The longest line the driver reads, in bytes, if it has a bound: a legal line above it may
+    /// fail the run, as a classified failure.
+    #[serde(default)]
+    pub max_line_bytes: Option<u64>,
     /// The folder the driver's process starts in and its command line's relative paths are
     /// resolved from: the drivers file's folder (set when the file is loaded, not a key of it;
     /// `None` for a driver declared in suites.toml, which runs in the workspace).
     #[serde(skip)]
     pub base_dir: Option<std::path::PathBuf>,
+}
+
+fn default_profiles() -> Vec<Profile> {
+    vec![Profile::Protocol]
+}
+
+impl DeclaredDriver {
+    /// The harness's own drivers run as processes (the reference driver's `harness drive`, the
+    /// example external driver): under the events contract, `codex` first on `PATH`, every
+    /// mode, plan reviews and answers from the task, held to both profiles, registering the
+    /// result tools as dynamic tools.
+    pub fn harness_own(command: String) -> Self {
+        Self {
+            about: None,
+            command,
+            codex: CodexDiscovery::Path,
+            contract: DriverContract::Events,
+            modes: vec![Mode::Planning, Mode::Standard, Mode::Ask],
+            plan_reviews: true,
+            answers: true,
+            approvals: vec![],
+            env: BTreeMap::new(),
+            profiles: Profile::ALL.to_vec(),
+            outcome: None,
+            interrupt: None,
+            steer: None,
+            resume: None,
+            dynamic_tools: true,
+            chatgpt_tokens: false,
+            max_line_bytes: None,
+            base_dir: None,
+        }
+    }
+
+    /// Whether the driver declares `capability`.
+    pub fn declares(&self, capability: Capability) -> bool {
+        match capability {
+            Capability::Outcome => self.outcome.is_some(),
+            Capability::Interrupt => self.interrupt.is_some(),
+            Capability::Steer => self.steer.is_some(),
+            Capability::Resume => self.resume.is_some(),
+            Capability::DynamicTools => self.dynamic_tools,
+            Capability::ChatgptTokens => self.chatgpt_tokens,
+        }
+    }
 }

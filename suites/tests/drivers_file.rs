@@ -9,6 +9,7 @@ about = "a driver written without the harness in mind"
 command = "node dist/cli.js --cwd {workspace} --prompt {prompt} --mode {mode}"
 codex = "env:CODEX_PATH"
 modes = ["planning", "standard"]
+profiles = ["protocol", "runner-contract"]
 "#;
 
 fn parse(text: &str) -> Result<DriversFile, SuitesError> {
@@ -92,6 +93,30 @@ fn load(text: &str, codex: &[&str]) -> Result<suites::Matrix, SuitesError> {
     "[drivers.a]\ncommand = \" \"\ncodex = \"path\"\nmodes = [\"ask\"]\n",
     "`command` is empty"
 )]
+#[case::no_profiles(
+    "[drivers.a]\ncommand = \"x\"\ncodex = \"path\"\nmodes = [\"ask\"]\nprofiles = []\n",
+    "`profiles` is empty"
+)]
+#[case::unknown_profile(
+    "[drivers.a]\ncommand = \"x\"\ncodex = \"path\"\nmodes = [\"ask\"]\nprofiles = [\"paperclip\"]\n",
+    "unknown variant `paperclip`"
+)]
+#[case::profile_twice(
+    "[drivers.a]\ncommand = \"x\"\ncodex = \"path\"\nmodes = [\"ask\"]\nprofiles = [\"protocol\", \"protocol\"]\n",
+    "profile `protocol` is listed twice"
+)]
+#[case::nul_in_command(
+    "[drivers.a]\ncommand = \"x\\u0000y\"\ncodex = \"path\"\nmodes = [\"ask\"]\n",
+    "NUL byte"
+)]
+#[case::line_bound_out_of_range(
+    "[drivers.a]\ncommand = \"x\"\ncodex = \"path\"\nmodes = [\"ask\"]\nmax_line_bytes = 10\n",
+    "max_line_bytes = 10: must be between"
+)]
+#[case::unknown_outcome(
+    "[drivers.a]\ncommand = \"x\"\ncodex = \"path\"\nmodes = [\"ask\"]\noutcome = \"stdout\"\n",
+    "unknown variant `stdout`"
+)]
 #[case::bad_contract(
     "[drivers.a]\ncommand = \"x\"\ncodex = \"path\"\nmodes = [\"ask\"]\ncontract = \"event\"\n",
     "unknown variant `event`"
@@ -151,7 +176,7 @@ fn bad_drivers_files_are_refused_naming_what_is_wrong(#[case] text: &str, #[case
 )]
 #[case::baseline_entry_already_shipped(
     "[[expected]]\ncell = \"codex-planning-read-only.runner-fake.userns-blocked.plan-write-refused\"\nverdict = \"incomplete\"\nreason = \"r\"\n",
-    "is listed twice (also in baseline.toml)"
+    "is listed twice (also in baseline.toml"
 )]
 #[case::baseline_entry_expecting_pass(
     "[[expected]]\ncell = \"core-compatibility.my-runner-fake.local.message-marker\"\nverdict = \"pass\"\nreason = \"r\"\n",
@@ -389,4 +414,111 @@ fn the_drivers_file_examples_of_the_driver_contract_load() {
             .to_string(),
         "incomplete"
     );
+}
+
+#[test]
+fn a_driver_held_to_the_protocol_only_joins_no_runner_contract_suite() {
+    let protocol_only = GOOD.replace("profiles = [\"protocol\", \"runner-contract\"]\n", "");
+    let matrix = load(&protocol_only, &[]).unwrap();
+    let mine: Vec<&suites::Cell> = matrix
+        .cells
+        .iter()
+        .filter(|c| c.id.runner.starts_with("my-runner-"))
+        .collect();
+    assert!(
+        mine.iter()
+            .all(|c| c.profile == suites::spec::Profile::Protocol),
+        "{:?}",
+        mine.iter().map(|c| c.name()).collect::<Vec<_>>()
+    );
+    let both = load(GOOD, &[]).unwrap();
+    assert!(both
+        .cells
+        .iter()
+        .any(|c| c.id.runner == "my-runner-fake"
+            && c.profile == suites::spec::Profile::RunnerContract));
+}
+
+#[test]
+fn a_case_needing_a_declaration_the_driver_lacks_is_not_applicable_naming_the_key() {
+    let with_case = format!(
+        "{GOOD}\n[suites.core-compatibility]\n[suites.core-compatibility.cases.interrupted-marker]\nabout = \"m\"\nscenario = \"builtin:message-marker\"\ngrade_as = \"message-marker\"\nmode = \"standard\"\nnetwork = false\nrequires = [\"interrupt\"]\ntask = {{ prompt = \"p\" }}\n[[suites.core-compatibility.matrix]]\nrunners = [\"my-runner-fake\"]\nenvironments = [\"local\"]\ncases = [\"interrupted-marker\"]\n"
+    );
+    let matrix = load(&with_case, &[]).unwrap();
+    let cell = matrix
+        .cell("core-compatibility.my-runner-fake.local.interrupted-marker")
+        .unwrap();
+    let reason = cell.not_applicable.as_deref().unwrap();
+    assert!(reason.contains("interrupt = \"sigint\""), "{reason}");
+    let declared = with_case.replace(
+        "modes = [\"planning\", \"standard\"]\n",
+        "modes = [\"planning\", \"standard\"]\ninterrupt = \"sigint\"\n",
+    );
+    let matrix = load(&declared, &[]).unwrap();
+    assert_eq!(
+        matrix
+            .cell("core-compatibility.my-runner-fake.local.interrupted-marker")
+            .unwrap()
+            .not_applicable,
+        None
+    );
+}
+
+#[test]
+fn one_baseline_pattern_gives_one_reason_to_every_cell_it_matches() {
+    let with_pattern = format!(
+        "{GOOD}\n[[expected]]\ncell = \"codex-planning-read-only.my-runner-codex*.daytona.*\"\nverdict = \"sandbox-failed-to-start\"\nsignature = \"bwrap-loopback-rtm-newaddr\"\nreason = \"no permission profile: Codex's default read-only sandbox isolates the network\"\n"
+    );
+    let matrix = load(&with_pattern, &["0.168.0"]).unwrap();
+    let matched: Vec<&suites::Cell> = matrix
+        .cells
+        .iter()
+        .filter(|c| {
+            c.id.suite == "codex-planning-read-only"
+                && c.id.runner.starts_with("my-runner-codex")
+                && c.id.environment == "daytona"
+        })
+        .collect();
+    assert!(matched.len() >= 4, "{}", matched.len());
+    for cell in matched {
+        assert_eq!(
+            cell.expected.verdict.as_str(),
+            "sandbox-failed-to-start",
+            "{}",
+            cell.name()
+        );
+    }
+    let nothing = with_pattern.replace("daytona.*\"", "no-such-env.*\"");
+    let err = load(&nothing, &[]).unwrap_err().to_string();
+    assert!(err.contains("the pattern matches no cell"), "{err}");
+    let overlapping = format!(
+        "{with_pattern}\n[[expected]]\ncell = \"codex-planning-read-only.my-runner-codex.daytona.plan-write-refused\"\nverdict = \"incomplete\"\nreason = \"r\"\n"
+    );
+    // A later exact entry overrides the pattern for its cell: the exception after the rule.
+    let matrix = load(&overlapping, &[]).unwrap();
+    let expect = |name: &str| matrix.cell(name).unwrap().expected.verdict.as_str();
+    assert_eq!(
+        expect("codex-planning-read-only.my-runner-codex.daytona.plan-write-refused"),
+        "incomplete"
+    );
+    assert_eq!(
+        expect("codex-planning-read-only.my-runner-codex-0-171-0.daytona.plan-write-refused"),
+        "sandbox-failed-to-start"
+    );
+    // The rule after its exception would leave the exception dead: refused.
+    let dead = format!(
+        "{GOOD}\n[[expected]]\ncell = \"codex-planning-read-only.my-runner-codex.daytona.plan-write-refused\"\nverdict = \"incomplete\"\nreason = \"r\"\n[[expected]]\ncell = \"codex-planning-read-only.my-runner-codex*.daytona.*\"\nverdict = \"incomplete\"\nreason = \"r\"\n"
+    );
+    let err = load(&dead, &[]).unwrap_err().to_string();
+    assert!(err.contains("decides no cell"), "{err}");
+}
+
+#[test]
+fn a_cell_name_too_long_for_a_folder_is_refused_at_load() {
+    let long = GOOD.replace(
+        "[drivers.my-runner]",
+        &format!("[drivers.{}]", "r".repeat(240)),
+    );
+    let err = load(&long, &[]).unwrap_err().to_string();
+    assert!(err.contains("a cell name is a folder name"), "{err}");
 }

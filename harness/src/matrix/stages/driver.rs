@@ -45,14 +45,14 @@ pub fn process_driver(cell: &Cell, options: &MatrixOptions) -> Result<ProcessDri
             let command = format!("{} drive", quote(&options.fake_program.to_string_lossy())?);
             Ok(ProcessDriver {
                 name: "reference".into(),
-                declared: all_modes_with_events(command),
+                declared: DeclaredDriver::harness_own(command),
             })
         }
         DriverKind::External => {
             let command = options.driver_command(cell)?;
             Ok(ProcessDriver {
                 name: command.clone(),
-                declared: all_modes_with_events(command),
+                declared: DeclaredDriver::harness_own(command),
             })
         }
         DriverKind::Declared => {
@@ -67,22 +67,6 @@ pub fn process_driver(cell: &Cell, options: &MatrixOptions) -> Result<ProcessDri
                 declared,
             })
         }
-    }
-}
-
-/// A driver under the events contract that finds `codex` on `PATH` and takes every task.
-fn all_modes_with_events(command: String) -> DeclaredDriver {
-    DeclaredDriver {
-        about: None,
-        command,
-        codex: CodexDiscovery::Path,
-        contract: DriverContract::Events,
-        modes: vec![Mode::Planning, Mode::Standard, Mode::Ask],
-        plan_reviews: true,
-        answers: true,
-        approvals: vec![],
-        env: Default::default(),
-        base_dir: None,
     }
 }
 
