@@ -47,6 +47,7 @@ fn started_with(launch: LaunchSummary) -> Body {
         ),
         driver: "reference".into(),
         launch,
+        protocol: None,
     })
 }
 

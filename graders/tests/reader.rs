@@ -66,7 +66,7 @@ fn other_run_id() -> String {
 
 fn other_version() -> String {
     let mut l = lines(&valid());
-    l[1] = l[1].replacen("\"v\":2", "\"v\":3", 1);
+    l[1] = l[1].replacen("\"v\":3", "\"v\":4", 1);
     join(&l)
 }
 
@@ -145,8 +145,8 @@ fn ten_megabyte_line() -> String {
 #[case::missing_terminal(Stream::planning_session().jsonl(), StreamError::MissingTerminal { lines: 4 })]
 #[case::empty_stream(String::new(), StreamError::Empty)]
 #[case::other_run_id(other_run_id(), StreamError::RunMismatch { line: 3, expected: RUN.into(), found: "run-other".into() })]
-#[case::other_version(other_version(), StreamError::Version { line: 2, found: 3 })]
-#[case::mixed_versions(mixed_versions(), StreamError::MixedVersions { line: 3, first: 1, found: 2 })]
+#[case::other_version(other_version(), StreamError::Version { line: 2, found: 4 })]
+#[case::mixed_versions(mixed_versions(), StreamError::MixedVersions { line: 3, first: 1, found: 3 })]
 #[case::missing_timestamp(missing_timestamp(), StreamError::MissingTimestamp { line: 3 })]
 #[case::empty_line(empty_line(), StreamError::EmptyLine { line: 3 })]
 #[case::ten_megabyte_line(ten_megabyte_line(), StreamError::LineTooLong { line: 5, limit: graders::reader::DEFAULT_MAX_LINE_BYTES })]

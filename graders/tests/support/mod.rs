@@ -90,6 +90,7 @@ pub fn run_started(mode: Mode, permissions: Option<&str>) -> Body {
         cell: CellId::new("suite", "runner-fake", "local", "case"),
         driver: "reference".into(),
         launch: launch(mode, permissions),
+        protocol: None,
     })
 }
 
