@@ -5,6 +5,8 @@ use graders::events::*;
 use graders::grade::{grade, grade_reader};
 use graders::verdict::Verdict;
 
+pub mod wire;
+
 pub const RUN: &str = "run-test";
 
 #[derive(Debug, Clone, Default)]
