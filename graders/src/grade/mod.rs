@@ -11,6 +11,7 @@ mod escalation;
 mod launch_config;
 mod launch_identity;
 mod launch_policy;
+mod legacy_sandbox;
 mod message_marker;
 mod plan_revise_accept;
 mod plan_write_refused;
