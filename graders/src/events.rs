@@ -5,6 +5,10 @@
 //! `payload` whose shape depends on the kind. Writers use the typed [`Body`]; the streaming
 //! reader (`crate::reader`) only parses the header eagerly and decodes payloads on demand, so a
 //! grader can stream a 200 MB log in constant memory.
+//!
+//! The file is long on purpose: `Body`, `Kind` and their names are one list that must change
+//! together, and keeping them beside the payloads they tag is what keeps them in step (the
+//! protocol-level payloads, which need no such care, live in `exchange`).
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
