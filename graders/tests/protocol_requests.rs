@@ -82,6 +82,16 @@ fn a_result_to_the_unknown_request_fails_and_an_error_passes() {
     .grade();
     check(&verdict, Fail, "unknown-answered-with-error");
     insta::assert_json_snapshot!("server-requests.unknown-request.result", verdict);
+    let error = requests(
+        "unknown-request",
+        answered(
+            unknown,
+            Some(json!({"error": {"code": -32601, "message": "method not found"}})),
+            3,
+        ),
+    )
+    .grade();
+    assert_eq!(error.verdict, Pass, "{error:?}");
 }
 
 #[test]
@@ -196,6 +206,27 @@ fn accepting_every_approval_fails_the_safe_default() {
     )
     .grade();
     check(&files, Fail, "escalation-not-granted");
+}
+
+#[test]
+fn a_decline_taken_back_by_a_second_answer_fails() {
+    let run = Run {
+        transcript: Transcript::session()
+            .server_request(7, "item/commandExecution/requestApproval")
+            .answer(7, json!({"decision": "decline"}))
+            .answer(7, json!({"decision": "accept"}))
+            .finish(),
+        ..healthy("protocol-safe-default", "command-escalation-refused")
+    };
+    check(&run.grade(), Fail, "answered");
+    let elsewhere = Run {
+        transcript: Transcript::session()
+            .server_request(7, "item/commandExecution/requestApproval")
+            .answer(8, json!({"decision": "decline"}))
+            .finish(),
+        ..healthy("protocol-safe-default", "command-escalation-refused")
+    };
+    check(&elsewhere.grade(), Fail, "answered");
 }
 
 #[test]

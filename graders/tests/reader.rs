@@ -213,6 +213,18 @@ fn version_1_streams_still_read_and_grade_the_same() {
 }
 
 #[test]
+fn version_2_streams_still_read_and_grade_the_same() {
+    let stream = valid();
+    let v3 = format!("\"v\":{}", graders::events::SCHEMA_VERSION);
+    let old = stream.jsonl().replace(&v3, "\"v\":2");
+    let events = read(&old).unwrap();
+    assert!(events.iter().all(|e| e.v == 2 && e.ts_ms.is_some()));
+    let (suite, case) = ("codex-planning-read-only", "plan-write-refused");
+    let now = grade_reader(suite, case, stream.jsonl().as_bytes()).unwrap();
+    assert_eq!(grade_reader(suite, case, old.as_bytes()).unwrap(), now);
+}
+
+#[test]
 fn line_limits_are_checked() {
     use graders::reader::{ConfigError, MAX_MAX_LINE_BYTES};
     assert_eq!(
