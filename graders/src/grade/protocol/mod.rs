@@ -49,6 +49,8 @@ use crate::events::{
     ServerRequest, ServerRequestAnswered, Source, StdinClosed, TurnCompleted, TurnError,
 };
 use crate::verdict::{EvidenceRef, Verdict, VerdictKind};
+use std::cell::OnceCell;
+use std::collections::{HashMap, HashSet};
 
 /// How long a driver may take to answer a server request. A driver answers on its own (the task
 /// grants nothing a person would have to decide), so this is slack for a slow machine, far
@@ -129,6 +131,16 @@ pub(crate) struct Exchange {
     /// The approval policy the app-server reported for the first session.
     pub approval_policy: Option<serde_json::Value>,
     overflow: bool,
+    /// Lookups built once the fold is over (graders decide after the last event), so a stream
+    /// of many turns costs a hash lookup per question, not a scan.
+    lookups: OnceCell<Lookups>,
+}
+
+#[derive(Debug, Default)]
+struct Lookups {
+    own_turns: HashSet<String>,
+    /// The index in `turns_completed` of each turn's first completion.
+    completions: HashMap<String, usize>,
 }
 
 /// The driver's own turn: answered by `turn/start` with its id.
@@ -304,16 +316,27 @@ impl Exchange {
             .collect()
     }
 
+    fn lookups(&self) -> &Lookups {
+        self.lookups.get_or_init(|| {
+            let mut completions = HashMap::new();
+            for (index, (_, t)) in self.turns_completed.iter().enumerate() {
+                completions.entry(t.turn_id.clone()).or_insert(index);
+            }
+            Lookups {
+                own_turns: self.own_turns().iter().map(|t| t.id.to_string()).collect(),
+                completions,
+            }
+        })
+    }
+
     pub fn is_own_turn(&self, turn: &str) -> bool {
-        self.own_turns().iter().any(|t| t.id == turn)
+        self.lookups().own_turns.contains(turn)
     }
 
     /// The first `turn.completed` of `turn`.
     pub fn completion_of(&self, turn: &str) -> Option<(u64, &TurnCompleted)> {
-        self.turns_completed
-            .iter()
-            .find(|(_, t)| t.turn_id == turn)
-            .map(|(seq, t)| (*seq, t))
+        let index = *self.lookups().completions.get(turn)?;
+        self.turns_completed.get(index).map(|(seq, t)| (*seq, t))
     }
 
     /// When the turn became known: its `turn.started`, else its `turn/start` answer.
