@@ -5,20 +5,31 @@
 //! `payload` whose shape depends on the kind. Writers use the typed [`Body`]; the streaming
 //! reader (`crate::reader`) only parses the header eagerly and decodes payloads on demand, so a
 //! grader can stream a 200 MB log in constant memory.
+//!
+//! The file is long on purpose: `Body`, `Kind` and their names are one list that must change
+//! together, and keeping them beside the payloads they tag is what keeps them in step (the
+//! protocol-level payloads, which need no such care, live in `exchange`).
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
+
+mod exchange;
+pub use exchange::*;
 
 /// Version of the event schema written in every line's `v` field.
 ///
 /// Version 2 added, all optional so version-1 payloads still decode: `ts_ms` on every line,
 /// the session's approval policy and reviewer, approval decisions offered, the model's
 /// escalation request, whether a command ran inside the sandbox, and the `turn.error` kind.
-pub const SCHEMA_VERSION: u32 = 2;
+/// Version 3 added the protocol-level kinds (`protocol.*`: requests and answers both ways,
+/// client notifications, the app-server's notifications summarised, stdin closed, the
+/// app-server's exit), `driver.ended`, and `run.started.protocol` (the release whose schema
+/// applies and the driver's declarations); older streams decode unchanged.
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// Every schema version this crate reads (older streams stay gradable).
-pub const READABLE_VERSIONS: &[u32] = &[1, SCHEMA_VERSION];
+pub const READABLE_VERSIONS: &[u32] = &[1, 2, SCHEMA_VERSION];
 
 /// One line of a run's event stream.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -143,6 +154,26 @@ pub enum Body {
     WorkspaceEvidence(WorkspaceEvidence),
     #[serde(rename = "diagnostic")]
     Diagnostic(Diagnostic),
+    #[serde(rename = "protocol.client-request")]
+    ClientRequest(ClientRequest),
+    #[serde(rename = "protocol.client-notification")]
+    ClientNotification(ClientNotification),
+    #[serde(rename = "protocol.client-request-answered")]
+    ClientRequestAnswered(ClientRequestAnswered),
+    #[serde(rename = "protocol.server-request")]
+    ServerRequest(ServerRequest),
+    #[serde(rename = "protocol.server-request-answered")]
+    ServerRequestAnswered(ServerRequestAnswered),
+    #[serde(rename = "protocol.server-notifications")]
+    ServerNotifications(ServerNotifications),
+    #[serde(rename = "protocol.stdin-closed")]
+    StdinClosed(StdinClosed),
+    #[serde(rename = "protocol.app-server-exited")]
+    AppServerExited(AppServerExited),
+    #[serde(rename = "protocol.not-recorded")]
+    NotRecorded(NotRecorded),
+    #[serde(rename = "driver.ended")]
+    DriverEnded(DriverEnded),
     #[serde(rename = "run.ended")]
     RunEnded(RunEnded),
 }
@@ -172,6 +203,16 @@ impl Body {
             Body::ResultProposed(_) => Kind::ResultProposed,
             Body::WorkspaceEvidence(_) => Kind::WorkspaceEvidence,
             Body::Diagnostic(_) => Kind::Diagnostic,
+            Body::ClientRequest(_) => Kind::ClientRequest,
+            Body::ClientNotification(_) => Kind::ClientNotification,
+            Body::ClientRequestAnswered(_) => Kind::ClientRequestAnswered,
+            Body::ServerRequest(_) => Kind::ServerRequest,
+            Body::ServerRequestAnswered(_) => Kind::ServerRequestAnswered,
+            Body::ServerNotifications(_) => Kind::ServerNotifications,
+            Body::StdinClosed(_) => Kind::StdinClosed,
+            Body::AppServerExited(_) => Kind::AppServerExited,
+            Body::NotRecorded(_) => Kind::NotRecorded,
+            Body::DriverEnded(_) => Kind::DriverEnded,
             Body::RunEnded(_) => Kind::RunEnded,
         }
     }
@@ -222,6 +263,26 @@ pub enum Kind {
     WorkspaceEvidence,
     #[serde(rename = "diagnostic")]
     Diagnostic,
+    #[serde(rename = "protocol.client-request")]
+    ClientRequest,
+    #[serde(rename = "protocol.client-notification")]
+    ClientNotification,
+    #[serde(rename = "protocol.client-request-answered")]
+    ClientRequestAnswered,
+    #[serde(rename = "protocol.server-request")]
+    ServerRequest,
+    #[serde(rename = "protocol.server-request-answered")]
+    ServerRequestAnswered,
+    #[serde(rename = "protocol.server-notifications")]
+    ServerNotifications,
+    #[serde(rename = "protocol.stdin-closed")]
+    StdinClosed,
+    #[serde(rename = "protocol.app-server-exited")]
+    AppServerExited,
+    #[serde(rename = "protocol.not-recorded")]
+    NotRecorded,
+    #[serde(rename = "driver.ended")]
+    DriverEnded,
     #[serde(rename = "run.ended")]
     RunEnded,
 }
@@ -251,6 +312,16 @@ impl Kind {
             Kind::ResultProposed => "result.proposed",
             Kind::WorkspaceEvidence => "workspace.evidence",
             Kind::Diagnostic => "diagnostic",
+            Kind::ClientRequest => "protocol.client-request",
+            Kind::ClientNotification => "protocol.client-notification",
+            Kind::ClientRequestAnswered => "protocol.client-request-answered",
+            Kind::ServerRequest => "protocol.server-request",
+            Kind::ServerRequestAnswered => "protocol.server-request-answered",
+            Kind::ServerNotifications => "protocol.server-notifications",
+            Kind::StdinClosed => "protocol.stdin-closed",
+            Kind::AppServerExited => "protocol.app-server-exited",
+            Kind::NotRecorded => "protocol.not-recorded",
+            Kind::DriverEnded => "driver.ended",
             Kind::RunEnded => "run.ended",
         }
     }
@@ -258,13 +329,15 @@ impl Kind {
 
 impl Kind {
     /// The sources that may write this kind (`docs/events.md`): `model.*` comes from the model
-    /// log, `workspace.evidence` and `run.ended` from the harness, diagnostics from either, and
-    /// everything else from the driver. Graders ignore evidence from any other source.
+    /// log, `workspace.evidence` and `run.ended` from the harness, diagnostics and
+    /// `driver.ended` (the wire translator writes it for the harness, which saw the process
+    /// end) from either, and everything else — the `protocol.*` kinds included — from the
+    /// driver. Graders ignore evidence from any other source.
     pub fn documented_sources(self) -> &'static [Source] {
         match self {
             Kind::ModelToolCall | Kind::ModelToolOutput => &[Source::Model],
             Kind::WorkspaceEvidence | Kind::RunEnded => &[Source::Harness],
-            Kind::Diagnostic => &[Source::Harness, Source::Driver],
+            Kind::Diagnostic | Kind::DriverEnded => &[Source::Harness, Source::Driver],
             _ => &[Source::Driver],
         }
     }
@@ -326,6 +399,10 @@ pub struct RunStarted {
     /// Free-form name of the driver (e.g. `reference` or the external command).
     pub driver: String,
     pub launch: LaunchSummary,
+    /// The release whose protocol applies and the driver's declarations (v3; `None` in older
+    /// streams and for drivers the harness runs in-process).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol: Option<ProtocolSetup>,
 }
 
 /// What the launch policy decided, as the graders need it.
@@ -751,6 +828,16 @@ mod tests {
             Kind::ResultProposed,
             Kind::WorkspaceEvidence,
             Kind::Diagnostic,
+            Kind::ClientRequest,
+            Kind::ClientNotification,
+            Kind::ClientRequestAnswered,
+            Kind::ServerRequest,
+            Kind::ServerRequestAnswered,
+            Kind::ServerNotifications,
+            Kind::StdinClosed,
+            Kind::AppServerExited,
+            Kind::NotRecorded,
+            Kind::DriverEnded,
             Kind::RunEnded,
         ];
         for kind in kinds {
@@ -773,7 +860,7 @@ mod tests {
         let line = serde_json::to_string(&ev).unwrap();
         assert_eq!(
             line,
-            r#"{"v":2,"seq":3,"ts_ms":1700000000123,"run":"run-1","source":"harness","kind":"diagnostic","payload":{"level":"warn","message":"hi"}}"#
+            r#"{"v":3,"seq":3,"ts_ms":1700000000123,"run":"run-1","source":"harness","kind":"diagnostic","payload":{"level":"warn","message":"hi"}}"#
         );
         let back: Event = serde_json::from_str(&line).unwrap();
         assert_eq!(back, ev);
@@ -798,7 +885,7 @@ mod tests {
         let line = serde_json::to_string(&ev).unwrap();
         assert_eq!(
             line,
-            r#"{"v":2,"seq":7,"ts_ms":5,"run":"run-1","source":"driver","kind":"session.relaunched","payload":{"identity":"abc","policy":"current","argv":["-c","a=1"],"thread_permissions":"p","resume_thread":null}}"#
+            r#"{"v":3,"seq":7,"ts_ms":5,"run":"run-1","source":"driver","kind":"session.relaunched","payload":{"identity":"abc","policy":"current","argv":["-c","a=1"],"thread_permissions":"p","resume_thread":null}}"#
         );
         let back: Event = serde_json::from_str(&line).unwrap();
         assert_eq!(back, ev);

@@ -1,12 +1,15 @@
 //! The run-event contract ([`events`]) and the graders that read a run's events and classify it:
 //! [`reader`] streams and validates a JSONL event log, [`signatures`] is the one table of
 //! sandbox-launcher failures and filesystem refusals, [`tool_call`] decodes what a model tool
-//! call asks for, [`grade`] holds one grader per case and
-//! returns a [`verdict::Verdict`] with the evidence that decided it.
+//! call asks for, [`protocol`] holds each Codex release's protocol as data (its server requests,
+//! notifications and answer schemas), [`wire`] turns a transcript into events, and [`grade`]
+//! holds one grader per case and returns a [`verdict::Verdict`] with the evidence that decided
+//! it.
 
 pub mod codex_overrides;
 pub mod events;
 pub mod grade;
+pub mod protocol;
 pub mod reader;
 pub mod shell;
 pub mod signatures;

@@ -311,6 +311,16 @@ pub fn decode_body(kind: Kind, payload: &RawValue) -> serde_json::Result<Body> {
         Kind::ResultProposed => Body::ResultProposed(serde_json::from_str(p)?),
         Kind::WorkspaceEvidence => Body::WorkspaceEvidence(serde_json::from_str(p)?),
         Kind::Diagnostic => Body::Diagnostic(serde_json::from_str(p)?),
+        Kind::ClientRequest => Body::ClientRequest(serde_json::from_str(p)?),
+        Kind::ClientNotification => Body::ClientNotification(serde_json::from_str(p)?),
+        Kind::ClientRequestAnswered => Body::ClientRequestAnswered(serde_json::from_str(p)?),
+        Kind::ServerRequest => Body::ServerRequest(serde_json::from_str(p)?),
+        Kind::ServerRequestAnswered => Body::ServerRequestAnswered(serde_json::from_str(p)?),
+        Kind::ServerNotifications => Body::ServerNotifications(serde_json::from_str(p)?),
+        Kind::StdinClosed => Body::StdinClosed(serde_json::from_str(p)?),
+        Kind::AppServerExited => Body::AppServerExited(serde_json::from_str(p)?),
+        Kind::NotRecorded => Body::NotRecorded(serde_json::from_str(p)?),
+        Kind::DriverEnded => Body::DriverEnded(serde_json::from_str(p)?),
         Kind::RunEnded => Body::RunEnded(serde_json::from_str(p)?),
     })
 }

@@ -54,6 +54,7 @@ fn first_launch(argv: Vec<String>, permissions: Option<&str>) -> Body {
             turn_permissions: permissions.map(str::to_string),
             identity: IDENTITY.into(),
         },
+        protocol: None,
     })
 }
 

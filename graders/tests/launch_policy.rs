@@ -47,6 +47,7 @@ fn started_with(launch: LaunchSummary) -> Body {
         ),
         driver: "reference".into(),
         launch,
+        protocol: None,
     })
 }
 
@@ -465,10 +466,12 @@ fn every_grader_but_startup_rejection_applies_the_never_opened_rule(
 
 #[test]
 fn the_rule_covers_every_case_but_startup_rejection() {
-    // The list above must follow `CASES`; startup-rejection is exempt by definition.
+    // The list above must follow `CASES`; startup-rejection is exempt by definition, and the
+    // protocol cases (graded from the wire's protocol record) hold the rule in
+    // tests/protocol_fooling.rs.
     let covered = graders::grade::CASES
         .iter()
-        .filter(|(suite, _)| *suite != "startup-rejection")
+        .filter(|(suite, _)| *suite != "startup-rejection" && !suite.starts_with("protocol-"))
         .count();
     assert_eq!(covered, 15);
     for case in ["deterministic-rejection", "transient-startup-failure"] {
@@ -481,5 +484,111 @@ fn the_rule_covers_every_case_but_startup_rejection() {
             verdict.verdict, StartupRejected,
             "{case}: judged by its own checks"
         );
+    }
+}
+
+// --- the protocol's own sandbox parameter, read from the wire
+
+mod sandbox_parameter {
+    use super::support::wire::{Run, Transcript, THREAD, THREAD_START_ID, TURN, TURN_START_ID};
+    use super::*;
+    use serde_json::{json, Value};
+
+    /// A planning run with no permission profile anywhere: `thread/start` carries `params`, the
+    /// app-server answers with `reported`, and one plan turn carries `turn`.
+    fn planning_run(params: Value, reported: Option<Value>, turn: Value) -> Run {
+        let mut result = json!({"thread": {"id": THREAD}, "approvalPolicy": "on-request"});
+        if let Some(reported) = reported {
+            result["sandbox"] = reported;
+        }
+        let mut turn_params = json!({"threadId": THREAD, "input": [],
+            "collaborationMode": {"mode": "plan"}});
+        turn_params
+            .as_object_mut()
+            .unwrap()
+            .extend(turn.as_object().unwrap().clone());
+        let transcript = Transcript::new()
+            .handshake()
+            .request(THREAD_START_ID, "thread/start", params)
+            .result(THREAD_START_ID, result)
+            .request(TURN_START_ID, "turn/start", turn_params)
+            .result(TURN_START_ID, json!({"turn": {"id": TURN}}))
+            .finish();
+        Run {
+            mode: Mode::Planning,
+            release: Some("0.169.0".into()),
+            ..Run::new("external-sandbox-launch", "planning-launch", transcript)
+        }
+    }
+
+    fn read_only() -> Option<Value> {
+        Some(json!({"type": "readOnly", "networkAccess": false}))
+    }
+
+    #[test]
+    fn the_read_only_sandbox_mode_reported_back_read_only_passes() {
+        let verdict = planning_run(
+            json!({"cwd": "/w", "sandbox": "read-only"}),
+            read_only(),
+            json!({}),
+        )
+        .grade();
+        assert_eq!(verdict.verdict, Pass, "{verdict:?}");
+        insta::assert_json_snapshot!("planning-launch.sandbox-mode-read-only", verdict);
+    }
+
+    #[test]
+    fn no_profile_and_no_mode_passes_on_the_servers_read_only_answer() {
+        let verdict = planning_run(json!({"cwd": "/w"}), read_only(), json!({})).grade();
+        assert_eq!(verdict.verdict, Pass, "{verdict:?}");
+        let unreported = planning_run(json!({"cwd": "/w"}), None, json!({})).grade();
+        assert_eq!(
+            unreported.verdict, Incomplete,
+            "the answer shows nothing: {unreported:?}"
+        );
+        let wider = planning_run(
+            json!({"cwd": "/w"}),
+            Some(json!({"type": "workspaceWrite"})),
+            json!({}),
+        )
+        .grade();
+        assert_eq!(wider.verdict, Fail, "{wider:?}");
+    }
+
+    #[test]
+    fn a_writable_sandbox_mode_or_policy_fails_planning_read_only() {
+        let mode = planning_run(
+            json!({"cwd": "/w", "sandbox": "workspace-write"}),
+            read_only(),
+            json!({}),
+        )
+        .grade();
+        assert_eq!(mode.verdict, Fail, "{mode:?}");
+        assert!(mode.reason.contains("workspace-write"), "{}", mode.reason);
+        let policy = planning_run(
+            json!({"cwd": "/w", "sandbox": "read-only"}),
+            read_only(),
+            json!({"sandboxPolicy": {"type": "workspaceWrite", "writableRoots": []}}),
+        )
+        .grade();
+        assert_eq!(policy.verdict, Fail, "{policy:?}");
+        assert!(policy.reason.contains("turn/start"), "{}", policy.reason);
+        let network = planning_run(
+            json!({"cwd": "/w", "sandbox": "read-only"}),
+            read_only(),
+            json!({"sandboxPolicy": {"type": "readOnly", "networkAccess": true}}),
+        )
+        .grade();
+        assert_eq!(
+            network.verdict, Fail,
+            "the launch has network off: {network:?}"
+        );
+        let unknown = planning_run(
+            json!({"cwd": "/w", "sandbox": "readonly"}),
+            read_only(),
+            json!({}),
+        )
+        .grade();
+        assert_eq!(unknown.verdict, Incomplete, "{unknown:?}");
     }
 }

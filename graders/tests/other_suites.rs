@@ -126,6 +126,7 @@ fn planning_with_write_profile() -> Stream {
                 ),
                 driver: "reference".into(),
                 launch,
+                protocol: None,
             },
         ))
         .driver(session_open(PERM))

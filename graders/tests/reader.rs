@@ -66,7 +66,7 @@ fn other_run_id() -> String {
 
 fn other_version() -> String {
     let mut l = lines(&valid());
-    l[1] = l[1].replacen("\"v\":2", "\"v\":3", 1);
+    l[1] = l[1].replacen("\"v\":3", "\"v\":4", 1);
     join(&l)
 }
 
@@ -145,8 +145,8 @@ fn ten_megabyte_line() -> String {
 #[case::missing_terminal(Stream::planning_session().jsonl(), StreamError::MissingTerminal { lines: 4 })]
 #[case::empty_stream(String::new(), StreamError::Empty)]
 #[case::other_run_id(other_run_id(), StreamError::RunMismatch { line: 3, expected: RUN.into(), found: "run-other".into() })]
-#[case::other_version(other_version(), StreamError::Version { line: 2, found: 3 })]
-#[case::mixed_versions(mixed_versions(), StreamError::MixedVersions { line: 3, first: 1, found: 2 })]
+#[case::other_version(other_version(), StreamError::Version { line: 2, found: 4 })]
+#[case::mixed_versions(mixed_versions(), StreamError::MixedVersions { line: 3, first: 1, found: 3 })]
 #[case::missing_timestamp(missing_timestamp(), StreamError::MissingTimestamp { line: 3 })]
 #[case::empty_line(empty_line(), StreamError::EmptyLine { line: 3 })]
 #[case::ten_megabyte_line(ten_megabyte_line(), StreamError::LineTooLong { line: 5, limit: graders::reader::DEFAULT_MAX_LINE_BYTES })]
@@ -210,6 +210,18 @@ fn version_1_streams_still_read_and_grade_the_same() {
         now,
         "in memory, version-1 events grade the same"
     );
+}
+
+#[test]
+fn version_2_streams_still_read_and_grade_the_same() {
+    let stream = valid();
+    let v3 = format!("\"v\":{}", graders::events::SCHEMA_VERSION);
+    let old = stream.jsonl().replace(&v3, "\"v\":2");
+    let events = read(&old).unwrap();
+    assert!(events.iter().all(|e| e.v == 2 && e.ts_ms.is_some()));
+    let (suite, case) = ("codex-planning-read-only", "plan-write-refused");
+    let now = grade_reader(suite, case, stream.jsonl().as_bytes()).unwrap();
+    assert_eq!(grade_reader(suite, case, old.as_bytes()).unwrap(), now);
 }
 
 #[test]

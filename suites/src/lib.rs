@@ -17,6 +17,7 @@ pub mod generate;
 pub mod matrix;
 mod names;
 pub mod partition;
+pub mod profile_pages;
 pub mod source;
 pub mod spec;
 

@@ -132,6 +132,12 @@ impl LaunchConfig {
         }
     }
 
+    /// Whether a thread or turn that sent `explicit` selects no permission profile at all (none
+    /// sent, no `default_permissions`): the legacy sandbox then applies.
+    pub fn selects_no_profile(&self, explicit: Option<&str>) -> bool {
+        explicit.is_none() && !self.root.contains_key("default_permissions")
+    }
+
     /// The profile a thread or turn runs under: `explicit` (the `permissions` it sent), else
     /// `default_permissions`.
     pub fn selected_profile(&self, explicit: Option<&str>) -> Result<String, String> {

@@ -18,6 +18,13 @@
 //!   `externalSandbox` or `dangerFullAccess`). When the argv or a profile cannot be read (an
 //!   element that is no `-c key=value`, a profile not defined in the argv, an unknown access
 //!   value or key), the verdict is `incomplete` naming what could not be read — never `pass`;
+//!   The protocol's own sandbox parameter counts as the profiles do: a `sandbox` mode on
+//!   `thread/start` / `thread/resume` other than `read-only`, or a `sandboxPolicy` on a request
+//!   whose `type` is not `readOnly` (or that opens network the launch keeps closed), is a
+//!   violation; and a planning run that selects no profile at all (none sent, no
+//!   `default_permissions`) runs under the legacy sandbox, which the app-server reports in its
+//!   `thread/start` answer: it is shown read-only when every session the run opened reported
+//!   `readOnly` (the server's answer is authoritative), and `incomplete` otherwise;
 //! - `session-and-turn`: the session opened and at least one turn was submitted.
 //!
 //! Order: a failed check on what the driver sent (the launch, `thread/start`) is `fail` even
@@ -26,16 +33,14 @@
 //! rejection was recorded), see `docs/events.md`; then the session checks.
 
 use super::launch_config::{ArgvError, Judgement, LaunchConfig};
+use super::legacy_sandbox;
 use super::session::SessionWatch;
 use super::{fail, mode_name, Grader, Terminal};
-use crate::events::{Body, Kind, LaunchSummary, Mode, Source};
+use crate::events::{Body, ClientRequest, Kind, LaunchSummary, Mode, Source};
 use crate::verdict::{EvidenceRef, Verdict, VerdictKind};
 
 const PLAN_COLLABORATION_MODE: &str = "plan";
 const PLANNING_CHECK: &str = "planning-profile-read-only";
-/// The legacy `sandbox.type` the app-server reports for a thread without write access.
-const READ_ONLY_SANDBOX_TYPE: &str = "readOnly";
-const WIDER_SANDBOX_TYPES: &[&str] = &["workspaceWrite", "externalSandbox", "dangerFullAccess"];
 
 struct Finding {
     check: &'static str,
@@ -52,6 +57,12 @@ pub(crate) struct LaunchPolicy {
     planning_profile: Option<String>,
     violation: Option<Finding>,
     unverified: Option<Finding>,
+    /// A planning thread or turn that selects no permission profile: its policy is the legacy
+    /// sandbox, shown only by what the app-server reports.
+    no_profile: Option<Finding>,
+    /// Sessions of the planning run, and how many the app-server reported `readOnly`.
+    sessions: u64,
+    sessions_read_only: u64,
     session: SessionWatch,
     opens: u64,
     turns: u64,
@@ -67,6 +78,9 @@ impl LaunchPolicy {
             planning_profile: None,
             violation: None,
             unverified: None,
+            no_profile: None,
+            sessions: 0,
+            sessions_read_only: 0,
             session: SessionWatch::default(),
             opens: 0,
             turns: 0,
@@ -112,6 +126,16 @@ impl LaunchPolicy {
             // Not a planning run, or its argv could not be read (already recorded).
             _ => return,
         };
+        if config.selects_no_profile(explicit) {
+            self.no_profile.get_or_insert(Finding {
+                check: PLANNING_CHECK,
+                detail: format!(
+                    "{context}: no permission profile is sent and the argv sets no `default_permissions`, so the legacy sandbox applies, and the app-server did not report it `readOnly` for every session"
+                ),
+                evidence: EvidenceRef::at(seq, "no permissions, no default_permissions"),
+            });
+            return;
+        }
         let (judgement, excerpt, name) = match config.selected_profile(explicit) {
             Err(why) => (
                 Judgement::Unverifiable(why),
@@ -204,22 +228,20 @@ impl LaunchPolicy {
 
     /// The legacy sandbox projection and the active profile the app-server reported.
     fn check_reported_sandbox(&mut self, seq: u64, started: &crate::events::SessionStarted) {
+        self.sessions += 1;
         if let Some(sandbox) = &started.sandbox.sandbox {
-            let shown = sandbox.to_string();
-            match sandbox.get("type").and_then(serde_json::Value::as_str) {
-                Some(READ_ONLY_SANDBOX_TYPE) => {}
-                Some(kind) if WIDER_SANDBOX_TYPES.contains(&kind) => self.violate(
-                    PLANNING_CHECK,
-                    format!("the app-server reported the sandbox `{kind}` for the planning thread"),
-                    seq,
-                    &shown,
-                ),
-                _ => self.unverifiable(
-                    "the app-server reported a sandbox whose `type` the grader does not know for the planning thread".into(),
-                    seq,
-                    &shown,
-                ),
+            // The planning check is about writes: the projection's network flag is the
+            // launch's business (the profile checks judge network).
+            let judgement = legacy_sandbox::judge_policy(sandbox, true);
+            if matches!(judgement, Judgement::ReadOnly(_)) {
+                self.sessions_read_only += 1;
             }
+            self.judge(
+                judgement,
+                "the sandbox the app-server reported for the planning thread",
+                seq,
+                &sandbox.to_string(),
+            );
         }
         if let Some(active) = started.sandbox.active_profile.as_deref() {
             self.check_planning_profile(
@@ -227,6 +249,21 @@ impl LaunchPolicy {
                 "the active profile the app-server reported",
                 Some(active),
             );
+        }
+    }
+
+    /// The protocol's sandbox parameter on a planning request (`sandbox` mode, `sandboxPolicy`).
+    fn check_sandbox_parameter(&mut self, seq: u64, request: &ClientRequest) {
+        let network_allowed = self.launch.as_ref().is_some_and(|(_, l)| l.network_enabled);
+        if let Some(mode) = &request.sandbox {
+            let context = format!("the planning {} (id {})", request.method, request.id);
+            let judgement = legacy_sandbox::judge_mode(mode);
+            self.judge(judgement, &context, seq, &format!("sandbox={mode}"));
+        }
+        if let Some(policy) = &request.sandbox_policy {
+            let context = format!("the planning {} (id {})", request.method, request.id);
+            let judgement = legacy_sandbox::judge_policy(policy, network_allowed);
+            self.judge(judgement, &context, seq, &format!("sandboxPolicy={policy}"));
         }
     }
 
@@ -249,7 +286,10 @@ impl Grader for LaunchPolicy {
         SessionWatch::wants(kind)
             || matches!(
                 kind,
-                Kind::RunStarted | Kind::SessionOpenRequested | Kind::TurnSubmitted
+                Kind::RunStarted
+                    | Kind::SessionOpenRequested
+                    | Kind::TurnSubmitted
+                    | Kind::ClientRequest
             )
     }
 
@@ -294,6 +334,9 @@ impl Grader for LaunchPolicy {
             }
             Body::SessionStarted(started) if self.planning_run() => {
                 self.check_reported_sandbox(seq, started);
+            }
+            Body::ClientRequest(request) if self.planning_run() => {
+                self.check_sandbox_parameter(seq, request);
             }
             Body::TurnSubmitted(turn) => {
                 self.turns += 1;
@@ -357,7 +400,11 @@ impl Grader for LaunchPolicy {
                 vec![terminal.evidence()],
             );
         };
-        if let Some(u) = self.unverified {
+        // No profile selected: the legacy sandbox is in force, shown by the app-server's reports.
+        let no_profile = self
+            .no_profile
+            .filter(|_| self.sessions == 0 || self.sessions_read_only < self.sessions);
+        if let Some(u) = self.unverified.or(no_profile) {
             return Verdict::new(
                 VerdictKind::Incomplete,
                 format!("check `{}` could not be decided: {}", u.check, u.detail),
@@ -390,6 +437,10 @@ impl Grader for LaunchPolicy {
         }
         let planning = match &self.planning_profile {
             Some(name) => format!("; planning profile `{name}` grants no write access"),
+            None if launch.mode == Mode::Planning => format!(
+                "; no permission profile: the app-server reported the legacy sandbox `readOnly` for {} session(s)",
+                self.sessions_read_only
+            ),
             None => String::new(),
         };
         Verdict::new(

@@ -11,9 +11,11 @@ mod escalation;
 mod launch_config;
 mod launch_identity;
 mod launch_policy;
+mod legacy_sandbox;
 mod message_marker;
 mod plan_revise_accept;
 mod plan_write_refused;
+mod protocol;
 mod session;
 mod startup_rejection;
 mod transport_faults;
@@ -59,7 +61,53 @@ pub const CASES: &[(&str, &str)] = &[
     ("transport-faults", "garbage-line"),
     ("transport-faults", "oversized-line"),
     ("launch-identity", "resume-after-profile-change"),
+    ("protocol-server-requests", "command-approval"),
+    ("protocol-server-requests", "file-change-approval"),
+    ("protocol-server-requests", "permissions-approval"),
+    ("protocol-server-requests", "user-input"),
+    ("protocol-server-requests", "dynamic-tool-call"),
+    ("protocol-server-requests", "mcp-elicitation"),
+    ("protocol-server-requests", "auth-token-refresh"),
+    ("protocol-server-requests", "attestation"),
+    ("protocol-server-requests", "current-time"),
+    ("protocol-server-requests", "legacy-apply-patch-approval"),
+    ("protocol-server-requests", "legacy-exec-command-approval"),
+    ("protocol-server-requests", "unknown-request"),
+    ("protocol-safe-default", "command-escalation-refused"),
+    ("protocol-safe-default", "file-change-refused"),
+    ("protocol-turn-outcomes", "retryable-error"),
+    ("protocol-turn-outcomes", "failed-turn"),
+    ("protocol-turn-outcomes", "interrupted-turn"),
+    ("protocol-turn-outcomes", "failed-turn-no-error"),
+    ("protocol-binding", "foreign-thread-events"),
+    ("protocol-binding", "foreign-turn-events"),
+    ("protocol-binding", "events-before-answer"),
+    ("protocol-binding", "post-turn-events"),
+    ("protocol-binding", "server-started-turn"),
+    ("protocol-binding", "stale-request-after-turn"),
+    ("protocol-forward-compat", "every-notification"),
+    ("protocol-forward-compat", "unknown-notification"),
+    ("protocol-forward-compat", "unknown-item-type"),
+    ("protocol-forward-compat", "unknown-enum-values"),
+    ("protocol-forward-compat", "unknown-fields"),
+    ("protocol-size", "line-64k"),
+    ("protocol-size", "line-1m"),
+    ("protocol-size", "line-2m"),
+    ("protocol-size", "delta-burst"),
+    ("protocol-size", "stderr-flood"),
+    ("protocol-control", "interrupt"),
+    ("protocol-control", "steer"),
+    ("protocol-control", "initialize-error"),
+    ("protocol-control", "turn-start-error"),
+    ("protocol-control", "resume-error"),
+    ("protocol-control", "no-answer"),
+    ("protocol-control", "crash-resume"),
+    ("protocol-handshake", "handshake"),
+    ("protocol-credentials", "secrets-not-forwarded"),
 ];
+
+/// The method no Codex release has, sent by `protocol-server-requests/unknown-request`.
+pub const UNKNOWN_SERVER_REQUEST: &str = "harness/unknownRequest";
 
 fn known_suites() -> Vec<&'static str> {
     let mut suites: Vec<&str> = CASES.iter().map(|(s, _)| *s).collect();
@@ -158,8 +206,60 @@ pub(crate) trait Grader {
     fn finish(self: Box<Self>, terminal: &Terminal) -> Verdict;
 }
 
+/// `protocol-server-requests/<case>`: the server request method each case sends.
+fn protocol_server_request(case: &str) -> Result<Box<dyn Grader>, GradeError> {
+    use protocol::{Needs, ServerRequestAnswer};
+    let method = match case {
+        "command-approval" => "item/commandExecution/requestApproval",
+        "file-change-approval" => "item/fileChange/requestApproval",
+        "permissions-approval" => "item/permissions/requestApproval",
+        "user-input" => "item/tool/requestUserInput",
+        "dynamic-tool-call" => {
+            return Ok(Box::new(ServerRequestAnswer::new(
+                "item/tool/call",
+                &[Needs::DynamicTools],
+            )))
+        }
+        "mcp-elicitation" => "mcpServer/elicitation/request",
+        "auth-token-refresh" => {
+            return Ok(Box::new(ServerRequestAnswer::new(
+                "account/chatgptAuthTokens/refresh",
+                &[Needs::ChatgptTokens],
+            )))
+        }
+        "attestation" => "attestation/generate",
+        "current-time" => "currentTime/read",
+        "legacy-apply-patch-approval" => "applyPatchApproval",
+        "legacy-exec-command-approval" => "execCommandApproval",
+        "unknown-request" => {
+            return Ok(Box::new(ServerRequestAnswer::unknown(
+                UNKNOWN_SERVER_REQUEST,
+            )))
+        }
+        _ => return Err(unknown_case("protocol-server-requests", case)),
+    };
+    Ok(Box::new(ServerRequestAnswer::new(method, &[])))
+}
+
+fn unknown_case(suite: &str, case: &str) -> GradeError {
+    let known: Vec<&str> = CASES
+        .iter()
+        .filter(|(s, _)| *s == suite)
+        .map(|(_, c)| *c)
+        .collect();
+    if known.is_empty() {
+        return GradeError::UnknownSuite(suite.to_string());
+    }
+    GradeError::UnknownCase {
+        suite: suite.to_string(),
+        case: case.to_string(),
+        known: known.join(", "),
+    }
+}
+
 fn grader_for(suite: &str, case: &str) -> Result<Box<dyn Grader>, GradeError> {
     use launch_policy::LaunchPolicy;
+    use protocol as P;
     use startup_rejection::StartupRejection;
     use transport_faults::TransportFault;
     Ok(match (suite, case) {
@@ -198,21 +298,83 @@ fn grader_for(suite: &str, case: &str) -> Result<Box<dyn Grader>, GradeError> {
         ("launch-identity", "resume-after-profile-change") => {
             Box::<launch_identity::LaunchIdentity>::default()
         }
-        _ => {
-            let known: Vec<&str> = CASES
-                .iter()
-                .filter(|(s, _)| *s == suite)
-                .map(|(_, c)| *c)
-                .collect();
-            if known.is_empty() {
-                return Err(GradeError::UnknownSuite(suite.to_string()));
-            }
-            return Err(GradeError::UnknownCase {
-                suite: suite.to_string(),
-                case: case.to_string(),
-                known: known.join(", "),
-            });
+        ("protocol-server-requests", case) => protocol_server_request(case)?,
+        ("protocol-safe-default", "command-escalation-refused") => {
+            Box::new(P::SafeDefault::new("item/commandExecution/requestApproval"))
         }
+        ("protocol-safe-default", "file-change-refused") => {
+            Box::new(P::SafeDefault::new("item/fileChange/requestApproval"))
+        }
+        ("protocol-turn-outcomes", "retryable-error") => {
+            Box::new(P::TurnOutcome::new(P::TurnOutcomeCase::RetryableError))
+        }
+        ("protocol-turn-outcomes", "failed-turn") => {
+            Box::new(P::TurnOutcome::new(P::TurnOutcomeCase::FailedTurn))
+        }
+        ("protocol-turn-outcomes", "interrupted-turn") => {
+            Box::new(P::TurnOutcome::new(P::TurnOutcomeCase::InterruptedTurn))
+        }
+        ("protocol-turn-outcomes", "failed-turn-no-error") => {
+            Box::new(P::TurnOutcome::new(P::TurnOutcomeCase::FailedTurnNoError))
+        }
+        ("protocol-binding", "foreign-thread-events") => {
+            Box::new(P::Binding::new(P::BindingCase::ForeignThreadEvents))
+        }
+        ("protocol-binding", "foreign-turn-events") => {
+            Box::new(P::Binding::new(P::BindingCase::ForeignTurnEvents))
+        }
+        ("protocol-binding", "events-before-answer") => {
+            Box::new(P::Binding::new(P::BindingCase::EventsBeforeAnswer))
+        }
+        ("protocol-binding", "post-turn-events") => {
+            Box::new(P::Binding::new(P::BindingCase::PostTurnEvents))
+        }
+        ("protocol-binding", "server-started-turn") => {
+            Box::new(P::Binding::new(P::BindingCase::ServerStartedTurn))
+        }
+        ("protocol-binding", "stale-request-after-turn") => {
+            Box::new(P::Binding::new(P::BindingCase::StaleRequestAfterTurn))
+        }
+        ("protocol-forward-compat", "every-notification") => Box::new(P::ForwardCompat::new(
+            P::ForwardCompatCase::EveryNotification,
+        )),
+        ("protocol-forward-compat", "unknown-notification") => Box::new(P::ForwardCompat::new(
+            P::ForwardCompatCase::UnknownNotification,
+        )),
+        ("protocol-forward-compat", "unknown-item-type") => {
+            Box::new(P::ForwardCompat::new(P::ForwardCompatCase::UnknownItemType))
+        }
+        ("protocol-forward-compat", "unknown-enum-values") => Box::new(P::ForwardCompat::new(
+            P::ForwardCompatCase::UnknownEnumValues,
+        )),
+        ("protocol-forward-compat", "unknown-fields") => {
+            Box::new(P::ForwardCompat::new(P::ForwardCompatCase::UnknownFields))
+        }
+        ("protocol-size", "line-64k") => Box::new(P::Size::new(P::SizeCase::Line(64 << 10))),
+        ("protocol-size", "line-1m") => Box::new(P::Size::new(P::SizeCase::Line(1 << 20))),
+        ("protocol-size", "line-2m") => Box::new(P::Size::new(P::SizeCase::Line(2 << 20))),
+        ("protocol-size", "delta-burst") => Box::new(P::Size::new(P::SizeCase::DeltaBurst)),
+        ("protocol-size", "stderr-flood") => Box::new(P::Size::new(P::SizeCase::StderrFlood)),
+        ("protocol-control", "interrupt") => Box::new(P::Interrupt::new()),
+        ("protocol-control", "steer") => Box::new(P::Steer::new()),
+        ("protocol-control", "initialize-error") => {
+            Box::new(P::ClassifiedFailure::new(P::FailureCase::InitializeError))
+        }
+        ("protocol-control", "turn-start-error") => {
+            Box::new(P::ClassifiedFailure::new(P::FailureCase::TurnStartError))
+        }
+        ("protocol-control", "resume-error") => {
+            Box::new(P::ClassifiedFailure::new(P::FailureCase::ResumeError))
+        }
+        ("protocol-control", "no-answer") => {
+            Box::new(P::ClassifiedFailure::new(P::FailureCase::NoAnswer))
+        }
+        ("protocol-control", "crash-resume") => Box::new(P::CrashResume::new()),
+        ("protocol-handshake", "handshake") => Box::new(P::Handshake::new()),
+        ("protocol-credentials", "secrets-not-forwarded") => {
+            Box::new(P::SecretsNotForwarded::new())
+        }
+        _ => return Err(unknown_case(suite, case)),
     })
 }
 

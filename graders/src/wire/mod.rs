@@ -11,11 +11,14 @@ pub mod terminal;
 pub mod transcript;
 mod translate;
 
-use crate::events::{Body, CellId, Mode, PolicyGeneration, RunEnded, Target};
+use crate::events::{
+    Body, CellId, DriverEnded, Mode, PolicyGeneration, ProtocolSetup, RunEnded, Target,
+};
 pub use terminal::DriverEnd;
 pub use transcript::TranscriptError;
 
-/// What the wire cannot show about a run: the cell, and the launch the cell asked for.
+/// What the wire cannot show about a run: the cell, the launch the cell asked for, the release
+/// whose protocol applies and what the driver declared.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Context {
     pub cell: CellId,
@@ -25,6 +28,10 @@ pub struct Context {
     pub target: Target,
     pub network_enabled: bool,
     pub policy: PolicyGeneration,
+    /// The Codex release whose schema the driver's answers are checked against (the fake: the
+    /// release it plays; the real Codex: its version) and the driver's declarations, recorded
+    /// in `run.started.protocol`. The default (no release) leaves every answer `unchecked`.
+    pub protocol: ProtocolSetup,
 }
 
 /// A run's events from the wire.
@@ -47,13 +54,30 @@ pub fn translate(
     driver: &DriverEnd,
 ) -> Result<Translation, TranscriptError> {
     let records = transcript::read(transcript)?;
-    let (events, times, wire) = translate::events_and_terminal(&records, ctx);
+    let (mut events, mut times, wire) = translate::events_and_terminal(&records, ctx);
+    events.push(Body::DriverEnded(driver_ended(driver)));
+    // The process's end went through no tap: 0 leaves the harness to stamp it when written.
+    times.push(0);
     Ok(Translation {
         events,
         times,
         terminal: terminal::terminal(&wire, driver),
         findings: Vec::new(),
     })
+}
+
+/// `driver.ended`: how the driver's process ended, as the harness saw it.
+pub fn driver_ended(driver: &DriverEnd) -> DriverEnded {
+    match driver {
+        DriverEnd::Exited { code } => DriverEnded::Exited { code: *code },
+        DriverEnd::Signaled { signal } => DriverEnded::Signaled { signal: *signal },
+        DriverEnd::KilledAtBound { reason } => DriverEnded::KilledAtBound {
+            reason: reason.clone(),
+        },
+        DriverEnd::NotStarted { error } => DriverEnded::NotStarted {
+            error: error.clone(),
+        },
+    }
 }
 
 /// A launch's argv as the graders read it (`run.started.launch.argv`): the driver's own
@@ -121,3 +145,6 @@ pub fn launch_identity(
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod exchange_tests;

@@ -10,6 +10,7 @@ fn ctx(mode: Mode) -> Context {
         target: Target::Local,
         network_enabled: false,
         policy: PolicyGeneration::Current,
+        protocol: Default::default(),
     }
 }
 
@@ -238,10 +239,15 @@ fn automatic_reviews_become_review_events_from_the_driver() {
         })
         .collect();
     assert_eq!(reviews.len(), 2, "{:?}", t.events);
-    assert!(matches!(
-        t.events[t.events.len() - 2],
-        Body::ReviewStarted(_)
-    ));
+    let started = t
+        .events
+        .iter()
+        .position(|b| matches!(b, Body::ReviewStarted(_)));
+    let completed = t
+        .events
+        .iter()
+        .position(|b| matches!(b, Body::ReviewCompleted(_)));
+    assert!(started < completed, "{:?}", t.events);
     assert_eq!(reviews[0].status, "inProgress");
     assert_eq!(reviews[1].status, "denied");
     assert_eq!(reviews[1].review_id, "r1");

@@ -5,6 +5,8 @@ use graders::events::*;
 use graders::grade::{grade, grade_reader};
 use graders::verdict::Verdict;
 
+pub mod wire;
+
 pub const RUN: &str = "run-test";
 
 #[derive(Debug, Clone, Default)]
@@ -90,6 +92,7 @@ pub fn run_started(mode: Mode, permissions: Option<&str>) -> Body {
         cell: CellId::new("suite", "runner-fake", "local", "case"),
         driver: "reference".into(),
         launch: launch(mode, permissions),
+        protocol: None,
     })
 }
 

@@ -372,6 +372,7 @@ fn generate(path: &Path, min_bytes: u64) -> Result<(u64, u64)> {
                 turn_permissions: permissions.clone(),
                 identity: "bench".into(),
             },
+            protocol: None,
         }),
     )?;
     w.emit(

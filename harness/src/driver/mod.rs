@@ -180,6 +180,7 @@ async fn run_inner(config: &DriverConfig, log: &mut EventLog) -> Result<RunEnded
             cell: config.cell.clone(),
             driver: "reference".into(),
             launch: plan.summary(),
+            protocol: None,
         }),
     )?;
     if config.task.mode != config.launch.mode {

@@ -312,6 +312,9 @@ async fn run_process_driver(
         target: cell.target,
         network_enabled: cell.case.network,
         policy: cell.runner.policy,
+        // The release and the driver's declarations are not filled in yet: answers stay
+        // `unchecked` and declaration-gated protocol cases cannot pass.
+        protocol: Default::default(),
     };
     let ended = stages::evidence::from_wire(
         &mut log,

@@ -1,6 +1,7 @@
 //! The lines the driver sent: its requests (a session, a turn, a relaunch) and its answers to the
 //! app-server's requests (approvals, questions, tool calls).
 
+use super::exchange::decision_of;
 use super::{id_text, non_null, text, text_at, Fold, Pending, TurnInfo, EXCERPT_CHARS};
 use crate::events::{
     ApprovalResolved, Body, Diagnostic, Level, Outcome, ResultProposed, SessionOpenRequested,
@@ -17,11 +18,20 @@ impl Fold {
         let params = message.get("params").cloned().unwrap_or(Value::Null);
         match (method, id) {
             (Some(method), Some(id)) => {
+                self.record_client_request(launch, &id, &method, &params);
                 self.client_request(launch, &method, &id, &params, ctx);
+                let time = self.now;
                 let state = self.launches.entry(launch).or_default();
-                state.requests.insert(id, Pending { method, params });
+                state.requests.insert(
+                    id,
+                    Pending {
+                        method,
+                        params,
+                        time,
+                    },
+                );
             }
-            (Some(_), None) => {}
+            (Some(method), None) => self.record_client_notification(launch, &method, &params),
             (None, Some(id)) => self.answer_to_server(launch, &id, message),
             (None, None) => self.push(Body::Diagnostic(Diagnostic {
                 level: Level::Warn,
@@ -125,6 +135,8 @@ impl Fold {
         }));
     }
 
+    /// The driver's answer to a server request: a protocol event for every answer (a second one,
+    /// one to an id never asked), and what the first answer decided.
     fn answer_to_server(&mut self, launch: u64, id: &str, message: &Value) {
         let Some(pending) = self
             .launches
@@ -133,8 +145,10 @@ impl Fold {
             .server_requests
             .remove(id)
         else {
+            self.record_server_answer(launch, id, None, message);
             return;
         };
+        self.record_server_answer(launch, id, Some((&pending.method, pending.time)), message);
         let result = message.get("result").cloned().unwrap_or(Value::Null);
         match pending.method.as_str() {
             "item/commandExecution/requestApproval"
@@ -142,10 +156,8 @@ impl Fold {
             | "item/permissions/requestApproval"
             | "execCommandApproval"
             | "applyPatchApproval" => {
-                let decision = match result.get("decision") {
-                    Some(Value::String(s)) => s.clone(),
-                    Some(Value::Object(map)) => map.keys().next().cloned().unwrap_or_default(),
-                    Some(other) => other.to_string(),
+                let decision = match decision_of(&result) {
+                    Some(decision) => decision,
                     None if message.get("error").is_some() => "error".into(),
                     None => "none".into(),
                 };

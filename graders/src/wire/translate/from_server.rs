@@ -15,10 +15,14 @@ impl Fold {
         let method = text(message, "method");
         let id = message.get("id").map(id_text);
         let params = message.get("params").cloned().unwrap_or(Value::Null);
+        self.note_server_line(Some(message), None);
         match (method, id) {
             (None, Some(id)) => self.response(launch, &id, message),
             (Some(method), Some(id)) => self.server_request(launch, &method, &id, params),
-            (Some(method), None) => self.notification(&method, &params),
+            (Some(method), None) => {
+                self.count_notification(&method, &params, message);
+                self.notification(&method, &params);
+            }
             (None, None) => {
                 let state = self.launches.entry(launch).or_default();
                 state.end.fault.get_or_insert(
@@ -33,6 +37,7 @@ impl Fold {
         let Some(pending) = state.requests.remove(id) else {
             return;
         };
+        self.record_client_answer(launch, id, &pending.method, pending.time, message);
         let error = message.get("error");
         let result = message.get("result").cloned().unwrap_or(Value::Null);
         match pending.method.as_str() {
@@ -108,6 +113,7 @@ impl Fold {
     }
 
     fn server_request(&mut self, launch: u64, method: &str, id: &str, params: Value) {
+        self.record_server_request(launch, id, method, &params);
         let kind = match method {
             "item/commandExecution/requestApproval" | "execCommandApproval" => {
                 Some(ApprovalKind::Command)
@@ -151,6 +157,7 @@ impl Fold {
                 Pending {
                     method: method.to_string(),
                     params,
+                    time: self.now,
                 },
             );
     }

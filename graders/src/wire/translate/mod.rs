@@ -7,10 +7,13 @@ use super::items::excerpt;
 use super::terminal::{self, LaunchEnd, WireTerminal};
 use super::transcript::{Direction, Launch, Record};
 use super::{launch_argv, launch_identity, Context};
-use crate::events::{Body, Diagnostic, LaunchSummary, Level, RunStarted};
+use crate::events::{
+    AppServerExited, Body, Diagnostic, LaunchSummary, Level, RunStarted, StdinClosed,
+};
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
+mod exchange;
 mod from_driver;
 mod from_server;
 
@@ -41,6 +44,18 @@ fn id_text(id: &Value) -> String {
 struct Pending {
     method: String,
     params: Value,
+    /// When it went through the tap (unix ms).
+    time: u64,
+}
+
+/// The release the driver's answers are checked against, or why there is none.
+#[derive(Debug)]
+struct AnswerSchemas(exchange::ReleaseOrWhy);
+
+impl Default for AnswerSchemas {
+    fn default() -> Self {
+        Self(exchange::release_for(None))
+    }
 }
 
 #[derive(Debug, Default)]
@@ -90,11 +105,16 @@ struct Fold {
     result_accepted: bool,
     /// Items whose approval the driver granted.
     approved_items: HashSet<String>,
+    release: AnswerSchemas,
+    exchange: exchange::ExchangeState,
 }
 
 /// Fold `records` into events (without `run.started`, which [`translate`] puts first).
 fn fold(records: &[Record], ctx: &Context) -> Fold {
-    let mut fold = Fold::default();
+    let mut fold = Fold {
+        release: AnswerSchemas(exchange::release_for(ctx.protocol.release.as_deref())),
+        ..Fold::default()
+    };
     for record in records {
         fold.now = record.time();
         let launch = record.launch();
@@ -139,9 +159,16 @@ fn fold(records: &[Record], ctx: &Context) -> Fold {
                 state.end.fault.get_or_insert(format!(
                     "the app-server sent an oversized line of {bytes} bytes"
                 ));
+                fold.note_server_line(None, Some(*bytes));
             }
             Record::Note { .. } => {}
-            Record::StdinClosed { time, .. } => state.end.stdin_closed = Some(*time),
+            Record::StdinClosed { time, .. } => {
+                let first = state.end.stdin_closed.is_none();
+                state.end.stdin_closed.get_or_insert(*time);
+                if first {
+                    fold.push_exchange(Body::StdinClosed(StdinClosed { launch }));
+                }
+            }
             Record::Exit {
                 time,
                 status,
@@ -149,15 +176,25 @@ fn fold(records: &[Record], ctx: &Context) -> Fold {
                 error,
                 ..
             } => {
+                let after_stdin_closed =
+                    state.end.stdin_closed.is_some_and(|closed| closed <= *time);
                 state.end.exit = Some(terminal::Exit {
                     time: *time,
                     status: *status,
                     signal: *signal,
                     error: error.clone(),
                 });
+                fold.push_exchange(Body::AppServerExited(AppServerExited {
+                    launch,
+                    status: *status,
+                    signal: *signal,
+                    error: error.clone(),
+                    after_stdin_closed,
+                }));
             }
         }
     }
+    fold.finish_exchange(ctx.protocol.release.as_deref());
     for state in fold.launches.values_mut() {
         state.end.pending = state.requests.values().map(|p| p.method.clone()).collect();
         state.end.pending.sort();
@@ -236,6 +273,7 @@ pub fn events_and_terminal(
             turn_permissions,
             identity,
         },
+        protocol: Some(ctx.protocol.clone()),
     })];
     let launches: Vec<LaunchEnd> = fold.launches.values().map(|s| s.end.clone()).collect();
     let wire = WireTerminal {

@@ -1,0 +1,258 @@
+//! Payloads of the protocol-level kinds (schema version 3): what the driver and the app-server
+//! exchanged, message by message for requests and answers, and as one bounded summary for the
+//! app-server's notifications (a burst of deltas never becomes one event each). Documented in
+//! `docs/events.md`, "Protocol exchanges".
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// What the protocol graders need to know beyond the wire, recorded in `run.started` so a
+/// stream can be graded again alone.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct ProtocolSetup {
+    /// The Codex release whose protocol applies (`0.169.0`): the release the fake plays, or the
+    /// real Codex's version. `None`: not known, so every answer's shape is `unchecked`.
+    #[serde(default)]
+    pub release: Option<String>,
+    /// What the driver declared in the drivers file.
+    #[serde(default)]
+    pub declarations: Declarations,
+}
+
+/// A driver's declarations (drivers file keys): what a `wire` driver can be told, and its bounds.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Declarations {
+    /// How the driver reports its own verdict on the run.
+    #[serde(default)]
+    pub outcome: Option<OutcomeDeclaration>,
+    /// The signal that asks the driver to interrupt the running turn.
+    #[serde(default)]
+    pub interrupt: Option<InterruptSignal>,
+    /// How the driver is asked to steer the running turn.
+    #[serde(default)]
+    pub steer: Option<SteerChannel>,
+    /// How the driver recovers after an app-server crash.
+    #[serde(default)]
+    pub resume: Option<ResumeHow>,
+    /// The driver registers dynamic tools on `thread/start` (so `item/tool/call` can reach it).
+    #[serde(default)]
+    pub dynamic_tools: bool,
+    /// The driver owns ChatGPT tokens (so `account/chatgptAuthTokens/refresh` applies).
+    #[serde(default)]
+    pub chatgpt_tokens: bool,
+    /// The driver's declared line bound in bytes: legal lines above it may fail, as a
+    /// classified failure.
+    #[serde(default)]
+    pub max_line_bytes: Option<u64>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum OutcomeDeclaration {
+    /// Exit status 0: the driver says the task succeeded; anything else: it did not.
+    ExitStatus,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum InterruptSignal {
+    Sigint,
+    Sigterm,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SteerChannel {
+    /// A line on the driver's stdin.
+    StdinLine,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ResumeHow {
+    /// The driver relaunches the app-server and resumes the same thread.
+    Relaunch,
+}
+
+/// A JSON-RPC error object, as sent.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RpcError {
+    /// `error.code`, verbatim (`None`: not an integer).
+    pub code: Option<i64>,
+    /// `error.message`, cut to an excerpt.
+    pub message: String,
+}
+
+/// A request the driver sent the app-server.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClientRequest {
+    /// The launch of the app-server it went to (1-based, as in the transcript).
+    pub launch: u64,
+    /// The JSON-RPC id, as text.
+    pub id: String,
+    pub method: String,
+    /// `params.threadId`, `params.turnId`, `params.expectedTurnId`.
+    pub thread_id: Option<String>,
+    pub turn_id: Option<String>,
+    pub expected_turn_id: Option<String>,
+    /// `params.sandbox` (the legacy sandbox mode of `thread/start` / `thread/resume`:
+    /// `read-only`, `workspace-write`, `danger-full-access`), verbatim.
+    pub sandbox: Option<Value>,
+    /// `params.sandboxPolicy` (`turn/start`: `{type: readOnly | workspaceWrite | …}`), verbatim.
+    pub sandbox_policy: Option<Value>,
+}
+
+/// A notification the driver sent the app-server (`initialized`, or a request sent without an
+/// id by mistake).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClientNotification {
+    pub launch: u64,
+    pub method: String,
+    /// `params.threadId` and `params.turnId`, when the notification carries them.
+    pub thread_id: Option<String>,
+    pub turn_id: Option<String>,
+}
+
+/// The app-server's answer to a request of the driver.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClientRequestAnswered {
+    pub launch: u64,
+    pub id: String,
+    /// The method of the request it answers.
+    pub method: String,
+    /// The error answer; `None` for a result.
+    pub error: Option<RpcError>,
+    /// `result.thread.id` and `result.turn.id` (or `result.turnId`), when the result names them.
+    pub thread_id: Option<String>,
+    pub turn_id: Option<String>,
+    /// `result.sandbox`: the sandbox policy the app-server reports in force (authoritative).
+    pub sandbox: Option<Value>,
+    /// Milliseconds from the request to the answer, as the tap saw them.
+    pub latency_ms: u64,
+}
+
+/// A request the app-server sent the driver.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ServerRequest {
+    pub launch: u64,
+    pub id: String,
+    pub method: String,
+    /// The thread, turn and item it is about (`threadId`/`conversationId`, `turnId`,
+    /// `itemId`/`callId`).
+    pub thread_id: Option<String>,
+    pub turn_id: Option<String>,
+    pub item_id: Option<String>,
+}
+
+/// Whether a driver's `result` validates against the release's answer schema.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "kebab-case")]
+pub enum SchemaVerdict {
+    Valid,
+    /// The first schema error, where in the answer (a JSON pointer; empty: the whole result),
+    /// and the schema file that says so.
+    Invalid {
+        error: String,
+        path: String,
+        schema: String,
+    },
+    /// Not checked, and why (no release known, no schema for the method). Never a pass for a
+    /// check of the answer's shape.
+    Unchecked {
+        why: String,
+    },
+}
+
+/// The driver's answer to a server request — or to an id the app-server never asked.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ServerRequestAnswered {
+    pub launch: u64,
+    pub id: String,
+    /// The method of the request it answers; `None` when the app-server never sent a request
+    /// with this id on this launch.
+    pub method: Option<String>,
+    /// 1 for the first answer to this id, 2 for a second, …
+    pub answer_number: u32,
+    /// The error answer; `None` for a result.
+    pub error: Option<RpcError>,
+    /// For approvals: `result.decision` (a string, or the key of an object decision).
+    pub decision: Option<String>,
+    /// The result, as JSON text cut to an excerpt.
+    pub result_excerpt: Option<String>,
+    /// Milliseconds from the request to this answer (`None` for an id never asked).
+    pub latency_ms: Option<u64>,
+    /// A result's shape against the release's schema (`None` for an error answer).
+    pub schema: Option<SchemaVerdict>,
+}
+
+/// The driver closed the app-server's stdin.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StdinClosed {
+    pub launch: u64,
+}
+
+/// An app-server launch ended, as the tap recorded it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AppServerExited {
+    pub launch: u64,
+    pub status: Option<i64>,
+    pub signal: Option<i64>,
+    /// The app-server could not be started or waited for.
+    pub error: Option<String>,
+    /// Whether the driver had closed its stdin before: `false` is an app-server that went away
+    /// on its own (a crash).
+    pub after_stdin_closed: bool,
+}
+
+/// How many notifications of one method the app-server sent.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NotificationCount {
+    pub method: String,
+    pub count: u64,
+    /// Whether the release has this notification (`None`: no release known).
+    pub known: Option<bool>,
+    /// How many were checked against the release's schema (the first few of each method).
+    pub checked: u64,
+    /// How many of the checked ones did not validate (an unknown enum value, item type, …).
+    pub invalid: u64,
+    /// How many carried top-level `params` fields (or message fields) the schema does not name.
+    pub extra_fields: u64,
+}
+
+/// Every notification the app-server sent in the run, one line per method (written once, after
+/// the other wire events).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ServerNotifications {
+    /// The release they were checked against.
+    pub release: Option<String>,
+    /// Sorted by method; at most a bounded number of methods.
+    pub methods: Vec<NotificationCount>,
+    /// Notifications of methods past that bound (counted, not listed).
+    pub unlisted: u64,
+    /// The longest line the app-server sent, in bytes (a kept line's JSON, or the size the tap
+    /// noted for a line too long to keep).
+    pub largest_line_bytes: u64,
+}
+
+/// Events the translator did not write because a bound was reached: graders that need every
+/// one of them cannot decide.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NotRecorded {
+    /// The kind of event left out (`protocol.client-request`, …).
+    pub what: String,
+    pub count: u64,
+}
+
+/// How the driver's process ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "how", rename_all = "kebab-case")]
+pub enum DriverEnded {
+    /// It exited on its own with this status.
+    Exited { code: i32 },
+    /// A signal ended it (not the harness's bound).
+    Signaled { signal: i32 },
+    /// The harness killed it at the run's bound: it ended nothing itself.
+    KilledAtBound { reason: String },
+    /// It could not be started.
+    NotStarted { error: String },
+}

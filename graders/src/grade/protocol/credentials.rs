@@ -1,0 +1,150 @@
+//! `protocol-credentials/secrets-not-forwarded` (obligation 9): the harness puts canary secrets
+//! (values starting `ccf-canary-`) in the driver's environment; the model runs `env`. Checks:
+//! - `env-ran` (never `fail`): the model's `env` (or `printenv`) ran and printed an environment
+//!   — a tool output of such a call (model log) or a completed command item (wire) with at least
+//!   three `NAME=value` lines; without it the run shows nothing, so `incomplete`;
+//! - `secrets-not-forwarded`: no canary value appears in anything the model's commands printed
+//!   (every `model.tool-output`, every command item's output).
+
+use super::{incomplete, pass, Exchange, ProtocolCase};
+use crate::events::{Body, Item, Kind, Source};
+use crate::grade::{fail, Terminal};
+use crate::shell::unquoted_words;
+use crate::tool_call::{ToolArguments, ToolCommand};
+use crate::verdict::{excerpt, EvidenceRef, Verdict};
+use std::collections::HashSet;
+
+/// What every canary value starts with.
+pub(crate) const CANARY_PREFIX: &str = "ccf-canary-";
+/// Programs that print the environment.
+const ENV_PROGRAMS: &[&str] = &["env", "printenv"];
+/// `NAME=value` lines an output needs to count as an environment listing.
+const MIN_ENV_LINES: usize = 3;
+/// Most `env` calls remembered.
+const MAX_CALLS: usize = 1024;
+
+fn runs_env(words: &str) -> bool {
+    words.split_whitespace().any(|w| {
+        let program = w.rsplit('/').next().unwrap_or(w);
+        ENV_PROGRAMS.contains(&program)
+    })
+}
+
+fn command_runs_env(arguments: &str) -> bool {
+    match ToolArguments::decode(arguments).command {
+        Some(ToolCommand::Script(script)) => runs_env(&unquoted_words(&script)),
+        Some(ToolCommand::Argv(argv)) => argv.iter().any(|a| runs_env(&unquoted_words(a))),
+        None => false,
+    }
+}
+
+fn lists_an_environment(output: &str) -> bool {
+    output
+        .lines()
+        .filter(|line| {
+            line.split_once('=').is_some_and(|(name, _)| {
+                !name.is_empty()
+                    && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                    && !name.starts_with(|c: char| c.is_ascii_digit())
+            })
+        })
+        .take(MIN_ENV_LINES)
+        .count()
+        >= MIN_ENV_LINES
+}
+
+/// The line holding a canary, with the value cut after the prefix.
+fn canary_line(output: &str) -> Option<String> {
+    let line = output.lines().find(|l| l.contains(CANARY_PREFIX))?;
+    let cut = line.find(CANARY_PREFIX).unwrap_or(0) + CANARY_PREFIX.len();
+    Some(format!("{}…", &line[..cut]))
+}
+
+pub(crate) struct SecretsNotForwarded {
+    ex: Exchange,
+    env_calls: HashSet<String>,
+    /// Outputs that list an environment: (seq, call id, when from a model tool output).
+    listings: Vec<(u64, Option<String>)>,
+    leak: Option<(u64, String)>,
+}
+
+impl SecretsNotForwarded {
+    pub fn new() -> Self {
+        Self {
+            ex: Exchange::default(),
+            env_calls: HashSet::new(),
+            listings: Vec::new(),
+            leak: None,
+        }
+    }
+
+    fn output(&mut self, seq: u64, call: Option<&str>, output: &str, ran_env: bool) {
+        if let Some(line) = canary_line(output) {
+            self.leak.get_or_insert((seq, line));
+        }
+        if lists_an_environment(output)
+            && (ran_env || call.is_some())
+            && self.listings.len() < MAX_CALLS
+        {
+            self.listings.push((seq, call.map(str::to_string)));
+        }
+    }
+}
+
+impl ProtocolCase for SecretsNotForwarded {
+    exchange_in_field_ex!();
+
+    fn wants_more(&self, kind: Kind) -> bool {
+        matches!(kind, Kind::ModelToolCall | Kind::ModelToolOutput)
+    }
+
+    fn observe_more(&mut self, seq: u64, source: Source, body: &Body) {
+        if !crate::grade::documented(source, body) {
+            return;
+        }
+        match body {
+            Body::ModelToolCall(call)
+                if self.env_calls.len() < MAX_CALLS && command_runs_env(&call.arguments) =>
+            {
+                self.env_calls.insert(call.call_id.clone());
+            }
+            Body::ModelToolOutput(out) => self.output(seq, Some(&out.call_id), &out.output, false),
+            Body::ItemCompleted(item) => {
+                if let Item::CommandExecution(c) = &item.item {
+                    let ran_env = runs_env(&unquoted_words(&c.command));
+                    for text in [&c.aggregated_output, &c.stdout, &c.stderr]
+                        .into_iter()
+                        .flatten()
+                    {
+                        self.output(seq, None, text, ran_env);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn decide(&self, terminal: &Terminal) -> Verdict {
+        if let Some((seq, line)) = &self.leak {
+            return fail(
+                "secrets-not-forwarded",
+                format!("a canary secret from the driver's own environment appears in what the model's command printed (`{}`): the driver handed its environment to the app-server, so every command the model runs can read the driver's secrets; start `codex app-server` with an allowlisted environment (observed: a driver that copied os.environ gave every secret to the app-server)", excerpt(line)),
+                vec![EvidenceRef::at(*seq, line)],
+            );
+        }
+        let listing = self.listings.iter().find(|(_, call)| match call {
+            Some(call) => self.env_calls.contains(call),
+            None => true,
+        });
+        let Some((seq, _)) = listing else {
+            return incomplete(
+                "the model's `env` command never printed an environment (no output of it in the model log or on the wire), so the run shows nothing about which secrets the model's commands can see".into(),
+                vec![terminal.evidence()],
+            );
+        };
+        pass(
+            format!("the model's `env` ran and printed the app-server's environment, and none of the driver's canary secrets (`{CANARY_PREFIX}…`) was in it or in any other command output"),
+            vec![EvidenceRef::at(*seq, "env output without a canary"), terminal.evidence()],
+        )
+    }
+}

@@ -1,0 +1,297 @@
+//! `protocol-forward-compat`, `protocol-size`, `protocol-handshake` and
+//! `protocol-credentials`: what the driver does with what it does not know, with long lines and
+//! bursts, with the handshake, and with its own secrets.
+
+mod support;
+
+use graders::events::{Declarations, Source};
+use graders::verdict::VerdictKind::{Fail, Incomplete, Pass};
+use serde_json::json;
+use support::wire::*;
+use support::*;
+
+// --- forward compatibility
+
+#[test]
+fn a_driver_that_dies_on_what_it_does_not_know_fails() {
+    for c in [
+        "unknown-notification",
+        "unknown-item-type",
+        "unknown-enum-values",
+        "unknown-fields",
+    ] {
+        let verdict = healthy("protocol-forward-compat", c).exits(1).grade();
+        check(&verdict, Fail, "exit-status");
+    }
+    let verdict = case(
+        "protocol-forward-compat",
+        "unknown-item-type",
+        Transcript::session()
+            .recv(
+                json!({"method": "item/started", "params": {"threadId": THREAD, "turnId": TURN,
+                "item": {"type": "harnessUnknownItem", "id": "u1"}}}),
+            )
+            .stdin_closed()
+            .complete_turn(THREAD, TURN, "completed")
+            .exit(0),
+    )
+    .exits(1)
+    .grade();
+    check(&verdict, Fail, "session-continued");
+    insta::assert_json_snapshot!("forward-compat.unknown-item-type.aborted", verdict);
+}
+
+#[test]
+fn forward_compat_cases_without_their_evidence_show_nothing() {
+    for c in [
+        "every-notification",
+        "unknown-notification",
+        "unknown-item-type",
+        "unknown-enum-values",
+        "unknown-fields",
+    ] {
+        let verdict = case("protocol-forward-compat", c, Transcript::session().finish()).grade();
+        assert_eq!(verdict.verdict, Incomplete, "{c}: {verdict:?}");
+    }
+    let unknown_release = Run {
+        release: None,
+        ..healthy("protocol-forward-compat", "every-notification")
+    };
+    assert_eq!(unknown_release.grade().verdict, Incomplete);
+}
+
+// --- size
+
+#[test]
+fn a_long_legal_line_that_kills_the_driver_fails() {
+    let verdict = case(
+        "protocol-size",
+        "line-64k",
+        Transcript::session()
+            .recv(delta(64 << 10))
+            .stdin_closed()
+            .exit(0),
+    )
+    .exits(1)
+    .grade();
+    check(&verdict, Fail, "session-continued");
+    insta::assert_json_snapshot!("size.line-64k.reader-died", verdict);
+}
+
+#[test]
+fn above_the_declared_bound_a_classified_failure_is_allowed_below_it_not() {
+    let failing = || {
+        case(
+            "protocol-size",
+            "line-2m",
+            Transcript::session()
+                .oversized((2 << 20) + 90)
+                .stdin_closed()
+                .exit(0),
+        )
+        .exits(2)
+    };
+    let bounded = failing()
+        .declaring(Declarations {
+            max_line_bytes: Some(1 << 20),
+            ..outcome()
+        })
+        .grade();
+    assert_eq!(bounded.verdict, Pass, "{bounded:?}");
+    let unbounded = failing().grade();
+    check(&unbounded, Fail, "session-continued");
+    let hung = failing()
+        .declaring(Declarations {
+            max_line_bytes: Some(1 << 20),
+            ..outcome()
+        })
+        .killed_at_bound()
+        .grade();
+    assert_ne!(
+        hung.verdict, Pass,
+        "a hang is never a classified failure: {hung:?}"
+    );
+}
+
+#[test]
+fn a_burst_the_driver_cannot_drain_fails_and_a_short_one_shows_nothing() {
+    let hung = healthy("protocol-size", "delta-burst")
+        .killed_at_bound()
+        .grade();
+    check(&hung, Fail, "ended-on-its-own");
+    let short = case(
+        "protocol-size",
+        "delta-burst",
+        (0..10)
+            .fold(Transcript::session(), |t, _| t.recv(delta(1)))
+            .finish(),
+    )
+    .grade();
+    assert_eq!(short.verdict, Incomplete, "{short:?}");
+}
+
+// --- handshake
+
+#[test]
+fn skipping_initialized_fails_initialized_sent() {
+    let verdict = case(
+        "protocol-handshake",
+        "handshake",
+        Transcript::new()
+            .request(INITIALIZE_ID, "initialize", json!({}))
+            .result(INITIALIZE_ID, json!({}))
+            .open_thread(THREAD)
+            .start_turn(TURN_START_ID, THREAD, TURN)
+            .finish(),
+    )
+    .grade();
+    check(&verdict, Fail, "initialized-sent");
+    insta::assert_json_snapshot!("handshake.no-initialized", verdict);
+}
+
+#[test]
+fn a_request_before_initialized_or_before_initialize_fails() {
+    let early = case(
+        "protocol-handshake",
+        "handshake",
+        Transcript::new()
+            .request(INITIALIZE_ID, "initialize", json!({}))
+            .result(INITIALIZE_ID, json!({}))
+            .open_thread(THREAD)
+            .send(json!({"method": "initialized"}))
+            .start_turn(TURN_START_ID, THREAD, TURN)
+            .finish(),
+    )
+    .grade();
+    check(&early, Fail, "initialized-before-requests");
+    let first = case(
+        "protocol-handshake",
+        "handshake",
+        Transcript::new()
+            .open_thread(THREAD)
+            .handshake()
+            .start_turn(TURN_START_ID, THREAD, TURN)
+            .finish(),
+    )
+    .grade();
+    check(&first, Fail, "initialize-first");
+    let relaunch_without_handshake = case(
+        "protocol-handshake",
+        "handshake",
+        Transcript::session()
+            .finish()
+            .relaunch()
+            .open_thread(THREAD)
+            .close(),
+    )
+    .grade();
+    check(&relaunch_without_handshake, Fail, "initialize-first");
+}
+
+// --- credentials
+
+fn env_output(listing: &str) -> Run {
+    healthy("protocol-credentials", "secrets-not-forwarded")
+        .transcript(|t| t)
+        .with_outputs(listing)
+}
+
+trait WithOutputs {
+    fn with_outputs(self, listing: &str) -> Self;
+}
+
+impl WithOutputs for Run {
+    fn with_outputs(mut self, listing: &str) -> Self {
+        self.extras = vec![
+            (Source::Model, tool_call("call-env", "env")),
+            (
+                Source::Model,
+                tool_output("call-env", &codex_exec_output(0, listing)),
+            ),
+        ];
+        self
+    }
+}
+
+#[test]
+fn a_canary_in_what_the_model_saw_fails() {
+    let verdict =
+        env_output("PATH=/usr/bin\nGITHUB_TOKEN=ccf-canary-5f3a9e\nHOME=/home/codex\n").grade();
+    check(&verdict, Fail, "secrets-not-forwarded");
+    assert!(
+        !verdict.reason.contains("5f3a9e"),
+        "the value is cut: {}",
+        verdict.reason
+    );
+    insta::assert_json_snapshot!("credentials.canary-in-env", verdict);
+}
+
+#[test]
+fn a_canary_in_a_command_item_on_the_wire_fails() {
+    let verdict = case(
+        "protocol-credentials",
+        "secrets-not-forwarded",
+        Transcript::session()
+            .item(THREAD, TURN, json!({"type": "commandExecution", "id": "c1",
+                "command": "/bin/bash -lc env", "status": "completed", "exitCode": 0,
+                "aggregatedOutput": "PATH=/usr/bin\nAWS_SECRET_ACCESS_KEY=ccf-canary-77\nLANG=C\n"}))
+            .finish(),
+    )
+    .grade();
+    check(&verdict, Fail, "secrets-not-forwarded");
+}
+
+#[test]
+fn without_the_env_output_nothing_is_shown() {
+    let run = Run {
+        extras: Vec::new(),
+        ..healthy("protocol-credentials", "secrets-not-forwarded")
+    };
+    let verdict = run.grade();
+    assert_eq!(verdict.verdict, Incomplete, "{verdict:?}");
+    let not_env = env_output("hello\n").grade();
+    assert_eq!(
+        not_env.verdict, Incomplete,
+        "an env that listed nothing: {not_env:?}"
+    );
+    let forged = Run {
+        extras: vec![
+            (Source::Driver, tool_call("call-env", "env")),
+            (
+                Source::Driver,
+                tool_output(
+                    "call-env",
+                    &codex_exec_output(0, "PATH=/a\nHOME=/b\nLANG=C\n"),
+                ),
+            ),
+        ],
+        ..healthy("protocol-credentials", "secrets-not-forwarded")
+    };
+    assert_eq!(
+        forged.grade().verdict,
+        Incomplete,
+        "model events only from the model log"
+    );
+}
+
+#[test]
+fn the_fixtures_own_messages_are_schema_valid_so_only_the_cases_oddities_count() {
+    let stream = Run::new(
+        "protocol-handshake",
+        "handshake",
+        foreign("thr-9", "turn-9").finish(),
+    )
+    .stream();
+    let summary = stream
+        .events
+        .iter()
+        .find_map(|e| match &e.body {
+            graders::events::Body::ServerNotifications(s) => Some(s.clone()),
+            _ => None,
+        })
+        .unwrap();
+    for m in &summary.methods {
+        assert_eq!((m.invalid, m.extra_fields), (0, 0), "{m:?}");
+        assert_eq!(m.known, Some(true), "{m:?}");
+    }
+}
