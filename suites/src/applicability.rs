@@ -7,7 +7,22 @@ use crate::spec::{DeclaredDriver, DriverContract};
 /// Why `cell`'s declared driver cannot run its case, if it cannot. Cells of the harness's own
 /// drivers are always applicable.
 pub fn not_applicable(cell: &Cell) -> Option<String> {
-    let driver = cell.runner.declared.as_ref()?;
+    let Some(driver) = cell.runner.declared.as_ref() else {
+        // The harness's own drivers take every task; what they declare still decides the
+        // cases that need a declaration.
+        let own = DeclaredDriver::harness_own(String::new());
+        return cell
+            .case
+            .requires
+            .iter()
+            .find(|c| !own.declares(**c))
+            .map(|missing| {
+                format!(
+                    "the case needs the driver to declare {}, and the harness's own driver does not (yet)",
+                    missing.declaration()
+                )
+            });
+    };
     let task = &cell.case.task;
     if !driver.modes.contains(&cell.case.mode) {
         let declared: Vec<&str> = driver.modes.iter().map(|m| m.as_str()).collect();

@@ -425,11 +425,10 @@ cases = ["hang"]
                 .collect();
             let profile = cells.first().map_or("-", |c| c.profile.as_str());
             listing.push(format!("{suite} ({profile}, {} cells)", cells.len()));
-            listing.extend(
-                cells
-                    .iter()
-                    .map(|c| format!("  {} expect {}", c.name(), c.expected.verdict.as_str())),
-            );
+            listing.extend(cells.iter().map(|c| match &c.not_applicable {
+                Some(_) => format!("  {} not applicable", c.name()),
+                None => format!("  {} expect {}", c.name(), c.expected.verdict.as_str()),
+            }));
         }
         insta::assert_snapshot!("shipped_cells", listing.join("\n"));
     }

@@ -1,6 +1,9 @@
 //! The shape of `suites.toml`.
 
-use graders::events::{Mode, PolicyGeneration, Target};
+use graders::events::{
+    Declarations, InterruptSignal, Mode, OutcomeDeclaration, PolicyGeneration, ResumeHow,
+    SteerChannel, Target,
+};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 
@@ -170,38 +173,6 @@ impl Capability {
     }
 }
 
-/// How a driver's own verdict on its run is read.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum OutcomeReport {
-    /// Exit status 0: the driver says the task succeeded; anything else: it says it did not.
-    ExitStatus,
-}
-
-/// The signal that asks a driver to interrupt its running turn.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum InterruptSignal {
-    Sigint,
-    Sigterm,
-}
-
-/// How the harness asks a driver to steer its running turn.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum SteerRequest {
-    /// One line of text on the driver's stdin: the steering input.
-    StdinLine,
-}
-
-/// What a driver does when its app-server dies mid-run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum ResumeBehaviour {
-    /// It launches a new app-server and resumes the same thread (`thread/resume`).
-    Relaunch,
-}
-
 /// One cross product: every runner × environment × case listed.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -354,16 +325,16 @@ pub struct DeclaredDriver {
     /// How the driver's own verdict on its run is read; without it, cases about turn outcomes
     /// are not applicable.
     #[serde(default)]
-    pub outcome: Option<OutcomeReport>,
+    pub outcome: Option<OutcomeDeclaration>,
     /// The signal that asks the driver to interrupt its running turn.
     #[serde(default)]
     pub interrupt: Option<InterruptSignal>,
     /// How the harness asks the driver to steer its running turn.
     #[serde(default)]
-    pub steer: Option<SteerRequest>,
+    pub steer: Option<SteerChannel>,
     /// What the driver does when its app-server dies.
     #[serde(default)]
-    pub resume: Option<ResumeBehaviour>,
+    pub resume: Option<ResumeHow>,
     /// The driver registers dynamic tools on `thread/start`.
     #[serde(default)]
     pub dynamic_tools: bool,
@@ -389,7 +360,7 @@ impl DeclaredDriver {
     /// The harness's own drivers run as processes (the reference driver's `harness drive`, the
     /// example external driver): under the events contract, `codex` first on `PATH`, every
     /// mode, plan reviews and answers from the task, held to both profiles, registering the
-    /// result tools as dynamic tools.
+    /// result tools as dynamic tools, exiting 0 exactly when the run succeeded.
     pub fn harness_own(command: String) -> Self {
         Self {
             about: None,
@@ -402,7 +373,8 @@ impl DeclaredDriver {
             approvals: vec![],
             env: BTreeMap::new(),
             profiles: Profile::ALL.to_vec(),
-            outcome: None,
+            // Both exit 0 exactly when their run succeeded.
+            outcome: Some(OutcomeDeclaration::ExitStatus),
             interrupt: None,
             steer: None,
             resume: None,
@@ -410,6 +382,19 @@ impl DeclaredDriver {
             chatgpt_tokens: false,
             max_line_bytes: None,
             base_dir: None,
+        }
+    }
+
+    /// What the driver declared, as the graders read it (`run.started.protocol`).
+    pub fn declarations(&self) -> Declarations {
+        Declarations {
+            outcome: self.outcome,
+            interrupt: self.interrupt,
+            steer: self.steer,
+            resume: self.resume,
+            dynamic_tools: self.dynamic_tools,
+            chatgpt_tokens: self.chatgpt_tokens,
+            max_line_bytes: self.max_line_bytes,
         }
     }
 

@@ -45,6 +45,9 @@ pub struct Shared {
     startup_probe: Mutex<Option<JoinHandle<Option<&'static str>>>>,
     /// Turns whose `turn/completed` is out (what a held-back `turn/start` answer waits for).
     finished_turns: (Mutex<HashSet<String>>, Condvar),
+    /// How many turn players are running (a client's turn and the turns the server starts on
+    /// its own after it): what end of input waits for, briefly.
+    turn_players: (Mutex<usize>, Condvar),
     /// The goal of each thread that has one (`thread/goal/updated`'s `goal`).
     pub(crate) goals: Mutex<HashMap<String, Value>>,
 }
@@ -113,6 +116,7 @@ impl Shared {
             method_calls: Mutex::new(HashMap::new()),
             startup_probe: Mutex::new(Some(probe)),
             finished_turns: (Mutex::new(HashSet::new()), Condvar::new()),
+            turn_players: (Mutex::new(0), Condvar::new()),
             goals: Mutex::new(HashMap::new()),
         })
     }
@@ -185,6 +189,25 @@ impl Shared {
         guard.contains(turn_id)
     }
 
+    /// A turn player is running until the guard drops.
+    pub(crate) fn turn_player(self: &Arc<Self>) -> TurnPlayerGuard {
+        *self
+            .turn_players
+            .0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) += 1;
+        TurnPlayerGuard(Arc::clone(self))
+    }
+
+    /// Wait (at most `limit`) until no turn player runs.
+    fn wait_turn_players(&self, limit: Duration) {
+        let (running, changed) = &self.turn_players;
+        let guard = running.lock().unwrap_or_else(|p| p.into_inner());
+        let _ = changed
+            .wait_timeout_while(guard, limit, |running| *running > 0)
+            .unwrap_or_else(|p| p.into_inner());
+    }
+
     /// The scenario's behaviour for this call of `method`, counting calls for `times`.
     fn behaviour_for(&self, method: &str) -> Option<MethodBehaviour> {
         let behaviour = self.scenario.method(method)?;
@@ -197,6 +220,23 @@ impl Shared {
         }
     }
 }
+
+/// A running turn player (`Shared::turn_player`).
+pub(crate) struct TurnPlayerGuard(Arc<Shared>);
+
+impl Drop for TurnPlayerGuard {
+    fn drop(&mut self) {
+        let (running, changed) = &self.0.turn_players;
+        let mut running = running.lock().unwrap_or_else(|p| p.into_inner());
+        *running = running.saturating_sub(1);
+        changed.notify_all();
+    }
+}
+
+/// After end of input, how long turns already under way may go on writing: what the server was
+/// doing as the client hung up (a turn it starts on its own right after the client's, say) still
+/// reaches the wire, and no wait of a scenario keeps the process alive.
+const TURNS_AFTER_END_OF_INPUT: Duration = Duration::from_millis(250);
 
 /// Serve stdin/stdout until stdin closes. Returns the process exit code.
 pub fn serve(shared: Arc<Shared>) -> u8 {
@@ -219,6 +259,7 @@ pub fn serve(shared: Arc<Shared>) -> u8 {
         shared.out.record_incoming(line);
         handle_line(&shared, line);
     }
+    shared.wait_turn_players(TURNS_AFTER_END_OF_INPUT);
     shared.out.flush();
     0
 }

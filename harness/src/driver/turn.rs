@@ -411,7 +411,13 @@ async fn on_request(
             if approve {
                 outcome.approved_items.extend(request.item_id.clone());
             }
-            let answer = json!({"decision": decision});
+            // The legacy ReviewDecision denies with an object carrying the reason
+            // (`DeniedReviewDecision`): a bare "denied" is no value of it.
+            let answer = if approve {
+                json!({"decision": decision})
+            } else {
+                json!({"decision": {"denied": {"rejection": "the runner's launch policy grants no escalation"}}})
+            };
             answer_approval(client, log, id, request, answer, decision).await?;
         }
         "item/permissions/requestApproval" => {

@@ -312,9 +312,16 @@ async fn run_process_driver(
         target: cell.target,
         network_enabled: cell.case.network,
         policy: cell.runner.policy,
-        // The release and the driver's declarations are not filled in yet: answers stay
-        // `unchecked` and declaration-gated protocol cases cannot pass.
-        protocol: Default::default(),
+        protocol: graders::events::ProtocolSetup {
+            release: Some(
+                cell.runner
+                    .codex_version
+                    .clone()
+                    .or_else(|| cell.runner.plays.clone())
+                    .unwrap_or_else(|| fake_app_server::persona::DEFAULT_VERSION.to_string()),
+            ),
+            declarations: driver.declared.declarations(),
+        },
     };
     let ended = stages::evidence::from_wire(
         &mut log,

@@ -86,6 +86,7 @@ const TOKENS_OUT: u64 = 5;
 /// Play a turn the client started, then the turns the server starts on its own after it (while
 /// a goal the model created is active, at most `limits.goal_turns`).
 pub fn play(shared: Arc<Shared>, plan: TurnPlan) {
+    let _running = shared.turn_player();
     let root = plan.turn_id.clone();
     let mut next = Some((plan, None));
     let mut continuations = 0;

@@ -18,6 +18,10 @@ const UNKNOWN_VALUE: &str = "harnessUnknownValue";
 /// Readable filler for big legal lines (never whitespace padding).
 const FILLER: &str = "The quick brown fox jumps over the lazy dog; ";
 
+/// How long the turn waits after a foreign `turn/completed` (see `let_the_client_react`): far
+/// above any client's reaction to a line it has read, far below a turn's bounds.
+const CLIENT_REACTION: std::time::Duration = std::time::Duration::from_millis(400);
+
 impl TurnRun {
     /// Run one server step; `finished` when it runs after the turn's `turn/completed`.
     pub(super) fn server_step(&mut self, action: &ServerAction, finished: bool) -> Flow {
@@ -35,6 +39,7 @@ impl TurnRun {
             }
             ServerAction::ForeignTurn { of } => {
                 self.foreign_turn(*of);
+                self.let_the_client_react();
                 Flow::Continue
             }
             ServerAction::StrayEvents {} => {
@@ -43,6 +48,7 @@ impl TurnRun {
             }
             ServerAction::EveryNotification {} => {
                 self.every_notification();
+                self.let_the_client_react();
                 Flow::Continue
             }
             ServerAction::UnknownNotification { method } => {
@@ -99,6 +105,14 @@ impl TurnRun {
 
     /// A whole turn that is not the driver's: another thread's (announced by
     /// `thread/started`), or another turn id of the driver's thread.
+    /// Hold the turn a moment after sending what a client may wrongly take for the end of its
+    /// own turn (another turn's `turn/completed`): a client that ends on it does so before its
+    /// own turn completes, whatever its speed, so the wire shows which it waited for.
+    fn let_the_client_react(&self) {
+        self.shared.out.flush();
+        std::thread::sleep(CLIENT_REACTION);
+    }
+
     fn foreign_turn(&mut self, of: ForeignScope) {
         let turn_id = ids::uuid_v7();
         let thread_id = match of {

@@ -3,7 +3,9 @@
 //! is without it) and `protocol-size` (obligation 6: legal long lines, a burst of deltas, a
 //! flood of stderr).
 //!
-//! Evidence first, from the translator's notifications summary (`incomplete` without it):
+//! Evidence first, from the translator's notifications summary (`incomplete` without it, unless
+//! the driver's session did not go on — it left before the case could send everything, which is
+//! the finding):
 //! every notification of the release sent (`every-notification`, which needs the release
 //! known); a method the release does not have; a checked item notification the schema rejects
 //! (an unknown item type); any checked notification the schema rejects (an unknown enum value);
@@ -103,12 +105,22 @@ impl ProtocolCase for ForwardCompat {
         };
         let context = match self.evidence(summary) {
             Ok(context) => context,
-            Err(why) => {
-                return incomplete(
-                    format!("{why}, so the case shows nothing"),
-                    vec![EvidenceRef::at(*seq, "protocol.server-notifications")],
-                )
-            }
+            // What the case sends was cut short because the driver left its session first (it
+            // ended on something the case sent): that is the finding, not a missing record.
+            Err(why) => match self.ex.session_went_on() {
+                Err(fault) => {
+                    return fault.verdict(
+                        &format!("{why}, because the driver's session did not go on"),
+                        terminal,
+                    )
+                }
+                Ok(_) => {
+                    return incomplete(
+                        format!("{why}, so the case shows nothing"),
+                        vec![EvidenceRef::at(*seq, "protocol.server-notifications")],
+                    )
+                }
+            },
         };
         finish_session(&self.ex, &context, "", *seq, terminal)
     }
