@@ -58,10 +58,19 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // The process's one SIGINT/SIGTERM handler (`harness::shutdown`) tears down what the
+    // sandbox lists; the hidden subcommands are other programs (the fake, the tap, the driver)
+    // with signal handling of their own.
+    if !matches!(
+        cli.command,
+        Command::FakeAppServer { .. } | Command::Tap { .. } | Command::Drive
+    ) {
+        harness::shutdown::install_signal_handler();
+    }
     match cli.command {
         Command::FakeAppServer { args } => fake_app_server::cli_main(args),
         Command::Tap { args } => harness::tap::relay::main(args),
-        Command::Drive => harness::driver::standalone::main(),
+        Command::Drive => harness::driver::reference::standalone::main(),
         Command::Grade(args) => harness::cli::grade::main(args),
         Command::Launch(args) => harness::cli::launch::main(args),
         Command::Run(args) => harness::cli::run::main(args),

@@ -7,8 +7,9 @@
 //! orderly stop above; a second signal, a stop that overruns [`GRACE`], or a signal while no
 //! matrix runs (other subcommands, tests) removes what is registered at once and exits.
 
-use crate::matrix::{self, CellResult, MatrixOptions, MatrixRun, Progress};
+use crate::matrix::{self, MatrixOptions, MatrixRun, Progress};
 use crate::report;
+use crate::report::outcome::{CellOutcome, CellResult};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::{Mutex, OnceLock};
@@ -44,13 +45,6 @@ fn decide_outcome() -> Option<i32> {
 fn current_run() -> &'static Mutex<Option<CancellationToken>> {
     static RUN: OnceLock<Mutex<Option<CancellationToken>>> = OnceLock::new();
     RUN.get_or_init(Default::default)
-}
-
-/// Remove everything this process still has: the cells' cgroups (and what is in them), then the
-/// registered runc containers and their bundles.
-pub fn tear_down_everything() {
-    crate::containment::release_all();
-    crate::env::cleanup_registered();
 }
 
 /// Install the process's SIGINT/SIGTERM handler (once; later calls do nothing).
@@ -114,7 +108,7 @@ fn arm_watchdog(signal: i32) {
 }
 
 fn exit_now(signal: i32) -> ! {
-    tear_down_everything();
+    crate::sandbox::teardown::tear_down_everything();
     std::process::exit(128 + signal);
 }
 
@@ -144,7 +138,7 @@ pub fn run_matrix(
     std::panic::set_hook(Box::new(move |info| {
         previous_hook(info);
         if tokio::runtime::Handle::try_current().is_err() {
-            tear_down_everything();
+            crate::sandbox::teardown::tear_down_everything();
         }
     }));
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -160,7 +154,7 @@ pub fn run_matrix(
     ));
     let wall = started.elapsed();
     drop(runtime);
-    tear_down_everything();
+    crate::sandbox::teardown::tear_down_everything();
     let code = finish(cells, &run, options, wall);
     *current_run().lock().unwrap_or_else(|p| p.into_inner()) = None;
     code
@@ -247,7 +241,7 @@ fn with_unfinished(cells: &[Cell], run: &MatrixRun, options: &MatrixOptions) -> 
             CellResult {
                 cell: cell.id.clone(),
                 expected: cell.expected.clone(),
-                outcome: matrix::CellOutcome::Ignored { reason },
+                outcome: CellOutcome::Ignored { reason },
                 duration: Duration::ZERO,
                 evidence_dir: options.out_root.join(&name),
             }

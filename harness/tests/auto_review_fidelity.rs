@@ -251,7 +251,7 @@ fn real(allow: bool, root: &Path) -> (Vec<Value>, usize, Vec<String>) {
     let seen = server.finish();
     let answers: Vec<String> = mock.requests().iter().map(|r| r.answer.clone()).collect();
     runtime.block_on(mock.shutdown());
-    harness::matrix::leftovers::reap(root);
+    harness::sandbox::reap::after_cell(None, root);
     (seen, probes(&ws), answers)
 }
 

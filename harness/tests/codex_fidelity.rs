@@ -14,7 +14,7 @@
 mod common;
 
 use common::prereq;
-use harness::codex::fidelity::{self, Pair};
+use harness::fidelity::{self, Pair};
 use harness::matrix::MatrixOptions;
 use libtest_mimic::{Arguments, Failed};
 use std::sync::Arc;
@@ -70,6 +70,6 @@ fn main() {
         })
         .collect();
     let conclusion = libtest_mimic::run(&args, trials);
-    harness::env::cleanup_registered();
+    harness::sandbox::teardown::tear_down_everything();
     conclusion.exit();
 }

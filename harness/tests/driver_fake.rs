@@ -6,11 +6,13 @@ use graders::events::{
     Body, CellId, Ending, Event, Item, Mode, Outcome, PolicyGeneration, RunEnded, Target,
 };
 use graders::verdict::{Verdict, VerdictKind};
-use harness::driver::{run_reference, AppServerProgram, DriverConfig, Timeouts};
-use harness::event_log::EventLog;
-use harness::launch::LaunchRequest;
-use harness::launcher::LocalLauncher;
-use harness::task::{PlanReview, Relaunch, Task};
+use harness::driver::event_log::EventLog;
+use harness::driver::launch::LaunchRequest;
+use harness::driver::reference::{run_reference, DriverConfig};
+use harness::driver::run::{AppServerProgram, RunSpec};
+use harness::driver::task::Timeouts;
+use harness::driver::task::{PlanReview, Relaunch, Task};
+use harness::sandbox::launcher::LocalLauncher;
 use rstest::rstest;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -116,26 +118,27 @@ async fn drive(
         ),
     ];
     let config = DriverConfig {
-        cell: CellId::new("driver-tests", "runner-fake", "local", "case"),
-        launch: LaunchRequest {
-            mode: task.mode,
-            target,
-            network_enabled: network,
-            policy,
-            workspace: workspace.clone(),
-        },
-        task,
-        app_server: AppServerProgram {
-            program: env!("CARGO_BIN_EXE_harness").into(),
-            leading_args: vec!["fake-app-server".into(), "app-server".into()],
-            extra_args: vec![],
-            env,
+        run: RunSpec {
+            cell: CellId::new("driver-tests", "runner-fake", "local", "case"),
+            launch: LaunchRequest {
+                mode: task.mode,
+                target,
+                network_enabled: network,
+                policy,
+                workspace: workspace.clone(),
+            },
+            task,
+            app_server: AppServerProgram {
+                program: env!("CARGO_BIN_EXE_harness").into(),
+                leading_args: vec!["fake-app-server".into(), "app-server".into()],
+                extra_args: vec![],
+                env,
+            },
+            timeouts,
         },
         launcher: Arc::new(LocalLauncher),
-        workspace: workspace.clone(),
         stderr_log: dir.path().join("stderr.log"),
         transcript: Some(dir.path().join("client-transcript.jsonl")),
-        timeouts,
     };
     let mut log = EventLog::in_memory("run-test");
     let ended = run_reference(&config, &mut log).await;

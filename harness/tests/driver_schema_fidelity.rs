@@ -136,11 +136,11 @@ async fn scripted_answer_runs(scratch: &Path) -> Vec<(&'static str, String, std:
     let mut runs = Vec::new();
     for driver in ["reference driver", "example external driver"] {
         let dir = scratch.join(driver.replace(' ', "-"));
-        let task = harness::task::Task::new(Mode::Ask, "Write the probe, then finish.");
+        let task = harness::driver::task::Task::new(Mode::Ask, "Write the probe, then finish.");
         let config = fake_driver::config(&dir, &scenario, task, Target::Local);
-        let mut log = harness::event_log::EventLog::in_memory("driver-answers");
+        let mut log = harness::driver::event_log::EventLog::in_memory("driver-answers");
         let ended = if driver == "reference driver" {
-            harness::driver::run_reference(&config, &mut log).await
+            harness::driver::reference::run_reference(&config, &mut log).await
         } else {
             harness::driver::external::run_external(&fake_driver::script(), &config, &mut log).await
         };

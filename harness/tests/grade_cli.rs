@@ -3,7 +3,7 @@
 
 use assert_cmd::Command;
 use graders::events::*;
-use harness::event_log::EventLog;
+use harness::driver::event_log::EventLog;
 use predicates::prelude::PredicateBooleanExt;
 use predicates::str::contains;
 use std::path::Path;

@@ -471,7 +471,7 @@ async fn run_driver(driver: Driver, task: &Path, codex: &Path, workspace: &Path)
             vec![repo.join("drivers/python-sdk/run.py").into()],
         ),
         Driver::CodexAcp => (
-            provision::which("node").unwrap(),
+            harness::sandbox::system::which("node").unwrap(),
             vec![
                 repo.join("drivers/codex-acp/client.mjs").into(),
                 "--agent".into(),

@@ -4,7 +4,7 @@
 //! verdict and the driver sees the same normalised message sequence — the comparison `harness
 //! fidelity --drivers drivers/published.toml` prints, asserted. A sequence its driver cut short
 //! itself (codex-acp's title side thread) compares as a prefix, as there (see
-//! `harness::codex::fidelity::cut`).
+//! `harness::fidelity::cut`).
 //!
 //! Every trial needs the pinned real Codex, bubblewrap and the published driver packages
 //! (`harness provision` installs them): without them a trial is ignored with the reason; under
@@ -17,8 +17,8 @@ mod common;
 
 use common::prereq;
 use harness::codex::driver_packages::{self, DriverPackage};
-use harness::codex::fidelity::{self, Pair};
 use harness::codex::provision::PINNED;
+use harness::fidelity::{self, Pair};
 use harness::matrix::MatrixOptions;
 use libtest_mimic::{Arguments, Failed};
 use std::path::Path;
@@ -93,6 +93,6 @@ fn main() {
         })
         .collect();
     let conclusion = libtest_mimic::run(&args, trials);
-    harness::env::cleanup_registered();
+    harness::sandbox::teardown::tear_down_everything();
     conclusion.exit();
 }

@@ -39,7 +39,7 @@ struct Case {
 const RTM_NEWADDR: Case = Case {
     failure: "rtm-newaddr",
     environment: "daytona",
-    signature: harness::env::spec::RTM_NEWADDR_SIGNATURE,
+    signature: graders::signatures::messages::RTM_NEWADDR_SIGNATURE,
     legacy_verdict: "startup-rejected",
     fixed_verdict: "pass",
     fixed_quote: "Read-only file system",
@@ -50,10 +50,10 @@ const RTM_NEWADDR: Case = Case {
 const UIDMAP: Case = Case {
     failure: "uidmap",
     environment: "daytona-uidmap",
-    signature: harness::env::spec::UID_MAP_SIGNATURE,
+    signature: graders::signatures::messages::UID_MAP_SIGNATURE,
     legacy_verdict: "startup-rejected",
     fixed_verdict: "sandbox-failed-to-start",
-    fixed_quote: harness::env::spec::UID_MAP_SIGNATURE,
+    fixed_quote: graders::signatures::messages::UID_MAP_SIGNATURE,
     network_disabled: false,
     keep: true,
 };
@@ -62,10 +62,10 @@ const UIDMAP: Case = Case {
 const LSM_MOUNT_DENIED: Case = Case {
     failure: "lsm-mount-denied",
     environment: "lsm-mount-denied",
-    signature: harness::env::spec::MOUNT_SLAVE_SIGNATURE,
+    signature: graders::signatures::messages::MOUNT_SLAVE_SIGNATURE,
     legacy_verdict: "startup-rejected",
     fixed_verdict: "sandbox-failed-to-start",
-    fixed_quote: harness::env::spec::MOUNT_SLAVE_SIGNATURE,
+    fixed_quote: graders::signatures::messages::MOUNT_SLAVE_SIGNATURE,
     network_disabled: false,
     keep: false,
 };
@@ -74,7 +74,7 @@ const LSM_MOUNT_DENIED: Case = Case {
 const PROC_MASKED: Case = Case {
     failure: "proc-masked",
     environment: "proc-masked",
-    signature: harness::env::spec::MOUNT_PROC_SIGNATURE,
+    signature: graders::signatures::messages::MOUNT_PROC_SIGNATURE,
     legacy_verdict: "pass",
     fixed_verdict: "pass",
     fixed_quote: "Read-only file system",
@@ -89,7 +89,7 @@ const NO_BWRAP: Case = Case {
     signature: "bubblewrap is unavailable",
     legacy_verdict: "startup-rejected",
     fixed_verdict: "sandbox-failed-to-start",
-    fixed_quote: harness::env::spec::NO_BWRAP_SIGNATURE,
+    fixed_quote: graders::signatures::messages::NO_BWRAP_SIGNATURE,
     network_disabled: false,
     keep: false,
 };
@@ -115,7 +115,7 @@ fn main() {
         network_disabled: true,
         // Every sandboxed command needs `--unshare-net` too, so the write never runs.
         fixed_verdict: "sandbox-failed-to-start",
-        fixed_quote: harness::env::spec::RTM_NEWADDR_SIGNATURE,
+        fixed_quote: graders::signatures::messages::RTM_NEWADDR_SIGNATURE,
         ..RTM_NEWADDR
     };
     let trials = vec![

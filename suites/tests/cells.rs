@@ -12,7 +12,8 @@
 //! argument `fake-app-server`, it is the fake (`fake_app_server::cli_main`), with `tap` the wire
 //! tap (`harness::tap::relay::main`), with `drive` the reference driver as a process, so cells never depend on a separately built binary.
 
-use harness::matrix::{run_cell, CellOutcome, MatrixOptions};
+use harness::matrix::{run_cell, MatrixOptions};
+use harness::report::outcome::CellOutcome;
 use libtest_mimic::{Arguments, Completion, Failed, Trial};
 use std::collections::BTreeMap;
 use std::process::ExitCode;
@@ -27,7 +28,7 @@ fn main() -> ExitCode {
         return harness::tap::relay::main(args.skip(1).collect());
     }
     if args.peek().is_some_and(|a| a == "drive") {
-        return harness::driver::standalone::main();
+        return harness::driver::reference::standalone::main();
     }
     let arguments = Arguments::from_args();
     let repo_root = harness::matrix::paths::repo_root();

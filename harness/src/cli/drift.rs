@@ -70,7 +70,7 @@ pub fn main(args: Args) -> ExitCode {
             }
         };
         outcomes = runtime.block_on(drift::run_matrix(&pairs, &options));
-        crate::env::cleanup_registered();
+        crate::sandbox::teardown::tear_down_everything();
     }
     let report = drift::render(&protocol, &outcomes);
     print!("{report}");

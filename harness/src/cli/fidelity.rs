@@ -4,7 +4,7 @@
 //! diverging message. Also reports, per real-Codex cell, the time spent in Codex versus in the
 //! harness.
 
-use crate::codex::fidelity::{self, PairOutcome};
+use crate::fidelity::{self, PairOutcome};
 use crate::matrix::{paths, MatrixOptions};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -77,7 +77,7 @@ pub fn main(args: Args) -> ExitCode {
         eprintln!("running {}", pair.name());
         outcomes.push(runtime.block_on(fidelity::run_pair(pair, &options)));
     }
-    crate::env::cleanup_registered();
+    crate::sandbox::teardown::tear_down_everything();
     print!("{}", table(&outcomes));
     let failures = outcomes.iter().filter(|o| o.failure().is_some()).count();
     let errors = outcomes

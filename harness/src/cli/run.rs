@@ -6,7 +6,8 @@
 //! version that cannot be installed, a selection that matches nothing), 130 / 143 after SIGINT /
 //! SIGTERM (the reports then list the cells that finished).
 
-use crate::matrix::{self, CellResult, MatrixOptions, Progress};
+use crate::matrix::{self, MatrixOptions, Progress};
+use crate::report::outcome::CellResult;
 use anyhow::Context;
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -6,7 +6,8 @@
 //! Layout: `<cache>/pypi/openai-codex-<version>/` (a venv) and
 //! `<cache>/npm/codex-acp-<version>/` (an npm prefix).
 
-use super::provision::{cache_root, wait_bounded, which};
+use super::provision::cache_root;
+use crate::sandbox::system::{wait_bounded, which};
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -282,7 +283,8 @@ impl DriverPackage {
                     .stderr(Stdio::piped())
                     .spawn()
                     .with_context(|| format!("running the python of {}", prefix.display()))?;
-                let status = wait_bounded(&mut child, QUICK_TIMEOUT)?;
+                let status = wait_bounded(&mut child, QUICK_TIMEOUT)?
+                    .with_context(|| format!("timed out after {QUICK_TIMEOUT:?}"))?;
                 let output = child.wait_with_output()?;
                 if !status.success() {
                     bail!(
@@ -335,7 +337,9 @@ fn run_bounded(mut command: Command, limit: Duration, what: &str) -> Result<()> 
     };
     let out = drain(stdout.map(|p| Box::new(p) as _));
     let err = drain(stderr.map(|p| Box::new(p) as _));
-    let status = wait_bounded(&mut child, limit).with_context(|| what.to_string())?;
+    let status = wait_bounded(&mut child, limit)
+        .with_context(|| what.to_string())?
+        .with_context(|| format!("{what}: timed out after {limit:?}"))?;
     let _ = out.join();
     let stderr = err.join().unwrap_or_default();
     if !status.success() {

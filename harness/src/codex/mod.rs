@@ -2,7 +2,6 @@
 //! preparation of a real-Codex runner for one cell.
 
 pub mod driver_packages;
-pub mod fidelity;
 pub mod mock_api;
 pub mod provision;
 pub mod runner;

@@ -4,10 +4,11 @@
 //! globally); its platform package ships the `codex` binary and Codex's own bubblewrap. The
 //! binary's `--version` is checked against the pin.
 
+use crate::sandbox::system::{wait_bounded, which};
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// The Codex versions the project pins.
 pub const PINNED: &str = "0.169.0";
@@ -168,7 +169,8 @@ fn npm_install(prefix: &Path, version: &str) -> Result<()> {
         .spawn()
         .context("starting npm")?;
     let status = wait_bounded(&mut child, NPM_INSTALL_TIMEOUT)
-        .with_context(|| format!("npm install {spec}"))?;
+        .with_context(|| format!("npm install {spec}"))?
+        .with_context(|| format!("npm install {spec}: timed out after {NPM_INSTALL_TIMEOUT:?}"))?;
     if !status.success() {
         let output = child.wait_with_output()?;
         bail!(
@@ -187,7 +189,12 @@ fn check_version(install: &CodexInstall) -> Result<()> {
         .stderr(Stdio::piped())
         .spawn()
         .with_context(|| format!("running {} --version", install.binary.display()))?;
-    wait_bounded(&mut child, VERSION_TIMEOUT)?;
+    wait_bounded(&mut child, VERSION_TIMEOUT)?.with_context(|| {
+        format!(
+            "{} --version: timed out after {VERSION_TIMEOUT:?}",
+            install.binary.display()
+        )
+    })?;
     let output = child.wait_with_output()?;
     let printed = String::from_utf8_lossy(&output.stdout).trim().to_string();
     let expected = format!("codex-cli {}", install.version);
@@ -198,32 +205,4 @@ fn check_version(install: &CodexInstall) -> Result<()> {
         );
     }
     Ok(())
-}
-
-/// Wait for a child with a bound; kill it when the bound expires. (std has no timed wait, and
-/// this module is synchronous on purpose so it can run before any runtime exists.)
-pub(crate) fn wait_bounded(
-    child: &mut std::process::Child,
-    limit: Duration,
-) -> Result<std::process::ExitStatus> {
-    let deadline = Instant::now() + limit;
-    loop {
-        if let Some(status) = child.try_wait()? {
-            return Ok(status);
-        }
-        if Instant::now() >= deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            bail!("timed out after {limit:?}");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-/// Find a program on PATH.
-pub fn which(program: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|dir| dir.join(program))
-        .find(|candidate| candidate.is_file())
 }

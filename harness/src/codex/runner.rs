@@ -16,7 +16,8 @@
 
 use super::mock_api::{MockConfig, MockModelApi, MockScript};
 use super::provision::{self, CodexInstall};
-use crate::driver::{AppServerProgram, Timeouts};
+use crate::driver::run::AppServerProgram;
+use crate::driver::task::Timeouts;
 use anyhow::{Context, Result};
 use fake_app_server::scenario::Scenario;
 use std::path::{Path, PathBuf};
@@ -59,7 +60,7 @@ impl CellDirs {
 
     /// The owner an environment's container runs the app-server as (`None` for root / host).
     pub fn owned_for_environment(root: &Path, environment: &str) -> Result<Self> {
-        let spec = crate::env::spec(environment)?;
+        let spec = crate::sandbox::catalogue::spec(environment)?;
         let owner = spec
             .container
             .map(|c| (c.uid, c.gid))

@@ -9,10 +9,9 @@ pub mod ask;
 pub mod persona;
 pub mod schema;
 pub mod unknown;
-pub mod wire;
 
-use crate::codex::fidelity::{self, Pair, PairOutcome};
 use crate::codex::provision;
+use crate::fidelity::{self, wire, Pair, PairOutcome};
 use anyhow::{Context, Result};
 use suites::spec::AppServerKind;
 use suites::{Cell, Matrix};

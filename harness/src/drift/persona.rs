@@ -266,8 +266,8 @@ fn first_path(a: &Value, b: &Value, path: &str) -> String {
             .unwrap_or_else(|| format!("`{path}`")),
         _ => format!(
             "`{path}`: {} → {}",
-            crate::rpc::excerpt(&a.to_string(), 80),
-            crate::rpc::excerpt(&b.to_string(), 80)
+            crate::driver::rpc::excerpt(&a.to_string(), 80),
+            crate::driver::rpc::excerpt(&b.to_string(), 80)
         ),
     }
 }

@@ -1,12 +1,14 @@
 //! External drivers (see `docs/driver-contract.md`): a command started with the task envelope
 //! and environment variables naming the app-server command; it writes its run events as JSONL,
 //! which are validated and re-sequenced into the harness's log. The driver process is started
-//! through the cell's [`crate::launcher::Launcher`], so it runs where the app-server would.
+//! through the cell's [`crate::sandbox::launcher::Launcher`], so it runs where the app-server
+//! would.
 
-use super::{stop, DriverConfig, Stop};
-use crate::event_log::EventLog;
-use crate::launcher::ProcessSpec;
-use crate::task::Envelope;
+use crate::driver::event_log::EventLog;
+use crate::driver::reference::{stop, DriverConfig, Stop};
+use crate::driver::run::RunSpec;
+use crate::driver::task::Envelope;
+use crate::sandbox::launcher::ProcessSpec;
 use graders::events::{Body, Diagnostic, Ending, Kind, Level, RunEnded, Source};
 use serde::Deserialize;
 use std::io::{BufRead, Read};
@@ -34,12 +36,8 @@ pub async fn run_external(cmd: &str, config: &DriverConfig, log: &mut EventLog) 
 }
 
 /// The environment an external driver gets (see `docs/driver-contract.md`).
-pub fn driver_env(
-    config: &DriverConfig,
-    task_path: &Path,
-    events_path: &Path,
-) -> Vec<(String, String)> {
-    let program = &config.app_server;
+pub fn driver_env(run: &RunSpec, task_path: &Path, events_path: &Path) -> Vec<(String, String)> {
+    let program = &run.app_server;
     let mut command = vec![program.program.to_string_lossy().into_owned()];
     command.extend(program.leading_args.iter().cloned());
     let app_env: serde_json::Map<String, serde_json::Value> = program
@@ -54,9 +52,9 @@ pub fn driver_env(
         ("HARNESS_EVENTS".into(), events_path.display().to_string()),
         (
             "HARNESS_WORKSPACE".into(),
-            config.workspace.display().to_string(),
+            run.launch.workspace.display().to_string(),
         ),
-        ("HARNESS_CELL".into(), config.cell.to_string()),
+        ("HARNESS_CELL".into(), run.cell.to_string()),
         (
             "HARNESS_APP_SERVER_CMD".into(),
             serde_json::to_string(&command).expect("strings"),
@@ -71,15 +69,15 @@ pub fn driver_env(
         ),
         (
             "HARNESS_POLICY".into(),
-            name(serde_json::to_value(config.launch.policy).expect("enum")),
+            name(serde_json::to_value(run.launch.policy).expect("enum")),
         ),
         (
             "HARNESS_TIMEOUT_SECS".into(),
-            config.timeouts.request.as_secs().max(1).to_string(),
+            run.timeouts.request.as_secs().max(1).to_string(),
         ),
         (
-            crate::launch::ENV_EXTERNAL_SANDBOX.into(),
-            if config.launch.target == graders::events::Target::ExternalSandbox {
+            crate::driver::launch::ENV_EXTERNAL_SANDBOX.into(),
+            if run.launch.target == graders::events::Target::ExternalSandbox {
                 "1"
             } else {
                 "0"
@@ -87,8 +85,8 @@ pub fn driver_env(
             .into(),
         ),
         (
-            crate::launch::ENV_NETWORK_ACCESS.into(),
-            if config.launch.network_enabled {
+            crate::driver::launch::ENV_NETWORK_ACCESS.into(),
+            if run.launch.network_enabled {
                 "enabled"
             } else {
                 "disabled"
@@ -101,8 +99,8 @@ pub fn driver_env(
 
 /// The whole run's bound: every turn's bound plus start-up.
 fn overall_timeout(config: &DriverConfig) -> Duration {
-    let t = &config.timeouts;
-    t.turn_total * (config.task.max_turns + 1) + t.request * 2 * t.startup_attempts.max(1)
+    let t = &config.run.timeouts;
+    t.turn_total * (config.run.task.max_turns + 1) + t.request * 2 * t.startup_attempts.max(1)
 }
 
 async fn run_inner(cmd: &str, config: &DriverConfig, log: &mut EventLog) -> Result<RunEnded, Stop> {
@@ -124,7 +122,7 @@ async fn run_inner(cmd: &str, config: &DriverConfig, log: &mut EventLog) -> Resu
     std::fs::create_dir_all(&scratch).map_err(setup)?;
     std::fs::write(
         &task_path,
-        serde_json::to_vec_pretty(&Envelope::new(&config.task, &config.timeouts))
+        serde_json::to_vec_pretty(&Envelope::new(&config.run.task, &config.run.timeouts))
             .expect("the envelope serializes"),
     )
     .map_err(setup)?;
@@ -132,8 +130,8 @@ async fn run_inner(cmd: &str, config: &DriverConfig, log: &mut EventLog) -> Resu
     let spec = ProcessSpec {
         program: "/bin/sh".into(),
         args: vec!["-c".into(), cmd.into()],
-        env: driver_env(config, &task_path, &events_path),
-        cwd: config.workspace.clone(),
+        env: driver_env(&config.run, &task_path, &events_path),
+        cwd: config.run.launch.workspace.clone(),
     };
     let prepared = config.launcher.prepare(&spec).map_err(|e| {
         stop(

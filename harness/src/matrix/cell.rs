@@ -3,13 +3,16 @@
 
 use super::evidence::{append_model_events, workspace_evidence};
 use super::stages::{self, driver::ProcessDriver, folders::CellFolders};
-use super::{prereq, CellOutcome, CellResult, MatrixOptions};
+use super::{prereq, MatrixOptions};
 use crate::codex::runner::CellDirs;
-use crate::driver::{DriverConfig, Timeouts};
-use crate::env::EnvMounts;
-use crate::event_log::EventLog;
-use crate::launch::LaunchRequest;
-use crate::task::Task;
+use crate::driver::event_log::EventLog;
+use crate::driver::launch::LaunchRequest;
+use crate::driver::run::{AppServerProgram, RunSpec};
+use crate::driver::task::Task;
+use crate::driver::task::Timeouts;
+use crate::report::outcome::{CellOutcome, CellResult};
+use crate::sandbox::containment::CellCgroup;
+use crate::sandbox::launcher::EnvMounts;
 use anyhow::{anyhow, Context, Result};
 use graders::events::{Body, Diagnostic, Level, RunEnded, Source};
 use graders::verdict::Verdict;
@@ -142,6 +145,9 @@ async fn run_checked(cell: &Cell, options: &MatrixOptions, root: &Path) -> Resul
     )
     .await?;
     let driver = stages::driver::process_driver(cell, options)?;
+    // What killed harnesses left behind goes first (once per process, bounded).
+    crate::sandbox::reap::stale_once();
+    let cgroup = CellCgroup::create(root)?;
     let result = run_process_driver(
         cell,
         options,
@@ -150,12 +156,13 @@ async fn run_checked(cell: &Cell, options: &MatrixOptions, root: &Path) -> Resul
         &app_server,
         task,
         &driver,
+        cgroup.as_ref(),
     )
     .await;
     app_server.shutdown().await;
+    let left_behind = crate::sandbox::reap::after_cell(cgroup, root);
     let (mut log, ended, bubblewrap) = result?;
     // 5. the harness's own evidence
-    let left_behind = super::leftovers::reap(root);
     if !left_behind.is_empty() {
         let listed: Vec<String> = left_behind
             .iter()
@@ -203,16 +210,14 @@ fn run_id(cell: &Cell) -> String {
     )
 }
 
-fn driver_config(
+fn run_spec(
     cell: &Cell,
     task: Task,
-    app_server: crate::driver::AppServerProgram,
-    launcher: std::sync::Arc<dyn crate::launcher::Launcher>,
+    app_server: AppServerProgram,
     folders: &CellFolders,
     timeouts: Timeouts,
-    transcript: Option<std::path::PathBuf>,
-) -> DriverConfig {
-    DriverConfig {
+) -> RunSpec {
+    RunSpec {
         cell: cell.id.clone(),
         task,
         launch: LaunchRequest {
@@ -223,10 +228,6 @@ fn driver_config(
             workspace: folders.workspace.clone(),
         },
         app_server,
-        launcher,
-        workspace: folders.workspace.clone(),
-        stderr_log: folders.root.join("stderr.log"),
-        transcript,
         timeouts,
     }
 }
@@ -240,6 +241,7 @@ async fn run_process_driver(
     app_server: &stages::app_server::AppServer,
     task: Task,
     driver: &ProcessDriver,
+    cgroup: Option<&CellCgroup>,
 ) -> Result<(EventLog, RunEnded, String)> {
     let tap = stages::tap::install(&options.tap_program(), &app_server.program, folders)?;
     // The driver runs inside the environment too: the tap, and the files its command names,
@@ -270,40 +272,35 @@ async fn run_process_driver(
     }
     let environment = cell.id.environment.as_str();
     let launcher = options
-        .launcher(environment, mounts)
+        .launcher(environment, mounts, cgroup)
         .with_context(|| format!("starting environment `{environment}`"))?;
     // Which bubblewrap Codex uses there (the system's or its bundled one) is evidence too.
     let bundled_bwrap = app_server
         .bundled_bwrap
         .clone()
-        .unwrap_or_else(|| crate::env::codex_bundled_bwrap(&app_server.program.program));
-    let bubblewrap =
-        crate::env::bubblewrap_in_use(launcher.as_ref(), &bundled_bwrap, &folders.workspace).await;
+        .unwrap_or_else(|| crate::sandbox::probe::codex_bundled_bwrap(&app_server.program.program));
+    let bubblewrap = crate::sandbox::probe::bubblewrap_in_use(
+        launcher.as_ref(),
+        &bundled_bwrap,
+        &folders.workspace,
+    )
+    .await;
     let seen = stages::tap::as_seen_by_driver(&tap, &app_server.program);
-    let config = driver_config(
-        cell,
-        task,
-        seen,
-        launcher,
-        folders,
-        app_server.timeouts,
-        None,
-    );
-    let real = crate::launch::profiles::HostPaths::from_env_pairs(
+    let run = run_spec(cell, task, seen, folders, app_server.timeouts);
+    let real = crate::driver::launch::profiles::HostPaths::from_env_pairs(
         &app_server.program.env,
         Some(&app_server.program.program),
     );
     let prepared = stages::driver::prepare(
         driver,
-        &config,
+        &run,
         folders,
         &tap,
         options.repo_root.as_deref(),
         real.install_dir.as_deref(),
     )?;
-    let bounds = stages::driver::bounds(&config.timeouts, &config.task);
-    let end =
-        stages::driver::run(&prepared, config.launcher.as_ref(), bounds, &tap.transcript).await?;
+    let bounds = stages::driver::bounds(&run.timeouts, &run.task);
+    let end = stages::driver::run(&prepared, launcher.as_ref(), bounds, &tap.transcript).await?;
     let mut log = EventLog::to_file(&run_id(cell), &folders.root.join("events.jsonl"))?;
     let ctx = graders::wire::Context {
         cell: cell.id.clone(),

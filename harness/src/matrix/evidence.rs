@@ -1,7 +1,7 @@
 //! The events the harness appends after the driver: what the model was told (from the model
 //! log) and the workspace evidence (the write-probe files).
 
-use crate::event_log::EventLog;
+use crate::driver::event_log::EventLog;
 use anyhow::{Context, Result};
 use fake_app_server::model_log::ModelLogEntry;
 use graders::events::{Body, ModelToolCall, ModelToolOutput, ProbeFile, Source, WorkspaceEvidence};

@@ -98,7 +98,7 @@ pub fn check_declared_program(driver: &DeclaredDriver, repo_root: Option<&Path>)
                 path.display()
             );
         }
-    } else if crate::codex::provision::which(&program).is_none() {
+    } else if crate::sandbox::system::which(&program).is_none() {
         bail!("its program `{program}` is not installed (not found on PATH)");
     }
     Ok(())

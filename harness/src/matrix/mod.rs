@@ -6,21 +6,19 @@
 mod cell;
 pub mod concurrency;
 pub mod evidence;
-pub mod leftovers;
 mod load;
 pub mod paths;
 mod prereq;
-mod result;
 pub mod retry;
 pub mod stages;
 
+use crate::report::outcome::CellResult;
 pub use cell::{fake_timeouts, run_cell};
 pub use concurrency::Concurrency;
 pub use load::{
     check_declared_program, load_matrix, load_matrix_from_env, CODEX_VERSIONS_VAR, DRIVERS_VAR,
 };
 pub use prereq::missing as missing_prerequisite;
-pub use result::{CellOutcome, CellResult};
 
 pub use prereq::check_named as check_named_programs;
 
@@ -53,7 +51,7 @@ pub struct MatrixOptions {
     /// `CI=true`: a cell that cannot run here is a failure, not an ignore.
     pub ci: bool,
     /// Keep every runc bundle after its run and list it here (`harness repro --keep`).
-    pub kept_bundles: Option<crate::env::runc::PreparedList>,
+    pub kept_bundles: Option<crate::sandbox::runc::PreparedList>,
     /// One probe per environment and run; environments are probed concurrently, a cell waits
     /// only for its own environment's.
     probes: Arc<std::sync::Mutex<HashMap<String, ProbeOnce>>>,
@@ -113,7 +111,7 @@ impl MatrixOptions {
         let found = if program.contains('/') {
             std::path::Path::new(program).is_file()
         } else {
-            crate::codex::provision::which(program).is_some()
+            crate::sandbox::system::which(program).is_some()
         };
         if !found {
             bail!("the external driver's program `{program}` is not installed or does not exist");
@@ -121,37 +119,26 @@ impl MatrixOptions {
         Ok(command)
     }
 
-    /// The launcher of a cell in `environment`: `env::launcher`, except that with
-    /// `kept_bundles` a runc launcher keeps its bundles; every process it starts joins the
-    /// cgroup of the cell whose folder is `mounts.scratch` (see `crate::containment`).
+    /// The launcher of a cell in `environment`: its processes join `cgroup` (the cell's, see
+    /// `crate::sandbox::containment`), and with `kept_bundles` a runc launcher keeps its bundles.
     pub fn launcher(
         &self,
         environment: &str,
-        mounts: &crate::env::EnvMounts,
-    ) -> Result<Arc<dyn crate::launcher::Launcher>> {
-        let launcher = self.uncontained_launcher(environment, mounts)?;
-        Ok(match crate::containment::cell(&mounts.scratch)? {
-            Some(cgroup) => Arc::new(crate::launcher::ContainedLauncher::new(launcher, cgroup)),
+        mounts: &crate::sandbox::launcher::EnvMounts,
+        cgroup: Option<&crate::sandbox::containment::CellCgroup>,
+    ) -> Result<Arc<dyn crate::sandbox::launcher::Launcher>> {
+        let options = crate::sandbox::environment::LauncherOptions {
+            cgroup: cgroup.map(|c| c.path().to_path_buf()),
+            kept_bundles: self.kept_bundles.clone(),
+        };
+        let launcher = crate::sandbox::environment::launcher_with(environment, mounts, &options)?;
+        Ok(match cgroup {
+            Some(cgroup) => Arc::new(crate::sandbox::launcher::ContainedLauncher::new(
+                launcher,
+                cgroup.joiner()?,
+            )),
             None => launcher,
         })
-    }
-
-    fn uncontained_launcher(
-        &self,
-        environment: &str,
-        mounts: &crate::env::EnvMounts,
-    ) -> Result<Arc<dyn crate::launcher::Launcher>> {
-        match &self.kept_bundles {
-            Some(kept) if crate::env::select_runtime(environment)? == crate::env::Runtime::Runc => {
-                let launcher = crate::env::runc::RuncLauncher::new(
-                    crate::env::spec(environment)?,
-                    mounts.clone(),
-                )?
-                .keeping_bundles(kept.clone());
-                Ok(Arc::new(launcher))
-            }
-            _ => crate::env::launcher(environment, mounts),
-        }
     }
 
     /// Probe `environment` once per process; a probe that disagrees with the spec is an error.
@@ -169,7 +156,7 @@ impl MatrixOptions {
                 if let Err(e) = std::fs::create_dir_all(&scratch) {
                     return Err(format!("creating {}: {e}", scratch.display()));
                 }
-                match crate::env::probe(environment, &scratch).await {
+                match crate::sandbox::probe::probe(environment, &scratch).await {
                     Ok(report) => match report.disagreement() {
                         None => Ok(()),
                         Some(what) => Err(format!(
@@ -235,7 +222,7 @@ pub async fn run_cells_until(
     stop: CancellationToken,
     on_event: impl Fn(&Progress, Option<&CellResult>) + Send + Sync + 'static,
 ) -> MatrixRun {
-    crate::containment::reap_leftovers_once();
+    crate::sandbox::reap::stale_once();
     let semaphore = Arc::new(Semaphore::new(jobs.slots() as usize));
     let progress = Arc::new(std::sync::Mutex::new(Progress {
         total: cells.len(),
@@ -277,12 +264,12 @@ pub async fn run_cells_until(
             };
             // The cell's future is gone (finished or dropped with its guards): whatever it
             // started and left running goes now, also when it ended by an error.
-            let left = leftovers::reap(&root);
+            let left = crate::sandbox::reap::after_cell(None, &root);
             if result.is_none() && !left.is_empty() {
                 eprintln!(
                     "harness: {}: killed {}",
                     cell.name(),
-                    crate::containment::describe(&left)
+                    crate::sandbox::cgroup::describe(&left)
                 );
             }
             let mut p = progress.lock().expect("progress");

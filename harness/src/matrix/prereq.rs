@@ -31,7 +31,7 @@ pub fn missing(cell: &Cell, options: &MatrixOptions) -> Option<String> {
     };
     let environment = cell.id.environment.clone();
     let env_missing = check(format!("env:{environment}"), &|| {
-        crate::env::check_prerequisites(&environment)
+        crate::sandbox::environment::check_prerequisites(&environment)
             .err()
             .map(|m| format!("environment `{environment}`: {m}"))
     });
@@ -60,7 +60,7 @@ pub fn missing(cell: &Cell, options: &MatrixOptions) -> Option<String> {
             let found = if program.contains('/') {
                 std::path::Path::new(&program).is_file()
             } else {
-                provision::which(&program).is_some()
+                crate::sandbox::system::which(&program).is_some()
             };
             if !found {
                 return Some(format!(
@@ -110,7 +110,7 @@ pub fn check_named(options: &MatrixOptions, cells: &[Cell]) -> anyhow::Result<()
 fn codex_missing(version: &str) -> Option<String> {
     match provision::resolve(version) {
         Ok(_) => None,
-        Err(_) if provision::which("npm").is_some() => None,
+        Err(_) if crate::sandbox::system::which("npm").is_some() => None,
         Err(e) => Some(format!(
             "Codex {version} is not installed and npm is missing to install it: {e:#}"
         )),

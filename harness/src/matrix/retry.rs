@@ -148,7 +148,7 @@ fn race_in(root: &Path) -> Option<(u64, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::event_log::EventLog;
+    use crate::driver::event_log::EventLog;
     use graders::events::{Ending, RunEnded, SessionRejected, Source};
     use graders::verdict::VerdictKind;
     use std::cell::Cell;

@@ -8,6 +8,7 @@ pub mod html;
 mod job_summary;
 mod junit;
 mod markdown;
+pub mod outcome;
 mod summary;
 
 pub use job_summary::{append_job_summary, job_summary};
@@ -15,8 +16,8 @@ pub use junit::junit_xml;
 pub use markdown::markdown;
 pub use summary::{CellSummary, Status, Summary, Totals};
 
-use crate::matrix::CellResult;
 use anyhow::{Context, Result};
+use outcome::CellResult;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 

@@ -1,6 +1,6 @@
 //! The report's data model: one row per cell, serializable as the JSON summary.
 
-use crate::matrix::{CellOutcome, CellResult};
+use crate::report::outcome::{CellOutcome, CellResult};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 use suites::Agreement;

@@ -1,5 +1,5 @@
 use super::*;
-use crate::matrix::{CellOutcome, CellResult};
+use crate::report::outcome::{CellOutcome, CellResult};
 use graders::events::CellId;
 use graders::verdict::{EvidenceRef, Verdict, VerdictKind};
 use suites::{Agreement, Expectation};

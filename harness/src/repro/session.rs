@@ -1,8 +1,8 @@
 //! One app-server process inside an environment, talked to through `harness::rpc`, recording
 //! every line sent so a user can replay them by hand.
 
-use crate::launcher::{Launcher, ProcessSpec};
-use crate::rpc::{Limits, RpcClient, RpcError};
+use crate::driver::rpc::{Limits, RpcClient, RpcError};
+use crate::sandbox::launcher::{Launcher, ProcessSpec};
 use anyhow::{Context, Result};
 use serde_json::{json, Value};
 use std::path::Path;

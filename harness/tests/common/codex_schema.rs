@@ -25,7 +25,7 @@ pub fn fake_releases() -> Vec<String> {
     let mut releases = vec![fake_app_server::persona::DEFAULT_VERSION.to_string()];
     for runner in matrix.file.runners.values() {
         if runner.app_server == suites::spec::AppServerKind::Fake {
-            let plays = harness::codex::fidelity::plays(runner).to_string();
+            let plays = harness::fidelity::plays(runner).to_string();
             if !releases.contains(&plays) {
                 releases.push(plays);
             }

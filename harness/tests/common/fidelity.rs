@@ -1,6 +1,6 @@
 //! Running one fidelity pair as a test trial.
 
-use harness::codex::fidelity::{self, Pair, PairOutcome};
+use harness::fidelity::{self, Pair, PairOutcome};
 use harness::matrix::MatrixOptions;
 use libtest_mimic::Failed;
 

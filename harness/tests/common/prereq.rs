@@ -7,7 +7,7 @@
 //! differ only in which prerequisites they check.
 
 use harness::codex::provision::{self, PINNED};
-use harness::env::Runtime;
+use harness::sandbox::environment::Runtime;
 use libtest_mimic::{Failed, Trial};
 use std::future::Future;
 use std::sync::OnceLock;
@@ -53,7 +53,7 @@ pub fn matrix_codex_missing() -> Option<String> {
 /// a runtime for a container environment), and for a container environment the runc runtime,
 /// which is what these tests exercise.
 pub fn environment_missing(environment: &str) -> Option<String> {
-    match harness::env::select_runtime(environment) {
+    match harness::sandbox::environment::select_runtime(environment) {
         Ok(Runtime::Host | Runtime::Runc) => None,
         Ok(other) => Some(format!(
             "environment `{environment}` needs runc, the runtime selected here is {}",

@@ -4,9 +4,10 @@
 
 use super::folders::CellFolders;
 use crate::codex::runner::{self as codex_runner, CellDirs, PreparedCodex};
-use crate::driver::{AppServerProgram, Timeouts};
-use crate::env::EnvMounts;
+use crate::driver::run::AppServerProgram;
+use crate::driver::task::Timeouts;
 use crate::matrix::{fake_timeouts, MatrixOptions};
+use crate::sandbox::launcher::EnvMounts;
 use anyhow::{Context, Result};
 use fake_app_server::scenario::Scenario;
 use std::path::{Path, PathBuf};
@@ -83,9 +84,10 @@ pub async fn prepare(
             // The fake's stand-in for Codex's bundled bubblewrap, in a package folder of its
             // own, so environments that hide or change bundled bubblewraps find it too.
             let package = root.join("fake-codex-package");
-            let bundled = crate::env::codex_bundled_bwrap(&package.join("bin").join("codex"));
+            let bundled =
+                crate::sandbox::probe::codex_bundled_bwrap(&package.join("bin").join("codex"));
             let mut bundled_bwrap = None;
-            if let Some(system) = crate::codex::provision::which("bwrap") {
+            if let Some(system) = crate::sandbox::system::which("bwrap") {
                 std::fs::create_dir_all(bundled.parent().context("bundled bwrap folder")?)?;
                 std::fs::copy(&system, &bundled)
                     .with_context(|| format!("copying {}", system.display()))?;

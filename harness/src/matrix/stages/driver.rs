@@ -5,11 +5,13 @@
 
 use super::folders::CellFolders;
 use super::process::{self, Bounds, DriverProcess};
-use crate::driver::{external, DriverConfig, Timeouts};
-use crate::launcher::Launcher;
+use crate::driver::external;
+use crate::driver::run::RunSpec;
+use crate::driver::task::Timeouts;
+use crate::driver::task::{Envelope, Task};
 use crate::matrix::MatrixOptions;
+use crate::sandbox::launcher::Launcher;
 use crate::tap::InstalledTap;
-use crate::task::{Envelope, Task};
 use anyhow::{anyhow, bail, Context, Result};
 use graders::events::Mode;
 use graders::wire::DriverEnd;
@@ -186,25 +188,25 @@ pub struct Prepared {
 /// environment (the tap where the driver looks for `codex`).
 pub fn prepare(
     driver: &ProcessDriver,
-    config: &DriverConfig,
+    run: &RunSpec,
     folders: &CellFolders,
     tap: &InstalledTap,
     repo: Option<&Path>,
     real_install_dir: Option<&Path>,
 ) -> Result<Prepared> {
     let declared = &driver.declared;
-    if !declared.modes.contains(&config.task.mode) {
+    if !declared.modes.contains(&run.task.mode) {
         bail!(
             "the driver `{}` does not declare the mode `{}` (it declares {:?})",
             driver.name,
-            mode_name(config.task.mode),
+            mode_name(run.task.mode),
             declared.modes
         );
     }
     let task_path = folders.root.join("task.json");
     std::fs::write(
         &task_path,
-        serde_json::to_vec_pretty(&Envelope::new(&config.task, &config.timeouts))?,
+        serde_json::to_vec_pretty(&Envelope::new(&run.task, &run.timeouts))?,
     )
     .with_context(|| format!("writing {}", task_path.display()))?;
     let path = |p: &Path| p.display().to_string();
@@ -213,8 +215,8 @@ pub fn prepare(
     }
     let values = Placeholders {
         workspace: path(&folders.workspace),
-        prompt: config.task.prompt.clone(),
-        mode: mode_name(config.task.mode).into(),
+        prompt: run.task.prompt.clone(),
+        mode: mode_name(run.task.mode).into(),
         codex: path(&tap.codex),
         task: path(&task_path),
         repo: repo.map(path).unwrap_or_default(),
@@ -227,14 +229,14 @@ pub fn prepare(
         .then(|| folders.root.join("driver-events.jsonl"));
     let mut env = match &events {
         // The events contract (docs/driver-contract.md): the app-server command is the tap.
-        Some(events) => external::driver_env(config, &task_path, events),
+        Some(events) => external::driver_env(run, &task_path, events),
         None => vec![
             ("HOME".into(), path(&folders.home)),
             ("TMPDIR".into(), path(&folders.tmp)),
             ("LANG".into(), "C.UTF-8".into()),
             ("HARNESS_TASK".into(), path(&task_path)),
             ("HARNESS_WORKSPACE".into(), path(&folders.workspace)),
-            ("HARNESS_CELL".into(), config.cell.to_string()),
+            ("HARNESS_CELL".into(), run.cell.to_string()),
         ],
     };
     if let (Some(_), Some(dir)) = (&events, real_install_dir) {
@@ -242,7 +244,7 @@ pub fn prepare(
         // profiles (the example driver does) learns the real one here.
         set(
             &mut env,
-            crate::launch::profiles::INSTALL_DIR_VAR,
+            crate::driver::launch::profiles::INSTALL_DIR_VAR,
             path(dir),
         );
     }

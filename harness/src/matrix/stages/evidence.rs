@@ -4,7 +4,7 @@
 //! `findings.json`), and the wire wins. Then the harness's own evidence: what the model was
 //! told, and the workspace's probe files.
 
-use crate::event_log::EventLog;
+use crate::driver::event_log::EventLog;
 use anyhow::{Context, Result};
 use graders::events::{Body, Diagnostic, Level, RunEnded, Source};
 use graders::wire::{self, DriverEnd};

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use suites::spec::{AppServerKind, ScenarioRef};
 use suites::Cell;
 
-use crate::task::Task;
+use crate::driver::task::Task;
 
 /// The workspace's `AGENTS.md`: restricted-read profiles load it through Codex's bubblewrap fs
 /// helper at `thread/start`, which is what fails in the restricted environments.

@@ -3,7 +3,7 @@
 //! bound. The bound has two parts: the run's overall bound, and an idle bound on the wire — a
 //! driver that says nothing to its app-server for longer than any of the task's waits is hung.
 
-use crate::launcher::{Launcher, ProcessSpec};
+use crate::sandbox::launcher::{Launcher, ProcessSpec};
 use anyhow::{Context, Result};
 use graders::wire::DriverEnd;
 use std::path::{Path, PathBuf};
@@ -175,7 +175,7 @@ fn kill_group(pgid: Option<i32>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::launcher::LocalLauncher;
+    use crate::sandbox::launcher::LocalLauncher;
 
     fn process(dir: &Path, command: &str) -> DriverProcess {
         DriverProcess {

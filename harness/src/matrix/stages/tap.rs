@@ -2,7 +2,7 @@
 //! app-server, and the app-server program a driver is given instead of the real one.
 
 use super::folders::CellFolders;
-use crate::driver::AppServerProgram;
+use crate::driver::run::AppServerProgram;
 use crate::tap::{InstalledTap, TapConfig, TapProgram};
 use anyhow::Result;
 
