@@ -48,7 +48,7 @@ enum Command {
     /// environment; `codex` first on PATH).
     #[command(hide = true)]
     Drive,
-    /// The wire tap a driver runs as `codex` (behind the shim `harness::tap::install` writes).
+    /// The wire tap a driver runs as `codex` (behind the shim `tap::install` writes).
     #[command(hide = true, disable_help_flag = true)]
     Tap {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
@@ -69,8 +69,8 @@ fn main() -> ExitCode {
     }
     match cli.command {
         Command::FakeAppServer { args } => fake_app_server::cli_main(args),
-        Command::Tap { args } => harness::tap::relay::main(args),
-        Command::Drive => harness::driver::reference::standalone::main(),
+        Command::Tap { args } => tap::relay::main(args),
+        Command::Drive => driver::reference::standalone::main(),
         Command::Grade(args) => harness::cli::grade::main(args),
         Command::Launch(args) => harness::cli::launch::main(args),
         Command::Run(args) => harness::cli::run::main(args),

@@ -7,9 +7,9 @@
 //! orderly stop above; a second signal, a stop that overruns [`GRACE`], or a signal while no
 //! matrix runs (other subcommands, tests) removes what is registered at once and exits.
 
-use crate::matrix::{self, MatrixOptions, MatrixRun, Progress};
-use crate::report;
-use crate::report::outcome::{CellOutcome, CellResult};
+use matrix::{self, MatrixOptions, MatrixRun, Progress};
+use report;
+use report::outcome::{CellOutcome, CellResult};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::{Mutex, OnceLock};
@@ -108,7 +108,7 @@ fn arm_watchdog(signal: i32) {
 }
 
 fn exit_now(signal: i32) -> ! {
-    crate::sandbox::teardown::tear_down_everything();
+    sandbox::teardown::tear_down_everything();
     std::process::exit(128 + signal);
 }
 
@@ -138,7 +138,7 @@ pub fn run_matrix(
     std::panic::set_hook(Box::new(move |info| {
         previous_hook(info);
         if tokio::runtime::Handle::try_current().is_err() {
-            crate::sandbox::teardown::tear_down_everything();
+            sandbox::teardown::tear_down_everything();
         }
     }));
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -154,7 +154,7 @@ pub fn run_matrix(
     ));
     let wall = started.elapsed();
     drop(runtime);
-    crate::sandbox::teardown::tear_down_everything();
+    sandbox::teardown::tear_down_everything();
     let code = finish(cells, &run, options, wall);
     *current_run().lock().unwrap_or_else(|p| p.into_inner()) = None;
     code

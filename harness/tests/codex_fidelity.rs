@@ -15,8 +15,8 @@ mod common;
 
 use common::prereq;
 use harness::fidelity::{self, Pair};
-use harness::matrix::MatrixOptions;
 use libtest_mimic::{Arguments, Failed};
+use matrix::MatrixOptions;
 use std::sync::Arc;
 
 fn trial_name(pair: &Pair) -> String {
@@ -52,7 +52,7 @@ fn main() {
     let matrix = suites::load().expect("suites load");
     let mut options = MatrixOptions::from_env().expect("matrix options");
     options.fake_program = env!("CARGO_BIN_EXE_harness").into();
-    options.out_root = harness::matrix::paths::conformance_root().join("fidelity-test");
+    options.out_root = matrix::paths::conformance_root().join("fidelity-test");
     let options = Arc::new(options);
     let pairs = fidelity::pairs(&matrix, &[]);
     assert!(!pairs.is_empty(), "the matrix has pairs to compare");
@@ -70,6 +70,6 @@ fn main() {
         })
         .collect();
     let conclusion = libtest_mimic::run(&args, trials);
-    harness::sandbox::teardown::tear_down_everything();
+    sandbox::teardown::tear_down_everything();
     conclusion.exit();
 }

@@ -9,17 +9,17 @@ mod common;
 
 use common::prereq;
 
+use codex::provision;
+use codex::runner::{self, CellDirs, PreparedCodex};
+use driver::event_log::EventLog;
+use driver::launch::LaunchRequest;
+use driver::reference::{run_reference, DriverConfig};
+use driver::run::RunSpec;
+use driver::task::{PlanReview, Task};
 use fake_app_server::model_log::ModelLogEntry;
 use fake_app_server::scenario::Scenario;
 use graders::events::{Body, CellId, Ending, Item, Mode, PolicyGeneration, Target};
-use harness::codex::provision;
-use harness::codex::runner::{self, CellDirs, PreparedCodex};
-use harness::driver::event_log::EventLog;
-use harness::driver::launch::LaunchRequest;
-use harness::driver::reference::{run_reference, DriverConfig};
-use harness::driver::run::RunSpec;
-use harness::driver::task::{PlanReview, Task};
-use harness::sandbox::launcher::{Launcher, LocalLauncher};
+use sandbox::launcher::{Launcher, LocalLauncher};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -264,12 +264,12 @@ async fn run_in_environment(environment: &str, policy: PolicyGeneration, dir: &P
     let prepared = runner::prepare(provision::PINNED, &dirs, &scenario)
         .await
         .expect("prepare the real Codex");
-    let mounts = harness::sandbox::launcher::EnvMounts {
+    let mounts = sandbox::launcher::EnvMounts {
         scratch: dir.to_path_buf(),
         writable: prepared.writable_mounts(),
         readonly: prepared.readonly_mounts(),
     };
-    let launcher = harness::sandbox::environment::launcher(environment, &mounts).expect("launcher");
+    let launcher = sandbox::environment::launcher(environment, &mounts).expect("launcher");
     run_plan_write_refused(
         dir,
         environment,

@@ -1,8 +1,8 @@
 //! Declared drivers through the cell executor, against the fake app-server: the tap where the
 //! declaration says, a hung driver ended by the wire's idle bound in seconds.
 
-use harness::matrix::{run_cell, MatrixOptions};
-use harness::report::outcome::CellOutcome;
+use matrix::{run_cell, MatrixOptions};
+use report::outcome::CellOutcome;
 use std::time::{Duration, Instant};
 use suites::spec::CodexDiscovery;
 

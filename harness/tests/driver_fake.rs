@@ -2,18 +2,18 @@
 //! subcommand), asserting on the fake's transcript of what the driver really sent, and on the
 //! run events the driver wrote.
 
+use driver::event_log::EventLog;
+use driver::launch::LaunchRequest;
+use driver::reference::{run_reference, DriverConfig};
+use driver::run::{AppServerProgram, RunSpec};
+use driver::task::Timeouts;
+use driver::task::{PlanReview, Relaunch, Task};
 use graders::events::{
     Body, CellId, Ending, Event, Item, Mode, Outcome, PolicyGeneration, RunEnded, Target,
 };
 use graders::verdict::{Verdict, VerdictKind};
-use harness::driver::event_log::EventLog;
-use harness::driver::launch::LaunchRequest;
-use harness::driver::reference::{run_reference, DriverConfig};
-use harness::driver::run::{AppServerProgram, RunSpec};
-use harness::driver::task::Timeouts;
-use harness::driver::task::{PlanReview, Relaunch, Task};
-use harness::sandbox::launcher::LocalLauncher;
 use rstest::rstest;
+use sandbox::launcher::LocalLauncher;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

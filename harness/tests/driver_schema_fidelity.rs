@@ -20,7 +20,7 @@ use common::codex_schema::{self, CodexSchema};
 use common::fake_driver;
 use common::prereq;
 use graders::events::{Mode, Target};
-use harness::matrix::{run_cell, MatrixOptions};
+use matrix::{run_cell, MatrixOptions};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;
@@ -136,13 +136,13 @@ async fn scripted_answer_runs(scratch: &Path) -> Vec<(&'static str, String, std:
     let mut runs = Vec::new();
     for driver in ["reference driver", "example external driver"] {
         let dir = scratch.join(driver.replace(' ', "-"));
-        let task = harness::driver::task::Task::new(Mode::Ask, "Write the probe, then finish.");
+        let task = driver::task::Task::new(Mode::Ask, "Write the probe, then finish.");
         let config = fake_driver::config(&dir, &scenario, task, Target::Local);
-        let mut log = harness::driver::event_log::EventLog::in_memory("driver-answers");
+        let mut log = driver::event_log::EventLog::in_memory("driver-answers");
         let ended = if driver == "reference driver" {
-            harness::driver::reference::run_reference(&config, &mut log).await
+            driver::reference::run_reference(&config, &mut log).await
         } else {
-            harness::driver::external::run_external(&fake_driver::script(), &config, &mut log).await
+            driver::external::run_external(&fake_driver::script(), &config, &mut log).await
         };
         let label = format!("{driver}, scripted approval and tool answers [{ended:?}]");
         runs.push((driver, label, dir.join("transcript.jsonl")));

@@ -10,13 +10,13 @@
 mod common;
 
 use common::prereq;
-use harness::driver::launch::{self, profiles::HostPaths, LaunchRequest};
+use driver::launch::{self, profiles::HostPaths, LaunchRequest};
 use harness::repro::session::Session;
-use harness::sandbox::launcher::EnvMounts;
-use harness::sandbox::launcher::{Launcher, ProcessSpec};
-use harness::sandbox::runc::RuncLauncher;
-use harness::sandbox::{catalogue, docker, environment, probe, reap};
 use libtest_mimic::{Arguments, Failed, Trial};
+use sandbox::launcher::EnvMounts;
+use sandbox::launcher::{Launcher, ProcessSpec};
+use sandbox::runc::RuncLauncher;
+use sandbox::{catalogue, docker, environment, probe, reap};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -361,8 +361,8 @@ struct CodexCell {
 
 impl Drop for CodexCell {
     fn drop(&mut self) {
-        // Codex's helpers can outlive it on the host (see `harness::sandbox::reap`).
-        harness::sandbox::reap::after_cell(None, &self.root);
+        // Codex's helpers can outlive it on the host (see `sandbox::reap`).
+        sandbox::reap::after_cell(None, &self.root);
     }
 }
 
@@ -402,7 +402,7 @@ fn codex_cell() -> Result<CodexCell, Failed> {
 fn codex_thread_start(
     environment: &str,
     policy: launch::PolicyGeneration,
-) -> Result<Result<serde_json::Value, harness::driver::rpc::RpcError>, Failed> {
+) -> Result<Result<serde_json::Value, driver::rpc::RpcError>, Failed> {
     codex_thread_start_with(environment, policy, false)
 }
 
@@ -421,8 +421,8 @@ fn codex_thread_start_with(
     environment: &str,
     policy: launch::PolicyGeneration,
     facts_profile: bool,
-) -> Result<Result<serde_json::Value, harness::driver::rpc::RpcError>, Failed> {
-    let codex = harness::codex::provision::resolve(harness::codex::provision::PINNED)?;
+) -> Result<Result<serde_json::Value, driver::rpc::RpcError>, Failed> {
+    let codex = codex::provision::resolve(codex::provision::PINNED)?;
     let cell = codex_cell()?;
     let request = LaunchRequest {
         mode: launch::Mode::Planning,

@@ -6,13 +6,13 @@
 //! The trials run one at a time: each reaping pass is machine-wide, so a parallel trial could
 //! reap another trial's leftover before that trial looks at it.
 
-use harness::sandbox::environment::{self, Runtime};
-use harness::sandbox::launcher::EnvMounts;
-use harness::sandbox::launcher::{Launcher, ProcessSpec};
-use harness::sandbox::reap::{self, ListedContainer};
-use harness::sandbox::runc::RuncLauncher;
-use harness::sandbox::{catalogue, owner};
 use libtest_mimic::{Arguments, Failed, Trial};
+use sandbox::environment::{self, Runtime};
+use sandbox::launcher::EnvMounts;
+use sandbox::launcher::{Launcher, ProcessSpec};
+use sandbox::reap::{self, ListedContainer};
+use sandbox::runc::RuncLauncher;
+use sandbox::{catalogue, owner};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};

@@ -6,11 +6,11 @@
 mod common;
 
 use common::fake_driver::{config, script};
+use driver::event_log::EventLog;
+use driver::external::run_external;
+use driver::task::Timeouts;
+use driver::task::{Envelope, PlanReview, Relaunch, Task, WaitBounds};
 use graders::events::{Body, Ending, Event, Mode, Source, Target};
-use harness::driver::event_log::EventLog;
-use harness::driver::external::run_external;
-use harness::driver::task::Timeouts;
-use harness::driver::task::{Envelope, PlanReview, Relaunch, Task, WaitBounds};
 use std::time::{Duration, Instant};
 
 #[tokio::test]

@@ -46,7 +46,7 @@ fn main() {
     let missing = prereq::environment_missing("container")
         .or_else(prereq::codex_missing)
         .or_else(|| {
-            harness::sandbox::containment::scope_folder()
+            sandbox::containment::scope_folder()
                 .is_none()
                 .then(|| "needs root and a cgroup v2 hierarchy".to_string())
         });
@@ -360,7 +360,7 @@ fn leftovers(setup: &Setup, run: &Run, also_the_scope: bool) -> Vec<String> {
     if let Ok(entries) = std::fs::read_dir(&setup.tmp) {
         for entry in entries.flatten() {
             let path = entry.path();
-            let owned = harness::sandbox::owner::read(&path).map(|owner| owner.pid as i32);
+            let owned = sandbox::owner::read(&path).map(|owner| owner.pid as i32);
             let config = std::fs::read_to_string(path.join("config.json")).unwrap_or_default();
             if owned == Some(run.pid) || (owned.is_none() && config.contains(&marker)) {
                 found.push(format!("bundle {}", path.display()));
@@ -391,9 +391,9 @@ fn leftovers(setup: &Setup, run: &Run, also_the_scope: bool) -> Vec<String> {
 
 /// The scope's folder in the v2 hierarchy and its mirrors in the v1 ones.
 fn scope_folders(setup: &Setup) -> Vec<PathBuf> {
-    let relative = Path::new(harness::sandbox::containment::ROOT_NAME).join(&setup.scope);
-    let mut folders = harness::sandbox::cgroup::v1_mirrors(&relative);
-    if let Some(mount) = harness::sandbox::cgroup::unified_mount() {
+    let relative = Path::new(sandbox::containment::ROOT_NAME).join(&setup.scope);
+    let mut folders = sandbox::cgroup::v1_mirrors(&relative);
+    if let Some(mount) = sandbox::cgroup::unified_mount() {
         folders.push(mount.join(&relative));
     }
     folders
@@ -411,7 +411,7 @@ fn sweep_scope(setup: &Setup) -> Vec<String> {
     }
     if let Ok(entries) = std::fs::read_dir(&setup.tmp) {
         for entry in entries.flatten() {
-            if let Some(owner) = harness::sandbox::owner::read(&entry.path()) {
+            if let Some(owner) = sandbox::owner::read(&entry.path()) {
                 if owner.scope == setup.scope {
                     stray.push(format!("container {}", owner.container));
                     let _ = Command::new("runc")
@@ -422,10 +422,10 @@ fn sweep_scope(setup: &Setup) -> Vec<String> {
         }
     }
     for folder in scope_folders(setup) {
-        let cgroup = harness::sandbox::cgroup::Cgroup {
+        let cgroup = sandbox::cgroup::Cgroup {
             path: folder.clone(),
         };
-        let inside: Vec<PathBuf> = harness::sandbox::cgroup::subtree(&folder)
+        let inside: Vec<PathBuf> = sandbox::cgroup::subtree(&folder)
             .into_iter()
             .filter(|path| path != &folder)
             .collect();

@@ -17,11 +17,11 @@ mod common;
 
 use common::prereq;
 
+use codex::driver_packages::{self, DriverPackage};
+use codex::provision;
+use codex::runner::{self, CellDirs, PreparedCodex};
 use fake_app_server::model_log::ModelLogEntry;
 use fake_app_server::scenario::Scenario;
-use harness::codex::driver_packages::{self, DriverPackage};
-use harness::codex::provision;
-use harness::codex::runner::{self, CellDirs, PreparedCodex};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -471,7 +471,7 @@ async fn run_driver(driver: Driver, task: &Path, codex: &Path, workspace: &Path)
             vec![repo.join("drivers/python-sdk/run.py").into()],
         ),
         Driver::CodexAcp => (
-            harness::sandbox::system::which("node").unwrap(),
+            sandbox::system::which("node").unwrap(),
             vec![
                 repo.join("drivers/codex-acp/client.mjs").into(),
                 "--agent".into(),

@@ -15,12 +15,12 @@
 #[allow(dead_code)]
 mod common;
 
+use codex::driver_packages::{self, DriverPackage};
+use codex::provision::PINNED;
 use common::prereq;
-use harness::codex::driver_packages::{self, DriverPackage};
-use harness::codex::provision::PINNED;
 use harness::fidelity::{self, Pair};
-use harness::matrix::MatrixOptions;
 use libtest_mimic::{Arguments, Failed};
+use matrix::MatrixOptions;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -54,10 +54,10 @@ fn main() {
         args.test_threads = Some(PARALLEL_PAIRS);
     }
     let drivers = Path::new(env!("CARGO_MANIFEST_DIR")).join("../drivers/published.toml");
-    let matrix = harness::matrix::load_matrix(Some(&drivers), &[], None).expect("matrix loads");
+    let matrix = matrix::load_matrix(Some(&drivers), &[], None).expect("matrix loads");
     let mut options = MatrixOptions::from_env().expect("matrix options");
     options.fake_program = env!("CARGO_BIN_EXE_harness").into();
-    options.out_root = harness::matrix::paths::conformance_root().join("published-fidelity-test");
+    options.out_root = matrix::paths::conformance_root().join("published-fidelity-test");
     let options = Arc::new(options);
     let pairs: Vec<(Pair, DriverPackage)> = fidelity::pairs(&matrix, &[])
         .into_iter()
@@ -93,6 +93,6 @@ fn main() {
         })
         .collect();
     let conclusion = libtest_mimic::run(&args, trials);
-    harness::sandbox::teardown::tear_down_everything();
+    sandbox::teardown::tear_down_everything();
     conclusion.exit();
 }

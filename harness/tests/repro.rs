@@ -11,10 +11,10 @@
 mod common;
 
 use assert_cmd::Command;
+use codex::provision;
 use common::prereq;
-use harness::codex::provision;
-use harness::matrix::{missing_prerequisite, MatrixOptions};
 use libtest_mimic::{Arguments, Failed, Trial};
+use matrix::{missing_prerequisite, MatrixOptions};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 

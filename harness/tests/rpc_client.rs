@@ -2,8 +2,8 @@
 //! server requests with colliding ids, timeouts, oversized and malformed lines, stderr evidence,
 //! and killing the child on drop.
 
-use harness::driver::rpc::{Incoming, Limits, RpcClient, TransportError};
-use harness::sandbox::launcher::{LocalLauncher, ProcessSpec};
+use driver::rpc::{Incoming, Limits, RpcClient, TransportError};
+use sandbox::launcher::{LocalLauncher, ProcessSpec};
 use serde_json::json;
 use std::time::{Duration, Instant};
 

@@ -10,11 +10,11 @@
 //!
 //! This binary also serves as the fake app-server of its own cells: launched with a first
 //! argument `fake-app-server`, it is the fake (`fake_app_server::cli_main`), with `tap` the wire
-//! tap (`harness::tap::relay::main`), with `drive` the reference driver as a process, so cells never depend on a separately built binary.
+//! tap (`tap::relay::main`), with `drive` the reference driver as a process, so cells never depend on a separately built binary.
 
-use harness::matrix::{run_cell, MatrixOptions};
-use harness::report::outcome::CellOutcome;
 use libtest_mimic::{Arguments, Completion, Failed, Trial};
+use matrix::{run_cell, MatrixOptions};
+use report::outcome::CellOutcome;
 use std::collections::BTreeMap;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -25,14 +25,14 @@ fn main() -> ExitCode {
         return fake_app_server::cli_main(args.skip(1));
     }
     if args.peek().is_some_and(|a| a == "tap") {
-        return harness::tap::relay::main(args.skip(1).collect());
+        return tap::relay::main(args.skip(1).collect());
     }
     if args.peek().is_some_and(|a| a == "drive") {
-        return harness::driver::reference::standalone::main();
+        return driver::reference::standalone::main();
     }
     let arguments = Arguments::from_args();
-    let repo_root = harness::matrix::paths::repo_root();
-    let matrix = match harness::matrix::load_matrix_from_env(repo_root.as_deref()) {
+    let repo_root = matrix::paths::repo_root();
+    let matrix = match matrix::load_matrix_from_env(repo_root.as_deref()) {
         Ok(matrix) => matrix,
         Err(e) => {
             eprintln!("error: the suites do not load: {e:#}");
@@ -59,7 +59,7 @@ fn main() -> ExitCode {
             } else if options.ci {
                 None
             } else {
-                harness::matrix::missing_prerequisite(&cell, &options)
+                matrix::missing_prerequisite(&cell, &options)
             };
             if let Some(reason) = &missing {
                 *ignored_reasons.entry(reason.clone()).or_default() += 1;

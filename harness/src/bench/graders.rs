@@ -100,7 +100,7 @@ fn run(args: &Args) -> Result<bool> {
         );
     }
 
-    let jq_runs = match crate::sandbox::system::which("jq") {
+    let jq_runs = match sandbox::system::which("jq") {
         Some(jq) => {
             let mut jq_cmd = Command::new(jq);
             jq_cmd.args(["-c", JQ_FILTER]).arg(&log);

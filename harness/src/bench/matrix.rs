@@ -4,8 +4,8 @@
 //! Each `--jobs` setting runs the whole fake matrix `--reps` times (the settings interleaved
 //! per repetition, so a slow moment of the machine does not land on one setting only).
 
-use crate::matrix::{self, Concurrency, MatrixOptions};
 use anyhow::Result;
+use matrix::{self, Concurrency, MatrixOptions};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::process::ExitCode;

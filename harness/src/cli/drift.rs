@@ -1,7 +1,7 @@
 //! `harness drift VERSION`: compare a published Codex with the pin (see `harness::drift`).
 
 use crate::drift;
-use crate::matrix::{paths, MatrixOptions};
+use matrix::{paths, MatrixOptions};
 use std::process::ExitCode;
 
 #[derive(clap::Args, Debug)]
@@ -70,7 +70,7 @@ pub fn main(args: Args) -> ExitCode {
             }
         };
         outcomes = runtime.block_on(drift::run_matrix(&pairs, &options));
-        crate::sandbox::teardown::tear_down_everything();
+        sandbox::teardown::tear_down_everything();
     }
     let report = drift::render(&protocol, &outcomes);
     print!("{report}");

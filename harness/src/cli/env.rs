@@ -1,8 +1,8 @@
 //! `harness env list` and `harness env probe NAME`.
 
-use crate::sandbox::environment::{check_prerequisites, select_runtime};
-use crate::sandbox::probe::{CanaryReport, ProbeReport};
-use crate::sandbox::{catalogue, probe};
+use sandbox::environment::{check_prerequisites, select_runtime};
+use sandbox::probe::{CanaryReport, ProbeReport};
+use sandbox::{catalogue, probe};
 use std::process::ExitCode;
 
 #[derive(clap::Subcommand, Debug)]

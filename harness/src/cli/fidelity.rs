@@ -5,7 +5,7 @@
 //! harness.
 
 use crate::fidelity::{self, PairOutcome};
-use crate::matrix::{paths, MatrixOptions};
+use matrix::{paths, MatrixOptions};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -28,7 +28,7 @@ pub struct Args {
 
 pub fn main(args: Args) -> ExitCode {
     let repo_root = paths::repo_root();
-    let loaded = crate::matrix::load_matrix(args.drivers.as_deref(), &[], repo_root.as_deref());
+    let loaded = matrix::load_matrix(args.drivers.as_deref(), &[], repo_root.as_deref());
     let matrix = match loaded {
         Ok(matrix) => matrix,
         Err(e) => {
@@ -77,7 +77,7 @@ pub fn main(args: Args) -> ExitCode {
         eprintln!("running {}", pair.name());
         outcomes.push(runtime.block_on(fidelity::run_pair(pair, &options)));
     }
-    crate::sandbox::teardown::tear_down_everything();
+    sandbox::teardown::tear_down_everything();
     print!("{}", table(&outcomes));
     let failures = outcomes.iter().filter(|o| o.failure().is_some()).count();
     let errors = outcomes

@@ -6,9 +6,9 @@
 //! version that cannot be installed, a selection that matches nothing), 130 / 143 after SIGINT /
 //! SIGTERM (the reports then list the cells that finished).
 
-use crate::matrix::{self, MatrixOptions, Progress};
-use crate::report::outcome::CellResult;
 use anyhow::Context;
+use matrix::{self, MatrixOptions, Progress};
+use report::outcome::CellResult;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use suites::spec::{AppServerKind, DriverKind};
@@ -29,7 +29,7 @@ pub struct Args {
     /// A drivers file (`[drivers.NAME]` tables, optional cases and baseline entries): each
     /// driver runs as `NAME-fake`, `NAME-codex`, `NAME-codex-<version>` cells. Only the file's
     /// cells run, unless `--all-runners`. See docs/driver-contract.md.
-    #[arg(long, env = crate::matrix::DRIVERS_VAR)]
+    #[arg(long, env = matrix::DRIVERS_VAR)]
     pub drivers: Option<PathBuf>,
     /// With `--drivers`: also run the harness's own runners' cells.
     #[arg(long, requires = "drivers")]
@@ -72,7 +72,7 @@ pub fn main(args: Args) -> ExitCode {
 }
 
 fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let repo_root = crate::matrix::paths::repo_root();
+    let repo_root = matrix::paths::repo_root();
     let matrix = matrix::load_matrix(
         args.drivers.as_deref(),
         &args.codex_versions,
@@ -90,7 +90,7 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
             .iter()
             .any(|c| c.runner.codex_version.as_ref() == Some(version) && c.not_applicable.is_none())
         {
-            crate::codex::provision::ensure(version).with_context(|| {
+            codex::provision::ensure(version).with_context(|| {
                 format!("--codex {version}: installing @openai/codex@{version}")
             })?;
         }

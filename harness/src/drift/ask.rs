@@ -57,7 +57,7 @@ pub fn ask(mut command: Command, requests: &[(&str, Value)]) -> Result<Vec<Value
         }
     }
     drop(stdin);
-    crate::sandbox::system::wait_bounded(&mut child, Duration::from_secs(5))?;
+    sandbox::system::wait_bounded(&mut child, Duration::from_secs(5))?;
     sent.with_context(|| format!("writing to {program}"))?;
     let missing: Vec<&str> = requests
         .iter()

@@ -10,9 +10,9 @@ pub mod persona;
 pub mod schema;
 pub mod unknown;
 
-use crate::codex::provision;
 use crate::fidelity::{self, wire, Pair, PairOutcome};
 use anyhow::{Context, Result};
+use codex::provision;
 use suites::spec::AppServerKind;
 use suites::{Cell, Matrix};
 
@@ -233,10 +233,7 @@ pub fn render(drift: &ProtocolDrift, matrix: &[MatrixDrift]) -> String {
 }
 
 /// Run the matrix pairs (pin first, then `version`), bounded by the cells' own timeouts.
-pub async fn run_matrix(
-    pairs: &[Pair],
-    options: &crate::matrix::MatrixOptions,
-) -> Vec<MatrixDrift> {
+pub async fn run_matrix(pairs: &[Pair], options: &matrix::MatrixOptions) -> Vec<MatrixDrift> {
     let mut outcomes = Vec::new();
     for pair in pairs {
         eprintln!("running {}", pair.name());

@@ -38,7 +38,7 @@ pub fn generate(codex: &Path, out: &Path) -> Result<()> {
         .stderr(Stdio::piped())
         .spawn()
         .with_context(|| format!("running {}", codex.display()))?;
-    let Some(status) = crate::sandbox::system::wait_bounded(&mut child, GENERATION_BOUND)? else {
+    let Some(status) = sandbox::system::wait_bounded(&mut child, GENERATION_BOUND)? else {
         bail!(
             "{} generate-json-schema did not finish within {GENERATION_BOUND:?}",
             codex.display()

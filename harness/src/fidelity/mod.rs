@@ -36,7 +36,7 @@ pub mod wire;
 
 pub use normalise::{normalise, normalise_with, NOT_COMPARED};
 
-use crate::codex::mock_api::MockScript;
+use codex::mock_api::MockScript;
 use graders::events::Event;
 use serde_json::Value;
 use std::path::Path;
@@ -210,19 +210,19 @@ impl Divergence {
                     self.index,
                     kind(fake),
                     kind(real),
-                    crate::driver::rpc::excerpt(&f.to_string(), 240),
-                    crate::driver::rpc::excerpt(&r.to_string(), 240)
+                    driver::rpc::excerpt(&f.to_string(), 240),
+                    driver::rpc::excerpt(&r.to_string(), 240)
                 )
             }
             (Some(fake), None) => format!(
                 "message {}: the fake went on with {} where the real sequence ended",
                 self.index,
-                crate::driver::rpc::excerpt(&fake.to_string(), 240)
+                driver::rpc::excerpt(&fake.to_string(), 240)
             ),
             (None, Some(real)) => format!(
                 "message {}: the real Codex went on with {} where the fake sequence ended",
                 self.index,
-                crate::driver::rpc::excerpt(&real.to_string(), 240)
+                driver::rpc::excerpt(&real.to_string(), 240)
             ),
             (None, None) => format!("message {}: no difference", self.index),
         }
@@ -397,7 +397,7 @@ impl PairOutcome {
 }
 
 /// Run both cells of `pair` (fake first) and compare them.
-pub async fn run_pair(pair: &Pair, options: &crate::matrix::MatrixOptions) -> PairOutcome {
+pub async fn run_pair(pair: &Pair, options: &matrix::MatrixOptions) -> PairOutcome {
     let fake = run_side(&pair.fake, options).await;
     let real = run_side(&pair.real, options).await;
     let (divergence, truncated) = if fake.graded && real.graded {
@@ -432,15 +432,15 @@ pub async fn run_pair(pair: &Pair, options: &crate::matrix::MatrixOptions) -> Pa
 
 /// Run one cell; a real-Codex cell's install folder is aliased away like the cell's own folders
 /// (so two Codex versions compare too, as `harness drift` does).
-async fn run_side(cell: &Cell, options: &crate::matrix::MatrixOptions) -> SideOutcome {
-    use crate::report::outcome::CellOutcome;
+async fn run_side(cell: &Cell, options: &matrix::MatrixOptions) -> SideOutcome {
+    use report::outcome::CellOutcome;
     let real = cell.runner.app_server == AppServerKind::Codex;
-    let result = crate::matrix::run_cell(cell, options).await;
+    let result = matrix::run_cell(cell, options).await;
     let install = if real {
         cell.runner
             .codex_version
             .as_deref()
-            .and_then(|v| crate::codex::provision::resolve(v).ok())
+            .and_then(|v| codex::provision::resolve(v).ok())
             .map(|install| install.package_dir)
     } else {
         None
@@ -502,9 +502,8 @@ async fn run_side(cell: &Cell, options: &crate::matrix::MatrixOptions) -> SideOu
 }
 
 fn read_codex_span(evidence_dir: &std::path::Path) -> Option<std::time::Duration> {
-    let text =
-        std::fs::read_to_string(evidence_dir.join(crate::codex::mock_api::TIMING_FILE)).ok()?;
-    let timing: crate::codex::mock_api::MockTiming = serde_json::from_str(&text).ok()?;
+    let text = std::fs::read_to_string(evidence_dir.join(codex::mock_api::TIMING_FILE)).ok()?;
+    let timing: codex::mock_api::MockTiming = serde_json::from_str(&text).ok()?;
     Some(std::time::Duration::from_millis(
         u64::try_from(timing.served_ms).unwrap_or(u64::MAX),
     ))

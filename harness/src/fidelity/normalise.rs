@@ -2,7 +2,7 @@
 //! the cell's and the app-server's folders as placeholders, probe ids as `<probe>`, the runner
 //! as `<runner>`, and a command's output lines in a canonical order.
 
-use crate::codex::mock_api::probe_id_for;
+use codex::mock_api::probe_id_for;
 use graders::events::{Body, Event, Source};
 use regex::Regex;
 use serde_json::Value;

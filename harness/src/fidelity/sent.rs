@@ -124,7 +124,7 @@ pub fn difference(
         return None;
     }
     let show = |v: Option<&Value>| match v {
-        Some(v) => crate::driver::rpc::excerpt(&v.to_string(), 240),
+        Some(v) => driver::rpc::excerpt(&v.to_string(), 240),
         None => "nothing (its driver stopped sending)".to_string(),
     };
     Some(format!(

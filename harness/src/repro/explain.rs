@@ -1,7 +1,7 @@
 //! Why each environment's failure happens, for `harness repro ENV`: the cause in a few
 //! sentences, then what the spec says (platform, mechanism, message, when it fails Codex).
 
-use crate::sandbox::spec::EnvSpec;
+use sandbox::spec::EnvSpec;
 
 /// The cause, per environment (measured with Codex 0.169.0 and Debian's bubblewrap 0.8.0).
 fn cause(environment: &str) -> &'static str {
@@ -73,7 +73,7 @@ pub fn explanation(spec: &EnvSpec) -> String {
 mod tests {
     #[test]
     fn every_container_environment_has_a_cause() {
-        for spec in crate::sandbox::catalogue::all() {
+        for spec in sandbox::catalogue::all() {
             if spec.container.is_some() {
                 assert!(!super::cause(spec.name).is_empty(), "{}", spec.name);
             }

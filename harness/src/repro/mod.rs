@@ -10,16 +10,16 @@ pub mod session;
 
 pub use render::render;
 
-use crate::codex::provision;
-use crate::matrix::{self, MatrixOptions};
-use crate::report::outcome::CellResult;
-use crate::sandbox::environment::{check_prerequisites, select_runtime, Runtime};
-use crate::sandbox::{catalogue, runc, spec};
 use anyhow::{bail, Context, Result};
+use codex::provision;
 use evidence::RunEvidence;
 use graders::events::PolicyGeneration;
 use graders::signatures::messages::NO_BWRAP_SIGNATURE;
 use graders::verdict::VerdictKind;
+use matrix::{self, MatrixOptions};
+use report::outcome::CellResult;
+use sandbox::environment::{check_prerequisites, select_runtime, Runtime};
+use sandbox::{catalogue, runc, spec};
 use std::path::PathBuf;
 
 pub const SUITE: &str = "codex-planning-read-only";

@@ -1,8 +1,8 @@
 //! The printed report of `harness repro`.
 
 use super::{AppServer, Report, Run, CASE, SUITE};
-use crate::report::outcome::CellOutcome;
 use graders::events::PolicyGeneration;
+use report::outcome::CellOutcome;
 use std::fmt::Write;
 use std::path::Path;
 
@@ -150,7 +150,7 @@ fn render_rerun(out: &mut String, report: &Report) {
             generation_label(run.policy)
         );
         for (id, bundle) in &run.bundles {
-            let _ = writeln!(out, "  {}", crate::sandbox::runc::rerun_command(id, bundle));
+            let _ = writeln!(out, "  {}", sandbox::runc::rerun_command(id, bundle));
         }
         let lines = sent_until_thread_start(&run.result.evidence_dir.join("transcript.jsonl"));
         if !lines.is_empty() {

@@ -1,13 +1,13 @@
 //! Driver runs against the fake app-server, shared by the external-driver tests and the schema
 //! test of what drivers send.
 
+use driver::launch::LaunchRequest;
+use driver::reference::DriverConfig;
+use driver::run::{AppServerProgram, RunSpec};
+use driver::task::Task;
+use driver::task::Timeouts;
 use graders::events::{CellId, PolicyGeneration, Target};
-use harness::driver::launch::LaunchRequest;
-use harness::driver::reference::DriverConfig;
-use harness::driver::run::{AppServerProgram, RunSpec};
-use harness::driver::task::Task;
-use harness::driver::task::Timeouts;
-use harness::sandbox::launcher::LocalLauncher;
+use sandbox::launcher::LocalLauncher;
 use std::path::Path;
 use std::sync::Arc;
 

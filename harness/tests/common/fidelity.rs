@@ -1,8 +1,8 @@
 //! Running one fidelity pair as a test trial.
 
 use harness::fidelity::{self, Pair, PairOutcome};
-use harness::matrix::MatrixOptions;
 use libtest_mimic::Failed;
+use matrix::MatrixOptions;
 
 /// Run `pair` on a runtime of its own; its outcome when both sides were compared and agree,
 /// else the failure naming what differed.
@@ -28,6 +28,6 @@ pub fn agreeing(pair: &Pair, options: &MatrixOptions) -> Result<PairOutcome, Fai
 
 /// Why either cell of `pair` cannot run here (the matrix's own check), if one cannot.
 pub fn cells_missing(pair: &Pair, options: &MatrixOptions) -> Option<String> {
-    harness::matrix::missing_prerequisite(&pair.real, options)
-        .or_else(|| harness::matrix::missing_prerequisite(&pair.fake, options))
+    matrix::missing_prerequisite(&pair.real, options)
+        .or_else(|| matrix::missing_prerequisite(&pair.fake, options))
 }
