@@ -7,7 +7,9 @@
 //! orderly stop above; a second signal, a stop that overruns [`GRACE`], or a signal while no
 //! matrix runs (other subcommands, tests) removes what is registered at once and exits.
 
-use matrix::{self, MatrixOptions, MatrixRun, Progress};
+use matrix::concurrency::Concurrency;
+use matrix::context::CellContext;
+use matrix::scheduler::{self, MatrixRun, Progress};
 use report;
 use report::outcome::{CellOutcome, CellResult};
 use std::process::ExitCode;
@@ -120,15 +122,15 @@ fn signal_name(signal: i32) -> &'static str {
     }
 }
 
-/// Run `cells` (see [`matrix::run_cells_until`]) to the end or to a stop, then write the
+/// Run `cells` (see [`scheduler::run_cells_until`]) to the end or to a stop, then write the
 /// reports of what finished; the exit code says how it ended.
 pub fn run_matrix(
     cells: &[Cell],
-    options: &MatrixOptions,
-    jobs: matrix::Concurrency,
+    ctx: &CellContext,
+    jobs: Concurrency,
     on_event: impl Fn(&Progress, Option<&CellResult>) + Send + Sync + 'static,
 ) -> anyhow::Result<ExitCode> {
-    matrix::check_named_programs(options, cells)?;
+    matrix::prereq::check_named(ctx, cells)?;
     install_signal_handler();
     let stop = CancellationToken::new();
     STOPPED_BY.store(0, Ordering::SeqCst);
@@ -145,9 +147,9 @@ pub fn run_matrix(
         .enable_all()
         .build()?;
     let started = Instant::now();
-    let run = runtime.block_on(matrix::run_cells_until(
+    let run = runtime.block_on(scheduler::run_cells_until(
         cells,
-        options,
+        ctx,
         jobs,
         stop.clone(),
         on_event,
@@ -155,7 +157,7 @@ pub fn run_matrix(
     let wall = started.elapsed();
     drop(runtime);
     sandbox::teardown::tear_down_everything();
-    let code = finish(cells, &run, options, wall);
+    let code = finish(cells, &run, ctx, wall);
     *current_run().lock().unwrap_or_else(|p| p.into_inner()) = None;
     code
 }
@@ -165,11 +167,11 @@ pub fn run_matrix(
 fn finish(
     cells: &[Cell],
     run: &MatrixRun,
-    options: &MatrixOptions,
+    ctx: &CellContext,
     wall: Duration,
 ) -> anyhow::Result<ExitCode> {
-    let reported = with_unfinished(cells, run, options);
-    let paths = report::write_all(&options.out_root, &reported, wall)?;
+    let reported = with_unfinished(cells, run, ctx);
+    let paths = report::write_all(&ctx.out_root, &reported, wall)?;
     let mut markdown = std::fs::read_to_string(&paths.markdown)?;
     if let Some(note) = stop_note(run) {
         // The matrix covers the cells that finished; a stopped run says so at its top.
@@ -215,7 +217,7 @@ fn stop_cause(run: &MatrixRun) -> Option<String> {
 /// interrupted or kept from starting, so summary.json and junit.xml (skipped, with the reason)
 /// account for every cell selected — a consumer of a stopped run's JUnit sees what is missing.
 /// Not failures: the run's exit code (130, 143, 101) already says it did not finish.
-fn with_unfinished(cells: &[Cell], run: &MatrixRun, options: &MatrixOptions) -> Vec<CellResult> {
+fn with_unfinished(cells: &[Cell], run: &MatrixRun, ctx: &CellContext) -> Vec<CellResult> {
     let Some(cause) = stop_cause(run) else {
         return run.finished.clone();
     };
@@ -243,7 +245,7 @@ fn with_unfinished(cells: &[Cell], run: &MatrixRun, options: &MatrixOptions) -> 
                 expected: cell.expected.clone(),
                 outcome: CellOutcome::Ignored { reason },
                 duration: Duration::ZERO,
-                evidence_dir: options.out_root.join(&name),
+                evidence_dir: ctx.out_root.join(&name),
             }
         })
         .collect()

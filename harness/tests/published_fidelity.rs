@@ -20,7 +20,7 @@ use codex::provision::PINNED;
 use common::prereq;
 use harness::fidelity::{self, Pair};
 use libtest_mimic::{Arguments, Failed};
-use matrix::MatrixOptions;
+use matrix::context::CellContext;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -40,7 +40,7 @@ fn driver_missing(package: DriverPackage) -> Option<String> {
     package.runtime_missing()
 }
 
-fn run_trial(pair: &Pair, options: &MatrixOptions) -> Result<(), Failed> {
+fn run_trial(pair: &Pair, options: &CellContext) -> Result<(), Failed> {
     let outcome = common::fidelity::agreeing(pair, options)?;
     if let Some(truncated) = &outcome.truncated {
         eprintln!("{}: {}", outcome.pair, truncated.describe());
@@ -54,9 +54,9 @@ fn main() {
         args.test_threads = Some(PARALLEL_PAIRS);
     }
     let drivers = Path::new(env!("CARGO_MANIFEST_DIR")).join("../drivers/published.toml");
-    let matrix = matrix::load_matrix(Some(&drivers), &[], None).expect("matrix loads");
-    let mut options = MatrixOptions::from_env().expect("matrix options");
-    options.fake_program = env!("CARGO_BIN_EXE_harness").into();
+    let matrix = matrix::load::load_matrix(Some(&drivers), &[], None).expect("matrix loads");
+    let mut options = CellContext::from_env().expect("the cell context");
+    options.harness_binary = env!("CARGO_BIN_EXE_harness").into();
     options.out_root = matrix::paths::conformance_root().join("published-fidelity-test");
     let options = Arc::new(options);
     let pairs: Vec<(Pair, DriverPackage)> = fidelity::pairs(&matrix, &[])

@@ -14,7 +14,8 @@ use assert_cmd::Command;
 use codex::provision;
 use common::prereq;
 use libtest_mimic::{Arguments, Failed, Trial};
-use matrix::{missing_prerequisite, MatrixOptions};
+use matrix::context::CellContext;
+use matrix::prereq::missing as missing_prerequisite;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -182,7 +183,7 @@ fn missing(case: Case, app_server: AppServer) -> Option<String> {
 }
 
 fn missing_cells(case: Case, app_server: AppServer) -> Option<String> {
-    let options = match MatrixOptions::from_env() {
+    let options = match CellContext::from_env() {
         Ok(options) => options,
         Err(e) => return Some(format!("{e:#}")),
     };

@@ -366,16 +366,18 @@ fn codex_share(name: &str, per_line_ms: f64, startup_overhead_ms: f64) -> Result
         .cell(name)
         .with_context(|| format!("no cell `{name}`"))?
         .clone();
-    let options = matrix::MatrixOptions::from_env()?;
+    let ctx = matrix::context::CellContext::from_env()?;
     let runtime = tokio::runtime::Runtime::new()?;
-    let result = runtime.block_on(matrix::run_cell(&cell, &options));
+    let result = runtime.block_on(matrix::cell::run_cell(&ctx, &cell));
     if result.verdict().is_none() {
         bail!(
             "the cell `{name}` produced no verdict: {:?}",
             result.outcome
         );
     }
-    let transcript = std::fs::read_to_string(result.evidence_dir.join("transcript.jsonl"))?;
+    let transcript = std::fs::read_to_string(
+        report::layout::CellEvidence::new(&result.evidence_dir).transcript(),
+    )?;
     let launches = transcript
         .lines()
         .filter(|l| l.contains("\"kind\":\"launch\""))

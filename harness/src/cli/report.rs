@@ -18,7 +18,7 @@ pub struct Args {
     pub out: Option<PathBuf>,
     /// The drivers file the run used (as `harness run --drivers`), so its cells are reported
     /// in matrix order too; its programs need not exist on this machine.
-    #[arg(long, env = matrix::DRIVERS_VAR, value_name = "FILE")]
+    #[arg(long, env = matrix::load::DRIVERS_VAR, value_name = "FILE")]
     pub drivers: Option<PathBuf>,
     /// The extra Codex versions the run used (as `harness run --codex`).
     #[arg(long = "codex", value_name = "VERSION")]

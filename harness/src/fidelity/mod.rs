@@ -38,6 +38,7 @@ pub use normalise::{normalise, normalise_with, NOT_COMPARED};
 
 use codex::mock_api::MockScript;
 use graders::events::Event;
+use report::layout::CellEvidence;
 use serde_json::Value;
 use std::path::Path;
 use suites::spec::{AppServerKind, RunnerSpec};
@@ -397,9 +398,9 @@ impl PairOutcome {
 }
 
 /// Run both cells of `pair` (fake first) and compare them.
-pub async fn run_pair(pair: &Pair, options: &matrix::MatrixOptions) -> PairOutcome {
-    let fake = run_side(&pair.fake, options).await;
-    let real = run_side(&pair.real, options).await;
+pub async fn run_pair(pair: &Pair, ctx: &matrix::context::CellContext) -> PairOutcome {
+    let fake = run_side(&pair.fake, ctx).await;
+    let real = run_side(&pair.real, ctx).await;
     let (divergence, truncated) = if fake.graded && real.graded {
         compare(&fake, &real)
     } else {
@@ -432,10 +433,11 @@ pub async fn run_pair(pair: &Pair, options: &matrix::MatrixOptions) -> PairOutco
 
 /// Run one cell; a real-Codex cell's install folder is aliased away like the cell's own folders
 /// (so two Codex versions compare too, as `harness drift` does).
-async fn run_side(cell: &Cell, options: &matrix::MatrixOptions) -> SideOutcome {
+async fn run_side(cell: &Cell, ctx: &matrix::context::CellContext) -> SideOutcome {
     use report::outcome::CellOutcome;
     let real = cell.runner.app_server == AppServerKind::Codex;
-    let result = matrix::run_cell(cell, options).await;
+    let result = matrix::cell::run_cell(ctx, cell).await;
+    let evidence = CellEvidence::new(&result.evidence_dir);
     let install = if real {
         cell.runner
             .codex_version
@@ -448,7 +450,7 @@ async fn run_side(cell: &Cell, options: &matrix::MatrixOptions) -> SideOutcome {
     let aliases = side_aliases(
         &result.evidence_dir,
         install.as_deref(),
-        &options.fake_program,
+        &ctx.harness_binary,
     );
     let (verdict, graded) = match &result.outcome {
         CellOutcome::Graded { verdict, .. } => (verdict.verdict.to_string(), true),
@@ -457,10 +459,9 @@ async fn run_side(cell: &Cell, options: &matrix::MatrixOptions) -> SideOutcome {
         CellOutcome::Error { message } => (format!("error: {message}"), false),
     };
     let (sequence, cut, sent) = if graded {
-        match read_events(&result.evidence_dir.join("events.jsonl")) {
+        match read_events(&evidence.events()) {
             Ok(events) => {
-                let transcript =
-                    cut::read_transcript(&result.evidence_dir.join("transcript.jsonl"));
+                let transcript = cut::read_transcript(&evidence.transcript());
                 (
                     normalise_with(&events, &aliases),
                     cut::driver_cut(&transcript, &events),
@@ -487,7 +488,7 @@ async fn run_side(cell: &Cell, options: &matrix::MatrixOptions) -> SideOutcome {
     let codex_span = real
         .then(|| read_codex_span(&result.evidence_dir))
         .flatten();
-    let id_shapes = wire::app_server_id_shapes(&result.evidence_dir.join("transcript.jsonl"));
+    let id_shapes = wire::app_server_id_shapes(&evidence.transcript());
     SideOutcome {
         cell: cell.name(),
         verdict,
@@ -502,7 +503,7 @@ async fn run_side(cell: &Cell, options: &matrix::MatrixOptions) -> SideOutcome {
 }
 
 fn read_codex_span(evidence_dir: &std::path::Path) -> Option<std::time::Duration> {
-    let text = std::fs::read_to_string(evidence_dir.join(codex::mock_api::TIMING_FILE)).ok()?;
+    let text = std::fs::read_to_string(CellEvidence::new(evidence_dir).model_api_timing()).ok()?;
     let timing: codex::mock_api::MockTiming = serde_json::from_str(&text).ok()?;
     Some(std::time::Duration::from_millis(
         u64::try_from(timing.served_ms).unwrap_or(u64::MAX),

@@ -8,7 +8,7 @@ use graders::events::{Body, Source};
 #[test]
 fn declared_drivers_are_paired_with_their_fake_runner() {
     let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("../drivers/published.toml");
-    let matrix = matrix::load_matrix(Some(&file), &[], None).unwrap();
+    let matrix = matrix::load::load_matrix(Some(&file), &[], None).unwrap();
     let names: Vec<String> = pairs(&matrix, &[]).iter().map(Pair::name).collect();
     for expected in [
         "codex-planning-read-only.python-sdk-fake~python-sdk-codex.daytona.escalated-write-auto-review-allow",

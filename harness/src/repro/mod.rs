@@ -16,7 +16,8 @@ use evidence::RunEvidence;
 use graders::events::PolicyGeneration;
 use graders::signatures::messages::NO_BWRAP_SIGNATURE;
 use graders::verdict::VerdictKind;
-use matrix::{self, MatrixOptions};
+use matrix::context::CellContext;
+use report::layout::CellEvidence;
 use report::outcome::CellResult;
 use sandbox::environment::{check_prerequisites, select_runtime, Runtime};
 use sandbox::{catalogue, runc, spec};
@@ -204,14 +205,13 @@ pub async fn run(failure: Failure, options: &Options) -> Result<Report> {
     }
     let app_server = AppServer::choose();
     let matrix = suites::load().context("loading the shipped suites")?;
-    let mut base = MatrixOptions::from_env()?;
+    let mut base = CellContext::from_env()?;
     base.out_root = options
         .out_root
         .clone()
         .unwrap_or_else(|| default_out_root(failure));
     // Real sandboxing for the fake even where its `auto` choice would simulate.
-    base.fake_leading_args
-        .extend(["--sandbox".into(), "real".into()]);
+    base.fake_args.extend(["--sandbox".into(), "real".into()]);
     let mut runs = Vec::new();
     for (policy, runner) in app_server.runners() {
         let name = format!("{SUITE}.{runner}.{environment}.{CASE}");
@@ -231,8 +231,8 @@ pub async fn run(failure: Failure, options: &Options) -> Result<Report> {
         if options.keep {
             cell_options.kept_bundles = Some(kept.clone());
         }
-        let result = matrix::run_cell(&cell, &cell_options).await;
-        let evidence = RunEvidence::read(&result.evidence_dir.join("events.jsonl")).ok();
+        let result = matrix::cell::run_cell(&cell_options, &cell).await;
+        let evidence = RunEvidence::read(&CellEvidence::new(&result.evidence_dir).events()).ok();
         let bundles = kept.lock().map(|list| list.clone()).unwrap_or_default();
         runs.push(Run {
             policy,

@@ -20,6 +20,7 @@ use anyhow::{Context, Result};
 use driver::run::AppServerProgram;
 use driver::task::Timeouts;
 use fake_app_server::scenario::Scenario;
+use report::layout::CellEvidence;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -60,14 +61,9 @@ impl CellDirs {
 
     /// The owner an environment's container runs the app-server as (`None` for root / host).
     pub fn owned_for_environment(root: &Path, environment: &str) -> Result<Self> {
-        let spec = sandbox::catalogue::spec(environment)?;
-        let owner = spec
-            .container
-            .map(|c| (c.uid, c.gid))
-            .filter(|&(uid, _)| uid != 0);
         Ok(Self {
             root: root.to_path_buf(),
-            owner,
+            owner: sandbox::catalogue::spec(environment)?.container_user(),
         })
     }
 }
@@ -138,7 +134,8 @@ pub async fn prepare_script(
     let install = tokio::task::spawn_blocking(move || provision::ensure(&wanted))
         .await
         .context("provisioning task")??;
-    let codex_dir = dirs.root.join("codex");
+    let evidence = CellEvidence::new(&dirs.root);
+    let codex_dir = evidence.codex();
     let home = codex_dir.join("home");
     let codex_home = home.join(".codex");
     let tmpdir = codex_dir.join("tmp");
@@ -151,8 +148,8 @@ pub async fn prepare_script(
                 .with_context(|| format!("handing {} to uid {uid}", dir.display()))?;
         }
     }
-    let model_log = dirs.root.join("model-log.jsonl");
-    let request_log = dirs.root.join("model-requests.jsonl");
+    let model_log = evidence.model_log();
+    let request_log = evidence.model_requests();
     let mock = MockModelApi::start_with(MockConfig {
         script,
         model_log: model_log.clone(),

@@ -15,6 +15,11 @@ use suites::Cell;
 /// burns ~40–90 ms of CPU in its processes: past 2 per core they queue for the CPU).
 pub const FAKE_CELLS_PER_CORE: u32 = 2;
 
+/// A default for `--jobs`: the machine's parallelism.
+pub fn default_jobs() -> usize {
+    std::thread::available_parallelism().map_or(2, |n| n.get())
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Concurrency {
     /// `--jobs N`: at most N cells at once.
@@ -28,7 +33,7 @@ impl Concurrency {
     /// The default for this machine.
     pub fn weighed() -> Self {
         Concurrency::Weighed {
-            cores: super::default_jobs(),
+            cores: default_jobs(),
         }
     }
 

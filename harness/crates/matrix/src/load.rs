@@ -2,7 +2,8 @@
 //! with every declared driver's program checked — a program the user named that does not exist
 //! is an error, never a skip.
 
-use anyhow::{bail, Context, Result};
+use crate::program::{self, Where};
+use anyhow::{Context, Result};
 use std::path::Path;
 use suites::spec::DeclaredDriver;
 use suites::{DriversFile, Extras, Matrix};
@@ -58,58 +59,17 @@ pub fn load_matrix_from_env(repo_root: Option<&Path>) -> Result<Matrix> {
     load_matrix(drivers.as_deref().map(Path::new), &versions, repo_root)
 }
 
-/// The program a declared driver's command line starts must exist: on `PATH`, or as a path
-/// (relative paths from the drivers file's folder; `{repo}` is the harness repository). A
-/// program that is itself a placeholder (`{codex}`) is the tap, which the harness provides.
+/// The program a declared driver's command line starts must exist (see [`crate::program`]:
+/// on `PATH`, or as a path — relative paths from the drivers file's folder; `{repo}` is the
+/// harness repository). A program that is itself a placeholder (`{codex}`) is the tap, which
+/// the harness provides.
 pub fn check_declared_program(driver: &DeclaredDriver, repo_root: Option<&Path>) -> Result<()> {
-    let words = shlex::split(&driver.command)
-        .with_context(|| format!("command `{}` is not valid shell words", driver.command))?;
-    // Leading `NAME=value` words are assignments, not the program.
-    let Some(program) = words.iter().find(|w| !is_assignment(w)) else {
-        bail!("command `{}` names no program", driver.command);
+    let at = Where {
+        repo_root,
+        base_dir: driver.base_dir.as_deref(),
     };
-    let program = match (program.strip_prefix("{repo}"), repo_root) {
-        (Some(rest), Some(root)) => format!("{}{rest}", root.display()),
-        (Some(_), None) => bail!(
-            "command `{}` uses {{repo}}, but the harness repository root cannot be found",
-            driver.command
-        ),
-        (None, _) => program.clone(),
-    };
-    // A program in the harness cache is a published driver `harness provision` installs.
-    if let Some(rest) = program.strip_prefix("{cache}") {
-        let path = format!("{}{rest}", codex::provision::cache_root()?.display());
-        if !Path::new(&path).is_file() {
-            bail!("its program `{program}` is not installed ({path} is not a file; run `harness provision`)");
-        }
-        return Ok(());
-    }
-    if program.contains('{') {
-        return Ok(());
-    }
-    if program.contains('/') {
-        let path = match &driver.base_dir {
-            Some(dir) if Path::new(&program).is_relative() => dir.join(&program),
-            _ => Path::new(&program).to_path_buf(),
-        };
-        if !path.is_file() {
-            bail!(
-                "its program `{program}` does not exist ({} is not a file)",
-                path.display()
-            );
-        }
-    } else if sandbox::system::which(&program).is_none() {
-        bail!("its program `{program}` is not installed (not found on PATH)");
-    }
+    program::resolve(&driver.command, at)?;
     Ok(())
-}
-
-fn is_assignment(word: &str) -> bool {
-    word.split_once('=').is_some_and(|(name, _)| {
-        !name.is_empty()
-            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-            && !name.starts_with(|c: char| c.is_ascii_digit())
-    })
 }
 
 #[cfg(test)]

@@ -7,7 +7,9 @@
 //! `--driver-cmd` program that does not exist, an unwritable cache, a failing install, a probe
 //! that disagrees with its spec), is an error.
 
-use super::MatrixOptions;
+use crate::context::CellContext;
+use crate::program::{self, Where};
+use crate::stages::driver::{external_command, external_command_line};
 use codex::provision;
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
@@ -15,7 +17,7 @@ use suites::spec::{AppServerKind, DriverKind};
 use suites::Cell;
 
 /// Why a cell cannot run here, if it cannot.
-pub fn missing(cell: &Cell, options: &MatrixOptions) -> Option<String> {
+pub fn missing(cell: &Cell, ctx: &CellContext) -> Option<String> {
     static CACHE: OnceLock<Mutex<HashMap<String, Option<String>>>> = OnceLock::new();
     let cache = CACHE.get_or_init(Default::default);
     let check = |key: String, compute: &dyn Fn() -> Option<String>| {
@@ -46,26 +48,21 @@ pub fn missing(cell: &Cell, options: &MatrixOptions) -> Option<String> {
         }
     }
     if cell.runner.driver == DriverKind::External {
-        if let Some(reason) = driver_missing(cell, options) {
+        if let Some(reason) = driver_missing(cell, ctx) {
             return Some(reason);
         }
     }
     if let Some(declared) = &cell.runner.declared {
-        // The program the command line starts must be here; a placeholder stands for a path
-        // the harness provides.
-        let program = shlex::split(&declared.command)
-            .and_then(|words| words.into_iter().next())
-            .unwrap_or_default();
-        if !program.contains('{') {
-            let found = if program.contains('/') {
-                std::path::Path::new(&program).is_file()
-            } else {
-                sandbox::system::which(&program).is_some()
-            };
-            if !found {
-                return Some(format!(
-                    "the declared driver's program `{program}` is not installed or does not exist"
-                ));
+        // The interpreter the suites name must be here ([`crate::program`]: the same check a
+        // drivers file's driver gets when it loads); a path the user named that does not exist
+        // is no prerequisite: the cell runs and fails with an error naming it.
+        let at = Where {
+            repo_root: ctx.repo_root.as_deref(),
+            base_dir: declared.base_dir.as_deref(),
+        };
+        if let Err(e) = program::resolve(&declared.command, at) {
+            if e.is_not_on_path() {
+                return Some(format!("the declared driver: {e}"));
             }
         }
     }
@@ -76,31 +73,28 @@ pub fn missing(cell: &Cell, options: &MatrixOptions) -> Option<String> {
 /// bare name that is not on PATH (`python3`). A program the user named (`--driver-cmd`), or one
 /// named by its path, that does not exist is no prerequisite: the cell runs and fails with an
 /// error naming it (see docs/prerequisites.md).
-fn driver_missing(cell: &Cell, options: &MatrixOptions) -> Option<String> {
-    if options.driver_cmd.is_some() {
+fn driver_missing(cell: &Cell, ctx: &CellContext) -> Option<String> {
+    if ctx.driver_cmd.is_some() {
         return None;
     }
-    let template = cell.runner.driver_cmd.as_deref()?;
-    let program = template.split_whitespace().next()?;
-    if program.contains('/') {
-        return None;
+    let command = external_command_line(ctx, cell).ok()?;
+    match program::resolve(&command, Where::default()) {
+        Err(e) if e.is_not_on_path() => Some(format!("the external driver: {e}")),
+        _ => None,
     }
-    options.driver_command(cell).err().map(|e| format!("{e:#}"))
 }
 
 /// Check what the user named for the whole run, before any cell starts: a `--driver-cmd`
 /// whose program does not exist is an error of the run, never a skip of its cells.
-pub fn check_named(options: &MatrixOptions, cells: &[Cell]) -> anyhow::Result<()> {
-    if options.driver_cmd.is_none() {
+pub fn check_named(ctx: &CellContext, cells: &[Cell]) -> anyhow::Result<()> {
+    if ctx.driver_cmd.is_none() {
         return Ok(());
     }
     if let Some(cell) = cells
         .iter()
         .find(|c| c.runner.driver == DriverKind::External)
     {
-        options
-            .driver_command(cell)
-            .map_err(|e| anyhow::anyhow!("--driver-cmd: {e:#}"))?;
+        external_command(ctx, cell).map_err(|e| anyhow::anyhow!("--driver-cmd: {e:#}"))?;
     }
     Ok(())
 }

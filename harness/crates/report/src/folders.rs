@@ -4,7 +4,9 @@
 //! folder with a `verdict.json` that the summary does not list (a run cut off before its
 //! summary) is read from that file; a cell folder with neither is an error cell, never dropped.
 
-use super::summary::{ordered, CellSummary, Status, Summary, Totals};
+use crate::layout::CellEvidence;
+use crate::summary::{ordered, CellSummary, Status, Summary, Totals};
+use crate::verdict_file::VerdictFile;
 use anyhow::{bail, Context, Result};
 use graders::events::CellId;
 use serde_json::Value;
@@ -27,36 +29,6 @@ fn read_json(path: &Path) -> Result<Option<Value>> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(e).with_context(|| format!("reading {}", path.display())),
     }
-}
-
-fn status_of(text: &str) -> Option<Status> {
-    serde_json::from_value(Value::String(text.to_string())).ok()
-}
-
-/// A cell from its `verdict.json` (written by the cell executor for every cell it ran).
-fn from_verdict_file(id: &CellId, dir: &Path, doc: &Value) -> Result<CellSummary> {
-    let text = |key: &str| doc.get(key).and_then(Value::as_str).map(str::to_string);
-    let status = text("status")
-        .as_deref()
-        .and_then(status_of)
-        .with_context(|| format!("{}: no known `status`", dir.join("verdict.json").display()))?;
-    Ok(CellSummary {
-        cell: id.to_string(),
-        suite: id.suite.clone(),
-        runner: id.runner.clone(),
-        environment: id.environment.clone(),
-        case: id.case.clone(),
-        status,
-        expected: text("expected").unwrap_or_else(|| "pass".into()),
-        expected_reason: text("expected_reason"),
-        verdict: doc
-            .pointer("/verdict/verdict")
-            .and_then(Value::as_str)
-            .map(str::to_string),
-        reason: text("message").unwrap_or_default(),
-        duration_ms: doc.get("duration_ms").and_then(Value::as_u64).unwrap_or(0),
-        evidence_dir: dir.display().to_string(),
-    })
 }
 
 /// The cell folders directly in `dir`: sub-folders whose name is a cell name.
@@ -84,7 +56,7 @@ fn load_one(dir: &Path, warnings: &mut Vec<String>) -> Result<(Vec<CellSummary>,
     );
     let mut cells = Vec::new();
     let mut wall_ms = 0;
-    let summary_path = dir.join("summary.json");
+    let summary_path = dir.join(crate::layout::SUMMARY);
     match read_json(&summary_path).and_then(|doc| {
         doc.map(|doc| {
             serde_json::from_value::<Summary>(doc)
@@ -118,8 +90,9 @@ fn load_one(dir: &Path, warnings: &mut Vec<String>) -> Result<(Vec<CellSummary>,
         if cells.iter().any(|c| c.cell == name) {
             continue;
         }
-        let cell = match read_json(&path.join("verdict.json")) {
-            Ok(Some(doc)) => from_verdict_file(&id, &path, &doc)?,
+        let evidence = CellEvidence::new(&path);
+        let cell = match VerdictFile::read(&evidence) {
+            Ok(Some(file)) => file.summary(&id, &evidence),
             outcome => {
                 let why = match outcome {
                     Err(e) => format!("{e:#}"),

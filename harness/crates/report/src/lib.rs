@@ -1,15 +1,26 @@
-//! Reports of a matrix run: JUnit XML (for CI test panels), a JSON summary (for machines), a
-//! Markdown matrix (for `$GITHUB_STEP_SUMMARY` or a PR comment) and `report.html` (for people:
-//! the grid and a page per cell with its evidence). [`folders`] reads evidence folders back, so
-//! `harness report` can rebuild the reports of a downloaded run or merge shards.
+//! How cells ended, and every report of a matrix run.
+//!
+//! Owns: the outcome of a cell ([`outcome::CellResult`], [`outcome::CellOutcome`]); the
+//! layout of a run's output and of each cell's evidence folder ([`layout`]); the one typed
+//! `verdict.json` ([`verdict_file`]) its writer and readers share; and the reports: JUnit XML
+//! (for CI test panels), a JSON summary (for machines), a Markdown matrix (for
+//! `$GITHUB_STEP_SUMMARY` or a PR comment) and `report.html` (for people: the grid and a page
+//! per cell with its evidence). [`folders`] reads evidence folders back, so `harness report`
+//! can rebuild the reports of a downloaded run or merge shards.
+//!
+//! May use: `graders` (events, verdicts), `suites` (cells' names and expectations) and
+//! third-party crates. Nothing of the harness: the matrix writes through it, never the
+//! reverse.
 
 pub mod folders;
 pub mod html;
 mod job_summary;
 mod junit;
+pub mod layout;
 mod markdown;
 pub mod outcome;
 mod summary;
+pub mod verdict_file;
 
 pub use job_summary::{append_job_summary, job_summary};
 pub use junit::junit_xml;
@@ -40,10 +51,10 @@ pub fn write_all(dir: &Path, results: &[CellResult], wall: Duration) -> Result<R
 pub fn write_summary(dir: &Path, summary: &Summary) -> Result<ReportPaths> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let paths = ReportPaths {
-        junit: dir.join("junit.xml"),
-        json: dir.join("summary.json"),
-        markdown: dir.join("matrix.md"),
-        html: dir.join("report.html"),
+        junit: dir.join(layout::JUNIT),
+        json: dir.join(layout::SUMMARY),
+        markdown: dir.join(layout::MARKDOWN),
+        html: dir.join(layout::HTML),
     };
     let write = |path: &Path, text: String| {
         std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))

@@ -91,6 +91,17 @@ pub struct EnvSpec {
     pub fails_at: FailsAt,
 }
 
+impl EnvSpec {
+    /// The uid and gid its container runs processes as, when not root (`None`: the host, or a
+    /// root container): the folders those processes write must be theirs.
+    pub fn container_user(&self) -> Option<(u32, u32)> {
+        self.container
+            .as_ref()
+            .map(|c| (c.uid, c.gid))
+            .filter(|&(uid, _)| uid != 0)
+    }
+}
+
 /// When an environment breaks Codex 0.169.0's sandbox (measured with the real Codex; the
 /// canaries prove the mechanism).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]

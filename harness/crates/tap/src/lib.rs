@@ -10,6 +10,10 @@
 //! app-server's environment) and a small `sh` shim named `codex` that execs the binary embedding
 //! [`relay::main`] (`harness tap`) with that configuration. The shim sits in the cell's folder,
 //! so it is visible inside the cell's container, where the driver runs it.
+//!
+//! May use: `fake_app_server` (the transcript's line format) and third-party crates; it knows
+//! nothing else of the harness. The binary that embeds [`relay::main`] dispatches to it as a
+//! hidden subcommand (`matrix::hidden`).
 
 pub mod argv;
 pub mod record;

@@ -52,9 +52,6 @@ pub const MAX_REQUESTS: usize = 256;
 /// Bound on waiting for in-flight requests at shutdown.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
-/// Written next to the model log when the mock stops: how long it served.
-pub const TIMING_FILE: &str = "model-api-timing.json";
-
 /// The mock's lifetime: it starts right before the app-server is launched and stops right after
 /// the driver ended, so `served_ms` brackets the app-server's whole life (plus the launcher's
 /// set-up and the driver's own bookkeeping).
@@ -189,7 +186,10 @@ impl MockModelApi {
             .fallback(handle_other)
             .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
             .with_state(shared.clone());
-        let timing_path = config.model_log.with_file_name(TIMING_FILE);
+        // Next to the model log, in the cell's evidence layout.
+        let timing_path = config
+            .model_log
+            .with_file_name(report::layout::MODEL_API_TIMING);
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let task = tokio::spawn(async move {
             let server = axum::serve(listener, app).with_graceful_shutdown(async move {

@@ -1,61 +1,67 @@
-//! Stage 4: the driver. Every driver runs as its own process through the cell's launcher,
-//! finding the tap as its `codex` the way its declaration says: a declared driver, the example
-//! external driver and the reference driver (`harness drive`) alike — the last two are declared
-//! drivers with `contract = "events"`. There is no in-process shortcut.
+//! Stage 4, the driver: which driver the cell's runner declares (known before the sandbox is
+//! made, since the sandbox binds what the driver's command names), then its run to its end.
+//! Every driver runs as its own process through the cell's launcher, finding the tap as its
+//! `codex` the way its declaration says: a declared driver, the example external driver and
+//! the reference driver (`harness drive`) alike — the last two are declared drivers with
+//! `contract = "events"`. There is no in-process shortcut.
 
-use super::folders::CellFolders;
+use super::app_server::AppServer;
+use super::folders::{CellFolders, Folders};
 use super::process::{self, Bounds, DriverProcess};
-use crate::MatrixOptions;
+use super::sandbox::Sandbox;
+use crate::context::CellContext;
+use crate::hidden;
+use crate::program::{self, Where};
 use anyhow::{anyhow, bail, Context, Result};
 use driver::external;
-use driver::run::RunSpec;
-use driver::task::Timeouts;
-use driver::task::{Envelope, Task};
+use driver::launch::LaunchRequest;
+use driver::run::{AppServerProgram, RunSpec};
+use driver::task::{Envelope, Task, Timeouts};
 use graders::events::Mode;
 use graders::wire::DriverEnd;
-use sandbox::launcher::Launcher;
+use sandbox::launcher::{EnvMounts, Launcher};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use suites::declared::Placeholders;
+use suites::matrix::mode_name;
 use suites::spec::{CodexDiscovery, DeclaredDriver, DriverContract, DriverKind};
 use suites::Cell;
-use tap::InstalledTap;
 
 /// `PATH` folders every driver gets after the harness's own.
 const SYSTEM_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 
-/// A driver that runs as a process, as the cell will run it.
-pub struct ProcessDriver {
+/// The cell's driver, as the cell will run it.
+pub struct Driver {
     /// `run.started.driver`.
     pub name: String,
     pub declared: DeclaredDriver,
+    /// What the environment must bind for it: the harness binary (its tap), the files its
+    /// command names, the installs it reaches into below the harness cache, its drivers file's
+    /// folder.
+    pub mounts: EnvMounts,
 }
 
-/// The declared driver of `cell`'s runner. The example external driver (`driver =
-/// "external"`, or `--driver-cmd`) is an ordinary declared driver: it finds `codex` on `PATH`
-/// (and in `HARNESS_APP_SERVER_CMD`) and writes run events.
-pub fn process_driver(cell: &Cell, options: &MatrixOptions) -> Result<ProcessDriver> {
-    match cell.runner.driver {
+/// What the driver's run left: how it ended, and where it wrote its own events (`contract =
+/// "events"`).
+pub struct DriverRun {
+    pub end: DriverEnd,
+    pub events: Option<PathBuf>,
+}
+
+/// The driver of `cell`'s runner. The example external driver (`driver = "external"`, or
+/// `--driver-cmd`) is an ordinary declared driver: it finds `codex` on `PATH` (and in
+/// `HARNESS_APP_SERVER_CMD`) and writes run events.
+pub fn declare(ctx: &CellContext, cell: &Cell) -> Result<Driver> {
+    let (name, declared) = match cell.runner.driver {
         // The reference driver is an ordinary driver too: its own process (`harness drive`),
         // `codex` first on PATH, run events as the second source.
-        DriverKind::Reference => {
-            let quote = |s: &str| {
-                shlex::try_quote(s)
-                    .map(|q| q.into_owned())
-                    .map_err(|e| anyhow!("cannot quote `{s}`: {e}"))
-            };
-            let command = format!("{} drive", quote(&options.fake_program.to_string_lossy())?);
-            Ok(ProcessDriver {
-                name: "reference".into(),
-                declared: all_modes_with_events(command),
-            })
-        }
+        DriverKind::Reference => (
+            "reference".to_string(),
+            all_modes_with_events(hidden::reference_driver_command(&ctx.harness_binary)?),
+        ),
         DriverKind::External => {
-            let command = options.driver_command(cell)?;
-            Ok(ProcessDriver {
-                name: command.clone(),
-                declared: all_modes_with_events(command),
-            })
+            let command = external_command(ctx, cell)?;
+            (command.clone(), all_modes_with_events(command))
         }
         DriverKind::Declared => {
             let declared = cell.runner.declared.clone().with_context(|| {
@@ -64,11 +70,122 @@ pub fn process_driver(cell: &Cell, options: &MatrixOptions) -> Result<ProcessDri
                     cell.id.runner
                 )
             })?;
-            Ok(ProcessDriver {
-                name: cell.id.runner.clone(),
-                declared,
-            })
+            (cell.id.runner.clone(), declared)
         }
+    };
+    let mounts = mounts_for(ctx, &declared)?;
+    Ok(Driver {
+        name,
+        declared,
+        mounts,
+    })
+}
+
+/// The external driver's command line of `cell`'s runner (or `--driver-cmd`), with `{repo}`
+/// filled in; not checked.
+pub fn external_command_line(ctx: &CellContext, cell: &Cell) -> Result<String> {
+    if let Some(command) = &ctx.driver_cmd {
+        return Ok(command.clone());
+    }
+    let template = cell
+        .runner
+        .driver_cmd
+        .as_deref()
+        .context("runner has no driver command")?;
+    if !template.contains("{repo}") {
+        return Ok(template.to_string());
+    }
+    let root = ctx.repo_root.as_ref().context(
+        "cannot find the repository root (run from inside the repository, or pass --driver-cmd)",
+    )?;
+    Ok(template.replace("{repo}", &root.display().to_string()))
+}
+
+/// [`external_command_line`], whose program must exist ([`crate::program`]).
+pub fn external_command(ctx: &CellContext, cell: &Cell) -> Result<String> {
+    let command = external_command_line(ctx, cell)?;
+    program::resolve(&command, Where::default())
+        .map_err(|e| anyhow!("the external driver: {e}"))?;
+    Ok(command)
+}
+
+/// The driver runs inside the environment too: the tap (the harness binary), and the files its
+/// command names, must be visible there even below a folder the container's user cannot enter.
+fn mounts_for(ctx: &CellContext, declared: &DeclaredDriver) -> Result<EnvMounts> {
+    let mut mounts = EnvMounts::default();
+    mounts.readonly.push(ctx.harness_binary.clone());
+    let repo = ctx
+        .repo_root
+        .as_ref()
+        .map(|r| r.display().to_string())
+        .unwrap_or_default();
+    mounts
+        .readonly
+        .extend(files_named_by(&declared.command.replace("{repo}", &repo)));
+    if declared.command.contains("{cache}") {
+        let cache = codex::provision::cache_root()?;
+        let command = declared
+            .command
+            .replace("{cache}", &cache.display().to_string());
+        mounts.readonly.extend(installs_named_by(&command, &cache));
+    }
+    if let Some(dir) = &declared.base_dir {
+        mounts.readonly.push(dir.clone());
+    }
+    Ok(mounts)
+}
+
+/// Stage 4 of `cell`: the driver, given the tap as its app-server, run within its bounds.
+pub async fn run(
+    ctx: &CellContext,
+    cell: &Cell,
+    folders: &Folders,
+    app_server: &AppServer,
+    sandbox: &Sandbox,
+    driver: &Driver,
+    launcher: &dyn Launcher,
+) -> Result<DriverRun> {
+    let run = run_spec(cell, folders, app_server, sandbox);
+    let real = driver::launch::profiles::HostPaths::from_env_pairs(
+        &app_server.program.env,
+        Some(&app_server.program.program),
+    );
+    let prepared = prepare(
+        driver,
+        &run,
+        &folders.dirs,
+        sandbox,
+        ctx.repo_root.as_deref(),
+        real.install_dir.as_deref(),
+    )?;
+    let bounds = bounds(&run.timeouts, &run.task);
+    let end = process::run(&prepared.process, launcher, bounds, &sandbox.tap.transcript).await?;
+    Ok(DriverRun {
+        end,
+        events: prepared.events,
+    })
+}
+
+/// The run as the driver is told it: the tap's `codex app-server` as its app-server, in the
+/// cell's environment.
+fn run_spec(cell: &Cell, folders: &Folders, app_server: &AppServer, sandbox: &Sandbox) -> RunSpec {
+    RunSpec {
+        cell: cell.id.clone(),
+        task: folders.task.clone(),
+        timeouts: app_server.timeouts,
+        launch: LaunchRequest {
+            mode: cell.case.mode,
+            target: cell.target,
+            network_enabled: cell.case.network,
+            policy: cell.runner.policy,
+            workspace: folders.dirs.workspace.clone(),
+        },
+        app_server: AppServerProgram {
+            program: sandbox.tap.codex.clone(),
+            leading_args: vec!["app-server".into()],
+            extra_args: Vec::new(),
+            env: app_server.program.env.clone(),
+        },
     }
 }
 
@@ -104,14 +221,6 @@ pub fn bounds(timeouts: &Timeouts, task: &Task) -> Bounds {
             + timeouts.shutdown * 2
             + Duration::from_secs(10),
         idle: timeouts.request.max(timeouts.turn_idle) + timeouts.shutdown + Duration::from_secs(3),
-    }
-}
-
-fn mode_name(mode: Mode) -> &'static str {
-    match mode {
-        Mode::Planning => "planning",
-        Mode::Standard => "standard",
-        Mode::Ask => "ask",
     }
 }
 
@@ -178,19 +287,19 @@ pub fn installs_named_by(command: &str, cache: &Path) -> Vec<PathBuf> {
 }
 
 /// A declared driver, ready to run for one cell.
-pub struct Prepared {
-    pub process: DriverProcess,
+struct Prepared {
+    process: DriverProcess,
     /// Where it writes run events (`contract = "events"`).
-    pub events: Option<PathBuf>,
+    events: Option<PathBuf>,
 }
 
 /// Fill in the declaration for this cell: the task envelope, the command line, the
 /// environment (the tap where the driver looks for `codex`).
-pub fn prepare(
-    driver: &ProcessDriver,
+fn prepare(
+    driver: &Driver,
     run: &RunSpec,
     folders: &CellFolders,
-    tap: &InstalledTap,
+    sandbox: &Sandbox,
     repo: Option<&Path>,
     real_install_dir: Option<&Path>,
 ) -> Result<Prepared> {
@@ -203,7 +312,7 @@ pub fn prepare(
             declared.modes
         );
     }
-    let task_path = folders.root.join("task.json");
+    let task_path = folders.evidence.task();
     std::fs::write(
         &task_path,
         serde_json::to_vec_pretty(&Envelope::new(&run.task, &run.timeouts))?,
@@ -217,7 +326,7 @@ pub fn prepare(
         workspace: path(&folders.workspace),
         prompt: run.task.prompt.clone(),
         mode: mode_name(run.task.mode).into(),
-        codex: path(&tap.codex),
+        codex: path(&sandbox.tap.codex),
         task: path(&task_path),
         repo: repo.map(path).unwrap_or_default(),
         cache: path(&codex::provision::cache_root()?),
@@ -225,8 +334,8 @@ pub fn prepare(
     let command = declared
         .command_line(&values)
         .map_err(|e| anyhow!("the driver's command line: {e}"))?;
-    let events = (declared.contract == DriverContract::Events)
-        .then(|| folders.root.join("driver-events.jsonl"));
+    let events =
+        (declared.contract == DriverContract::Events).then(|| folders.evidence.driver_events());
     let mut env = match &events {
         // The events contract (docs/driver-contract.md): the app-server command is the tap.
         Some(events) => external::driver_env(run, &task_path, events),
@@ -251,7 +360,7 @@ pub fn prepare(
     let host_path = std::env::var("PATH").unwrap_or_default();
     let mut search = Vec::new();
     if declared.codex == CodexDiscovery::Path {
-        search.push(path(&tap.bin_dir));
+        search.push(path(&sandbox.tap.bin_dir));
     }
     search.extend(
         host_path
@@ -262,7 +371,7 @@ pub fn prepare(
     search.push(SYSTEM_PATH.into());
     set(&mut env, "PATH", search.join(":"));
     if let CodexDiscovery::Env(name) = &declared.codex {
-        set(&mut env, name, path(&tap.codex));
+        set(&mut env, name, path(&sandbox.tap.codex));
     }
     for (key, value) in declared
         .environment(&values)
@@ -280,21 +389,11 @@ pub fn prepare(
                 .base_dir
                 .clone()
                 .unwrap_or_else(|| folders.workspace.clone()),
-            stdout_log: folders.root.join("driver-stdout.log"),
-            stderr_log: folders.root.join("stderr.log"),
+            stdout_log: folders.evidence.driver_stdout(),
+            stderr_log: folders.evidence.stderr(),
         },
         events,
     })
-}
-
-/// Run a prepared driver within its bounds.
-pub async fn run(
-    prepared: &Prepared,
-    launcher: &dyn Launcher,
-    bounds: Bounds,
-    wire: &Path,
-) -> Result<DriverEnd> {
-    process::run(&prepared.process, launcher, bounds, wire).await
 }
 
 #[cfg(test)]

@@ -1,20 +1,47 @@
-//! Stage 1: the cell's folders (`workspace/`, `home/`, `tmp/` below the cell's evidence
-//! folder), its task, and its scenario.
+//! Stage 1, folders: the cell's evidence folder, cleared, with the app-server's `workspace/`,
+//! `home/` and `tmp/` in it (handed to the environment's container user), the task, and the
+//! scenario the app-server plays.
 
+use crate::context::CellContext;
 use anyhow::{anyhow, Context, Result};
+use driver::task::Task;
 use fake_app_server::scenario::Scenario;
+use report::layout::CellEvidence;
 use std::path::{Path, PathBuf};
 use suites::spec::{AppServerKind, ScenarioRef};
 use suites::Cell;
-
-use driver::task::Task;
 
 /// The workspace's `AGENTS.md`: restricted-read profiles load it through Codex's bubblewrap fs
 /// helper at `thread/start`, which is what fails in the restricted environments.
 const AGENTS_MD: &str = "# Project agents\nAlways be terse.\n";
 
+/// What stage 1 hands on.
+pub struct Folders {
+    pub dirs: CellFolders,
+    pub task: Task,
+    pub scenario: Scenario,
+    /// How the fake is told the scenario: `builtin:NAME`, or the file written into the folder.
+    pub scenario_arg: String,
+}
+
+/// Stage 1 of `cell`.
+pub fn prepare(ctx: &CellContext, cell: &Cell) -> Result<Folders> {
+    let evidence = ctx.evidence(cell);
+    let owner = sandbox::catalogue::spec(&cell.id.environment)?.container_user();
+    let dirs = CellFolders::create(&evidence, owner)?;
+    let task = task_for(cell)?;
+    let (scenario, scenario_arg) = scenario_for(cell, &evidence)?;
+    Ok(Folders {
+        dirs,
+        task,
+        scenario,
+        scenario_arg,
+    })
+}
+
 /// The folders of one cell.
 pub struct CellFolders {
+    pub evidence: CellEvidence,
     pub root: PathBuf,
     pub workspace: PathBuf,
     pub home: PathBuf,
@@ -24,16 +51,18 @@ pub struct CellFolders {
 }
 
 impl CellFolders {
-    pub fn create(root: &Path, owner: Option<(u32, u32)>) -> Result<Self> {
+    pub fn create(evidence: &CellEvidence, owner: Option<(u32, u32)>) -> Result<Self> {
+        let root = &evidence.root;
         if root.exists() {
             std::fs::remove_dir_all(root)
                 .with_context(|| format!("clearing old evidence in {}", root.display()))?;
         }
         let layout = Self {
-            root: root.to_path_buf(),
-            workspace: root.join("workspace"),
-            home: root.join("home"),
-            tmp: root.join("tmp"),
+            evidence: evidence.clone(),
+            root: root.clone(),
+            workspace: evidence.workspace(),
+            home: evidence.home(),
+            tmp: evidence.tmp(),
             owner,
         };
         for dir in [&layout.workspace, &layout.home, &layout.tmp] {
@@ -55,10 +84,6 @@ impl CellFolders {
         }
         Ok(layout)
     }
-
-    pub fn transcript(&self) -> PathBuf {
-        self.root.join("transcript.jsonl")
-    }
 }
 
 pub fn task_for(cell: &Cell) -> Result<Task> {
@@ -73,7 +98,7 @@ pub fn task_for(cell: &Cell) -> Result<Task> {
 }
 
 /// The scenario, and how to name it to the fake (`builtin:NAME` or a file in the cell folder).
-pub fn scenario_for(cell: &Cell, root: &Path) -> Result<(Scenario, String)> {
+pub fn scenario_for(cell: &Cell, evidence: &CellEvidence) -> Result<(Scenario, String)> {
     let named = match (cell.runner.app_server, &cell.case.codex_scenario) {
         (AppServerKind::Codex, Some(codex)) => codex,
         _ => &cell.case.scenario,
@@ -83,9 +108,13 @@ pub fn scenario_for(cell: &Cell, root: &Path) -> Result<(Scenario, String)> {
         ScenarioRef::File(name) => {
             let text = suites::scenario_file(&name)
                 .ok_or_else(|| anyhow!("scenario file `{name}` is not shipped with suites"))?;
-            let path = root.join("scenario.toml");
+            let path = evidence.scenario();
             std::fs::write(&path, text)?;
-            Ok((Scenario::from_file(&path)?, path.display().to_string()))
+            Ok((Scenario::from_file(&path)?, display(&path)))
         }
     }
+}
+
+fn display(path: &Path) -> String {
+    path.display().to_string()
 }

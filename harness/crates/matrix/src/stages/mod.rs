@@ -1,22 +1,27 @@
-//! The cell executor's stages, in the order a cell runs them (`super::cell::run_checked`):
+//! One attempt of a cell, as a pipeline of typed stages, in the order `crate::cell` runs them.
+//! Each stage is a function of the cell's context ([`crate::context::CellContext`]), the cell,
+//! and what earlier stages handed on, returning its own output; what a stage starts that must
+//! end with the cell (the mock model API, the cgroup, the launcher) it hands to the cell's
+//! guard ([`crate::guard::CellGuard`]).
 //!
-//! 1. [`folders`]: the cell's scratch folders, its task and its scenario;
-//! 2. [`app_server`]: the runner's app-server (the fake, or the real Codex with its mock model
-//!    API), as a program with its arguments and environment;
-//! 3. [`tap`]: the wire tap standing in for `codex`, relaying to that app-server, and the
-//!    environment's launcher;
-//! 4. [`driver`]: the driver — a declared command (or the example external driver) run through
-//!    the launcher, or the reference driver;
-//! 5. [`evidence`]: the run's events from the wire (plus the driver's own, when it writes
-//!    them), the model log and the workspace evidence;
-//! 6. the grade (`graders::grade`).
+//! ```text
+//!  1. folders     Folders     the evidence folder, workspace/ home/ tmp/, the task, the scenario
+//!  2. app_server  AppServer   the fake or the real Codex (+ mock model API), and its mounts
+//!     driver      Driver      which driver (its command), and its mounts
+//!  3. sandbox     Sandbox     probe, mounts merged, cgroup, launcher, the tap, bubblewrap in use
+//!  4. driver      DriverRun   the driver's process through the launcher, to its end
+//!     (the guard's finish: the mock stops, what is left running is killed)
+//!  5. events      EventLog    the wire's events (+ the driver's own), the harness's evidence
+//!  6. verdict     Verdict     the suite's grader
+//! ```
 //!
-//! A new driver kind or app-server kind is one more module here, not another branch in a long
-//! function.
+//! A new driver kind or app-server kind is one more branch in its stage, not another branch in a
+//! long function.
 
 pub mod app_server;
 pub mod driver;
-pub mod evidence;
+pub mod events;
 pub mod folders;
 pub mod process;
-pub mod tap;
+pub mod sandbox;
+pub mod verdict;

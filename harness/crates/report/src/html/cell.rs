@@ -7,7 +7,10 @@ use super::timeline::{
     body_of, compact, event_text, model_log_entries, not_json, one_line, str_of, time_of,
     wire_entry, Entry, Timeline,
 };
+use crate::layout;
+use crate::verdict_file::VerdictFile;
 use crate::CellSummary;
+use graders::verdict::EvidenceRef;
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::{BTreeSet, HashMap};
@@ -33,7 +36,7 @@ pub struct CellPage {
     pub evidence_dir: String,
     /// What the verdict cites, as verdict.json records it (`seq`, or `line` of an unreadable
     /// stream, and an excerpt).
-    pub evidence: Vec<Value>,
+    pub evidence: Vec<EvidenceRef>,
     /// `run.started`'s `launch` (argv, profiles, identity, …) plus its `driver`.
     pub launch: Option<Value>,
     /// Each `session.relaunched` payload, with its `seq`.
@@ -54,7 +57,7 @@ fn events_entries(lines: &[(usize, Line)], page: &mut CellPage) -> Vec<Entry> {
     let mut entries = Vec::new();
     for (number, line) in lines {
         let Line::Json(value @ Value::Object(_)) = line else {
-            entries.push(not_json("events.jsonl", *number, line));
+            entries.push(not_json(layout::EVENTS, *number, line));
             continue;
         };
         let kind = str_of(value, "kind");
@@ -87,7 +90,7 @@ fn events_entries(lines: &[(usize, Line)], page: &mut CellPage) -> Vec<Entry> {
             t: time_of(value),
             src,
             seq,
-            file: "events.jsonl",
+            file: layout::EVENTS,
             line: *number,
             title: if kind.is_empty() {
                 "event".into()
@@ -95,7 +98,7 @@ fn events_entries(lines: &[(usize, Line)], page: &mut CellPage) -> Vec<Entry> {
                 kind.to_string()
             },
             text: event_text(kind, payload),
-            body: body_of(value, "events.jsonl", *number),
+            body: body_of(value, layout::EVENTS, *number),
             cited: false,
         });
     }
@@ -107,7 +110,7 @@ fn transcript_entries(lines: &[(usize, Line)], page: &mut CellPage) -> Vec<Entry
     let mut entries = Vec::new();
     for (number, line) in lines {
         let Line::Json(value @ Value::Object(map)) = line else {
-            entries.push(not_json("transcript.jsonl", *number, line));
+            entries.push(not_json(layout::TRANSCRIPT, *number, line));
             continue;
         };
         let direction = match str_of(value, "direction") {
@@ -186,11 +189,11 @@ fn transcript_entries(lines: &[(usize, Line)], page: &mut CellPage) -> Vec<Entry
             t: time_of(value),
             src,
             seq: None,
-            file: "transcript.jsonl",
+            file: layout::TRANSCRIPT,
             line: *number,
             title,
             text,
-            body: body_of(value, "transcript.jsonl", *number),
+            body: body_of(value, layout::TRANSCRIPT, *number),
             cited: false,
         });
     }
@@ -229,11 +232,11 @@ impl CellPage {
             ));
             return page;
         }
-        let (verdict_state, verdict) = jsonl::whole(dir, "verdict.json");
+        let (verdict_state, verdict) = jsonl::whole(dir, layout::VERDICT);
         page.read_verdict(&verdict_state, verdict);
-        let events = jsonl::read(dir, "events.jsonl");
-        let transcript = jsonl::read(dir, "transcript.jsonl");
-        let model_log = jsonl::read(dir, "model-log.jsonl");
+        let events = jsonl::read(dir, layout::EVENTS);
+        let transcript = jsonl::read(dir, layout::TRANSCRIPT);
+        let model_log = jsonl::read(dir, layout::MODEL_LOG);
         let events_entries = events_entries(&events.lines, &mut page);
         let has_model_events = events_entries.iter().any(|e| e.src == "model");
         let timeline = Timeline {
@@ -258,7 +261,7 @@ impl CellPage {
             transcript.state,
             model_log.state,
         ];
-        if let Some((tail, bytes)) = jsonl::tail(dir, "stderr.log", STDERR_TAIL_BYTES) {
+        if let Some((tail, bytes)) = jsonl::tail(dir, layout::STDERR, STDERR_TAIL_BYTES) {
             page.stderr_tail = Some(tail);
             page.stderr_bytes = bytes;
         }
@@ -266,23 +269,31 @@ impl CellPage {
     }
 
     fn read_verdict(&mut self, state: &FileState, doc: Option<Value>) {
-        let Some(doc) = doc else {
-            self.notes.push(if state.state == "missing" {
-                "verdict.json is missing: the cell did not finish".to_string()
-            } else {
-                format!(
-                    "verdict.json is {}: the evidence the verdict cites is not known",
-                    state.state
-                )
-            });
-            return;
+        let file =
+            doc.map(|doc| serde_json::from_value::<VerdictFile>(doc).map_err(|e| e.to_string()));
+        let file = match file {
+            Some(Ok(file)) => file,
+            Some(Err(why)) => {
+                self.notes.push(format!(
+                    "verdict.json is not a verdict file ({why}): the evidence the verdict cites is not known"
+                ));
+                return;
+            }
+            None => {
+                self.notes.push(if state.state == "missing" {
+                    "verdict.json is missing: the cell did not finish".to_string()
+                } else {
+                    format!(
+                        "verdict.json is {}: the evidence the verdict cites is not known",
+                        state.state
+                    )
+                });
+                return;
+            }
         };
-        self.agreement = doc
-            .get("agreement")
-            .and_then(Value::as_str)
-            .map(str::to_string);
-        if let Some(evidence) = doc.pointer("/verdict/evidence").and_then(Value::as_array) {
-            self.evidence = evidence.clone();
+        self.agreement = file.agreement;
+        if let Some(verdict) = file.verdict {
+            self.evidence = verdict.evidence;
         }
     }
 
@@ -314,19 +325,15 @@ impl CellPage {
     }
 
     fn mark_cited(&mut self, entries: &mut [Entry]) {
-        let seqs: BTreeSet<u64> = self
-            .evidence
-            .iter()
-            .filter_map(|e| e.get("seq").and_then(Value::as_u64))
-            .collect();
+        let seqs: BTreeSet<u64> = self.evidence.iter().filter_map(|e| e.seq).collect();
         let lines: BTreeSet<u64> = self
             .evidence
             .iter()
-            .filter(|e| e.get("seq").is_none_or(Value::is_null))
-            .filter_map(|e| e.get("line").and_then(Value::as_u64))
+            .filter(|e| e.seq.is_none())
+            .filter_map(|e| e.line)
             .collect();
         let mut found = BTreeSet::new();
-        for entry in entries.iter_mut().filter(|e| e.file == "events.jsonl") {
+        for entry in entries.iter_mut().filter(|e| e.file == layout::EVENTS) {
             let by_seq = entry.seq.is_some_and(|s| seqs.contains(&s));
             let by_line = lines.contains(&(entry.line as u64));
             if by_seq || by_line {

@@ -59,6 +59,8 @@ fn evidence_folder(dir: &Path) {
     std::fs::write(
         dir.join("verdict.json"),
         serde_json::to_string_pretty(&json!({
+            "cell": "codex-planning-read-only.runner-fake.local.plan-write-refused",
+            "status": "as-expected",
             "agreement": "as expected",
             "verdict": {"verdict": "pass", "reason": "refused", "evidence": [
                 {"seq": 1, "excerpt": "command"}, {"seq": 4, "excerpt": "run.ended"}, {"seq": 9, "excerpt": "absent"}

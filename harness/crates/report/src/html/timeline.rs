@@ -240,15 +240,15 @@ pub(super) fn model_log_entries(lines: &[(usize, Line)]) -> Vec<Entry> {
                     t: time_of(value),
                     src: "model-log",
                     seq: None,
-                    file: "model-log.jsonl",
+                    file: crate::layout::MODEL_LOG,
                     line: *number,
                     title: kind.to_string(),
                     text: event_text(&format!("model.{kind}"), value),
-                    body: body_of(value, "model-log.jsonl", *number),
+                    body: body_of(value, crate::layout::MODEL_LOG, *number),
                     cited: false,
                 }
             }
-            other => not_json("model-log.jsonl", *number, other),
+            other => not_json(crate::layout::MODEL_LOG, *number, other),
         })
         .collect()
 }
@@ -283,7 +283,7 @@ impl Timeline {
             let mut keyed: Vec<(Option<u64>, usize, Entry)> = all
                 .into_iter()
                 .map(|(key, e)| {
-                    let rank = usize::from(e.file == "events.jsonl");
+                    let rank = usize::from(e.file == crate::layout::EVENTS);
                     (key, rank, e)
                 })
                 .collect();
