@@ -1,6 +1,10 @@
 //! The reference driver against the fake app-server (the hidden `harness fake-app-server`
 //! subcommand), asserting on the fake's transcript of what the driver really sent, and on the
 //! run events the driver wrote.
+//!
+//! Longer than 600 lines on purpose: one binary for every scenario the reference driver plays
+//! against the fake, sharing one way to drive a run and read both transcripts; split, each part
+//! would repeat that set-up.
 
 use driver::event_log::EventLog;
 use driver::launch::LaunchRequest;

@@ -4,6 +4,10 @@
 //!
 //! Every test needs root and runc (and the real Codex for the `codex_` ones). Without them a
 //! test is reported as ignored with the reason; under `CI=true` it fails instead.
+//!
+//! Longer than 600 lines on purpose: one libtest-mimic binary for everything that needs the
+//! container runtimes (probes, the real Codex's messages, cleanup after a signal, Docker), so
+//! the child processes a trial starts are this binary and the prerequisites are checked once.
 
 // Each test crate uses its own part of the shared helpers.
 #[allow(dead_code)]
@@ -16,6 +20,7 @@ use libtest_mimic::{Arguments, Failed, Trial};
 use sandbox::launcher::EnvMounts;
 use sandbox::launcher::{Launcher, ProcessSpec};
 use sandbox::runc::RuncLauncher;
+use sandbox::spec::FailsAt;
 use sandbox::{catalogue, docker, environment, probe, reap};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -46,36 +51,15 @@ fn main() {
             move || probe_agrees(name),
         ));
     }
-    for (name, signature) in [
-        (
-            "daytona",
-            graders::signatures::messages::RTM_NEWADDR_SIGNATURE,
-        ),
-        (
-            "daytona-uidmap",
-            graders::signatures::messages::UID_MAP_SIGNATURE,
-        ),
-        (
-            "userns-blocked",
-            graders::signatures::messages::USERNS_SIGNATURE,
-        ),
-        (
-            "lsm-mount-denied",
-            graders::signatures::messages::MOUNT_SLAVE_SIGNATURE,
-        ),
-        (
-            "userns-limit",
-            graders::signatures::messages::USERNS_LIMIT_SIGNATURE,
-        ),
-        (
-            "no-userns-kernel",
-            graders::signatures::messages::NO_USERNS_KERNEL_SIGNATURE,
-        ),
-        (
-            "ambient-caps",
-            graders::signatures::messages::AMBIENT_CAPS_SIGNATURE,
-        ),
-    ] {
+    // Every environment that fails Codex at start-up with a bubblewrap message: the real
+    // Codex's restricted-read thread/start must fail with it (from the catalogue, so a new
+    // environment gets its trial without a list to keep).
+    let start_up_failures = catalogue::all().into_iter().filter_map(|spec| {
+        let signature = spec.expected_probe.stderr_signature?;
+        (spec.fails_at == FailsAt::StartUp && signature.starts_with("bwrap: "))
+            .then_some((spec.name, signature))
+    });
+    for (name, signature) in start_up_failures {
         trials.push(needs(
             &format!("codex_restricted_thread_start_fails_{name}_needs_root_and_runc_and_codex"),
             name,

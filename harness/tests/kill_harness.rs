@@ -455,17 +455,9 @@ fn ended_before_the_signal(
     matches!(status.code(), Some(0 | 1)) && summary_written && !stderr.contains(": stopping — ")
 }
 
+/// The child's status within `bound` (killed past it: `None`).
 fn wait_bounded(child: &mut Child, bound: Duration) -> Option<std::process::ExitStatus> {
-    let deadline = Instant::now() + bound;
-    loop {
-        if let Ok(Some(status)) = child.try_wait() {
-            return Some(status);
-        }
-        if Instant::now() >= deadline {
-            return None;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    sandbox::system::wait_bounded(child, bound).ok().flatten()
 }
 
 fn tail(path: &Path) -> String {

@@ -10,6 +10,10 @@
 //! environment and the mock provider configuration (what the matrix's tap adds in a cell); the
 //! evidence is what the model was told (the model log), the workspace, and what the launch script
 //! printed.
+//!
+//! Longer than 600 lines on purpose: one trial list over both drivers and both app-servers,
+//! sharing the stand-in `codex`, the prerequisites and the comparison of the two ends; split by
+//! driver, each half would repeat them.
 
 // Each test crate uses its own part of the shared helpers.
 #[allow(dead_code)]

@@ -35,6 +35,7 @@ pub fn all() -> Vec<EnvSpec> {
             expected_command: ExpectedProbe::SUCCEEDS,
             expected_retry: None,
             fails_at: FailsAt::Never,
+            cause: "",
         },
         EnvSpec {
             name: "container",
@@ -47,6 +48,8 @@ pub fn all() -> Vec<EnvSpec> {
             expected_command: ExpectedProbe::SUCCEEDS,
             expected_retry: None,
             fails_at: FailsAt::Never,
+            cause: "Nothing breaks here: bubblewrap creates its user namespace, which has every capability, so \
+it can set up loopback, mount /proc and refuse the write with a read-only bind. This is the control.",
         },
         EnvSpec {
             name: "daytona",
@@ -69,6 +72,13 @@ pub fn all() -> Vec<EnvSpec> {
             expected_command: ExpectedProbe::fails_with(RTM_NEWADDR_SIGNATURE),
             expected_retry: None,
             fails_at: FailsAt::StartUp,
+            cause: "With restricted reads (`:root`=none), Codex loads AGENTS.md through its filesystem helper, which it runs \
+under bubblewrap with --unshare-user --unshare-net. In the new network namespace bubblewrap adds the loopback \
+address with a netlink sendto(); this runtime refuses that call (here: a seccomp rule, sendto with a 12-byte \
+sockaddr_nl -> EPERM), so the helper dies and thread/start fails. Dropping CAP_NET_ADMIN alone does not do this: \
+the new user namespace has every capability. The fix gives planning full-disk read inside an external sandbox \
+(no helper, network as configured), so thread/start succeeds, the model's write runs in Codex's sandbox, and the \
+sandbox refuses it (Read-only file system). With the network disabled every command gets --unshare-net and fails.",
         },
         EnvSpec {
             name: "daytona-uidmap",
@@ -87,6 +97,11 @@ pub fn all() -> Vec<EnvSpec> {
             expected_command: ExpectedProbe::fails_with(UID_MAP_SIGNATURE),
             expected_retry: None,
             fails_at: FailsAt::StartUp,
+            cause: "bubblewrap runs as a non-root uid and is non-dumpable (here: an execute-only copy, mode 0711, bound over \
+the bwrap Codex uses; exec of an unreadable binary clears the dumpable flag). /proc/self/uid_map of a \
+non-dumpable process belongs to root, so bubblewrap's write of its uid map fails with EACCES. The full-read \
+profile lets thread/start succeed (no helper), but every sandboxed command still needs bubblewrap, so the \
+model's write never runs: Codex tells the model the bwrap error, and the grader calls it sandbox-failed-to-start.",
         },
         EnvSpec {
             name: "userns-blocked",
@@ -102,6 +117,9 @@ pub fn all() -> Vec<EnvSpec> {
             expected_command: ExpectedProbe::fails_with(USERNS_SIGNATURE),
             expected_retry: None,
             fails_at: FailsAt::StartUp,
+            cause: "Docker's default seccomp profile refuses clone/unshare with CLONE_NEWUSER (EPERM; clone3 answers ENOSYS so \
+the C library falls back to clone). bubblewrap cannot create its user namespace, so nothing sandboxed runs: the \
+legacy fs helper fails thread/start, and the fixed profile's commands all fail before they run.",
         },
         EnvSpec {
             name: "lsm-mount-denied",
@@ -118,6 +136,11 @@ pub fn all() -> Vec<EnvSpec> {
             expected_command: ExpectedProbe::fails_with(MOUNT_SLAVE_SIGNATURE),
             expected_retry: None,
             fails_at: FailsAt::StartUp,
+            cause: "User namespaces are allowed, but the first mount bubblewrap makes in its new mount namespace (making / a \
+recursive slave, MS_REC|MS_SLAVE) is refused with EACCES, as AppArmor's docker-default profile, LXC without \
+nesting or containerd's AppArmor profile in Kubernetes refuse it (here: a seccomp rule on mount's flags). \
+Codex's start-up probe fails too, but its text is not one of the four Codex recognises, so there is no \
+warning; the legacy fs helper fails thread/start and every command of the fixed profile fails.",
         },
         EnvSpec {
             name: "proc-masked",
@@ -134,6 +157,12 @@ pub fn all() -> Vec<EnvSpec> {
             // Without `--proc /proc` nothing is mounted on /proc, so the command runs.
             expected_retry: Some(ExpectedProbe::SUCCEEDS),
             fails_at: FailsAt::PerCommandRescuedByRetry,
+            cause: "Docker and Podman mask parts of /proc (maskedPaths, readonlyPaths). The kernel then refuses a fresh proc mount \
+in a new user namespace (it would reveal what the masks hide), so `--proc /proc` fails with `Can't mount proc on \
+/newroot/proc`. Codex looks for `/newroot/proc` in bubblewrap's stderr and retries without --proc; the retry \
+runs the command (without a fresh /proc), so the write is attempted and refused: pass. bubblewrap 0.12 words it \
+`Can't mount proc on /proc`, which defeats that retry; Debian 12 has no bubblewrap >= 0.12, so the fake app-server \
+simulates that wording (FAKE_APP_SERVER_BWRAP_WORDING=0.12) to show it.",
         },
         EnvSpec {
             name: "userns-limit",
@@ -150,6 +179,9 @@ pub fn all() -> Vec<EnvSpec> {
             expected_command: ExpectedProbe::fails_with(USERNS_LIMIT_SIGNATURE),
             expected_retry: None,
             fails_at: FailsAt::StartUp,
+            cause: "Creating the user namespace answers ENOSPC, what the kernel answers past user.max_user_namespaces or the \
+nesting depth (Codex inside another sandbox; here: a seccomp rule). Codex's start-up probe does not recognise \
+the text; the legacy fs helper fails thread/start, and every command of the fixed profile fails.",
         },
         EnvSpec {
             name: "no-userns-kernel",
@@ -165,6 +197,8 @@ pub fn all() -> Vec<EnvSpec> {
             expected_command: ExpectedProbe::fails_with(NO_USERNS_KERNEL_SIGNATURE),
             expected_retry: None,
             fails_at: FailsAt::StartUp,
+            cause: "Creating the user namespace answers EINVAL, what a kernel without CONFIG_USER_NS (or WSL1) answers (here: a \
+seccomp rule). bubblewrap says the kernel does not support user namespaces; nothing sandboxed runs.",
         },
         EnvSpec {
             name: "ambient-caps",
@@ -182,6 +216,9 @@ pub fn all() -> Vec<EnvSpec> {
             expected_command: ExpectedProbe::fails_with(AMBIENT_CAPS_SIGNATURE),
             expected_retry: None,
             fails_at: FailsAt::StartUp,
+            cause: "The process runs as a non-root uid that holds capabilities (ambient ones survive exec). A bubblewrap that is \
+not setuid refuses to run with capabilities it did not expect, before doing anything, so nothing sandboxed \
+runs.",
         },
         EnvSpec {
             name: "no-bwrap",
@@ -197,6 +234,10 @@ pub fn all() -> Vec<EnvSpec> {
             expected_command: ExpectedProbe::exits_with(127, BWRAP_NOT_EXECUTABLE_SIGNATURE),
             expected_retry: None,
             fails_at: FailsAt::StartUp,
+            cause: "No bubblewrap can be executed: /usr/bin/bwrap and the Codex package's codex-resources/bwrap are each covered \
+by an empty non-executable file. Codex warns at start-up that it will use its bundled bubblewrap (which is not \
+there either); then its sandbox helper panics (exit 101, `bubblewrap is unavailable`) for the legacy fs helper, \
+so thread/start fails, and for every command of the fixed profile.",
         },
         EnvSpec {
             name: "hardened",
@@ -216,6 +257,10 @@ pub fn all() -> Vec<EnvSpec> {
             expected_command: ExpectedProbe::exits_with(127, BWRAP_NOT_EXECUTABLE_SIGNATURE),
             expected_retry: None,
             fails_at: FailsAt::Never,
+            cause: "A non-root uid without capabilities, with no_new_privs and no system bubblewrap. Codex warns that it could \
+not find bubblewrap on PATH and uses its bundled one; this kernel allows unprivileged user namespaces, so the \
+bundled bubblewrap works: the write runs and is refused (pass). Where a command does not run at all and says \
+nothing, the graders find no refusal and no probe file and never call it a pass.",
         },
     ]
 }
@@ -259,6 +304,30 @@ mod tests {
                     env.name
                 );
             }
+        }
+    }
+
+    #[test]
+    fn every_container_environment_has_a_cause() {
+        for spec in all() {
+            if spec.container.is_some() {
+                assert!(!spec.cause.is_empty(), "{}", spec.name);
+            }
+        }
+    }
+
+    /// docs/environments.md documents every environment in its table, by name.
+    #[test]
+    fn the_environments_doc_has_a_row_for_every_environment() {
+        let doc =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../docs/environments.md");
+        let text = std::fs::read_to_string(&doc).unwrap();
+        for name in names() {
+            assert!(
+                text.contains(&format!("| `{name}` |")),
+                "{} has no table row for `{name}`",
+                doc.display()
+            );
         }
     }
 }

@@ -89,6 +89,9 @@ pub struct EnvSpec {
     pub expected_retry: Option<ExpectedProbe>,
     /// When it breaks Codex.
     pub fails_at: FailsAt,
+    /// Why it fails the way it does, in a few sentences (`harness repro ENV` prints it); empty
+    /// for `local`.
+    pub cause: &'static str,
 }
 
 impl EnvSpec {

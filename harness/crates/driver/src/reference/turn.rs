@@ -172,119 +172,124 @@ fn on_notification(
     log: &mut EventLog,
 ) -> Result<Option<(String, Option<String>)>, Stop> {
     let param_turn = params["turnId"].as_str().map(String::from);
-    match method {
+    let body = match method {
         "turn/started" if params["turn"]["id"].as_str() == Some(turn_id) => {
-            emit(
-                log,
-                Body::TurnStarted(TurnStarted {
-                    turn_id: turn_id.to_string(),
-                }),
-            )?;
+            Body::TurnStarted(TurnStarted {
+                turn_id: turn_id.to_string(),
+            })
         }
         "turn/completed" if params["turn"]["id"].as_str() == Some(turn_id) => {
-            let turn = &params["turn"];
-            let status = turn["status"].as_str().unwrap_or("unknown").to_string();
-            let error = turn["error"]["message"]
-                .as_str()
-                .map(String::from)
-                .or_else(|| turn["error"].as_str().map(String::from));
-            emit(
-                log,
-                Body::TurnCompleted(TurnCompleted {
-                    turn_id: turn_id.to_string(),
-                    status: status.clone(),
-                    error: error.clone(),
-                    codex_error_info: turn["error"]
-                        .get("codexErrorInfo")
-                        .cloned()
-                        .filter(|v| !v.is_null()),
-                }),
-            )?;
-            return Ok(Some((status, error)));
+            let completed = turn_completed(turn_id, &params["turn"]);
+            let ended = (completed.status.clone(), completed.error.clone());
+            emit(log, Body::TurnCompleted(completed))?;
+            return Ok(Some(ended));
         }
         "item/started" | "item/completed" => {
-            let item = items::reduce(&params["item"], sandbox, &outcome.approved_items);
-            if method == "item/completed" {
-                match &item {
-                    graders::events::Item::Plan { id, text } => {
-                        outcome.plan = Some((id.clone(), text.clone()))
-                    }
-                    graders::events::Item::AgentMessage { text, .. } => {
-                        outcome.last_message = Some(text.clone())
-                    }
-                    _ => {}
-                }
-            }
-            let event = ItemEvent {
-                turn_id: param_turn,
-                item,
-            };
-            emit(
-                log,
-                if method == "item/started" {
-                    Body::ItemStarted(event)
-                } else {
-                    Body::ItemCompleted(event)
-                },
-            )?;
+            item_event(method, params, param_turn, sandbox, outcome)
         }
-        "turn/plan/updated" => {
-            let steps = params["plan"]
-                .as_array()
-                .map(|steps| {
-                    steps
-                        .iter()
-                        .map(|s| PlanStep {
-                            step: s["step"].as_str().unwrap_or_default().to_string(),
-                            status: s["status"].as_str().unwrap_or_default().to_string(),
-                        })
-                        .collect()
-                })
-                .unwrap_or_default();
-            emit(
-                log,
-                Body::PlanUpdated(PlanUpdated {
-                    turn_id: param_turn,
-                    explanation: params["explanation"].as_str().map(String::from),
-                    steps,
-                }),
-            )?;
-        }
-        "error" => {
-            let error = &params["error"];
-            emit(
-                log,
-                Body::TurnError(TurnError {
-                    turn_id: param_turn,
-                    message: excerpt(error["message"].as_str().unwrap_or_default(), 500),
-                    will_retry: params["willRetry"].as_bool(),
-                    codex_error_info: error
-                        .get("codexErrorInfo")
-                        .cloned()
-                        .filter(|v| !v.is_null()),
-                    additional_details: error["additionalDetails"]
-                        .as_str()
-                        .map(|d| excerpt(d, 500)),
-                }),
-            )?;
-        }
-        "configWarning" | "warning" => {
-            let text = params["error"]["message"]
-                .as_str()
-                .or_else(|| params["summary"].as_str())
-                .or_else(|| params["message"].as_str())
-                .unwrap_or_default();
-            emit(
-                log,
-                Body::Diagnostic(Diagnostic {
-                    level: Level::Warn,
-                    message: format!("app-server {method}: {}", excerpt(text, 500)),
-                }),
-            )?;
-        }
-        _ => {}
-    }
+        "turn/plan/updated" => plan_updated(params, param_turn),
+        "error" => turn_error(params, param_turn),
+        "configWarning" | "warning" => app_server_warning(method, params),
+        _ => return Ok(None),
+    };
+    emit(log, body)?;
     Ok(None)
+}
+
+/// `turn/completed` of the driver's turn.
+fn turn_completed(turn_id: &str, turn: &Value) -> TurnCompleted {
+    let status = turn["status"].as_str().unwrap_or("unknown").to_string();
+    let error = turn["error"]["message"]
+        .as_str()
+        .map(String::from)
+        .or_else(|| turn["error"].as_str().map(String::from));
+    TurnCompleted {
+        turn_id: turn_id.to_string(),
+        status,
+        error,
+        codex_error_info: turn["error"]
+            .get("codexErrorInfo")
+            .cloned()
+            .filter(|v| !v.is_null()),
+    }
+}
+
+/// `item/started` / `item/completed`, reduced; a completed plan or agent message is kept for
+/// the turn's outcome.
+fn item_event(
+    method: &str,
+    params: &Value,
+    turn_id: Option<String>,
+    sandbox: Option<&str>,
+    outcome: &mut TurnOutcome,
+) -> Body {
+    let item = items::reduce(&params["item"], sandbox, &outcome.approved_items);
+    if method == "item/completed" {
+        match &item {
+            graders::events::Item::Plan { id, text } => {
+                outcome.plan = Some((id.clone(), text.clone()))
+            }
+            graders::events::Item::AgentMessage { text, .. } => {
+                outcome.last_message = Some(text.clone())
+            }
+            _ => {}
+        }
+    }
+    let event = ItemEvent { turn_id, item };
+    if method == "item/started" {
+        Body::ItemStarted(event)
+    } else {
+        Body::ItemCompleted(event)
+    }
+}
+
+/// `turn/plan/updated`.
+fn plan_updated(params: &Value, turn_id: Option<String>) -> Body {
+    let steps = params["plan"]
+        .as_array()
+        .map(|steps| {
+            steps
+                .iter()
+                .map(|s| PlanStep {
+                    step: s["step"].as_str().unwrap_or_default().to_string(),
+                    status: s["status"].as_str().unwrap_or_default().to_string(),
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    Body::PlanUpdated(PlanUpdated {
+        turn_id,
+        explanation: params["explanation"].as_str().map(String::from),
+        steps,
+    })
+}
+
+/// `error`: a turn's error, maybe retried by the app-server.
+fn turn_error(params: &Value, turn_id: Option<String>) -> Body {
+    let error = &params["error"];
+    Body::TurnError(TurnError {
+        turn_id,
+        message: excerpt(error["message"].as_str().unwrap_or_default(), 500),
+        will_retry: params["willRetry"].as_bool(),
+        codex_error_info: error
+            .get("codexErrorInfo")
+            .cloned()
+            .filter(|v| !v.is_null()),
+        additional_details: error["additionalDetails"].as_str().map(|d| excerpt(d, 500)),
+    })
+}
+
+/// `configWarning` / `warning`: said as a diagnostic.
+fn app_server_warning(method: &str, params: &Value) -> Body {
+    let text = params["error"]["message"]
+        .as_str()
+        .or_else(|| params["summary"].as_str())
+        .or_else(|| params["message"].as_str())
+        .unwrap_or_default();
+    Body::Diagnostic(Diagnostic {
+        level: Level::Warn,
+        message: format!("app-server {method}: {}", excerpt(text, 500)),
+    })
 }
 
 /// Whether the driver approves a request to run outside the sandbox or to change files
@@ -306,64 +311,12 @@ async fn on_request(
     log: &mut EventLog,
 ) -> Result<(), Stop> {
     let approve = approves_escalation(plan.request.mode, plan.request.target);
-    let request_id = match id {
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
-    };
     let client = &mut session.client;
     match method {
         "item/tool/call" => {
-            match state
-                .results
-                .decide(params, &session.thread_id, Some(turn_id))
-            {
-                ToolDecision::Accepted(result) => {
-                    let tool = params["tool"].as_str().unwrap_or_default();
-                    client
-                        .respond(id, tool_answer(&format!("{tool} acknowledged"), true))
-                        .await
-                        .map_err(|e| transport_stop(&e))?;
-                    emit(log, Body::ResultProposed(result.clone()))?;
-                    outcome.new_result = Some(result);
-                }
-                ToolDecision::Repeated => {
-                    let tool = params["tool"].as_str().unwrap_or_default();
-                    client
-                        .respond(id, tool_answer(&format!("{tool} acknowledged"), true))
-                        .await
-                        .map_err(|e| transport_stop(&e))?;
-                }
-                ToolDecision::Rejected(why) => {
-                    client
-                        .respond(id, tool_answer(&why, false))
-                        .await
-                        .map_err(|e| transport_stop(&e))?;
-                    emit(
-                        log,
-                        Body::Diagnostic(Diagnostic {
-                            level: Level::Warn,
-                            message: format!("tool call rejected: {why}"),
-                        }),
-                    )?;
-                }
-                ToolDecision::WrongBinding(why) => {
-                    // Best effort: the session is closed either way.
-                    let _ = client.respond_error(id, -32600, &why).await;
-                    emit(
-                        log,
-                        Body::Diagnostic(Diagnostic {
-                            level: Level::Error,
-                            message: format!("session closed: {why}"),
-                        }),
-                    )?;
-                    return Err(stop(
-                        Ending::FailedPermanently,
-                        true,
-                        "protocol_violation",
-                        &why,
-                    ));
-                }
-            }
+            let thread_id = session.thread_id.as_str();
+            let binding = (thread_id, turn_id);
+            on_tool_call(client, state, binding, id, params, outcome, log).await
         }
         "item/commandExecution/requestApproval" | "item/fileChange/requestApproval" => {
             let kind = if method.starts_with("item/commandExecution") {
@@ -373,7 +326,7 @@ async fn on_request(
             };
             let decision = if approve { "accept" } else { "decline" };
             let request = ApprovalRequested {
-                request_id,
+                request_id: request_id(id),
                 kind,
                 item_id: params["itemId"].as_str().map(String::from),
                 command: params["command"].as_str().map(String::from),
@@ -384,40 +337,15 @@ async fn on_request(
                 outcome.approved_items.extend(request.item_id.clone());
             }
             let answer = json!({"decision": decision});
-            answer_approval(client, log, id, request, answer, decision).await?;
+            answer_approval(client, log, id, request, answer, decision).await
         }
         "execCommandApproval" | "applyPatchApproval" => {
-            let kind = if method == "execCommandApproval" {
-                ApprovalKind::Command
-            } else {
-                ApprovalKind::FileChange
-            };
-            let decision = if approve { "approved" } else { "denied" };
-            let command = params["command"].as_array().map(|parts| {
-                parts
-                    .iter()
-                    .filter_map(Value::as_str)
-                    .collect::<Vec<_>>()
-                    .join(" ")
-            });
-            let request = ApprovalRequested {
-                request_id,
-                kind,
-                item_id: params["callId"].as_str().map(String::from),
-                command,
-                reason: params["reason"].as_str().map(String::from),
-                available_decisions: available_decisions(params),
-            };
-            if approve {
-                outcome.approved_items.extend(request.item_id.clone());
-            }
-            let answer = json!({"decision": decision});
-            answer_approval(client, log, id, request, answer, decision).await?;
+            on_legacy_approval(client, (id, method, params), approve, outcome, log).await
         }
         "item/permissions/requestApproval" => {
             // Widening a profile mid-run is never granted: the launch policy is the whole grant.
             let request = ApprovalRequested {
-                request_id,
+                request_id: request_id(id),
                 kind: ApprovalKind::Permissions,
                 item_id: params["itemId"].as_str().map(String::from),
                 command: None,
@@ -425,54 +353,181 @@ async fn on_request(
                 available_decisions: available_decisions(params),
             };
             let answer = json!({"permissions": {}, "scope": "turn"});
-            answer_approval(client, log, id, request, answer, "decline").await?;
+            answer_approval(client, log, id, request, answer, "decline").await
         }
-        "item/tool/requestUserInput" => match state.answers.pop_front() {
-            Some(answer) => {
-                let mut answers = serde_json::Map::new();
-                for q in params["questions"].as_array().into_iter().flatten() {
-                    if let Some(qid) = q["id"].as_str() {
-                        answers.insert(qid.to_string(), json!({"answers": [answer.clone()]}));
-                    }
-                }
-                client
-                    .respond(id, json!({"answers": answers}))
-                    .await
-                    .map_err(|e| transport_stop(&e))?;
-            }
-            None => {
-                client
-                    .respond_error(id, -32000, "the task has no answer for this question")
-                    .await
-                    .map_err(|e| transport_stop(&e))?;
-                emit(
-                    log,
-                    Body::Diagnostic(Diagnostic {
-                        level: Level::Warn,
-                        message: "the model asked a question the task has no answer for".into(),
-                    }),
-                )?;
-            }
-        },
-        other => {
+        "item/tool/requestUserInput" => on_user_input(client, state, id, params, log).await,
+        other => on_unsupported(client, id, other, log).await,
+    }
+}
+
+/// The JSON-RPC id of a request, as the events name it.
+fn request_id(id: &Value) -> String {
+    match id {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// `item/tool/call`: the result tools (`paperclip_finish`, `paperclip_block`), answered by what
+/// the run's results decide; a call bound to another thread or turn closes the session.
+async fn on_tool_call(
+    client: &mut RpcClient,
+    state: &mut RunState,
+    (thread_id, turn_id): (&str, &str),
+    id: &Value,
+    params: &Value,
+    outcome: &mut TurnOutcome,
+    log: &mut EventLog,
+) -> Result<(), Stop> {
+    match state.results.decide(params, thread_id, Some(turn_id)) {
+        ToolDecision::Accepted(result) => {
+            let tool = params["tool"].as_str().unwrap_or_default();
             client
-                .respond_error(
-                    id,
-                    -32601,
-                    &format!("`{other}` is not supported by this client"),
-                )
+                .respond(id, tool_answer(&format!("{tool} acknowledged"), true))
+                .await
+                .map_err(|e| transport_stop(&e))?;
+            emit(log, Body::ResultProposed(result.clone()))?;
+            outcome.new_result = Some(result);
+        }
+        ToolDecision::Repeated => {
+            let tool = params["tool"].as_str().unwrap_or_default();
+            client
+                .respond(id, tool_answer(&format!("{tool} acknowledged"), true))
+                .await
+                .map_err(|e| transport_stop(&e))?;
+        }
+        ToolDecision::Rejected(why) => {
+            client
+                .respond(id, tool_answer(&why, false))
                 .await
                 .map_err(|e| transport_stop(&e))?;
             emit(
                 log,
                 Body::Diagnostic(Diagnostic {
                     level: Level::Warn,
-                    message: format!("declined an unsupported server request `{other}`"),
+                    message: format!("tool call rejected: {why}"),
+                }),
+            )?;
+        }
+        ToolDecision::WrongBinding(why) => {
+            // Best effort: the session is closed either way.
+            let _ = client.respond_error(id, -32600, &why).await;
+            emit(
+                log,
+                Body::Diagnostic(Diagnostic {
+                    level: Level::Error,
+                    message: format!("session closed: {why}"),
+                }),
+            )?;
+            return Err(stop(
+                Ending::FailedPermanently,
+                true,
+                "protocol_violation",
+                &why,
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `execCommandApproval` / `applyPatchApproval`, the approvals of the older protocol: the
+/// command comes as an argv, the item as a call id, the decisions are `approved` / `denied`.
+async fn on_legacy_approval(
+    client: &mut RpcClient,
+    (id, method, params): (&Value, &str, &Value),
+    approve: bool,
+    outcome: &mut TurnOutcome,
+    log: &mut EventLog,
+) -> Result<(), Stop> {
+    let kind = if method == "execCommandApproval" {
+        ApprovalKind::Command
+    } else {
+        ApprovalKind::FileChange
+    };
+    let decision = if approve { "approved" } else { "denied" };
+    let command = params["command"].as_array().map(|parts| {
+        parts
+            .iter()
+            .filter_map(Value::as_str)
+            .collect::<Vec<_>>()
+            .join(" ")
+    });
+    let request = ApprovalRequested {
+        request_id: request_id(id),
+        kind,
+        item_id: params["callId"].as_str().map(String::from),
+        command,
+        reason: params["reason"].as_str().map(String::from),
+        available_decisions: available_decisions(params),
+    };
+    if approve {
+        outcome.approved_items.extend(request.item_id.clone());
+    }
+    let answer = json!({"decision": decision});
+    answer_approval(client, log, id, request, answer, decision).await
+}
+
+/// `item/tool/requestUserInput`: the task's next answer to every question of the request, or
+/// an error when the task has none left.
+async fn on_user_input(
+    client: &mut RpcClient,
+    state: &mut RunState,
+    id: &Value,
+    params: &Value,
+    log: &mut EventLog,
+) -> Result<(), Stop> {
+    match state.answers.pop_front() {
+        Some(answer) => {
+            let mut answers = serde_json::Map::new();
+            for q in params["questions"].as_array().into_iter().flatten() {
+                if let Some(qid) = q["id"].as_str() {
+                    answers.insert(qid.to_string(), json!({"answers": [answer.clone()]}));
+                }
+            }
+            client
+                .respond(id, json!({"answers": answers}))
+                .await
+                .map_err(|e| transport_stop(&e))?;
+        }
+        None => {
+            client
+                .respond_error(id, -32000, "the task has no answer for this question")
+                .await
+                .map_err(|e| transport_stop(&e))?;
+            emit(
+                log,
+                Body::Diagnostic(Diagnostic {
+                    level: Level::Warn,
+                    message: "the model asked a question the task has no answer for".into(),
                 }),
             )?;
         }
     }
     Ok(())
+}
+
+/// Any other server request: declined as unsupported (method not found), and said so.
+async fn on_unsupported(
+    client: &mut RpcClient,
+    id: &Value,
+    method: &str,
+    log: &mut EventLog,
+) -> Result<(), Stop> {
+    client
+        .respond_error(
+            id,
+            -32601,
+            &format!("`{method}` is not supported by this client"),
+        )
+        .await
+        .map_err(|e| transport_stop(&e))?;
+    emit(
+        log,
+        Body::Diagnostic(Diagnostic {
+            level: Level::Warn,
+            message: format!("declined an unsupported server request `{method}`"),
+        }),
+    )
 }
 
 /// An approval request, as events around the client's answer: requested, answered on the

@@ -336,43 +336,14 @@ fn prepare(
         .map_err(|e| anyhow!("the driver's command line: {e}"))?;
     let events =
         (declared.contract == DriverContract::Events).then(|| folders.evidence.driver_events());
-    let mut env = match &events {
-        // The events contract (docs/driver-contract.md): the app-server command is the tap.
-        Some(events) => external::driver_env(run, &task_path, events),
-        None => vec![
-            ("HOME".into(), path(&folders.home)),
-            ("TMPDIR".into(), path(&folders.tmp)),
-            ("LANG".into(), "C.UTF-8".into()),
-            ("HARNESS_TASK".into(), path(&task_path)),
-            ("HARNESS_WORKSPACE".into(), path(&folders.workspace)),
-            ("HARNESS_CELL".into(), run.cell.to_string()),
-        ],
-    };
-    if let (Some(_), Some(dir)) = (&events, real_install_dir) {
-        // Behind the tap, `codex` is the tap: a driver that names Codex's own folder in its
-        // profiles (the example driver does) learns the real one here.
-        set(
-            &mut env,
-            driver::launch::profiles::INSTALL_DIR_VAR,
-            path(dir),
-        );
-    }
-    let host_path = std::env::var("PATH").unwrap_or_default();
-    let mut search = Vec::new();
-    if declared.codex == CodexDiscovery::Path {
-        search.push(path(&sandbox.tap.bin_dir));
-    }
-    search.extend(
-        host_path
-            .split(':')
-            .filter(|p| !p.is_empty())
-            .map(str::to_string),
+    let mut env = contract_env(
+        run,
+        folders,
+        &task_path,
+        events.as_deref(),
+        real_install_dir,
     );
-    search.push(SYSTEM_PATH.into());
-    set(&mut env, "PATH", search.join(":"));
-    if let CodexDiscovery::Env(name) = &declared.codex {
-        set(&mut env, name, path(&sandbox.tap.codex));
-    }
+    discovery_env(&mut env, &declared.codex, sandbox);
     for (key, value) in declared
         .environment(&values)
         .map_err(|e| anyhow!("the driver's environment: {e}"))?
@@ -394,6 +365,64 @@ fn prepare(
         },
         events,
     })
+}
+
+/// The environment the driver's contract promises (docs/driver-contract.md): under the events
+/// contract the app-server command (the tap), the task, where to write events and the real
+/// Codex's folder; under the wire contract the cell's folders and the task.
+fn contract_env(
+    run: &RunSpec,
+    folders: &CellFolders,
+    task_path: &Path,
+    events: Option<&Path>,
+    real_install_dir: Option<&Path>,
+) -> Vec<(String, String)> {
+    let path = |p: &Path| p.display().to_string();
+    match events {
+        Some(events) => {
+            let mut env = external::driver_env(run, task_path, events);
+            if let Some(dir) = real_install_dir {
+                // Behind the tap, `codex` is the tap: a driver that names Codex's own folder in
+                // its profiles (the example driver does) learns the real one here.
+                set(
+                    &mut env,
+                    driver::launch::profiles::INSTALL_DIR_VAR,
+                    path(dir),
+                );
+            }
+            env
+        }
+        None => vec![
+            ("HOME".into(), path(&folders.home)),
+            ("TMPDIR".into(), path(&folders.tmp)),
+            ("LANG".into(), "C.UTF-8".into()),
+            ("HARNESS_TASK".into(), path(task_path)),
+            ("HARNESS_WORKSPACE".into(), path(&folders.workspace)),
+            ("HARNESS_CELL".into(), run.cell.to_string()),
+        ],
+    }
+}
+
+/// Where the driver finds the tap as its `codex`, as its declaration says: first on `PATH`, or
+/// in a variable; `PATH` then has the harness's own folders and the system's.
+fn discovery_env(env: &mut Vec<(String, String)>, codex: &CodexDiscovery, sandbox: &Sandbox) {
+    let path = |p: &Path| p.display().to_string();
+    let host_path = std::env::var("PATH").unwrap_or_default();
+    let mut search = Vec::new();
+    if *codex == CodexDiscovery::Path {
+        search.push(path(&sandbox.tap.bin_dir));
+    }
+    search.extend(
+        host_path
+            .split(':')
+            .filter(|p| !p.is_empty())
+            .map(str::to_string),
+    );
+    search.push(SYSTEM_PATH.into());
+    set(env, "PATH", search.join(":"));
+    if let CodexDiscovery::Env(name) = codex {
+        set(env, name, path(&sandbox.tap.codex));
+    }
 }
 
 #[cfg(test)]
