@@ -120,29 +120,25 @@ pub fn resolve(command: &str, at: Where) -> Result<Program, ProgramError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rstest::rstest;
 
-    #[rstest]
-    #[case::on_path("sh -c true", true)]
-    #[case::after_assignments("FOO=1 BAR=2 sh -c true", true)]
-    #[case::missing_on_path("no-such-driver-program-x9 --mode {mode}", false)]
-    #[case::relative_to_the_drivers_file("./run-driver --prompt {prompt}", true)]
-    #[case::relative_missing("./missing-driver", false)]
-    #[case::absolute_missing("/nonexistent/driver", false)]
-    #[case::in_the_repository("{repo}/run-driver", true)]
-    #[case::a_placeholder_the_harness_provides("{codex} app-server", true)]
-    fn a_command_names_its_program_the_same_way_for_every_check(
-        #[case] command: &str,
-        #[case] exists: bool,
-    ) {
+    /// What only the resolver decides (the paths and `PATH` cases are the drivers file's
+    /// check, `crate::load`'s test): `{repo}`, and a placeholder the harness provides.
+    #[test]
+    fn the_repository_and_the_harness_placeholders_resolve() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("run-driver"), "#!/bin/sh\n").unwrap();
         let at = Where {
             repo_root: Some(dir.path()),
-            base_dir: Some(dir.path()),
+            base_dir: None,
         };
-        let found = resolve(command, at);
-        assert_eq!(found.is_ok(), exists, "{command}: {found:?}");
+        assert_eq!(
+            resolve("{repo}/run-driver --x", at),
+            Ok(Program::Found(dir.path().join("run-driver")))
+        );
+        assert_eq!(
+            resolve("{codex} app-server", at),
+            Ok(Program::Provided("{codex}".into()))
+        );
     }
 
     /// The bug that had three ways to check one thing: a command that starts with an

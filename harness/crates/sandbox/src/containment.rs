@@ -96,6 +96,7 @@ fn run_cgroup() -> Option<&'static Cgroup> {
         })();
         match created {
             Ok(cgroup) => {
+                crate::teardown::register_run_cgroup(&cgroup);
                 // SAFETY: registering a plain `extern "C"` function that touches no locks.
                 unsafe {
                     libc::atexit(destroy_run_at_exit);
@@ -120,15 +121,6 @@ fn run_cgroup() -> Option<&'static Cgroup> {
 extern "C" fn destroy_run_at_exit() {
     if let Some(Some(run)) = RUN.get() {
         let _ = run.destroy();
-    }
-}
-
-/// Kill and remove this process's run cgroup, if it made one ([`crate::teardown`]).
-pub(crate) fn destroy_run_cgroup() {
-    if let Some(Some(run)) = RUN.get() {
-        if let Err(err) = run.destroy() {
-            eprintln!("harness: removing {}: {err:#}", run.path.display());
-        }
     }
 }
 

@@ -72,6 +72,16 @@ pub fn remove_container(id: &str, keep_bundle: bool) {
     }
 }
 
+fn run_cgroup() -> &'static Mutex<Option<Cgroup>> {
+    static RUN: OnceLock<Mutex<Option<Cgroup>>> = OnceLock::new();
+    RUN.get_or_init(Default::default)
+}
+
+/// List this process's run cgroup (the parent of its cells' cgroups): removed last.
+pub fn register_run_cgroup(cgroup: &Cgroup) {
+    *run_cgroup().lock().unwrap_or_else(|p| p.into_inner()) = Some(cgroup.clone());
+}
+
 /// List a cell's cgroup until [`forget_cgroup`].
 pub fn register_cgroup(cgroup: &Cgroup) {
     cgroups()
@@ -108,7 +118,15 @@ pub fn tear_down_everything() {
             Err(err) => eprintln!("harness: cleaning up {}: {err:#}", cgroup.path.display()),
         }
     }
-    crate::containment::destroy_run_cgroup();
+    let run = run_cgroup()
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .clone();
+    if let Some(run) = run {
+        if let Err(err) = run.destroy() {
+            eprintln!("harness: removing {}: {err:#}", run.path.display());
+        }
+    }
     for id in live_container_ids() {
         remove_container(&id, false);
     }

@@ -114,7 +114,7 @@ pub fn install(
     words.push("--config".into());
     words.push(quote(&config_path.to_string_lossy())?);
     let shim = format!(
-        "#!/bin/sh\n# The harness's wire tap standing in for codex (see harness::tap).\nexec {} -- \"$@\"\n",
+        "#!/bin/sh\n# The harness's wire tap standing in for codex (see harness/crates/tap).\nexec {} -- \"$@\"\n",
         words.join(" ")
     );
     let codex = bin_dir.join("codex");

@@ -324,7 +324,6 @@ async fn on_request(
             } else {
                 ApprovalKind::FileChange
             };
-            let decision = if approve { "accept" } else { "decline" };
             let request = ApprovalRequested {
                 request_id: request_id(id),
                 kind,
@@ -333,11 +332,8 @@ async fn on_request(
                 reason: params["reason"].as_str().map(String::from),
                 available_decisions: available_decisions(params),
             };
-            if approve {
-                outcome.approved_items.extend(request.item_id.clone());
-            }
-            let answer = json!({"decision": decision});
-            answer_approval(client, log, id, request, answer, decision).await
+            let decisions = ("accept", "decline");
+            answer_escalation(client, log, id, request, approve, decisions, outcome).await
         }
         "execCommandApproval" | "applyPatchApproval" => {
             on_legacy_approval(client, (id, method, params), approve, outcome, log).await
@@ -444,7 +440,6 @@ async fn on_legacy_approval(
     } else {
         ApprovalKind::FileChange
     };
-    let decision = if approve { "approved" } else { "denied" };
     let command = params["command"].as_array().map(|parts| {
         parts
             .iter()
@@ -460,6 +455,23 @@ async fn on_legacy_approval(
         reason: params["reason"].as_str().map(String::from),
         available_decisions: available_decisions(params),
     };
+    let decisions = ("approved", "denied");
+    answer_escalation(client, log, id, request, approve, decisions, outcome).await
+}
+
+/// Answer a request to run a command or change files beyond the profile: the first of
+/// `decisions` when the run approves escalations (the item is then remembered as approved),
+/// else the second.
+async fn answer_escalation(
+    client: &mut RpcClient,
+    log: &mut EventLog,
+    id: &Value,
+    request: ApprovalRequested,
+    approve: bool,
+    (accept, decline): (&str, &str),
+    outcome: &mut TurnOutcome,
+) -> Result<(), Stop> {
+    let decision = if approve { accept } else { decline };
     if approve {
         outcome.approved_items.extend(request.item_id.clone());
     }
