@@ -87,15 +87,14 @@ async fn attempt(ctx: &CellContext, cell: &Cell) -> Result<Verdict> {
         launcher,
     )
     .await?;
-    // Everything the cell started ends here, before its evidence is read.
+    let wire = stages::events::from_the_wire(cell, &folders, &sandbox, &driver, &run)?;
+    // Everything the cell started ends here, before the harness adds its own evidence.
     let left_behind = guard.finish().await;
-    let log = stages::events::collect(
-        cell,
+    let log = stages::events::with_the_harness_evidence(
+        wire,
         &folders,
         &app_server,
         &sandbox,
-        &driver,
-        &run,
         &left_behind,
     )?;
     stages::verdict::grade(cell, &log)

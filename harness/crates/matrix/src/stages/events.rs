@@ -28,17 +28,21 @@ pub const BUBBLEWRAP_PREFIX: &str = "bubblewrap Codex uses here: ";
 /// Longest model-log line accepted (tool outputs are excerpts; a longer line is a broken log).
 const MAX_MODEL_LOG_LINE: usize = 1 << 20;
 
-/// Stage 5 of `cell`: its whole event log, written to `events.jsonl`. `left_behind` is what the
-/// cell's guard killed when the cell ended.
-pub fn collect(
+/// The run's events so far: the wire's (and the driver's own), and the terminal the wire shows.
+pub struct WireEvents {
+    log: EventLog,
+    ended: RunEnded,
+}
+
+/// Stage 5, first half: the run's events from the wire, into `events.jsonl`. Read before the
+/// cell's guard finishes, as the driver left them.
+pub fn from_the_wire(
     cell: &Cell,
     folders: &Folders,
-    app_server: &AppServer,
     sandbox: &Sandbox,
     driver: &Driver,
     run: &DriverRun,
-    left_behind: &[(i32, String)],
-) -> Result<EventLog> {
+) -> Result<WireEvents> {
     let evidence = &folders.dirs.evidence;
     let mut log = EventLog::to_file(&run_id(cell), &evidence.events())?;
     let ctx = wire::Context {
@@ -57,6 +61,20 @@ pub fn collect(
         run.events.as_deref(),
         &evidence.findings(),
     )?;
+    Ok(WireEvents { log, ended })
+}
+
+/// Stage 5, second half, after the cell's guard finished: the harness's own evidence — what it
+/// had to kill (`left_behind`), what the model was told, the bubblewrap in use, the workspace's
+/// probe files — and `run.ended`. The whole log, written.
+pub fn with_the_harness_evidence(
+    wire: WireEvents,
+    folders: &Folders,
+    app_server: &AppServer,
+    sandbox: &Sandbox,
+    left_behind: &[(i32, String)],
+) -> Result<EventLog> {
+    let WireEvents { mut log, ended } = wire;
     if !left_behind.is_empty() {
         log.emit(
             Source::Harness,

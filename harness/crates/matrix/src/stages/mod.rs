@@ -10,8 +10,9 @@
 //!     driver      Driver      which driver (its command), and its mounts
 //!  3. sandbox     Sandbox     probe, mounts merged, cgroup, launcher, the tap, bubblewrap in use
 //!  4. driver      DriverRun   the driver's process through the launcher, to its end
-//!     (the guard's finish: the mock stops, what is left running is killed)
-//!  5. events      EventLog    the wire's events (+ the driver's own), the harness's evidence
+//!  5. events      WireEvents  the wire's events (+ the driver's own)
+//!     (the guard's finish: the launcher goes, the mock stops, what is left running is killed)
+//!                 EventLog    + the harness's evidence (what it killed, model.*, …), run.ended
 //!  6. verdict     Verdict     the suite's grader
 //! ```
 //!
