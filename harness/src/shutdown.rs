@@ -1,16 +1,16 @@
 //! The one way a matrix run ends, whether it ran to the end, got SIGINT or SIGTERM, or a cell
-//! panicked: stop scheduling, tear down what is live (the running cells' containers and
-//! cgroups), write the report of the cells that finished, and exit — 0 or 1 at the normal end,
-//! 130 after SIGINT, 143 after SIGTERM, 101 after a panic.
+//! panicked: stop scheduling (the running cells are dropped, and their guards tear down what
+//! they started), write the report of the cells that finished, and exit — 0 or 1 at the normal
+//! end, 130 after SIGINT, 143 after SIGTERM, 101 after a panic.
 //!
-//! One signal handler serves the whole process: while a matrix runs, a signal starts the
-//! orderly stop above; a second signal, a stop that overruns [`GRACE`], or a signal while no
-//! matrix runs (other subcommands, tests) removes what is registered at once and exits.
+//! One signal handler serves the whole process; the binaries install it (library code never
+//! does). While a matrix runs, a signal only cancels the scheduler; a second signal, a stop that
+//! overruns [`GRACE`], or a signal while no matrix runs (other subcommands, tests) removes what
+//! `sandbox::teardown` lists at once and exits.
 
 use matrix::concurrency::Concurrency;
 use matrix::context::CellContext;
 use matrix::scheduler::{self, MatrixRun, Progress};
-use report;
 use report::outcome::{CellOutcome, CellResult};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicI32, Ordering};
