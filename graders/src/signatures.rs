@@ -184,6 +184,41 @@ pub const SIGNATURES: &[Signature] = &[
     },
 ];
 
+/// The exact texts users of Codex see in the restricted environments (Debian's bubblewrap
+/// 0.8.0 and Codex 0.169.0), next to the rows above that classify them: the environments'
+/// specs (`sandbox::catalogue`) name their message and canary signature by these constants, and
+/// a test there holds every one of them to a row of [`SIGNATURES`] other than the generic
+/// `bwrap-fatal-other`. A `*_SIGNATURE` is the line a canary's stderr must contain (a prefix of
+/// the message where bubblewrap goes on); a `*_MESSAGE` is the whole text.
+pub mod messages {
+    pub const RTM_NEWADDR_SIGNATURE: &str =
+        "bwrap: loopback: Failed RTM_NEWADDR: Operation not permitted";
+    pub const UID_MAP_SIGNATURE: &str = "bwrap: setting up uid map: Permission denied";
+    pub const USERNS_SIGNATURE: &str = "bwrap: No permissions to create new namespace";
+    pub const MOUNT_SLAVE_SIGNATURE: &str = "bwrap: Failed to make / slave: Permission denied";
+    pub const MOUNT_PROC_SIGNATURE: &str =
+        "bwrap: Can't mount proc on /newroot/proc: Operation not permitted";
+    /// Debian's bubblewrap 0.8.0 wording (newer releases spell out `max_user_namespaces`).
+    pub const USERNS_LIMIT_SIGNATURE: &str =
+        "bwrap: Creating new namespace failed: nesting depth or /proc/sys/user/max_";
+    pub const NO_USERNS_KERNEL_SIGNATURE: &str =
+        "bwrap: Creating new namespace failed, likely because the kernel does not support user namespaces.";
+    /// The full texts of Debian's bubblewrap 0.8.0 where the canary signature is a prefix.
+    pub const USERNS_MESSAGE: &str = "bwrap: No permissions to create new namespace, likely because the kernel does not allow non-privileged user namespaces. See <https://deb.li/bubblewrap> or <file:///usr/share/doc/bubblewrap/README.Debian.gz>.";
+    pub const USERNS_LIMIT_MESSAGE: &str = "bwrap: Creating new namespace failed: nesting depth or /proc/sys/user/max_*_namespaces exceeded (ENOSPC)";
+    pub const NO_USERNS_KERNEL_MESSAGE: &str = "bwrap: Creating new namespace failed, likely because the kernel does not support user namespaces.  bwrap must be installed setuid on such systems.";
+    pub const AMBIENT_CAPS_SIGNATURE: &str =
+        "bwrap: Unexpected capabilities but not setuid, old file caps config?";
+    /// The first line of what Codex 0.169.0's sandbox helper prints (exit 101) when it finds no
+    /// bubblewrap at all (the line tool outputs and evidence excerpts keep).
+    pub const NO_BWRAP_SIGNATURE: &str = "bubblewrap is unavailable";
+    /// What Codex 0.169.0 prints for a sandboxed command when it finds no bubblewrap at all.
+    pub const NO_BWRAP_MESSAGE: &str = "bubblewrap is unavailable: no system bwrap was found on PATH and no bundled codex-resources/bwrap binary was found next to the Codex executable";
+    /// The summary of Codex 0.169.0's `configWarning` when no system bubblewrap is on PATH (also
+    /// when there is no bundled one either).
+    pub const NO_SYSTEM_BWRAP_WARNING: &str = "Codex could not find bubblewrap on PATH. Install bubblewrap with your OS package manager. See the sandbox prerequisites: https://developers.openai.com/codex/concepts/sandboxing#prerequisites. Codex will use the bundled bubblewrap in the meantime.";
+}
+
 impl Signature {
     fn matches(&self, line: &str) -> bool {
         let trimmed = line.trim_start();

@@ -1,19 +1,19 @@
-//! The harness: reference driver, launch policy, environments, matrix runner.
+//! The `harness` command line, on top of the crates in `harness/crates/`.
+//!
+//! Owns: the subcommands ([`cli`]); the run orchestration of `harness run` — the process's one
+//! SIGINT/SIGTERM handler, running the scheduler to its end or to a stop, writing the reports
+//! of what finished, the exit code ([`shutdown`]); and the tools built on the matrix: protocol
+//! drift between Codex versions ([`drift`]), differential fidelity of the fake against the real
+//! Codex ([`fidelity`]), reproducing a sandbox failure ([`repro`]) and the benchmarks
+//! ([`bench`]).
+//!
+//! May use: every crate below it — `matrix` (the scheduler and the cell pipeline), `report`,
+//! `codex`, `driver`, `tap`, `sandbox` — and `suites`, `graders`, `fake_app_server`. Nothing
+//! depends on it but its binary (`src/main.rs`) and the tests.
 
 pub mod bench;
 pub mod cli;
-pub mod codex;
-pub mod containment;
 pub mod drift;
-pub mod driver;
-pub mod env;
-pub mod event_log;
-pub mod launch;
-pub mod launcher;
-pub mod matrix;
-pub mod report;
+pub mod fidelity;
 pub mod repro;
-pub mod rpc;
 pub mod shutdown;
-pub mod tap;
-pub mod task;

@@ -38,30 +38,21 @@ enum Command {
     Drift(harness::cli::drift::Args),
     /// Install the pinned real Codex versions into the cache (as the real-Codex runners do).
     Provision(harness::cli::provision::Args),
-    /// Serve as the fake app-server (same as the `fake-app-server` binary).
-    #[command(hide = true, disable_help_flag = true)]
-    FakeAppServer {
-        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
-        args: Vec<std::ffi::OsString>,
-    },
-    /// The reference driver as a driver process (the task envelope and the events contract's
-    /// environment; `codex` first on PATH).
-    #[command(hide = true)]
-    Drive,
-    /// The wire tap a driver runs as `codex` (behind the shim `harness::tap::install` writes).
-    #[command(hide = true, disable_help_flag = true)]
-    Tap {
-        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
-        args: Vec<std::ffi::OsString>,
-    },
 }
 
 fn main() -> ExitCode {
+    // The hidden subcommands (the fake app-server, the wire tap, the reference driver as a
+    // process) are other programs this binary also serves: dispatched before the command line
+    // is parsed, with signal handling of their own.
+    let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+    if let Some(code) = matrix::hidden::dispatch(&args) {
+        return code;
+    }
     let cli = Cli::parse();
+    // The process's one SIGINT/SIGTERM handler: it stops a running matrix, or tears down what
+    // the sandbox lists and exits (`harness::shutdown`).
+    harness::shutdown::install_signal_handler();
     match cli.command {
-        Command::FakeAppServer { args } => fake_app_server::cli_main(args),
-        Command::Tap { args } => harness::tap::relay::main(args),
-        Command::Drive => harness::driver::standalone::main(),
         Command::Grade(args) => harness::cli::grade::main(args),
         Command::Launch(args) => harness::cli::launch::main(args),
         Command::Run(args) => harness::cli::run::main(args),

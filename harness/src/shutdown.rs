@@ -1,14 +1,17 @@
 //! The one way a matrix run ends, whether it ran to the end, got SIGINT or SIGTERM, or a cell
-//! panicked: stop scheduling, tear down what is live (the running cells' containers and
-//! cgroups), write the report of the cells that finished, and exit — 0 or 1 at the normal end,
-//! 130 after SIGINT, 143 after SIGTERM, 101 after a panic.
+//! panicked: stop scheduling (the running cells are dropped, and their guards tear down what
+//! they started), write the report of the cells that finished, and exit — 0 or 1 at the normal
+//! end, 130 after SIGINT, 143 after SIGTERM, 101 after a panic.
 //!
-//! One signal handler serves the whole process: while a matrix runs, a signal starts the
-//! orderly stop above; a second signal, a stop that overruns [`GRACE`], or a signal while no
-//! matrix runs (other subcommands, tests) removes what is registered at once and exits.
+//! One signal handler serves the whole process; the binaries install it (library code never
+//! does). While a matrix runs, a signal only cancels the scheduler; a second signal, a stop that
+//! overruns [`GRACE`], or a signal while no matrix runs (other subcommands, tests) removes what
+//! `sandbox::teardown` lists at once and exits.
 
-use crate::matrix::{self, CellResult, MatrixOptions, MatrixRun, Progress};
-use crate::report;
+use matrix::concurrency::Concurrency;
+use matrix::context::CellContext;
+use matrix::scheduler::{self, MatrixRun, Progress};
+use report::outcome::{CellOutcome, CellResult};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::{Mutex, OnceLock};
@@ -44,13 +47,6 @@ fn decide_outcome() -> Option<i32> {
 fn current_run() -> &'static Mutex<Option<CancellationToken>> {
     static RUN: OnceLock<Mutex<Option<CancellationToken>>> = OnceLock::new();
     RUN.get_or_init(Default::default)
-}
-
-/// Remove everything this process still has: the cells' cgroups (and what is in them), then the
-/// registered runc containers and their bundles.
-pub fn tear_down_everything() {
-    crate::containment::release_all();
-    crate::env::cleanup_registered();
 }
 
 /// Install the process's SIGINT/SIGTERM handler (once; later calls do nothing).
@@ -114,7 +110,7 @@ fn arm_watchdog(signal: i32) {
 }
 
 fn exit_now(signal: i32) -> ! {
-    tear_down_everything();
+    sandbox::teardown::tear_down_everything();
     std::process::exit(128 + signal);
 }
 
@@ -126,15 +122,15 @@ fn signal_name(signal: i32) -> &'static str {
     }
 }
 
-/// Run `cells` (see [`matrix::run_cells_until`]) to the end or to a stop, then write the
+/// Run `cells` (see [`scheduler::run_cells_until`]) to the end or to a stop, then write the
 /// reports of what finished; the exit code says how it ended.
 pub fn run_matrix(
     cells: &[Cell],
-    options: &MatrixOptions,
-    jobs: matrix::Concurrency,
+    ctx: &CellContext,
+    jobs: Concurrency,
     on_event: impl Fn(&Progress, Option<&CellResult>) + Send + Sync + 'static,
 ) -> anyhow::Result<ExitCode> {
-    matrix::check_named_programs(options, cells)?;
+    matrix::prereq::check_named(ctx, cells)?;
     install_signal_handler();
     let stop = CancellationToken::new();
     STOPPED_BY.store(0, Ordering::SeqCst);
@@ -144,24 +140,24 @@ pub fn run_matrix(
     std::panic::set_hook(Box::new(move |info| {
         previous_hook(info);
         if tokio::runtime::Handle::try_current().is_err() {
-            tear_down_everything();
+            sandbox::teardown::tear_down_everything();
         }
     }));
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
     let started = Instant::now();
-    let run = runtime.block_on(matrix::run_cells_until(
+    let run = runtime.block_on(scheduler::run_cells_until(
         cells,
-        options,
+        ctx,
         jobs,
         stop.clone(),
         on_event,
     ));
     let wall = started.elapsed();
     drop(runtime);
-    tear_down_everything();
-    let code = finish(cells, &run, options, wall);
+    sandbox::teardown::tear_down_everything();
+    let code = finish(cells, &run, ctx, wall);
     *current_run().lock().unwrap_or_else(|p| p.into_inner()) = None;
     code
 }
@@ -171,11 +167,11 @@ pub fn run_matrix(
 fn finish(
     cells: &[Cell],
     run: &MatrixRun,
-    options: &MatrixOptions,
+    ctx: &CellContext,
     wall: Duration,
 ) -> anyhow::Result<ExitCode> {
-    let reported = with_unfinished(cells, run, options);
-    let paths = report::write_all(&options.out_root, &reported, wall)?;
+    let reported = with_unfinished(cells, run, ctx);
+    let paths = report::write_all(&ctx.out_root, &reported, wall)?;
     let mut markdown = std::fs::read_to_string(&paths.markdown)?;
     if let Some(note) = stop_note(run) {
         // The matrix covers the cells that finished; a stopped run says so at its top.
@@ -221,7 +217,7 @@ fn stop_cause(run: &MatrixRun) -> Option<String> {
 /// interrupted or kept from starting, so summary.json and junit.xml (skipped, with the reason)
 /// account for every cell selected — a consumer of a stopped run's JUnit sees what is missing.
 /// Not failures: the run's exit code (130, 143, 101) already says it did not finish.
-fn with_unfinished(cells: &[Cell], run: &MatrixRun, options: &MatrixOptions) -> Vec<CellResult> {
+fn with_unfinished(cells: &[Cell], run: &MatrixRun, ctx: &CellContext) -> Vec<CellResult> {
     let Some(cause) = stop_cause(run) else {
         return run.finished.clone();
     };
@@ -247,9 +243,9 @@ fn with_unfinished(cells: &[Cell], run: &MatrixRun, options: &MatrixOptions) -> 
             CellResult {
                 cell: cell.id.clone(),
                 expected: cell.expected.clone(),
-                outcome: matrix::CellOutcome::Ignored { reason },
+                outcome: CellOutcome::Ignored { reason },
                 duration: Duration::ZERO,
-                evidence_dir: options.out_root.join(&name),
+                evidence_dir: ctx.out_root.join(&name),
             }
         })
         .collect()

@@ -9,12 +9,12 @@
 #[allow(dead_code)]
 mod common;
 
+use codex::mock_api::{MockConfig, MockModelApi, MockScript};
+use codex::{provision, runner};
 use common::prereq;
 use fake_app_server::line_reader::forward_lines;
 use fake_app_server::scenario::builder::steps;
 use fake_app_server::scenario::ScenarioBuilder;
-use harness::codex::mock_api::{MockConfig, MockModelApi, MockScript};
-use harness::codex::{provision, runner};
 use serde_json::{json, Value};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -251,7 +251,7 @@ fn real(allow: bool, root: &Path) -> (Vec<Value>, usize, Vec<String>) {
     let seen = server.finish();
     let answers: Vec<String> = mock.requests().iter().map(|r| r.answer.clone()).collect();
     runtime.block_on(mock.shutdown());
-    harness::matrix::leftovers::reap(root);
+    sandbox::reap::after_cell(None, root);
     (seen, probes(&ws), answers)
 }
 

@@ -8,8 +8,8 @@
 mod common;
 
 use assert_cmd::Command;
+use codex::provision;
 use common::prereq;
-use harness::codex::provision;
 
 /// A published version that is not one of the pins.
 const EXTRA: &str = "0.168.0";

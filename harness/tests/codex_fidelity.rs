@@ -14,9 +14,9 @@
 mod common;
 
 use common::prereq;
-use harness::codex::fidelity::{self, Pair};
-use harness::matrix::MatrixOptions;
+use harness::fidelity::{self, Pair};
 use libtest_mimic::{Arguments, Failed};
+use matrix::context::CellContext;
 use std::sync::Arc;
 
 fn trial_name(pair: &Pair) -> String {
@@ -36,7 +36,7 @@ fn snapshot_name(pair: &Pair) -> String {
     )
 }
 
-fn run_trial(pair: &Pair, options: &MatrixOptions) -> Result<(), Failed> {
+fn run_trial(pair: &Pair, options: &CellContext) -> Result<(), Failed> {
     let outcome = common::fidelity::agreeing(pair, options)?;
     // insta reports a mismatch by panicking; libtest-mimic turns the panic into this trial's
     // failure.
@@ -50,9 +50,9 @@ fn main() {
         args.test_threads = Some(1);
     }
     let matrix = suites::load().expect("suites load");
-    let mut options = MatrixOptions::from_env().expect("matrix options");
-    options.fake_program = env!("CARGO_BIN_EXE_harness").into();
-    options.out_root = harness::matrix::paths::conformance_root().join("fidelity-test");
+    let mut options = CellContext::from_env().expect("the cell context");
+    options.harness_binary = env!("CARGO_BIN_EXE_harness").into();
+    options.out_root = matrix::paths::conformance_root().join("fidelity-test");
     let options = Arc::new(options);
     let pairs = fidelity::pairs(&matrix, &[]);
     assert!(!pairs.is_empty(), "the matrix has pairs to compare");
@@ -70,6 +70,6 @@ fn main() {
         })
         .collect();
     let conclusion = libtest_mimic::run(&args, trials);
-    harness::env::cleanup_registered();
+    sandbox::teardown::tear_down_everything();
     conclusion.exit();
 }

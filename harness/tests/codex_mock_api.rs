@@ -1,8 +1,8 @@
 //! The mock model API over real HTTP on loopback (no Codex needed).
 
+use codex::mock_api::{probe_id_for, FailureKind, MockConfig, MockModelApi, MockScript};
 use fake_app_server::model_log::ModelLogEntry;
 use fake_app_server::scenario::Scenario;
-use harness::codex::mock_api::{probe_id_for, FailureKind, MockConfig, MockModelApi, MockScript};
 use serde_json::{json, Value};
 
 fn user(text: &str) -> Value {
@@ -186,7 +186,7 @@ async fn websocket_upgrades_get_426_other_routes_404_and_oversized_bodies_are_re
         .await
         .unwrap();
     assert_eq!(models.status().as_u16(), 404);
-    let huge = "x".repeat(harness::codex::mock_api::MAX_BODY_BYTES + 1);
+    let huge = "x".repeat(codex::mock_api::MAX_BODY_BYTES + 1);
     let oversized = client
         .post(format!("{}/responses", mock.base_url()))
         .body(huge)

@@ -13,8 +13,8 @@
 #[allow(dead_code)]
 mod common;
 
+use codex::provision;
 use common::{codex_schema, prereq};
-use harness::codex::provision;
 use harness::drift::persona::{answer_changes, settings_answers};
 use harness::drift::unknown::unknown_method_error;
 use std::collections::BTreeSet;

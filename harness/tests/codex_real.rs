@@ -9,16 +9,17 @@ mod common;
 
 use common::prereq;
 
+use codex::provision;
+use codex::runner::{self, CellDirs, PreparedCodex};
+use driver::event_log::EventLog;
+use driver::launch::LaunchRequest;
+use driver::reference::{run_reference, DriverConfig};
+use driver::run::RunSpec;
+use driver::task::{PlanReview, Task};
 use fake_app_server::model_log::ModelLogEntry;
 use fake_app_server::scenario::Scenario;
 use graders::events::{Body, CellId, Ending, Item, Mode, PolicyGeneration, Target};
-use harness::codex::provision;
-use harness::codex::runner::{self, CellDirs, PreparedCodex};
-use harness::driver::{run_reference, DriverConfig};
-use harness::event_log::EventLog;
-use harness::launch::LaunchRequest;
-use harness::launcher::{Launcher, LocalLauncher};
-use harness::task::{PlanReview, Task};
+use sandbox::launcher::{Launcher, LocalLauncher};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -103,26 +104,27 @@ async fn run_plan_write_refused(
     );
     task.plan_reviews = vec![PlanReview::Approve];
     let config = DriverConfig {
-        cell: CellId::new(
-            "codex-planning-read-only",
-            "runner-codex",
-            environment,
-            "plan-write-refused",
-        ),
-        task,
-        launch: LaunchRequest {
-            mode: Mode::Planning,
-            target,
-            network_enabled: true,
-            policy,
-            workspace: workspace.clone(),
+        run: RunSpec {
+            cell: CellId::new(
+                "codex-planning-read-only",
+                "runner-codex",
+                environment,
+                "plan-write-refused",
+            ),
+            task,
+            launch: LaunchRequest {
+                mode: Mode::Planning,
+                target,
+                network_enabled: true,
+                policy,
+                workspace: workspace.clone(),
+            },
+            app_server: prepared.app_server.clone(),
+            timeouts: PreparedCodex::timeouts(),
         },
-        app_server: prepared.app_server.clone(),
         launcher,
-        workspace: workspace.clone(),
         stderr_log: root.join("stderr.log"),
         transcript: Some(root.join("transcript.jsonl")),
-        timeouts: PreparedCodex::timeouts(),
     };
     let mut log = EventLog::in_memory("real-codex-test");
     let ended = tokio::time::timeout(
@@ -262,12 +264,12 @@ async fn run_in_environment(environment: &str, policy: PolicyGeneration, dir: &P
     let prepared = runner::prepare(provision::PINNED, &dirs, &scenario)
         .await
         .expect("prepare the real Codex");
-    let mounts = harness::env::EnvMounts {
+    let mounts = sandbox::launcher::EnvMounts {
         scratch: dir.to_path_buf(),
         writable: prepared.writable_mounts(),
         readonly: prepared.readonly_mounts(),
     };
-    let launcher = harness::env::launcher(environment, &mounts).expect("launcher");
+    let launcher = sandbox::environment::launcher(environment, &mounts).expect("launcher");
     run_plan_write_refused(
         dir,
         environment,

@@ -1,15 +1,17 @@
 //! Declared drivers through the cell executor, against the fake app-server: the tap where the
 //! declaration says, a hung driver ended by the wire's idle bound in seconds.
 
-use harness::matrix::{run_cell, CellOutcome, MatrixOptions};
+use matrix::cell::run_cell;
+use matrix::context::CellContext;
+use report::outcome::CellOutcome;
 use std::time::{Duration, Instant};
 use suites::spec::CodexDiscovery;
 
-fn options(out: &std::path::Path) -> MatrixOptions {
-    let mut options = MatrixOptions::from_env().unwrap();
+fn options(out: &std::path::Path) -> CellContext {
+    let mut options = CellContext::from_env().unwrap();
     let harness: std::path::PathBuf = env!("CARGO_BIN_EXE_harness").into();
     options.out_root = out.to_path_buf();
-    options.fake_program = harness;
+    options.harness_binary = harness;
     options.repo_root = Some(
         std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .parent()
@@ -31,7 +33,7 @@ async fn a_driver_finding_codex_through_its_command_line_is_graded_from_the_wire
     let declared = cell.runner.declared.as_mut().unwrap();
     declared.codex = CodexDiscovery::Arg;
     declared.command = format!("CODEX_PATH={{codex}} {}", declared.command);
-    let result = run_cell(&cell, &options(dir.path())).await;
+    let result = run_cell(&options(dir.path()), &cell).await;
     let CellOutcome::Graded { verdict, .. } = &result.outcome else {
         panic!("{:?}", result.outcome)
     };
@@ -50,7 +52,7 @@ async fn a_hung_driver_against_the_fake_ends_in_seconds_and_is_credited_nothing(
     let mut cell = minimal_cell("transport-faults.runner-minimal-fake.local.hang");
     cell.runner.declared.as_mut().unwrap().command = "sleep 600".into();
     let started = Instant::now();
-    let result = run_cell(&cell, &options(dir.path())).await;
+    let result = run_cell(&options(dir.path()), &cell).await;
     assert!(
         started.elapsed() < Duration::from_secs(30),
         "{:?}",

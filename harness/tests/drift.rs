@@ -9,8 +9,8 @@
 #[allow(dead_code)]
 mod common;
 
+use codex::provision;
 use common::prereq;
-use harness::codex::provision;
 use harness::drift::{self, schema::Change};
 
 fn newest_missing() -> Option<String> {

@@ -1,17 +1,23 @@
 //! The reference driver against the fake app-server (the hidden `harness fake-app-server`
 //! subcommand), asserting on the fake's transcript of what the driver really sent, and on the
 //! run events the driver wrote.
+//!
+//! Longer than 600 lines on purpose: one binary for every scenario the reference driver plays
+//! against the fake, sharing one way to drive a run and read both transcripts; split, each part
+//! would repeat that set-up.
 
+use driver::event_log::EventLog;
+use driver::launch::LaunchRequest;
+use driver::reference::{run_reference, DriverConfig};
+use driver::run::{AppServerProgram, RunSpec};
+use driver::task::Timeouts;
+use driver::task::{PlanReview, Relaunch, Task};
 use graders::events::{
     Body, CellId, Ending, Event, Item, Mode, Outcome, PolicyGeneration, RunEnded, Target,
 };
 use graders::verdict::{Verdict, VerdictKind};
-use harness::driver::{run_reference, AppServerProgram, DriverConfig, Timeouts};
-use harness::event_log::EventLog;
-use harness::launch::LaunchRequest;
-use harness::launcher::LocalLauncher;
-use harness::task::{PlanReview, Relaunch, Task};
 use rstest::rstest;
+use sandbox::launcher::LocalLauncher;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -116,26 +122,27 @@ async fn drive(
         ),
     ];
     let config = DriverConfig {
-        cell: CellId::new("driver-tests", "runner-fake", "local", "case"),
-        launch: LaunchRequest {
-            mode: task.mode,
-            target,
-            network_enabled: network,
-            policy,
-            workspace: workspace.clone(),
-        },
-        task,
-        app_server: AppServerProgram {
-            program: env!("CARGO_BIN_EXE_harness").into(),
-            leading_args: vec!["fake-app-server".into(), "app-server".into()],
-            extra_args: vec![],
-            env,
+        run: RunSpec {
+            cell: CellId::new("driver-tests", "runner-fake", "local", "case"),
+            launch: LaunchRequest {
+                mode: task.mode,
+                target,
+                network_enabled: network,
+                policy,
+                workspace: workspace.clone(),
+            },
+            task,
+            app_server: AppServerProgram {
+                program: env!("CARGO_BIN_EXE_harness").into(),
+                leading_args: vec!["fake-app-server".into(), "app-server".into()],
+                extra_args: vec![],
+                env,
+            },
+            timeouts,
         },
         launcher: Arc::new(LocalLauncher),
-        workspace: workspace.clone(),
         stderr_log: dir.path().join("stderr.log"),
         transcript: Some(dir.path().join("client-transcript.jsonl")),
-        timeouts,
     };
     let mut log = EventLog::in_memory("run-test");
     let ended = run_reference(&config, &mut log).await;

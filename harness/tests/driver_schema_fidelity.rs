@@ -20,7 +20,8 @@ use common::codex_schema::{self, CodexSchema};
 use common::fake_driver;
 use common::prereq;
 use graders::events::{Mode, Target};
-use harness::matrix::{run_cell, MatrixOptions};
+use matrix::cell::run_cell;
+use matrix::context::CellContext;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;
@@ -136,13 +137,13 @@ async fn scripted_answer_runs(scratch: &Path) -> Vec<(&'static str, String, std:
     let mut runs = Vec::new();
     for driver in ["reference driver", "example external driver"] {
         let dir = scratch.join(driver.replace(' ', "-"));
-        let task = harness::task::Task::new(Mode::Ask, "Write the probe, then finish.");
+        let task = driver::task::Task::new(Mode::Ask, "Write the probe, then finish.");
         let config = fake_driver::config(&dir, &scenario, task, Target::Local);
-        let mut log = harness::event_log::EventLog::in_memory("driver-answers");
+        let mut log = driver::event_log::EventLog::in_memory("driver-answers");
         let ended = if driver == "reference driver" {
-            harness::driver::run_reference(&config, &mut log).await
+            driver::reference::run_reference(&config, &mut log).await
         } else {
-            harness::driver::external::run_external(&fake_driver::script(), &config, &mut log).await
+            driver::external::run_external(&fake_driver::script(), &config, &mut log).await
         };
         let label = format!("{driver}, scripted approval and tool answers [{ended:?}]");
         runs.push((driver, label, dir.join("transcript.jsonl")));
@@ -326,15 +327,15 @@ async fn driver_messages_match_codex_schema() {
         assert_schema_rejects_bad_client_messages(schema);
     }
 
-    let mut options = MatrixOptions::from_env().expect("matrix options");
-    options.fake_program = env!("CARGO_BIN_EXE_harness").into();
+    let mut options = CellContext::from_env().expect("the cell context");
+    options.harness_binary = env!("CARGO_BIN_EXE_harness").into();
     let mut failures = Vec::new();
     let mut coverage = Coverage::default();
     let planned = planned_runs();
     let mut runs = Vec::new();
     for (index, run) in planned.iter().enumerate() {
         options.out_root = scratch.path().join(format!("run-{index}"));
-        let result = run_cell(&run.cell, &options).await;
+        let result = run_cell(&options, &run.cell).await;
         let context = format!("{} [{}]", run.label, result.describe());
         let transcript = result.evidence_dir.join("transcript.jsonl");
         runs.push((driver_name(&run.cell), context, transcript));

@@ -4,17 +4,24 @@
 //!
 //! Every test needs root and runc (and the real Codex for the `codex_` ones). Without them a
 //! test is reported as ignored with the reason; under `CI=true` it fails instead.
+//!
+//! Longer than 600 lines on purpose: one libtest-mimic binary for everything that needs the
+//! container runtimes (probes, the real Codex's messages, cleanup after a signal, Docker), so
+//! the child processes a trial starts are this binary and the prerequisites are checked once.
 
 // Each test crate uses its own part of the shared helpers.
 #[allow(dead_code)]
 mod common;
 
 use common::prereq;
-use harness::env::{self, runc::RuncLauncher, EnvMounts};
-use harness::launch::{self, profiles::HostPaths, LaunchRequest};
-use harness::launcher::{Launcher, ProcessSpec};
+use driver::launch::{self, profiles::HostPaths, LaunchRequest};
 use harness::repro::session::Session;
 use libtest_mimic::{Arguments, Failed, Trial};
+use sandbox::launcher::EnvMounts;
+use sandbox::launcher::{Launcher, ProcessSpec};
+use sandbox::runc::RuncLauncher;
+use sandbox::spec::FailsAt;
+use sandbox::{catalogue, docker, environment, probe, reap};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -36,7 +43,7 @@ fn main() {
     }
     let args = Arguments::from_args();
     let mut trials = Vec::new();
-    for name in env::names() {
+    for name in catalogue::names() {
         trials.push(needs(
             &format!("probe_agrees_with_spec_{name}_needs_root_and_runc"),
             name,
@@ -44,15 +51,15 @@ fn main() {
             move || probe_agrees(name),
         ));
     }
-    for (name, signature) in [
-        ("daytona", env::spec::RTM_NEWADDR_SIGNATURE),
-        ("daytona-uidmap", env::spec::UID_MAP_SIGNATURE),
-        ("userns-blocked", env::spec::USERNS_SIGNATURE),
-        ("lsm-mount-denied", env::spec::MOUNT_SLAVE_SIGNATURE),
-        ("userns-limit", env::spec::USERNS_LIMIT_SIGNATURE),
-        ("no-userns-kernel", env::spec::NO_USERNS_KERNEL_SIGNATURE),
-        ("ambient-caps", env::spec::AMBIENT_CAPS_SIGNATURE),
-    ] {
+    // Every environment that fails Codex at start-up with a bubblewrap message: the real
+    // Codex's restricted-read thread/start must fail with it (from the catalogue, so a new
+    // environment gets its trial without a list to keep).
+    let start_up_failures = catalogue::all().into_iter().filter_map(|spec| {
+        let signature = spec.expected_probe.stderr_signature?;
+        (spec.fails_at == FailsAt::StartUp && signature.starts_with("bwrap: "))
+            .then_some((spec.name, signature))
+    });
+    for (name, signature) in start_up_failures {
         trials.push(needs(
             &format!("codex_restricted_thread_start_fails_{name}_needs_root_and_runc_and_codex"),
             name,
@@ -96,7 +103,7 @@ fn main() {
     // then a missing engine fails instead of being ignored.
     let docker_required = std::env::var("HARNESS_REQUIRE_DOCKER").as_deref() == Ok("1");
     let engine = docker_engine_answers();
-    for spec in env::spec::all()
+    for spec in catalogue::all()
         .into_iter()
         .filter(|s| s.container.is_some())
     {
@@ -139,8 +146,8 @@ fn docker_child(environment: &str) {
         .prefix("ccf-test-docker-child-")
         .tempdir()
         .expect("scratch");
-    let launcher = env::docker::DockerLauncher::start(
-        env::spec(environment).expect("spec"),
+    let launcher = docker::DockerLauncher::start(
+        catalogue::spec(environment).expect("spec"),
         &EnvMounts {
             scratch: scratch.path().to_path_buf(),
             ..EnvMounts::default()
@@ -193,7 +200,7 @@ fn docker_container_exists(id: &str) -> bool {
 fn docker_container_of_a_killed_harness_is_reaped() -> Result<(), Failed> {
     let (mut child, rx) = spawn_child(&[
         (DOCKER_CHILD_VAR, "container"),
-        (env::RUNTIME_VAR, "docker"),
+        (environment::RUNTIME_VAR, "docker"),
     ])?;
     let line = rx.recv_timeout(Duration::from_secs(600));
     let (id, scratch) = match line
@@ -209,12 +216,12 @@ fn docker_container_of_a_killed_harness_is_reaped() -> Result<(), Failed> {
         }
     };
     // While its owner lives, a reaping pass leaves it alone.
-    let report = env::docker_stale::reap_stale();
+    let report = reap::stale_docker();
     if report.containers.contains(&id) || !docker_container_exists(&id) {
         let _ = child.kill();
         return Err(format!("the container of a live harness was reaped: {report:?}").into());
     }
-    let overlays = docker_label(&id, env::docker_stale::OVERLAYS_LABEL);
+    let overlays = docker_label(&id, docker::OVERLAYS_LABEL);
     child.kill()?;
     child.wait()?;
     // The killed child's own scratch folder is this test's to remove.
@@ -226,7 +233,7 @@ fn docker_container_of_a_killed_harness_is_reaped() -> Result<(), Failed> {
         return Err(format!("the killed harness's overlay folder `{overlays}` is not there: the test would prove nothing").into());
     }
     // A parallel trial's harness may reap it first: gone is what counts.
-    let report = env::docker_stale::reap_stale();
+    let report = reap::stale_docker();
     if docker_container_exists(&id) {
         let _ = Command::new("docker").args(["rm", "-f", &id]).status();
         return Err(format!(
@@ -255,13 +262,13 @@ fn docker_label(id: &str, label: &str) -> String {
 fn docker_probe_agrees(name: &str) -> Result<(), Failed> {
     let output = assert_cmd::Command::cargo_bin("harness")?
         .args(["env", "probe", name])
-        .env(env::RUNTIME_VAR, "docker")
+        .env(environment::RUNTIME_VAR, "docker")
         .timeout(std::time::Duration::from_secs(600))
         .output()?;
     if !output.status.success() {
         return Err(format!(
             "`{}=docker harness env probe {name}` failed ({}):\n{}{}",
-            env::RUNTIME_VAR,
+            environment::RUNTIME_VAR,
             output.status,
             String::from_utf8_lossy(&output.stdout),
             String::from_utf8_lossy(&output.stderr)
@@ -320,7 +327,7 @@ fn runtime() -> tokio::runtime::Runtime {
 
 fn probe_agrees(name: &str) -> Result<(), Failed> {
     let scratch = tempfile::tempdir()?;
-    let report = runtime().block_on(env::probe(name, scratch.path()))?;
+    let report = runtime().block_on(probe::probe(name, scratch.path()))?;
     if let Some(what) = report.disagreement() {
         return Err(format!("probe of `{name}` disagrees: {what}").into());
     }
@@ -338,8 +345,8 @@ struct CodexCell {
 
 impl Drop for CodexCell {
     fn drop(&mut self) {
-        // Codex's helpers can outlive it on the host (see `harness::matrix::leftovers`).
-        harness::matrix::leftovers::reap(&self.root);
+        // Codex's helpers can outlive it on the host (see `sandbox::reap`).
+        sandbox::reap::after_cell(None, &self.root);
     }
 }
 
@@ -379,7 +386,7 @@ fn codex_cell() -> Result<CodexCell, Failed> {
 fn codex_thread_start(
     environment: &str,
     policy: launch::PolicyGeneration,
-) -> Result<Result<serde_json::Value, harness::rpc::RpcError>, Failed> {
+) -> Result<Result<serde_json::Value, driver::rpc::RpcError>, Failed> {
     codex_thread_start_with(environment, policy, false)
 }
 
@@ -398,8 +405,8 @@ fn codex_thread_start_with(
     environment: &str,
     policy: launch::PolicyGeneration,
     facts_profile: bool,
-) -> Result<Result<serde_json::Value, harness::rpc::RpcError>, Failed> {
-    let codex = harness::codex::provision::resolve(harness::codex::provision::PINNED)?;
+) -> Result<Result<serde_json::Value, driver::rpc::RpcError>, Failed> {
+    let codex = codex::provision::resolve(codex::provision::PINNED)?;
     let cell = codex_cell()?;
     let request = LaunchRequest {
         mode: launch::Mode::Planning,
@@ -422,7 +429,7 @@ fn codex_thread_start_with(
         plan.thread_params =
             serde_json::json!({"cwd": cell.workspace, "permissions": FACTS_PROFILE});
     }
-    let launcher = env::launcher(
+    let launcher = environment::launcher(
         environment,
         &EnvMounts {
             scratch: cell.root.clone(),
@@ -500,12 +507,14 @@ fn codex_thread_start_works(
 /// The child: one container running `sleep`, its id/bundle/pid on stdout, then wait to be
 /// killed (bounded: it gives up after a minute).
 fn cleanup_child(environment: &str) {
+    // As the harness binary does: its one signal handler tears down what the sandbox lists.
+    harness::shutdown::install_signal_handler();
     let scratch = tempfile::Builder::new()
         .prefix("ccf-test-child-")
         .tempdir()
         .expect("scratch");
     let launcher = RuncLauncher::new(
-        env::spec(environment).expect("spec"),
+        catalogue::spec(environment).expect("spec"),
         EnvMounts {
             scratch: scratch.path().to_path_buf(),
             ..EnvMounts::default()

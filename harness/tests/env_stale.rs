@@ -6,9 +6,13 @@
 //! The trials run one at a time: each reaping pass is machine-wide, so a parallel trial could
 //! reap another trial's leftover before that trial looks at it.
 
-use harness::env::{self, owner, runc::RuncLauncher, EnvMounts};
-use harness::launcher::{Launcher, ProcessSpec};
 use libtest_mimic::{Arguments, Failed, Trial};
+use sandbox::environment::{self, Runtime};
+use sandbox::launcher::EnvMounts;
+use sandbox::launcher::{Launcher, ProcessSpec};
+use sandbox::reap::{self, ListedContainer};
+use sandbox::runc::RuncLauncher;
+use sandbox::{catalogue, owner};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -53,8 +57,8 @@ fn main() {
 
 /// Why the `container` environment cannot run on runc here, if it cannot.
 fn runc_missing() -> Option<String> {
-    match env::select_runtime("container") {
-        Ok(env::Runtime::Runc) => None,
+    match environment::select_runtime("container") {
+        Ok(Runtime::Runc) => None,
         Ok(other) => Some(format!(
             "the {} runtime is selected here, not runc",
             other.as_str()
@@ -80,6 +84,8 @@ fn trial(name: &str, missing: &Option<String>, body: fn() -> Result<(), Failed>)
 /// The child harness: prepare (and in `container` mode start) one container running `sleep`,
 /// write the ready file, then wait to be killed (bounded).
 fn run_child(mode: &str) {
+    // As the harness binary does: its one signal handler tears down what the sandbox lists.
+    harness::shutdown::install_signal_handler();
     let ready_file = PathBuf::from(std::env::var_os(READY_FILE_VAR).expect("ready file"));
     let scratch = tempfile::Builder::new()
         .prefix("ccf-test-stale-")
@@ -87,7 +93,7 @@ fn run_child(mode: &str) {
         .expect("scratch")
         .keep();
     let launcher = RuncLauncher::new(
-        env::spec("container").expect("spec"),
+        catalogue::spec("container").expect("spec"),
         EnvMounts {
             scratch: scratch.clone(),
             ..EnvMounts::default()
@@ -201,13 +207,13 @@ impl Drop for ChildHarness {
     fn drop(&mut self) {
         let _ = self.process.kill();
         let _ = self.process.wait();
-        env::reap_stale();
+        reap::stale_runc();
         let _ = std::fs::remove_dir_all(&self.scratch);
     }
 }
 
-fn listed(id: &str) -> Option<env::ListedContainer> {
-    env::harness_containers()
+fn listed(id: &str) -> Option<ListedContainer> {
+    reap::harness_containers()
         .ok()?
         .into_iter()
         .find(|container| container.id == id)
@@ -297,7 +303,7 @@ fn reaps_container_of_sigkilled_harness() -> Result<(), Failed> {
         return Err("the bundle folder vanished before reaping".into());
     }
 
-    let report = env::reap_stale();
+    let report = reap::stale_runc();
     let mut leftovers = Vec::new();
     if !report.containers.contains(&child.id) {
         leftovers.push(format!("the report does not name {}: {report:?}", child.id));
@@ -338,7 +344,7 @@ fn reaps_bundle_folder_of_sigkilled_harness() -> Result<(), Failed> {
     if owner::read(&child.bundle).is_none() {
         return Err("after SIGKILL the bundle (with its owner record) is gone already".into());
     }
-    let report = env::reap_stale();
+    let report = reap::stale_runc();
     if child.bundle.exists() || !report.bundles.contains(&child.bundle) {
         return Err(format!(
             "bundle {} was not reaped: {report:?}",
@@ -351,7 +357,7 @@ fn reaps_bundle_folder_of_sigkilled_harness() -> Result<(), Failed> {
 
 fn keeps_container_of_live_harness() -> Result<(), Failed> {
     let mut child = ChildHarness::start("container")?;
-    let report = env::reap_stale();
+    let report = reap::stale_runc();
     if report.containers.contains(&child.id) || report.bundles.contains(&child.bundle) {
         return Err(format!("a live harness's container was reaped: {report:?}").into());
     }

@@ -6,11 +6,11 @@
 mod common;
 
 use common::fake_driver::{config, script};
+use driver::event_log::EventLog;
+use driver::external::run_external;
+use driver::task::Timeouts;
+use driver::task::{Envelope, PlanReview, Relaunch, Task, WaitBounds};
 use graders::events::{Body, Ending, Event, Mode, Source, Target};
-use harness::driver::external::run_external;
-use harness::driver::Timeouts;
-use harness::event_log::EventLog;
-use harness::task::{Envelope, PlanReview, Relaunch, Task, WaitBounds};
 use std::time::{Duration, Instant};
 
 #[tokio::test]
@@ -113,7 +113,7 @@ async fn the_example_driver_keeps_to_the_envelopes_wait_bounds() {
         Task::new(Mode::Standard, "Do anything."),
         Target::Local,
     );
-    config.timeouts = Timeouts {
+    config.run.timeouts = Timeouts {
         request: Duration::from_secs(8),
         turn_idle: Duration::from_millis(700),
         turn_total: Duration::from_secs(30),
@@ -131,7 +131,7 @@ async fn the_example_driver_keeps_to_the_envelopes_wait_bounds() {
     let envelope =
         std::fs::read_to_string(dir.path().join("cell").join("external-task.json")).unwrap();
     let envelope = Envelope::from_json(&envelope).unwrap();
-    assert_eq!(envelope.timeouts, WaitBounds::from(&config.timeouts));
+    assert_eq!(envelope.timeouts, WaitBounds::from(&config.run.timeouts));
 }
 
 /// A task the example driver cannot carry out is refused, never silently half-done.

@@ -2,8 +2,8 @@
 //! or unknown suite/case), on streams written with the real event log.
 
 use assert_cmd::Command;
+use driver::event_log::EventLog;
 use graders::events::*;
-use harness::event_log::EventLog;
 use predicates::prelude::PredicateBooleanExt;
 use predicates::str::contains;
 use std::path::Path;

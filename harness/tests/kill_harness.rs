@@ -46,7 +46,7 @@ fn main() {
     let missing = prereq::environment_missing("container")
         .or_else(prereq::codex_missing)
         .or_else(|| {
-            harness::containment::scope_folder()
+            sandbox::containment::scope_folder()
                 .is_none()
                 .then(|| "needs root and a cgroup v2 hierarchy".to_string())
         });
@@ -360,7 +360,7 @@ fn leftovers(setup: &Setup, run: &Run, also_the_scope: bool) -> Vec<String> {
     if let Ok(entries) = std::fs::read_dir(&setup.tmp) {
         for entry in entries.flatten() {
             let path = entry.path();
-            let owned = harness::env::owner::read(&path).map(|owner| owner.pid as i32);
+            let owned = sandbox::owner::read(&path).map(|owner| owner.pid as i32);
             let config = std::fs::read_to_string(path.join("config.json")).unwrap_or_default();
             if owned == Some(run.pid) || (owned.is_none() && config.contains(&marker)) {
                 found.push(format!("bundle {}", path.display()));
@@ -391,9 +391,9 @@ fn leftovers(setup: &Setup, run: &Run, also_the_scope: bool) -> Vec<String> {
 
 /// The scope's folder in the v2 hierarchy and its mirrors in the v1 ones.
 fn scope_folders(setup: &Setup) -> Vec<PathBuf> {
-    let relative = Path::new(harness::containment::ROOT_NAME).join(&setup.scope);
-    let mut folders = harness::containment::cgroup::v1_mirrors(&relative);
-    if let Some(mount) = harness::containment::cgroup::unified_mount() {
+    let relative = Path::new(sandbox::containment::ROOT_NAME).join(&setup.scope);
+    let mut folders = sandbox::cgroup::v1_mirrors(&relative);
+    if let Some(mount) = sandbox::cgroup::unified_mount() {
         folders.push(mount.join(&relative));
     }
     folders
@@ -411,7 +411,7 @@ fn sweep_scope(setup: &Setup) -> Vec<String> {
     }
     if let Ok(entries) = std::fs::read_dir(&setup.tmp) {
         for entry in entries.flatten() {
-            if let Some(owner) = harness::env::owner::read(&entry.path()) {
+            if let Some(owner) = sandbox::owner::read(&entry.path()) {
                 if owner.scope == setup.scope {
                     stray.push(format!("container {}", owner.container));
                     let _ = Command::new("runc")
@@ -422,10 +422,10 @@ fn sweep_scope(setup: &Setup) -> Vec<String> {
         }
     }
     for folder in scope_folders(setup) {
-        let cgroup = harness::containment::Cgroup {
+        let cgroup = sandbox::cgroup::Cgroup {
             path: folder.clone(),
         };
-        let inside: Vec<PathBuf> = harness::containment::cgroup::subtree(&folder)
+        let inside: Vec<PathBuf> = sandbox::cgroup::subtree(&folder)
             .into_iter()
             .filter(|path| path != &folder)
             .collect();
@@ -455,17 +455,9 @@ fn ended_before_the_signal(
     matches!(status.code(), Some(0 | 1)) && summary_written && !stderr.contains(": stopping — ")
 }
 
+/// The child's status within `bound` (killed past it: `None`).
 fn wait_bounded(child: &mut Child, bound: Duration) -> Option<std::process::ExitStatus> {
-    let deadline = Instant::now() + bound;
-    loop {
-        if let Ok(Some(status)) = child.try_wait() {
-            return Some(status);
-        }
-        if Instant::now() >= deadline {
-            return None;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    sandbox::system::wait_bounded(child, bound).ok().flatten()
 }
 
 fn tail(path: &Path) -> String {

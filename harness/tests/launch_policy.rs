@@ -1,8 +1,8 @@
 //! The launch policy for every mode × target × network × policy combination: the rules of
-//! `harness::launch`, checked on the plan, plus a named snapshot of each plan.
+//! `driver::launch`, checked on the plan, plus a named snapshot of each plan.
 
-use harness::launch::profiles::{self, Access, FsEntry, HostPaths};
-use harness::launch::{
+use driver::launch::profiles::{self, Access, FsEntry, HostPaths};
+use driver::launch::{
     network_from, plan_with, target_from, LaunchEnvError, LaunchPlan, LaunchRequest, Mode,
     PolicyGeneration, Target, SHELL_ENV_ALLOWLIST,
 };

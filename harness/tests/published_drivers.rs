@@ -10,6 +10,10 @@
 //! environment and the mock provider configuration (what the matrix's tap adds in a cell); the
 //! evidence is what the model was told (the model log), the workspace, and what the launch script
 //! printed.
+//!
+//! Longer than 600 lines on purpose: one trial list over both drivers and both app-servers,
+//! sharing the stand-in `codex`, the prerequisites and the comparison of the two ends; split by
+//! driver, each half would repeat them.
 
 // Each test crate uses its own part of the shared helpers.
 #[allow(dead_code)]
@@ -17,11 +21,11 @@ mod common;
 
 use common::prereq;
 
+use codex::driver_packages::{self, DriverPackage};
+use codex::provision;
+use codex::runner::{self, CellDirs, PreparedCodex};
 use fake_app_server::model_log::ModelLogEntry;
 use fake_app_server::scenario::Scenario;
-use harness::codex::driver_packages::{self, DriverPackage};
-use harness::codex::provision;
-use harness::codex::runner::{self, CellDirs, PreparedCodex};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -471,7 +475,7 @@ async fn run_driver(driver: Driver, task: &Path, codex: &Path, workspace: &Path)
             vec![repo.join("drivers/python-sdk/run.py").into()],
         ),
         Driver::CodexAcp => (
-            provision::which("node").unwrap(),
+            sandbox::system::which("node").unwrap(),
             vec![
                 repo.join("drivers/codex-acp/client.mjs").into(),
                 "--agent".into(),

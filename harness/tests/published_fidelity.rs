@@ -4,7 +4,7 @@
 //! verdict and the driver sees the same normalised message sequence — the comparison `harness
 //! fidelity --drivers drivers/published.toml` prints, asserted. A sequence its driver cut short
 //! itself (codex-acp's title side thread) compares as a prefix, as there (see
-//! `harness::codex::fidelity::cut`).
+//! `harness::fidelity::cut`).
 //!
 //! Every trial needs the pinned real Codex, bubblewrap and the published driver packages
 //! (`harness provision` installs them): without them a trial is ignored with the reason; under
@@ -15,12 +15,12 @@
 #[allow(dead_code)]
 mod common;
 
+use codex::driver_packages::{self, DriverPackage};
+use codex::provision::PINNED;
 use common::prereq;
-use harness::codex::driver_packages::{self, DriverPackage};
-use harness::codex::fidelity::{self, Pair};
-use harness::codex::provision::PINNED;
-use harness::matrix::MatrixOptions;
+use harness::fidelity::{self, Pair};
 use libtest_mimic::{Arguments, Failed};
+use matrix::context::CellContext;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -40,7 +40,7 @@ fn driver_missing(package: DriverPackage) -> Option<String> {
     package.runtime_missing()
 }
 
-fn run_trial(pair: &Pair, options: &MatrixOptions) -> Result<(), Failed> {
+fn run_trial(pair: &Pair, options: &CellContext) -> Result<(), Failed> {
     let outcome = common::fidelity::agreeing(pair, options)?;
     if let Some(truncated) = &outcome.truncated {
         eprintln!("{}: {}", outcome.pair, truncated.describe());
@@ -54,10 +54,10 @@ fn main() {
         args.test_threads = Some(PARALLEL_PAIRS);
     }
     let drivers = Path::new(env!("CARGO_MANIFEST_DIR")).join("../drivers/published.toml");
-    let matrix = harness::matrix::load_matrix(Some(&drivers), &[], None).expect("matrix loads");
-    let mut options = MatrixOptions::from_env().expect("matrix options");
-    options.fake_program = env!("CARGO_BIN_EXE_harness").into();
-    options.out_root = harness::matrix::paths::conformance_root().join("published-fidelity-test");
+    let matrix = matrix::load::load_matrix(Some(&drivers), &[], None).expect("matrix loads");
+    let mut options = CellContext::from_env().expect("the cell context");
+    options.harness_binary = env!("CARGO_BIN_EXE_harness").into();
+    options.out_root = matrix::paths::conformance_root().join("published-fidelity-test");
     let options = Arc::new(options);
     let pairs: Vec<(Pair, DriverPackage)> = fidelity::pairs(&matrix, &[])
         .into_iter()
@@ -93,6 +93,6 @@ fn main() {
         })
         .collect();
     let conclusion = libtest_mimic::run(&args, trials);
-    harness::env::cleanup_registered();
+    sandbox::teardown::tear_down_everything();
     conclusion.exit();
 }

@@ -72,7 +72,7 @@ fn chromium() -> Result<PathBuf, String> {
     }
     ["chromium", "chromium-browser"]
         .iter()
-        .find_map(|name| harness::codex::provision::which(name))
+        .find_map(|name| sandbox::system::which(name))
         .ok_or_else(|| "chromium is not installed (apt-get install -y chromium)".to_string())
 }
 

@@ -11,10 +11,11 @@
 mod common;
 
 use assert_cmd::Command;
+use codex::provision;
 use common::prereq;
-use harness::codex::provision;
-use harness::matrix::{missing_prerequisite, MatrixOptions};
 use libtest_mimic::{Arguments, Failed, Trial};
+use matrix::context::CellContext;
+use matrix::prereq::missing as missing_prerequisite;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -39,7 +40,7 @@ struct Case {
 const RTM_NEWADDR: Case = Case {
     failure: "rtm-newaddr",
     environment: "daytona",
-    signature: harness::env::spec::RTM_NEWADDR_SIGNATURE,
+    signature: graders::signatures::messages::RTM_NEWADDR_SIGNATURE,
     legacy_verdict: "startup-rejected",
     fixed_verdict: "pass",
     fixed_quote: "Read-only file system",
@@ -50,10 +51,10 @@ const RTM_NEWADDR: Case = Case {
 const UIDMAP: Case = Case {
     failure: "uidmap",
     environment: "daytona-uidmap",
-    signature: harness::env::spec::UID_MAP_SIGNATURE,
+    signature: graders::signatures::messages::UID_MAP_SIGNATURE,
     legacy_verdict: "startup-rejected",
     fixed_verdict: "sandbox-failed-to-start",
-    fixed_quote: harness::env::spec::UID_MAP_SIGNATURE,
+    fixed_quote: graders::signatures::messages::UID_MAP_SIGNATURE,
     network_disabled: false,
     keep: true,
 };
@@ -62,10 +63,10 @@ const UIDMAP: Case = Case {
 const LSM_MOUNT_DENIED: Case = Case {
     failure: "lsm-mount-denied",
     environment: "lsm-mount-denied",
-    signature: harness::env::spec::MOUNT_SLAVE_SIGNATURE,
+    signature: graders::signatures::messages::MOUNT_SLAVE_SIGNATURE,
     legacy_verdict: "startup-rejected",
     fixed_verdict: "sandbox-failed-to-start",
-    fixed_quote: harness::env::spec::MOUNT_SLAVE_SIGNATURE,
+    fixed_quote: graders::signatures::messages::MOUNT_SLAVE_SIGNATURE,
     network_disabled: false,
     keep: false,
 };
@@ -74,7 +75,7 @@ const LSM_MOUNT_DENIED: Case = Case {
 const PROC_MASKED: Case = Case {
     failure: "proc-masked",
     environment: "proc-masked",
-    signature: harness::env::spec::MOUNT_PROC_SIGNATURE,
+    signature: graders::signatures::messages::MOUNT_PROC_SIGNATURE,
     legacy_verdict: "pass",
     fixed_verdict: "pass",
     fixed_quote: "Read-only file system",
@@ -89,7 +90,7 @@ const NO_BWRAP: Case = Case {
     signature: "bubblewrap is unavailable",
     legacy_verdict: "startup-rejected",
     fixed_verdict: "sandbox-failed-to-start",
-    fixed_quote: harness::env::spec::NO_BWRAP_SIGNATURE,
+    fixed_quote: graders::signatures::messages::NO_BWRAP_SIGNATURE,
     network_disabled: false,
     keep: false,
 };
@@ -115,7 +116,7 @@ fn main() {
         network_disabled: true,
         // Every sandboxed command needs `--unshare-net` too, so the write never runs.
         fixed_verdict: "sandbox-failed-to-start",
-        fixed_quote: harness::env::spec::RTM_NEWADDR_SIGNATURE,
+        fixed_quote: graders::signatures::messages::RTM_NEWADDR_SIGNATURE,
         ..RTM_NEWADDR
     };
     let trials = vec![
@@ -182,7 +183,7 @@ fn missing(case: Case, app_server: AppServer) -> Option<String> {
 }
 
 fn missing_cells(case: Case, app_server: AppServer) -> Option<String> {
-    let options = match MatrixOptions::from_env() {
+    let options = match CellContext::from_env() {
         Ok(options) => options,
         Err(e) => return Some(format!("{e:#}")),
     };

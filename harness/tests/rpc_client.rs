@@ -2,8 +2,8 @@
 //! server requests with colliding ids, timeouts, oversized and malformed lines, stderr evidence,
 //! and killing the child on drop.
 
-use harness::launcher::{LocalLauncher, ProcessSpec};
-use harness::rpc::{Incoming, Limits, RpcClient, TransportError};
+use driver::rpc::{Incoming, Limits, RpcClient, TransportError};
+use sandbox::launcher::{LocalLauncher, ProcessSpec};
 use serde_json::json;
 use std::time::{Duration, Instant};
 

@@ -167,7 +167,7 @@ fn a_daemon_that_drops_tmpdir_goes_with_its_cell_and_the_cause_is_named_needs_ro
 
 /// Without root or cgroup v2 there is no containment: ignored loudly, a failure under CI=true.
 fn containment_missing() -> bool {
-    if harness::containment::scope_folder().is_some() {
+    if sandbox::containment::scope_folder().is_some() {
         return false;
     }
     assert_ne!(

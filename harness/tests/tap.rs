@@ -1,13 +1,13 @@
-//! The wire tap as a driver meets it: the `codex` shim `harness::tap::install` writes, run as a
+//! The wire tap as a driver meets it: the `codex` shim `tap::install` writes, run as a
 //! process, relaying to a real program (the embedded fake app-server, or `sh`).
 
-use harness::tap::{install, InstalledTap, TapConfig, TapProgram};
 use serde_json::Value;
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
+use tap::{install, InstalledTap, TapConfig, TapProgram};
 use wait_timeout::ChildExt;
 
 fn tap_into(dir: &Path, program: &str, prefix: &[&str], server_args: &[&str]) -> InstalledTap {

@@ -15,7 +15,7 @@ pub struct Placeholders {
     pub task: String,
     /// The harness repository root (where the shipped launch scripts live).
     pub repo: String,
-    /// The harness cache root (`harness::codex::provision::cache_root`), where `harness
+    /// The harness cache root (`codex::provision::cache_root`), where `harness
     /// provision` installs the pinned Codex and the published drivers' packages.
     pub cache: String,
 }

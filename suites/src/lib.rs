@@ -6,7 +6,7 @@
 //! typo could break: unknown names, a matrix whose size differs from the declared one, a
 //! baseline entry for a cell that does not exist. At run time a user's drivers file and more
 //! Codex versions join the shipped matrix ([`load_with`], [`generate`]). Executing a cell is
-//! `harness::matrix`'s job.
+//! the `matrix` crate's job (harness/crates/matrix).
 
 pub mod applicability;
 pub mod baseline;

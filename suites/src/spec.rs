@@ -19,9 +19,9 @@ pub struct SuitesFile {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum DriverKind {
-    /// The reference driver, in process (`harness::driver::run_reference`).
+    /// The reference driver (`driver::reference`), run as its own process (`harness drive`).
     Reference,
-    /// An external driver command (`harness::driver::external::run_external`).
+    /// An external driver command (`driver::external`).
     External,
     /// A driver declared in a drivers file (`RunnerSpec::declared`), run unmodified and graded
     /// from the wire through the tap.
@@ -106,7 +106,7 @@ pub struct CaseSpec {
     #[serde(default)]
     pub requires: Vec<Capability>,
     pub network: bool,
-    /// The rest of the driver's task (`harness::task::Task` fields other than the mode).
+    /// The rest of the driver's task (`driver::task::Task` fields other than the mode).
     #[serde(default)]
     pub task: toml::Table,
 }
@@ -202,7 +202,7 @@ impl ScenarioRef {
 }
 
 /// How a declared driver finds the `codex` program. Whatever it names, the harness puts its
-/// wire tap there (`harness::tap`), which relays to the cell's app-server.
+/// wire tap there (the `tap` crate), which relays to the cell's app-server.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CodexDiscovery {
     /// `"path"`: the first `codex` on `PATH` (the harness puts a folder holding the tap as
@@ -257,7 +257,7 @@ pub enum DriverContract {
 }
 
 /// Who answers a command's or a file change's request to escalate, and how: a task's
-/// `approvals` (`harness::task::Task::approvals`) and what a declared driver can be told. The
+/// `approvals` (`driver::task::Task::approvals`) and what a declared driver can be told. The
 /// published drivers' launch scripts (`drivers/`) map each to the driver's own settings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]

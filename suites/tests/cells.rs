@@ -10,36 +10,34 @@
 //!
 //! This binary also serves as the fake app-server of its own cells: launched with a first
 //! argument `fake-app-server`, it is the fake (`fake_app_server::cli_main`), with `tap` the wire
-//! tap (`harness::tap::relay::main`), with `drive` the reference driver as a process, so cells never depend on a separately built binary.
+//! tap (`tap::relay::main`), with `drive` the reference driver as a process, so cells never depend on a separately built binary.
 
-use harness::matrix::{run_cell, CellOutcome, MatrixOptions};
 use libtest_mimic::{Arguments, Completion, Failed, Trial};
+use matrix::cell::run_cell;
+use matrix::context::CellContext;
+use report::outcome::CellOutcome;
 use std::collections::BTreeMap;
 use std::process::ExitCode;
 use std::sync::Arc;
 
 fn main() -> ExitCode {
-    let mut args = std::env::args_os().skip(1).peekable();
-    if args.peek().is_some_and(|a| a == "fake-app-server") {
-        return fake_app_server::cli_main(args.skip(1));
+    let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+    if let Some(code) = matrix::hidden::dispatch(&args) {
+        return code;
     }
-    if args.peek().is_some_and(|a| a == "tap") {
-        return harness::tap::relay::main(args.skip(1).collect());
-    }
-    if args.peek().is_some_and(|a| a == "drive") {
-        return harness::driver::standalone::main();
-    }
+    // As the harness binary does: a signal tears down what the running cells started.
+    harness::shutdown::install_signal_handler();
     let arguments = Arguments::from_args();
-    let repo_root = harness::matrix::paths::repo_root();
-    let matrix = match harness::matrix::load_matrix_from_env(repo_root.as_deref()) {
+    let repo_root = matrix::paths::repo_root();
+    let matrix = match matrix::load::load_matrix_from_env(repo_root.as_deref()) {
         Ok(matrix) => matrix,
         Err(e) => {
             eprintln!("error: the suites do not load: {e:#}");
             return ExitCode::from(101);
         }
     };
-    let options = match MatrixOptions::from_env() {
-        Ok(options) => Arc::new(options),
+    let ctx = match CellContext::from_env() {
+        Ok(ctx) => Arc::new(ctx),
         Err(e) => {
             eprintln!("error: {e:#}");
             return ExitCode::from(101);
@@ -55,16 +53,16 @@ fn main() -> ExitCode {
         .map(|cell| {
             let missing = if let Some(reason) = &cell.not_applicable {
                 Some(format!("not applicable: {reason}"))
-            } else if options.ci {
+            } else if ctx.ci {
                 None
             } else {
-                harness::matrix::missing_prerequisite(&cell, &options)
+                matrix::prereq::missing(&cell, &ctx)
             };
             if let Some(reason) = &missing {
                 *ignored_reasons.entry(reason.clone()).or_default() += 1;
             }
-            let options = options.clone();
-            Trial::ignorable_test(cell.name(), move || run_trial(&cell, &options))
+            let ctx = ctx.clone();
+            Trial::ignorable_test(cell.name(), move || run_trial(&cell, &ctx))
                 .with_ignored_flag(missing.is_some())
         })
         .collect();
@@ -76,13 +74,13 @@ fn main() -> ExitCode {
     libtest_mimic::run(&arguments, trials).exit_code()
 }
 
-fn run_trial(cell: &suites::Cell, options: &MatrixOptions) -> Result<Completion, Failed> {
+fn run_trial(cell: &suites::Cell, ctx: &CellContext) -> Result<Completion, Failed> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .map_err(|e| Failed::from(format!("tokio runtime: {e}")))?;
-    let result = runtime.block_on(run_cell(cell, options));
+    let result = runtime.block_on(run_cell(ctx, cell));
     let evidence = result.evidence_dir.display();
     match &result.outcome {
         CellOutcome::Ignored { reason } => Ok(Completion::ignored_with(reason)),

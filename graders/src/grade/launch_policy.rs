@@ -35,7 +35,7 @@
 use super::launch_config::{ArgvError, Judgement, LaunchConfig};
 use super::legacy_sandbox;
 use super::session::SessionWatch;
-use super::{fail, mode_name, Grader, Terminal};
+use super::{fail, Grader, Terminal};
 use crate::events::{Body, ClientRequest, Kind, LaunchSummary, Mode, Source};
 use crate::verdict::{EvidenceRef, Verdict, VerdictKind};
 
@@ -162,7 +162,7 @@ impl LaunchPolicy {
     fn check_launch(&mut self, seq: u64, launch: &LaunchSummary) {
         let shown = format!(
             "mode={} thread_permissions={} turn_permissions={} identity={}",
-            mode_name(launch.mode),
+            launch.mode.as_str(),
             show(&launch.thread_permissions),
             show(&launch.turn_permissions),
             launch.identity
@@ -172,8 +172,8 @@ impl LaunchPolicy {
                 "mode",
                 format!(
                     "the case expects a {} run, run.started says {}",
-                    mode_name(self.expected),
-                    mode_name(launch.mode)
+                    self.expected.as_str(),
+                    launch.mode.as_str()
                 ),
                 seq,
                 &shown,
@@ -375,7 +375,7 @@ impl Grader for LaunchPolicy {
                     let detail = format!(
                         "turn {} of a {} run uses the plan collaboration mode",
                         turn.index,
-                        mode_name(mode)
+                        mode.as_str()
                     );
                     self.violate("plan-mode-only-when-planning", detail, seq, &shown);
                 }
@@ -447,7 +447,7 @@ impl Grader for LaunchPolicy {
             VerdictKind::Pass,
             format!(
                 "{} launch: {} on thread/start and all {} turn(s); plan mode on {} turn(s){planning}",
-                mode_name(launch.mode),
+                launch.mode.as_str(),
                 show(&launch.thread_permissions),
                 self.turns,
                 self.plan_turns

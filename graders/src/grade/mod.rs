@@ -169,14 +169,6 @@ pub(crate) fn ending_name(ending: Ending) -> &'static str {
     }
 }
 
-pub(crate) fn mode_name(mode: Mode) -> &'static str {
-    match mode {
-        Mode::Planning => "planning",
-        Mode::Standard => "standard",
-        Mode::Ask => "ask",
-    }
-}
-
 fn describe_terminal(ended: &RunEnded) -> String {
     format!(
         "run.ended {} retry_offered={} error_code={} reason={}",

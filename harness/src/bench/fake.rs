@@ -97,7 +97,7 @@ pub fn run(args: &Args) -> Result<Report> {
     let real = if args.fake_only {
         None
     } else {
-        Some(crate::codex::provision::ensure(crate::codex::provision::PINNED)?.binary)
+        Some(codex::provision::ensure(codex::provision::PINNED)?.binary)
     };
     let mut fake_ms = Vec::new();
     let mut real_ms = Vec::new();

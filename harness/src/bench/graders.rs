@@ -100,7 +100,7 @@ fn run(args: &Args) -> Result<bool> {
         );
     }
 
-    let jq_runs = match which("jq") {
+    let jq_runs = match sandbox::system::which("jq") {
         Some(jq) => {
             let mut jq_cmd = Command::new(jq);
             jq_cmd.args(["-c", JQ_FILTER]).arg(&log);
@@ -189,14 +189,6 @@ fn summarize(runs: &[Measurement], mb: f64) -> (f64, f64) {
     let median = throughputs[throughputs.len() / 2];
     let rss = runs.iter().map(|m| m.max_rss_kib).max().unwrap_or(0) as f64 * 1024.0 / 1e6;
     (median, rss)
-}
-
-fn which(program: &str) -> Option<PathBuf> {
-    std::env::var_os("PATH").and_then(|paths| {
-        std::env::split_paths(&paths)
-            .map(|dir| dir.join(program))
-            .find(|p| p.is_file())
-    })
 }
 
 fn measure_runs(cmd: &mut Command, runs: usize, timeout: Duration) -> Result<Vec<Measurement>> {

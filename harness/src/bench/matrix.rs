@@ -4,8 +4,9 @@
 //! Each `--jobs` setting runs the whole fake matrix `--reps` times (the settings interleaved
 //! per repetition, so a slow moment of the machine does not land on one setting only).
 
-use crate::matrix::{self, Concurrency, MatrixOptions};
 use anyhow::Result;
+use matrix::concurrency::{default_jobs, Concurrency};
+use matrix::context::CellContext;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::process::ExitCode;
@@ -90,7 +91,7 @@ fn run(args: Args) -> Result<()> {
     anyhow::ensure!(args.reps >= 1, "--reps must be at least 1");
     anyhow::ensure!(!args.jobs.is_empty(), "--jobs needs a setting");
     let matrix = suites::load()?;
-    let options = MatrixOptions::from_env()?;
+    let ctx = CellContext::from_env()?;
     let cells: Vec<suites::Cell> = matrix
         .select(&args.filters)
         .into_iter()
@@ -108,7 +109,8 @@ fn run(args: Args) -> Result<()> {
         for &jobs in &args.jobs {
             let setting = label(&jobs);
             let started = Instant::now();
-            let results = runtime.block_on(matrix::run_cells(&cells, &options, jobs, |_, _| {}));
+            let results =
+                runtime.block_on(matrix::scheduler::run_cells(&cells, &ctx, jobs, |_, _| {}));
             let wall = started.elapsed();
             let failures: Vec<String> = results
                 .iter()
@@ -156,7 +158,7 @@ fn run(args: Args) -> Result<()> {
         .map(|(cell, mut values)| (cell, median(&mut values)))
         .collect();
     let report = BenchReport {
-        machine_parallelism: matrix::default_jobs(),
+        machine_parallelism: default_jobs(),
         cells: cells.len(),
         runnable_cells: runnable,
         reps: args.reps,
@@ -167,8 +169,8 @@ fn run(args: Args) -> Result<()> {
         per_cell_median_ms,
     };
     print_table(&report);
-    let path = options.out_root.join("bench-matrix.json");
-    std::fs::create_dir_all(&options.out_root)?;
+    let path = ctx.out_root.join("bench-matrix.json");
+    std::fs::create_dir_all(&ctx.out_root)?;
     std::fs::write(&path, serde_json::to_string_pretty(&report)? + "\n")?;
     eprintln!("written: {}", path.display());
     Ok(())

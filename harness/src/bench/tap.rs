@@ -10,10 +10,10 @@
 //! cell's wall time.
 
 use super::fake::{median, round_trips_through, startup_ms, RunDirs};
-use crate::tap::{install, TapConfig, TapProgram};
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
+use tap::{install, TapConfig, TapProgram};
 
 #[derive(clap::Args, Debug, Clone)]
 pub struct Args {
@@ -188,8 +188,8 @@ fn tapped(
         env: env.to_vec(),
         transcript: dir.join("transcript.jsonl"),
         launches: dir.join("tap").join("launches"),
-        max_line_bytes: crate::tap::MAX_RECORDED_LINE_BYTES,
-        max_transcript_bytes: crate::tap::MAX_TRANSCRIPT_BYTES_PER_LAUNCH,
+        max_line_bytes: tap::MAX_RECORDED_LINE_BYTES,
+        max_transcript_bytes: tap::MAX_TRANSCRIPT_BYTES_PER_LAUNCH,
     };
     Ok(install(&dir.join("tap"), &tap, &config, None)?.codex)
 }
@@ -313,7 +313,7 @@ pub fn run(args: &Args) -> Result<Report> {
             codex_cell: None,
         });
     }
-    let install = crate::codex::provision::resolve(crate::codex::provision::PINNED)?;
+    let install = codex::provision::resolve(codex::provision::PINNED)?;
     let codex_shim = tapped(
         &scratch.path().join("codex"),
         &harness,
@@ -366,16 +366,18 @@ fn codex_share(name: &str, per_line_ms: f64, startup_overhead_ms: f64) -> Result
         .cell(name)
         .with_context(|| format!("no cell `{name}`"))?
         .clone();
-    let options = crate::matrix::MatrixOptions::from_env()?;
+    let ctx = matrix::context::CellContext::from_env()?;
     let runtime = tokio::runtime::Runtime::new()?;
-    let result = runtime.block_on(crate::matrix::run_cell(&cell, &options));
+    let result = runtime.block_on(matrix::cell::run_cell(&ctx, &cell));
     if result.verdict().is_none() {
         bail!(
             "the cell `{name}` produced no verdict: {:?}",
             result.outcome
         );
     }
-    let transcript = std::fs::read_to_string(result.evidence_dir.join("transcript.jsonl"))?;
+    let transcript = std::fs::read_to_string(
+        report::layout::CellEvidence::new(&result.evidence_dir).transcript(),
+    )?;
     let launches = transcript
         .lines()
         .filter(|l| l.contains("\"kind\":\"launch\""))

@@ -1,7 +1,8 @@
 //! `harness drift VERSION`: compare a published Codex with the pin (see `harness::drift`).
 
 use crate::drift;
-use crate::matrix::{paths, MatrixOptions};
+use matrix::context::CellContext;
+use matrix::paths;
 use std::process::ExitCode;
 
 #[derive(clap::Args, Debug)]
@@ -53,14 +54,14 @@ pub fn main(args: Args) -> ExitCode {
                 return ExitCode::from(2);
             }
         };
-        let mut options = match MatrixOptions::from_env() {
+        let mut ctx = match CellContext::from_env() {
             Ok(o) => o,
             Err(e) => {
                 eprintln!("harness drift: {e:#}");
                 return ExitCode::from(2);
             }
         };
-        options.out_root = out.join("cells");
+        ctx.out_root = out.join("cells");
         let pairs = drift::matrix_pairs(&matrix, &args.version, &args.filters);
         let runtime = match tokio::runtime::Runtime::new() {
             Ok(r) => r,
@@ -69,8 +70,8 @@ pub fn main(args: Args) -> ExitCode {
                 return ExitCode::from(2);
             }
         };
-        outcomes = runtime.block_on(drift::run_matrix(&pairs, &options));
-        crate::env::cleanup_registered();
+        outcomes = runtime.block_on(drift::run_matrix(&pairs, &ctx));
+        sandbox::teardown::tear_down_everything();
     }
     let report = drift::render(&protocol, &outcomes);
     print!("{report}");

@@ -1,6 +1,8 @@
 //! `harness env list` and `harness env probe NAME`.
 
-use crate::env;
+use sandbox::environment::{check_prerequisites, select_runtime};
+use sandbox::probe::{CanaryReport, ProbeReport};
+use sandbox::{catalogue, probe};
 use std::process::ExitCode;
 
 #[derive(clap::Subcommand, Debug)]
@@ -33,8 +35,8 @@ pub fn main(cmd: Command) -> ExitCode {
 /// The `env list` table.
 pub fn list_table() -> String {
     let mut out = String::new();
-    for spec in env::spec::all() {
-        let runnable = match env::select_runtime(spec.name) {
+    for spec in catalogue::all() {
+        let runnable = match select_runtime(spec.name) {
             Ok(runtime) => format!("yes ({})", runtime.as_str()),
             Err(missing) => format!("no: {missing}"),
         };
@@ -58,11 +60,11 @@ pub fn list_table() -> String {
 }
 
 fn probe(name: &str, json: bool) -> ExitCode {
-    if let Err(err) = env::spec(name) {
+    if let Err(err) = catalogue::spec(name) {
         eprintln!("harness env probe: {err:#}");
         return ExitCode::from(2);
     }
-    if let Err(missing) = env::check_prerequisites(name) {
+    if let Err(missing) = check_prerequisites(name) {
         eprintln!("harness env probe {name}: cannot run here: {missing}");
         return ExitCode::from(3);
     }
@@ -83,7 +85,7 @@ fn probe(name: &str, json: bool) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let report = match runtime.block_on(env::probe(name, scratch.path())) {
+    let report = match runtime.block_on(probe::probe(name, scratch.path())) {
         Ok(report) => report,
         Err(err) => {
             eprintln!("harness env probe {name}: {err:#}");
@@ -108,7 +110,7 @@ fn probe(name: &str, json: bool) -> ExitCode {
     }
 }
 
-fn render_canary(label: &str, report: &env::probe::CanaryReport) -> String {
+fn render_canary(label: &str, report: &CanaryReport) -> String {
     let seen_exit = report
         .seen
         .exit_code
@@ -129,8 +131,8 @@ fn render_canary(label: &str, report: &env::probe::CanaryReport) -> String {
 }
 
 /// The human-readable probe report.
-pub fn render_report(report: &env::ProbeReport) -> String {
-    let startup = env::probe::CanaryReport {
+pub fn render_report(report: &ProbeReport) -> String {
+    let startup = CanaryReport {
         canary: report.canary.clone(),
         expected: report.expected.clone(),
         agrees: report.expected.matches(&report.seen),

@@ -4,8 +4,9 @@
 //! diverging message. Also reports, per real-Codex cell, the time spent in Codex versus in the
 //! harness.
 
-use crate::codex::fidelity::{self, PairOutcome};
-use crate::matrix::{paths, MatrixOptions};
+use crate::fidelity::{self, PairOutcome};
+use matrix::context::CellContext;
+use matrix::paths;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -28,7 +29,7 @@ pub struct Args {
 
 pub fn main(args: Args) -> ExitCode {
     let repo_root = paths::repo_root();
-    let loaded = crate::matrix::load_matrix(args.drivers.as_deref(), &[], repo_root.as_deref());
+    let loaded = matrix::load::load_matrix(args.drivers.as_deref(), &[], repo_root.as_deref());
     let matrix = match loaded {
         Ok(matrix) => matrix,
         Err(e) => {
@@ -47,8 +48,8 @@ pub fn main(args: Args) -> ExitCode {
         }
         return ExitCode::SUCCESS;
     }
-    let mut options = match MatrixOptions::from_env() {
-        Ok(options) => options,
+    let mut ctx = match CellContext::from_env() {
+        Ok(ctx) => ctx,
         Err(e) => {
             eprintln!("harness fidelity: {e:#}");
             return ExitCode::from(2);
@@ -58,7 +59,7 @@ pub fn main(args: Args) -> ExitCode {
     let out = args
         .out
         .unwrap_or_else(|| paths::conformance_root().join("fidelity"));
-    options.out_root = match std::path::absolute(&out) {
+    ctx.out_root = match std::path::absolute(&out) {
         Ok(out) => out,
         Err(e) => {
             eprintln!("harness fidelity: --out {}: {e}", out.display());
@@ -75,16 +76,16 @@ pub fn main(args: Args) -> ExitCode {
     let mut outcomes = Vec::new();
     for pair in &pairs {
         eprintln!("running {}", pair.name());
-        outcomes.push(runtime.block_on(fidelity::run_pair(pair, &options)));
+        outcomes.push(runtime.block_on(fidelity::run_pair(pair, &ctx)));
     }
-    crate::env::cleanup_registered();
+    sandbox::teardown::tear_down_everything();
     print!("{}", table(&outcomes));
     let failures = outcomes.iter().filter(|o| o.failure().is_some()).count();
     let errors = outcomes
         .iter()
         .filter(|o| o.fake.verdict.starts_with("error") || o.real.verdict.starts_with("error"))
         .count();
-    if options.ci {
+    if ctx.ci {
         let ignored = outcomes.iter().filter(|o| !o.compared()).count();
         if ignored > 0 {
             eprintln!("CI=true: {ignored} pair(s) could not be compared");

@@ -3,7 +3,7 @@
 //! launch identity. Target and network default to `PAPERCLIP_RUNNER_EXTERNAL_SANDBOX` and
 //! `PAPERCLIP_RUNNER_NETWORK_ACCESS`, like a runner reads them.
 
-use crate::launch::{self, profiles::HostPaths, LaunchRequest, Mode, PolicyGeneration, Target};
+use driver::launch::{self, profiles::HostPaths, LaunchRequest, Mode, PolicyGeneration, Target};
 use std::path::PathBuf;
 use std::process::ExitCode;
 

@@ -1,9 +1,9 @@
 //! `harness provision [VERSION…] [--driver ID…]`: install Codex versions and the published
-//! drivers the matrix runs (`harness::codex::driver_packages`) into the cache (the same code
+//! drivers the matrix runs (`codex::driver_packages`) into the cache (the same code
 //! paths the cells use on first use), and print where each one is. With neither versions nor
 //! `--driver`: every `codex_version` the matrix's runners name, and every pinned driver.
 
-use crate::codex::{driver_packages, provision};
+use codex::{driver_packages, provision};
 use std::process::ExitCode;
 
 #[derive(clap::Args, Debug)]

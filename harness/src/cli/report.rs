@@ -3,7 +3,7 @@
 //! merge several shards' folders (`harness run --partition K/N`) into one report. Exit 0 when
 //! every cell matches its expectation, 1 when any differs, 2 when the folders cannot be read.
 
-use crate::report::{self, folders};
+use report::{self, folders};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -18,7 +18,7 @@ pub struct Args {
     pub out: Option<PathBuf>,
     /// The drivers file the run used (as `harness run --drivers`), so its cells are reported
     /// in matrix order too; its programs need not exist on this machine.
-    #[arg(long, env = crate::matrix::DRIVERS_VAR, value_name = "FILE")]
+    #[arg(long, env = matrix::load::DRIVERS_VAR, value_name = "FILE")]
     pub drivers: Option<PathBuf>,
     /// The extra Codex versions the run used (as `harness run --codex`).
     #[arg(long = "codex", value_name = "VERSION")]

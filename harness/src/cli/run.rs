@@ -6,8 +6,11 @@
 //! version that cannot be installed, a selection that matches nothing), 130 / 143 after SIGINT /
 //! SIGTERM (the reports then list the cells that finished).
 
-use crate::matrix::{self, CellResult, MatrixOptions, Progress};
 use anyhow::Context;
+use matrix::concurrency::Concurrency;
+use matrix::context::CellContext;
+use matrix::scheduler::Progress;
+use report::outcome::CellResult;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use suites::spec::{AppServerKind, DriverKind};
@@ -28,7 +31,7 @@ pub struct Args {
     /// A drivers file (`[drivers.NAME]` tables, optional cases and baseline entries): each
     /// driver runs as `NAME-fake`, `NAME-codex`, `NAME-codex-<version>` cells. Only the file's
     /// cells run, unless `--all-runners`. See docs/driver-contract.md.
-    #[arg(long, env = crate::matrix::DRIVERS_VAR)]
+    #[arg(long, env = matrix::load::DRIVERS_VAR)]
     pub drivers: Option<PathBuf>,
     /// With `--drivers`: also run the harness's own runners' cells.
     #[arg(long, requires = "drivers")]
@@ -71,16 +74,16 @@ pub fn main(args: Args) -> ExitCode {
 }
 
 fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let repo_root = crate::matrix::paths::repo_root();
-    let matrix = matrix::load_matrix(
+    let repo_root = matrix::paths::repo_root();
+    let matrix = matrix::load::load_matrix(
         args.drivers.as_deref(),
         &args.codex_versions,
         repo_root.as_deref(),
     )?;
     let cells = select(&matrix, &args)?;
-    let mut options = MatrixOptions::from_env()?;
+    let mut ctx = CellContext::from_env()?;
     if args.list {
-        list(&cells, &options);
+        list(&cells, &ctx);
         return Ok(ExitCode::SUCCESS);
     }
     // A version the user named must install; a cell would otherwise only say so late.
@@ -89,7 +92,7 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
             .iter()
             .any(|c| c.runner.codex_version.as_ref() == Some(version) && c.not_applicable.is_none())
         {
-            crate::codex::provision::ensure(version).with_context(|| {
+            codex::provision::ensure(version).with_context(|| {
                 format!("--codex {version}: installing @openai/codex@{version}")
             })?;
         }
@@ -97,18 +100,18 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
     if let Some(out) = args.out {
         // Absolute, like the default: drivers and app-servers get paths below it while running
         // in other folders (a drivers file's driver runs in the file's folder).
-        options.out_root =
+        ctx.out_root =
             std::path::absolute(&out).with_context(|| format!("--out {}", out.display()))?;
     }
-    options.driver_cmd = args.driver_cmd;
-    let jobs = matrix::Concurrency::from_jobs(args.jobs);
+    ctx.driver_cmd = args.driver_cmd;
+    let jobs = Concurrency::from_jobs(args.jobs);
     eprintln!(
         "running {} cells, {}; evidence in {}",
         cells.len(),
         jobs.describe(),
-        options.out_root.display()
+        ctx.out_root.display()
     );
-    crate::shutdown::run_matrix(&cells, &options, jobs, print_progress)
+    crate::shutdown::run_matrix(&cells, &ctx, jobs, print_progress)
 }
 
 /// The cells `args` select from `matrix`, in matrix order, the partition applied last.
@@ -162,14 +165,14 @@ fn select(matrix: &suites::Matrix, args: &Args) -> anyhow::Result<Vec<suites::Ce
 }
 
 /// `--list`: one line per cell, `NAME<TAB>STATUS<TAB>DETAIL`, then the counts on stderr.
-fn list(cells: &[suites::Cell], options: &MatrixOptions) {
+fn list(cells: &[suites::Cell], ctx: &CellContext) {
     let mut counts = std::collections::BTreeMap::<&str, usize>::new();
     for cell in cells {
         let (status, detail) = if let Some(reason) = &cell.not_applicable {
             ("not-applicable", reason.clone())
-        } else if let Some(reason) = matrix::missing_prerequisite(cell, options) {
+        } else if let Some(reason) = matrix::prereq::missing(cell, ctx) {
             // Under CI=true a cell that cannot run here fails.
-            let status = if options.ci { "error" } else { "ignored" };
+            let status = if ctx.ci { "error" } else { "ignored" };
             (status, reason)
         } else {
             let expected = &cell.expected;

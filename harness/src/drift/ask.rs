@@ -7,7 +7,6 @@ use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-use wait_timeout::ChildExt;
 
 const ANSWERS_BOUND: Duration = Duration::from_secs(30);
 
@@ -58,10 +57,7 @@ pub fn ask(mut command: Command, requests: &[(&str, Value)]) -> Result<Vec<Value
         }
     }
     drop(stdin);
-    if child.wait_timeout(Duration::from_secs(5))?.is_none() {
-        let _ = child.kill();
-        let _ = child.wait();
-    }
+    sandbox::system::wait_bounded(&mut child, Duration::from_secs(5))?;
     sent.with_context(|| format!("writing to {program}"))?;
     let missing: Vec<&str> = requests
         .iter()

@@ -9,11 +9,11 @@ pub mod ask;
 pub mod persona;
 pub mod schema;
 pub mod unknown;
-pub mod wire;
 
-use crate::codex::fidelity::{self, Pair, PairOutcome};
-use crate::codex::provision;
+use crate::fidelity::{self, wire, Pair, PairOutcome};
 use anyhow::{Context, Result};
+use codex::provision;
+use report::layout::CellEvidence;
 use suites::spec::AppServerKind;
 use suites::{Cell, Matrix};
 
@@ -234,16 +234,13 @@ pub fn render(drift: &ProtocolDrift, matrix: &[MatrixDrift]) -> String {
 }
 
 /// Run the matrix pairs (pin first, then `version`), bounded by the cells' own timeouts.
-pub async fn run_matrix(
-    pairs: &[Pair],
-    options: &crate::matrix::MatrixOptions,
-) -> Vec<MatrixDrift> {
+pub async fn run_matrix(pairs: &[Pair], ctx: &matrix::context::CellContext) -> Vec<MatrixDrift> {
     let mut outcomes = Vec::new();
     for pair in pairs {
         eprintln!("running {}", pair.name());
-        let outcome = fidelity::run_pair(pair, options).await;
+        let outcome = fidelity::run_pair(pair, ctx).await;
         let transcript = |cell: &Cell| {
-            wire::item_id_shapes(&options.out_root.join(cell.name()).join("transcript.jsonl"))
+            wire::item_id_shapes(&CellEvidence::of(&ctx.out_root, &cell.name()).transcript())
         };
         let id_changes = wire::id_shape_changes(&transcript(&pair.fake), &transcript(&pair.real));
         outcomes.push(MatrixDrift {

@@ -4,8 +4,8 @@
 //! provider every cell configures. `harness drift VERSION` writes the persona folder of VERSION;
 //! the protocol-list test asks the real Codex and the fake playing it the same questions.
 
-use crate::codex::runner as codex_runner;
 use anyhow::{bail, Context, Result};
+use codex::runner as codex_runner;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -266,8 +266,8 @@ fn first_path(a: &Value, b: &Value, path: &str) -> String {
             .unwrap_or_else(|| format!("`{path}`")),
         _ => format!(
             "`{path}`: {} → {}",
-            crate::rpc::excerpt(&a.to_string(), 80),
-            crate::rpc::excerpt(&b.to_string(), 80)
+            driver::rpc::excerpt(&a.to_string(), 80),
+            driver::rpc::excerpt(&b.to_string(), 80)
         ),
     }
 }

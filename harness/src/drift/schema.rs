@@ -9,7 +9,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
-use wait_timeout::ChildExt;
 
 const GENERATION_BOUND: Duration = Duration::from_secs(120);
 
@@ -39,9 +38,7 @@ pub fn generate(codex: &Path, out: &Path) -> Result<()> {
         .stderr(Stdio::piped())
         .spawn()
         .with_context(|| format!("running {}", codex.display()))?;
-    let Some(status) = child.wait_timeout(GENERATION_BOUND)? else {
-        let _ = child.kill();
-        let _ = child.wait();
+    let Some(status) = sandbox::system::wait_bounded(&mut child, GENERATION_BOUND)? else {
         bail!(
             "{} generate-json-schema did not finish within {GENERATION_BOUND:?}",
             codex.display()

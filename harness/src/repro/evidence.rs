@@ -4,6 +4,7 @@
 use anyhow::{Context, Result};
 use graders::events::{Body, LaunchSummary, SessionRejected, SessionStarted};
 use graders::reader::{read_all, ReaderConfig};
+use matrix::stages::events::BUBBLEWRAP_PREFIX;
 use std::path::Path;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -17,9 +18,6 @@ pub struct RunEvidence {
     /// `(seq, which)`: the bubblewrap Codex uses in the environment, as the harness found it.
     pub bubblewrap: Option<(u64, String)>,
 }
-
-/// How the harness words its bubblewrap evidence (`matrix::cell`).
-const BUBBLEWRAP_PREFIX: &str = "bubblewrap Codex uses here: ";
 
 impl RunEvidence {
     /// Read and validate `events.jsonl`.

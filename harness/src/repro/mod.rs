@@ -10,13 +10,17 @@ pub mod session;
 
 pub use render::render;
 
-use crate::codex::provision;
-use crate::env;
-use crate::matrix::{self, CellResult, MatrixOptions};
 use anyhow::{bail, Context, Result};
+use codex::provision;
 use evidence::RunEvidence;
 use graders::events::PolicyGeneration;
+use graders::signatures::messages::NO_BWRAP_SIGNATURE;
 use graders::verdict::VerdictKind;
+use matrix::context::CellContext;
+use report::layout::CellEvidence;
+use report::outcome::CellResult;
+use sandbox::environment::{check_prerequisites, select_runtime, Runtime};
+use sandbox::{catalogue, runc, spec};
 use std::path::PathBuf;
 
 pub const SUITE: &str = "codex-planning-read-only";
@@ -43,7 +47,7 @@ impl std::str::FromStr for Failure {
         if let Some((name, environment)) = ALIASES.iter().find(|(alias, _)| *alias == text) {
             return Ok(Failure { name, environment });
         }
-        match env::names()
+        match catalogue::names()
             .into_iter()
             .find(|n| *n == text && *n != "local")
         {
@@ -58,7 +62,7 @@ impl std::str::FromStr for Failure {
                     .map(|(a, _)| *a)
                     .collect::<Vec<_>>()
                     .join(", "),
-                env::names()
+                catalogue::names()
                     .into_iter()
                     .filter(|n| *n != "local")
                     .collect::<Vec<_>>()
@@ -77,8 +81,8 @@ impl Failure {
         self.environment
     }
 
-    fn spec(self) -> env::EnvSpec {
-        env::spec(self.environment).expect("a Failure names a known environment")
+    fn spec(self) -> spec::EnvSpec {
+        catalogue::spec(self.environment).expect("a Failure names a known environment")
     }
 
     /// The text of the environment's failure, as Codex's output carries it.
@@ -86,7 +90,7 @@ impl Failure {
         let spec = self.spec();
         match spec.expected_command.stderr_signature {
             // The canaries' shell wording is not what Codex prints: its helper panics.
-            Some(env::spec::BWRAP_NOT_EXECUTABLE_SIGNATURE) => env::spec::NO_BWRAP_SIGNATURE,
+            Some(spec::BWRAP_NOT_EXECUTABLE_SIGNATURE) => NO_BWRAP_SIGNATURE,
             None => spec.message.unwrap_or(""),
             Some(signature) => signature,
         }
@@ -193,22 +197,21 @@ pub fn default_out_root(failure: Failure) -> PathBuf {
 /// Run the repro for `failure`: the legacy run, then the fixed run.
 pub async fn run(failure: Failure, options: &Options) -> Result<Report> {
     let environment = failure.environment();
-    if let Err(missing) = env::check_prerequisites(environment) {
+    if let Err(missing) = check_prerequisites(environment) {
         bail!("environment `{environment}` cannot run here: {missing}");
     }
-    if options.keep && env::select_runtime(environment)? != env::Runtime::Runc {
+    if options.keep && select_runtime(environment)? != Runtime::Runc {
         bail!("harness repro --keep needs runc (root and runc installed); the Docker runtime has no bundles to rerun by hand");
     }
     let app_server = AppServer::choose();
     let matrix = suites::load().context("loading the shipped suites")?;
-    let mut base = MatrixOptions::from_env()?;
+    let mut base = CellContext::from_env()?;
     base.out_root = options
         .out_root
         .clone()
         .unwrap_or_else(|| default_out_root(failure));
     // Real sandboxing for the fake even where its `auto` choice would simulate.
-    base.fake_leading_args
-        .extend(["--sandbox".into(), "real".into()]);
+    base.fake_args.extend(["--sandbox".into(), "real".into()]);
     let mut runs = Vec::new();
     for (policy, runner) in app_server.runners() {
         let name = format!("{SUITE}.{runner}.{environment}.{CASE}");
@@ -223,13 +226,13 @@ pub async fn run(failure: Failure, options: &Options) -> Result<Report> {
             Some(no_network) if options.network_disabled => no_network.expected.verdict,
             _ => cell.expected.verdict,
         };
-        let kept = env::runc::PreparedList::default();
+        let kept = runc::PreparedList::default();
         let mut cell_options = base.clone();
         if options.keep {
             cell_options.kept_bundles = Some(kept.clone());
         }
-        let result = matrix::run_cell(&cell, &cell_options).await;
-        let evidence = RunEvidence::read(&result.evidence_dir.join("events.jsonl")).ok();
+        let result = matrix::cell::run_cell(&cell_options, &cell).await;
+        let evidence = RunEvidence::read(&CellEvidence::new(&result.evidence_dir).events()).ok();
         let bundles = kept.lock().map(|list| list.clone()).unwrap_or_default();
         runs.push(Run {
             policy,

@@ -1,8 +1,9 @@
 //! The printed report of `harness repro`.
 
 use super::{AppServer, Report, Run, CASE, SUITE};
-use crate::matrix::CellOutcome;
 use graders::events::PolicyGeneration;
+use report::layout::CellEvidence;
+use report::outcome::CellOutcome;
 use std::fmt::Write;
 use std::path::Path;
 
@@ -132,7 +133,9 @@ fn render_rerun(out: &mut String, report: &Report) {
         let _ = writeln!(
             out,
             "  harness grade --suite {SUITE} --case {CASE} {}",
-            run.result.evidence_dir.join("events.jsonl").display()
+            CellEvidence::new(&run.result.evidence_dir)
+                .events()
+                .display()
         );
     }
     if !report.kept {
@@ -150,9 +153,10 @@ fn render_rerun(out: &mut String, report: &Report) {
             generation_label(run.policy)
         );
         for (id, bundle) in &run.bundles {
-            let _ = writeln!(out, "  {}", crate::env::runc::rerun_command(id, bundle));
+            let _ = writeln!(out, "  {}", sandbox::runc::rerun_command(id, bundle));
         }
-        let lines = sent_until_thread_start(&run.result.evidence_dir.join("transcript.jsonl"));
+        let lines =
+            sent_until_thread_start(&CellEvidence::new(&run.result.evidence_dir).transcript());
         if !lines.is_empty() {
             let _ = writeln!(
                 out,

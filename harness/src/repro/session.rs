@@ -1,9 +1,9 @@
 //! One app-server process inside an environment, talked to through `harness::rpc`, recording
 //! every line sent so a user can replay them by hand.
 
-use crate::launcher::{Launcher, ProcessSpec};
-use crate::rpc::{Limits, RpcClient, RpcError};
 use anyhow::{Context, Result};
+use driver::rpc::{Limits, RpcClient, RpcError};
+use sandbox::launcher::{Launcher, ProcessSpec};
 use serde_json::{json, Value};
 use std::path::Path;
 use std::time::Duration;

@@ -9,13 +9,13 @@ use std::path::{Path, PathBuf};
 /// Generate the schema into `out` with the pinned Codex. The caller's trial has already checked
 /// that Codex is here ([`super::prereq::codex_missing`]), so not finding it is a failure.
 pub fn generate(out: &Path) -> CodexSchema {
-    generate_version(harness::codex::provision::PINNED, out)
+    generate_version(codex::provision::PINNED, out)
 }
 
 /// Every Codex version the matrix's runners name, the pin first: what the schema tests check
 /// against, so a new runner is checked without code changes.
 pub fn matrix_versions() -> Vec<String> {
-    harness::codex::provision::matrix_versions(&suites::load().expect("suites load"))
+    codex::provision::matrix_versions(&suites::load().expect("suites load"))
 }
 
 /// Every release a fake runner of the matrix plays, the pin first: what the fake's protocol and
@@ -25,7 +25,7 @@ pub fn fake_releases() -> Vec<String> {
     let mut releases = vec![fake_app_server::persona::DEFAULT_VERSION.to_string()];
     for runner in matrix.file.runners.values() {
         if runner.app_server == suites::spec::AppServerKind::Fake {
-            let plays = harness::codex::fidelity::plays(runner).to_string();
+            let plays = harness::fidelity::plays(runner).to_string();
             if !releases.contains(&plays) {
                 releases.push(plays);
             }
@@ -36,7 +36,7 @@ pub fn fake_releases() -> Vec<String> {
 
 /// Generate the schema of Codex `version` into `out` (the trial checked it is installed).
 pub fn generate_version(version: &str, out: &Path) -> CodexSchema {
-    let install = harness::codex::provision::resolve(version)
+    let install = codex::provision::resolve(version)
         .unwrap_or_else(|err| panic!("Codex {version} is not installed: {err:#}"));
     harness::drift::schema::generate(&install.binary, out)
         .unwrap_or_else(|err| panic!("generating Codex {version}'s schema: {err:#}"));

@@ -1,11 +1,13 @@
 //! Driver runs against the fake app-server, shared by the external-driver tests and the schema
 //! test of what drivers send.
 
+use driver::launch::LaunchRequest;
+use driver::reference::DriverConfig;
+use driver::run::{AppServerProgram, RunSpec};
+use driver::task::Task;
+use driver::task::Timeouts;
 use graders::events::{CellId, PolicyGeneration, Target};
-use harness::driver::{AppServerProgram, DriverConfig, Timeouts};
-use harness::launch::LaunchRequest;
-use harness::launcher::LocalLauncher;
-use harness::task::Task;
+use sandbox::launcher::LocalLauncher;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -20,40 +22,41 @@ pub fn config(dir: &Path, scenario: &str, task: Task, target: Target) -> DriverC
         std::fs::create_dir_all(d).unwrap();
     }
     DriverConfig {
-        cell: CellId::new(
-            "core-compatibility",
-            "runner-external",
-            "local",
-            "plan-revise-accept",
-        ),
-        launch: LaunchRequest {
-            mode: task.mode,
-            target,
-            network_enabled: false,
-            policy: PolicyGeneration::Current,
-            workspace: workspace.clone(),
-        },
-        task,
-        app_server: AppServerProgram {
-            program: env!("CARGO_BIN_EXE_harness").into(),
-            leading_args: vec!["fake-app-server".into(), "app-server".into()],
-            extra_args: vec![],
-            env: vec![
-                ("PATH".into(), std::env::var("PATH").unwrap_or_default()),
-                ("HOME".into(), home.display().to_string()),
-                ("TMPDIR".into(), tmp.display().to_string()),
-                ("FAKE_APP_SERVER_SCENARIO".into(), scenario.into()),
-                (
-                    "FAKE_APP_SERVER_TRANSCRIPT".into(),
-                    dir.join("transcript.jsonl").display().to_string(),
-                ),
-            ],
+        run: RunSpec {
+            cell: CellId::new(
+                "core-compatibility",
+                "runner-external",
+                "local",
+                "plan-revise-accept",
+            ),
+            launch: LaunchRequest {
+                mode: task.mode,
+                target,
+                network_enabled: false,
+                policy: PolicyGeneration::Current,
+                workspace: workspace.clone(),
+            },
+            task,
+            app_server: AppServerProgram {
+                program: env!("CARGO_BIN_EXE_harness").into(),
+                leading_args: vec!["fake-app-server".into(), "app-server".into()],
+                extra_args: vec![],
+                env: vec![
+                    ("PATH".into(), std::env::var("PATH").unwrap_or_default()),
+                    ("HOME".into(), home.display().to_string()),
+                    ("TMPDIR".into(), tmp.display().to_string()),
+                    ("FAKE_APP_SERVER_SCENARIO".into(), scenario.into()),
+                    (
+                        "FAKE_APP_SERVER_TRANSCRIPT".into(),
+                        dir.join("transcript.jsonl").display().to_string(),
+                    ),
+                ],
+            },
+            timeouts: Timeouts::default(),
         },
         launcher: Arc::new(LocalLauncher),
-        workspace,
         stderr_log: dir.join("cell").join("stderr.log"),
         transcript: None,
-        timeouts: Timeouts::default(),
     }
 }
 

@@ -1,12 +1,12 @@
 //! Running one fidelity pair as a test trial.
 
-use harness::codex::fidelity::{self, Pair, PairOutcome};
-use harness::matrix::MatrixOptions;
+use harness::fidelity::{self, Pair, PairOutcome};
 use libtest_mimic::Failed;
+use matrix::context::CellContext;
 
 /// Run `pair` on a runtime of its own; its outcome when both sides were compared and agree,
 /// else the failure naming what differed.
-pub fn agreeing(pair: &Pair, options: &MatrixOptions) -> Result<PairOutcome, Failed> {
+pub fn agreeing(pair: &Pair, options: &CellContext) -> Result<PairOutcome, Failed> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -27,7 +27,7 @@ pub fn agreeing(pair: &Pair, options: &MatrixOptions) -> Result<PairOutcome, Fai
 }
 
 /// Why either cell of `pair` cannot run here (the matrix's own check), if one cannot.
-pub fn cells_missing(pair: &Pair, options: &MatrixOptions) -> Option<String> {
-    harness::matrix::missing_prerequisite(&pair.real, options)
-        .or_else(|| harness::matrix::missing_prerequisite(&pair.fake, options))
+pub fn cells_missing(pair: &Pair, options: &CellContext) -> Option<String> {
+    matrix::prereq::missing(&pair.real, options)
+        .or_else(|| matrix::prereq::missing(&pair.fake, options))
 }

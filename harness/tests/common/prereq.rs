@@ -6,9 +6,9 @@
 //! Test crates using this are libtest-mimic harnesses (`harness = false` in Cargo.toml); they
 //! differ only in which prerequisites they check.
 
-use harness::codex::provision::{self, PINNED};
-use harness::env::Runtime;
+use codex::provision::{self, PINNED};
 use libtest_mimic::{Failed, Trial};
+use sandbox::environment::Runtime;
 use std::future::Future;
 use std::sync::OnceLock;
 
@@ -53,7 +53,7 @@ pub fn matrix_codex_missing() -> Option<String> {
 /// a runtime for a container environment), and for a container environment the runc runtime,
 /// which is what these tests exercise.
 pub fn environment_missing(environment: &str) -> Option<String> {
-    match harness::env::select_runtime(environment) {
+    match sandbox::environment::select_runtime(environment) {
         Ok(Runtime::Host | Runtime::Runc) => None,
         Ok(other) => Some(format!(
             "environment `{environment}` needs runc, the runtime selected here is {}",

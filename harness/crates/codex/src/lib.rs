@@ -1,0 +1,17 @@
+//! The real Codex.
+//!
+//! Owns: installing and resolving the pinned Codex versions ([`provision`]) and the published
+//! drivers' packages ([`driver_packages`]), the mock model API the real Codex talks to instead
+//! of a model ([`mock_api`]), and a real-Codex app-server prepared for one cell: its folders,
+//! its allowlisted environment and its mock ([`runner`]).
+//!
+//! May use: `driver` (the app-server program and the bounds of a run), `sandbox` (an
+//! environment's container user, `which`, the bounded wait), `report` (the evidence layout its
+//! logs go into), `fake_app_server` (the scenario format the mock plays), `suites` and
+//! third-party crates. Not the matrix: a cell's pipeline calls [`runner::prepare`]. The
+//! differential fidelity of the fake against the real Codex is a tool of the `harness` crate.
+
+pub mod driver_packages;
+pub mod mock_api;
+pub mod provision;
+pub mod runner;

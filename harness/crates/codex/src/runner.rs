@@ -1,0 +1,249 @@
+//! Preparing a real-Codex runner for one cell: the pinned binary (provisioned on first use), a
+//! throwaway HOME / CODEX_HOME / TMPDIR, an allowlisted environment, and a mock model API
+//! playing the cell's scenario, wired in as a custom model provider.
+//!
+//! Layout under the cell's folder (`CellDirs::root`):
+//! `codex/home/` (HOME), `codex/home/.codex/` (CODEX_HOME, Codex's default place) and
+//! `codex/tmp/` (TMPDIR):
+//! * TMPDIR is never a parent of CODEX_HOME: Codex refuses to create its sandbox helper alias
+//!   under a temporary folder that contains CODEX_HOME;
+//! * CODEX_HOME inside HOME is the layout the fake runner's cells have (`home/.codex`), so the
+//!   launch policy builds the same profiles for both runners (it adds no explicit HOME deny
+//!   when HOME holds CODEX_HOME: `":root"="none"` already denies both, and an explicit deny
+//!   over CODEX_HOME would hide Codex's sandbox helper).
+//!
+//! Plus `model-log.jsonl` and `model-requests.jsonl`.
+
+use super::mock_api::{MockConfig, MockModelApi, MockScript};
+use super::provision::{self, CodexInstall};
+use anyhow::{Context, Result};
+use driver::run::AppServerProgram;
+use driver::task::Timeouts;
+use fake_app_server::scenario::Scenario;
+use report::layout::CellEvidence;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// `PATH` of the app-server: system folders only.
+pub const APP_SERVER_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+/// The provider id and model name configured into Codex.
+pub const PROVIDER_ID: &str = "mock";
+pub const MODEL: &str = "mock-model";
+
+/// The Codex version a runner plays, from its name (`runner-codex`, `runner-codex-0-160`,
+/// `runner-codex-legacy`); `None` for runners that do not use the real Codex.
+pub fn version_for_runner(runner: &str) -> Option<&'static str> {
+    match runner {
+        "runner-codex" | "runner-codex-legacy" => Some(provision::PINNED),
+        "runner-codex-0-160" | "runner-codex-0.160" => Some(provision::SECOND),
+        "runner-codex-0-171" => Some(provision::NEWEST),
+        _ => None,
+    }
+}
+
+/// Where a cell's Codex files go, and who must own them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CellDirs {
+    /// The cell's evidence folder (e.g. `target/conformance/<cell>/`).
+    pub root: PathBuf,
+    /// uid/gid the app-server runs as, when not the harness's own (e.g. `daytona-uidmap` runs
+    /// it as 1000): HOME, CODEX_HOME and TMPDIR are handed to that owner.
+    pub owner: Option<(u32, u32)>,
+}
+
+impl CellDirs {
+    pub fn new(root: &Path) -> Self {
+        Self {
+            root: root.to_path_buf(),
+            owner: None,
+        }
+    }
+
+    /// The owner an environment's container runs the app-server as (`None` for root / host).
+    pub fn owned_for_environment(root: &Path, environment: &str) -> Result<Self> {
+        Ok(Self {
+            root: root.to_path_buf(),
+            owner: sandbox::catalogue::spec(environment)?.container_user(),
+        })
+    }
+}
+
+/// A real Codex ready to be launched by a driver.
+pub struct PreparedCodex {
+    pub install: CodexInstall,
+    pub app_server: AppServerProgram,
+    pub mock: MockModelApi,
+    pub home: PathBuf,
+    pub codex_home: PathBuf,
+    pub tmpdir: PathBuf,
+    /// `ModelLogEntry` JSONL: every tool call the mock made and every output it got back.
+    pub model_log: PathBuf,
+    /// Every request the mock received (headers + body), JSONL.
+    pub request_log: PathBuf,
+}
+
+impl PreparedCodex {
+    /// Folders a container must bind read-write (same path inside).
+    pub fn writable_mounts(&self) -> Vec<PathBuf> {
+        vec![
+            self.home.clone(),
+            self.codex_home.clone(),
+            self.tmpdir.clone(),
+        ]
+    }
+
+    /// Folders a container must bind read-only: the Codex package (binary and its bubblewrap).
+    pub fn readonly_mounts(&self) -> Vec<PathBuf> {
+        let prefix = self
+            .install
+            .package_dir
+            .ancestors()
+            .find(|dir| dir.file_name().is_some_and(|n| n == "node_modules"))
+            .and_then(Path::parent)
+            .unwrap_or(&self.install.package_dir);
+        vec![prefix.to_path_buf()]
+    }
+
+    /// Bounds for the driver: the real Codex starts its sandbox and talks to the mock, so a
+    /// turn takes longer than with the fake (measured: 0.2 s a turn; bounds leave wide margin).
+    pub fn timeouts() -> Timeouts {
+        Timeouts {
+            request: Duration::from_secs(30),
+            turn_idle: Duration::from_secs(60),
+            turn_total: Duration::from_secs(180),
+            shutdown: Duration::from_secs(10),
+            ..Timeouts::default()
+        }
+    }
+}
+
+/// Prepare `version` of Codex for one cell playing `scenario`'s model script.
+pub async fn prepare(version: &str, dirs: &CellDirs, scenario: &Scenario) -> Result<PreparedCodex> {
+    let script = MockScript::from_scenario(scenario)?;
+    prepare_script(version, dirs, script).await
+}
+
+/// Like [`prepare`], with an explicit mock script.
+pub async fn prepare_script(
+    version: &str,
+    dirs: &CellDirs,
+    script: MockScript,
+) -> Result<PreparedCodex> {
+    let wanted = version.to_string();
+    // Provisioning may run npm (bounded inside `ensure`); keep it off the async workers.
+    let install = tokio::task::spawn_blocking(move || provision::ensure(&wanted))
+        .await
+        .context("provisioning task")??;
+    let evidence = CellEvidence::new(&dirs.root);
+    let codex_dir = evidence.codex();
+    let home = codex_dir.join("home");
+    let codex_home = home.join(".codex");
+    let tmpdir = codex_dir.join("tmp");
+    for dir in [&home, &codex_home, &tmpdir] {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    if let Some((uid, gid)) = dirs.owner {
+        for dir in [&codex_dir, &home, &codex_home, &tmpdir] {
+            std::os::unix::fs::chown(dir, Some(uid), Some(gid))
+                .with_context(|| format!("handing {} to uid {uid}", dir.display()))?;
+        }
+    }
+    let model_log = evidence.model_log();
+    let request_log = evidence.model_requests();
+    let mock = MockModelApi::start_with(MockConfig {
+        script,
+        model_log: model_log.clone(),
+        request_log: Some(request_log.clone()),
+    })
+    .await?;
+    let app_server = AppServerProgram {
+        program: install.binary.clone(),
+        leading_args: vec!["app-server".into()],
+        extra_args: provider_args(&mock.base_url()),
+        env: allowlisted_env(&home, &codex_home, &tmpdir),
+    };
+    Ok(PreparedCodex {
+        install,
+        app_server,
+        mock,
+        home,
+        codex_home,
+        tmpdir,
+        model_log,
+        request_log,
+    })
+}
+
+/// The `-c` arguments that point Codex at the mock. No retries: a failure the mock scripts must
+/// reach the driver as it is, and no `env_key`, so Codex sends no credentials at all.
+pub fn provider_args(base_url: &str) -> Vec<String> {
+    let quoted = |s: &str| toml::Value::String(s.into()).to_string();
+    vec![
+        "-c".into(),
+        format!("model_provider={}", quoted(PROVIDER_ID)),
+        "-c".into(),
+        format!("model={}", quoted(MODEL)),
+        "-c".into(),
+        format!(
+            "model_providers.{PROVIDER_ID}={{name={},base_url={},wire_api=\"responses\",request_max_retries=0,stream_max_retries=0}}",
+            quoted(PROVIDER_ID),
+            quoted(base_url)
+        ),
+    ]
+}
+
+/// The app-server's complete environment: nothing inherited, never a credential.
+pub fn allowlisted_env(home: &Path, codex_home: &Path, tmpdir: &Path) -> Vec<(String, String)> {
+    let path = |p: &Path| p.to_string_lossy().into_owned();
+    vec![
+        ("PATH".into(), APP_SERVER_PATH.into()),
+        ("HOME".into(), path(home)),
+        ("CODEX_HOME".into(), path(codex_home)),
+        ("TMPDIR".into(), path(tmpdir)),
+        ("LANG".into(), "C.UTF-8".into()),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_environment_is_exactly_the_allowlist_and_tmpdir_is_not_above_codex_home() {
+        let env = allowlisted_env(
+            Path::new("/c/codex/home"),
+            Path::new("/c/codex/home/.codex"),
+            Path::new("/c/codex/tmp"),
+        );
+        let names: Vec<&str> = env.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(names, ["PATH", "HOME", "CODEX_HOME", "TMPDIR", "LANG"]);
+        let get = |name: &str| env.iter().find(|(k, _)| k == name).unwrap().1.clone();
+        assert!(!Path::new(&get("CODEX_HOME")).starts_with(get("TMPDIR")));
+    }
+
+    #[test]
+    fn provider_args_are_valid_toml_pointing_at_the_mock() {
+        let args = provider_args("http://127.0.0.1:4242/v1");
+        assert_eq!(args[1], "model_provider=\"mock\"");
+        let table: toml::Table = toml::from_str(&args[5]).unwrap();
+        let mock = &table["model_providers"]["mock"];
+        assert_eq!(mock["base_url"].as_str(), Some("http://127.0.0.1:4242/v1"));
+        assert_eq!(mock["wire_api"].as_str(), Some("responses"));
+        assert_eq!(mock["request_max_retries"].as_integer(), Some(0));
+        assert!(mock.get("env_key").is_none());
+    }
+
+    #[test]
+    fn runners_map_to_pinned_versions() {
+        assert_eq!(version_for_runner("runner-codex"), Some(provision::PINNED));
+        assert_eq!(
+            version_for_runner("runner-codex-legacy"),
+            Some(provision::PINNED)
+        );
+        assert_eq!(
+            version_for_runner("runner-codex-0-160"),
+            Some(provision::SECOND)
+        );
+        assert_eq!(version_for_runner("runner-fake"), None);
+    }
+}

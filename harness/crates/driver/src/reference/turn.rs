@@ -1,0 +1,595 @@
+//! One turn: `turn/start`, then every notification and server request of the turn until its
+//! `turn/completed` (turn items are collected from `item/*` notifications: the items of
+//! `turn/completed` are only a summary).
+
+use super::session::Session;
+use super::tools::{ToolDecision, ToolResults};
+use super::{emit, emit_resolved, items, stop, transport_stop, DriverConfig, Stop};
+use crate::event_log::EventLog;
+use crate::launch::{LaunchPlan, TurnParams};
+use crate::rpc::{excerpt, Incoming, RpcClient};
+use graders::events::{
+    ApprovalKind, ApprovalRequested, Body, Diagnostic, Ending, ItemEvent, Level, Mode, PlanStep,
+    PlanUpdated, ResultProposed, Target, TurnCompleted, TurnError, TurnStarted, TurnSubmitted,
+};
+use serde_json::{json, Value};
+use std::collections::VecDeque;
+
+/// What to send as the next turn.
+#[derive(Debug, Clone)]
+pub struct TurnRequest {
+    pub text: String,
+    pub params: TurnParams,
+}
+
+/// How a turn went.
+#[derive(Debug, Default)]
+pub struct TurnOutcome {
+    pub turn_id: String,
+    pub status: String,
+    pub error: Option<String>,
+    /// The last completed `plan` item: (item id, text).
+    pub plan: Option<(String, String)>,
+    pub last_message: Option<String>,
+    /// A result accepted during this turn.
+    pub new_result: Option<ResultProposed>,
+    /// Items whose approval the driver granted: they run outside Codex's sandbox.
+    pub approved_items: std::collections::HashSet<String>,
+}
+
+/// Mutable run state a turn reads and updates.
+pub struct RunState {
+    pub results: ToolResults,
+    pub answers: VecDeque<String>,
+    pub turn_index: u32,
+}
+
+/// Longest user text kept in `turn.submitted`.
+const INPUT_EXCERPT_CHARS: usize = 500;
+
+pub async fn run(
+    config: &DriverConfig,
+    plan: &LaunchPlan,
+    session: &mut Session,
+    state: &mut RunState,
+    request: &TurnRequest,
+    log: &mut EventLog,
+) -> Result<TurnOutcome, Stop> {
+    let t = &config.run.timeouts;
+    let params = request
+        .params
+        .to_params(&session.thread_id, &request.text, &session.model);
+    emit(
+        log,
+        Body::TurnSubmitted(TurnSubmitted {
+            index: state.turn_index,
+            permissions: request.params.permissions.clone(),
+            collaboration_mode: request.params.collaboration_mode.clone(),
+            input_excerpt: excerpt(&request.text, INPUT_EXCERPT_CHARS),
+            approval_policy: params
+                .get("approvalPolicy")
+                .cloned()
+                .filter(|v| !v.is_null()),
+            approvals_reviewer: params["approvalsReviewer"].as_str().map(String::from),
+        }),
+    )?;
+    state.turn_index += 1;
+    let response = session
+        .client
+        .request("turn/start", params, t.request)
+        .await
+        .map_err(|e| transport_stop(&e))?;
+    let result = response.map_err(|e| {
+        stop(
+            Ending::FailedPermanently,
+            true,
+            "turn_start_rejected",
+            &e.message,
+        )
+    })?;
+    let turn_id = result["turn"]["id"]
+        .as_str()
+        .ok_or_else(|| {
+            stop(
+                Ending::TransportLost,
+                true,
+                "protocol_violation",
+                &format!(
+                    "turn/start result without turn.id: {}",
+                    excerpt(&result.to_string(), 200)
+                ),
+            )
+        })?
+        .to_string();
+    let mut outcome = TurnOutcome {
+        turn_id: turn_id.clone(),
+        ..TurnOutcome::default()
+    };
+    let sandbox = request.params.permissions.clone();
+    let deadline = tokio::time::Instant::now() + t.turn_total;
+    loop {
+        let remaining = deadline.saturating_duration_since(tokio::time::Instant::now());
+        if remaining.is_zero() {
+            return Err(stop(
+                Ending::TimedOut,
+                true,
+                "timed_out",
+                &format!("turn {turn_id} did not complete within {:?}", t.turn_total),
+            ));
+        }
+        let msg = session
+            .client
+            .next(t.turn_idle.min(remaining))
+            .await
+            .map_err(|e| transport_stop(&e))?;
+        match msg {
+            Incoming::Notification { method, params } => {
+                if let Some(done) = on_notification(
+                    &method,
+                    &params,
+                    &turn_id,
+                    sandbox.as_deref(),
+                    &mut outcome,
+                    log,
+                )? {
+                    outcome.status = done.0;
+                    outcome.error = done.1;
+                    return Ok(outcome);
+                }
+            }
+            Incoming::Request { id, method, params } => {
+                on_request(
+                    plan,
+                    session,
+                    state,
+                    &turn_id,
+                    (&id, &method, &params),
+                    &mut outcome,
+                    log,
+                )
+                .await?;
+            }
+            Incoming::Response { id, .. } => {
+                emit(
+                    log,
+                    Body::Diagnostic(Diagnostic {
+                        level: Level::Warn,
+                        message: format!("a response to no pending request (id {id}) was ignored"),
+                    }),
+                )?;
+            }
+        }
+    }
+}
+
+/// Handle one notification; `Some((status, error))` when the turn completed.
+fn on_notification(
+    method: &str,
+    params: &Value,
+    turn_id: &str,
+    sandbox: Option<&str>,
+    outcome: &mut TurnOutcome,
+    log: &mut EventLog,
+) -> Result<Option<(String, Option<String>)>, Stop> {
+    let param_turn = params["turnId"].as_str().map(String::from);
+    let body = match method {
+        "turn/started" if params["turn"]["id"].as_str() == Some(turn_id) => {
+            Body::TurnStarted(TurnStarted {
+                turn_id: turn_id.to_string(),
+            })
+        }
+        "turn/completed" if params["turn"]["id"].as_str() == Some(turn_id) => {
+            let completed = turn_completed(turn_id, &params["turn"]);
+            let ended = (completed.status.clone(), completed.error.clone());
+            emit(log, Body::TurnCompleted(completed))?;
+            return Ok(Some(ended));
+        }
+        "item/started" | "item/completed" => {
+            item_event(method, params, param_turn, sandbox, outcome)
+        }
+        "turn/plan/updated" => plan_updated(params, param_turn),
+        "error" => turn_error(params, param_turn),
+        "configWarning" | "warning" => app_server_warning(method, params),
+        _ => return Ok(None),
+    };
+    emit(log, body)?;
+    Ok(None)
+}
+
+/// `turn/completed` of the driver's turn.
+fn turn_completed(turn_id: &str, turn: &Value) -> TurnCompleted {
+    let status = turn["status"].as_str().unwrap_or("unknown").to_string();
+    let error = turn["error"]["message"]
+        .as_str()
+        .map(String::from)
+        .or_else(|| turn["error"].as_str().map(String::from));
+    TurnCompleted {
+        turn_id: turn_id.to_string(),
+        status,
+        error,
+        codex_error_info: turn["error"]
+            .get("codexErrorInfo")
+            .cloned()
+            .filter(|v| !v.is_null()),
+    }
+}
+
+/// `item/started` / `item/completed`, reduced; a completed plan or agent message is kept for
+/// the turn's outcome.
+fn item_event(
+    method: &str,
+    params: &Value,
+    turn_id: Option<String>,
+    sandbox: Option<&str>,
+    outcome: &mut TurnOutcome,
+) -> Body {
+    let item = items::reduce(&params["item"], sandbox, &outcome.approved_items);
+    if method == "item/completed" {
+        match &item {
+            graders::events::Item::Plan { id, text } => {
+                outcome.plan = Some((id.clone(), text.clone()))
+            }
+            graders::events::Item::AgentMessage { text, .. } => {
+                outcome.last_message = Some(text.clone())
+            }
+            _ => {}
+        }
+    }
+    let event = ItemEvent { turn_id, item };
+    if method == "item/started" {
+        Body::ItemStarted(event)
+    } else {
+        Body::ItemCompleted(event)
+    }
+}
+
+/// `turn/plan/updated`.
+fn plan_updated(params: &Value, turn_id: Option<String>) -> Body {
+    let steps = params["plan"]
+        .as_array()
+        .map(|steps| {
+            steps
+                .iter()
+                .map(|s| PlanStep {
+                    step: s["step"].as_str().unwrap_or_default().to_string(),
+                    status: s["status"].as_str().unwrap_or_default().to_string(),
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    Body::PlanUpdated(PlanUpdated {
+        turn_id,
+        explanation: params["explanation"].as_str().map(String::from),
+        steps,
+    })
+}
+
+/// `error`: a turn's error, maybe retried by the app-server.
+fn turn_error(params: &Value, turn_id: Option<String>) -> Body {
+    let error = &params["error"];
+    Body::TurnError(TurnError {
+        turn_id,
+        message: excerpt(error["message"].as_str().unwrap_or_default(), 500),
+        will_retry: params["willRetry"].as_bool(),
+        codex_error_info: error
+            .get("codexErrorInfo")
+            .cloned()
+            .filter(|v| !v.is_null()),
+        additional_details: error["additionalDetails"].as_str().map(|d| excerpt(d, 500)),
+    })
+}
+
+/// `configWarning` / `warning`: said as a diagnostic.
+fn app_server_warning(method: &str, params: &Value) -> Body {
+    let text = params["error"]["message"]
+        .as_str()
+        .or_else(|| params["summary"].as_str())
+        .or_else(|| params["message"].as_str())
+        .unwrap_or_default();
+    Body::Diagnostic(Diagnostic {
+        level: Level::Warn,
+        message: format!("app-server {method}: {}", excerpt(text, 500)),
+    })
+}
+
+/// Whether the driver approves a request to run outside the sandbox or to change files
+/// outside the turn's profile. Only a standard run inside an external sandbox does (the target
+/// itself is the sandbox there); a planning run never approves a write, and an ask run answers
+/// questions without changing anything.
+fn approves_escalation(mode: Mode, target: Target) -> bool {
+    mode == Mode::Standard && target == Target::ExternalSandbox
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn on_request(
+    plan: &LaunchPlan,
+    session: &mut Session,
+    state: &mut RunState,
+    turn_id: &str,
+    (id, method, params): (&Value, &str, &Value),
+    outcome: &mut TurnOutcome,
+    log: &mut EventLog,
+) -> Result<(), Stop> {
+    let approve = approves_escalation(plan.request.mode, plan.request.target);
+    let client = &mut session.client;
+    match method {
+        "item/tool/call" => {
+            let thread_id = session.thread_id.as_str();
+            let binding = (thread_id, turn_id);
+            on_tool_call(client, state, binding, id, params, outcome, log).await
+        }
+        "item/commandExecution/requestApproval" | "item/fileChange/requestApproval" => {
+            let kind = if method.starts_with("item/commandExecution") {
+                ApprovalKind::Command
+            } else {
+                ApprovalKind::FileChange
+            };
+            let request = ApprovalRequested {
+                request_id: request_id(id),
+                kind,
+                item_id: params["itemId"].as_str().map(String::from),
+                command: params["command"].as_str().map(String::from),
+                reason: params["reason"].as_str().map(String::from),
+                available_decisions: available_decisions(params),
+            };
+            let decisions = (Decision::plain("accept"), Decision::plain("decline"));
+            answer_escalation(client, log, id, request, approve, decisions, outcome).await
+        }
+        "execCommandApproval" | "applyPatchApproval" => {
+            on_legacy_approval(client, (id, method, params), approve, outcome, log).await
+        }
+        "item/permissions/requestApproval" => {
+            // Widening a profile mid-run is never granted: the launch policy is the whole grant.
+            let request = ApprovalRequested {
+                request_id: request_id(id),
+                kind: ApprovalKind::Permissions,
+                item_id: params["itemId"].as_str().map(String::from),
+                command: None,
+                reason: params["reason"].as_str().map(String::from),
+                available_decisions: available_decisions(params),
+            };
+            let answer = json!({"permissions": {}, "scope": "turn"});
+            answer_approval(client, log, id, request, answer, "decline").await
+        }
+        "item/tool/requestUserInput" => on_user_input(client, state, id, params, log).await,
+        other => on_unsupported(client, id, other, log).await,
+    }
+}
+
+/// The JSON-RPC id of a request, as the events name it.
+fn request_id(id: &Value) -> String {
+    match id {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// `item/tool/call`: the result tools (`paperclip_finish`, `paperclip_block`), answered by what
+/// the run's results decide; a call bound to another thread or turn closes the session.
+async fn on_tool_call(
+    client: &mut RpcClient,
+    state: &mut RunState,
+    (thread_id, turn_id): (&str, &str),
+    id: &Value,
+    params: &Value,
+    outcome: &mut TurnOutcome,
+    log: &mut EventLog,
+) -> Result<(), Stop> {
+    match state.results.decide(params, thread_id, Some(turn_id)) {
+        ToolDecision::Accepted(result) => {
+            let tool = params["tool"].as_str().unwrap_or_default();
+            client
+                .respond(id, tool_answer(&format!("{tool} acknowledged"), true))
+                .await
+                .map_err(|e| transport_stop(&e))?;
+            emit(log, Body::ResultProposed(result.clone()))?;
+            outcome.new_result = Some(result);
+        }
+        ToolDecision::Repeated => {
+            let tool = params["tool"].as_str().unwrap_or_default();
+            client
+                .respond(id, tool_answer(&format!("{tool} acknowledged"), true))
+                .await
+                .map_err(|e| transport_stop(&e))?;
+        }
+        ToolDecision::Rejected(why) => {
+            client
+                .respond(id, tool_answer(&why, false))
+                .await
+                .map_err(|e| transport_stop(&e))?;
+            emit(
+                log,
+                Body::Diagnostic(Diagnostic {
+                    level: Level::Warn,
+                    message: format!("tool call rejected: {why}"),
+                }),
+            )?;
+        }
+        ToolDecision::WrongBinding(why) => {
+            // Best effort: the session is closed either way.
+            let _ = client.respond_error(id, -32600, &why).await;
+            emit(
+                log,
+                Body::Diagnostic(Diagnostic {
+                    level: Level::Error,
+                    message: format!("session closed: {why}"),
+                }),
+            )?;
+            return Err(stop(
+                Ending::FailedPermanently,
+                true,
+                "protocol_violation",
+                &why,
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `execCommandApproval` / `applyPatchApproval`, the approvals of the older protocol: the
+/// command comes as an argv, the item as a call id, the decisions are `approved` / `denied`.
+async fn on_legacy_approval(
+    client: &mut RpcClient,
+    (id, method, params): (&Value, &str, &Value),
+    approve: bool,
+    outcome: &mut TurnOutcome,
+    log: &mut EventLog,
+) -> Result<(), Stop> {
+    let kind = if method == "execCommandApproval" {
+        ApprovalKind::Command
+    } else {
+        ApprovalKind::FileChange
+    };
+    let command = params["command"].as_array().map(|parts| {
+        parts
+            .iter()
+            .filter_map(Value::as_str)
+            .collect::<Vec<_>>()
+            .join(" ")
+    });
+    let request = ApprovalRequested {
+        request_id: request_id(id),
+        kind,
+        item_id: params["callId"].as_str().map(String::from),
+        command,
+        reason: params["reason"].as_str().map(String::from),
+        available_decisions: available_decisions(params),
+    };
+    // The legacy ReviewDecision denies with an object carrying the reason
+    // (`DeniedReviewDecision`): a bare "denied" is no value of it.
+    let decisions = (
+        Decision::plain("approved"),
+        Decision {
+            name: "denied",
+            answer: json!({"denied": {"rejection": "the runner's launch policy grants no escalation"}}),
+        },
+    );
+    answer_escalation(client, log, id, request, approve, decisions, outcome).await
+}
+
+/// One decision of an approval: its name (what the run's events record) and the value the answer
+/// carries as `decision`.
+struct Decision {
+    name: &'static str,
+    answer: Value,
+}
+
+impl Decision {
+    fn plain(name: &'static str) -> Self {
+        Self {
+            name,
+            answer: json!(name),
+        }
+    }
+}
+
+/// Answer a request to run a command or change files beyond the profile: the first of
+/// `decisions` when the run approves escalations (the item is then remembered as approved),
+/// else the second.
+async fn answer_escalation(
+    client: &mut RpcClient,
+    log: &mut EventLog,
+    id: &Value,
+    request: ApprovalRequested,
+    approve: bool,
+    (accept, decline): (Decision, Decision),
+    outcome: &mut TurnOutcome,
+) -> Result<(), Stop> {
+    let decision = if approve { accept } else { decline };
+    if approve {
+        outcome.approved_items.extend(request.item_id.clone());
+    }
+    let answer = json!({"decision": decision.answer});
+    answer_approval(client, log, id, request, answer, decision.name).await
+}
+
+/// `item/tool/requestUserInput`: the task's next answer to every question of the request, or
+/// an error when the task has none left.
+async fn on_user_input(
+    client: &mut RpcClient,
+    state: &mut RunState,
+    id: &Value,
+    params: &Value,
+    log: &mut EventLog,
+) -> Result<(), Stop> {
+    match state.answers.pop_front() {
+        Some(answer) => {
+            let mut answers = serde_json::Map::new();
+            for q in params["questions"].as_array().into_iter().flatten() {
+                if let Some(qid) = q["id"].as_str() {
+                    answers.insert(qid.to_string(), json!({"answers": [answer.clone()]}));
+                }
+            }
+            client
+                .respond(id, json!({"answers": answers}))
+                .await
+                .map_err(|e| transport_stop(&e))?;
+        }
+        None => {
+            client
+                .respond_error(id, -32000, "the task has no answer for this question")
+                .await
+                .map_err(|e| transport_stop(&e))?;
+            emit(
+                log,
+                Body::Diagnostic(Diagnostic {
+                    level: Level::Warn,
+                    message: "the model asked a question the task has no answer for".into(),
+                }),
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// Any other server request: declined as unsupported (method not found), and said so.
+async fn on_unsupported(
+    client: &mut RpcClient,
+    id: &Value,
+    method: &str,
+    log: &mut EventLog,
+) -> Result<(), Stop> {
+    client
+        .respond_error(
+            id,
+            -32601,
+            &format!("`{method}` is not supported by this client"),
+        )
+        .await
+        .map_err(|e| transport_stop(&e))?;
+    emit(
+        log,
+        Body::Diagnostic(Diagnostic {
+            level: Level::Warn,
+            message: format!("declined an unsupported server request `{method}`"),
+        }),
+    )
+}
+
+/// An approval request, as events around the client's answer: requested, answered on the
+/// wire with `answer`, resolved as `decision`.
+async fn answer_approval(
+    client: &mut RpcClient,
+    log: &mut EventLog,
+    id: &Value,
+    request: ApprovalRequested,
+    answer: Value,
+    decision: &str,
+) -> Result<(), Stop> {
+    let request_id = request.request_id.clone();
+    emit(log, Body::ApprovalRequested(request))?;
+    client
+        .respond(id, answer)
+        .await
+        .map_err(|e| transport_stop(&e))?;
+    emit_resolved(log, request_id, decision)
+}
+
+/// `availableDecisions` of an approval request, verbatim.
+fn available_decisions(params: &Value) -> Option<Vec<Value>> {
+    params["availableDecisions"].as_array().cloned()
+}
+
+fn tool_answer(text: &str, success: bool) -> Value {
+    json!({"contentItems": [{"type": "inputText", "text": text}], "success": success})
+}

@@ -1,0 +1,101 @@
+//! Running one cell: not applicable (recorded, never run), a missing prerequisite (ignored, an
+//! error under `CI=true`), or its attempts — one pipeline of the stages in [`crate::stages`]
+//! each, retried only for the real Codex's helper pipe race ([`crate::retry`]) — judged against
+//! the baseline, and the verdict file written.
+
+use crate::context::CellContext;
+use crate::guard::CellGuard;
+use crate::{prereq, retry, stages};
+use anyhow::Result;
+use graders::verdict::Verdict;
+use report::layout::CellEvidence;
+use report::outcome::{CellOutcome, CellResult};
+use report::verdict_file::VerdictFile;
+use std::time::Instant;
+use suites::Cell;
+
+/// Run one cell and leave its evidence in `<out_root>/<cell>/`.
+pub async fn run_cell(ctx: &CellContext, cell: &Cell) -> CellResult {
+    let started = Instant::now();
+    let evidence = ctx.evidence(cell);
+    let outcome = if let Some(reason) = &cell.not_applicable {
+        // Evidence of an earlier run of this cell would contradict "never run".
+        match std::fs::remove_dir_all(&evidence.root) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => CellOutcome::Error {
+                message: format!("clearing old evidence in {}: {e}", evidence.root.display()),
+            },
+            _ => CellOutcome::NotApplicable {
+                reason: reason.clone(),
+            },
+        }
+    } else {
+        run_applicable(ctx, cell, &evidence).await
+    };
+    let result = CellResult {
+        cell: cell.id.clone(),
+        expected: cell.expected.clone(),
+        outcome,
+        duration: started.elapsed(),
+        evidence_dir: evidence.root.clone(),
+    };
+    if let Err(e) = VerdictFile::from_result(&result).write(&evidence) {
+        return CellResult {
+            outcome: CellOutcome::Error {
+                message: format!("writing verdict.json: {e:#}"),
+            },
+            ..result
+        };
+    }
+    result
+}
+
+async fn run_applicable(ctx: &CellContext, cell: &Cell, evidence: &CellEvidence) -> CellOutcome {
+    match prereq::missing(cell, ctx) {
+        Some(reason) if ctx.ci => CellOutcome::Error {
+            message: format!("CI=true and this cell cannot run here: {reason}"),
+        },
+        Some(reason) => CellOutcome::Ignored { reason },
+        None => match retry::run_cell_attempts(cell, &evidence.root, || attempt(ctx, cell)).await {
+            Ok(verdict) => CellOutcome::Graded {
+                agreement: cell.expected.judge_verdict(&verdict),
+                verdict,
+            },
+            Err(e) => CellOutcome::Error {
+                message: format!("{e:#}"),
+            },
+        },
+    }
+}
+
+/// One attempt: the pipeline, from a fresh evidence folder to the verdict. Whatever ends the
+/// attempt early, dropping its guard tears down what it started.
+async fn attempt(ctx: &CellContext, cell: &Cell) -> Result<Verdict> {
+    let mut guard = CellGuard::new(&cell.name(), &ctx.evidence(cell).root);
+    let folders = stages::folders::prepare(ctx, cell)?;
+    let app_server = stages::app_server::prepare(ctx, cell, &folders, &mut guard).await?;
+    let driver = stages::driver::declare(ctx, cell)?;
+    let sandbox =
+        stages::sandbox::enter(ctx, cell, &folders, &app_server, &driver, &mut guard).await?;
+    let launcher = guard.launcher()?;
+    let run = stages::driver::run(
+        ctx,
+        cell,
+        &folders,
+        &app_server,
+        &sandbox,
+        &driver,
+        launcher,
+    )
+    .await?;
+    let wire = stages::events::from_the_wire(cell, &folders, &sandbox, &driver, &run)?;
+    // Everything the cell started ends here, before the harness adds its own evidence.
+    let left_behind = guard.finish().await;
+    let log = stages::events::with_the_harness_evidence(
+        wire,
+        &folders,
+        &app_server,
+        &sandbox,
+        &left_behind,
+    )?;
+    stages::verdict::grade(cell, &log)
+}

@@ -1,0 +1,53 @@
+//! What every cell of a run shares: one plain value, built once per process — by `harness run`
+//! (and the tools) and by the suites test binary (`cargo test -p suites`) alike — and read by
+//! every stage. It holds settings only; each stage does its own work.
+
+use crate::paths;
+use anyhow::{Context, Result};
+use report::layout::CellEvidence;
+use std::path::PathBuf;
+use suites::Cell;
+
+#[derive(Debug, Clone)]
+pub struct CellContext {
+    /// One folder per cell below this (`target/conformance` by default), and the reports.
+    pub out_root: PathBuf,
+    /// The binary that serves the hidden subcommands ([`crate::hidden`]): the fake app-server,
+    /// the wire tap and the reference driver as a process. The running executable by default:
+    /// `harness`, or the suites test binary.
+    pub harness_binary: PathBuf,
+    /// Arguments the fake app-server gets after its own (`harness repro`: `--sandbox real`,
+    /// real sandboxing where its `auto` choice would simulate).
+    pub fake_args: Vec<String>,
+    /// Replaces every external runner's command (`harness run --driver-cmd`).
+    pub driver_cmd: Option<String>,
+    /// Where `{repo}` in driver commands points.
+    pub repo_root: Option<PathBuf>,
+    /// `CI=true`: a cell that cannot run here is a failure, not an ignore.
+    pub ci: bool,
+    /// Keep every runc bundle after its run and list it here (`harness repro --keep`).
+    pub kept_bundles: Option<sandbox::runc::PreparedList>,
+}
+
+impl CellContext {
+    /// The context of this process: the running executable serves the hidden subcommands (it
+    /// must dispatch them, as `harness` and the suites test binary do), evidence goes to
+    /// [`paths::conformance_root`], `CI` is read from the environment.
+    pub fn from_env() -> Result<Self> {
+        let exe = std::env::current_exe().context("locating the running executable")?;
+        Ok(Self {
+            out_root: paths::conformance_root(),
+            harness_binary: exe,
+            fake_args: Vec::new(),
+            driver_cmd: None,
+            repo_root: paths::repo_root(),
+            ci: std::env::var("CI").as_deref() == Ok("true"),
+            kept_bundles: None,
+        })
+    }
+
+    /// The evidence folder of `cell`.
+    pub fn evidence(&self, cell: &Cell) -> CellEvidence {
+        CellEvidence::of(&self.out_root, &cell.name())
+    }
+}

@@ -1,0 +1,91 @@
+//! What one attempt of a cell holds while it runs, as values: the cell's cgroup, the
+//! environment's launcher (a Docker container lives as long as it; runc containers live as long
+//! as the guard of the process they run, which the process's runner holds), and the real
+//! Codex's mock model API. The stages hand each of them to the [`CellGuard`] as they start it,
+//! so whatever happens next — an error, the scheduler dropping the cell on a stop, a panic —
+//! dropping the guard is the teardown. The orderly end is [`CellGuard::finish`].
+
+use codex::mock_api::MockModelApi;
+use sandbox::containment::CellCgroup;
+use sandbox::launcher::Launcher;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+pub struct CellGuard {
+    /// The cell's name, for what is said about it.
+    cell: String,
+    /// The cell's evidence folder (its processes' `TMPDIR` is below it).
+    root: PathBuf,
+    cgroup: Option<CellCgroup>,
+    launcher: Option<Arc<dyn Launcher>>,
+    mock: Option<MockModelApi>,
+    finished: bool,
+}
+
+impl CellGuard {
+    pub fn new(cell: &str, root: &Path) -> Self {
+        Self {
+            cell: cell.to_string(),
+            root: root.to_path_buf(),
+            cgroup: None,
+            launcher: None,
+            mock: None,
+            finished: false,
+        }
+    }
+
+    /// Hold the real Codex's mock model API until the cell ends.
+    pub fn hold_mock(&mut self, mock: MockModelApi) {
+        self.mock = Some(mock);
+    }
+
+    /// Hold the cell's cgroup until the cell ends.
+    pub fn hold_cgroup(&mut self, cgroup: CellCgroup) {
+        self.cgroup = Some(cgroup);
+    }
+
+    /// Hold the environment's launcher until the cell ends.
+    pub fn hold_launcher(&mut self, launcher: Arc<dyn Launcher>) {
+        self.launcher = Some(launcher);
+    }
+
+    /// The launcher the sandbox stage made, lent to the stages after it.
+    pub fn launcher(&self) -> anyhow::Result<&dyn Launcher> {
+        self.launcher.as_deref().ok_or_else(|| {
+            anyhow::anyhow!("the cell has no launcher: its sandbox stage did not run")
+        })
+    }
+
+    /// The orderly end of the attempt: the launcher goes (a Docker container is removed), the
+    /// mock model API stops (and writes how long it served), then whatever the cell left
+    /// running is killed and its cgroup removed ([`sandbox::reap::after_cell`], the one reaping
+    /// of the cell). Returns what had to be killed, for the cell's evidence.
+    pub async fn finish(mut self) -> Vec<(i32, String)> {
+        self.finished = true;
+        drop(self.launcher.take());
+        if let Some(mock) = self.mock.take() {
+            mock.shutdown().await;
+        }
+        sandbox::reap::after_cell(self.cgroup.take(), &self.root)
+    }
+}
+
+impl Drop for CellGuard {
+    /// The attempt ended without [`CellGuard::finish`] (an error, a stop, a panic): the same
+    /// teardown, said on stderr since no evidence will carry it.
+    fn drop(&mut self) {
+        if self.finished {
+            return;
+        }
+        drop(self.launcher.take());
+        drop(self.mock.take());
+        let killed = sandbox::reap::after_cell(self.cgroup.take(), &self.root);
+        if !killed.is_empty() {
+            eprintln!(
+                "harness: {}: killed {}",
+                self.cell,
+                sandbox::cgroup::describe(&killed)
+            );
+        }
+    }
+}

@@ -1,0 +1,173 @@
+//! Stage 2, the app-server: what the tap will start for the driver, by the runner's kind — the
+//! fake (the harness binary's embedded fake, playing the cell's scenario) or the real Codex
+//! (provisioned, offline, with a mock model API playing the scenario's model script) — with
+//! what it needs mounted in the environment and the bounds on the driver's waits.
+
+use super::folders::Folders;
+use crate::context::CellContext;
+use crate::guard::CellGuard;
+use crate::hidden;
+use anyhow::{Context, Result};
+use codex::runner::{self as codex_runner, CellDirs, PreparedCodex};
+use driver::run::AppServerProgram;
+use driver::task::Timeouts;
+use sandbox::launcher::EnvMounts;
+use sandbox::probe::codex_bundled_bwrap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use suites::spec::AppServerKind;
+use suites::Cell;
+
+/// `PATH` of the fake app-server: system folders only, like the real one's.
+const FAKE_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+
+/// What stage 2 hands on: a cell's app-server, ready to be started by the tap.
+pub struct AppServer {
+    /// The program, its leading arguments (ending in `app-server`), what the cell adds after
+    /// the driver's arguments, and its complete environment.
+    pub program: AppServerProgram,
+    /// What the model was told (the fake's, or the mock model API's).
+    pub model_log: PathBuf,
+    /// The bounds on the driver's waits against this app-server.
+    pub timeouts: Timeouts,
+    /// The bundled bubblewrap Codex would use here when there is no system one.
+    pub bundled_bwrap: PathBuf,
+    /// What the environment must bind for it.
+    pub mounts: EnvMounts,
+}
+
+/// Bounds for runs against the fake app-server: it answers in milliseconds, so a hang is
+/// detected after a short idle bound and the `hang` cells stay short.
+pub fn fake_timeouts() -> Timeouts {
+    Timeouts {
+        request: Duration::from_secs(5),
+        turn_idle: Duration::from_secs(2),
+        turn_total: Duration::from_secs(30),
+        shutdown: Duration::from_secs(2),
+        ..Timeouts::default()
+    }
+}
+
+/// Stage 2 of `cell`. What it starts (the mock model API) goes to `guard`.
+pub async fn prepare(
+    ctx: &CellContext,
+    cell: &Cell,
+    folders: &Folders,
+    guard: &mut CellGuard,
+) -> Result<AppServer> {
+    match cell.runner.app_server {
+        AppServerKind::Fake => fake(ctx, cell, folders),
+        AppServerKind::Codex => real_codex(cell, folders, guard).await,
+    }
+}
+
+/// The fake, as the harness binary embeds it.
+fn fake(ctx: &CellContext, cell: &Cell, folders: &Folders) -> Result<AppServer> {
+    let dirs = &folders.dirs;
+    let path = |p: &Path| p.display().to_string();
+    let model_log = dirs.evidence.model_log();
+    let mut program = AppServerProgram {
+        program: ctx.harness_binary.clone(),
+        leading_args: hidden::fake_app_server_args(&ctx.fake_args),
+        extra_args: fake_args(folders.scenario_arg.clone(), path(&model_log)),
+        env: vec![
+            ("PATH".into(), FAKE_PATH.into()),
+            ("HOME".into(), path(&dirs.home)),
+            // Codex's default layout, named so the fake persists its threads there (it never
+            // writes an unnamed `~/.codex`) and a relaunch can resume them.
+            ("CODEX_HOME".into(), path(&dirs.home.join(".codex"))),
+            ("TMPDIR".into(), path(&dirs.tmp)),
+            ("LANG".into(), "C.UTF-8".into()),
+        ],
+    };
+    let mut mounts = EnvMounts::default();
+    mounts.readonly.push(ctx.harness_binary.clone());
+    // In the environment, not the arguments: `codex --version` and the other tool launches
+    // (which get no cell arguments) answer as the same release.
+    if let Some(version) = &cell.runner.plays {
+        program
+            .env
+            .push(("FAKE_APP_SERVER_CODEX_VERSION".into(), version.clone()));
+    }
+    // A simulation switch of the fake (bubblewrap 0.12's wording) passes through.
+    if let Ok(wording) = std::env::var("FAKE_APP_SERVER_BWRAP_WORDING") {
+        program
+            .env
+            .push(("FAKE_APP_SERVER_BWRAP_WORDING".into(), wording));
+    }
+    // The fake's stand-in for Codex's bundled bubblewrap, in a package folder of its own, so
+    // environments that hide or change bundled bubblewraps find it too.
+    let package = dirs.root.join("fake-codex-package");
+    let bundled = codex_bundled_bwrap(&package.join("bin").join("codex"));
+    let mut bundled_bwrap = codex_bundled_bwrap(&program.program);
+    if let Some(system) = sandbox::system::which("bwrap") {
+        std::fs::create_dir_all(bundled.parent().context("bundled bwrap folder")?)?;
+        std::fs::copy(&system, &bundled)
+            .with_context(|| format!("copying {}", system.display()))?;
+        program.env.push((
+            "FAKE_APP_SERVER_BUNDLED_BWRAP".into(),
+            bundled.display().to_string(),
+        ));
+        mounts.readonly.push(package);
+        bundled_bwrap = bundled;
+    }
+    Ok(AppServer {
+        program,
+        model_log,
+        timeouts: fake_timeouts(),
+        bundled_bwrap,
+        mounts,
+    })
+}
+
+/// The real Codex of the runner's version, with its mock model API (held by `guard`).
+async fn real_codex(cell: &Cell, folders: &Folders, guard: &mut CellGuard) -> Result<AppServer> {
+    let version = cell
+        .runner
+        .codex_version
+        .as_deref()
+        .context("codex runner without codex_version")?;
+    let dirs = CellDirs {
+        root: folders.dirs.root.clone(),
+        owner: folders.dirs.owner,
+    };
+    let prepared = codex_runner::prepare(version, &dirs, &folders.scenario)
+        .await
+        .with_context(|| format!("preparing Codex {version}"))?;
+    let mounts = EnvMounts {
+        writable: prepared.writable_mounts(),
+        readonly: prepared.readonly_mounts(),
+        ..EnvMounts::default()
+    };
+    let PreparedCodex {
+        app_server,
+        mock,
+        model_log,
+        ..
+    } = prepared;
+    guard.hold_mock(mock);
+    Ok(AppServer {
+        bundled_bwrap: codex_bundled_bwrap(&app_server.program),
+        program: app_server,
+        model_log,
+        timeouts: PreparedCodex::timeouts(),
+        mounts,
+    })
+}
+
+/// The fake's own arguments. The fake is configured with the custom model provider the
+/// real-Codex runner gets (`codex_runner::provider_args`; the fake never calls its URL), so both
+/// answer alike what a driver reads and echoes: `account/read` (unconfigured, the fake answers
+/// as Codex does for the OpenAI provider, `requiresOpenaiAuth: true`, and codex-acp stops at
+/// `Authentication required`), `model/list`, and the thread's model, which a driver sends back
+/// in its plan-mode `turn/start`.
+fn fake_args(scenario_arg: String, model_log: String) -> Vec<String> {
+    let mut args = vec![
+        "--scenario".into(),
+        scenario_arg,
+        "--model-log".into(),
+        model_log,
+    ];
+    args.extend(codex_runner::provider_args("http://127.0.0.1:9/v1"));
+    args
+}

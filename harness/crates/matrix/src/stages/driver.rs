@@ -1,0 +1,444 @@
+//! Stage 4, the driver: which driver the cell's runner declares (known before the sandbox is
+//! made, since the sandbox binds what the driver's command names), then its run to its end.
+//! Every driver runs as its own process through the cell's launcher, finding the tap as its
+//! `codex` the way its declaration says: a declared driver, the example external driver and
+//! the reference driver (`harness drive`) alike — the last two are declared drivers with
+//! `contract = "events"`. There is no in-process shortcut.
+
+use super::app_server::AppServer;
+use super::folders::{CellFolders, Folders};
+use super::process::{self, Bounds, DriverProcess};
+use super::sandbox::Sandbox;
+use crate::context::CellContext;
+use crate::hidden;
+use crate::program::{self, Where};
+use anyhow::{anyhow, bail, Context, Result};
+use driver::external;
+use driver::launch::LaunchRequest;
+use driver::run::{AppServerProgram, RunSpec};
+use driver::task::{Envelope, Task, Timeouts};
+use graders::wire::DriverEnd;
+use sandbox::launcher::{EnvMounts, Launcher};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use suites::declared::Placeholders;
+use suites::spec::{CodexDiscovery, DeclaredDriver, DriverContract, DriverKind};
+use suites::Cell;
+
+/// `PATH` folders every driver gets after the harness's own.
+const SYSTEM_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+
+/// The cell's driver, as the cell will run it.
+pub struct Driver {
+    /// `run.started.driver`.
+    pub name: String,
+    pub declared: DeclaredDriver,
+    /// What the environment must bind for it: the harness binary (its tap), the files its
+    /// command names, the installs it reaches into below the harness cache, its drivers file's
+    /// folder.
+    pub mounts: EnvMounts,
+}
+
+/// What the driver's run left: how it ended, and where it wrote its own events (`contract =
+/// "events"`).
+pub struct DriverRun {
+    pub end: DriverEnd,
+    pub events: Option<PathBuf>,
+}
+
+/// The driver of `cell`'s runner. The example external driver (`driver = "external"`, or
+/// `--driver-cmd`) is an ordinary declared driver: it finds `codex` on `PATH` (and in
+/// `HARNESS_APP_SERVER_CMD`) and writes run events.
+pub fn declare(ctx: &CellContext, cell: &Cell) -> Result<Driver> {
+    let (name, declared) = match cell.runner.driver {
+        // The reference driver is an ordinary driver too: its own process (`harness drive`),
+        // `codex` first on PATH, run events as the second source.
+        DriverKind::Reference => (
+            "reference".to_string(),
+            DeclaredDriver::harness_own(hidden::reference_driver_command(&ctx.harness_binary)?),
+        ),
+        DriverKind::External => {
+            let command = external_command(ctx, cell)?;
+            (command.clone(), DeclaredDriver::harness_own(command))
+        }
+        DriverKind::Declared => {
+            let declared = cell.runner.declared.clone().with_context(|| {
+                format!(
+                    "runner `{}` is declared but has no `declared` table",
+                    cell.id.runner
+                )
+            })?;
+            (cell.id.runner.clone(), declared)
+        }
+    };
+    let mounts = mounts_for(ctx, &declared)?;
+    Ok(Driver {
+        name,
+        declared,
+        mounts,
+    })
+}
+
+/// The external driver's command line of `cell`'s runner (or `--driver-cmd`), with `{repo}`
+/// filled in; not checked.
+pub fn external_command_line(ctx: &CellContext, cell: &Cell) -> Result<String> {
+    if let Some(command) = &ctx.driver_cmd {
+        return Ok(command.clone());
+    }
+    let template = cell
+        .runner
+        .driver_cmd
+        .as_deref()
+        .context("runner has no driver command")?;
+    if !template.contains("{repo}") {
+        return Ok(template.to_string());
+    }
+    let root = ctx.repo_root.as_ref().context(
+        "cannot find the repository root (run from inside the repository, or pass --driver-cmd)",
+    )?;
+    Ok(template.replace("{repo}", &root.display().to_string()))
+}
+
+/// [`external_command_line`], whose program must exist ([`crate::program`]).
+pub fn external_command(ctx: &CellContext, cell: &Cell) -> Result<String> {
+    let command = external_command_line(ctx, cell)?;
+    program::resolve(&command, Where::default())
+        .map_err(|e| anyhow!("the external driver: {e}"))?;
+    Ok(command)
+}
+
+/// The driver runs inside the environment too: the tap (the harness binary), and the files its
+/// command names, must be visible there even below a folder the container's user cannot enter.
+fn mounts_for(ctx: &CellContext, declared: &DeclaredDriver) -> Result<EnvMounts> {
+    let mut mounts = EnvMounts::default();
+    mounts.readonly.push(ctx.harness_binary.clone());
+    let repo = ctx
+        .repo_root
+        .as_ref()
+        .map(|r| r.display().to_string())
+        .unwrap_or_default();
+    mounts
+        .readonly
+        .extend(files_named_by(&declared.command.replace("{repo}", &repo)));
+    if declared.command.contains("{cache}") {
+        let cache = codex::provision::cache_root()?;
+        let command = declared
+            .command
+            .replace("{cache}", &cache.display().to_string());
+        mounts.readonly.extend(installs_named_by(&command, &cache));
+    }
+    if let Some(dir) = &declared.base_dir {
+        mounts.readonly.push(dir.clone());
+    }
+    Ok(mounts)
+}
+
+/// Stage 4 of `cell`: the driver, given the tap as its app-server, run within its bounds.
+pub async fn run(
+    ctx: &CellContext,
+    cell: &Cell,
+    folders: &Folders,
+    app_server: &AppServer,
+    sandbox: &Sandbox,
+    driver: &Driver,
+    launcher: &dyn Launcher,
+) -> Result<DriverRun> {
+    let run = run_spec(cell, folders, app_server, sandbox);
+    let real = driver::launch::profiles::HostPaths::from_env_pairs(
+        &app_server.program.env,
+        Some(&app_server.program.program),
+    );
+    let prepared = prepare(
+        driver,
+        &run,
+        &folders.dirs,
+        sandbox,
+        ctx.repo_root.as_deref(),
+        real.install_dir.as_deref(),
+    )?;
+    let bounds = bounds(&run.timeouts, &run.task);
+    let end = process::run(&prepared.process, launcher, bounds, &sandbox.tap.transcript).await?;
+    Ok(DriverRun {
+        end,
+        events: prepared.events,
+    })
+}
+
+/// The run as the driver is told it: the tap's `codex app-server` as its app-server, in the
+/// cell's environment.
+fn run_spec(cell: &Cell, folders: &Folders, app_server: &AppServer, sandbox: &Sandbox) -> RunSpec {
+    RunSpec {
+        cell: cell.id.clone(),
+        task: folders.task.clone(),
+        timeouts: app_server.timeouts,
+        launch: LaunchRequest {
+            mode: cell.case.mode,
+            target: cell.target,
+            network_enabled: cell.case.network,
+            policy: cell.runner.policy,
+            workspace: folders.dirs.workspace.clone(),
+        },
+        app_server: AppServerProgram {
+            program: sandbox.tap.codex.clone(),
+            leading_args: vec!["app-server".into()],
+            extra_args: Vec::new(),
+            env: app_server.program.env.clone(),
+        },
+    }
+}
+
+/// The bounds on a driver process, from the task and its waits: start-up attempts, one
+/// `turn_total` per turn the task implies, shutdowns, plus margin; idle: longer than any single
+/// wait of the task.
+pub fn bounds(timeouts: &Timeouts, task: &Task) -> Bounds {
+    let turns =
+        1 + task.plan_reviews.len() + task.answers.len() + usize::from(task.relaunch.is_some());
+    let turns = u32::try_from(turns)
+        .unwrap_or(u32::MAX)
+        .min(task.max_turns.max(1));
+    let attempts = timeouts.startup_attempts.max(1);
+    Bounds {
+        overall: timeouts.request * 2 * attempts
+            + timeouts.turn_total * turns
+            + timeouts.shutdown * 2
+            + Duration::from_secs(10),
+        idle: timeouts.request.max(timeouts.turn_idle) + timeouts.shutdown + Duration::from_secs(3),
+    }
+}
+
+fn set(env: &mut Vec<(String, String)>, key: &str, value: String) {
+    match env.iter_mut().find(|(k, _)| k == key) {
+        Some(slot) => slot.1 = value,
+        None => env.push((key.to_string(), value)),
+    }
+}
+
+/// The existing files a driver's command line names by absolute path (they must be visible
+/// inside the environment's container).
+pub fn files_named_by(command: &str) -> Vec<PathBuf> {
+    shlex::split(command)
+        .unwrap_or_else(|| command.split_whitespace().map(str::to_string).collect())
+        .into_iter()
+        .map(PathBuf::from)
+        .filter(|word| word.is_absolute() && word.is_file())
+        .collect()
+}
+
+/// The driver installs a command line reaches into below the harness cache (`{cache}`), as
+/// folders to bind read-only at their own paths: each package folder it names
+/// (`{cache}/pypi/openai-codex-0.163.0`, `{cache}/npm/codex-acp-2.6.0`), and, for a named file
+/// that is a link out of the cache (a venv's `bin/python`), the installation it links to (the
+/// folder above that file's `bin/`, e.g. the base interpreter's prefix with its standard
+/// library). Under a container uid that cannot enter the folder holding the cache (a 0700
+/// `/root`), the launcher hides that folder behind an empty one and binds only these on it
+/// (`env::runc`), so the installs are reachable, read-only, and nothing else of it is.
+pub fn installs_named_by(command: &str, cache: &Path) -> Vec<PathBuf> {
+    let mut installs = Vec::new();
+    let mut add = |folder: PathBuf| {
+        if folder.is_dir() && !installs.contains(&folder) {
+            installs.push(folder);
+        }
+    };
+    for word in shlex::split(command).unwrap_or_default() {
+        let named = Path::new(&word);
+        let Ok(inside) = named.strip_prefix(cache) else {
+            continue;
+        };
+        if !named.exists() {
+            continue;
+        }
+        let package: PathBuf = inside.components().take(2).collect();
+        add(cache.join(package));
+        let Ok(target) = named.canonicalize() else {
+            continue;
+        };
+        let canonical_cache = cache.canonicalize().unwrap_or_else(|_| cache.to_path_buf());
+        if target.starts_with(&canonical_cache) {
+            continue;
+        }
+        let folder = target.parent().map(|parent| match parent.file_name() {
+            Some(name) if name == "bin" => parent.parent().unwrap_or(parent),
+            _ => parent,
+        });
+        // Never a system folder: only an installation of its own (`/opt/x`, `~/.pyenv/…`).
+        if let Some(folder) = folder.filter(|f| f.components().count() > 2) {
+            add(folder.to_path_buf());
+        }
+    }
+    installs
+}
+
+/// A declared driver, ready to run for one cell.
+struct Prepared {
+    process: DriverProcess,
+    /// Where it writes run events (`contract = "events"`).
+    events: Option<PathBuf>,
+}
+
+/// Fill in the declaration for this cell: the task envelope, the command line, the
+/// environment (the tap where the driver looks for `codex`).
+fn prepare(
+    driver: &Driver,
+    run: &RunSpec,
+    folders: &CellFolders,
+    sandbox: &Sandbox,
+    repo: Option<&Path>,
+    real_install_dir: Option<&Path>,
+) -> Result<Prepared> {
+    let declared = &driver.declared;
+    if !declared.modes.contains(&run.task.mode) {
+        bail!(
+            "the driver `{}` does not declare the mode `{}` (it declares {:?})",
+            driver.name,
+            run.task.mode.as_str(),
+            declared.modes
+        );
+    }
+    let task_path = folders.evidence.task();
+    std::fs::write(
+        &task_path,
+        serde_json::to_vec_pretty(&Envelope::new(&run.task, &run.timeouts))?,
+    )
+    .with_context(|| format!("writing {}", task_path.display()))?;
+    let path = |p: &Path| p.display().to_string();
+    if declared.command.contains("{repo}") && repo.is_none() {
+        bail!("the driver's command names {{repo}} but the repository root cannot be found (run from inside the repository)");
+    }
+    let values = Placeholders {
+        workspace: path(&folders.workspace),
+        prompt: run.task.prompt.clone(),
+        mode: run.task.mode.as_str().into(),
+        codex: path(&sandbox.tap.codex),
+        task: path(&task_path),
+        repo: repo.map(path).unwrap_or_default(),
+        cache: path(&codex::provision::cache_root()?),
+    };
+    let command = declared
+        .command_line(&values)
+        .map_err(|e| anyhow!("the driver's command line: {e}"))?;
+    let events =
+        (declared.contract == DriverContract::Events).then(|| folders.evidence.driver_events());
+    let mut env = contract_env(
+        run,
+        folders,
+        &task_path,
+        events.as_deref(),
+        real_install_dir,
+    );
+    discovery_env(&mut env, &declared.codex, sandbox);
+    for (key, value) in declared
+        .environment(&values)
+        .map_err(|e| anyhow!("the driver's environment: {e}"))?
+    {
+        set(&mut env, &key, value);
+    }
+    Ok(Prepared {
+        process: DriverProcess {
+            command,
+            env,
+            // A drivers file's driver runs in the file's folder; the shipped ones in the workspace.
+            cwd: driver
+                .declared
+                .base_dir
+                .clone()
+                .unwrap_or_else(|| folders.workspace.clone()),
+            stdout_log: folders.evidence.driver_stdout(),
+            stderr_log: folders.evidence.stderr(),
+        },
+        events,
+    })
+}
+
+/// The environment the driver's contract promises (docs/driver-contract.md): under the events
+/// contract the app-server command (the tap), the task, where to write events and the real
+/// Codex's folder; under the wire contract the cell's folders and the task.
+fn contract_env(
+    run: &RunSpec,
+    folders: &CellFolders,
+    task_path: &Path,
+    events: Option<&Path>,
+    real_install_dir: Option<&Path>,
+) -> Vec<(String, String)> {
+    let path = |p: &Path| p.display().to_string();
+    match events {
+        Some(events) => {
+            let mut env = external::driver_env(run, task_path, events);
+            if let Some(dir) = real_install_dir {
+                // Behind the tap, `codex` is the tap: a driver that names Codex's own folder in
+                // its profiles (the example driver does) learns the real one here.
+                set(
+                    &mut env,
+                    driver::launch::profiles::INSTALL_DIR_VAR,
+                    path(dir),
+                );
+            }
+            env
+        }
+        None => vec![
+            ("HOME".into(), path(&folders.home)),
+            ("TMPDIR".into(), path(&folders.tmp)),
+            ("LANG".into(), "C.UTF-8".into()),
+            ("HARNESS_TASK".into(), path(task_path)),
+            ("HARNESS_WORKSPACE".into(), path(&folders.workspace)),
+            ("HARNESS_CELL".into(), run.cell.to_string()),
+        ],
+    }
+}
+
+/// Where the driver finds the tap as its `codex`, as its declaration says: first on `PATH`, or
+/// in a variable; `PATH` then has the harness's own folders and the system's.
+fn discovery_env(env: &mut Vec<(String, String)>, codex: &CodexDiscovery, sandbox: &Sandbox) {
+    let path = |p: &Path| p.display().to_string();
+    let host_path = std::env::var("PATH").unwrap_or_default();
+    let mut search = Vec::new();
+    if *codex == CodexDiscovery::Path {
+        search.push(path(&sandbox.tap.bin_dir));
+    }
+    search.extend(
+        host_path
+            .split(':')
+            .filter(|p| !p.is_empty())
+            .map(str::to_string),
+    );
+    search.push(SYSTEM_PATH.into());
+    set(env, "PATH", search.join(":"));
+    if let CodexDiscovery::Env(name) = codex {
+        set(env, name, path(&sandbox.tap.codex));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::installs_named_by;
+
+    #[test]
+    fn a_driver_command_binds_its_cache_packages_and_the_interpreter_a_venv_links_to() {
+        let root = tempfile::tempdir().unwrap();
+        let cache = root.path().join("cache");
+        let venv_bin = cache.join("pypi/sdk-1.0/bin");
+        let prefix = root.path().join("interpreters/3.11");
+        std::fs::create_dir_all(&venv_bin).unwrap();
+        std::fs::create_dir_all(prefix.join("bin")).unwrap();
+        std::fs::create_dir_all(cache.join("npm/acp-2.0/node_modules/acp/dist")).unwrap();
+        std::fs::write(prefix.join("bin/python3.11"), "").unwrap();
+        std::os::unix::fs::symlink(prefix.join("bin/python3.11"), venv_bin.join("python")).unwrap();
+        let agent = cache.join("npm/acp-2.0/node_modules/acp/dist/index.js");
+        std::fs::write(&agent, "").unwrap();
+        let command = format!(
+            "{} /repo/run.py --agent {} --missing {}",
+            venv_bin.join("python").display(),
+            agent.display(),
+            cache.join("npm/absent-1.0/x").display()
+        );
+        assert_eq!(
+            installs_named_by(&command, &cache),
+            vec![
+                cache.join("pypi/sdk-1.0"),
+                prefix,
+                cache.join("npm/acp-2.0")
+            ]
+        );
+        // Nothing outside the cache is bound on its own account.
+        assert!(installs_named_by("/usr/bin/node /repo/client.mjs", &cache).is_empty());
+    }
+}

@@ -1,0 +1,311 @@
+//! Stage 5, the run's events, all in `events.jsonl`: from the wire (the transcript the tap
+//! recorded, through `graders::wire`), compared with the driver's own events when it writes
+//! them — every disagreement is a finding (a `diagnostic` in the log and a line in
+//! `findings.json`), and the wire wins — then the harness's own evidence: what it had to kill
+//! when the cell ended, what the model was told (`model.*`, from the model log), which
+//! bubblewrap Codex used, the workspace's probe files, and `run.ended`.
+
+use super::app_server::AppServer;
+use super::driver::{Driver, DriverRun};
+use super::folders::Folders;
+use super::sandbox::Sandbox;
+use anyhow::{Context, Result};
+use driver::event_log::EventLog;
+use fake_app_server::model_log::ModelLogEntry;
+use graders::events::{
+    Body, Diagnostic, Level, ModelToolCall, ModelToolOutput, ProbeFile, RunEnded, Source,
+    WorkspaceEvidence,
+};
+use graders::tool_call::ToolArguments;
+use graders::wire::{self, DriverEnd};
+use sha2::{Digest, Sha256};
+use std::io::BufRead;
+use std::path::Path;
+use suites::Cell;
+
+/// How the harness words its bubblewrap evidence (`harness repro` reads it back).
+pub const BUBBLEWRAP_PREFIX: &str = "bubblewrap Codex uses here: ";
+/// Longest model-log line accepted (tool outputs are excerpts; a longer line is a broken log).
+const MAX_MODEL_LOG_LINE: usize = 1 << 20;
+
+/// The run's events so far: the wire's (and the driver's own), and the terminal the wire shows.
+pub struct WireEvents {
+    log: EventLog,
+    ended: RunEnded,
+}
+
+/// Stage 5, first half: the run's events from the wire, into `events.jsonl`. Read before the
+/// cell's guard finishes, as the driver left them.
+pub fn from_the_wire(
+    cell: &Cell,
+    folders: &Folders,
+    sandbox: &Sandbox,
+    driver: &Driver,
+    run: &DriverRun,
+) -> Result<WireEvents> {
+    let evidence = &folders.dirs.evidence;
+    let mut log = EventLog::to_file(&run_id(cell), &evidence.events())?;
+    let ctx = wire::Context {
+        cell: cell.id.clone(),
+        driver: driver.name.clone(),
+        mode: cell.case.mode,
+        target: cell.target,
+        network_enabled: cell.case.network,
+        policy: cell.runner.policy,
+        protocol: graders::events::ProtocolSetup {
+            // The release whose schema the driver's answers are checked against: the real
+            // Codex's version, or the release the fake plays.
+            release: Some(
+                cell.runner
+                    .codex_version
+                    .clone()
+                    .or_else(|| cell.runner.plays.clone())
+                    .unwrap_or_else(|| fake_app_server::persona::DEFAULT_VERSION.to_string()),
+            ),
+            declarations: driver.declared.declarations(),
+        },
+    };
+    let ended = from_wire(
+        &mut log,
+        &ctx,
+        &sandbox.tap.transcript,
+        &run.end,
+        run.events.as_deref(),
+        &evidence.findings(),
+    )?;
+    Ok(WireEvents { log, ended })
+}
+
+/// Stage 5, second half, after the cell's guard finished: the harness's own evidence — what it
+/// had to kill (`left_behind`), what the model was told, the bubblewrap in use, the workspace's
+/// probe files — and `run.ended`. The whole log, written.
+pub fn with_the_harness_evidence(
+    wire: WireEvents,
+    folders: &Folders,
+    app_server: &AppServer,
+    sandbox: &Sandbox,
+    left_behind: &[(i32, String)],
+) -> Result<EventLog> {
+    let WireEvents { mut log, ended } = wire;
+    if !left_behind.is_empty() {
+        log.emit(
+            Source::Harness,
+            Body::Diagnostic(Diagnostic {
+                level: Level::Warn,
+                message: format!(
+                    "killed {} process(es) the app-server left behind: {}",
+                    left_behind.len(),
+                    sandbox::cgroup::describe(left_behind)
+                ),
+            }),
+        )?;
+    }
+    append_model_events(&mut log, &app_server.model_log)?;
+    log.emit(
+        Source::Harness,
+        Body::Diagnostic(Diagnostic {
+            level: Level::Info,
+            message: format!("{BUBBLEWRAP_PREFIX}{}", sandbox.bubblewrap),
+        }),
+    )?;
+    log.emit(
+        Source::Harness,
+        Body::WorkspaceEvidence(workspace_evidence(&folders.dirs.workspace)?),
+    )?;
+    log.end(ended)?;
+    log.flush()?;
+    Ok(log)
+}
+
+fn run_id(cell: &Cell) -> String {
+    format!(
+        "{}-{}",
+        cell.name(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_millis())
+            .unwrap_or_default()
+    )
+}
+
+/// Translate the transcript into `log` (which must be empty) and return the run's terminal.
+fn from_wire(
+    log: &mut EventLog,
+    ctx: &wire::Context,
+    transcript: &Path,
+    end: &DriverEnd,
+    driver_events: Option<&Path>,
+    findings_file: &Path,
+) -> Result<RunEnded> {
+    let file = match std::fs::File::open(transcript) {
+        Ok(file) => file,
+        // No launch at all: the driver never ran `codex`.
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            std::fs::File::open("/dev/null").context("opening /dev/null")?
+        }
+        Err(e) => return Err(e).with_context(|| format!("reading {}", transcript.display())),
+    };
+    let mut translation = wire::translate(std::io::BufReader::new(file), ctx, end)
+        .with_context(|| format!("translating {}", transcript.display()))?;
+    if let Some(path) = driver_events {
+        translation = match driver::external::read_events(path) {
+            Ok((bodies, terminal)) => {
+                wire::compare::with_driver_events(translation, &bodies, terminal.as_ref())
+            }
+            Err(why) => {
+                translation.findings.push(format!(
+                    "the driver's own events are invalid, so only the wire is used: {why}"
+                ));
+                translation
+            }
+        };
+    }
+    let times = std::mem::take(&mut translation.times);
+    for (i, body) in translation.events.into_iter().enumerate() {
+        log.emit_at(
+            Source::Driver,
+            body,
+            times.get(i).copied().filter(|&t| t > 0),
+        )?;
+    }
+    for finding in &translation.findings {
+        log.emit(
+            Source::Harness,
+            Body::Diagnostic(Diagnostic {
+                level: Level::Warn,
+                message: format!("finding (the wire wins): {finding}"),
+            }),
+        )?;
+    }
+    if !translation.findings.is_empty() {
+        std::fs::write(
+            findings_file,
+            serde_json::to_string_pretty(&translation.findings)? + "\n",
+        )
+        .with_context(|| format!("writing {}", findings_file.display()))?;
+    }
+    Ok(translation.terminal)
+}
+
+/// The files a write probe creates in the workspace.
+pub const PROBE_PREFIX: &str = "plan-write-probe-";
+
+/// Append one `model.*` event per model-log line. A missing log means the model was never
+/// reached (e.g. the session never opened): nothing to append.
+pub fn append_model_events(log: &mut EventLog, model_log: &Path) -> Result<usize> {
+    let file = match std::fs::File::open(model_log) {
+        Ok(file) => file,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
+        Err(e) => return Err(e).with_context(|| format!("reading {}", model_log.display())),
+    };
+    let mut count = 0;
+    for (index, line) in std::io::BufReader::new(file).lines().enumerate() {
+        let line = line.with_context(|| format!("reading {}", model_log.display()))?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        anyhow::ensure!(
+            line.len() <= MAX_MODEL_LOG_LINE,
+            "{} line {}: longer than {MAX_MODEL_LOG_LINE} bytes",
+            model_log.display(),
+            index + 1
+        );
+        let entry: ModelLogEntry = serde_json::from_str(&line)
+            .with_context(|| format!("{} line {}", model_log.display(), index + 1))?;
+        let body = match entry {
+            ModelLogEntry::ToolCall {
+                call_id,
+                name,
+                arguments,
+            } => {
+                let decoded = ToolArguments::decode(&arguments);
+                Body::ModelToolCall(ModelToolCall {
+                    call_id,
+                    name,
+                    arguments,
+                    sandbox_permissions: decoded.sandbox_permissions,
+                    justification: decoded.justification,
+                })
+            }
+            ModelLogEntry::ToolOutput { call_id, output } => {
+                Body::ModelToolOutput(ModelToolOutput { call_id, output })
+            }
+            // What the user said is the driver's evidence (on the wire), not the model's.
+            ModelLogEntry::UserInput { .. } => continue,
+        };
+        log.emit(Source::Model, body)?;
+        count += 1;
+    }
+    Ok(count)
+}
+
+/// Every `plan-write-probe-*` file directly in the workspace, with size and hash.
+pub fn workspace_evidence(workspace: &Path) -> Result<WorkspaceEvidence> {
+    let mut probes = Vec::new();
+    let entries = std::fs::read_dir(workspace)
+        .with_context(|| format!("listing the workspace {}", workspace.display()))?;
+    for entry in entries {
+        let entry = entry?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !name.starts_with(PROBE_PREFIX) {
+            continue;
+        }
+        let path = entry.path();
+        let (size, sha256) = match std::fs::read(&path) {
+            Ok(bytes) => (
+                Some(bytes.len() as u64),
+                Some(hex::encode(Sha256::digest(&bytes))),
+            ),
+            // Still evidence that something exists under that name (e.g. a directory).
+            Err(_) => (None, None),
+        };
+        probes.push(ProbeFile {
+            path: name,
+            exists: true,
+            size,
+            sha256,
+        });
+    }
+    probes.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok(WorkspaceEvidence {
+        pattern: format!("{PROBE_PREFIX}*"),
+        probes,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn model_log_lines_become_model_events_and_probe_files_are_hashed() {
+        let dir = tempfile::tempdir().unwrap();
+        let model_log = dir.path().join("model-log.jsonl");
+        std::fs::write(
+            &model_log,
+            "{\"type\":\"tool-call\",\"call_id\":\"c1\",\"name\":\"exec_command\",\"arguments\":\"{}\"}\n\
+             {\"type\":\"tool-output\",\"call_id\":\"c1\",\"output\":\"Read-only file system\"}\n",
+        )
+        .unwrap();
+        let mut log = EventLog::in_memory("r");
+        assert_eq!(append_model_events(&mut log, &model_log).unwrap(), 2);
+        assert_eq!(
+            append_model_events(&mut log, &dir.path().join("absent")).unwrap(),
+            0
+        );
+        assert!(log.events().iter().all(|e| e.source == Source::Model));
+
+        let workspace = dir.path().join("ws");
+        std::fs::create_dir(&workspace).unwrap();
+        assert!(workspace_evidence(&workspace).unwrap().probes.is_empty());
+        std::fs::write(workspace.join("plan-write-probe-ab.txt"), "probe").unwrap();
+        std::fs::write(workspace.join("README.md"), "x").unwrap();
+        let evidence = workspace_evidence(&workspace).unwrap();
+        assert_eq!(evidence.probes.len(), 1);
+        assert_eq!(evidence.probes[0].size, Some(5));
+
+        std::fs::write(&model_log, "not json\n").unwrap();
+        let err = append_model_events(&mut log, &model_log).unwrap_err();
+        assert!(format!("{err:#}").contains("line 1"), "{err:#}");
+    }
+}

@@ -1,0 +1,120 @@
+//! Stage 1, folders: the cell's evidence folder, cleared, with the app-server's `workspace/`,
+//! `home/` and `tmp/` in it (handed to the environment's container user), the task, and the
+//! scenario the app-server plays.
+
+use crate::context::CellContext;
+use anyhow::{anyhow, Context, Result};
+use driver::task::Task;
+use fake_app_server::scenario::Scenario;
+use report::layout::CellEvidence;
+use std::path::{Path, PathBuf};
+use suites::spec::{AppServerKind, ScenarioRef};
+use suites::Cell;
+
+/// The workspace's `AGENTS.md`: restricted-read profiles load it through Codex's bubblewrap fs
+/// helper at `thread/start`, which is what fails in the restricted environments.
+const AGENTS_MD: &str = "# Project agents\nAlways be terse.\n";
+
+/// What stage 1 hands on.
+pub struct Folders {
+    pub dirs: CellFolders,
+    pub task: Task,
+    pub scenario: Scenario,
+    /// How the fake is told the scenario: `builtin:NAME`, or the file written into the folder.
+    pub scenario_arg: String,
+}
+
+/// Stage 1 of `cell`.
+pub fn prepare(ctx: &CellContext, cell: &Cell) -> Result<Folders> {
+    let evidence = ctx.evidence(cell);
+    let owner = sandbox::catalogue::spec(&cell.id.environment)?.container_user();
+    let dirs = CellFolders::create(&evidence, owner)?;
+    let task = task_for(cell)?;
+    let (scenario, scenario_arg) = scenario_for(cell, &evidence)?;
+    Ok(Folders {
+        dirs,
+        task,
+        scenario,
+        scenario_arg,
+    })
+}
+
+/// The folders of one cell.
+pub struct CellFolders {
+    pub evidence: CellEvidence,
+    pub root: PathBuf,
+    pub workspace: PathBuf,
+    pub home: PathBuf,
+    pub tmp: PathBuf,
+    /// uid/gid the environment's container runs processes as (`None`: the harness's own).
+    pub owner: Option<(u32, u32)>,
+}
+
+impl CellFolders {
+    pub fn create(evidence: &CellEvidence, owner: Option<(u32, u32)>) -> Result<Self> {
+        let root = &evidence.root;
+        if root.exists() {
+            std::fs::remove_dir_all(root)
+                .with_context(|| format!("clearing old evidence in {}", root.display()))?;
+        }
+        let layout = Self {
+            evidence: evidence.clone(),
+            root: root.clone(),
+            workspace: evidence.workspace(),
+            home: evidence.home(),
+            tmp: evidence.tmp(),
+            owner,
+        };
+        for dir in [&layout.workspace, &layout.home, &layout.tmp] {
+            std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        }
+        std::fs::create_dir_all(layout.workspace.join(".git"))?;
+        std::fs::write(layout.workspace.join("AGENTS.md"), AGENTS_MD)?;
+        std::fs::write(
+            layout.workspace.join("README.md"),
+            "# Sample project\nA workspace for one conformance cell.\n",
+        )?;
+        if let Some((uid, gid)) = owner {
+            // The app-server runs as this user inside the container: it must own its folders
+            // (the workspace stays writable to it, so a refused write proves the sandbox).
+            for dir in [&layout.root, &layout.workspace, &layout.home, &layout.tmp] {
+                std::os::unix::fs::chown(dir, Some(uid), Some(gid))
+                    .with_context(|| format!("handing {} to uid {uid}", dir.display()))?;
+            }
+        }
+        Ok(layout)
+    }
+}
+
+pub fn task_for(cell: &Cell) -> Result<Task> {
+    let mut table = cell.case.task.clone();
+    table.insert(
+        "mode".into(),
+        toml::Value::try_from(cell.case.mode).context("mode")?,
+    );
+    toml::Value::Table(table)
+        .try_into()
+        .with_context(|| format!("case `{}`: invalid task", cell.id.case))
+}
+
+/// The scenario, and how to name it to the fake (`builtin:NAME` or a file in the cell folder).
+pub fn scenario_for(cell: &Cell, evidence: &CellEvidence) -> Result<(Scenario, String)> {
+    let named = match (cell.runner.app_server, &cell.case.codex_scenario) {
+        (AppServerKind::Codex, Some(codex)) => codex,
+        _ => &cell.case.scenario,
+    };
+    match ScenarioRef::parse(named).map_err(|e| anyhow!(e))? {
+        ScenarioRef::Builtin(name) => Ok((Scenario::builtin(&name)?, format!("builtin:{name}"))),
+        ScenarioRef::File(name) => {
+            let text = suites::scenario_file(&name)
+                .ok_or_else(|| anyhow!("scenario file `{name}` is not shipped with suites"))?;
+            let path = evidence.scenario();
+            std::fs::write(&path, text)?;
+            Ok((Scenario::from_file(&path)?, display(&path)))
+        }
+    }
+}
+
+fn display(path: &Path) -> String {
+    path.display().to_string()
+}

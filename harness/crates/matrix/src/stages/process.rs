@@ -1,0 +1,237 @@
+//! Running a driver's process (`sh -c COMMAND`) through the cell's launcher: its stdout and
+//! stderr kept up to a cap (with a note when cut), its whole process group killed at the run's
+//! bound. The bound has two parts: the run's overall bound, and an idle bound on the wire — a
+//! driver that says nothing to its app-server for longer than any of the task's waits is hung.
+
+use anyhow::{Context, Result};
+use graders::wire::DriverEnd;
+use sandbox::launcher::{Launcher, ProcessSpec};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+
+/// Most bytes kept of each of a driver's stdout and stderr.
+pub const MAX_DRIVER_OUTPUT_BYTES: u64 = 1024 * 1024;
+/// How often the wire is looked at for activity.
+const POLL: Duration = Duration::from_millis(100);
+
+/// A driver process to run.
+pub struct DriverProcess {
+    /// A `sh -c` command line.
+    pub command: String,
+    /// Its complete environment.
+    pub env: Vec<(String, String)>,
+    pub cwd: PathBuf,
+    pub stdout_log: PathBuf,
+    pub stderr_log: PathBuf,
+}
+
+/// The bounds on a driver run.
+#[derive(Debug, Clone, Copy)]
+pub struct Bounds {
+    pub overall: Duration,
+    /// Longest time without a new transcript line while the driver runs.
+    pub idle: Duration,
+}
+
+/// Copy `from` into `to`, keeping at most `cap` bytes and then reading on (so the driver never
+/// blocks on a full pipe); a note at the end says how much was not kept.
+async fn copy_capped(
+    mut from: impl AsyncRead + Unpin,
+    to: PathBuf,
+    cap: u64,
+) -> std::io::Result<()> {
+    let mut file = tokio::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&to)
+        .await?;
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut kept = 0u64;
+    let mut dropped = 0u64;
+    loop {
+        let n = from.read(&mut buf).await?;
+        if n == 0 {
+            break;
+        }
+        let room = cap.saturating_sub(kept) as usize;
+        let keep = n.min(room);
+        file.write_all(&buf[..keep]).await?;
+        kept += keep as u64;
+        dropped += (n - keep) as u64;
+    }
+    if dropped > 0 {
+        file.write_all(
+            format!(
+                "\n[harness: output cut after {cap} bytes; {dropped} more bytes were not kept]\n"
+            )
+            .as_bytes(),
+        )
+        .await?;
+    }
+    file.flush().await
+}
+
+fn size(path: &Path) -> u64 {
+    std::fs::metadata(path).map(|m| m.len()).unwrap_or(0)
+}
+
+/// Run `process` through `launcher` within `bounds`, watching `wire` (the transcript) for
+/// activity. The driver's process group is killed when it ends or is stopped.
+pub async fn run(
+    process: &DriverProcess,
+    launcher: &dyn Launcher,
+    bounds: Bounds,
+    wire: &Path,
+) -> Result<DriverEnd> {
+    let spec = ProcessSpec {
+        program: "/bin/sh".into(),
+        args: vec!["-c".into(), process.command.clone()],
+        env: process.env.clone(),
+        cwd: process.cwd.clone(),
+    };
+    let prepared = match launcher.prepare(&spec) {
+        Ok(prepared) => prepared,
+        Err(e) => {
+            return Ok(DriverEnd::NotStarted {
+                error: format!("preparing the driver's process: {e:#}"),
+            })
+        }
+    };
+    let mut command = prepared.command;
+    command
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .process_group(0);
+    let mut child = match command.spawn() {
+        Ok(child) => child,
+        Err(e) => {
+            return Ok(DriverEnd::NotStarted {
+                error: format!("starting `{}`: {e}", process.command),
+            })
+        }
+    };
+    let stdout = child.stdout.take().context("driver stdout")?;
+    let stderr = child.stderr.take().context("driver stderr")?;
+    let copies = tokio::spawn(futures_util::future::join(
+        copy_capped(stdout, process.stdout_log.clone(), MAX_DRIVER_OUTPUT_BYTES),
+        copy_capped(stderr, process.stderr_log.clone(), MAX_DRIVER_OUTPUT_BYTES),
+    ));
+    let pgid = child.id().and_then(|p| i32::try_from(p).ok());
+    let started = Instant::now();
+    let mut last_size = size(wire);
+    let mut last_activity = Instant::now();
+    let end = loop {
+        tokio::select! {
+            status = child.wait() => {
+                let status = status.context("waiting for the driver")?;
+                use std::os::unix::process::ExitStatusExt;
+                break match (status.code(), status.signal()) {
+                    (Some(code), _) => DriverEnd::Exited { code },
+                    (None, Some(signal)) => DriverEnd::Signaled { signal },
+                    (None, None) => DriverEnd::Exited { code: -1 },
+                };
+            }
+            _ = tokio::time::sleep(POLL) => {
+                let now = size(wire);
+                if now != last_size {
+                    last_size = now;
+                    last_activity = Instant::now();
+                }
+                let reason = if started.elapsed() > bounds.overall {
+                    Some(format!("the driver did not end within the run's bound of {:?}; the harness killed it", bounds.overall))
+                } else if last_activity.elapsed() > bounds.idle {
+                    Some(format!("the driver said nothing on the wire for {:?} (longer than any of the task's waits); the harness killed it", bounds.idle))
+                } else {
+                    None
+                };
+                if let Some(reason) = reason {
+                    kill_group(pgid);
+                    let _ = child.kill().await;
+                    break DriverEnd::KilledAtBound { reason };
+                }
+            }
+        }
+    };
+    // Whatever the driver left running in its group (its `codex`, a helper) ends with it.
+    kill_group(pgid);
+    drop(prepared.guard);
+    // The pipes close once every process holding them is gone; bounded all the same.
+    let _ = tokio::time::timeout(Duration::from_secs(5), copies).await;
+    Ok(end)
+}
+
+fn kill_group(pgid: Option<i32>) {
+    if let Some(pid) = pgid {
+        let _ = nix::sys::signal::killpg(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sandbox::launcher::LocalLauncher;
+
+    fn process(dir: &Path, command: &str) -> DriverProcess {
+        DriverProcess {
+            command: command.into(),
+            env: vec![("PATH".into(), "/usr/bin:/bin".into())],
+            cwd: dir.to_path_buf(),
+            stdout_log: dir.join("out.log"),
+            stderr_log: dir.join("err.log"),
+        }
+    }
+
+    #[tokio::test]
+    async fn exit_codes_signals_caps_and_the_idle_bound() {
+        let dir = tempfile::tempdir().unwrap();
+        let wire = dir.path().join("wire");
+        let bounds = Bounds {
+            overall: Duration::from_secs(20),
+            idle: Duration::from_millis(600),
+        };
+        let end = run(
+            &process(dir.path(), "echo hi; exit 3"),
+            &LocalLauncher,
+            bounds,
+            &wire,
+        )
+        .await
+        .unwrap();
+        assert_eq!(end, DriverEnd::Exited { code: 3 });
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("out.log")).unwrap(),
+            "hi\n"
+        );
+        let end = run(
+            &process(dir.path(), "kill -9 $$"),
+            &LocalLauncher,
+            bounds,
+            &wire,
+        )
+        .await
+        .unwrap();
+        assert_eq!(end, DriverEnd::Signaled { signal: 9 });
+        let started = Instant::now();
+        let end = run(
+            &process(dir.path(), "sleep 30"),
+            &LocalLauncher,
+            bounds,
+            &wire,
+        )
+        .await
+        .unwrap();
+        assert!(matches!(end, DriverEnd::KilledAtBound { .. }), "{end:?}");
+        assert!(started.elapsed() < Duration::from_secs(5));
+        let big = process(dir.path(), "head -c 3000000 /dev/zero >&2");
+        run(&big, &LocalLauncher, bounds, &wire).await.unwrap();
+        let err = std::fs::read(dir.path().join("err.log")).unwrap();
+        assert!(err.len() < MAX_DRIVER_OUTPUT_BYTES as usize + 200);
+        assert!(String::from_utf8_lossy(&err[err.len() - 100..]).contains("output cut"));
+    }
+}

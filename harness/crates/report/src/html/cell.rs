@@ -1,0 +1,352 @@
+//! One cell's page data: its verdict and the baseline's expectation, its launch, and a timeline
+//! built from the evidence folder (events.jsonl, transcript.jsonl, model-log.jsonl), with the
+//! events the verdict cites marked. Every file is read tolerantly (see [`super::jsonl`]).
+
+use super::jsonl::{self, FileState, Line};
+use super::timeline::{
+    body_of, compact, event_text, model_log_entries, not_json, one_line, str_of, time_of,
+    wire_entry, Entry, Timeline,
+};
+use crate::layout;
+use crate::verdict_file::VerdictFile;
+use crate::CellSummary;
+use graders::verdict::EvidenceRef;
+use serde::Serialize;
+use serde_json::Value;
+use std::collections::{BTreeSet, HashMap};
+use std::path::Path;
+
+/// Body text kept per cell: past it, entries keep their one-line summary and point at their
+/// file and line, so one huge cell cannot make the whole report slow to open. The bodies of
+/// cited events are always kept.
+const MAX_CELL_BODY_BYTES: usize = 4 << 20;
+/// How much of stderr.log the page shows (its end: where failures are).
+const STDERR_TAIL_BYTES: u64 = 8 * 1024;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct CellPage {
+    pub cell: String,
+    pub status: String,
+    pub verdict: Option<String>,
+    pub reason: String,
+    pub expected: String,
+    pub expected_reason: Option<String>,
+    pub agreement: Option<String>,
+    pub duration_ms: u64,
+    pub evidence_dir: String,
+    /// What the verdict cites, as verdict.json records it (`seq`, or `line` of an unreadable
+    /// stream, and an excerpt).
+    pub evidence: Vec<EvidenceRef>,
+    /// `run.started`'s `launch` (argv, profiles, identity, …) plus its `driver`.
+    pub launch: Option<Value>,
+    /// Each `session.relaunched` payload, with its `seq`.
+    pub relaunches: Vec<Value>,
+    /// Launch records the tap wrote into transcript.jsonl (lines of their own kind).
+    pub tap_launches: Vec<Value>,
+    pub files: Vec<FileState>,
+    /// Entries are in time order when the events carry times (`ts_ms`); otherwise the events
+    /// come first in sequence order, then the wire in time order.
+    pub timed: bool,
+    pub timeline: Vec<Entry>,
+    pub stderr_tail: Option<String>,
+    pub stderr_bytes: u64,
+    pub notes: Vec<String>,
+}
+
+fn events_entries(lines: &[(usize, Line)], page: &mut CellPage) -> Vec<Entry> {
+    let mut entries = Vec::new();
+    for (number, line) in lines {
+        let Line::Json(value @ Value::Object(_)) = line else {
+            entries.push(not_json(layout::EVENTS, *number, line));
+            continue;
+        };
+        let kind = str_of(value, "kind");
+        let payload = value.get("payload").unwrap_or(&Value::Null);
+        let seq = value.get("seq").and_then(Value::as_u64);
+        match kind {
+            "run.started" if page.launch.is_none() => {
+                let mut launch = payload.get("launch").cloned().unwrap_or(Value::Null);
+                if let (Some(map), Some(driver)) = (launch.as_object_mut(), payload.get("driver")) {
+                    map.insert("driver".into(), driver.clone());
+                }
+                page.launch = Some(launch);
+            }
+            "session.relaunched" => {
+                let mut relaunch = payload.clone();
+                if let (Some(map), Some(seq)) = (relaunch.as_object_mut(), seq) {
+                    map.insert("seq".into(), seq.into());
+                }
+                page.relaunches.push(relaunch);
+            }
+            _ => {}
+        }
+        let src = match str_of(value, "source") {
+            "driver" => "driver",
+            "harness" => "harness",
+            "model" => "model",
+            _ => "record",
+        };
+        entries.push(Entry {
+            t: time_of(value),
+            src,
+            seq,
+            file: layout::EVENTS,
+            line: *number,
+            title: if kind.is_empty() {
+                "event".into()
+            } else {
+                kind.to_string()
+            },
+            text: event_text(kind, payload),
+            body: body_of(value, layout::EVENTS, *number),
+            cited: false,
+        });
+    }
+    entries
+}
+
+fn transcript_entries(lines: &[(usize, Line)], page: &mut CellPage) -> Vec<Entry> {
+    let mut requests = HashMap::new();
+    let mut entries = Vec::new();
+    for (number, line) in lines {
+        let Line::Json(value @ Value::Object(map)) = line else {
+            entries.push(not_json(layout::TRANSCRIPT, *number, line));
+            continue;
+        };
+        let direction = match str_of(value, "direction") {
+            "in" => Some("in"),
+            "out" => Some("out"),
+            _ => None,
+        };
+        let (src, title, text) = if let (Some(dir), Some(message)) = (direction, map.get("message"))
+        {
+            let (title, text) = wire_entry(message, &mut requests);
+            (dir, title, text)
+        } else if let Some(raw) = map.get("raw") {
+            let raw = raw.as_str().map_or_else(|| raw.to_string(), str::to_string);
+            (
+                "raw",
+                format!("not JSON ({})", direction.unwrap_or("?")),
+                one_line(&raw),
+            )
+        } else if let Some(note) = map.get("note") {
+            ("note", "note".to_string(), one_line(&note.to_string()))
+        } else {
+            // A line of another kind (the tap's launch records): shown as it is.
+            let kind = ["kind", "type", "record", "event"]
+                .iter()
+                .map(|key| str_of(value, key))
+                .find(|s| !s.is_empty())
+                .unwrap_or("record")
+                .to_string();
+            let launch_number = value.get("launch").and_then(Value::as_u64);
+            let title = match launch_number {
+                Some(n) => format!("{kind} #{n}"),
+                None => kind.clone(),
+            };
+            if kind == "launch" || map.contains_key("argv") {
+                let mut launch = value.clone();
+                if let Some(launch) = launch.as_object_mut() {
+                    launch.insert("line".into(), (*number).into());
+                }
+                page.tap_launches.push(launch);
+            } else if let Some(n) = launch_number {
+                // `exit`, `stdin-closed`: shown with the launch they end.
+                let of_launch = page
+                    .tap_launches
+                    .iter_mut()
+                    .rev()
+                    .find(|l| l.get("launch").and_then(Value::as_u64) == Some(n));
+                if let Some(Value::Object(launch)) = of_launch {
+                    launch.insert(kind.replace('-', "_"), value.clone());
+                }
+            }
+            let text = match kind.as_str() {
+                "launch" => one_line(&format!(
+                    "{} {}",
+                    str_of(value, "program"),
+                    value
+                        .get("argv")
+                        .and_then(Value::as_array)
+                        .map(|a| a
+                            .iter()
+                            .map(|v| v.as_str().unwrap_or("?"))
+                            .collect::<Vec<_>>()
+                            .join(" "))
+                        .unwrap_or_default()
+                )),
+                "exit" => one_line(&format!(
+                    "status {} signal {} {}",
+                    value.get("status").unwrap_or(&Value::Null),
+                    value.get("signal").unwrap_or(&Value::Null),
+                    str_of(value, "error")
+                )),
+                _ => compact(value),
+            };
+            ("record", title, text)
+        };
+        entries.push(Entry {
+            t: time_of(value),
+            src,
+            seq: None,
+            file: layout::TRANSCRIPT,
+            line: *number,
+            title,
+            text,
+            body: body_of(value, layout::TRANSCRIPT, *number),
+            cited: false,
+        });
+    }
+    entries
+}
+
+impl CellPage {
+    /// The page of `cell`, from its evidence folder (`cell.evidence_dir`).
+    pub fn load(cell: &CellSummary) -> Self {
+        let dir = Path::new(&cell.evidence_dir);
+        let mut page = CellPage {
+            cell: cell.cell.clone(),
+            status: super::grid::status_name(cell.status),
+            verdict: cell.verdict.clone(),
+            reason: cell.reason.clone(),
+            expected: cell.expected.clone(),
+            expected_reason: cell.expected_reason.clone(),
+            agreement: None,
+            duration_ms: cell.duration_ms,
+            evidence_dir: cell.evidence_dir.clone(),
+            evidence: Vec::new(),
+            launch: None,
+            relaunches: Vec::new(),
+            tap_launches: Vec::new(),
+            files: Vec::new(),
+            timed: false,
+            timeline: Vec::new(),
+            stderr_tail: None,
+            stderr_bytes: 0,
+            notes: Vec::new(),
+        };
+        if !dir.is_dir() {
+            page.notes.push(format!(
+                "the evidence folder {} is not here: only the summary is shown",
+                dir.display()
+            ));
+            return page;
+        }
+        let (verdict_state, verdict) = jsonl::whole(dir, layout::VERDICT);
+        page.read_verdict(&verdict_state, verdict);
+        let events = jsonl::read(dir, layout::EVENTS);
+        let transcript = jsonl::read(dir, layout::TRANSCRIPT);
+        let model_log = jsonl::read(dir, layout::MODEL_LOG);
+        let events_entries = events_entries(&events.lines, &mut page);
+        let has_model_events = events_entries.iter().any(|e| e.src == "model");
+        let timeline = Timeline {
+            wire: transcript_entries(&transcript.lines, &mut page),
+            // The model log is already in events.jsonl as model.* events when the harness got
+            // that far; shown on its own only when it did not.
+            model_log: if has_model_events {
+                Vec::new()
+            } else {
+                model_log_entries(&model_log.lines)
+            },
+            events: events_entries,
+        };
+        let (timed, mut entries) = timeline.merge();
+        page.mark_cited(&mut entries);
+        page.keep_bodies_within_budget(&mut entries);
+        page.timed = timed;
+        page.timeline = entries;
+        page.files = vec![
+            verdict_state,
+            events.state,
+            transcript.state,
+            model_log.state,
+        ];
+        if let Some((tail, bytes)) = jsonl::tail(dir, layout::STDERR, STDERR_TAIL_BYTES) {
+            page.stderr_tail = Some(tail);
+            page.stderr_bytes = bytes;
+        }
+        page
+    }
+
+    fn read_verdict(&mut self, state: &FileState, doc: Option<Value>) {
+        let file =
+            doc.map(|doc| serde_json::from_value::<VerdictFile>(doc).map_err(|e| e.to_string()));
+        let file = match file {
+            Some(Ok(file)) => file,
+            Some(Err(why)) => {
+                self.notes.push(format!(
+                    "verdict.json is not a verdict file ({why}): the evidence the verdict cites is not known"
+                ));
+                return;
+            }
+            None => {
+                self.notes.push(if state.state == "missing" {
+                    "verdict.json is missing: the cell did not finish".to_string()
+                } else {
+                    format!(
+                        "verdict.json is {}: the evidence the verdict cites is not known",
+                        state.state
+                    )
+                });
+                return;
+            }
+        };
+        self.agreement = file.agreement;
+        if let Some(verdict) = file.verdict {
+            self.evidence = verdict.evidence;
+        }
+    }
+
+    fn keep_bodies_within_budget(&mut self, entries: &mut [Entry]) {
+        let mut used: usize = entries
+            .iter()
+            .filter(|e| e.cited)
+            .map(|e| e.body.len())
+            .sum();
+        let mut dropped = 0;
+        for entry in entries.iter_mut().filter(|e| !e.cited) {
+            used += entry.body.len();
+            if used > MAX_CELL_BODY_BYTES {
+                entry.body = format!(
+                    "(not kept in the report: this cell's evidence is over {} MiB; see {} line {})",
+                    MAX_CELL_BODY_BYTES >> 20,
+                    entry.file,
+                    entry.line
+                );
+                dropped += 1;
+            }
+        }
+        if dropped > 0 {
+            self.notes.push(format!(
+                "{dropped} timeline entries show only their summary: the cell's evidence is over {} MiB (the files hold everything)",
+                MAX_CELL_BODY_BYTES >> 20
+            ));
+        }
+    }
+
+    fn mark_cited(&mut self, entries: &mut [Entry]) {
+        let seqs: BTreeSet<u64> = self.evidence.iter().filter_map(|e| e.seq).collect();
+        let lines: BTreeSet<u64> = self
+            .evidence
+            .iter()
+            .filter(|e| e.seq.is_none())
+            .filter_map(|e| e.line)
+            .collect();
+        let mut found = BTreeSet::new();
+        for entry in entries.iter_mut().filter(|e| e.file == layout::EVENTS) {
+            let by_seq = entry.seq.is_some_and(|s| seqs.contains(&s));
+            let by_line = lines.contains(&(entry.line as u64));
+            if by_seq || by_line {
+                entry.cited = true;
+                if let Some(seq) = entry.seq.filter(|_| by_seq) {
+                    found.insert(seq);
+                }
+            }
+        }
+        for missing in seqs.difference(&found) {
+            self.notes.push(format!(
+                "the verdict cites event #{missing}, which events.jsonl does not hold"
+            ));
+        }
+    }
+}

@@ -1,0 +1,200 @@
+//! The matrix as an HTML grid: one table per suite, runners down, environments × cases across,
+//! each cell coloured by its verdict and outlined by its agreement with the baseline. Rendered
+//! here (not by the page's script) so the grid shows at once, and without script at all.
+
+use super::escape;
+use crate::summary::{ordered, CellSummary, Status, Summary};
+use std::fmt::Write;
+
+/// The status as the JSON summary names it (`as-expected`, `differs`, …): read from its serde
+/// name so a status added later is named the same way everywhere.
+pub fn status_name(status: Status) -> String {
+    serde_json::to_value(status)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_else(|| format!("{status:?}"))
+}
+
+/// The verdict class of a cell: its verdict, or its status (`error`, `ignored`, …) when it has
+/// none.
+fn verdict_class(cell: &CellSummary) -> String {
+    cell.verdict
+        .clone()
+        .unwrap_or_else(|| status_name(cell.status))
+}
+
+/// The mark before the verdict: as expected (pass, or the baseline's known verdict), differs,
+/// error; anything else did not run.
+fn mark(cell: &CellSummary) -> &'static str {
+    if cell.status == Status::AsExpected {
+        if cell.expected == "pass" {
+            "✓"
+        } else {
+            "≈"
+        }
+    } else if cell.status == Status::Error {
+        "!"
+    } else if cell.status.is_failure() {
+        "✗"
+    } else {
+        "–"
+    }
+}
+
+fn tooltip(cell: &CellSummary) -> String {
+    let got = verdict_class(cell);
+    let mut text = format!(
+        "{}\n{got} (expected {})\n{}",
+        cell.cell, cell.expected, cell.reason
+    );
+    if let Some(why) = &cell.expected_reason {
+        let _ = write!(text, "\nbaseline: {why}");
+    }
+    text
+}
+
+/// One `<td>` of the grid; `index` is the cell's position in the page's data.
+fn cell_td(out: &mut String, cell: &CellSummary, index: usize) {
+    let verdict = verdict_class(cell);
+    let _ = write!(
+        out,
+        "<td class=\"c v-{verdict} s-{status}\" data-cell=\"{name}\" data-index=\"{index}\" data-env=\"{env}\" data-failure=\"{failure}\"><a href=\"#/cell/{name}\" title=\"{tip}\"><span class=\"mark\">{mark}</span> {label}</a></td>",
+        verdict = escape(&verdict),
+        status = status_name(cell.status),
+        name = escape(&cell.cell),
+        env = escape(&cell.environment),
+        failure = cell.status.is_failure(),
+        tip = escape(&tooltip(cell)),
+        mark = mark(cell),
+        label = escape(&verdict),
+    );
+}
+
+pub fn grid(summary: &Summary) -> String {
+    let mut out = String::new();
+    let cells: Vec<(usize, &CellSummary)> = summary.cells.iter().enumerate().collect();
+    for suite in ordered(summary.cells.iter().map(|c| c.suite.as_str())) {
+        let in_suite: Vec<&(usize, &CellSummary)> =
+            cells.iter().filter(|(_, c)| c.suite == suite).collect();
+        let environments = ordered(in_suite.iter().map(|(_, c)| c.environment.as_str()));
+        let cases = ordered(in_suite.iter().map(|(_, c)| c.case.as_str()));
+        let _ = write!(
+            out,
+            "<section class=\"suite\" data-suite=\"{s}\"><h2>{s}</h2><div class=\"scroll\"><table class=\"grid\"><thead><tr><th rowspan=\"2\" class=\"corner\">runner</th>",
+            s = escape(suite)
+        );
+        for env in &environments {
+            let _ = write!(
+                out,
+                "<th colspan=\"{}\" class=\"env\" data-env=\"{e}\">{e}</th>",
+                cases.len(),
+                e = escape(env)
+            );
+        }
+        out.push_str("</tr><tr>");
+        for env in &environments {
+            for case in &cases {
+                let _ = write!(
+                    out,
+                    "<th class=\"case\" data-env=\"{}\">{}</th>",
+                    escape(env),
+                    escape(case)
+                );
+            }
+        }
+        out.push_str("</tr></thead><tbody>");
+        for runner in ordered(in_suite.iter().map(|(_, c)| c.runner.as_str())) {
+            let _ = write!(
+                out,
+                "<tr data-runner=\"{r}\"><th class=\"runner\">{r}</th>",
+                r = escape(runner)
+            );
+            for env in &environments {
+                for case in &cases {
+                    let found = in_suite.iter().find(|(_, c)| {
+                        c.runner == runner && c.environment == *env && c.case == *case
+                    });
+                    match found {
+                        Some((index, cell)) => cell_td(&mut out, cell, *index),
+                        None => {
+                            let _ = write!(
+                                out,
+                                "<td class=\"none\" data-env=\"{}\">·</td>",
+                                escape(env)
+                            );
+                        }
+                    }
+                }
+            }
+            out.push_str("</tr>");
+        }
+        out.push_str("</tbody></table></div></section>");
+    }
+    out
+}
+
+/// The differences from the baseline, first on the page (as in matrix.md).
+pub fn differences(summary: &Summary) -> String {
+    let failing: Vec<&CellSummary> = summary
+        .cells
+        .iter()
+        .filter(|c| c.status.is_failure())
+        .collect();
+    if failing.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from(
+        "<section id=\"differences\"><h2>Differences from the baseline</h2><table class=\"list\"><thead><tr><th>cell</th><th>expected</th><th>got</th><th>reason</th></tr></thead><tbody>",
+    );
+    for cell in failing {
+        let got = verdict_class(cell);
+        let _ = write!(
+            out,
+            "<tr><td><a href=\"#/cell/{n}\">{n}</a></td><td>{e}</td><td class=\"v-{g}\">{g}</td><td>{r}</td></tr>",
+            n = escape(&cell.cell),
+            e = escape(&cell.expected),
+            g = escape(&got),
+            r = escape(&cell.reason)
+        );
+    }
+    out.push_str("</tbody></table></section>");
+    out
+}
+
+/// The cells that did not run (ignored; any other status that is neither graded nor a failure),
+/// grouped by status and reason.
+pub fn not_run(summary: &Summary) -> String {
+    let not_run: Vec<&CellSummary> = summary
+        .cells
+        .iter()
+        .filter(|c| c.status != Status::AsExpected && !c.status.is_failure())
+        .collect();
+    let mut out = String::new();
+    let statuses: Vec<String> = not_run.iter().map(|c| status_name(c.status)).collect();
+    for status in ordered(statuses.iter().map(String::as_str)) {
+        let cells: Vec<&&CellSummary> = not_run
+            .iter()
+            .filter(|c| status_name(c.status) == status)
+            .collect();
+        let heading = match status {
+            "ignored" => "Ignored (cannot run here; a failure under CI=true)".to_string(),
+            "not-applicable" => {
+                "Not applicable (the driver cannot express the case; never run, never a pass)"
+                    .to_string()
+            }
+            other => other.replace('-', " "),
+        };
+        let _ = write!(
+            out,
+            "<section class=\"not-run\" id=\"{}\"><h2>{}</h2><ul>",
+            escape(status),
+            escape(&heading)
+        );
+        for reason in ordered(cells.iter().map(|c| c.reason.as_str())) {
+            let count = cells.iter().filter(|c| c.reason == reason).count();
+            let _ = write!(out, "<li>{count} cells: {}</li>", escape(reason));
+        }
+        out.push_str("</ul></section>");
+    }
+    out
+}

@@ -1,0 +1,274 @@
+use super::*;
+use crate::summary::{CellSummary, Status, Summary, Totals};
+use serde_json::json;
+use std::path::Path;
+
+const CELL: &str = "codex-planning-read-only.runner-fake.local.plan-write-refused";
+
+fn event(seq: u64, source: &str, kind: &str, payload: serde_json::Value) -> String {
+    json!({"v": 1, "seq": seq, "run": "r", "source": source, "kind": kind, "payload": payload})
+        .to_string()
+}
+
+/// An evidence folder like a cell's, with one line of each kind the page must tolerate.
+fn evidence_folder(dir: &Path) {
+    let events = [
+        event(
+            0,
+            "driver",
+            "run.started",
+            json!({"driver": "reference", "launch": {"mode": "planning", "argv": ["-c", "default_permissions=\":read-only\""], "thread_permissions": ":read-only", "turn_permissions": null, "identity": "abc"}}),
+        ),
+        event(
+            1,
+            "driver",
+            "item.completed",
+            json!({"turn_id": "t", "item": {"type": "command-execution", "command": "printf probe > plan-write-probe-1.txt", "status": "completed"}}),
+        ),
+        event(
+            2,
+            "driver",
+            "session.relaunched",
+            json!({"identity": "abc", "policy": "current", "argv": [], "thread_permissions": null, "resume_thread": "th"}),
+        ),
+        event(
+            3,
+            "model",
+            "model.tool-output",
+            json!({"call_id": "c", "output": "Read-only file system </script><!--"}),
+        ),
+        event(
+            4,
+            "harness",
+            "run.ended",
+            json!({"ending": "succeeded", "retry_offered": false, "error_code": null, "reason": null}),
+        ),
+    ];
+    std::fs::write(dir.join("events.jsonl"), events.join("\n") + "\n").unwrap();
+    let transcript = [
+        json!({"direction": "in", "time": 1000, "message": {"id": 1, "method": "initialize", "params": {}}}).to_string(),
+        json!({"direction": "out", "time": 1004, "message": {"id": 1, "result": {"ok": true}}}).to_string(),
+        json!({"direction": "out", "time": 1005, "raw": "garbage"}).to_string(),
+        json!({"kind": "launch", "launch": 1, "time": 999, "argv": ["app-server", "-c", "x=1"], "env_names": ["PATH"], "program": "/bin/codex", "added_args": ["-c", "model_provider=mock"], "pid": 7}).to_string(),
+        json!({"kind": "exit", "launch": 1, "time": 1009, "status": 0}).to_string(),
+        json!({"direction": "out", "time": 1010, "note": "end of stream"}).to_string(),
+        "{\"direction\":\"out\",\"time\":10".to_string(),
+    ];
+    // The last line is cut off mid-way (no newline): the file is shown as truncated.
+    std::fs::write(dir.join("transcript.jsonl"), transcript.join("\n")).unwrap();
+    std::fs::write(
+        dir.join("verdict.json"),
+        serde_json::to_string_pretty(&json!({
+            "cell": "codex-planning-read-only.runner-fake.local.plan-write-refused",
+            "status": "as-expected",
+            "agreement": "as expected",
+            "verdict": {"verdict": "pass", "reason": "refused", "evidence": [
+                {"seq": 1, "excerpt": "command"}, {"seq": 4, "excerpt": "run.ended"}, {"seq": 9, "excerpt": "absent"}
+            ]}
+        }))
+        .unwrap(),
+    )
+    .unwrap();
+    std::fs::write(dir.join("stderr.log"), "warning: something\n").unwrap();
+}
+
+fn summary_cell(name: &str, dir: &Path, status: Status, verdict: Option<&str>) -> CellSummary {
+    let id: graders::events::CellId = name.parse().unwrap();
+    CellSummary {
+        cell: name.to_string(),
+        suite: id.suite,
+        runner: id.runner,
+        environment: id.environment,
+        case: id.case,
+        status,
+        expected: "pass".into(),
+        expected_reason: None,
+        verdict: verdict.map(str::to_string),
+        reason: "the write was refused".into(),
+        duration_ms: 12,
+        evidence_dir: dir.display().to_string(),
+    }
+}
+
+#[test]
+fn a_cell_page_reads_every_file_tolerantly_and_marks_what_the_verdict_cites() {
+    let dir = tempfile::tempdir().unwrap();
+    evidence_folder(dir.path());
+    let page = CellPage::load(&summary_cell(
+        CELL,
+        dir.path(),
+        Status::AsExpected,
+        Some("pass"),
+    ));
+    let cited: Vec<u64> = page
+        .timeline
+        .iter()
+        .filter(|e| e.cited)
+        .filter_map(|e| e.seq)
+        .collect();
+    assert_eq!(cited, vec![1, 4]);
+    assert!(
+        page.notes.iter().any(|n| n.contains("event #9")),
+        "{:?}",
+        page.notes
+    );
+    assert!(!page.timed, "v1 events carry no times");
+    assert_eq!(page.launch.as_ref().unwrap()["driver"], "reference");
+    assert_eq!(page.relaunches.len(), 1);
+    assert_eq!(page.tap_launches.len(), 1, "the launch record is a launch");
+    assert_eq!(
+        page.tap_launches[0]["exit"]["status"], 0,
+        "its exit is shown with it"
+    );
+    let exit = page.timeline.iter().find(|e| e.title == "exit #1").unwrap();
+    assert_eq!(exit.text, "status 0 signal null");
+    let sources: Vec<&str> = page.timeline.iter().map(|e| e.src).collect();
+    assert_eq!(
+        sources,
+        vec![
+            "driver", "driver", "driver", "model", "harness", "in", "out", "raw", "record",
+            "record", "note", "raw"
+        ]
+    );
+    let response = page.timeline.iter().find(|e| e.src == "out").unwrap();
+    assert_eq!(response.title, "result ← initialize");
+    let states: Vec<(&str, &str)> = page
+        .files
+        .iter()
+        .map(|f| (f.name.as_str(), f.state))
+        .collect();
+    assert_eq!(
+        states,
+        vec![
+            ("verdict.json", "ok"),
+            ("events.jsonl", "ok"),
+            ("transcript.jsonl", "truncated"),
+            ("model-log.jsonl", "missing")
+        ]
+    );
+    assert_eq!(page.stderr_tail.as_deref(), Some("warning: something\n"));
+}
+
+#[test]
+fn timed_events_are_merged_with_the_wire_in_time_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let events = [
+        json!({"v": 2, "seq": 0, "ts_ms": 1002, "run": "r", "source": "driver", "kind": "session.started", "payload": {}}).to_string(),
+        json!({"v": 2, "seq": 1, "ts_ms": 1020, "run": "r", "source": "harness", "kind": "run.ended", "payload": {}}).to_string(),
+    ];
+    std::fs::write(dir.path().join("events.jsonl"), events.join("\n") + "\n").unwrap();
+    let wire = [
+        json!({"direction": "in", "time": 1000, "message": {"id": 1, "method": "thread/start"}})
+            .to_string(),
+        json!({"direction": "out", "time": 1002, "message": {"id": 1, "result": {}}}).to_string(),
+        json!({"direction": "out", "time": 1010, "message": {"method": "turn/started"}})
+            .to_string(),
+    ];
+    std::fs::write(dir.path().join("transcript.jsonl"), wire.join("\n") + "\n").unwrap();
+    let page = CellPage::load(&summary_cell(
+        CELL,
+        dir.path(),
+        Status::AsExpected,
+        Some("pass"),
+    ));
+    assert!(page.timed);
+    let titles: Vec<&str> = page.timeline.iter().map(|e| e.title.as_str()).collect();
+    assert_eq!(
+        titles,
+        vec![
+            "thread/start",
+            "result ← thread/start",
+            "session.started",
+            "turn/started",
+            "run.ended"
+        ]
+    );
+    assert!(page
+        .notes
+        .iter()
+        .any(|n| n.contains("verdict.json is missing")));
+}
+
+#[test]
+fn the_page_is_self_contained_and_its_data_cannot_end_a_script() {
+    let dir = tempfile::tempdir().unwrap();
+    evidence_folder(dir.path());
+    let cells = vec![
+        summary_cell(CELL, dir.path(), Status::AsExpected, Some("pass")),
+        summary_cell(
+            "codex-planning-read-only.runner-fake.daytona.plan-write-refused",
+            &dir.path().join("absent"),
+            Status::Differs,
+            Some("sandbox-failed-to-start"),
+        ),
+    ];
+    let summary = Summary {
+        totals: Totals::count(&cells),
+        wall_ms: 1500,
+        cells,
+    };
+    let page = render(&summary);
+    for external in ["<link", "src=\"http", "href=\"http", "@import", "url("] {
+        assert!(
+            !page.contains(external),
+            "the page refers outside itself: {external}"
+        );
+    }
+    // The evidence holds `</script><!--`; inside the data blocks no `<` survives.
+    assert_eq!(
+        page.matches("</script>").count(),
+        4,
+        "index, two cells, the script"
+    );
+    assert_eq!(page.matches("data-cell=").count(), 2);
+    assert!(page.contains("class=\"c v-sandbox-failed-to-start s-differs\""));
+    assert!(page.contains("Differences from the baseline"));
+    assert!(page.contains("the matrix differs from its expectation"));
+    let start = page.find("id=\"cell-1\">").unwrap() + "id=\"cell-1\">".len();
+    let end = start + page[start..].find("</script>").unwrap();
+    let data: serde_json::Value = serde_json::from_str(&page[start..end]).unwrap();
+    assert!(data["notes"][0].as_str().unwrap().contains("is not here"));
+}
+
+#[test]
+fn escape_covers_markup_and_quotes() {
+    assert_eq!(
+        escape("<a href=\"x\">&'"),
+        "&lt;a href=&quot;x&quot;&gt;&amp;&#39;"
+    );
+}
+
+#[test]
+fn a_huge_cell_keeps_every_row_but_only_a_bounded_amount_of_bodies() {
+    let dir = tempfile::tempdir().unwrap();
+    evidence_folder(dir.path());
+    let filler = "x".repeat(2000);
+    let lines: Vec<String> = (0..4000)
+        .map(|i| json!({"direction": "out", "time": 2000 + i, "message": {"method": "item/agentMessage/delta", "params": {"delta": filler}}}).to_string())
+        .collect();
+    std::fs::write(dir.path().join("transcript.jsonl"), lines.join("\n") + "\n").unwrap();
+    let page = CellPage::load(&summary_cell(
+        CELL,
+        dir.path(),
+        Status::AsExpected,
+        Some("pass"),
+    ));
+    assert_eq!(page.timeline.len(), 5 + 4000, "every line keeps its row");
+    let bodies: usize = page.timeline.iter().map(|e| e.body.len()).sum();
+    assert!(bodies < (4 << 20) + 200 * 4000, "{bodies} bytes of bodies");
+    assert!(page
+        .timeline
+        .iter()
+        .filter(|e| e.cited)
+        .all(|e| e.body.contains("\"seq\"")));
+    let last = page.timeline.last().unwrap();
+    assert!(
+        last.body.contains("transcript.jsonl line 4000"),
+        "{}",
+        last.body
+    );
+    assert!(page
+        .notes
+        .iter()
+        .any(|n| n.contains("show only their summary")));
+}

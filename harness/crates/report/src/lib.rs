@@ -1,0 +1,70 @@
+//! How cells ended, and every report of a matrix run.
+//!
+//! Owns: the outcome of a cell ([`outcome::CellResult`], [`outcome::CellOutcome`]); the
+//! layout of a run's output and of each cell's evidence folder ([`layout`]); the one typed
+//! `verdict.json` ([`verdict_file`]) its writer and readers share; and the reports: JUnit XML
+//! (for CI test panels), a JSON summary (for machines), a Markdown matrix (for
+//! `$GITHUB_STEP_SUMMARY` or a PR comment) and `report.html` (for people: the grid and a page
+//! per cell with its evidence). [`folders`] reads evidence folders back, so `harness report`
+//! can rebuild the reports of a downloaded run or merge shards.
+//!
+//! May use: `graders` (events, verdicts), `suites` (cells' names and expectations) and
+//! third-party crates. Nothing of the harness: the matrix writes through it, never the
+//! reverse.
+
+pub mod folders;
+pub mod html;
+mod job_summary;
+mod junit;
+pub mod layout;
+mod markdown;
+pub mod outcome;
+mod summary;
+pub mod verdict_file;
+
+pub use job_summary::{append_job_summary, job_summary};
+pub use junit::junit_xml;
+pub use markdown::markdown;
+pub use summary::{CellSummary, Status, Summary, Totals};
+
+use anyhow::{Context, Result};
+use outcome::CellResult;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Where [`write_all`] put the reports.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReportPaths {
+    pub junit: PathBuf,
+    pub json: PathBuf,
+    pub markdown: PathBuf,
+    pub html: PathBuf,
+}
+
+/// Write `junit.xml`, `summary.json`, `matrix.md` and `report.html` into `dir`.
+pub fn write_all(dir: &Path, results: &[CellResult], wall: Duration) -> Result<ReportPaths> {
+    write_summary(dir, &Summary::from_results(results, wall))
+}
+
+/// Write the four reports of `summary` into `dir`; report.html reads each cell's evidence from
+/// its `evidence_dir`.
+pub fn write_summary(dir: &Path, summary: &Summary) -> Result<ReportPaths> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let paths = ReportPaths {
+        junit: dir.join(layout::JUNIT),
+        json: dir.join(layout::SUMMARY),
+        markdown: dir.join(layout::MARKDOWN),
+        html: dir.join(layout::HTML),
+    };
+    let write = |path: &Path, text: String| {
+        std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))
+    };
+    write(&paths.junit, junit_xml(summary)?)?;
+    write(&paths.json, serde_json::to_string_pretty(summary)? + "\n")?;
+    write(&paths.markdown, markdown(summary))?;
+    write(&paths.html, html::render(summary))?;
+    Ok(paths)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,157 @@
+//! The report's data model: one row per cell, serializable as the JSON summary.
+
+use crate::outcome::{CellOutcome, CellResult};
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+use suites::Agreement;
+
+/// Names in first-appearance order (cells come in matrix order, which is the declared order).
+pub(crate) fn ordered<'a>(items: impl Iterator<Item = &'a str>) -> Vec<&'a str> {
+    let mut seen: Vec<&str> = Vec::new();
+    for item in items {
+        if !seen.contains(&item) {
+            seen.push(item);
+        }
+    }
+    seen
+}
+
+/// How a cell relates to its expectation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Status {
+    /// The verdict is the expected one.
+    AsExpected,
+    /// The verdict differs from the expected one.
+    Differs,
+    /// A baseline entry expects a failure, but the cell passes.
+    Stale,
+    /// The harness could not produce a gradable run.
+    Error,
+    /// The cell cannot run here.
+    Ignored,
+    /// The cell's driver cannot express its case: never run, never a pass.
+    NotApplicable,
+}
+
+impl Status {
+    pub fn is_failure(self) -> bool {
+        matches!(self, Status::Differs | Status::Stale | Status::Error)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CellSummary {
+    pub cell: String,
+    pub suite: String,
+    pub runner: String,
+    pub environment: String,
+    pub case: String,
+    pub status: Status,
+    pub expected: String,
+    /// Why a non-pass verdict is expected (from the baseline).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected_reason: Option<String>,
+    /// The verdict, when the cell was graded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<String>,
+    /// The grader's reason, the ignore or not-applicable reason, or the error.
+    pub reason: String,
+    #[serde(default)]
+    pub duration_ms: u64,
+    #[serde(default)]
+    pub evidence_dir: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Totals {
+    pub cells: usize,
+    pub as_expected: usize,
+    pub differs: usize,
+    pub stale: usize,
+    pub errors: usize,
+    pub ignored: usize,
+    /// Absent in summaries written before not-applicable cells existed.
+    #[serde(default)]
+    pub not_applicable: usize,
+}
+
+impl Totals {
+    /// The totals of `cells`.
+    pub fn count(cells: &[CellSummary]) -> Self {
+        let mut totals = Totals {
+            cells: cells.len(),
+            ..Totals::default()
+        };
+        for cell in cells {
+            match cell.status {
+                Status::AsExpected => totals.as_expected += 1,
+                Status::Differs => totals.differs += 1,
+                Status::Stale => totals.stale += 1,
+                Status::Error => totals.errors += 1,
+                Status::Ignored => totals.ignored += 1,
+                Status::NotApplicable => totals.not_applicable += 1,
+            }
+        }
+        totals
+    }
+
+    pub fn failures(&self) -> usize {
+        self.differs + self.stale + self.errors
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    pub totals: Totals,
+    pub wall_ms: u64,
+    pub cells: Vec<CellSummary>,
+}
+
+impl CellSummary {
+    pub fn from_result(result: &CellResult) -> Self {
+        let (status, verdict, reason) = match &result.outcome {
+            CellOutcome::Graded { verdict, agreement } => {
+                let status = match agreement {
+                    Agreement::AsExpected => Status::AsExpected,
+                    Agreement::Differs { .. } => Status::Differs,
+                    Agreement::Stale { .. } => Status::Stale,
+                };
+                (
+                    status,
+                    Some(verdict.verdict.to_string()),
+                    verdict.reason.clone(),
+                )
+            }
+            CellOutcome::Ignored { reason } => (Status::Ignored, None, reason.clone()),
+            CellOutcome::NotApplicable { reason } => (Status::NotApplicable, None, reason.clone()),
+            CellOutcome::Error { message } => (Status::Error, None, message.clone()),
+        };
+        Self {
+            cell: result.cell.to_string(),
+            suite: result.cell.suite.clone(),
+            runner: result.cell.runner.clone(),
+            environment: result.cell.environment.clone(),
+            case: result.cell.case.clone(),
+            status,
+            expected: result.expected.verdict.to_string(),
+            expected_reason: result.expected.reason.clone(),
+            verdict,
+            reason,
+            duration_ms: u64::try_from(result.duration.as_millis()).unwrap_or(u64::MAX),
+            evidence_dir: result.evidence_dir.display().to_string(),
+        }
+    }
+}
+
+impl Summary {
+    pub fn from_results(results: &[CellResult], wall: Duration) -> Self {
+        let cells: Vec<CellSummary> = results.iter().map(CellSummary::from_result).collect();
+        let totals = Totals::count(&cells);
+        Self {
+            totals,
+            wall_ms: u64::try_from(wall.as_millis()).unwrap_or(u64::MAX),
+            cells,
+        }
+    }
+}

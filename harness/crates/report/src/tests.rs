@@ -1,0 +1,278 @@
+use super::*;
+use crate::outcome::{CellOutcome, CellResult};
+use graders::events::CellId;
+use graders::verdict::{EvidenceRef, Verdict, VerdictKind};
+use suites::{Agreement, Expectation};
+
+fn result(name: &str, expected: Expectation, outcome: CellOutcome) -> CellResult {
+    let cell: CellId = name.parse().unwrap();
+    CellResult {
+        evidence_dir: format!("target/conformance/{name}").into(),
+        cell,
+        expected,
+        outcome,
+        duration: Duration::from_millis(120),
+    }
+}
+
+/// A cell that ran and was graded `verdict`, judged against `expected`.
+fn graded(name: &str, expected: &Expectation, verdict: VerdictKind, reason: &str) -> CellResult {
+    let outcome = CellOutcome::Graded {
+        agreement: expected.judge(verdict),
+        verdict: Verdict::new(verdict, reason, vec![EvidenceRef::at(3, reason)]),
+    };
+    result(name, expected.clone(), outcome)
+}
+
+/// A small matrix with one cell of every status.
+fn sample() -> Vec<CellResult> {
+    let pass = Expectation::pass();
+    let rejected = Expectation {
+        verdict: VerdictKind::StartupRejected,
+        reason: Some("legacy planning runs the fs helper; loopback set-up is refused".into()),
+        signature: None,
+    };
+    vec![
+        graded(
+            "codex-planning-read-only.runner-fake.local.plan-write-refused",
+            &pass,
+            VerdictKind::Pass,
+            "the write was refused: Read-only file system",
+        ),
+        graded(
+            "codex-planning-read-only.runner-fake.daytona.plan-write-refused",
+            &pass,
+            VerdictKind::SandboxFailedToStart,
+            "bwrap: loopback: Failed RTM_NEWADDR | x",
+        ),
+        graded(
+            "codex-planning-read-only.runner-fake-legacy.local.plan-write-refused",
+            &pass,
+            VerdictKind::Pass,
+            "the write was refused: Read-only file system",
+        ),
+        graded(
+            "codex-planning-read-only.runner-fake-legacy.daytona.plan-write-refused",
+            &rejected,
+            VerdictKind::StartupRejected,
+            "error creating thread: …",
+        ),
+        graded(
+            "codex-planning-read-only.runner-codex-legacy.daytona.plan-write-refused",
+            &rejected,
+            VerdictKind::Pass,
+            "the write was refused",
+        ),
+        result(
+            "codex-planning-read-only.runner-codex.local.plan-write-refused",
+            pass.clone(),
+            CellOutcome::Ignored {
+                reason: "Codex 0.169.0 is not installed".into(),
+            },
+        ),
+        result(
+            "core-compatibility.my-runner-fake.local.ask-question",
+            pass.clone(),
+            CellOutcome::NotApplicable {
+                reason: "the case runs in mode `ask` and the driver declares only modes = [planning, standard]".into(),
+            },
+        ),
+        result(
+            "transport-faults.runner-fake.container.hang",
+            pass.clone(),
+            CellOutcome::Error {
+                message: "environment `container` probe disagrees with its spec".into(),
+            },
+        ),
+    ]
+}
+
+#[test]
+fn statuses_and_totals_follow_the_agreement() {
+    let summary = Summary::from_results(&sample(), Duration::from_millis(1500));
+    let statuses: Vec<Status> = summary.cells.iter().map(|c| c.status).collect();
+    assert_eq!(
+        statuses,
+        vec![
+            Status::AsExpected,
+            Status::Differs,
+            Status::AsExpected,
+            Status::AsExpected,
+            Status::Stale,
+            Status::Ignored,
+            Status::NotApplicable,
+            Status::Error
+        ]
+    );
+    assert_eq!(summary.totals.failures(), 3);
+    assert_eq!(summary.totals.ignored, 1);
+    assert_eq!(summary.totals.not_applicable, 1);
+    assert!(matches!(
+        sample()[4].outcome,
+        CellOutcome::Graded {
+            agreement: Agreement::Stale { .. },
+            ..
+        }
+    ));
+}
+
+#[test]
+fn markdown_matrix_of_the_sample() {
+    let summary = Summary::from_results(&sample(), Duration::from_millis(1500));
+    insta::assert_snapshot!("markdown_matrix_of_the_sample", markdown(&summary));
+}
+
+#[test]
+fn junit_of_the_sample() {
+    let summary = Summary::from_results(&sample(), Duration::from_millis(1500));
+    insta::assert_snapshot!("junit_of_the_sample", junit_xml(&summary).unwrap());
+}
+
+#[test]
+fn json_summary_of_the_sample() {
+    let summary = Summary::from_results(&sample(), Duration::from_millis(1500));
+    insta::assert_json_snapshot!("json_summary_of_the_sample", summary);
+}
+
+#[test]
+fn write_all_writes_four_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let paths = write_all(dir.path(), &sample(), Duration::from_secs(1)).unwrap();
+    for path in [&paths.junit, &paths.json, &paths.markdown, &paths.html] {
+        assert!(
+            std::fs::metadata(path).unwrap().len() > 0,
+            "{}",
+            path.display()
+        );
+    }
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&paths.json).unwrap()).unwrap();
+    assert_eq!(json["totals"]["cells"], 8);
+}
+
+fn names(summary: &Summary) -> Vec<&str> {
+    summary.cells.iter().map(|c| c.cell.as_str()).collect()
+}
+
+#[test]
+fn a_run_folder_reads_back_into_the_same_summary() {
+    let dir = tempfile::tempdir().unwrap();
+    write_all(dir.path(), &sample(), Duration::from_millis(1500)).unwrap();
+    let loaded = folders::load(&[dir.path().to_path_buf()], &[]).unwrap();
+    assert_eq!(
+        loaded.summary,
+        Summary::from_results(&sample(), Duration::from_millis(1500))
+    );
+    assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
+}
+
+#[test]
+fn shards_merge_in_matrix_order_and_must_not_overlap() {
+    let all = sample();
+    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    // Striped like `--partition K/N`: every other cell in each shard.
+    let odd: Vec<CellResult> = all.iter().skip(1).step_by(2).cloned().collect();
+    let even: Vec<CellResult> = all.iter().step_by(2).cloned().collect();
+    write_all(a.path(), &odd, Duration::from_millis(900)).unwrap();
+    write_all(b.path(), &even, Duration::from_millis(1200)).unwrap();
+    let order: Vec<String> = all.iter().map(|r| r.cell.to_string()).collect();
+    let dirs = [a.path().to_path_buf(), b.path().to_path_buf()];
+    let merged = folders::load(&dirs, &order).unwrap().summary;
+    assert_eq!(
+        names(&merged),
+        order.iter().map(String::as_str).collect::<Vec<_>>()
+    );
+    assert_eq!(merged.wall_ms, 1200, "shards run side by side");
+    assert_eq!(
+        merged.totals,
+        Summary::from_results(&all, Duration::ZERO).totals
+    );
+    // Without a known order, a suite's cells still stay together.
+    let unordered = folders::load(&dirs, &[]).unwrap().summary;
+    let suites: Vec<&str> = unordered.cells.iter().map(|c| c.suite.as_str()).collect();
+    let last_planning = suites
+        .iter()
+        .rposition(|s| *s == "codex-planning-read-only")
+        .unwrap();
+    assert!(suites[..=last_planning]
+        .iter()
+        .all(|s| *s == "codex-planning-read-only"));
+
+    let err = folders::load(&[a.path().to_path_buf(), a.path().to_path_buf()], &order).unwrap_err();
+    assert!(
+        format!("{err:#}").contains("shards must not overlap"),
+        "{err:#}"
+    );
+}
+
+#[test]
+fn cell_folders_without_a_summary_are_read_and_unfinished_cells_are_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let finished = "transport-faults.runner-fake.local.hang";
+    let cut_off = "transport-faults.runner-fake.local.garbage-line";
+    std::fs::create_dir_all(dir.path().join(finished)).unwrap();
+    std::fs::create_dir_all(dir.path().join(cut_off)).unwrap();
+    std::fs::create_dir_all(dir.path().join("_probes")).unwrap();
+    std::fs::write(
+        dir.path().join(finished).join("verdict.json"),
+        r#"{"cell":"x","status":"differs","expected":"pass","expected_reason":null,"verdict":{"verdict":"fail","reason":"r","evidence":[]},"message":"hung","duration_ms":7}"#,
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("summary.json"), "{\"totals\": ").unwrap();
+    let loaded = folders::load(&[dir.path().to_path_buf()], &[]).unwrap();
+    let cells = &loaded.summary.cells;
+    assert_eq!(cells.len(), 2);
+    let by_name = |name: &str| cells.iter().find(|c| c.cell == name).unwrap();
+    assert_eq!(by_name(finished).status, Status::Differs);
+    assert_eq!(by_name(finished).verdict.as_deref(), Some("fail"));
+    assert_eq!(by_name(finished).reason, "hung");
+    assert_eq!(by_name(cut_off).status, Status::Error);
+    assert!(by_name(cut_off).reason.contains("did not finish"));
+    assert_eq!(loaded.summary.totals.failures(), 2);
+    assert!(
+        loaded.warnings.iter().any(|w| w.contains("summary.json")),
+        "{:?}",
+        loaded.warnings
+    );
+
+    let empty = tempfile::tempdir().unwrap();
+    let err = folders::load(&[empty.path().to_path_buf()], &[]).unwrap_err();
+    assert!(
+        format!("{err:#}").contains("holds no conformance evidence"),
+        "{err:#}"
+    );
+    let err = folders::load(&[empty.path().join("nope")], &[]).unwrap_err();
+    assert!(format!("{err:#}").contains("does not exist"), "{err:#}");
+}
+
+#[test]
+fn the_job_summary_links_the_html_report() {
+    let summary = Summary::from_results(&sample(), Duration::from_millis(1500));
+    let env = |name: &str| {
+        match name {
+            "GITHUB_SERVER_URL" => Some("https://github.com"),
+            "GITHUB_REPOSITORY" => Some("o/r"),
+            "GITHUB_RUN_ID" => Some("42"),
+            _ => None,
+        }
+        .map(str::to_string)
+    };
+    let text = job_summary(&markdown(&summary), env);
+    let mut lines = text.lines();
+    assert_eq!(lines.next(), Some("## Conformance matrix"));
+    assert_eq!(lines.next(), Some(""));
+    let link = lines.next().unwrap();
+    assert!(
+        link.contains("(https://github.com/o/r/actions/runs/42#artifacts)")
+            && link.contains("`conformance-report`"),
+        "{link}"
+    );
+    let named = job_summary("x\n", |name| {
+        (name == "HARNESS_REPORT_URL").then(|| "https://a/b".to_string())
+    });
+    assert!(
+        named.contains("(https://a/b)") && named.ends_with("x\n"),
+        "{named}"
+    );
+    assert!(!job_summary("x\n", |_| None).contains("]("));
+}

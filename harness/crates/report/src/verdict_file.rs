@@ -1,0 +1,150 @@
+//! `verdict.json`: how one cell ended, written into its evidence folder when the cell ends and
+//! read back by every report (`harness report` rebuilding a run cut off before its
+//! summary.json, the HTML page of the cell). One type for the writer and every reader.
+
+use crate::layout::CellEvidence;
+use crate::outcome::{CellOutcome, CellResult};
+use crate::summary::{CellSummary, Status};
+use anyhow::{Context, Result};
+use graders::events::CellId;
+use graders::verdict::Verdict;
+use serde::{Deserialize, Serialize};
+
+/// The contents of `verdict.json`. Optional fields are written as `null` rather than left out,
+/// so every file has every key.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct VerdictFile {
+    pub cell: String,
+    pub status: Status,
+    /// The verdict the baseline expects (`pass` unless listed).
+    #[serde(default = "pass")]
+    pub expected: String,
+    /// Why the baseline expects it.
+    #[serde(default)]
+    pub expected_reason: Option<String>,
+    /// The verdict, when the cell was graded.
+    #[serde(default)]
+    pub verdict: Option<Verdict>,
+    /// How the verdict compares with the baseline, in words, when the cell was graded.
+    #[serde(default)]
+    pub agreement: Option<String>,
+    /// The grader's reason, the ignore or not-applicable reason, or the error.
+    #[serde(default)]
+    pub message: String,
+    #[serde(default)]
+    pub duration_ms: u64,
+}
+
+fn pass() -> String {
+    "pass".into()
+}
+
+impl VerdictFile {
+    pub fn from_result(result: &CellResult) -> Self {
+        let summary = CellSummary::from_result(result);
+        let agreement = match &result.outcome {
+            CellOutcome::Graded { agreement, .. } => Some(agreement.describe()),
+            _ => None,
+        };
+        Self {
+            cell: summary.cell,
+            status: summary.status,
+            expected: summary.expected,
+            expected_reason: summary.expected_reason,
+            verdict: result.verdict().cloned(),
+            agreement,
+            message: summary.reason,
+            duration_ms: summary.duration_ms,
+        }
+    }
+
+    /// Write `verdict.json` into `evidence` (created if needed).
+    pub fn write(&self, evidence: &CellEvidence) -> Result<()> {
+        std::fs::create_dir_all(&evidence.root)
+            .with_context(|| format!("creating {}", evidence.root.display()))?;
+        // Through a JSON value: its keys come out sorted, as the file has always been written.
+        let text = serde_json::to_string_pretty(&serde_json::to_value(self)?)? + "\n";
+        let path = evidence.verdict();
+        std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))
+    }
+
+    /// Parse a `verdict.json` (`path` names it in errors).
+    pub fn parse(bytes: &[u8], path: &std::path::Path) -> Result<Self> {
+        serde_json::from_slice(bytes)
+            .with_context(|| format!("{} is not a verdict file", path.display()))
+    }
+
+    /// `verdict.json` of `evidence`; `None` when the cell left none (it did not finish).
+    pub fn read(evidence: &CellEvidence) -> Result<Option<Self>> {
+        let path = evidence.verdict();
+        match std::fs::read(&path) {
+            Ok(bytes) => Self::parse(&bytes, &path).map(Some),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e).with_context(|| format!("reading {}", path.display())),
+        }
+    }
+
+    /// The report's row of the cell `id`, whose evidence is in `evidence`.
+    pub fn summary(&self, id: &CellId, evidence: &CellEvidence) -> CellSummary {
+        CellSummary {
+            cell: id.to_string(),
+            suite: id.suite.clone(),
+            runner: id.runner.clone(),
+            environment: id.environment.clone(),
+            case: id.case.clone(),
+            status: self.status,
+            expected: self.expected.clone(),
+            expected_reason: self.expected_reason.clone(),
+            verdict: self.verdict.as_ref().map(|v| v.verdict.to_string()),
+            reason: self.message.clone(),
+            duration_ms: self.duration_ms,
+            evidence_dir: evidence.root.display().to_string(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use graders::verdict::VerdictKind;
+    use std::time::Duration;
+    use suites::{Agreement, Expectation};
+
+    #[test]
+    fn a_written_verdict_file_reads_back_with_every_key_present() {
+        let dir = tempfile::tempdir().unwrap();
+        let evidence = CellEvidence::new(dir.path());
+        let id: CellId = "s.r.local.c".parse().unwrap();
+        let result = CellResult {
+            cell: id.clone(),
+            expected: Expectation::pass(),
+            outcome: CellOutcome::Graded {
+                verdict: Verdict::new(VerdictKind::Pass, "refused", Vec::new()),
+                agreement: Agreement::AsExpected,
+            },
+            duration: Duration::from_millis(7),
+            evidence_dir: dir.path().to_path_buf(),
+        };
+        let file = VerdictFile::from_result(&result);
+        file.write(&evidence).unwrap();
+        let text = std::fs::read_to_string(evidence.verdict()).unwrap();
+        for key in ["\"agreement\"", "\"expected_reason\": null", "\"verdict\""] {
+            assert!(text.contains(key), "{key} in {text}");
+        }
+        let read = VerdictFile::read(&evidence).unwrap().unwrap();
+        assert_eq!(read, file);
+        let row = read.summary(&id, &evidence);
+        assert_eq!(row.status, Status::AsExpected);
+        assert_eq!(row.verdict.as_deref(), Some("pass"));
+        assert_eq!(row.reason, "refused");
+
+        std::fs::write(evidence.verdict(), r#"{"cell":"x","status":"sideways"}"#).unwrap();
+        let err = VerdictFile::read(&evidence).unwrap_err();
+        assert!(
+            format!("{err:#}").contains("is not a verdict file"),
+            "{err:#}"
+        );
+        let absent = CellEvidence::new(&dir.path().join("absent"));
+        assert_eq!(VerdictFile::read(&absent).unwrap(), None);
+    }
+}

@@ -1,0 +1,116 @@
+//! How a process is started: directly on the host, or inside a restricted environment (see
+//! [`crate::environment`]). The driver computes *what* to run (the launch policy's
+//! argv); a [`Launcher`] decides *where* it runs.
+
+use std::path::PathBuf;
+
+/// Folders a launcher binds into its containers (same path inside): the cell's scratch and the
+/// other writable folders read-write, `readonly` read-only. Each stage of a cell says what it
+/// needs as one of these; [`EnvMounts::merge`] joins them in one place.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct EnvMounts {
+    pub scratch: PathBuf,
+    pub writable: Vec<PathBuf>,
+    pub readonly: Vec<PathBuf>,
+}
+
+impl EnvMounts {
+    /// Only the scratch folder.
+    pub fn scratch(scratch: &std::path::Path) -> EnvMounts {
+        EnvMounts {
+            scratch: scratch.to_path_buf(),
+            ..EnvMounts::default()
+        }
+    }
+
+    /// `self` with `other`'s writable and read-only folders added after its own (the scratch
+    /// stays `self`'s), in order: later binds of a destination win where a runtime keeps one.
+    pub fn merge(mut self, other: EnvMounts) -> EnvMounts {
+        self.writable.extend(other.writable);
+        self.readonly.extend(other.readonly);
+        self
+    }
+}
+
+/// A process to start: program, arguments, the complete environment (nothing is inherited),
+/// and the working directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProcessSpec {
+    pub program: PathBuf,
+    pub args: Vec<String>,
+    pub env: Vec<(String, String)>,
+    pub cwd: PathBuf,
+}
+
+/// A command ready to spawn, plus what must be undone after the process has exited
+/// (container state, mounts, bundle folders). Dropping the guard cleans up.
+pub struct PreparedCommand {
+    pub command: tokio::process::Command,
+    pub guard: Box<dyn Send + Sync>,
+}
+
+/// Where app-server processes run.
+pub trait Launcher: Send + Sync {
+    /// Name of the environment, as used in cell names (`local`, `daytona`, …).
+    fn environment(&self) -> &str;
+    /// Turn a process spec into a command to spawn here.
+    fn prepare(&self, spec: &ProcessSpec) -> anyhow::Result<PreparedCommand>;
+}
+
+/// Runs the process directly on the host.
+#[derive(Debug, Default, Clone)]
+pub struct LocalLauncher;
+
+impl Launcher for LocalLauncher {
+    fn environment(&self) -> &str {
+        "local"
+    }
+
+    fn prepare(&self, spec: &ProcessSpec) -> anyhow::Result<PreparedCommand> {
+        let mut command = tokio::process::Command::new(&spec.program);
+        command
+            .args(&spec.args)
+            .env_clear()
+            .envs(spec.env.iter().map(|(k, v)| (k, v)))
+            .current_dir(&spec.cwd)
+            .kill_on_drop(true);
+        Ok(PreparedCommand {
+            command,
+            guard: Box::new(()),
+        })
+    }
+}
+
+/// A launcher whose every process joins a cell's cgroup before it execs (see
+/// [`crate::containment`]): on the host the process itself, in a container the
+/// `runc run` that creates it, so the container's processes start inside the cell's cgroup too.
+pub struct ContainedLauncher {
+    inner: std::sync::Arc<dyn Launcher>,
+    joiner: crate::cgroup::Joiner,
+}
+
+impl ContainedLauncher {
+    pub fn new(
+        inner: std::sync::Arc<dyn Launcher>,
+        joiner: crate::cgroup::Joiner,
+    ) -> ContainedLauncher {
+        ContainedLauncher { inner, joiner }
+    }
+}
+
+impl Launcher for ContainedLauncher {
+    fn environment(&self) -> &str {
+        self.inner.environment()
+    }
+
+    fn prepare(&self, spec: &ProcessSpec) -> anyhow::Result<PreparedCommand> {
+        let mut prepared = self.inner.prepare(spec)?;
+        let joiner = self.joiner.clone();
+        // SAFETY: `join` only makes system calls (open, write, close) on a path converted
+        // before the fork. A child that cannot join fails to spawn, so nothing runs uncontained.
+        unsafe {
+            prepared.command.pre_exec(move || joiner.join());
+        }
+        Ok(prepared)
+    }
+}

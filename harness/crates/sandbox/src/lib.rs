@@ -1,0 +1,29 @@
+//! Where processes run, and that nothing they start outlives them.
+//!
+//! Owns: the [`launcher::Launcher`] trait (host, runc, Docker) and the mounts it binds; the
+//! restricted environments as data ([`spec`], [`catalogue`]) and their runtimes ([`oci`],
+//! [`overlays`], [`runc`], [`docker`], [`environment`], [`probe`]); process containment (one
+//! cgroup per cell: [`cgroup`], [`containment`]); who owns a container ([`owner`]); what the
+//! process must tear down before it ends ([`teardown`]); every reaper ([`reap`]); and the small
+//! system helpers everyone shares ([`system`]: one `which`, one bounded child wait, one bounded
+//! command's output).
+//!
+//! May use: `graders` (the bubblewrap messages the environments name) and third-party crates.
+//! Nothing of the harness above it: it knows no driver, app-server, cell or report. It installs
+//! no signal handler: the binary does, and calls [`teardown::tear_down_everything`].
+
+pub mod catalogue;
+pub mod cgroup;
+pub mod containment;
+pub mod docker;
+pub mod environment;
+pub mod launcher;
+pub mod oci;
+pub mod overlays;
+pub mod owner;
+pub mod probe;
+pub mod reap;
+pub mod runc;
+pub mod spec;
+pub mod system;
+pub mod teardown;

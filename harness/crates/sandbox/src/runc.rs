@@ -1,0 +1,354 @@
+//! Running a process in an environment with runc: one bundle and one container per process.
+
+use crate::launcher::{EnvMounts, Launcher, PreparedCommand, ProcessSpec};
+use crate::oci::{self, ContainerInputs};
+use crate::overlays::{
+    bundled_bwraps_below, bwrap_overlays, passwd_overlay, BUNDLED_SEARCH_DEPTH, SYSTEM_BWRAP,
+};
+use crate::spec::{ContainerSpec, EnvSpec};
+use crate::{containment, owner, teardown};
+use anyhow::{Context, Result};
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Prefix of every container id and bundle folder this module creates (cleanup checks use it).
+pub const ID_PREFIX: &str = "ccf-";
+/// Prefix of every bundle folder (the reaping of a killed harness's leftovers checks it).
+pub const BUNDLE_PREFIX: &str = "ccf-bundle-";
+
+/// A launcher that runs each process in its own runc container built from `spec`.
+#[derive(Debug, Clone)]
+pub struct RuncLauncher {
+    env: EnvSpec,
+    container: ContainerSpec,
+    mounts: EnvMounts,
+    keep_bundles: bool,
+    /// The cell's cgroup (v2 folder): each container is created below it.
+    cgroup: Option<PathBuf>,
+    /// `(container id, bundle)` of every process prepared, for users who rerun them by hand.
+    prepared: PreparedList,
+}
+
+/// `(container id, bundle)` of every process a launcher prepared, shared with its creator.
+pub type PreparedList = std::sync::Arc<std::sync::Mutex<Vec<(String, PathBuf)>>>;
+
+impl RuncLauncher {
+    pub fn new(env: EnvSpec, mounts: EnvMounts) -> Result<Self> {
+        let container = env
+            .container
+            .clone()
+            .with_context(|| format!("environment `{}` is not a container", env.name))?;
+        Ok(RuncLauncher {
+            env,
+            container,
+            mounts,
+            keep_bundles: false,
+            cgroup: None,
+            prepared: Default::default(),
+        })
+    }
+
+    /// Create every container below the cell cgroup `cgroup`, so that killing the cell reaches
+    /// the container too.
+    pub fn in_cgroup(mut self, cgroup: &Path) -> Self {
+        self.cgroup = Some(cgroup.to_path_buf());
+        self
+    }
+
+    /// Leave each bundle folder behind after the run and list it in `into` (for
+    /// `harness repro --keep`, which prints how to rerun them).
+    pub fn keeping_bundles(mut self, into: PreparedList) -> Self {
+        self.keep_bundles = true;
+        self.prepared = into;
+        self
+    }
+
+    /// `(container id, bundle)` of every process prepared so far.
+    pub fn prepared(&self) -> Vec<(String, PathBuf)> {
+        self.prepared
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone()
+    }
+}
+
+/// The command that reruns a kept bundle by hand (as root): the same private read-only bind of
+/// the host root the launcher makes, then runc in the foreground.
+pub fn rerun_command(id: &str, bundle: &Path) -> String {
+    let rootfs = bundle.join("rootfs");
+    format!(
+        "unshare --mount --propagation private sh -c 'mount --bind / {r} && mount -o remount,bind,ro {r} && exec runc run --bundle {b} {id}'",
+        r = rootfs.display(),
+        b = bundle.display()
+    )
+}
+
+/// Removes the container, then the bundle, when dropped.
+pub struct ContainerGuard {
+    pub id: String,
+    pub bundle: PathBuf,
+    keep_bundle: bool,
+}
+
+impl Drop for ContainerGuard {
+    fn drop(&mut self) {
+        teardown::remove_container(&self.id, self.keep_bundle);
+        if self.keep_bundle {
+            // Kept for a rerun by hand: without an owner record no later run reaps it.
+            owner::forget(&self.bundle);
+        }
+    }
+}
+
+/// A container id unique on this machine: prefix, our pid, a counter, and clock bits so that a
+/// reused pid does not collide with a leftover of a killed process.
+pub fn unique_id() -> String {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    format!(
+        "{ID_PREFIX}{}-{}-{:08x}",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed),
+        nanos
+    )
+}
+
+impl Launcher for RuncLauncher {
+    fn environment(&self) -> &str {
+        self.env.name
+    }
+
+    fn prepare(&self, process: &ProcessSpec) -> Result<PreparedCommand> {
+        let id = unique_id();
+        let bundle = tempfile::Builder::new()
+            .prefix(BUNDLE_PREFIX)
+            .tempdir()
+            .context("creating a bundle folder")?
+            .keep();
+        // From here on the guard owns the bundle, also when the rest of `prepare` fails.
+        teardown::register_container(&id, &bundle);
+        let guard = ContainerGuard {
+            id: id.clone(),
+            bundle: bundle.clone(),
+            keep_bundle: self.keep_bundles,
+        };
+        owner::record(&bundle, &id)?;
+        let rootfs = bundle.join("rootfs");
+        std::fs::create_dir(&rootfs)?;
+        let inputs = self.inputs(process, &bundle, rootfs.clone())?;
+        let mut config = oci::render(&self.container, &inputs)?;
+        // Below the cell's cgroup, so that killing the cell reaches the container too. Not for
+        // a kept bundle: rerun by hand later, it must not land in the cgroup of a run that a
+        // later harness reaps as gone.
+        let cgroups_path = self
+            .cgroup
+            .as_deref()
+            .filter(|_| !self.keep_bundles)
+            .and_then(|cell| containment::container_cgroups_path(cell, &id));
+        if let Some(path) = cgroups_path {
+            if let Some(linux) = config.linux_mut() {
+                linux.set_cgroups_path(Some(path.into()));
+            }
+        }
+        std::fs::write(bundle.join("config.json"), oci::to_json(&config)?)?;
+        self.prepared
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .push((id.clone(), bundle.clone()));
+
+        let mut command = tokio::process::Command::new("runc");
+        command
+            .arg("run")
+            .arg("--bundle")
+            .arg(&bundle)
+            .arg(&id)
+            .env_clear()
+            .env(
+                "PATH",
+                "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+            )
+            .kill_on_drop(true);
+        let rootfs_for_child = rootfs.clone();
+        // SAFETY: the closure runs in the forked child before exec and only makes system calls
+        // (nix's mount/unshare convert paths on the stack, no allocation for short paths).
+        unsafe {
+            command.pre_exec(move || mount_host_root_privately(&rootfs_for_child));
+        }
+        Ok(PreparedCommand {
+            command,
+            guard: Box::new(guard),
+        })
+    }
+}
+
+/// In a new, private mount namespace (only runc and the container see it, and it disappears
+/// with them, so no host mount can outlive the run): bind the host root on `rootfs`, read-only.
+fn mount_host_root_privately(rootfs: &Path) -> std::io::Result<()> {
+    use nix::mount::{mount, MsFlags};
+    use nix::sched::{unshare, CloneFlags};
+    let to_io = |err: nix::errno::Errno| std::io::Error::from_raw_os_error(err as i32);
+    unshare(CloneFlags::CLONE_NEWNS).map_err(to_io)?;
+    mount(
+        None::<&str>,
+        "/",
+        None::<&str>,
+        MsFlags::MS_REC | MsFlags::MS_PRIVATE,
+        None::<&str>,
+    )
+    .map_err(to_io)?;
+    mount(
+        Some("/"),
+        rootfs,
+        None::<&str>,
+        MsFlags::MS_BIND,
+        None::<&str>,
+    )
+    .map_err(to_io)?;
+    mount(
+        None::<&str>,
+        rootfs,
+        None::<&str>,
+        MsFlags::MS_BIND | MsFlags::MS_REMOUNT | MsFlags::MS_RDONLY,
+        None::<&str>,
+    )
+    .map_err(to_io)
+}
+
+impl RuncLauncher {
+    fn inputs(
+        &self,
+        process: &ProcessSpec,
+        bundle: &Path,
+        rootfs: PathBuf,
+    ) -> Result<ContainerInputs> {
+        let mut writable = vec![self.mounts.scratch.clone()];
+        writable.extend(self.mounts.writable.iter().cloned());
+        let mut readonly = self.mounts.readonly.clone();
+        let non_root = self.container.uid != 0;
+
+        let mut masks = Vec::new();
+        if non_root {
+            for folder in &writable {
+                hand_over(folder, self.container.uid, self.container.gid)?;
+            }
+            // A program below a folder the uid cannot enter (a 0700 home) is bound read-only
+            // with its package folder, under a tmpfs that hides the rest of that folder.
+            if blocking_ancestor(&process.program, self.container.uid).is_some() {
+                let package = process
+                    .program
+                    .parent()
+                    .and_then(Path::parent)
+                    .context("the program path has no package folder")?;
+                if !readonly.iter().any(|folder| folder == package) {
+                    readonly.push(package.to_path_buf());
+                }
+            }
+            for folder in writable.iter().chain(readonly.iter()) {
+                if let Some(ancestor) = blocking_ancestor(folder, self.container.uid) {
+                    if !masks.contains(&ancestor) {
+                        masks.push(ancestor);
+                    }
+                }
+            }
+            for index in 0..masks.len() {
+                let empty = bundle.join(format!("mask-{index}"));
+                std::fs::create_dir(&empty)?;
+                std::fs::set_permissions(&empty, std::fs::Permissions::from_mode(0o755))?;
+            }
+        }
+
+        let mut file_overlays = bwrap_overlays(
+            self.env.name,
+            self.container.bwrap,
+            &bwrap_targets(process, &readonly),
+            bundle,
+        )?;
+        file_overlays.extend(passwd_overlay(
+            self.container.uid,
+            self.container.gid,
+            bundle,
+        )?);
+
+        Ok(ContainerInputs {
+            rootfs,
+            args: std::iter::once(process.program.to_string_lossy().into_owned())
+                .chain(process.args.iter().cloned())
+                .collect(),
+            env: process.env.clone(),
+            cwd: process.cwd.clone(),
+            writable,
+            readonly,
+            masks,
+            file_overlays,
+        })
+    }
+}
+
+/// Every bubblewrap Codex may use in the container: the system one, then the bundled ones.
+fn bwrap_targets(process: &ProcessSpec, readonly: &[PathBuf]) -> Vec<PathBuf> {
+    let mut targets = Vec::new();
+    if Path::new(SYSTEM_BWRAP).is_file() {
+        targets.push(PathBuf::from(SYSTEM_BWRAP));
+    }
+    targets.extend(bundled_bwraps(process, readonly));
+    targets
+}
+
+/// Codex's bundled bubblewraps the process may use: next to the program, or anywhere below a
+/// read-only folder bound into the container (a driver's tap starts Codex from a bound npm
+/// prefix, so the program is not always Codex itself).
+fn bundled_bwraps(process: &ProcessSpec, readonly: &[PathBuf]) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    if let Some(package) = process.program.parent().and_then(Path::parent) {
+        bundled_bwraps_below(package, 0, &mut found);
+    }
+    for folder in readonly {
+        bundled_bwraps_below(folder, BUNDLED_SEARCH_DEPTH, &mut found);
+    }
+    found
+}
+
+/// The topmost ancestor of `path` that `uid` cannot search (no `x` for others and not its
+/// owner), if any.
+pub fn blocking_ancestor(path: &Path, uid: u32) -> Option<PathBuf> {
+    path.ancestors()
+        .skip(1)
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .find(|ancestor| {
+            std::fs::metadata(ancestor)
+                .map(|meta| meta.uid() != uid && meta.mode() & 0o001 == 0)
+                .unwrap_or(false)
+        })
+        .map(Path::to_path_buf)
+}
+
+/// Give a folder (recursively) to the container's uid so the process can write there.
+fn hand_over(folder: &Path, uid: u32, gid: u32) -> Result<()> {
+    let owner = Some(nix::unistd::Uid::from_raw(uid));
+    let group = Some(nix::unistd::Gid::from_raw(gid));
+    let mut pending = vec![folder.to_path_buf()];
+    while let Some(path) = pending.pop() {
+        let meta = std::fs::symlink_metadata(&path)
+            .with_context(|| format!("reading {}", path.display()))?;
+        nix::unistd::fchownat(
+            nix::fcntl::AT_FDCWD,
+            &path,
+            owner,
+            group,
+            nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
+        )
+        .with_context(|| format!("giving {} to uid {uid}", path.display()))?;
+        if meta.is_dir() {
+            for entry in std::fs::read_dir(&path)? {
+                pending.push(entry?.path());
+            }
+        }
+    }
+    Ok(())
+}

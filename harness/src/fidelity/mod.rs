@@ -1,0 +1,526 @@
+//! Differential fidelity: the fake app-server and the real Codex play the same scenario through
+//! the same reference driver, in the same environment; they must reach the same verdict and the
+//! driver must have seen the same sequence of messages once ids, paths and probe ids are
+//! normalised.
+//!
+//! "Messages the driver saw" are the driver's own events (`source = driver`): every app-server
+//! message the driver acts on, reduced by the driver. By construction this leaves out the
+//! notifications the driver ignores: `thread/status/changed`, `thread/tokenUsage/updated`,
+//! `account/rateLimits/updated`, `item/agentMessage/delta` and `item/plan/delta` (the fake
+//! streams these exactly as Codex does when the model streams the script's line chunks, but
+//! the driver only reads the items), `remoteControl/status/changed`, `thread/settings/updated`,
+//! and Codex's `warning` about the mock model's missing metadata. Of the driver's events,
+//! `diagnostic` is not compared (free text about processes, e.g. stderr lines, which differ by
+//! construction). Beyond ids, paths and probe ids, one thing is normalised: the line order of a
+//! command's aggregated output (see `order_output_lines`). One thing is compared as a prefix: a
+//! sequence that ends because its driver, its task done, hung up on the app-server with requests
+//! unanswered (codex-acp's title side thread; see [`cut`]) must match the other side up to there,
+//! and the table says where the comparison stopped.
+//!
+//! Ids are normalised, so how an app-server makes them is compared apart: per item type, the
+//! shapes of the ids in both transcripts ([`wire`]; 0.171 gives a plan item a UUID
+//! of its own where 0.169 wrote `<turnId>-plan`). Ids the model API makes (`call_…`, `msg_…`)
+//! are the scenario's, not the app-server's, and count as one shape.
+//!
+//! What the driver sent back is compared too ([`sent`]): every line from the driver to the
+//! app-server, normalised, must be the same on both sides (a prefix where the driver cut a side
+//! short).
+//!
+//! A real Codex is compared with the fake that plays its release (a runner's `plays`), else with
+//! the fake that plays the pin.
+
+pub mod cut;
+mod normalise;
+pub mod sent;
+pub mod wire;
+
+pub use normalise::{normalise, normalise_with, NOT_COMPARED};
+
+use codex::mock_api::MockScript;
+use graders::events::Event;
+use report::layout::CellEvidence;
+use serde_json::Value;
+use std::path::Path;
+use suites::spec::{AppServerKind, RunnerSpec};
+use suites::{Cell, Matrix};
+
+/// Whether `fake` plays the same client as `real` against the fake app-server: the same driver
+/// (kind, command line, declared driver) under the same launch policy. Read from the matrix, so
+/// a new real-Codex runner (a new Codex version) is compared without code changes.
+pub fn is_fake_counterpart(fake: &RunnerSpec, real: &RunnerSpec) -> bool {
+    fake.app_server == AppServerKind::Fake
+        && fake.driver == real.driver
+        && fake.policy == real.policy
+        && fake.driver_cmd == real.driver_cmd
+        && fake.declared == real.declared
+}
+
+/// A fake cell and a real-Codex cell that play the same scenario in the same environment.
+#[derive(Debug, Clone)]
+pub struct Pair {
+    pub fake: Cell,
+    pub real: Cell,
+}
+
+impl Pair {
+    /// `suite.environment.case` with both runners.
+    pub fn name(&self) -> String {
+        format!(
+            "{}.{}~{}.{}.{}",
+            self.real.id.suite,
+            self.fake.id.runner,
+            self.real.id.runner,
+            self.real.id.environment,
+            self.real.id.case
+        )
+    }
+
+    pub fn scenario(&self) -> &str {
+        &self.real.case.scenario
+    }
+}
+
+/// The Codex release a fake runner plays.
+pub fn plays(fake: &RunnerSpec) -> &str {
+    fake.plays
+        .as_deref()
+        .unwrap_or(fake_app_server::persona::DEFAULT_VERSION)
+}
+
+/// Every pair of the matrix whose cells match one of `filters` (all when empty): the real cell's
+/// runner has a fake counterpart in the same suite, environment and case (the one playing its
+/// release, else the one playing the pin); the case plays the same scenario for both (no
+/// `codex_scenario` override) and the real Codex can play it.
+pub fn pairs(matrix: &Matrix, filters: &[String]) -> Vec<Pair> {
+    let mut out = Vec::new();
+    for real in &matrix.cells {
+        if real.runner.app_server != AppServerKind::Codex || real.case.codex_scenario.is_some() {
+            continue;
+        }
+        let counterparts: Vec<&Cell> = matrix
+            .cells
+            .iter()
+            .filter(|c| {
+                c.id.suite == real.id.suite
+                    && c.id.environment == real.id.environment
+                    && c.id.case == real.id.case
+                    && is_fake_counterpart(&c.runner, &real.runner)
+            })
+            .collect();
+        let release = real.runner.codex_version.as_deref();
+        let Some(fake) = counterparts
+            .iter()
+            .find(|c| Some(plays(&c.runner)) == release)
+            .or_else(|| counterparts.iter().find(|c| c.runner.plays.is_none()))
+            .copied()
+        else {
+            continue;
+        };
+        // A case the driver cannot express runs on neither side: nothing to compare.
+        if real.not_applicable.is_some() || fake.not_applicable.is_some() {
+            continue;
+        }
+        if !playable(&real.case.scenario) {
+            continue;
+        }
+        let pair = Pair {
+            fake: fake.clone(),
+            real: real.clone(),
+        };
+        let name = pair.name();
+        if filters.is_empty() || filters.iter().any(|f| name.contains(f.as_str())) {
+            out.push(pair);
+        }
+    }
+    out
+}
+
+fn playable(scenario: &str) -> bool {
+    let Some(name) = scenario.strip_prefix("builtin:") else {
+        return suites::spec::ScenarioRef::parse(scenario)
+            .ok()
+            .and_then(|r| match r {
+                suites::spec::ScenarioRef::File(name) => suites::scenario_file(&name),
+                _ => None,
+            })
+            .and_then(|text| {
+                fake_app_server::scenario::Scenario::from_toml_str(
+                    text,
+                    std::path::Path::new(scenario),
+                )
+                .ok()
+            })
+            .is_some_and(|s| MockScript::from_scenario(&s).is_ok());
+    };
+    fake_app_server::scenario::Scenario::builtin(name)
+        .ok()
+        .is_some_and(|s| MockScript::from_scenario(&s).is_ok())
+}
+
+/// Folders that differ between the two runners by construction, each with its placeholder, most
+/// specific first: the app-server's CODEX_HOME, HOME and install folder, then the cell folder.
+pub fn side_aliases(
+    cell_root: &Path,
+    real: Option<&Path>,
+    fake_program: &Path,
+) -> Vec<(String, String)> {
+    let show = |p: &Path| p.display().to_string();
+    let mut aliases = match real {
+        Some(install_dir) => vec![
+            (
+                show(&cell_root.join("codex").join("home").join(".codex")),
+                "<codex-home>".into(),
+            ),
+            (show(&cell_root.join("codex").join("home")), "<home>".into()),
+            (show(install_dir), "<app-server-install>".into()),
+        ],
+        None => vec![
+            (
+                show(&cell_root.join("home").join(".codex")),
+                "<codex-home>".into(),
+            ),
+            (show(&cell_root.join("home")), "<home>".into()),
+            (
+                show(fake_program.parent().unwrap_or(fake_program)),
+                "<app-server-install>".into(),
+            ),
+        ],
+    };
+    aliases.push((show(cell_root), "<cell>".into()));
+    aliases
+}
+
+/// Where two normalised sequences first differ.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Divergence {
+    /// 0-based position in the normalised sequences.
+    pub index: usize,
+    pub fake: Option<Value>,
+    pub real: Option<Value>,
+}
+
+impl Divergence {
+    pub fn describe(&self) -> String {
+        let kind = |v: &Value| v["kind"].as_str().unwrap_or("?").to_string();
+        match (&self.fake, &self.real) {
+            (Some(fake), Some(real)) => {
+                let (path, f, r) = first_difference(fake, real, String::new())
+                    .unwrap_or_else(|| (String::new(), fake.clone(), real.clone()));
+                format!(
+                    "message {} (fake {}, real {}) differs at `{path}`: fake {} | real {}",
+                    self.index,
+                    kind(fake),
+                    kind(real),
+                    driver::rpc::excerpt(&f.to_string(), 240),
+                    driver::rpc::excerpt(&r.to_string(), 240)
+                )
+            }
+            (Some(fake), None) => format!(
+                "message {}: the fake went on with {} where the real sequence ended",
+                self.index,
+                driver::rpc::excerpt(&fake.to_string(), 240)
+            ),
+            (None, Some(real)) => format!(
+                "message {}: the real Codex went on with {} where the fake sequence ended",
+                self.index,
+                driver::rpc::excerpt(&real.to_string(), 240)
+            ),
+            (None, None) => format!("message {}: no difference", self.index),
+        }
+    }
+}
+
+/// The JSON path of the first difference inside two values, and the differing parts.
+fn first_difference(a: &Value, b: &Value, path: String) -> Option<(String, Value, Value)> {
+    if a == b {
+        return None;
+    }
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            let mut keys: Vec<&String> = x.keys().chain(y.keys()).collect();
+            keys.sort();
+            keys.dedup();
+            keys.into_iter().find_map(|k| {
+                let next = if path.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{path}.{k}")
+                };
+                first_difference(
+                    x.get(k).unwrap_or(&Value::Null),
+                    y.get(k).unwrap_or(&Value::Null),
+                    next,
+                )
+            })
+        }
+        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => x
+            .iter()
+            .zip(y)
+            .enumerate()
+            .find_map(|(i, (p, q))| first_difference(p, q, format!("{path}[{i}]"))),
+        _ => Some((path, a.clone(), b.clone())),
+    }
+}
+
+pub fn first_divergence(fake: &[Value], real: &[Value]) -> Option<Divergence> {
+    let longest = fake.len().max(real.len());
+    (0..longest)
+        .find(|&i| fake.get(i) != real.get(i))
+        .map(|index| Divergence {
+            index,
+            fake: fake.get(index).cloned(),
+            real: real.get(index).cloned(),
+        })
+}
+
+#[cfg(test)]
+mod tests;
+
+/// How one side of a pair ended.
+#[derive(Debug, Clone)]
+pub struct SideOutcome {
+    pub cell: String,
+    /// The verdict string, or `ignored: …` / `error: …`.
+    pub verdict: String,
+    pub graded: bool,
+    pub sequence: Vec<Value>,
+    pub wall: std::time::Duration,
+    /// Real Codex only: how long the mock model API served (brackets the app-server's life).
+    pub codex_span: Option<std::time::Duration>,
+    /// Why the driver cut this side's sequence short itself (see [`cut`]), if it did.
+    pub cut: Option<String>,
+    /// Item type → the shapes of the app-server's item ids in the transcript.
+    pub id_shapes: wire::IdShapes,
+    /// What the driver sent to the app-server, normalised ([`sent`]).
+    pub sent: Vec<Value>,
+}
+
+impl SideOutcome {
+    /// Harness time: the cell's wall time outside the app-server's span.
+    pub fn harness_time(&self) -> Option<std::time::Duration> {
+        self.codex_span.map(|span| self.wall.saturating_sub(span))
+    }
+}
+
+/// The comparison of one pair.
+#[derive(Debug, Clone)]
+pub struct PairOutcome {
+    pub pair: String,
+    pub scenario: String,
+    pub fake: SideOutcome,
+    pub real: SideOutcome,
+    pub divergence: Option<Divergence>,
+    /// Where one sequence ended because its driver cut it short (see [`cut`]): compared up
+    /// to there only.
+    pub truncated: Option<Truncation>,
+    /// Item types whose id shapes differ (fake → real).
+    pub id_changes: Vec<String>,
+    /// Where what the driver sent differs between the sides ([`sent`]).
+    pub sent_difference: Option<String>,
+}
+
+/// A sequence the driver cut short: the messages before `index` matched, the other side's
+/// messages from `index` on were not compared.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Truncation {
+    pub index: usize,
+    /// `fake` or `real`: the side whose sequence ended.
+    pub side: &'static str,
+    pub reason: String,
+    /// The other side's sequence length.
+    pub other_len: usize,
+}
+
+impl Truncation {
+    pub fn describe(&self) -> String {
+        format!(
+            "compared up to message {} of {}: the {} run ended there because {}",
+            self.index, self.other_len, self.side, self.reason
+        )
+    }
+}
+
+/// Compare two graded sequences: the first divergence, unless the only difference is that one
+/// sequence ended early because its driver cut it short ([`cut`]).
+pub fn compare(fake: &SideOutcome, real: &SideOutcome) -> (Option<Divergence>, Option<Truncation>) {
+    let Some(divergence) = first_divergence(&fake.sequence, &real.sequence) else {
+        return (None, None);
+    };
+    let ended = match (&divergence.fake, &divergence.real) {
+        (Some(_), None) => Some(("real", real, fake)),
+        (None, Some(_)) => Some(("fake", fake, real)),
+        _ => None,
+    };
+    match ended {
+        Some((side, short, long)) if short.cut.is_some() => (
+            None,
+            Some(Truncation {
+                index: divergence.index,
+                side,
+                reason: short.cut.clone().unwrap_or_default(),
+                other_len: long.sequence.len(),
+            }),
+        ),
+        _ => (Some(divergence), None),
+    }
+}
+
+impl PairOutcome {
+    /// Both sides graded.
+    pub fn compared(&self) -> bool {
+        self.fake.graded && self.real.graded
+    }
+
+    /// A fidelity failure: both ran and the verdicts or the sequences differ.
+    pub fn failure(&self) -> Option<String> {
+        if !self.compared() {
+            return None;
+        }
+        if self.fake.verdict != self.real.verdict {
+            return Some(format!(
+                "verdicts differ: fake {} vs real {}",
+                self.fake.verdict, self.real.verdict
+            ));
+        }
+        if let Some(divergence) = &self.divergence {
+            return Some(divergence.describe());
+        }
+        if let Some(sent) = &self.sent_difference {
+            return Some(sent.clone());
+        }
+        (!self.id_changes.is_empty()).then(|| {
+            format!(
+                "ids are made differently (fake → real): {}",
+                self.id_changes.join("; ")
+            )
+        })
+    }
+}
+
+/// Run both cells of `pair` (fake first) and compare them.
+pub async fn run_pair(pair: &Pair, ctx: &matrix::context::CellContext) -> PairOutcome {
+    let fake = run_side(&pair.fake, ctx).await;
+    let real = run_side(&pair.real, ctx).await;
+    let (divergence, truncated) = if fake.graded && real.graded {
+        compare(&fake, &real)
+    } else {
+        (None, None)
+    };
+    let (id_changes, sent_difference) = if fake.graded && real.graded {
+        (
+            wire::id_shape_changes(&fake.id_shapes, &real.id_shapes),
+            sent::difference(
+                &fake.sent,
+                &real.sent,
+                fake.cut.is_some(),
+                real.cut.is_some(),
+            ),
+        )
+    } else {
+        (Vec::new(), None)
+    };
+    PairOutcome {
+        pair: pair.name(),
+        scenario: pair.scenario().to_string(),
+        fake,
+        real,
+        divergence,
+        truncated,
+        id_changes,
+        sent_difference,
+    }
+}
+
+/// Run one cell; a real-Codex cell's install folder is aliased away like the cell's own folders
+/// (so two Codex versions compare too, as `harness drift` does).
+async fn run_side(cell: &Cell, ctx: &matrix::context::CellContext) -> SideOutcome {
+    use report::outcome::CellOutcome;
+    let real = cell.runner.app_server == AppServerKind::Codex;
+    let result = matrix::cell::run_cell(ctx, cell).await;
+    let evidence = CellEvidence::new(&result.evidence_dir);
+    let install = if real {
+        cell.runner
+            .codex_version
+            .as_deref()
+            .and_then(|v| codex::provision::resolve(v).ok())
+            .map(|install| install.package_dir)
+    } else {
+        None
+    };
+    let aliases = side_aliases(
+        &result.evidence_dir,
+        install.as_deref(),
+        &ctx.harness_binary,
+    );
+    let (verdict, graded) = match &result.outcome {
+        CellOutcome::Graded { verdict, .. } => (verdict.verdict.to_string(), true),
+        CellOutcome::Ignored { reason } => (format!("ignored: {reason}"), false),
+        CellOutcome::NotApplicable { reason } => (format!("not applicable: {reason}"), false),
+        CellOutcome::Error { message } => (format!("error: {message}"), false),
+    };
+    let (sequence, cut, sent) = if graded {
+        match read_events(&evidence.events()) {
+            Ok(events) => {
+                let transcript = cut::read_transcript(&evidence.transcript());
+                (
+                    normalise_with(&events, &aliases),
+                    cut::driver_cut(&transcript, &events),
+                    sent::driver_sent(&transcript, &aliases),
+                )
+            }
+            Err(e) => {
+                return SideOutcome {
+                    cell: cell.name(),
+                    verdict: format!("error: {e:#}"),
+                    graded: false,
+                    sequence: Vec::new(),
+                    wall: result.duration,
+                    codex_span: None,
+                    cut: None,
+                    id_shapes: Default::default(),
+                    sent: Vec::new(),
+                }
+            }
+        }
+    } else {
+        (Vec::new(), None, Vec::new())
+    };
+    let codex_span = real
+        .then(|| read_codex_span(&result.evidence_dir))
+        .flatten();
+    let id_shapes = wire::app_server_id_shapes(&evidence.transcript());
+    SideOutcome {
+        cell: cell.name(),
+        verdict,
+        graded,
+        sequence,
+        wall: result.duration,
+        codex_span,
+        cut,
+        id_shapes,
+        sent,
+    }
+}
+
+fn read_codex_span(evidence_dir: &std::path::Path) -> Option<std::time::Duration> {
+    let text = std::fs::read_to_string(CellEvidence::new(evidence_dir).model_api_timing()).ok()?;
+    let timing: codex::mock_api::MockTiming = serde_json::from_str(&text).ok()?;
+    Some(std::time::Duration::from_millis(
+        u64::try_from(timing.served_ms).unwrap_or(u64::MAX),
+    ))
+}
+
+/// A cell's events (the stream the cell was graded on).
+pub fn read_events(path: &std::path::Path) -> anyhow::Result<Vec<Event>> {
+    use anyhow::Context;
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    text.lines()
+        .enumerate()
+        .filter(|(_, line)| !line.trim().is_empty())
+        .map(|(index, line)| {
+            serde_json::from_str(line)
+                .with_context(|| format!("{} line {}", path.display(), index + 1))
+        })
+        .collect()
+}

@@ -1,0 +1,247 @@
+use super::normalise::{normalise_arg0_alias, normalise_panic_thread_id, order_output_lines};
+use super::*;
+use codex::mock_api::probe_id_for;
+use graders::events::{Body, Source};
+
+/// The published drivers' cells pair `NAME-fake` with each `NAME-codex*` runner, case by
+/// case; a case a driver cannot express is no pair.
+#[test]
+fn declared_drivers_are_paired_with_their_fake_runner() {
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("../drivers/published.toml");
+    let matrix = matrix::load::load_matrix(Some(&file), &[], None).unwrap();
+    let names: Vec<String> = pairs(&matrix, &[]).iter().map(Pair::name).collect();
+    for expected in [
+        "codex-planning-read-only.python-sdk-fake~python-sdk-codex.daytona.escalated-write-auto-review-allow",
+        "codex-planning-read-only.codex-acp-fake~codex-acp-codex-0-160-0.local.plan-write-refused",
+        "core-compatibility.codex-acp-fake~codex-acp-codex.daytona.message-marker-daytona",
+        "codex-planning-read-only.runner-fake~runner-codex.local.plan-write-refused",
+    ] {
+        assert!(names.iter().any(|n| n == expected), "{expected} in {names:#?}");
+    }
+    for absent in [
+        "python-sdk-fake~python-sdk-codex.local.escalated-write-user-decline",
+        "codex-acp-fake~codex-acp-codex.local.escalated-write-never",
+        "python-sdk-fake~codex-acp-codex",
+    ] {
+        assert!(!names.iter().any(|n| n.contains(absent)), "{absent}");
+    }
+}
+use graders::events::{
+    Diagnostic, Item, ItemEvent, Level, SandboxFacts, SessionStarted, TurnStarted,
+};
+
+fn ev(seq: u64, source: Source, body: Body) -> Event {
+    Event::new(seq, "r", source, body)
+}
+
+fn run(thread: &str, turn: &str, root: &str, noise: bool) -> Vec<Event> {
+    let probe = probe_id_for(thread);
+    let mut events = vec![
+        ev(
+            0,
+            Source::Driver,
+            Body::SessionStarted(SessionStarted {
+                thread_id: thread.into(),
+                sandbox: SandboxFacts {
+                    instruction_sources: vec![format!("{root}/workspace/AGENTS.md")],
+                    ..Default::default()
+                },
+                approval_policy: None,
+                approvals_reviewer: None,
+            }),
+        ),
+        ev(
+            1,
+            Source::Driver,
+            Body::TurnStarted(TurnStarted {
+                turn_id: turn.into(),
+            }),
+        ),
+        ev(
+            2,
+            Source::Driver,
+            Body::ItemCompleted(ItemEvent {
+                turn_id: Some(turn.into()),
+                item: Item::AgentMessage {
+                    id: format!("msg-{turn}"),
+                    text: format!("wrote plan-write-probe-{probe}.txt"),
+                },
+            }),
+        ),
+    ];
+    if noise {
+        events.push(ev(
+            3,
+            Source::Driver,
+            Body::Diagnostic(Diagnostic {
+                level: Level::Warn,
+                message: "stderr noise".into(),
+            }),
+        ));
+    }
+    events
+}
+
+#[test]
+fn ids_paths_and_probe_ids_normalise_away_and_diagnostics_are_not_compared() {
+    let fake = normalise(
+        &run("t-fake", "u-fake", "/x/fake-cell", false),
+        "/x/fake-cell",
+    );
+    let real = normalise(
+        &run("t-real", "u-real", "/y/real-cell", true),
+        "/y/real-cell",
+    );
+    assert_eq!(first_divergence(&fake, &real), None);
+    assert_eq!(fake[1]["payload"]["turn_id"], "<id-2>");
+    assert_eq!(
+        fake[2]["payload"]["item"]["text"],
+        "wrote plan-write-probe-<probe>.txt"
+    );
+    assert_eq!(
+        fake[0]["payload"]["sandbox"]["instruction_sources"][0],
+        "<cell>/workspace/AGENTS.md"
+    );
+}
+
+#[test]
+fn command_output_lines_compare_in_any_order_but_must_all_match() {
+    let mut a = serde_json::json!("x: Read-only file system\nWRITE_REFUSED\n");
+    let mut b = serde_json::json!("WRITE_REFUSED\nx: Read-only file system\n");
+    let mut c = serde_json::json!("WRITE_REFUSED\n");
+    for v in [&mut a, &mut b, &mut c] {
+        order_output_lines(v);
+    }
+    assert_eq!(a, b);
+    assert_ne!(a, c);
+    assert_eq!(a, "WRITE_REFUSED\nx: Read-only file system\n");
+}
+
+#[test]
+fn codex_helper_alias_folders_normalise() {
+    assert_eq!(
+        normalise_arg0_alias("execvp /h/tmp/arg0-linux/codex-arg0yQYnsD/codex-linux-sandbox"),
+        "execvp /h/tmp/arg0-linux/codex-arg0<random>/codex-linux-sandbox"
+    );
+}
+
+#[test]
+fn a_panics_thread_id_normalises_and_nothing_else_does() {
+    assert_eq!(
+        normalise_panic_thread_id("thread 'main' (92) panicked; thread 'main' (x) too"),
+        "thread 'main' (<tid>) panicked; thread 'main' (x) too"
+    );
+}
+
+#[test]
+fn the_first_divergence_is_named() {
+    let fake = normalise(&run("t", "u", "/a", false), "/a");
+    let mut other = run("t", "u", "/a", false);
+    other.truncate(2);
+    let real = normalise(&other, "/a");
+    let divergence = first_divergence(&fake, &real).unwrap();
+    assert_eq!(divergence.index, 2);
+    assert!(divergence.real.is_none());
+    assert!(divergence.describe().contains("message 2"));
+}
+
+fn side(sequence: Vec<Value>, cut: Option<&str>) -> SideOutcome {
+    SideOutcome {
+        cell: "c".into(),
+        verdict: "pass".into(),
+        graded: true,
+        sequence,
+        wall: std::time::Duration::ZERO,
+        codex_span: None,
+        cut: cut.map(String::from),
+        id_shapes: Default::default(),
+        sent: Vec::new(),
+    }
+}
+
+/// A sequence its driver cut short compares as a prefix; without the cut, or with a
+/// difference before it, the comparison stays strict.
+#[test]
+fn a_driver_cut_compares_as_a_prefix_and_nothing_else_does() {
+    let long = normalise(&run("t", "u", "/a", false), "/a");
+    let short: Vec<Value> = long[..2].to_vec();
+    let (divergence, truncated) = compare(
+        &side(long.clone(), None),
+        &side(short.clone(), Some("hung up")),
+    );
+    assert_eq!(divergence, None);
+    let truncated = truncated.unwrap();
+    assert_eq!(
+        (truncated.index, truncated.side, truncated.other_len),
+        (2, "real", 3)
+    );
+    assert!(truncated.describe().contains("hung up"));
+    let (divergence, _) = compare(&side(long.clone(), None), &side(short.clone(), None));
+    assert_eq!(divergence.unwrap().index, 2);
+    // The cut side must match up to the cut.
+    let mut changed = short.clone();
+    changed[1]["payload"]["turn_id"] = Value::String("<id-9>".into());
+    let (divergence, truncated) = compare(&side(long, None), &side(changed, Some("hung up")));
+    assert_eq!(divergence.unwrap().index, 1);
+    assert_eq!(truncated, None);
+}
+
+/// The same sequence with ids made another way (0.171's plan item UUIDs against a fake playing
+/// 0.169) is a fidelity failure naming the item type; ids the model made do not count.
+#[test]
+fn ids_made_differently_are_a_failure_and_model_made_ids_are_one_shape() {
+    let dir = tempfile::tempdir().unwrap();
+    let turn = "01a2310e-f7aa-71a2-b7e9-e659bfd286b5";
+    let transcript = |name: &str, plan_id: &str, message_id: &str| {
+        let path = dir.path().join(name);
+        let line = |kind: &str, id: &str| {
+            serde_json::json!({"message": {"method": "item/completed", "params": {"turnId": turn, "item": {"type": kind, "id": id}}}})
+                .to_string()
+        };
+        std::fs::write(
+            &path,
+            format!(
+                "{}\n{}\n",
+                line("plan", plan_id),
+                line("agentMessage", message_id)
+            ),
+        )
+        .unwrap();
+        crate::fidelity::wire::app_server_id_shapes(&path)
+    };
+    let pin = transcript("pin.jsonl", &format!("{turn}-plan"), "msg_0123");
+    let new = transcript(
+        "new.jsonl",
+        "01a2310e-fcb4-7c82-99a4-22e0807f6661",
+        "item_01_0_0",
+    );
+    let fake_of_new = transcript(
+        "fake.jsonl",
+        "01a2310e-fcb4-7c82-99a4-22e0807f6662",
+        "msg_9",
+    );
+    let outcome = |fake: &crate::fidelity::wire::IdShapes,
+                   real: &crate::fidelity::wire::IdShapes| {
+        let mut fake_side = side(vec![], None);
+        fake_side.id_shapes = fake.clone();
+        let mut real_side = side(vec![], None);
+        real_side.id_shapes = real.clone();
+        PairOutcome {
+            pair: "p".into(),
+            scenario: "s".into(),
+            id_changes: crate::fidelity::wire::id_shape_changes(
+                &fake_side.id_shapes,
+                &real_side.id_shapes,
+            ),
+            fake: fake_side,
+            real: real_side,
+            divergence: None,
+            truncated: None,
+            sent_difference: None,
+        }
+    };
+    let failure = outcome(&pin, &new).failure().expect("a failure");
+    assert!(failure.contains("plan item ids"), "{failure}");
+    assert!(!failure.contains("agentMessage"), "{failure}");
+    assert_eq!(outcome(&fake_of_new, &new).failure(), None);
+}
