@@ -98,8 +98,60 @@ pub struct RpcClient {
     stderr_log: PathBuf,
     transcript: Option<ClientTranscript>,
     reader: JoinHandle<()>,
+    /// When bytes last came from the app-server (see [`Arrivals`]).
+    arrivals: Arrivals,
     stderr_copier: JoinHandle<()>,
     _guard: Box<dyn Send + Sync>,
+}
+
+/// When bytes last arrived on the app-server's stdout, shared with the reader. A long line still
+/// streaming in is not silence: the idle wait for the next message counts from the last bytes,
+/// not from the last whole message (the line's length is bounded by `Limits::max_line_bytes`, so
+/// this cannot stretch a wait without bound).
+#[derive(Clone)]
+struct Arrivals {
+    epoch: std::time::Instant,
+    last_ms: std::sync::Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl Arrivals {
+    fn new() -> Self {
+        Self {
+            epoch: std::time::Instant::now(),
+            last_ms: std::sync::Arc::default(),
+        }
+    }
+
+    fn mark(&self) {
+        let ms = u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX);
+        self.last_ms.store(ms, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    fn last(&self) -> tokio::time::Instant {
+        let ms = self.last_ms.load(std::sync::atomic::Ordering::Relaxed);
+        tokio::time::Instant::from_std(self.epoch + Duration::from_millis(ms))
+    }
+}
+
+/// The app-server's stdout, marking every read that brings bytes.
+struct MarkedReader<R> {
+    inner: R,
+    arrivals: Arrivals,
+}
+
+impl<R: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for MarkedReader<R> {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let polled = std::pin::Pin::new(&mut self.inner).poll_read(cx, buf);
+        if buf.filled().len() > before {
+            self.arrivals.mark();
+        }
+        polled
+    }
 }
 
 impl RpcClient {
@@ -155,6 +207,11 @@ impl RpcClient {
         let stderr = child.stderr.take().context("child stderr is piped")?;
         let stdin = child.stdin.take();
         let (tx, inbox) = mpsc::channel(CHANNEL_CAPACITY);
+        let arrivals = Arrivals::new();
+        let stdout = MarkedReader {
+            inner: stdout,
+            arrivals: arrivals.clone(),
+        };
         let reader = tokio::spawn(read_messages(
             stdout,
             tx,
@@ -178,6 +235,7 @@ impl RpcClient {
             stderr_log: stderr_log.to_path_buf(),
             transcript,
             reader,
+            arrivals,
             stderr_copier,
             _guard: prepared.guard,
         })
@@ -254,9 +312,21 @@ impl RpcClient {
         if let Some(msg) = self.buffered.pop_front() {
             return Ok(msg);
         }
-        let deadline = tokio::time::Instant::now() + timeout;
-        self.receive_until(deadline, || "the next message".to_string(), timeout)
-            .await
+        let mut deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            match self
+                .receive_until(deadline, || "the next message".to_string(), timeout)
+                .await
+            {
+                // Silence is no bytes at all: a line still arriving renews the wait.
+                Err(TransportError::TimedOut { .. })
+                    if self.arrivals.last() + timeout > deadline =>
+                {
+                    deadline = self.arrivals.last() + timeout;
+                }
+                other => return other,
+            }
+        }
     }
 
     /// Close stdin and wait (bounded) for the child to exit; kill it if it does not.
@@ -390,7 +460,7 @@ impl Drop for RpcClient {
 }
 
 async fn read_messages(
-    stdout: tokio::process::ChildStdout,
+    stdout: impl tokio::io::AsyncRead + Unpin,
     tx: mpsc::Sender<InboxItem>,
     max_line_bytes: usize,
     transcript: Option<ClientTranscript>,
