@@ -307,6 +307,49 @@ fn a_crashed_thread_resumes_by_its_id_or_as_scripted_fails_or_forks() {
     Schemas::of("0.169.0").assert_valid(&messages, |_| false);
 }
 
+/// Codex 0.169 reads a stored thread it has not loaded (`status: notLoaded`), and shows the
+/// turn a crash cut short as `interrupted`, before and after the resume (measured).
+#[test]
+fn a_crashed_threads_rollout_reads_back_with_its_cut_turn_interrupted() {
+    let (lab, thread) = crash_first_turn("crash-resume");
+    let (mut client, _, lab) = spawn("crash-resume", lab, &[]);
+    client.initialize(true);
+    let read = client.request(
+        "thread/read",
+        json!({"threadId": thread, "includeTurns": true}),
+    );
+    let stored = &read["result"]["thread"];
+    assert_eq!(stored["id"], json!(thread), "{read}");
+    assert_eq!(stored["status"]["type"], "notLoaded");
+    assert_eq!(stored["cwd"], lab.ws_str());
+    let turns = stored["turns"].as_array().unwrap();
+    assert_eq!(turns.len(), 1, "{read}");
+    assert_eq!(turns[0]["status"], "interrupted");
+    let cut = turns[0]["id"].clone();
+    let resumed = client.request(
+        "thread/resume",
+        json!({"threadId": thread, "excludeTurns": true}),
+    );
+    assert_eq!(resumed["result"]["thread"]["id"], json!(thread));
+    let read = client.request(
+        "thread/read",
+        json!({"threadId": thread, "includeTurns": true}),
+    );
+    assert_eq!(read["result"]["thread"]["status"]["type"], "idle");
+    assert_eq!(read["result"]["thread"]["turns"][0]["id"], cut);
+    assert_eq!(
+        read["result"]["thread"]["turns"][0]["status"],
+        "interrupted"
+    );
+    let unknown = client.request(
+        "thread/read",
+        json!({"threadId": "01a23437-7699-7350-bb29-bed809fd5f99"}),
+    );
+    assert_eq!(unknown["error"]["code"], -32600, "{unknown}");
+    let messages = common::cases::messages(&client);
+    Schemas::of("0.169.0").assert_valid(&messages, |_| false);
+}
+
 #[test]
 fn secrets_in_the_fakes_environment_reach_the_models_env_command_as_with_codex() {
     let lab = Lab::new();

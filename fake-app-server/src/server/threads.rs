@@ -365,10 +365,21 @@ pub(super) fn thread_read(shared: &Arc<Shared>, params: Option<&Value>) -> Reply
         require_initialized(shared)?;
         check_thread_id(&params.thread_id)?;
         let state = shared.state();
-        let thread = state
-            .threads
-            .get(&params.thread_id)
-            .ok_or_else(|| RpcError::invalid(format!("thread not loaded: {}", params.thread_id)))?;
+        // A thread this process has not loaded is read from its rollout, as Codex 0.169 reads
+        // a stored thread (status `notLoaded`; a turn a crash cut short is `interrupted`:
+        // measured).
+        let stored;
+        let (thread, loaded) = match state.threads.get(&params.thread_id) {
+            Some(thread) => (thread, true),
+            None => {
+                stored = super::state::thread_file(&params.thread_id)
+                    .and_then(|file| ThreadState::load(&file, &shared.config))
+                    .ok_or_else(|| {
+                        RpcError::invalid(format!("thread not loaded: {}", params.thread_id))
+                    })?;
+                (&stored, false)
+            }
+        };
         let (model, provider) = model_of(shared, Some(thread));
         let include_turns = params.include_turns.unwrap_or(false);
         if include_turns && thread.ephemeral {
@@ -389,7 +400,10 @@ pub(super) fn thread_read(shared: &Arc<Shared>, params: Option<&Value>) -> Reply
                 json!({"summary": "Full-history hydration is deprecated for paginated threads; omit `includeTurns` or set it to `false`, then page with `thread/turns/list` and `thread/items/list`.", "details": null}),
             ));
         }
-        let thread_json = thread.json(&model, &provider, &state.client_name, include_turns);
+        let mut thread_json = thread.json(&model, &provider, &state.client_name, include_turns);
+        if !loaded {
+            thread_json["status"] = json!({"type": "notLoaded"});
+        }
         Ok(json!({"thread": thread_json, "readState": thread.read_state()}))
     };
     match run() {
