@@ -16,6 +16,7 @@ mod message_marker;
 mod plan_revise_accept;
 mod plan_write_refused;
 mod protocol;
+pub mod runner_contract;
 mod session;
 mod startup_rejection;
 mod transport_faults;
