@@ -67,6 +67,12 @@ fn planned_runs() -> Vec<Planned> {
     let mut planned = Vec::new();
     let mut seen = BTreeSet::new();
     for original in &fake_cells {
+        // A cell whose baseline documents a finding about its driver (the minimal driver's
+        // answer to a permissions request, say) is not held to the schema here: the finding is
+        // that the driver's messages there are not what the protocol asks.
+        if !original.expected.is_pass() {
+            continue;
+        }
         let key = (
             original.id.runner.clone(),
             original.id.suite.clone(),

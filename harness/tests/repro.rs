@@ -266,9 +266,9 @@ fn check_repro(case: Case, app_server: AppServer) -> Result<(), Failed> {
     let fixed_verdict = format!("verdict: {} — ", case.fixed_verdict);
     let legacy_verdict = format!("verdict: {} — ", case.legacy_verdict);
     let legacy_start = if case.legacy_verdict == "startup-rejected" {
-        "thread/start: ERROR -32603 (seq 2):\n  "
+        "thread/start: ERROR -32603 (seq "
     } else {
-        "thread/start: OK (seq 2: thread "
+        "thread/start: OK (seq "
     };
     let legacy_text = if case.legacy_verdict == "startup-rejected" {
         case.signature
@@ -285,7 +285,7 @@ fn check_repro(case: Case, app_server: AppServer) -> Result<(), Failed> {
         (legacy, "bubblewrap: "),
         (fixed, &fixed_cell),
         (fixed, "\":root\"=\"read\""),
-        (fixed, "thread/start: OK (seq 2: thread "),
+        (fixed, "thread/start: OK (seq "),
         (fixed, case.fixed_quote),
         (fixed, &fixed_verdict),
         (fixed, "Why:"),
