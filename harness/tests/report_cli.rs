@@ -147,6 +147,7 @@ command = "python3 {repo}/harness/examples/minimal_driver.py --cwd {workspace} -
 codex = "env:CODEX_PATH"
 contract = "wire"
 modes = ["standard"]
+profiles = ["protocol", "runner-contract"]
 "#,
     )
     .unwrap();

@@ -11,6 +11,7 @@ about = "a driver written without the harness in mind"
 command = "sh ./driver.sh --cwd {workspace} --prompt {prompt} --mode {mode}"
 codex = "env:CODEX_PATH"
 modes = ["planning", "standard"]
+profiles = ["protocol", "runner-contract"]
 "#;
 
 /// A folder holding `drivers.toml` (with `text`) and the script its command names.
