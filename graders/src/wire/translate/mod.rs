@@ -123,7 +123,10 @@ fn fold(records: &[Record], ctx: &Context) -> Fold {
         let launch = record.launch();
         let state = fold.launches.entry(launch).or_default();
         match record {
-            Record::Launch(l) => state.record = Some(l.clone()),
+            Record::Launch(l) => {
+                state.record = Some(l.clone());
+                fold.record_launch(launch, &l.env_names);
+            }
             Record::Message {
                 direction, message, ..
             } => {
