@@ -1,5 +1,6 @@
 //! Explicit skills (the runner contract's context boundary): a `$name` or `/name` in a turn's
-//! text that names a skill of the isolated Codex home becomes Codex's structured skill input,
+//! text (`graders::grade::runner_contract::skill_references`, the contract's reading) that
+//! names a skill of the isolated Codex home becomes Codex's structured skill input,
 //! `{type: "skill", name, path}` (`UserInput`, `SkillUserInput`), beside the text, on every turn
 //! and steer that asks for it. The names and paths are the app-server's own (`skills/list`),
 //! asked once per session; a listed skill outside the app-server's `CODEX_HOME` is not given.
@@ -11,30 +12,6 @@ use crate::launch::profiles::HostPaths;
 use graders::events::{Body, Diagnostic, Level};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
-
-/// Characters that may end a word around a skill reference (`Use $review.`).
-const TRAILING: &[char] = &['.', ',', ';', ':', '!', '?', ')', ']', '"', '\''];
-
-/// The skill names `text` refers to explicitly, in order, each once: a word that is `$name` or
-/// `/name`, the name a single path component of letters, digits, `-`, `_` and `.`.
-pub fn mentioned(text: &str) -> Vec<String> {
-    let mut names: Vec<String> = Vec::new();
-    for word in text.split_whitespace() {
-        let word = word.trim_start_matches(['(', '[', '"', '\'']);
-        let word = word.trim_end_matches(TRAILING);
-        let Some(name) = word.strip_prefix('$').or_else(|| word.strip_prefix('/')) else {
-            continue;
-        };
-        let valid = name.starts_with(|c: char| c.is_ascii_alphanumeric())
-            && name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
-        if valid && !names.iter().any(|n| n == name) {
-            names.push(name.to_string());
-        }
-    }
-    names
-}
 
 /// One skill the app-server lists.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -80,7 +57,7 @@ pub async fn input_items(
     log: &mut EventLog,
 ) -> Result<Value, Stop> {
     let mut items = vec![json!({"type": "text", "text": text})];
-    let names = mentioned(text);
+    let names = graders::grade::runner_contract::skill_references(text);
     if names.is_empty() {
         return Ok(Value::Array(items));
     }
@@ -149,16 +126,6 @@ fn warn(message: String) -> Body {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn explicit_references_are_dollar_or_slash_words_naming_one_component() {
-        assert_eq!(
-            mentioned("Use $imagegen, then /openai-docs. Again: ($imagegen) and $skill_2!"),
-            ["imagegen", "openai-docs", "skill_2"]
-        );
-        assert!(mentioned("Summarise /tmp/x and cost $ 5 or $-1 or a$b").is_empty());
-        assert!(mentioned("nothing here").is_empty());
-    }
 
     #[test]
     fn listed_skills_are_the_enabled_ones_with_a_name_and_a_path() {
