@@ -307,6 +307,125 @@ fn a_crashed_thread_resumes_by_its_id_or_as_scripted_fails_or_forks() {
     Schemas::of("0.169.0").assert_valid(&messages, |_| false);
 }
 
+/// Codex 0.169 reads a stored thread it has not loaded (`status: notLoaded`), and shows the
+/// turn a crash cut short as `interrupted`, before and after the resume (measured).
+#[test]
+fn a_crashed_threads_rollout_reads_back_with_its_cut_turn_interrupted() {
+    let (lab, thread) = crash_first_turn("crash-resume");
+    let (mut client, _, lab) = spawn("crash-resume", lab, &[]);
+    client.initialize(true);
+    let read = client.request(
+        "thread/read",
+        json!({"threadId": thread, "includeTurns": true}),
+    );
+    let stored = &read["result"]["thread"];
+    assert_eq!(stored["id"], json!(thread), "{read}");
+    assert_eq!(stored["status"]["type"], "notLoaded");
+    assert_eq!(stored["cwd"], lab.ws_str());
+    let turns = stored["turns"].as_array().unwrap();
+    assert_eq!(turns.len(), 1, "{read}");
+    assert_eq!(turns[0]["status"], "interrupted");
+    let cut = turns[0]["id"].clone();
+    let resumed = client.request(
+        "thread/resume",
+        json!({"threadId": thread, "excludeTurns": true}),
+    );
+    assert_eq!(resumed["result"]["thread"]["id"], json!(thread));
+    let read = client.request(
+        "thread/read",
+        json!({"threadId": thread, "includeTurns": true}),
+    );
+    assert_eq!(read["result"]["thread"]["status"]["type"], "idle");
+    assert_eq!(read["result"]["thread"]["turns"][0]["id"], cut);
+    assert_eq!(
+        read["result"]["thread"]["turns"][0]["status"],
+        "interrupted"
+    );
+    let unknown = client.request(
+        "thread/read",
+        json!({"threadId": "01a23437-7699-7350-bb29-bed809fd5f99"}),
+    );
+    assert_eq!(unknown["error"]["code"], -32600, "{unknown}");
+    let messages = common::cases::messages(&client);
+    Schemas::of("0.169.0").assert_valid(&messages, |_| false);
+}
+
+/// A scripted `thread/read` lists no turn, or another turn in progress besides the thread's.
+#[test]
+fn a_scripted_thread_read_shows_the_turns_the_scenario_asks() {
+    for (name, shown) in [("saved-turn-missing", 0), ("other-turn-active", 2)] {
+        let (lab, thread) = crash_first_turn(name);
+        let (mut client, _, _lab) = spawn(name, lab, &[]);
+        client.initialize(true);
+        let read = client.request(
+            "thread/read",
+            json!({"threadId": thread, "includeTurns": true}),
+        );
+        let turns = read["result"]["thread"]["turns"]
+            .as_array()
+            .unwrap()
+            .clone();
+        assert_eq!(turns.len(), shown, "{name}: {read}");
+        if shown == 2 {
+            assert_eq!(turns[0]["status"], "interrupted");
+            assert_eq!(turns[1]["status"], "inProgress");
+            assert_ne!(turns[1]["id"], turns[0]["id"]);
+        }
+        let messages = common::cases::messages(&client);
+        Schemas::of("0.169.0").assert_valid(&messages, |_| false);
+    }
+}
+
+/// A thread's configuration as Codex 0.169 reads it: `project_doc_max_bytes = 0` loads no
+/// AGENTS.md (no instruction source), `skills.include_instructions` must be a boolean, and a
+/// skill input is a turn's input like any other (measured).
+#[test]
+fn a_thread_config_without_project_docs_reports_no_instruction_source() {
+    let (mut client, _, lab) = spawn("healthy", Lab::new(), &[]);
+    client.initialize(true);
+    let plain = client.request("thread/start", json!({"cwd": lab.ws_str()}));
+    assert_eq!(
+        plain["result"]["instructionSources"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+    let skillless = client.request(
+        "thread/start",
+        json!({"cwd": lab.ws_str(), "config": {"skills": {"include_instructions": false}, "project_doc_max_bytes": 0}}),
+    );
+    assert_eq!(
+        skillless["result"]["instructionSources"],
+        json!([]),
+        "{skillless}"
+    );
+    let bogus = client.request(
+        "thread/start",
+        json!({"cwd": lab.ws_str(), "config": {"skills": {"include_instructions": "bogus"}}}),
+    );
+    assert_eq!(bogus["error"]["code"], -32600);
+    assert_eq!(
+        bogus["error"]["message"],
+        "failed to load configuration: invalid type: string \"bogus\", expected a boolean\nin `skills.include_instructions`\n"
+    );
+    let thread = skillless["result"]["thread"]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    client.send_request(
+        "turn/start",
+        json!({"threadId": thread, "input": [
+            {"type": "text", "text": "Use $imagegen."},
+            {"type": "skill", "name": "imagegen", "path": "/h/.codex/skills/.system/imagegen/SKILL.md"},
+        ]}),
+    );
+    let done = client.notification("turn/completed");
+    assert_eq!(done["params"]["turn"]["status"], "completed");
+    let messages = common::cases::messages(&client);
+    Schemas::of("0.169.0").assert_valid(&messages, |_| false);
+}
+
 #[test]
 fn secrets_in_the_fakes_environment_reach_the_models_env_command_as_with_codex() {
     let lab = Lab::new();

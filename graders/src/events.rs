@@ -168,6 +168,8 @@ pub enum Body {
     ServerNotifications(ServerNotifications),
     #[serde(rename = "protocol.stdin-closed")]
     StdinClosed(StdinClosed),
+    #[serde(rename = "protocol.app-server-launched")]
+    AppServerLaunched(AppServerLaunched),
     #[serde(rename = "protocol.app-server-exited")]
     AppServerExited(AppServerExited),
     #[serde(rename = "protocol.not-recorded")]
@@ -210,6 +212,7 @@ impl Body {
             Body::ServerRequestAnswered(_) => Kind::ServerRequestAnswered,
             Body::ServerNotifications(_) => Kind::ServerNotifications,
             Body::StdinClosed(_) => Kind::StdinClosed,
+            Body::AppServerLaunched(_) => Kind::AppServerLaunched,
             Body::AppServerExited(_) => Kind::AppServerExited,
             Body::NotRecorded(_) => Kind::NotRecorded,
             Body::DriverEnded(_) => Kind::DriverEnded,
@@ -277,6 +280,8 @@ pub enum Kind {
     ServerNotifications,
     #[serde(rename = "protocol.stdin-closed")]
     StdinClosed,
+    #[serde(rename = "protocol.app-server-launched")]
+    AppServerLaunched,
     #[serde(rename = "protocol.app-server-exited")]
     AppServerExited,
     #[serde(rename = "protocol.not-recorded")]
@@ -319,6 +324,7 @@ impl Kind {
             Kind::ServerRequestAnswered => "protocol.server-request-answered",
             Kind::ServerNotifications => "protocol.server-notifications",
             Kind::StdinClosed => "protocol.stdin-closed",
+            Kind::AppServerLaunched => "protocol.app-server-launched",
             Kind::AppServerExited => "protocol.app-server-exited",
             Kind::NotRecorded => "protocol.not-recorded",
             Kind::DriverEnded => "driver.ended",
@@ -835,6 +841,7 @@ mod tests {
             Kind::ServerRequestAnswered,
             Kind::ServerNotifications,
             Kind::StdinClosed,
+            Kind::AppServerLaunched,
             Kind::AppServerExited,
             Kind::NotRecorded,
             Kind::DriverEnded,

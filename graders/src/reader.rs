@@ -318,6 +318,7 @@ pub fn decode_body(kind: Kind, payload: &RawValue) -> serde_json::Result<Body> {
         Kind::ServerRequestAnswered => Body::ServerRequestAnswered(serde_json::from_str(p)?),
         Kind::ServerNotifications => Body::ServerNotifications(serde_json::from_str(p)?),
         Kind::StdinClosed => Body::StdinClosed(serde_json::from_str(p)?),
+        Kind::AppServerLaunched => Body::AppServerLaunched(serde_json::from_str(p)?),
         Kind::AppServerExited => Body::AppServerExited(serde_json::from_str(p)?),
         Kind::NotRecorded => Body::NotRecorded(serde_json::from_str(p)?),
         Kind::DriverEnded => Body::DriverEnded(serde_json::from_str(p)?),

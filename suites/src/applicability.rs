@@ -71,6 +71,16 @@ pub fn not_applicable(cell: &Cell) -> Option<String> {
             missing.declaration()
         ));
     }
+    for (key, what) in [
+        ("workspace", "names its own workspace"),
+        ("context", "sets the runner contract's context boundary"),
+    ] {
+        if task.contains_key(key) && driver.contract != DriverContract::Events {
+            return Some(format!(
+                "the case {what} in the task (`{key}`), which a driver learns only from the task envelope of the events contract"
+            ));
+        }
+    }
     if task.contains_key("relaunch") && driver.contract != DriverContract::Events {
         return Some(
             "the case relaunches the app-server under other launch rules (`relaunch`), which a driver learns only from the task envelope of the events contract"

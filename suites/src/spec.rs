@@ -360,7 +360,10 @@ impl DeclaredDriver {
     /// The harness's own drivers run as processes (the reference driver's `harness drive`, the
     /// example external driver): under the events contract, `codex` first on `PATH`, every
     /// mode, plan reviews and answers from the task, held to both profiles, registering the
-    /// result tools as dynamic tools, exiting 0 exactly when the run succeeded.
+    /// result tools as dynamic tools, exiting 0 exactly when the run succeeded. The reference
+    /// driver is told to interrupt by SIGINT and to steer by a stdin line, and recovers after a
+    /// crash when its task asks (`resume_on_crash`, as every case that needs `resume` does); the
+    /// example external driver is in no block of a case that needs these.
     pub fn harness_own(command: String) -> Self {
         Self {
             about: None,
@@ -375,9 +378,9 @@ impl DeclaredDriver {
             profiles: Profile::ALL.to_vec(),
             // Both exit 0 exactly when their run succeeded.
             outcome: Some(OutcomeDeclaration::ExitStatus),
-            interrupt: None,
-            steer: None,
-            resume: None,
+            interrupt: Some(InterruptSignal::Sigint),
+            steer: Some(SteerChannel::StdinLine),
+            resume: Some(ResumeHow::Relaunch),
             dynamic_tools: true,
             chatgpt_tokens: false,
             max_line_bytes: None,

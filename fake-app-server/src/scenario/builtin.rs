@@ -78,6 +78,15 @@ builtins![
     "crash-resume-forked",
     // protocol-credentials (protocol-handshake plays `healthy`)
     "secrets-not-forwarded",
+    // the runner contract's skills, workspaces, environment, results and recovery
+    "explicit-skill",
+    "skillless",
+    "unsafe-workspace",
+    "allowlisted-environment",
+    "identical-retry-acknowledged",
+    "reconciled-after-crash",
+    "saved-turn-missing",
+    "other-turn-active",
 ];
 
 #[cfg(test)]

@@ -107,6 +107,20 @@ pub struct MethodBehaviour {
     /// the thread (the thread is known by the new id from then on).
     #[serde(default, skip_serializing_if = "is_false")]
     pub fork_thread: bool,
+    /// `thread/read` only: the turns its answer lists, instead of the thread's own — for a driver
+    /// that reconciles a resumed thread against the turn it saved.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turns_shown: Option<TurnsShown>,
+}
+
+/// What a scripted `thread/read` shows of the thread's turns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TurnsShown {
+    /// No turn at all: the turn a driver saved is missing.
+    None,
+    /// The thread's turns and another one, in progress.
+    AnotherActive,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

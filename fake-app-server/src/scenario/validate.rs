@@ -150,6 +150,16 @@ fn methods(scenario: &Scenario) -> Result<(), String> {
                 ));
             }
         }
+        if behaviour.turns_shown.is_some() {
+            if method != "thread/read" {
+                return Err(format!("{key}.turns_shown applies to `thread/read` only"));
+            }
+            if answered_otherwise {
+                return Err(format!(
+                    "{key}.turns_shown needs the real answer (no error, result, hang, malformed or crash)"
+                ));
+            }
+        }
         if behaviour.fork_thread {
             if method != "thread/resume" {
                 return Err(format!("{key}.fork_thread applies to `thread/resume` only"));
@@ -363,6 +373,11 @@ mod tests {
         );
         let err = load("[methods.\"thread/start\"]\nanswer_after_turn = true\n").unwrap_err();
         assert!(err.contains("applies to `turn/start` only"), "{err}");
+        let err = load("[methods.\"thread/resume\"]\nturns_shown = \"none\"\n").unwrap_err();
+        assert!(err.contains("applies to `thread/read` only"), "{err}");
+        let err =
+            load("[methods.\"thread/read\"]\nturns_shown = \"none\"\nhang = true\n").unwrap_err();
+        assert!(err.contains("turns_shown needs the real answer"), "{err}");
         let err =
             load("[methods.\"thread/resume\"]\nfork_thread = true\nhang = true\n").unwrap_err();
         assert!(err.contains("needs the real answer"), "{err}");

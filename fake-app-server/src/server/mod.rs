@@ -15,9 +15,10 @@ mod turn;
 use crate::config::Config;
 use crate::model_log_writer::ModelLog;
 use crate::output::Output;
+use crate::protocol::shapes;
 use crate::protocol::{self, Incoming, RpcError};
 use crate::sandbox::Sandbox;
-use crate::scenario::{MethodBehaviour, Scenario};
+use crate::scenario::{MethodBehaviour, Scenario, TurnsShown};
 use serde_json::{json, Value};
 use state::{State, TurnSignal};
 use std::collections::{HashMap, HashSet};
@@ -344,6 +345,9 @@ fn answer(
             if behaviour.fork_thread {
                 fork_resumed_thread(shared, &mut reply);
             }
+            if let Some(shown) = behaviour.turns_shown {
+                show_turns(shown, &mut reply);
+            }
             reply
         }
     };
@@ -403,6 +407,36 @@ fn expand_error(message: &str, params: Option<&Value>) -> String {
         .and_then(Value::as_str)
         .unwrap_or("");
     message.replace("{threadId}", thread)
+}
+
+/// A `thread/read` answer that lists other turns than the thread's, as the scenario asks.
+fn show_turns(shown: TurnsShown, reply: &mut Reply) {
+    let Some(turns) = reply
+        .result
+        .as_mut()
+        .ok()
+        .and_then(|r| r.pointer_mut("/thread/turns"))
+        .and_then(Value::as_array_mut)
+    else {
+        return;
+    };
+    match shown {
+        TurnsShown::None => turns.clear(),
+        TurnsShown::AnotherActive => {
+            let id = crate::ids::uuid_v7();
+            turns.push(shapes::turn(&shapes::TurnView {
+                id: &id,
+                items: Vec::new(),
+                items_view: "notLoaded",
+                status: "inProgress",
+                error: Value::Null,
+                started_at: Some(shapes::now_s()),
+                completed_at: None,
+                duration_ms: None,
+            }));
+        }
+    }
+    eprintln!("fake-app-server: thread/read lists {shown:?} turns, as the scenario asks");
 }
 
 /// A `thread/resume` answered for another thread id, as a resume that silently forks: the

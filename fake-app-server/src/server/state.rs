@@ -122,6 +122,17 @@ struct Persisted {
     updated_at: u64,
     turns: Vec<Value>,
     turns_started: usize,
+    /// The turn in progress when the record was written. A process that loads the record
+    /// knows it as `interrupted`: it died before the turn ended, as Codex 0.169 shows a turn a
+    /// crash cut short (`thread/read`, `thread/turns/list`: measured).
+    #[serde(default)]
+    active_turn: Option<PersistedTurn>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct PersistedTurn {
+    id: String,
+    started_at: u64,
 }
 
 fn user_reviewer() -> String {
@@ -233,6 +244,10 @@ impl ThreadState {
             updated_at: self.updated_at,
             turns: self.turns.clone(),
             turns_started: self.turns_started,
+            active_turn: self.active.as_ref().map(|active| PersistedTurn {
+                id: active.id.clone(),
+                started_at: self.updated_at,
+            }),
         };
         let write = || -> std::io::Result<()> {
             if let Some(parent) = path.parent() {
@@ -268,6 +283,21 @@ impl ThreadState {
             }
             (None, None) => Permissions::Profile(config.profile(None).ok()?),
         };
+        let mut turns = record.turns;
+        if let Some(cut) = record.active_turn {
+            if !turns.iter().any(|t| t["id"] == cut.id.as_str()) {
+                turns.push(shapes::turn(&shapes::TurnView {
+                    id: &cut.id,
+                    items: Vec::new(),
+                    items_view: "full",
+                    status: "interrupted",
+                    error: Value::Null,
+                    started_at: Some(cut.started_at),
+                    completed_at: None,
+                    duration_ms: None,
+                }));
+            }
+        }
         Some(ThreadState {
             id: record.id,
             cwd: record.cwd,
@@ -288,7 +318,7 @@ impl ThreadState {
             tokens_used: 0,
             created_at: record.created_at,
             updated_at: record.updated_at,
-            turns: record.turns,
+            turns,
             turns_started: record.turns_started,
             active: None,
         })

@@ -43,13 +43,49 @@ struct DynamicToolSpec {
     name: String,
 }
 
+/// What a thread's `config` says about its instructions: whether project instruction files are
+/// read at all (`project_doc_max_bytes = 0` reads none: Codex 0.169 then reports no instruction
+/// source, measured), after checking `skills.include_instructions` as Codex does (a boolean).
+fn project_docs_wanted(config: Option<&serde_json::Map<String, Value>>) -> Result<bool, RpcError> {
+    let Some(config) = config else {
+        return Ok(true);
+    };
+    if let Some(include) = config
+        .get("skills")
+        .and_then(|s| s.get("include_instructions"))
+        .filter(|v| !v.is_boolean())
+    {
+        return Err(RpcError::invalid(format!(
+            "failed to load configuration: invalid type: {}, expected a boolean\nin `skills.include_instructions`\n",
+            describe_json_type(include)
+        )));
+    }
+    Ok(config.get("project_doc_max_bytes").and_then(Value::as_u64) != Some(0))
+}
+
+/// serde's wording for an unexpected JSON value (`string "x"`, `integer `3``).
+fn describe_json_type(value: &Value) -> String {
+    match value {
+        Value::String(s) => format!("string {s:?}"),
+        Value::Number(n) => format!("integer `{n}`"),
+        Value::Array(_) => "sequence".into(),
+        Value::Object(_) => "map".into(),
+        Value::Null => "unit value".into(),
+        Value::Bool(b) => format!("boolean `{b}`"),
+    }
+}
+
 /// Load AGENTS.md the way the permissions require: through the sandboxed helper under
-/// restricted reads, directly otherwise.
+/// restricted reads, directly otherwise; nothing when the thread reads no project docs.
 fn load_instructions(
     shared: &Shared,
     permissions: &Permissions,
     cwd: &std::path::Path,
+    project_docs: bool,
 ) -> Result<Vec<String>, RpcError> {
+    if !project_docs {
+        return Ok(Vec::new());
+    }
     let sources = if permissions.needs_fs_helper() {
         shared.sandbox.load_agents_md_sandboxed(cwd).map_err(|status_and_stderr| {
             RpcError::internal(format!(
@@ -166,7 +202,8 @@ pub(super) fn thread_start(shared: &Arc<Shared>, params: Option<&Value>) -> Repl
             params.sandbox.as_deref(),
             trusted_project(shared, params.config.as_ref(), &cwd),
         )?;
-        let instruction_sources = load_instructions(shared, &permissions, &cwd)?;
+        let project_docs = project_docs_wanted(params.config.as_ref())?;
+        let instruction_sources = load_instructions(shared, &permissions, &cwd, project_docs)?;
         let id = crate::ids::uuid_v7();
         let ephemeral = params.ephemeral.unwrap_or(false);
         let now = shapes::now_s();
@@ -243,6 +280,8 @@ struct ThreadResumeParams {
     approval_policy: Option<Value>,
     #[serde(default)]
     exclude_turns: Option<bool>,
+    #[serde(default)]
+    config: Option<serde_json::Map<String, Value>>,
 }
 
 pub(super) fn thread_resume(shared: &Arc<Shared>, params: Option<&Value>) -> Reply {
@@ -256,6 +295,7 @@ pub(super) fn thread_resume(shared: &Arc<Shared>, params: Option<&Value>) -> Rep
             params.permissions.is_some(),
         )?;
         check_session_id(&params.thread_id)?;
+        let project_docs = project_docs_wanted(params.config.as_ref())?;
         let no_rollout = || {
             RpcError::invalid(format!(
                 "no rollout found for thread id {}",
@@ -294,7 +334,7 @@ pub(super) fn thread_resume(shared: &Arc<Shared>, params: Option<&Value>) -> Rep
                     return Err(e);
                 }
             };
-            match load_instructions(shared, &permissions, &thread.cwd) {
+            match load_instructions(shared, &permissions, &thread.cwd, project_docs) {
                 Ok(sources) => thread.instruction_sources = sources,
                 Err(e) => {
                     reinsert(thread);
@@ -365,10 +405,21 @@ pub(super) fn thread_read(shared: &Arc<Shared>, params: Option<&Value>) -> Reply
         require_initialized(shared)?;
         check_thread_id(&params.thread_id)?;
         let state = shared.state();
-        let thread = state
-            .threads
-            .get(&params.thread_id)
-            .ok_or_else(|| RpcError::invalid(format!("thread not loaded: {}", params.thread_id)))?;
+        // A thread this process has not loaded is read from its rollout, as Codex 0.169 reads
+        // a stored thread (status `notLoaded`; a turn a crash cut short is `interrupted`:
+        // measured).
+        let stored;
+        let (thread, loaded) = match state.threads.get(&params.thread_id) {
+            Some(thread) => (thread, true),
+            None => {
+                stored = super::state::thread_file(&params.thread_id)
+                    .and_then(|file| ThreadState::load(&file, &shared.config))
+                    .ok_or_else(|| {
+                        RpcError::invalid(format!("thread not loaded: {}", params.thread_id))
+                    })?;
+                (&stored, false)
+            }
+        };
         let (model, provider) = model_of(shared, Some(thread));
         let include_turns = params.include_turns.unwrap_or(false);
         if include_turns && thread.ephemeral {
@@ -389,7 +440,10 @@ pub(super) fn thread_read(shared: &Arc<Shared>, params: Option<&Value>) -> Reply
                 json!({"summary": "Full-history hydration is deprecated for paginated threads; omit `includeTurns` or set it to `false`, then page with `thread/turns/list` and `thread/items/list`.", "details": null}),
             ));
         }
-        let thread_json = thread.json(&model, &provider, &state.client_name, include_turns);
+        let mut thread_json = thread.json(&model, &provider, &state.client_name, include_turns);
+        if !loaded {
+            thread_json["status"] = json!({"type": "notLoaded"});
+        }
         Ok(json!({"thread": thread_json, "readState": thread.read_state()}))
     };
     match run() {

@@ -100,6 +100,46 @@ pub struct ClientRequest {
     pub sandbox: Option<Value>,
     /// `params.sandboxPolicy` (`turn/start`: `{type: readOnly | workspaceWrite | …}`), verbatim.
     pub sandbox_policy: Option<Value>,
+    /// `params.input` of `turn/start` and `turn/steer`, part by part (at most 32 parts; empty
+    /// for other requests).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub inputs: Vec<InputPart>,
+    /// `params.config.skills.include_instructions` of `thread/start` / `thread/resume` (the
+    /// thread configuration's switch for skill instructions), verbatim.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skill_instructions: Option<Value>,
+}
+
+/// One part of a turn's input (`UserInput`): its `type`, and its text (an excerpt) or the
+/// skill it names.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InputPart {
+    #[serde(rename = "type")]
+    pub kind: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+}
+
+/// A turn as a `thread/read` answer lists it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TurnStatus {
+    pub id: String,
+    pub status: String,
+}
+
+/// A launch of the app-server, as the tap recorded it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AppServerLaunched {
+    pub launch: u64,
+    /// The names (never the values) of the environment the driver started it with, sorted (at
+    /// most 256; the rest counted in `env_names_left_out`).
+    pub env_names: Vec<String>,
+    #[serde(default)]
+    pub env_names_left_out: u64,
 }
 
 /// A notification the driver sent the app-server (`initialized`, or a request sent without an
@@ -129,6 +169,16 @@ pub struct ClientRequestAnswered {
     pub sandbox: Option<Value>,
     /// Milliseconds from the request to the answer, as the tap saw them.
     pub latency_ms: u64,
+    /// `result.thread.cwd` (`thread/read`, `thread/start`, `thread/resume`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    /// `result.thread.turns` when the answer lists them (`thread/read` with `includeTurns`):
+    /// each turn's id and status, at most 64 (the last ones).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turns: Option<Vec<TurnStatus>>,
+    /// `result.codexHome` (`initialize`): the app-server's Codex home.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub codex_home: Option<String>,
 }
 
 /// A request the app-server sent the driver.

@@ -16,6 +16,7 @@ mod message_marker;
 mod plan_revise_accept;
 mod plan_write_refused;
 mod protocol;
+pub mod runner_contract;
 mod session;
 mod startup_rejection;
 mod transport_faults;
@@ -104,6 +105,16 @@ pub const CASES: &[(&str, &str)] = &[
     ("protocol-control", "crash-resume"),
     ("protocol-handshake", "handshake"),
     ("protocol-credentials", "secrets-not-forwarded"),
+    ("skills", "explicit-skill"),
+    ("skills", "skillless"),
+    ("unsafe-workspaces", "workspace-root"),
+    ("unsafe-workspaces", "workspace-contains-home"),
+    ("unsafe-workspaces", "workspace-in-codex-home"),
+    ("app-server-environment", "allowlisted-environment"),
+    ("result-idempotence", "identical-retry-acknowledged"),
+    ("resume-reconciliation", "reconciled-after-crash"),
+    ("resume-reconciliation", "saved-turn-missing"),
+    ("resume-reconciliation", "other-turn-active"),
 ];
 
 /// The method no Codex release has, sent by `protocol-server-requests/unknown-request`.
@@ -252,6 +263,7 @@ fn unknown_case(suite: &str, case: &str) -> GradeError {
 fn grader_for(suite: &str, case: &str) -> Result<Box<dyn Grader>, GradeError> {
     use launch_policy::LaunchPolicy;
     use protocol as P;
+    use runner_contract as R;
     use startup_rejection::StartupRejection;
     use transport_faults::TransportFault;
     Ok(match (suite, case) {
@@ -366,6 +378,22 @@ fn grader_for(suite: &str, case: &str) -> Result<Box<dyn Grader>, GradeError> {
         ("protocol-credentials", "secrets-not-forwarded") => {
             Box::new(P::SecretsNotForwarded::new())
         }
+        ("skills", "explicit-skill") => Box::new(R::Skills::new(R::SkillsCase::Explicit)),
+        ("skills", "skillless") => Box::new(R::Skills::new(R::SkillsCase::Skillless)),
+        (
+            "unsafe-workspaces",
+            "workspace-root" | "workspace-contains-home" | "workspace-in-codex-home",
+        ) => Box::new(R::UnsafeWorkspace::new()),
+        ("app-server-environment", "allowlisted-environment") => {
+            Box::new(R::AllowlistedEnvironment::new())
+        }
+        ("result-idempotence", "identical-retry-acknowledged") => {
+            Box::new(R::IdempotentResult::new())
+        }
+        (
+            "resume-reconciliation",
+            "reconciled-after-crash" | "saved-turn-missing" | "other-turn-active",
+        ) => Box::new(R::ResumeReconciliation::new()),
         _ => return Err(unknown_case(suite, case)),
     })
 }

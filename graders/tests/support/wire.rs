@@ -50,12 +50,26 @@ impl Transcript {
     }
 
     /// The next launch of the app-server.
-    pub fn relaunch(mut self) -> Self {
+    pub fn relaunch(self) -> Self {
+        self.relaunch_with(&["PATH"])
+    }
+
+    /// The next launch of the app-server, started with an environment of these names.
+    pub fn relaunch_with(mut self, env_names: &[&str]) -> Self {
         self.launch += 1;
         self.push(
-            json!({"kind": "launch", "argv": ["app-server"], "env_names": ["PATH"],
+            json!({"kind": "launch", "argv": ["app-server"], "env_names": env_names,
             "cwd": "/w", "added_args": []}),
         )
+    }
+
+    /// A transcript with no launch at all: the driver never ran `codex`.
+    pub fn nothing() -> Self {
+        Self {
+            lines: Vec::new(),
+            time: 1_000,
+            launch: 0,
+        }
     }
 
     /// A line from the driver.
@@ -189,6 +203,9 @@ impl Transcript {
     }
 
     pub fn text(&self) -> String {
+        if self.lines.is_empty() {
+            return String::new();
+        }
         self.lines.join("\n") + "\n"
     }
 }

@@ -5,3 +5,4 @@ pub mod fake_driver;
 pub mod fidelity;
 pub mod prereq;
 pub mod procs;
+pub mod tapped;

@@ -5,9 +5,9 @@
 
 use super::{text, text_at, Fold};
 use crate::events::{
-    Body, ClientNotification, ClientRequest, ClientRequestAnswered, Kind, NotRecorded,
-    NotificationCount, RpcError, SchemaVerdict, ServerNotifications, ServerRequest,
-    ServerRequestAnswered,
+    AppServerLaunched, Body, ClientNotification, ClientRequest, ClientRequestAnswered, InputPart,
+    Kind, NotRecorded, NotificationCount, RpcError, SchemaVerdict, ServerNotifications,
+    ServerRequest, ServerRequestAnswered, TurnStatus,
 };
 use crate::protocol::Release;
 use crate::wire::items::excerpt;
@@ -26,6 +26,45 @@ const SCHEMA_CHECKS_PER_METHOD: u64 = 64;
 const ANSWER_EXCERPT_CHARS: usize = 240;
 /// Fields a JSON-RPC message may carry besides its body.
 const ENVELOPE_FIELDS: &[&str] = &["jsonrpc", "id", "method", "params"];
+/// Most input parts kept of one request, turns of one answer, environment names of one launch.
+const MAX_INPUT_PARTS: usize = 32;
+const MAX_TURNS_LISTED: usize = 64;
+const MAX_ENV_NAMES: usize = 256;
+/// Longest excerpt of an input part's text.
+const INPUT_TEXT_CHARS: usize = 500;
+
+/// `params.input`, part by part.
+fn input_parts(params: &Value) -> Vec<InputPart> {
+    params
+        .get("input")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .take(MAX_INPUT_PARTS)
+        .map(|part| InputPart {
+            kind: text(part, "type").unwrap_or_default(),
+            text: text(part, "text").map(|t| excerpt(&t, INPUT_TEXT_CHARS)),
+            name: text(part, "name"),
+            path: text(part, "path"),
+        })
+        .collect()
+}
+
+/// `result.thread.turns`, each turn's id and status (the last ones, bounded).
+fn turn_statuses(result: &Value) -> Option<Vec<TurnStatus>> {
+    let turns = result.pointer("/thread/turns")?.as_array()?;
+    let skip = turns.len().saturating_sub(MAX_TURNS_LISTED);
+    Some(
+        turns
+            .iter()
+            .skip(skip)
+            .map(|t| TurnStatus {
+                id: text(t, "id").unwrap_or_default(),
+                status: text(t, "status").unwrap_or_default(),
+            })
+            .collect(),
+    )
+}
 
 /// The release the answers are checked against, or why there is none.
 pub(super) type ReleaseOrWhy = Result<&'static Release, String>;
@@ -127,6 +166,24 @@ impl Fold {
                 .get("sandboxPolicy")
                 .filter(|v| !v.is_null())
                 .cloned(),
+            inputs: input_parts(params),
+            skill_instructions: params
+                .pointer("/config/skills/include_instructions")
+                .cloned(),
+        }));
+    }
+
+    /// A launch record of the tap: the names of the environment the driver passed.
+    pub(super) fn record_launch(&mut self, launch: u64, env_names: &[String]) {
+        let mut names = env_names.to_vec();
+        names.sort();
+        names.dedup();
+        let left_out = names.len().saturating_sub(MAX_ENV_NAMES) as u64;
+        names.truncate(MAX_ENV_NAMES);
+        self.push_exchange(Body::AppServerLaunched(AppServerLaunched {
+            launch,
+            env_names: names,
+            env_names_left_out: left_out,
         }));
     }
 
@@ -158,6 +215,9 @@ impl Fold {
             turn_id: text_at(result, "/turn/id").or_else(|| text(result, "turnId")),
             sandbox: result.get("sandbox").filter(|v| !v.is_null()).cloned(),
             latency_ms: self.now.saturating_sub(asked_at),
+            cwd: text_at(result, "/thread/cwd"),
+            turns: turn_statuses(result),
+            codex_home: text(result, "codexHome"),
         }));
     }
 

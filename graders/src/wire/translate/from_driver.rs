@@ -100,6 +100,7 @@ impl Fold {
                 self.turn_requests.insert(
                     (launch, id.to_string()),
                     TurnInfo {
+                        launch: Some(launch),
                         thread,
                         permissions,
                         plan_mode: collaboration.as_deref() == Some("plan"),

@@ -74,6 +74,9 @@ struct LaunchState {
 /// What a turn carried, by turn id.
 #[derive(Debug, Clone, Default)]
 struct TurnInfo {
+    /// The launch whose app-server the driver started it on (`None`: a turn the driver did not
+    /// start, known from its notifications only).
+    launch: Option<u64>,
     thread: Option<String>,
     permissions: Option<String>,
     plan_mode: bool,
@@ -120,7 +123,10 @@ fn fold(records: &[Record], ctx: &Context) -> Fold {
         let launch = record.launch();
         let state = fold.launches.entry(launch).or_default();
         match record {
-            Record::Launch(l) => state.record = Some(l.clone()),
+            Record::Launch(l) => {
+                state.record = Some(l.clone());
+                fold.record_launch(launch, &l.env_names);
+            }
             Record::Message {
                 direction, message, ..
             } => {
@@ -200,16 +206,32 @@ fn fold(records: &[Record], ctx: &Context) -> Fold {
         state.end.pending.sort();
         state.end.messages = state.messages;
     }
-    let open_turns: Vec<String> = fold
+    // A turn still open at the end is pending on the launch the driver started it on (so a
+    // turn a crashed app-server took with it is not charged to the app-server that replaced
+    // it); one the driver did not start, on the last launch with messages.
+    let last_talking = fold
+        .launches
+        .iter()
+        .rev()
+        .find(|(_, s)| s.messages > 0)
+        .map(|(launch, _)| *launch);
+    let mut open: Vec<(u64, String)> = fold
         .turns
         .iter()
         .filter(|(_, t)| !t.completed)
-        .map(|(id, _)| id.clone())
+        .filter_map(|(id, t)| {
+            let launch = t
+                .launch
+                .filter(|l| fold.launches.contains_key(l))
+                .or(last_talking)?;
+            Some((launch, id.clone()))
+        })
         .collect();
-    // A turn still open at the end is pending on the launch that started it; which launch is
-    // not recorded per turn, so it is charged to the last launch with messages.
-    if let Some(state) = fold.launches.values_mut().rev().find(|s| s.messages > 0) {
-        state.end.open_turns = open_turns;
+    open.sort();
+    for (launch, id) in open {
+        if let Some(state) = fold.launches.get_mut(&launch) {
+            state.end.open_turns.push(id);
+        }
     }
     fold
 }

@@ -36,6 +36,35 @@ pub struct Task {
     /// way. A driver that cannot do what it names must refuse the task, never ignore the field.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approvals: Option<Approvals>,
+    /// When the app-server dies in the middle of a turn, recover the session instead of ending
+    /// the run `transport-lost`: a new app-server, `thread/read` of the saved thread (identity
+    /// and working directory checked), `thread/resume` of that exact thread, `thread/read`
+    /// again to reconcile the turn that was running (docs/driver-contract.md, "Recovery").
+    /// Without it the controller decides later whether to recover.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub resume_on_crash: bool,
+    /// The workspace the run is asked to use instead of the harness's: an absolute path, which
+    /// may start with `{home}` or `{codex_home}` (the app-server's `HOME` / `CODEX_HOME`). A
+    /// driver refuses an unsafe one before it launches anything.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace: Option<String>,
+    /// The runner contract's context boundary ("skillless", see [`ContextBoundary`]). `None`:
+    /// Codex's own defaults.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<ContextBoundary>,
+}
+
+/// The runner contract's context boundary: no automatic instruction blocks — no skill
+/// instructions unless the run asks for them, no project instruction files (the thread reports
+/// an empty instruction-source list) — and only the skills the task names explicitly
+/// (`$name` or `/name`), as structured skill inputs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ContextBoundary {
+    /// Forwarded to Codex on `thread/start` and `thread/resume` (its thread configuration's
+    /// `skills.include_instructions`).
+    #[serde(default)]
+    pub include_skill_instructions: bool,
 }
 
 /// Who answers escalation requests, and how (defined with the declared drivers that can be
@@ -107,6 +136,9 @@ impl Task {
             max_turns: DEFAULT_MAX_TURNS,
             relaunch: None,
             approvals: None,
+            resume_on_crash: false,
+            workspace: None,
+            context: None,
         }
     }
 

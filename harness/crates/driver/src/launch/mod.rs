@@ -8,6 +8,7 @@
 pub mod identity;
 pub mod profiles;
 pub mod tools;
+pub mod workspace;
 
 pub use graders::events::{Mode, PolicyGeneration, Target};
 use profiles::{HostPaths, Profile};

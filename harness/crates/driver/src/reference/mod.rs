@@ -3,8 +3,11 @@
 //! writes every step as run events. It never writes `run.ended`: it returns the terminal, and
 //! the harness appends its own evidence first.
 
+pub mod control;
 pub mod items;
+pub mod recovery;
 pub mod session;
+pub mod skills;
 pub mod standalone;
 pub mod tools;
 pub mod turn;
@@ -14,13 +17,14 @@ use crate::launch::{self, profiles::HostPaths, LaunchPlan, LaunchRequest};
 use crate::rpc::TransportError;
 use crate::run::RunSpec;
 use crate::task::{PlanReview, Relaunch, Task};
+use control::Controls;
 use graders::events::{
     ApprovalKind, ApprovalRequested, ApprovalResolved, Body, Diagnostic, Ending, Level, Mode,
     Outcome, PolicyGeneration, ResultProposed, RunEnded, RunStarted, SessionRelaunched, Source,
 };
 use sandbox::launcher::Launcher;
 use session::{OpenFailure, Opening};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use turn::{RunState, TurnRequest};
 
@@ -55,6 +59,23 @@ impl DriverConfig {
             ..run.launch.clone()
         };
         launch::plan_with(&request, &host)
+    }
+
+    /// The app-server's own folders (`HOME`, `CODEX_HOME`, its install folder).
+    pub fn host_paths(&self) -> HostPaths {
+        HostPaths::from_env_pairs(&self.run.app_server.env, Some(&self.run.app_server.program))
+    }
+
+    /// This configuration with another workspace (the task's own, `Task::workspace`).
+    fn with_workspace(&self, workspace: PathBuf) -> DriverConfig {
+        let mut run = self.run.clone();
+        run.launch.workspace = workspace;
+        DriverConfig {
+            run,
+            launcher: Arc::clone(&self.launcher),
+            stderr_log: self.stderr_log.clone(),
+            transcript: self.transcript.clone(),
+        }
     }
 }
 
@@ -110,6 +131,11 @@ pub(crate) fn emit_resolved(
     )
 }
 
+/// A run the user interrupted: not a success; the task may be run again.
+fn interrupted(reason: &str) -> Stop {
+    stop(Ending::FailedPermanently, true, "interrupted", reason)
+}
+
 fn succeeded() -> RunEnded {
     RunEnded {
         ending: Ending::Succeeded,
@@ -122,12 +148,82 @@ fn succeeded() -> RunEnded {
 /// Run the task with the reference driver. Writes `run.started` and every event up to (not
 /// including) `run.ended`; returns the terminal.
 pub async fn run_reference(config: &DriverConfig, log: &mut EventLog) -> RunEnded {
-    match run_inner(config, log).await {
+    run_controlled(config, Controls::none(), log).await
+}
+
+/// [`run_reference`], told to interrupt or steer its turns through `controls`
+/// ([`control`]).
+pub async fn run_controlled(
+    config: &DriverConfig,
+    controls: Controls,
+    log: &mut EventLog,
+) -> RunEnded {
+    let workspace = match effective_workspace(config) {
+        Ok(workspace) => workspace,
+        Err(refused) => return refuse_workspace(config, &refused, log),
+    };
+    let owned;
+    let config = match workspace {
+        Some(workspace) => {
+            owned = config.with_workspace(workspace);
+            &owned
+        }
+        None => config,
+    };
+    match run_inner(config, controls, log).await {
         Ok(ended) | Err(Stop(ended)) => ended,
     }
 }
 
-async fn run_inner(config: &DriverConfig, log: &mut EventLog) -> Result<RunEnded, Stop> {
+/// The task's own workspace, when it names one and it is safe; `Ok(None)`: the run's. The
+/// run's own is checked too: no workspace is used that the runner contract refuses.
+fn effective_workspace(
+    config: &DriverConfig,
+) -> Result<Option<PathBuf>, launch::workspace::UnsafeWorkspace> {
+    let host = config.host_paths();
+    let asked = match &config.run.task.workspace {
+        Some(text) => Some(launch::workspace::resolve(text, &host)?),
+        None => None,
+    };
+    let workspace = asked.as_deref().unwrap_or(&config.run.launch.workspace);
+    let own_home = std::env::var_os("HOME").map(PathBuf::from);
+    let homes: Vec<&Path> = own_home.iter().map(PathBuf::as_path).collect();
+    launch::workspace::check(workspace, &host, &homes)?;
+    Ok(asked)
+}
+
+/// An unsafe workspace ends the run before anything is launched: `run.started`, then the
+/// refusal.
+fn refuse_workspace(
+    config: &DriverConfig,
+    refused: &launch::workspace::UnsafeWorkspace,
+    log: &mut EventLog,
+) -> RunEnded {
+    let started = emit(
+        log,
+        Body::RunStarted(RunStarted {
+            cell: config.run.cell.clone(),
+            driver: "reference".into(),
+            launch: config.launch_plan().summary(),
+            protocol: None,
+        }),
+    );
+    let Stop(ended) = started.err().unwrap_or_else(|| {
+        stop(
+            Ending::FailedPermanently,
+            false,
+            "unsafe_workspace",
+            &format!("{refused}; refused before launching the app-server"),
+        )
+    });
+    ended
+}
+
+async fn run_inner(
+    config: &DriverConfig,
+    controls: Controls,
+    log: &mut EventLog,
+) -> Result<RunEnded, Stop> {
     let relaunch = config.run.task.relaunch.as_ref();
     let plan = match relaunch {
         Some(relaunch) => config.launch_plan_under(relaunch.first_policy(config.run.launch.policy)),
@@ -168,7 +264,7 @@ async fn run_inner(config: &DriverConfig, log: &mut EventLog) -> Result<RunEnded
     let opening = Opening::Start {
         persist: relaunch.is_some(),
     };
-    let mut conversation = Conversation::new(&config.run.task);
+    let mut conversation = Conversation::new(&config.run.task, controls);
     let first = TurnRequest {
         text: config.run.task.prompt.clone(),
         params: plan.turn_params.clone(),
@@ -345,14 +441,10 @@ struct Conversation<'a> {
 }
 
 impl<'a> Conversation<'a> {
-    fn new(task: &'a Task) -> Self {
+    fn new(task: &'a Task, controls: Controls) -> Self {
         Self {
             task,
-            state: RunState {
-                results: tools::ToolResults::default(),
-                answers: task.answers.iter().cloned().collect(),
-                turn_index: 0,
-            },
+            state: RunState::new(task.answers.iter().cloned().collect(), controls),
             reviews: task.plan_reviews.iter(),
             plans_seen: 0,
             last_message: None,
@@ -378,6 +470,12 @@ async fn run_turns(
     } = conversation;
     let mut next = Some(first);
     while let Some(request) = next.take() {
+        state.controls.poll();
+        if state.controls.interrupt_requested() {
+            return Err(interrupted(
+                "the run was interrupted before its next turn started",
+            ));
+        }
         if state.turn_index >= task.max_turns {
             return Err(stop(
                 Ending::FailedPermanently,
@@ -386,7 +484,26 @@ async fn run_turns(
                 &format!("the task allows {} turns", task.max_turns),
             ));
         }
-        let outcome = turn::run(config, plan, session, state, &request, log).await?;
+        let outcome = match turn::run(config, plan, session, state, &request, log).await {
+            Ok(outcome) => outcome,
+            Err(lost) => {
+                match recovery::after_crash(config, plan, session, state, &request, lost, log)
+                    .await?
+                {
+                    recovery::Recovered::Outcome(outcome) => outcome,
+                    recovery::Recovered::Again(again) => {
+                        next = Some(again);
+                        continue;
+                    }
+                }
+            }
+        };
+        if state.controls.interrupt_requested() {
+            return Err(interrupted(&format!(
+                "the user interrupted the run; turn {} ended `{}`",
+                outcome.turn_id, outcome.status
+            )));
+        }
         if outcome.last_message.is_some() {
             *last_message = outcome.last_message.clone();
         }

@@ -6,6 +6,7 @@ use super::{emit, DriverConfig, Stop};
 use crate::event_log::EventLog;
 use crate::launch::{LaunchPlan, Target};
 use crate::rpc::{self, RpcClient, RpcError, TransportError};
+use crate::task::ContextBoundary;
 use graders::events::{Body, SandboxFacts, SessionOpenRequested, SessionRejected, SessionStarted};
 use sandbox::launcher::ProcessSpec;
 use serde_json::{json, Value};
@@ -16,6 +17,8 @@ pub struct Session {
     pub thread_id: String,
     /// The model the thread reported (fills the collaboration mode's `settings.model`).
     pub model: String,
+    /// The skills its app-server lists (`skills/list`), once asked.
+    pub skills: Option<Vec<super::skills::ListedSkill>>,
 }
 
 /// Why an attempt to open a session failed.
@@ -65,7 +68,14 @@ pub fn process_spec(config: &DriverConfig, plan: &LaunchPlan) -> ProcessSpec {
     ProcessSpec {
         program: program.program.clone(),
         args,
-        env: program.env.clone(),
+        // The install folder is the harness telling the driver where the real Codex lives
+        // (behind the tap); the app-server has no use for it.
+        env: program
+            .env
+            .iter()
+            .filter(|(k, _)| k != crate::launch::profiles::INSTALL_DIR_VAR)
+            .cloned()
+            .collect(),
         cwd: config.run.launch.workspace.clone(),
     }
 }
@@ -89,8 +99,10 @@ impl Opening {
         }
     }
 
-    fn params(&self, plan: &LaunchPlan) -> Value {
-        match self {
+    /// The request's params; `context` (the task's context boundary) adds its thread
+    /// configuration, on `thread/start` and `thread/resume` alike.
+    pub(crate) fn params(&self, plan: &LaunchPlan, context: Option<&ContextBoundary>) -> Value {
+        let mut params = match self {
             Opening::Start { persist } => {
                 let mut params = plan.thread_params.clone();
                 if *persist {
@@ -109,18 +121,29 @@ impl Opening {
                     "excludeTurns": true,
                 })
             }
+        };
+        if let Some(context) = context {
+            params["config"] = context_config(context);
         }
+        params
     }
 }
 
-/// One attempt: a fresh app-server, initialize, then `thread/start` or `thread/resume`.
-pub async fn open(
+/// The thread configuration of the context boundary: skill instructions as the run asks, and
+/// no project instruction files (Codex 0.169 then reports no instruction source, measured).
+pub fn context_config(context: &ContextBoundary) -> Value {
+    json!({
+        "skills": {"include_instructions": context.include_skill_instructions},
+        "project_doc_max_bytes": 0,
+    })
+}
+
+/// A fresh app-server, past the handshake: `initialize` (with `experimentalApi`), then
+/// `initialized`.
+pub async fn start_initialized(
     config: &DriverConfig,
     plan: &LaunchPlan,
-    opening: &Opening,
-    attempt: u32,
-    log: &mut EventLog,
-) -> Result<Session, OpenFailure> {
+) -> Result<RpcClient, OpenFailure> {
     let t = &config.run.timeouts;
     let spec = process_spec(config, plan);
     let mut client = RpcClient::spawn_recorded(
@@ -131,7 +154,6 @@ pub async fn open(
         rpc::Limits::default(),
     )
     .map_err(|e| OpenFailure::Transient(format!("could not start the app-server: {e:#}")))?;
-
     let init = json!({
         "clientInfo": {"name": "paperclip-reference-driver", "title": null, "version": env!("CARGO_PKG_VERSION")},
         "capabilities": {"experimentalApi": true},
@@ -145,7 +167,19 @@ pub async fn open(
         .notify("initialized", None)
         .await
         .map_err(|e| classify_transport(e, "initialized"))?;
+    Ok(client)
+}
 
+/// One attempt: a fresh app-server, initialize, then `thread/start` or `thread/resume`.
+pub async fn open(
+    config: &DriverConfig,
+    plan: &LaunchPlan,
+    opening: &Opening,
+    attempt: u32,
+    log: &mut EventLog,
+) -> Result<Session, OpenFailure> {
+    let t = &config.run.timeouts;
+    let mut client = start_initialized(config, plan).await?;
     let permissions = plan.thread_params["permissions"].as_str().map(String::from);
     emit(
         log,
@@ -158,7 +192,11 @@ pub async fn open(
     .map_err(OpenFailure::Stop)?;
     let method = opening.method();
     let result = match client
-        .request(method, opening.params(plan), t.request)
+        .request(
+            method,
+            opening.params(plan, config.run.task.context.as_ref()),
+            t.request,
+        )
         .await
     {
         Ok(Ok(result)) => result,
@@ -185,29 +223,55 @@ pub async fn open(
             ),
         }));
     };
-    emit(
-        log,
-        Body::SessionStarted(SessionStarted {
-            thread_id: thread_id.clone(),
-            sandbox: sandbox_facts(&result),
-            approval_policy: result
-                .get("approvalPolicy")
-                .cloned()
-                .filter(|v| !v.is_null()),
-            approvals_reviewer: result["approvalsReviewer"].as_str().map(String::from),
-        }),
-    )
-    .map_err(OpenFailure::Stop)?;
-    let model = result["model"]
-        .as_str()
-        .or_else(|| result["thread"]["model"].as_str())
-        .unwrap_or("default")
-        .to_string();
+    emit(log, session_started(&thread_id, &result)).map_err(OpenFailure::Stop)?;
+    if config.run.task.context.is_some() {
+        check_no_instruction_sources(&result).map_err(OpenFailure::Stop)?;
+    }
     Ok(Session {
         client,
         thread_id,
-        model,
+        model: model_of(&result),
+        skills: None,
     })
+}
+
+/// `session.started` of `thread_id`, from its `thread/start` / `thread/resume` answer.
+pub fn session_started(thread_id: &str, result: &Value) -> Body {
+    Body::SessionStarted(SessionStarted {
+        thread_id: thread_id.to_string(),
+        sandbox: sandbox_facts(result),
+        approval_policy: result
+            .get("approvalPolicy")
+            .cloned()
+            .filter(|v| !v.is_null()),
+        approvals_reviewer: result["approvalsReviewer"].as_str().map(String::from),
+    })
+}
+
+/// The model a `thread/start` / `thread/resume` answer reports.
+pub fn model_of(result: &Value) -> String {
+    result["model"]
+        .as_str()
+        .or_else(|| result["thread"]["model"].as_str())
+        .unwrap_or("default")
+        .to_string()
+}
+
+/// Under the context boundary the thread must report no instruction source: anything listed
+/// reached the model besides the task's own text.
+pub fn check_no_instruction_sources(result: &Value) -> Result<(), Stop> {
+    let sources = sandbox_facts(result).instruction_sources;
+    if sources.is_empty() {
+        return Ok(());
+    }
+    Err(super::stop(
+        graders::events::Ending::FailedPermanently,
+        false,
+        "context_boundary_violated",
+        &format!(
+            "the thread reports instruction sources {sources:?}; the run's context boundary allows none"
+        ),
+    ))
 }
 
 fn classify_rpc_error(config: &DriverConfig, error: RpcError) -> OpenFailure {
@@ -228,7 +292,7 @@ fn classify_transport(error: TransportError, during: &str) -> OpenFailure {
     }
 }
 
-fn sandbox_facts(result: &Value) -> SandboxFacts {
+pub fn sandbox_facts(result: &Value) -> SandboxFacts {
     SandboxFacts {
         sandbox: result.get("sandbox").cloned().filter(|v| !v.is_null()),
         active_profile: result["activePermissionProfile"]["id"]

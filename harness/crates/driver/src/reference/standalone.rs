@@ -2,10 +2,11 @@
 //! task envelope and the events contract's environment (docs/driver-contract.md) like any
 //! driver under `contract = "events"`, finds `codex` first on `PATH` (in the matrix: the wire
 //! tap), runs the task, writes its run events to `HARNESS_EVENTS` (ending with `run.ended`) and
-//! exits 0 when the run succeeded, 1 otherwise. The matrix grades it from the wire, like any
+//! exits 0 when the run succeeded, 1 otherwise. SIGINT interrupts its running turn and each line
+//! of its stdin steers it ([`super::control`]). The matrix grades it from the wire, like any
 //! other driver; its events are the second source.
 
-use super::{run_reference, DriverConfig};
+use super::{control, run_controlled, DriverConfig};
 use crate::event_log::EventLog;
 use crate::launch::LaunchRequest;
 use crate::run::{AppServerProgram, RunSpec};
@@ -49,12 +50,14 @@ fn config() -> Result<(DriverConfig, PathBuf, String)> {
     let flag = |name: &str, on: &str| std::env::var(name).as_deref() == Ok(on);
     let codex = sandbox::system::which("codex")
         .context("no `codex` on PATH (the driver finds Codex as `codex` first on PATH)")?;
-    // The app-server's environment, as the contract hands it over (the tap gives the app-server
-    // the cell's own; HOME and CODEX_HOME here name the folders the profiles deny).
+    // The app-server's environment, as the contract hands it over, kept to the runner
+    // contract's allowlist (HOME and CODEX_HOME here name the folders the profiles deny; the
+    // tap gives the app-server the cell's own).
     let mut env: Vec<(String, String)> = match std::env::var("HARNESS_APP_SERVER_ENV") {
         Ok(text) => serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(&text)
             .context("HARNESS_APP_SERVER_ENV")?
             .into_iter()
+            .filter(|(k, _)| graders::grade::runner_contract::app_server_env_allowed(k))
             .map(|(k, v)| (k, v.as_str().unwrap_or_default().to_string()))
             .collect(),
         Err(_) => Vec::new(),
@@ -119,7 +122,12 @@ pub fn main() -> ExitCode {
     let result: Result<Ending> = runtime.block_on(async {
         let mut log = EventLog::to_file(&run_id, &events)
             .with_context(|| format!("opening {}", events.display()))?;
-        let ended = run_reference(&config, &mut log).await;
+        // SIGINT interrupts the running turn and a stdin line steers it (the declarations
+        // `interrupt = "sigint"` and `steer = "stdin-line"`).
+        let controls = control::Controls::new(
+            control::from_process().context("listening for SIGINT and stdin")?,
+        );
+        let ended = run_controlled(&config, controls, &mut log).await;
         let ending = ended.ending;
         log.end(ended)?;
         log.flush()?;

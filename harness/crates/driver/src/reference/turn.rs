@@ -2,9 +2,10 @@
 //! `turn/completed` (turn items are collected from `item/*` notifications: the items of
 //! `turn/completed` are only a summary).
 
+use super::control::Controls;
 use super::session::Session;
 use super::tools::{ToolDecision, ToolResults};
-use super::{emit, emit_resolved, items, stop, transport_stop, DriverConfig, Stop};
+use super::{emit, emit_resolved, items, skills, stop, transport_stop, DriverConfig, Stop};
 use crate::event_log::EventLog;
 use crate::launch::{LaunchPlan, TurnParams};
 use crate::rpc::{excerpt, Incoming, RpcClient};
@@ -42,11 +43,31 @@ pub struct RunState {
     pub results: ToolResults,
     pub answers: VecDeque<String>,
     pub turn_index: u32,
+    /// What the run is told while it runs (interrupt, steer).
+    pub controls: Controls,
+    /// The driver's turn in progress, once `turn/start` named it: what a recovery reconciles.
+    pub live_turn: Option<String>,
+    /// Recoveries after the app-server died (bounded per run).
+    pub recoveries: u32,
+}
+
+impl RunState {
+    pub fn new(answers: VecDeque<String>, controls: Controls) -> Self {
+        Self {
+            results: ToolResults::default(),
+            answers,
+            turn_index: 0,
+            controls,
+            live_turn: None,
+            recoveries: 0,
+        }
+    }
 }
 
 /// Longest user text kept in `turn.submitted`.
 const INPUT_EXCERPT_CHARS: usize = 500;
 
+/// Run one turn: start it, then follow it to its end.
 pub async fn run(
     config: &DriverConfig,
     plan: &LaunchPlan,
@@ -55,10 +76,24 @@ pub async fn run(
     request: &TurnRequest,
     log: &mut EventLog,
 ) -> Result<TurnOutcome, Stop> {
+    let turn_id = start(config, session, state, request, log).await?;
+    follow(config, plan, session, state, &turn_id, request, log).await
+}
+
+/// `turn/start` with the request's text (and the skills it names): the new turn's id, which
+/// is the run's live turn from then on.
+async fn start(
+    config: &DriverConfig,
+    session: &mut Session,
+    state: &mut RunState,
+    request: &TurnRequest,
+    log: &mut EventLog,
+) -> Result<String, Stop> {
     let t = &config.run.timeouts;
-    let params = request
+    let mut params = request
         .params
         .to_params(&session.thread_id, &request.text, &session.model);
+    params["input"] = skills::input_items(config, session, &request.text, log).await?;
     emit(
         log,
         Body::TurnSubmitted(TurnSubmitted {
@@ -101,13 +136,39 @@ pub async fn run(
             )
         })?
         .to_string();
+    state.live_turn = Some(turn_id.clone());
+    Ok(turn_id)
+}
+
+/// Follow the live turn `turn_id` to its `turn/completed`: every notification and server
+/// request of it, and what the run is told meanwhile (an interrupt, a steer) — acted on at
+/// once, since the turn's id is known.
+pub async fn follow(
+    config: &DriverConfig,
+    plan: &LaunchPlan,
+    session: &mut Session,
+    state: &mut RunState,
+    turn_id: &str,
+    request: &TurnRequest,
+    log: &mut EventLog,
+) -> Result<TurnOutcome, Stop> {
+    let t = &config.run.timeouts;
     let mut outcome = TurnOutcome {
-        turn_id: turn_id.clone(),
+        turn_id: turn_id.to_string(),
         ..TurnOutcome::default()
     };
     let sandbox = request.params.permissions.clone();
     let deadline = tokio::time::Instant::now() + t.turn_total;
+    let mut interrupt_sent = false;
     loop {
+        state.controls.poll();
+        if state.controls.interrupt_requested() && !interrupt_sent {
+            interrupt_sent = true;
+            interrupt(config, session, turn_id, log).await?;
+        }
+        for text in state.controls.take_steers() {
+            steer(config, session, turn_id, &text, log).await?;
+        }
         let remaining = deadline.saturating_duration_since(tokio::time::Instant::now());
         if remaining.is_zero() {
             return Err(stop(
@@ -117,23 +178,26 @@ pub async fn run(
                 &format!("turn {turn_id} did not complete within {:?}", t.turn_total),
             ));
         }
-        let msg = session
-            .client
-            .next(t.turn_idle.min(remaining))
-            .await
-            .map_err(|e| transport_stop(&e))?;
+        let msg = tokio::select! {
+            // A control that arrives while the turn waits is acted on at the top of the loop.
+            () = state.controls.arrived() => continue,
+            msg = session.client.next(t.turn_idle.min(remaining)) => {
+                msg.map_err(|e| transport_stop(&e))?
+            }
+        };
         match msg {
             Incoming::Notification { method, params } => {
                 if let Some(done) = on_notification(
                     &method,
                     &params,
-                    &turn_id,
+                    turn_id,
                     sandbox.as_deref(),
                     &mut outcome,
                     log,
                 )? {
                     outcome.status = done.0;
                     outcome.error = done.1;
+                    state.live_turn = None;
                     return Ok(outcome);
                 }
             }
@@ -142,7 +206,7 @@ pub async fn run(
                     plan,
                     session,
                     state,
-                    &turn_id,
+                    turn_id,
                     (&id, &method, &params),
                     &mut outcome,
                     log,
@@ -160,6 +224,67 @@ pub async fn run(
             }
         }
     }
+}
+
+/// The run was asked to interrupt: `turn/interrupt` with the live ids, as a request, its answer
+/// awaited (bounded). The turn then ends on its own (`turn/completed`, `interrupted`) and the
+/// session stays open until it has.
+async fn interrupt(
+    config: &DriverConfig,
+    session: &mut Session,
+    turn_id: &str,
+    log: &mut EventLog,
+) -> Result<(), Stop> {
+    let params = json!({"threadId": session.thread_id, "turnId": turn_id});
+    let done = format!("asked to interrupt: turn {turn_id} interrupted");
+    control_request(config, session, "turn/interrupt", params, done, log).await
+}
+
+/// A steering text: `turn/steer` of the live turn, with `expectedTurnId` (Codex refuses a steer
+/// without it) and the skills the text names. A refused steer leaves the turn as it was.
+async fn steer(
+    config: &DriverConfig,
+    session: &mut Session,
+    turn_id: &str,
+    text: &str,
+    log: &mut EventLog,
+) -> Result<(), Stop> {
+    let input = skills::input_items(config, session, text, log).await?;
+    let params = json!({
+        "threadId": session.thread_id,
+        "input": input,
+        "expectedTurnId": turn_id,
+    });
+    let done = format!(
+        "steered turn {turn_id} with: {}",
+        excerpt(text, INPUT_EXCERPT_CHARS)
+    );
+    control_request(config, session, "turn/steer", params, done, log).await
+}
+
+/// A control request of the live turn, its answer awaited within the request bound: `done`
+/// when accepted, a warning naming the refusal otherwise (the turn goes on either way).
+async fn control_request(
+    config: &DriverConfig,
+    session: &mut Session,
+    method: &str,
+    params: Value,
+    done: String,
+    log: &mut EventLog,
+) -> Result<(), Stop> {
+    let answer = session
+        .client
+        .request(method, params, config.run.timeouts.request)
+        .await
+        .map_err(|e| transport_stop(&e))?;
+    let (level, message) = match answer {
+        Ok(_) => (Level::Info, done),
+        Err(e) => (
+            Level::Warn,
+            format!("the app-server refused {method}: {}", e.message),
+        ),
+    };
+    emit(log, Body::Diagnostic(Diagnostic { level, message }))
 }
 
 /// Handle one notification; `Some((status, error))` when the turn completed.
