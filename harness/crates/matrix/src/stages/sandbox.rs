@@ -18,13 +18,17 @@ use sandbox::launcher::{ContainedLauncher, EnvMounts, Launcher};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 use suites::Cell;
-use tap::{InstalledTap, TapConfig};
+use tap::session::{AppServerSetup, Recording};
+use tap::InstalledTap;
 use tokio::sync::OnceCell;
 
 /// What stage 3 hands on. The launcher and the cgroup it made are the cell guard's, so they
 /// end with the cell ([`CellGuard::launcher`] lends the launcher to the driver stage).
 pub struct Sandbox {
     pub tap: InstalledTap,
+    /// The harness's end of the tap: it starts the app-server for each launch and writes the
+    /// transcript. The driver stage finishes it when the driver ended.
+    pub recording: Arc<Recording>,
     /// Which bubblewrap Codex uses in this environment (evidence).
     pub bubblewrap: String,
 }
@@ -65,7 +69,14 @@ pub async fn enter(
         }
         None => launcher,
     };
-    let tap = install_tap(ctx, folders, app_server)?;
+    let visible = (environment != "local").then(|| {
+        std::iter::once(mounts.scratch.clone())
+            .chain(mounts.writable.iter().cloned())
+            .chain(mounts.readonly.iter().cloned())
+            .collect()
+    });
+    let spawn = crate::recorder::LauncherSpawn::new(launcher.clone(), &dirs.workspace, visible);
+    let (tap, recording) = install_tap(ctx, folders, app_server, spawn)?;
     let bubblewrap = sandbox::probe::bubblewrap_in_use(
         launcher.as_ref(),
         &app_server.bundled_bwrap,
@@ -73,17 +84,22 @@ pub async fn enter(
     )
     .await;
     guard.hold_launcher(launcher);
-    Ok(Sandbox { tap, bubblewrap })
+    Ok(Sandbox {
+        tap,
+        recording,
+        bubblewrap,
+    })
 }
 
-/// Install the tap relaying to `app_server`: the driver launches `codex app-server …`; the tap
-/// runs the app-server's program with its leading arguments (less the `app-server` the driver
-/// gives itself), the driver's arguments, and the cell's extra arguments.
+/// Install the tap for the driver and start recording at its other end: each launch runs the
+/// app-server's program with its leading arguments (less the `app-server` the driver gives
+/// itself), the driver's arguments, and the cell's extra arguments.
 fn install_tap(
     ctx: &CellContext,
     folders: &Folders,
     app_server: &AppServer,
-) -> Result<InstalledTap> {
+    spawn: crate::recorder::LauncherSpawn,
+) -> Result<(InstalledTap, Arc<Recording>)> {
     let program = &app_server.program;
     // The driver gives `app-server` itself; the program's own flags stay (e.g. the fake's
     // `--sandbox real` of `harness repro`).
@@ -94,23 +110,18 @@ fn install_tap(
         .cloned()
         .collect();
     let dirs = &folders.dirs;
-    let dir = dirs.evidence.tap();
-    let config = TapConfig {
+    let tap = tap::install(
+        &dirs.evidence.tap(),
+        &hidden::tap_program(&ctx.harness_binary),
+    )?;
+    let setup = AppServerSetup {
         program: program.program.clone(),
         prefix,
         server_args: program.extra_args.clone(),
         env: program.env.clone(),
-        transcript: dirs.evidence.transcript(),
-        launches: dir.join("launches"),
-        max_line_bytes: tap::MAX_RECORDED_LINE_BYTES,
-        max_transcript_bytes: tap::MAX_TRANSCRIPT_BYTES_PER_LAUNCH,
     };
-    tap::install(
-        &dir,
-        &hidden::tap_program(&ctx.harness_binary),
-        &config,
-        dirs.owner,
-    )
+    let recording = crate::recorder::start(&tap.socket, &dirs.evidence.transcript(), setup, spawn)?;
+    Ok((tap, Arc::new(recording)))
 }
 
 type ProbeOnce = Arc<OnceCell<Result<(), String>>>;
