@@ -314,7 +314,9 @@ fn check_repro(case: Case, app_server: AppServer) -> Result<(), Failed> {
             )
             .into());
         }
-        if let Some(probe) = probe_files(&dir.join("workspace"))?.first() {
+        if let Some(probe) =
+            probe_files(&report::layout::CellEvidence::new(&dir).workspace())?.first()
+        {
             return Err(format!("a probe file was written: {}", probe.display()).into());
         }
     }

@@ -1,43 +1,79 @@
 //! The wire tap as a driver meets it: the `codex` shim `tap::install` writes, run as a
-//! process, relaying to a real program (the embedded fake app-server, or `sh`).
+//! process, relaying through the harness's recorder (`tap::session`, in this test process) to a
+//! real program (the embedded fake app-server, or `sh`).
 
 use serde_json::Value;
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::process::ExitStatusExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::Duration;
-use tap::{install, InstalledTap, TapConfig, TapProgram};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tap::session::{AppServerSetup, HostSpawn, Recording};
+use tap::{install, InstalledTap, TapProgram};
 use wait_timeout::ChildExt;
 
-fn tap_into(dir: &Path, program: &str, prefix: &[&str], server_args: &[&str]) -> InstalledTap {
-    let tap = TapProgram {
+struct Tapped {
+    tap: InstalledTap,
+    recording: Recording,
+    transcript: PathBuf,
+}
+
+fn tap_into(dir: &Path, program: &str, prefix: &[&str], server_args: &[&str]) -> Tapped {
+    let program_of_tap = TapProgram {
         program: env!("CARGO_BIN_EXE_harness").into(),
         leading_args: vec!["tap".into()],
     };
-    let config = TapConfig {
+    let tap = install(&dir.join("tap"), &program_of_tap).unwrap();
+    let transcript = dir.join("transcript.jsonl");
+    let setup = AppServerSetup {
         program: program.into(),
         prefix: prefix.iter().map(|s| s.to_string()).collect(),
         server_args: server_args.iter().map(|s| s.to_string()).collect(),
         env: vec![("PATH".into(), "/usr/bin:/bin".into())],
-        transcript: dir.join("transcript.jsonl"),
-        launches: dir.join("tap").join("launches"),
-        max_line_bytes: 1 << 20,
-        max_transcript_bytes: 1 << 26,
     };
-    install(&dir.join("tap"), &tap, &config, None).unwrap()
+    let recording = Recording::start(&tap.socket, &transcript, setup, Arc::new(HostSpawn)).unwrap();
+    Tapped {
+        tap,
+        recording,
+        transcript,
+    }
 }
 
-fn transcript(tap: &InstalledTap) -> Vec<Value> {
-    std::fs::read_to_string(&tap.transcript)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
+impl Tapped {
+    /// The transcript as it stands (the recorder writes each record whole).
+    fn lines(&self) -> Vec<Value> {
+        std::fs::read_to_string(&self.transcript)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+
+    /// `codex app-server` as a driver runs it, stdin and stdout piped.
+    fn app_server(&self) -> std::process::Child {
+        Command::new(&self.tap.codex)
+            .arg("app-server")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap()
+    }
+
+    /// The transcript once the recording is finished (sealed).
+    fn finished(&self) -> Vec<Value> {
+        let seal = self.recording.finish(Duration::from_secs(5));
+        assert_eq!(seal.check(&self.transcript), Ok(()));
+        graders::wire::transcript::read(BufReader::new(
+            std::fs::File::open(&self.transcript).unwrap(),
+        ))
+        .expect("the reader takes what the recorder wrote");
+        self.lines()
+    }
 }
 
-fn run(tap: &InstalledTap, args: &[&str], input: &[u8]) -> std::process::Output {
-    let mut child = Command::new(&tap.codex)
+fn run(tap: &Tapped, args: &[&str], input: &[u8]) -> std::process::Output {
+    let mut child = Command::new(&tap.tap.codex)
         .args(args)
         .env("SECRET_TOKEN", "never-recorded")
         .stdin(Stdio::piped())
@@ -61,7 +97,7 @@ fn bytes_pass_unchanged_both_ways_and_the_launch_is_recorded_without_env_values(
     let tap = tap_into(
         dir.path(),
         "/bin/sh",
-        &["-c", "cat; exit 7", "sh"],
+        &["-c", "echo 'warming up' >&2; cat; exit 7", "sh"],
         &["--added"],
     );
     let input = b"{\"id\":1,\"method\":\"initialize\"}\nnot json \xff\n{\"id\":2}";
@@ -71,8 +107,9 @@ fn bytes_pass_unchanged_both_ways_and_the_launch_is_recorded_without_env_values(
         input,
     );
     assert_eq!(output.stdout, input, "relayed byte for byte");
+    assert_eq!(output.stderr, b"warming up\n", "stderr relayed too");
     assert_eq!(output.status.code(), Some(7), "the app-server's exit code");
-    let lines = transcript(&tap);
+    let lines = tap.finished();
     let launch = &lines[0];
     assert_eq!(launch["kind"], "launch");
     assert_eq!(launch["launch"], 1);
@@ -96,11 +133,17 @@ fn bytes_pass_unchanged_both_ways_and_the_launch_is_recorded_without_env_values(
     let ins: Vec<&Value> = lines.iter().filter(|l| l["direction"] == "in").collect();
     assert_eq!(ins[0]["message"]["method"], "initialize");
     assert_eq!(ins[1]["raw"], "not json \u{fffd}");
+    assert!(ins[1]["raw_b64"].is_string(), "the exact bytes, escaped");
     assert_eq!(ins[2]["message"]["id"], 2, "a last line without a newline");
+    assert_eq!(ins[2]["partial"], true);
     assert_eq!(lines.iter().filter(|l| l["direction"] == "out").count(), 3);
+    let stderr = lines.iter().find(|l| l["kind"] == "stderr").unwrap();
+    assert_eq!(stderr["text"], "warming up");
     let exit = lines.iter().find(|l| l["kind"] == "exit").unwrap();
     assert_eq!(exit["status"], 7);
+    assert!(exit.get("killed_by_harness").is_none());
     assert!(lines.iter().any(|l| l["kind"] == "stdin-closed"));
+    assert!(lines.iter().any(|l| l["kind"] == "stdout-closed"));
 }
 
 #[test]
@@ -128,7 +171,8 @@ fn version_and_tool_subcommands_get_no_cell_arguments_and_launches_are_numbered(
         String::from_utf8_lossy(&server.stdout),
         "app-server --scenario s\n"
     );
-    let launches: Vec<u64> = transcript(&tap)
+    let launches: Vec<u64> = tap
+        .finished()
         .iter()
         .filter(|l| l["kind"] == "launch")
         .map(|l| l["launch"].as_u64().unwrap())
@@ -142,7 +186,8 @@ fn an_app_server_killed_by_a_signal_ends_the_tap_by_that_signal() {
     let tap = tap_into(dir.path(), "/bin/sh", &["-c", "kill -TERM $$", "sh"], &[]);
     let output = run(&tap, &["app-server"], b"");
     assert_eq!(output.status.signal(), Some(libc::SIGTERM), "{output:?}");
-    let exit = transcript(&tap)
+    let exit = tap
+        .finished()
         .into_iter()
         .find(|l| l["kind"] == "exit")
         .unwrap();
@@ -158,12 +203,7 @@ fn the_fake_app_server_answers_through_the_tap() {
         &["fake-app-server"],
         &["--scenario", "builtin:healthy"],
     );
-    let mut child = Command::new(&tap.codex)
-        .arg("app-server")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = tap.app_server();
     let mut stdin = child.stdin.take().unwrap();
     writeln!(
         stdin,
@@ -179,8 +219,108 @@ fn the_fake_app_server_answers_through_the_tap() {
     drop(stdin);
     let status = child.wait_timeout(Duration::from_secs(10)).unwrap();
     assert_eq!(status.and_then(|s| s.code()), Some(0));
-    let lines = transcript(&tap);
+    let lines = tap.finished();
     assert!(lines
         .iter()
         .any(|l| l["direction"] == "out" && l["message"]["id"] == 1));
+}
+
+/// Sweep finding: an app-server that closes its stdout but keeps running. Without the tap the
+/// driver reads end of input at once; through the tap it must too, and the close is recorded.
+#[test]
+fn an_app_server_that_closes_stdout_and_keeps_running_gives_the_driver_end_of_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let tap = tap_into(
+        dir.path(),
+        "/bin/sh",
+        &[
+            "-c",
+            "echo '{\"id\":1,\"result\":{}}'; exec >&-; sleep 30",
+            "sh",
+        ],
+        &[],
+    );
+    let mut child = tap.app_server();
+    let started = Instant::now();
+    let mut out = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "end of input came after {:?}",
+        started.elapsed()
+    );
+    assert_eq!(out, "{\"id\":1,\"result\":{}}\n");
+    assert!(tap.lines().iter().any(|l| l["kind"] == "stdout-closed"));
+    // The driver lets go of its `codex`: the app-server, still running, is killed and the
+    // record says the harness did it.
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let lines = tap.finished();
+    let exit = lines.iter().find(|l| l["kind"] == "exit").unwrap();
+    assert_eq!(exit["signal"], libc::SIGKILL);
+    assert!(
+        exit["killed_by_harness"]
+            .as_str()
+            .unwrap()
+            .contains("the tap's connection closed"),
+        "{exit}"
+    );
+}
+
+/// The long-line finding: a driver stops reading in the middle of a long line and lets go of
+/// its `codex`. What the app-server had sent is in the transcript, the line marked partial.
+#[test]
+fn a_line_cut_off_when_the_driver_lets_go_is_recorded_as_partial() {
+    let dir = tempfile::tempdir().unwrap();
+    let tap = tap_into(
+        dir.path(),
+        "/bin/sh",
+        // A 600 KiB line that never ends, then silence.
+        &[
+            "-c",
+            "printf '{\"id\":1,\"result\":\"'; head -c 614400 /dev/zero | tr '\\0' a; sleep 30",
+            "sh",
+        ],
+        &[],
+    );
+    let mut child = tap.app_server();
+    let mut stdout = child.stdout.take().unwrap();
+    let mut first = vec![0u8; 4096];
+    stdout.read_exact(&mut first).unwrap();
+    // Give the recorder time to read what the app-server wrote (it reads whether or not the
+    // driver does, until the relay blocks).
+    std::thread::sleep(Duration::from_millis(500));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let lines = tap.finished();
+    let partial = lines
+        .iter()
+        .find(|l| l["direction"] == "out")
+        .expect("the line is in the transcript");
+    assert_eq!(partial["partial"], true, "{}", &partial.to_string()[..200]);
+    assert!(partial["raw"]
+        .as_str()
+        .unwrap()
+        .starts_with("{\"id\":1,\"result\":\"aaaa"));
+}
+
+#[test]
+fn a_tap_whose_recorder_is_gone_says_so_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let tap = tap_into(dir.path(), "/bin/cat", &[], &[]);
+    tap.recording.finish(Duration::ZERO);
+    let started = Instant::now();
+    let output = run(&tap, &["app-server"], b"");
+    assert_eq!(output.status.code(), Some(1));
+    assert!(started.elapsed() < Duration::from_secs(5));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("cannot reach the harness's recorder"),
+        "{stderr}"
+    );
 }

@@ -22,6 +22,10 @@ pub struct LaunchEnd {
     pub fault: Option<String>,
     /// The driver closed the app-server's stdin (unix ms).
     pub stdin_closed: Option<u64>,
+    /// The app-server closed its stdout before the driver closed its stdin (in the recorder's
+    /// order, which milliseconds cannot tell: the driver is told of the close after it is
+    /// recorded). Its exit then was its own, whenever it was recorded.
+    pub output_ended_first: bool,
     pub exit: Option<Exit>,
     /// Methods of the driver's requests the app-server never answered.
     pub pending: Vec<String>,
@@ -34,6 +38,9 @@ impl LaunchEnd {
     /// The app-server went away on its own: it exited before the driver closed its stdin.
     fn exited_on_its_own(&self) -> Option<&Exit> {
         let exit = self.exit.as_ref()?;
+        if self.output_ended_first {
+            return Some(exit);
+        }
         match self.stdin_closed {
             Some(closed) if closed <= exit.time => None,
             _ => Some(exit),
@@ -179,6 +186,7 @@ mod tests {
         LaunchEnd {
             fault: fault.map(str::to_string),
             stdin_closed: closed_at,
+            output_ended_first: false,
             exit: exit_at.map(|time| Exit {
                 time,
                 status: Some(101),
@@ -227,6 +235,13 @@ mod tests {
             case(&wire(vec![launch(None, Some(9), Some(5), true)]), &failed),
             Ending::TimedOut,
             "stdin closed first: hang"
+        );
+        let mut crashed = launch(None, Some(9), Some(5), true);
+        crashed.output_ended_first = true;
+        assert_eq!(
+            case(&wire(vec![crashed]), &failed),
+            Ending::TransportLost,
+            "its output ended before the driver closed its stdin: a crash, whenever its exit was recorded"
         );
         assert_eq!(
             case(&wire(vec![launch(None, None, None, true)]), &failed),

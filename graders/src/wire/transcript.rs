@@ -1,15 +1,38 @@
 //! Reading a cell's transcript (`transcript.jsonl`, documented in `docs/events.md`, "The
 //! transcript") into typed records. Lines without a `launch` belong to launch 1, so a transcript
 //! written by the fake app-server or by an in-process client reads the same way.
+//!
+//! The bounds of a transcript are stated here, once: the harness's recorder (the `tap` crate)
+//! applies them where the bytes arrive and notes every cut in the transcript, and this reader's
+//! own limits are derived from them, so the reader never refuses what the recorder kept.
 
 use serde_json::Value;
 use std::io::BufRead;
 
-/// Longest transcript line accepted (the tap keeps lines of at most 1 MiB; a longer line is a
-/// broken transcript).
-pub const MAX_TRANSCRIPT_LINE_BYTES: usize = 4 * 1024 * 1024;
-/// Most records read from one transcript (the tap caps what it keeps per launch).
-pub const MAX_RECORDS: usize = 1_000_000;
+/// The longest line of the wire (or of the app-server's stderr) the recorder keeps; a longer one
+/// is relayed whole and recorded by its size only (a note).
+pub const MAX_KEPT_LINE_BYTES: usize = 1024 * 1024;
+/// The most bytes of lines the recorder keeps in one cell's transcript (every launch together);
+/// past it the lines are relayed and not kept (a note says so).
+pub const MAX_KEPT_BYTES: u64 = 64 * 1024 * 1024;
+/// The most lines (wire lines, notes of oversized lines, stderr lines) the recorder keeps in one
+/// cell's transcript; past it, as for bytes. Each record costs the translator memory whatever
+/// its size, so this, not the byte bound, bounds a flood of tiny lines.
+pub const MAX_KEPT_LINES: usize = 250_000;
+/// The most launches one cell's transcript records; a further launch is refused (its tap exits
+/// with a message) and noted.
+pub const MAX_LAUNCHES: usize = 1_000;
+/// The records of one launch besides its lines: the launch, stdin and stdout closed, the exit,
+/// and the recorder's notes (cuts, a stopped reader, a refused launch).
+pub const MAX_RECORDS_PER_LAUNCH: usize = 16;
+/// The most bytes of the app-server's stderr kept per launch (a note when cut).
+pub const MAX_STDERR_BYTES_PER_LAUNCH: usize = 256 * 1024;
+/// Most records read from one transcript: everything the recorder may write.
+pub const MAX_RECORDS: usize = MAX_KEPT_LINES + MAX_LAUNCHES * MAX_RECORDS_PER_LAUNCH;
+/// Longest transcript line accepted: a kept line of [`MAX_KEPT_LINE_BYTES`] as a record, where
+/// text that is not JSON is escaped (a control byte takes six) and bytes that are not UTF-8 are
+/// also kept in base64.
+pub const MAX_TRANSCRIPT_LINE_BYTES: usize = 8 * MAX_KEPT_LINE_BYTES + 4096;
 
 /// Which way a line went, seen from the app-server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,10 +65,19 @@ pub enum Record {
         time: u64,
         message: Value,
     },
-    /// A line that is not JSON.
+    /// A line that is not JSON (`text` is lossy where the bytes are not UTF-8; the recorder
+    /// keeps those bytes in base64 too). `partial`: the stream ended (or the cell did) before the
+    /// line's newline.
     Raw {
         launch: u64,
         direction: Direction,
+        time: u64,
+        text: String,
+        partial: bool,
+    },
+    /// A line the app-server wrote on its stderr (lossy where not UTF-8).
+    Stderr {
+        launch: u64,
         time: u64,
         text: String,
     },
@@ -61,12 +93,20 @@ pub enum Record {
         launch: u64,
         time: u64,
     },
+    /// The app-server closed its stdout (the driver was given end of input).
+    StdoutClosed {
+        launch: u64,
+        time: u64,
+    },
     Exit {
         launch: u64,
         time: u64,
         status: Option<i64>,
         signal: Option<i64>,
         error: Option<String>,
+        /// The harness killed it, and why (its tap's connection closed: the driver let go of its
+        /// `codex`; the cell ended): it did not go away on its own.
+        killed_by_harness: Option<String>,
     },
 }
 
@@ -78,7 +118,9 @@ impl Record {
             Record::Message { time, .. }
             | Record::Raw { time, .. }
             | Record::Note { time, .. }
+            | Record::Stderr { time, .. }
             | Record::StdinClosed { time, .. }
+            | Record::StdoutClosed { time, .. }
             | Record::Exit { time, .. } => *time,
         }
     }
@@ -89,7 +131,9 @@ impl Record {
             Record::Message { launch, .. }
             | Record::Raw { launch, .. }
             | Record::Note { launch, .. }
+            | Record::Stderr { launch, .. }
             | Record::StdinClosed { launch, .. }
+            | Record::StdoutClosed { launch, .. }
             | Record::Exit { launch, .. } => *launch,
         }
     }
@@ -131,12 +175,19 @@ fn parse_line(entry: &Value) -> Result<Record, String> {
                 added_args: strings(entry.get("added_args")),
             })),
             "stdin-closed" => Ok(Record::StdinClosed { launch, time }),
+            "stdout-closed" => Ok(Record::StdoutClosed { launch, time }),
+            "stderr" => Ok(Record::Stderr {
+                launch,
+                time,
+                text: text("text").unwrap_or_default(),
+            }),
             "exit" => Ok(Record::Exit {
                 launch,
                 time,
                 status: entry.get("status").and_then(Value::as_i64),
                 signal: entry.get("signal").and_then(Value::as_i64),
                 error: text("error"),
+                killed_by_harness: text("killed_by_harness"),
             }),
             other => Err(format!("unknown record kind `{other}`")),
         };
@@ -164,6 +215,7 @@ fn parse_line(entry: &Value) -> Result<Record, String> {
             direction,
             time,
             text: raw,
+            partial: entry.get("partial").and_then(Value::as_bool) == Some(true),
         });
     }
     if let Some(note) = text("note") {
@@ -245,6 +297,24 @@ mod tests {
                 ..
             }
         ));
+        let recorder_lines = concat!(
+            "{\"direction\":\"out\",\"time\":1,\"launch\":1,\"raw\":\"{\\\"id\\\":\",\"partial\":true}\n",
+            "{\"kind\":\"stderr\",\"launch\":1,\"time\":2,\"text\":\"error: no\"}\n",
+            "{\"kind\":\"stdout-closed\",\"launch\":1,\"time\":3}\n",
+            "{\"kind\":\"exit\",\"launch\":1,\"time\":4,\"status\":null,\"signal\":9,\"error\":null,\"killed_by_harness\":\"the cell ended\"}\n",
+        );
+        let records = read(recorder_lines.as_bytes()).unwrap();
+        assert!(
+            matches!(&records[0], Record::Raw { partial: true, text, .. } if text == "{\"id\":")
+        );
+        assert!(matches!(&records[1], Record::Stderr { text, .. } if text == "error: no"));
+        assert!(matches!(
+            records[2],
+            Record::StdoutClosed { launch: 1, time: 3 }
+        ));
+        assert!(
+            matches!(&records[3], Record::Exit { killed_by_harness: Some(why), .. } if why == "the cell ended")
+        );
         let err =
             read("{\"direction\":\"in\",\"message\":{}}\n{\"x\":1}\n".as_bytes()).unwrap_err();
         assert_eq!(err.line, 2);

@@ -11,9 +11,12 @@
 
 use super::fake::{median, round_trips_through, startup_ms, RunDirs};
 use anyhow::{bail, Context, Result};
+use std::cell::RefCell;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
-use tap::{install, TapConfig, TapProgram};
+use std::sync::Arc;
+use tap::session::{AppServerSetup, HostSpawn, Recording};
+use tap::{install, TapProgram};
 
 #[derive(clap::Args, Debug, Clone)]
 pub struct Args {
@@ -169,29 +172,60 @@ fn print_report(r: &Report) {
     }
 }
 
-/// A `codex` shim whose tap relays to `program prefix…`.
-fn tapped(
-    dir: &Path,
-    harness: &Path,
-    program: &Path,
-    prefix: &[&str],
-    env: &[(String, String)],
-) -> Result<PathBuf> {
-    let tap = TapProgram {
-        program: harness.to_path_buf(),
-        leading_args: vec!["tap".into()],
-    };
-    let config = TapConfig {
-        program: program.to_path_buf(),
-        prefix: prefix.iter().map(|s| s.to_string()).collect(),
-        server_args: Vec::new(),
-        env: env.to_vec(),
-        transcript: dir.join("transcript.jsonl"),
-        launches: dir.join("tap").join("launches"),
-        max_line_bytes: tap::MAX_RECORDED_LINE_BYTES,
-        max_transcript_bytes: tap::MAX_TRANSCRIPT_BYTES_PER_LAUNCH,
-    };
-    Ok(install(&dir.join("tap"), &tap, &config, None)?.codex)
+/// A `codex` shim whose tap relays to `program prefix…` through the harness's recorder (this
+/// process, as in a cell): each command gets a recording of its own, so no run's transcript
+/// reaches the recorder's bounds because of the runs before it.
+struct Tapped {
+    dir: PathBuf,
+    tap: TapProgram,
+    setup: AppServerSetup,
+    runs: RefCell<(usize, Option<Recording>)>,
+}
+
+impl Tapped {
+    fn new(
+        dir: &Path,
+        harness: &Path,
+        program: &Path,
+        prefix: &[&str],
+        env: &[(String, String)],
+    ) -> Self {
+        Self {
+            dir: dir.to_path_buf(),
+            tap: TapProgram {
+                program: harness.to_path_buf(),
+                leading_args: vec!["tap".into()],
+            },
+            setup: AppServerSetup {
+                program: program.to_path_buf(),
+                prefix: prefix.iter().map(|s| s.to_string()).collect(),
+                server_args: Vec::new(),
+                env: env.to_vec(),
+            },
+            runs: RefCell::new((0, None)),
+        }
+    }
+
+    /// The shim of a fresh recording (the previous one is finished), running `codex args…`.
+    fn command(&self, args: &[&str]) -> Result<Command> {
+        let mut runs = self.runs.borrow_mut();
+        if let Some(previous) = runs.1.take() {
+            previous.finish(std::time::Duration::from_secs(5));
+        }
+        runs.0 += 1;
+        let dir = self.dir.join(format!("run-{}", runs.0));
+        let installed = install(&dir.join("tap"), &self.tap)?;
+        let recording = Recording::start(
+            &installed.socket,
+            &dir.join("transcript.jsonl"),
+            self.setup.clone(),
+            Arc::new(HostSpawn),
+        )?;
+        runs.1 = Some(recording);
+        let mut command = Command::new(&installed.codex);
+        command.args(args);
+        Ok(command)
+    }
 }
 
 /// Folders for the runs of one bench: each run gets a fresh HOME and TMPDIR.
@@ -212,8 +246,8 @@ impl Runs<'_> {
 /// four interleaved per round.
 fn measure(
     runs: &mut Runs,
-    direct: &dyn Fn() -> Command,
-    through: &dyn Fn() -> Command,
+    direct: &dyn Fn() -> Result<Command>,
+    through: &dyn Fn() -> Result<Command>,
     count: usize,
     args: &Args,
 ) -> Result<Server> {
@@ -228,7 +262,7 @@ fn measure(
         ] {
             let dirs = runs.dirs()?;
             out.push(round_trips_through(
-                command(),
+                command()?,
                 &runs.workspace,
                 &dirs,
                 count,
@@ -277,30 +311,26 @@ pub fn run(args: &Args) -> Result<Report> {
     for (_, dir) in &env[1..] {
         std::fs::create_dir_all(dir)?;
     }
-    let fake_shim = tapped(
+    let fake_tap = Tapped::new(
         &scratch.path().join("fake"),
         &harness,
         &harness,
         &["fake-app-server"],
         &env,
-    )?;
+    );
     let direct = || {
         let mut c = Command::new(&harness);
         c.args(["fake-app-server", "app-server"]);
-        c
+        Ok(c)
     };
-    let through = || {
-        let mut c = Command::new(&fake_shim);
-        c.arg("app-server");
-        c
-    };
+    let through = || fake_tap.command(&["app-server"]);
     let fake = measure(&mut runs, &direct, &through, args.round_trips, args)?;
     let (mut direct_up, mut tap_up) = (vec![], vec![]);
     for _ in 0..args.rounds {
         let dirs = runs.dirs()?;
-        direct_up.push(startup_ms(direct(), &runs.workspace, &dirs)?);
+        direct_up.push(startup_ms(direct()?, &runs.workspace, &dirs)?);
         let dirs = runs.dirs()?;
-        tap_up.push(startup_ms(through(), &runs.workspace, &dirs)?);
+        tap_up.push(startup_ms(through()?, &runs.workspace, &dirs)?);
     }
     let (direct_startup_ms, tap_startup_ms) = (median(&direct_up), median(&tap_up));
     if args.fake_only {
@@ -314,23 +344,19 @@ pub fn run(args: &Args) -> Result<Report> {
         });
     }
     let install = codex::provision::resolve(codex::provision::PINNED)?;
-    let codex_shim = tapped(
+    let codex_tap = Tapped::new(
         &scratch.path().join("codex"),
         &harness,
         &install.binary,
         &[],
         &env,
-    )?;
+    );
     let codex_direct = || {
         let mut c = Command::new(&install.binary);
         c.arg("app-server");
-        c
+        Ok(c)
     };
-    let codex_through = || {
-        let mut c = Command::new(&codex_shim);
-        c.arg("app-server");
-        c
-    };
+    let codex_through = || codex_tap.command(&["app-server"]);
     let codex = measure(
         &mut runs,
         &codex_direct,

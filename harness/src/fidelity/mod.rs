@@ -165,27 +165,29 @@ pub fn side_aliases(
     fake_program: &Path,
 ) -> Vec<(String, String)> {
     let show = |p: &Path| p.display().to_string();
+    let evidence = CellEvidence::new(cell_root);
     let mut aliases = match real {
         Some(install_dir) => vec![
             (
-                show(&cell_root.join("codex").join("home").join(".codex")),
+                show(&evidence.codex().join("home").join(".codex")),
                 "<codex-home>".into(),
             ),
-            (show(&cell_root.join("codex").join("home")), "<home>".into()),
+            (show(&evidence.codex().join("home")), "<home>".into()),
             (show(install_dir), "<app-server-install>".into()),
         ],
         None => vec![
-            (
-                show(&cell_root.join("home").join(".codex")),
-                "<codex-home>".into(),
-            ),
-            (show(&cell_root.join("home")), "<home>".into()),
+            (show(&evidence.home().join(".codex")), "<codex-home>".into()),
+            (show(&evidence.home()), "<home>".into()),
             (
                 show(fake_program.parent().unwrap_or(fake_program)),
                 "<app-server-install>".into(),
             ),
         ],
     };
+    // The driver's part of the cell folder (where the workspace is) reads as the cell folder
+    // itself: what the two runners were told stays comparable with pages recorded before the
+    // split, and the harness's own evidence never reaches the app-server's messages.
+    aliases.push((show(&evidence.driver()), "<cell>".into()));
     aliases.push((show(cell_root), "<cell>".into()));
     aliases
 }

@@ -167,7 +167,12 @@ fn fold(records: &[Record], ctx: &Context) -> Fold {
                 ));
                 fold.note_server_line(None, Some(*bytes));
             }
-            Record::Note { .. } => {}
+            Record::StdoutClosed { .. } => {
+                if state.end.stdin_closed.is_none() {
+                    state.end.output_ended_first = true;
+                }
+            }
+            Record::Note { .. } | Record::Stderr { .. } => {}
             Record::StdinClosed { time, .. } => {
                 let first = state.end.stdin_closed.is_none();
                 state.end.stdin_closed.get_or_insert(*time);
@@ -176,14 +181,22 @@ fn fold(records: &[Record], ctx: &Context) -> Fold {
                 }
             }
             Record::Exit {
+                killed_by_harness: Some(_),
+                ..
+            } => {
+                // Not an exit of the app-server's own: the harness ended it after its driver let
+                // go of the tap (or at the cell's end), as a tap killed with its driver did.
+            }
+            Record::Exit {
                 time,
                 status,
                 signal,
                 error,
+                killed_by_harness: None,
                 ..
             } => {
-                let after_stdin_closed =
-                    state.end.stdin_closed.is_some_and(|closed| closed <= *time);
+                let after_stdin_closed = !state.end.output_ended_first
+                    && state.end.stdin_closed.is_some_and(|closed| closed <= *time);
                 state.end.exit = Some(terminal::Exit {
                     time: *time,
                     status: *status,

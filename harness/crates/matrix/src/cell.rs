@@ -87,7 +87,7 @@ async fn attempt(ctx: &CellContext, cell: &Cell) -> Result<Verdict> {
         launcher,
     )
     .await?;
-    let wire = stages::events::from_the_wire(cell, &folders, &sandbox, &driver, &run)?;
+    let wire = stages::events::from_the_wire(cell, &folders, &driver, &run)?;
     // Everything the cell started ends here, before the harness adds its own evidence.
     let left_behind = guard.finish().await;
     let log = stages::events::with_the_harness_evidence(

@@ -18,6 +18,7 @@ pub struct CellGuard {
     root: PathBuf,
     cgroup: Option<CellCgroup>,
     launcher: Option<Arc<dyn Launcher>>,
+    app_server_launcher: Option<Arc<dyn Launcher>>,
     mock: Option<MockModelApi>,
     finished: bool,
 }
@@ -29,6 +30,7 @@ impl CellGuard {
             root: root.to_path_buf(),
             cgroup: None,
             launcher: None,
+            app_server_launcher: None,
             mock: None,
             finished: false,
         }
@@ -44,9 +46,15 @@ impl CellGuard {
         self.cgroup = Some(cgroup);
     }
 
-    /// Hold the environment's launcher until the cell ends.
+    /// Hold the driver's launcher until the cell ends.
     pub fn hold_launcher(&mut self, launcher: Arc<dyn Launcher>) {
         self.launcher = Some(launcher);
+    }
+
+    /// Hold the app-server's launcher (the recorder starts each launch through it) until the
+    /// cell ends.
+    pub fn hold_app_server_launcher(&mut self, launcher: Arc<dyn Launcher>) {
+        self.app_server_launcher = Some(launcher);
     }
 
     /// The launcher the sandbox stage made, lent to the stages after it.
@@ -63,6 +71,7 @@ impl CellGuard {
     pub async fn finish(mut self) -> Vec<(i32, String)> {
         self.finished = true;
         drop(self.launcher.take());
+        drop(self.app_server_launcher.take());
         if let Some(mock) = self.mock.take() {
             mock.shutdown().await;
         }
@@ -78,6 +87,7 @@ impl Drop for CellGuard {
             return;
         }
         drop(self.launcher.take());
+        drop(self.app_server_launcher.take());
         drop(self.mock.take());
         let killed = sandbox::reap::after_cell(self.cgroup.take(), &self.root);
         if !killed.is_empty() {

@@ -11,7 +11,7 @@ use std::process::ExitCode;
 
 /// `BINARY fake-app-server ARGS…`: the fake app-server (`fake_app_server::cli_main`).
 pub const FAKE_APP_SERVER: &str = "fake-app-server";
-/// `BINARY tap --config FILE -- ARGS…`: the wire tap (`tap::relay::main`).
+/// `BINARY tap --socket PATH -- ARGS…`: the wire tap (`tap::relay::main`).
 pub const TAP: &str = "tap";
 /// `BINARY drive`: the reference driver as a driver process
 /// (`driver::reference::standalone::main`).

@@ -7,7 +7,8 @@
 //! subcommands a harness binary serves ([`hidden`]); one cell ([`cell`]: not applicable,
 //! prerequisites ([`prereq`]), its attempts — the pipeline of typed [`stages`], with the
 //! helper-pipe-race [`retry`] — and its verdict file); what an attempt holds while it runs
-//! ([`guard::CellGuard`]: dropping it is the teardown); and the scheduler ([`scheduler`],
+//! ([`guard::CellGuard`]: dropping it is the teardown); the cell's session recorder, the
+//! harness's end of the tap ([`recorder`]); and the scheduler ([`scheduler`],
 //! [`concurrency`]).
 //!
 //! May use: `report` (the outcome, the evidence layout, the verdict file it writes through),
@@ -24,6 +25,7 @@ pub mod load;
 pub mod paths;
 pub mod prereq;
 pub mod program;
+pub mod recorder;
 pub mod retry;
 pub mod scheduler;
 pub mod stages;

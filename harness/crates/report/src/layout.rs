@@ -3,21 +3,30 @@
 //! the one place that names their files and folders. The cell pipeline writes them by these names, the
 //! reports, `harness report`, repro, fidelity and drift read them back by the same names.
 //!
+//! A cell's folder has two parts: the harness's evidence, which the driver under test never
+//! gets to write (docs/prerequisites.md says how, per environment), and `driver/`, the folders
+//! the driver and its app-server work in.
+//!
 //! ```text
-//! <cell>/
+//! <cell>/                  the harness's evidence
 //!   verdict.json           the outcome (VerdictFile), written for every cell that ran
 //!   events.jsonl           the run's events, graded
-//!   transcript.jsonl       every launch of `codex` and every line on the wire (the tap)
+//!   transcript.jsonl       every launch of `codex` and every line on the wire (the recorder)
 //!   findings.json          where the driver's own events disagree with the wire
-//!   task.json              the task envelope the driver got
-//!   driver-events.jsonl    the driver's own events (events contract)
-//!   driver-stdout.log      the driver's stdout; stderr.log its stderr (and the app-server's)
+//!   driver-stdout.log      the driver's stdout; stderr.log its stderr (the app-server's stderr
+//!                          is in the transcript)
 //!   model-log.jsonl        what the model was told (tool calls and outputs)
 //!   model-requests.jsonl   every request the real Codex sent the mock model API
 //!   model-api-timing.json  how long the mock model API served
+//!   workspace-changes.jsonl what happened in the workspace, from the kernel (the watcher)
 //!   retries.json, retries/ earlier attempts of the helper pipe race retry
 //!   scenario.toml          a scenario file the fake plays
-//!   workspace/ home/ tmp/  the app-server's folders; tap/ the wire tap; codex/ the real
+//!   tap/                   the wire tap: bin/codex (the shim), sock/ (the recorder's socket)
+//!   fake-codex-package/    the fake's stand-in for Codex's bundled bubblewrap
+//!   driver/                the driver's own part, the only one it may write:
+//!     task.json            the task envelope it gets (read-only to it)
+//!     events.jsonl         its own events (events contract)
+//!     workspace/ home/ tmp/  the folders it and the app-server work in; codex/ the real
 //!                          Codex's HOME, CODEX_HOME and TMPDIR
 //! ```
 
@@ -36,7 +45,7 @@ pub const EVENTS: &str = "events.jsonl";
 pub const TRANSCRIPT: &str = "transcript.jsonl";
 pub const FINDINGS: &str = "findings.json";
 pub const TASK: &str = "task.json";
-pub const DRIVER_EVENTS: &str = "driver-events.jsonl";
+pub const DRIVER_EVENTS: &str = "events.jsonl";
 pub const DRIVER_STDOUT: &str = "driver-stdout.log";
 pub const STDERR: &str = "stderr.log";
 pub const MODEL_LOG: &str = "model-log.jsonl";
@@ -49,6 +58,9 @@ pub const WORKSPACE: &str = "workspace";
 pub const HOME: &str = "home";
 pub const TMP: &str = "tmp";
 pub const TAP: &str = "tap";
+pub const DRIVER: &str = "driver";
+pub const WORKSPACE_CHANGES: &str = "workspace-changes.jsonl";
+pub const FAKE_CODEX_PACKAGE: &str = "fake-codex-package";
 pub const CODEX: &str = "codex";
 
 /// One cell's evidence folder.
@@ -81,11 +93,15 @@ impl CellEvidence {
     pub fn findings(&self) -> PathBuf {
         self.root.join(FINDINGS)
     }
+    /// The driver's own part of the folder (it may write there, nowhere else of the cell).
+    pub fn driver(&self) -> PathBuf {
+        self.root.join(DRIVER)
+    }
     pub fn task(&self) -> PathBuf {
-        self.root.join(TASK)
+        self.driver().join(TASK)
     }
     pub fn driver_events(&self) -> PathBuf {
-        self.root.join(DRIVER_EVENTS)
+        self.driver().join(DRIVER_EVENTS)
     }
     pub fn driver_stdout(&self) -> PathBuf {
         self.root.join(DRIVER_STDOUT)
@@ -112,18 +128,24 @@ impl CellEvidence {
         self.root.join(SCENARIO)
     }
     pub fn workspace(&self) -> PathBuf {
-        self.root.join(WORKSPACE)
+        self.driver().join(WORKSPACE)
     }
     pub fn home(&self) -> PathBuf {
-        self.root.join(HOME)
+        self.driver().join(HOME)
     }
     pub fn tmp(&self) -> PathBuf {
-        self.root.join(TMP)
+        self.driver().join(TMP)
+    }
+    pub fn codex(&self) -> PathBuf {
+        self.driver().join(CODEX)
     }
     pub fn tap(&self) -> PathBuf {
         self.root.join(TAP)
     }
-    pub fn codex(&self) -> PathBuf {
-        self.root.join(CODEX)
+    pub fn workspace_changes(&self) -> PathBuf {
+        self.root.join(WORKSPACE_CHANGES)
+    }
+    pub fn fake_codex_package(&self) -> PathBuf {
+        self.root.join(FAKE_CODEX_PACKAGE)
     }
 }

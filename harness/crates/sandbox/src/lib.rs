@@ -2,7 +2,8 @@
 //!
 //! Owns: the [`launcher::Launcher`] trait (host, runc, Docker) and the mounts it binds; the
 //! restricted environments as data ([`spec`], [`catalogue`]) and their runtimes ([`oci`],
-//! [`overlays`], [`runc`], [`docker`], [`environment`], [`probe`]); process containment (one
+//! [`overlays`], [`runc`], [`docker`], [`environment`], [`probe`]); a host process in a mount
+//! namespace where the evidence is read-only ([`isolation`]); process containment (one
 //! cgroup per cell: [`cgroup`], [`containment`]); who owns a container ([`owner`]); what the
 //! process must tear down before it ends ([`teardown`]); every reaper ([`reap`]); and the small
 //! system helpers everyone shares ([`system`]: one `which`, one bounded child wait, one bounded
@@ -17,6 +18,7 @@ pub mod cgroup;
 pub mod containment;
 pub mod docker;
 pub mod environment;
+pub mod isolation;
 pub mod launcher;
 pub mod oci;
 pub mod overlays;

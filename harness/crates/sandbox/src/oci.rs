@@ -183,6 +183,7 @@ pub fn render(spec: &ContainerSpec, inputs: &ContainerInputs) -> Result<Spec> {
         // bound explicitly below.
         mount("/tmp", "tmpfs", "tmpfs", &["nosuid", "nodev", "mode=1777"])?,
     ];
+    let mut binds: Vec<(PathBuf, &Path, bool)> = Vec::new();
     for (index, mask) in inputs.masks.iter().enumerate() {
         // An empty folder of the bundle, not a tmpfs: runc gives a tmpfs the mode of the folder
         // it covers, which would keep a 0700 home unsearchable.
@@ -191,13 +192,20 @@ pub fn render(spec: &ContainerSpec, inputs: &ContainerInputs) -> Result<Spec> {
             .parent()
             .context("the rootfs has no bundle folder")?
             .join(format!("mask-{index}"));
-        mounts.push(bind(&empty, mask, true)?);
+        binds.push((empty, mask, true));
     }
     for folder in &inputs.readonly {
-        mounts.push(bind(folder, folder, false)?);
+        binds.push((folder.clone(), folder, false));
     }
     for folder in &inputs.writable {
-        mounts.push(bind(folder, folder, true)?);
+        binds.push((folder.clone(), folder, true));
+    }
+    // runc mounts in order: a folder before what is bound below it (a read-only file inside a
+    // writable folder, a folder inside a mask), whichever list named it; stable, so a mask comes
+    // before binds of the same depth and read-only before writable.
+    binds.sort_by_key(|(_, destination, _)| destination.components().count());
+    for (source, destination, writable) in binds {
+        mounts.push(bind(&source, destination, writable)?);
     }
     for (source, destination) in &inputs.file_overlays {
         mounts.push(bind(source, destination, false)?);

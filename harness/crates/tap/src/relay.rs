@@ -1,31 +1,28 @@
-//! One launch of the tap (`harness tap --config FILE -- ARGS…`, run by the `codex` shim): start
-//! the cell's app-server with the driver's arguments (plus the cell's, for a server launch),
-//! relay stdin and stdout byte for byte, record both directions, and end as the app-server
-//! ended (same exit code; a signal is re-raised). The app-server's stderr is the tap's.
+//! The tap, the program a driver runs as `codex` (`harness tap --socket PATH -- ARGS…`, run by
+//! the `codex` shim): a thin relay. It connects to its cell's recorder (the harness, listening
+//! on `PATH`), says what it was run with (argv, the names of its environment, its working
+//! folder, its pid), then carries bytes: its stdin to the harness, the app-server's stdout and
+//! stderr from the harness, unchanged. The app-server closing its stdout closes the tap's (the
+//! driver sees end of input when the app-server's output ends, as without the tap); the tap
+//! ends as the app-server ended (same exit code; a signal is re-raised). SIGTERM, SIGINT and
+//! SIGHUP sent to the tap are passed on to the app-server.
 //!
-//! The app-server dies with the tap (`PR_SET_PDEATHSIG`), and SIGTERM / SIGINT / SIGHUP sent to
-//! the tap are passed on to it, so a driver that stops its `codex` stops the app-server.
+//! It records nothing and starts nothing: the harness starts the app-server and writes the
+//! transcript ([`crate::session`]), where the driver cannot reach either. A tap whose recorder
+//! is gone says so and exits 1 at once.
 
-use super::argv::{app_server_args, launches_server};
-use super::record::{Direction, LineSplitter, Recorder};
-use super::TapConfig;
-use serde_json::{json, Map, Value};
+use crate::frame::{self, ExitFrame, Hello, Kind};
+use crate::{socket, CHUNK};
 use std::ffi::OsString;
-use std::io::{Read, Write};
+use std::io::{BufReader, Read, Write};
 use std::os::fd::FromRawFd;
-use std::os::unix::process::{CommandExt, ExitStatusExt};
-use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode, Stdio};
+use std::os::unix::net::UnixStream;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-/// Relay chunk size.
-const CHUNK: usize = 64 * 1024;
-/// Most launches numbered in one cell (a bound on the numbering loop, far above any retry
-/// policy).
-const MAX_LAUNCHES: u64 = 10_000;
-/// After the app-server exited, how long its stdout may still be drained (a helper it left
-/// behind may hold the pipe open).
-const DRAIN_AFTER_EXIT: Duration = Duration::from_secs(2);
+type SharedWriter = Arc<Mutex<frame::Writer<UnixStream>>>;
 
 fn fail(message: &str) -> ExitCode {
     eprintln!("codex (harness tap): {message}");
@@ -35,237 +32,170 @@ fn fail(message: &str) -> ExitCode {
 /// Entry point: `args` excludes the program name and the `tap` subcommand.
 pub fn main(args: Vec<OsString>) -> ExitCode {
     let mut args = args.into_iter();
-    let mut config_path = None;
+    let mut socket_path = None;
     let mut driver_args = Vec::new();
     while let Some(arg) = args.next() {
         match arg.to_str() {
-            Some("--config") => config_path = args.next().map(PathBuf::from),
+            Some("--socket") => socket_path = args.next().map(PathBuf::from),
             Some("--") => {
                 driver_args.extend(args.by_ref());
                 break;
             }
             _ => {
                 return fail(&format!(
-                    "unexpected argument {arg:?} (usage: tap --config FILE -- ARGS…)"
+                    "unexpected argument {arg:?} (usage: tap --socket PATH -- ARGS…)"
                 ))
             }
         }
     }
-    let Some(config_path) = config_path else {
-        return fail("missing --config FILE");
+    let Some(socket_path) = socket_path else {
+        return fail("missing --socket PATH");
     };
-    let config: TapConfig = match std::fs::read(&config_path)
-        .map_err(|e| e.to_string())
-        .and_then(|bytes| serde_json::from_slice(&bytes).map_err(|e| e.to_string()))
-    {
-        Ok(config) => config,
-        Err(e) => return fail(&format!("reading {}: {e}", config_path.display())),
-    };
-    let driver_args: Vec<String> = driver_args
-        .into_iter()
-        .map(|a| a.to_string_lossy().into_owned())
-        .collect();
-    let launch = match take_launch_number(&config.launches) {
-        Ok(n) => n,
+    let stream = match socket::connect(&socket_path) {
+        Ok(stream) => stream,
         Err(e) => {
             return fail(&format!(
-                "numbering the launch in {}: {e}",
-                config.launches.display()
+                "cannot reach the harness's recorder at {}: {e} (its cell is over, or this `codex` runs outside its cell)",
+                socket_path.display()
             ))
         }
-    };
-    let recorder = match Recorder::open(&config.transcript, launch, config.max_transcript_bytes) {
-        Ok(r) => r,
-        Err(e) => return fail(&format!("opening {}: {e}", config.transcript.display())),
-    };
-    run(&config, &driver_args, recorder)
-}
-
-/// The lowest free launch number in `dir`: each launch creates `dir/<n>` exclusively.
-fn take_launch_number(dir: &Path) -> std::io::Result<u64> {
-    for n in 1..=MAX_LAUNCHES {
-        match std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(dir.join(n.to_string()))
-        {
-            Ok(_) => return Ok(n),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(e),
-        }
-    }
-    Err(std::io::Error::other(format!(
-        "more than {MAX_LAUNCHES} launches"
-    )))
-}
-
-fn fields(value: Value) -> Map<String, Value> {
-    match value {
-        Value::Object(map) => map,
-        _ => Map::new(),
-    }
-}
-
-fn run(config: &TapConfig, driver_args: &[String], recorder: Recorder) -> ExitCode {
-    let args = app_server_args(&config.prefix, driver_args, &config.server_args);
-    let added: Vec<&String> = if launches_server(driver_args) {
-        config.server_args.iter().collect()
-    } else {
-        Vec::new()
     };
     let mut env_names: Vec<String> = std::env::vars_os()
         .map(|(k, _)| k.to_string_lossy().into_owned())
         .collect();
     env_names.sort();
-    let cwd = std::env::current_dir()
-        .map(|d| d.display().to_string())
-        .unwrap_or_default();
-    recorder.record(
-        "launch",
-        fields(json!({
-            "argv": driver_args,
-            "env_names": env_names,
-            "cwd": cwd,
-            "program": config.program,
-            "app_server_args": args,
-            "added_args": added,
-            "pid": std::process::id(),
-        })),
-    );
-    let mut command = Command::new(&config.program);
-    command
-        .args(&args)
-        .env_clear()
-        .envs(config.env.iter().map(|(k, v)| (k, v)))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit());
-    // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec.
-    unsafe {
-        command.pre_exec(|| {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
-    let mut child = match command.spawn() {
-        Ok(child) => child,
-        Err(e) => {
-            let message = format!("cannot start {}: {e}", config.program.display());
-            recorder.record(
-                "exit",
-                fields(json!({"status": null, "signal": null, "error": message})),
-            );
-            return fail(&message);
-        }
+    let hello = Hello {
+        argv: driver_args
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect(),
+        env_names,
+        cwd: std::env::current_dir()
+            .map(|d| d.display().to_string())
+            .unwrap_or_default(),
+        pid: std::process::id(),
     };
-    let pid = child.id() as i32;
-    forward_signals(pid);
-    let recorder = std::sync::Arc::new(recorder);
-    let max_line = config.max_line_bytes;
+    let reader = match stream.try_clone() {
+        Ok(reader) => reader,
+        Err(e) => return fail(&format!("the recorder's socket: {e}")),
+    };
+    let writer: SharedWriter = Arc::new(Mutex::new(frame::Writer::new(stream)));
+    let hello = serde_json::to_vec(&hello).expect("JSON");
+    if let Err(e) = send(&writer, Kind::Hello, &hello) {
+        return fail(&format!("telling the recorder about this launch: {e}"));
+    }
+    relay_stdin(writer.clone());
+    forward_signals(writer.clone());
+    relay_from_harness(reader, &writer)
+}
 
-    let mut child_stdin = child.stdin.take().expect("piped");
-    let to_server = recorder.clone();
+fn send(writer: &SharedWriter, kind: Kind, payload: &[u8]) -> std::io::Result<()> {
+    writer
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .send(kind, payload)
+}
+
+/// The tap's stdin, read unbuffered so what the driver writes goes on at once, to the harness.
+fn relay_stdin(writer: SharedWriter) {
     std::thread::spawn(move || {
-        // The tap's stdin, read unbuffered: what the driver writes goes on at once.
         // SAFETY: fd 0 is open for the process's life; ManuallyDrop never closes it.
         let mut stdin = std::mem::ManuallyDrop::new(unsafe { std::fs::File::from_raw_fd(0) });
-        let mut split = LineSplitter::new(Direction::In, max_line);
         let mut buf = vec![0u8; CHUNK];
         loop {
             let n = match stdin.read(&mut buf) {
                 Ok(0) | Err(_) => break,
                 Ok(n) => n,
             };
-            // Recorded before it is forwarded (both ways): an answer can never be recorded
-            // before what it answers, so the transcript keeps the wire's causal order.
-            split.feed(&buf[..n], &to_server);
-            if child_stdin.write_all(&buf[..n]).is_err() {
-                to_server.note(Direction::In, "the app-server's stdin is closed; the driver's further input was not delivered", None);
+            if send(&writer, Kind::Stdin, &buf[..n]).is_err() {
                 return;
             }
         }
-        split.finish(&to_server);
-        to_server.record("stdin-closed", Map::new());
-        drop(child_stdin);
+        let _ = send(&writer, Kind::StdinEof, b"");
     });
-
-    let mut child_stdout = child.stdout.take().expect("piped");
-    let from_server = recorder.clone();
-    let (drained_tx, drained_rx) = std::sync::mpsc::channel::<()>();
-    std::thread::spawn(move || {
-        // SAFETY: as for stdin; unbuffered so every chunk reaches the driver when it arrives.
-        let mut stdout = std::mem::ManuallyDrop::new(unsafe { std::fs::File::from_raw_fd(1) });
-        let mut split = LineSplitter::new(Direction::Out, max_line);
-        let mut buf = vec![0u8; CHUNK];
-        let mut driver_gone = false;
-        loop {
-            let n = match child_stdout.read(&mut buf) {
-                Ok(0) | Err(_) => break,
-                Ok(n) => n,
-            };
-            split.feed(&buf[..n], &from_server);
-            if !driver_gone && stdout.write_all(&buf[..n]).is_err() {
-                driver_gone = true;
-                from_server.note(
-                    Direction::Out,
-                    "the driver stopped reading the tap's stdout",
-                    None,
-                );
-            }
-        }
-        split.finish(&from_server);
-        let _ = drained_tx.send(());
-    });
-
-    let status = child.wait();
-    let _ = drained_rx.recv_timeout(DRAIN_AFTER_EXIT);
-    match status {
-        Ok(status) => {
-            recorder.record(
-                "exit",
-                fields(json!({"status": status.code(), "signal": status.signal(), "error": null})),
-            );
-            if let Some(signal) = status.signal() {
-                reraise(signal);
-            }
-            ExitCode::from(status.code().unwrap_or(1).clamp(0, 255) as u8)
-        }
-        Err(e) => {
-            let message = format!("waiting for the app-server: {e}");
-            recorder.record(
-                "exit",
-                fields(json!({"status": null, "signal": null, "error": message})),
-            );
-            fail(&message)
-        }
-    }
 }
 
-/// Pass SIGTERM, SIGINT and SIGHUP on to the app-server.
-fn forward_signals(pid: i32) {
+/// Pass SIGTERM, SIGINT and SIGHUP on to the app-server (through the harness).
+fn forward_signals(writer: SharedWriter) {
     use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
     let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGTERM, SIGINT, SIGHUP]) else {
         return;
     };
     std::thread::spawn(move || {
         for signal in signals.forever() {
-            // SAFETY: kill has no memory-safety preconditions.
-            unsafe {
-                libc::kill(pid, signal);
-            }
+            let _ = send(&writer, Kind::Signal, &signal.to_be_bytes());
         }
     });
 }
 
-/// End the tap by the signal that ended the app-server, so the driver sees the same ending.
-fn reraise(signal: i32) {
-    // SAFETY: resetting a disposition and signalling ourselves have no preconditions.
-    unsafe {
-        libc::signal(signal, libc::SIG_DFL);
-        libc::kill(libc::getpid(), signal);
+/// What the harness sends, to the tap's stdout and stderr, until the app-server's exit.
+fn relay_from_harness(reader: UnixStream, writer: &SharedWriter) -> ExitCode {
+    let mut reader = BufReader::with_capacity(CHUNK + 5, reader);
+    // SAFETY: as for stdin; unbuffered so every chunk reaches the driver when it arrives.
+    let mut stdout = std::mem::ManuallyDrop::new(unsafe { std::fs::File::from_raw_fd(1) });
+    let mut stderr = std::mem::ManuallyDrop::new(unsafe { std::fs::File::from_raw_fd(2) });
+    let mut driver_gone = false;
+    let mut payload = Vec::with_capacity(CHUNK);
+    loop {
+        let kind = match frame::read(&mut reader, &mut payload) {
+            Ok(Some(kind)) => kind,
+            Ok(None) => {
+                return fail("the harness's recorder closed the connection before the app-server's exit (its cell ended)")
+            }
+            Err(e) => return fail(&format!("reading from the harness's recorder: {e}")),
+        };
+        match kind {
+            Kind::Stdout if !driver_gone => {
+                if stdout.write_all(&payload).is_err() {
+                    driver_gone = true;
+                    let _ = send(writer, Kind::StdoutGone, b"");
+                }
+            }
+            Kind::Stdout => {}
+            Kind::Stderr => {
+                let _ = stderr.write_all(&payload);
+            }
+            Kind::StdoutEof => close_stdout(),
+            Kind::Exit => {
+                let exit: ExitFrame = match serde_json::from_slice(&payload) {
+                    Ok(exit) => exit,
+                    Err(e) => return fail(&format!("the recorder's exit frame: {e}")),
+                };
+                return end_as(&exit);
+            }
+            other => return fail(&format!("unexpected frame {other:?} from the recorder")),
+        }
     }
-    // A signal that does not end the process (e.g. SIGCHLD) falls through to the exit code.
-    std::thread::sleep(Duration::from_millis(50));
+}
+
+/// The app-server closed its stdout: so does the tap (fd 1 now points at `/dev/null`), and the
+/// driver reads end of input.
+fn close_stdout() {
+    // SAFETY: plain system calls on this process's own descriptors.
+    unsafe {
+        let null = libc::open(c"/dev/null".as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+        if null >= 0 {
+            libc::dup2(null, 1);
+            libc::close(null);
+        } else {
+            libc::close(1);
+        }
+    }
+}
+
+/// End the tap as the app-server ended, so the driver sees the same ending.
+fn end_as(exit: &ExitFrame) -> ExitCode {
+    if let Some(error) = &exit.error {
+        return fail(error);
+    }
+    if let Some(signal) = exit.signal {
+        // SAFETY: resetting a disposition and signalling ourselves have no preconditions.
+        unsafe {
+            libc::signal(signal, libc::SIG_DFL);
+            libc::kill(libc::getpid(), signal);
+        }
+        // A signal that does not end the process (e.g. SIGCHLD) falls through to the exit code.
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    ExitCode::from(exit.status.unwrap_or(1).clamp(0, 255) as u8)
 }

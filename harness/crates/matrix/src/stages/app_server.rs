@@ -82,6 +82,17 @@ fn fake(ctx: &CellContext, cell: &Cell, folders: &Folders) -> Result<AppServer> 
     };
     let mut mounts = EnvMounts::default();
     mounts.readonly.push(ctx.harness_binary.clone());
+    // The fake writes what the model was told into the evidence, which is the harness's: only
+    // that file is bound into its container, created now and handed to its user.
+    std::fs::write(&model_log, "").with_context(|| format!("creating {}", model_log.display()))?;
+    if let Some((uid, gid)) = dirs.owner {
+        std::os::unix::fs::chown(&model_log, Some(uid), Some(gid))
+            .with_context(|| format!("handing {} to uid {uid}", model_log.display()))?;
+    }
+    mounts.writable.push(model_log.clone());
+    if Path::new(&folders.scenario_arg).is_absolute() {
+        mounts.readonly.push(PathBuf::from(&folders.scenario_arg));
+    }
     // In the environment, not the arguments: `codex --version` and the other tool launches
     // (which get no cell arguments) answer as the same release.
     if let Some(version) = &cell.runner.plays {
@@ -97,7 +108,7 @@ fn fake(ctx: &CellContext, cell: &Cell, folders: &Folders) -> Result<AppServer> 
     }
     // The fake's stand-in for Codex's bundled bubblewrap, in a package folder of its own, so
     // environments that hide or change bundled bubblewraps find it too.
-    let package = dirs.root.join("fake-codex-package");
+    let package = dirs.evidence.fake_codex_package();
     let bundled = codex_bundled_bwrap(&package.join("bin").join("codex"));
     let mut bundled_bwrap = codex_bundled_bwrap(&program.program);
     if let Some(system) = sandbox::system::which("bwrap") {

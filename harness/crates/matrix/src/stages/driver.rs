@@ -39,11 +39,12 @@ pub struct Driver {
     pub mounts: EnvMounts,
 }
 
-/// What the driver's run left: how it ended, and where it wrote its own events (`contract =
-/// "events"`).
+/// What the driver's run left: how it ended, where it wrote its own events (`contract =
+/// "events"`), and what the recorder wrote into the transcript (its seal).
 pub struct DriverRun {
     pub end: DriverEnd,
     pub events: Option<PathBuf>,
+    pub transcript: tap::record::Seal,
 }
 
 /// The driver of `cell`'s runner. The example external driver (`driver = "external"`, or
@@ -157,10 +158,24 @@ pub async fn run(
         real.install_dir.as_deref(),
     )?;
     let bounds = bounds(&run.timeouts, &run.task);
-    let end = process::run(&prepared.process, launcher, bounds, &sandbox.tap.transcript).await?;
+    let end = process::run(
+        &prepared.process,
+        launcher,
+        bounds,
+        &folders.dirs.evidence.transcript(),
+    )
+    .await;
+    // The driver's launches end with it (its taps died with its process group); what is still
+    // running is killed, and the transcript is complete and sealed.
+    let recording = sandbox.recording.clone();
+    let transcript =
+        tokio::task::spawn_blocking(move || recording.finish(crate::recorder::FINISH_GRACE))
+            .await
+            .context("finishing the recording")?;
     Ok(DriverRun {
-        end,
+        end: end?,
         events: prepared.events,
+        transcript,
     })
 }
 

@@ -39,7 +39,6 @@ pub struct WireEvents {
 pub fn from_the_wire(
     cell: &Cell,
     folders: &Folders,
-    sandbox: &Sandbox,
     driver: &Driver,
     run: &DriverRun,
 ) -> Result<WireEvents> {
@@ -65,10 +64,16 @@ pub fn from_the_wire(
             declarations: driver.declared.declarations(),
         },
     };
+    let transcript = evidence.transcript();
+    // Only what the harness recorded is graded: a transcript rewritten behind its back is a
+    // harness error naming it, never a verdict.
+    run.transcript
+        .check(&transcript)
+        .map_err(|why| anyhow::anyhow!("the cell's evidence was tampered with: {why}"))?;
     let ended = from_wire(
         &mut log,
         &ctx,
-        &sandbox.tap.transcript,
+        &transcript,
         &run.end,
         run.events.as_deref(),
         &evidence.findings(),

@@ -1,6 +1,6 @@
-//! Stage 1, folders: the cell's evidence folder, cleared, with the app-server's `workspace/`,
-//! `home/` and `tmp/` in it (handed to the environment's container user), the task, and the
-//! scenario the app-server plays.
+//! Stage 1, folders: the cell's folder, cleared — the harness's evidence, and the driver's own
+//! part (`driver/`: `workspace/`, `home/` and `tmp/`, handed to the environment's container
+//! user; the layout is `report::layout`'s) — the task, and the scenario the app-server plays.
 
 use crate::context::CellContext;
 use anyhow::{anyhow, Context, Result};
@@ -43,6 +43,9 @@ pub fn prepare(ctx: &CellContext, cell: &Cell) -> Result<Folders> {
 pub struct CellFolders {
     pub evidence: CellEvidence,
     pub root: PathBuf,
+    /// The driver's own part (the only one it may write): the working folders below, its task
+    /// and its own events.
+    pub driver: PathBuf,
     pub workspace: PathBuf,
     pub home: PathBuf,
     pub tmp: PathBuf,
@@ -60,6 +63,7 @@ impl CellFolders {
         let layout = Self {
             evidence: evidence.clone(),
             root: root.clone(),
+            driver: evidence.driver(),
             workspace: evidence.workspace(),
             home: evidence.home(),
             tmp: evidence.tmp(),
@@ -75,9 +79,10 @@ impl CellFolders {
             "# Sample project\nA workspace for one conformance cell.\n",
         )?;
         if let Some((uid, gid)) = owner {
-            // The app-server runs as this user inside the container: it must own its folders
-            // (the workspace stays writable to it, so a refused write proves the sandbox).
-            for dir in [&layout.root, &layout.workspace, &layout.home, &layout.tmp] {
+            // The app-server and the driver run as this user inside their containers: they must
+            // own their folders (the workspace stays writable to it, so a refused write proves
+            // the sandbox). The evidence stays the harness's.
+            for dir in [&layout.driver, &layout.workspace, &layout.home, &layout.tmp] {
                 std::os::unix::fs::chown(dir, Some(uid), Some(gid))
                     .with_context(|| format!("handing {} to uid {uid}", dir.display()))?;
             }

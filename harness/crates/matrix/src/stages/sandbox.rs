@@ -14,17 +14,23 @@ use anyhow::{bail, Context, Result};
 use report::layout;
 use sandbox::containment::CellCgroup;
 use sandbox::environment::{launcher_with, LauncherOptions};
+use sandbox::isolation::{IsolatedLauncher, Isolation};
 use sandbox::launcher::{ContainedLauncher, EnvMounts, Launcher};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 use suites::Cell;
-use tap::{InstalledTap, TapConfig};
+use tap::session::{AppServerSetup, Recording};
+use tap::InstalledTap;
 use tokio::sync::OnceCell;
 
-/// What stage 3 hands on. The launcher and the cgroup it made are the cell guard's, so they
-/// end with the cell ([`CellGuard::launcher`] lends the launcher to the driver stage).
+/// What stage 3 hands on. The launchers (the driver's, the app-server's) and the cgroup are the
+/// cell guard's, so they end with the cell ([`CellGuard::launcher`] lends the driver's to the
+/// driver stage).
 pub struct Sandbox {
     pub tap: InstalledTap,
+    /// The harness's end of the tap: it starts the app-server for each launch and writes the
+    /// transcript. The driver stage finishes it when the driver ended.
+    pub recording: Arc<Recording>,
     /// Which bubblewrap Codex uses in this environment (evidence).
     pub bubblewrap: String,
 }
@@ -45,45 +51,113 @@ pub async fn enter(
     }
     // What harnesses killed before left behind goes first (once per process, bounded).
     sandbox::reap::stale_once();
-    // The one place the mounts are merged: the cell's folder, then what the app-server and the
-    // driver need, in that order.
-    let mounts = EnvMounts::scratch(&dirs.root)
-        .merge(app_server.mounts.clone())
-        .merge(driver.mounts.clone());
     let cgroup = CellCgroup::create(&dirs.root)?;
     let options = LauncherOptions {
         cgroup: cgroup.as_ref().map(|c| c.path().to_path_buf()),
         kept_bundles: ctx.kept_bundles.clone(),
     };
-    let launcher = launcher_with(environment, &mounts, &options)
-        .with_context(|| format!("starting environment `{environment}`"))?;
-    let launcher: Arc<dyn Launcher> = match cgroup {
-        Some(cgroup) => {
-            let contained = Arc::new(ContainedLauncher::new(launcher, cgroup.joiner()?));
-            guard.hold_cgroup(cgroup);
-            contained
+    let joiner = cgroup.as_ref().map(CellCgroup::joiner).transpose()?;
+    if let Some(cgroup) = cgroup {
+        guard.hold_cgroup(cgroup);
+    }
+    let contained = |launcher: Arc<dyn Launcher>| -> Arc<dyn Launcher> {
+        match &joiner {
+            Some(joiner) => Arc::new(ContainedLauncher::new(launcher, joiner.clone())),
+            None => launcher,
         }
-        None => launcher,
     };
-    let tap = install_tap(ctx, folders, app_server)?;
+    let starting = || format!("starting environment `{environment}`");
+    // The two places the mounts are merged. The app-server's: the folders it works in (the
+    // driver's part), then what it needs (its program, the file it writes what the model was
+    // told into).
+    let app_mounts = EnvMounts::scratch(&dirs.driver).merge(app_server.mounts.clone());
+    let app_launcher =
+        contained(launcher_with(environment, &app_mounts, &options).with_context(starting)?);
+    guard.hold_app_server_launcher(app_launcher.clone());
+    // The driver's: its own part, the tap (its shim and the recorder's socket) and its task
+    // read-only, then what its command names — never the harness's evidence.
+    let tap = tap::install(
+        &dirs.evidence.tap(),
+        &hidden::tap_program(&ctx.harness_binary),
+    )?;
+    let task = dirs.evidence.task();
+    // Bound read-only now; the driver stage writes its content (the same file) before it runs.
+    std::fs::write(&task, "").with_context(|| format!("creating {}", task.display()))?;
+    let driver_mounts = EnvMounts {
+        scratch: dirs.driver.clone(),
+        writable: Vec::new(),
+        readonly: vec![dirs.evidence.tap(), task.clone()],
+    }
+    .merge(driver.mounts.clone());
+    let driver_launcher =
+        contained(launcher_with(environment, &driver_mounts, &options).with_context(starting)?);
+    let driver_launcher = if environment == "local" {
+        isolated_on_the_host(ctx, dirs, driver_launcher)
+    } else {
+        driver_launcher
+    };
+    let visible = (environment != "local").then(|| {
+        std::iter::once(app_mounts.scratch.clone())
+            .chain(app_mounts.writable.iter().cloned())
+            .chain(app_mounts.readonly.iter().cloned())
+            .collect()
+    });
+    let spawn = crate::recorder::LauncherSpawn::new(app_launcher.clone(), &dirs.workspace, visible);
+    let recording = start_recording(folders, app_server, &tap, spawn)?;
     let bubblewrap = sandbox::probe::bubblewrap_in_use(
-        launcher.as_ref(),
+        app_launcher.as_ref(),
         &app_server.bundled_bwrap,
         &dirs.workspace,
     )
     .await;
-    guard.hold_launcher(launcher);
-    Ok(Sandbox { tap, bubblewrap })
+    guard.hold_launcher(driver_launcher);
+    Ok(Sandbox {
+        tap,
+        recording,
+        bubblewrap,
+    })
 }
 
-/// Install the tap relaying to `app_server`: the driver launches `codex app-server …`; the tap
-/// runs the app-server's program with its leading arguments (less the `app-server` the driver
-/// gives itself), the driver's arguments, and the cell's extra arguments.
-fn install_tap(
+/// The driver on the host, in a mount namespace where the output folder (every cell's evidence)
+/// is read-only but its own part, and its task is read-only too
+/// ([`sandbox::isolation`]). Where the kernel allows no such namespace, said once: the cell's
+/// evidence then rests on the transcript's seal (docs/prerequisites.md).
+fn isolated_on_the_host(
     ctx: &CellContext,
+    dirs: &super::folders::CellFolders,
+    launcher: Arc<dyn Launcher>,
+) -> Arc<dyn Launcher> {
+    match sandbox::isolation::available() {
+        Ok(_) => Arc::new(IsolatedLauncher::new(
+            launcher,
+            Isolation {
+                read_only: vec![ctx.out_root.clone()],
+                writable: vec![dirs.driver.clone()],
+                read_only_files: vec![dirs.evidence.task()],
+            },
+        )),
+        Err(why) => {
+            static SAID: std::sync::Once = std::sync::Once::new();
+            SAID.call_once(|| {
+                eprintln!(
+                    "harness: local drivers run without a mount namespace of their own ({why}): \
+                     the evidence is checked for being the harness's (docs/prerequisites.md)"
+                )
+            });
+            launcher
+        }
+    }
+}
+
+/// Start recording at the tap's other end: each launch runs the app-server's program with its
+/// leading arguments (less the `app-server` the driver gives itself), the driver's arguments,
+/// and the cell's extra arguments.
+fn start_recording(
     folders: &Folders,
     app_server: &AppServer,
-) -> Result<InstalledTap> {
+    tap: &InstalledTap,
+    spawn: crate::recorder::LauncherSpawn,
+) -> Result<Arc<Recording>> {
     let program = &app_server.program;
     // The driver gives `app-server` itself; the program's own flags stay (e.g. the fake's
     // `--sandbox real` of `harness repro`).
@@ -93,24 +167,19 @@ fn install_tap(
         .filter(|a| *a != "app-server")
         .cloned()
         .collect();
-    let dirs = &folders.dirs;
-    let dir = dirs.evidence.tap();
-    let config = TapConfig {
+    let setup = AppServerSetup {
         program: program.program.clone(),
         prefix,
         server_args: program.extra_args.clone(),
         env: program.env.clone(),
-        transcript: dirs.evidence.transcript(),
-        launches: dir.join("launches"),
-        max_line_bytes: tap::MAX_RECORDED_LINE_BYTES,
-        max_transcript_bytes: tap::MAX_TRANSCRIPT_BYTES_PER_LAUNCH,
     };
-    tap::install(
-        &dir,
-        &hidden::tap_program(&ctx.harness_binary),
-        &config,
-        dirs.owner,
-    )
+    let recording = crate::recorder::start(
+        &tap.socket,
+        &folders.dirs.evidence.transcript(),
+        setup,
+        spawn,
+    )?;
+    Ok(Arc::new(recording))
 }
 
 type ProbeOnce = Arc<OnceCell<Result<(), String>>>;

@@ -1,0 +1,96 @@
+//! The cell's session recorder (`tap::session::Recording`), with its app-servers started the way
+//! every process of the cell is: through the cell's launcher — the host for `local`, a container
+//! of the cell's environment otherwise — as the harness's children, never the driver's. The
+//! sandbox stage starts it; the driver stage finishes it when the driver ended; the events
+//! stage checks the transcript against its seal.
+
+use anyhow::{Context, Result};
+use sandbox::launcher::{Launcher, ProcessSpec};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::Duration;
+use tap::session::{AppServerSetup, LaunchRequest, Recording, Spawn, Spawned};
+
+/// How long the launches still running when the driver ended get to end on their own (their
+/// taps died with the driver's process group, so their app-servers are being killed already).
+pub const FINISH_GRACE: Duration = Duration::from_secs(5);
+
+/// Starts each launch's app-server through the cell's launcher.
+pub struct LauncherSpawn {
+    launcher: Arc<dyn Launcher>,
+    /// Where an app-server starts when the tap's folder is not one it can see: the workspace.
+    workspace: PathBuf,
+    /// Folders the app-server's environment has at their own paths (a tap's folder below one
+    /// of them is kept); `None`: every folder of the host (`local`).
+    visible: Option<Vec<PathBuf>>,
+}
+
+impl LauncherSpawn {
+    pub fn new(
+        launcher: Arc<dyn Launcher>,
+        workspace: &Path,
+        visible: Option<Vec<PathBuf>>,
+    ) -> Self {
+        Self {
+            launcher,
+            workspace: workspace.to_path_buf(),
+            visible,
+        }
+    }
+
+    /// The app-server's folder: the tap's (the driver's), as the driver's `codex` would have
+    /// had, where the app-server's environment has it; else the workspace.
+    fn cwd(&self, tap_cwd: &Path) -> PathBuf {
+        let seen = match &self.visible {
+            None => tap_cwd.is_absolute() && tap_cwd.is_dir(),
+            Some(folders) => folders.iter().any(|f| tap_cwd.starts_with(f)) && tap_cwd.is_dir(),
+        };
+        if seen {
+            tap_cwd.to_path_buf()
+        } else {
+            self.workspace.clone()
+        }
+    }
+}
+
+impl Spawn for LauncherSpawn {
+    fn spawn(&self, request: &LaunchRequest) -> Result<Spawned> {
+        let cwd = self.cwd(request.tap_cwd);
+        let prepared = self.launcher.prepare(&ProcessSpec {
+            program: request.program.to_path_buf(),
+            args: request.args.to_vec(),
+            env: request.env.to_vec(),
+            cwd: cwd.clone(),
+        })?;
+        let mut command = prepared.command.into_std();
+        command
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            // Its own group: a signal to the harness's terminal group is not its, and killing
+            // the group takes what it started.
+            .process_group(0);
+        let child = command
+            .spawn()
+            .with_context(|| format!("starting {}", request.program.display()))?;
+        Ok(Spawned {
+            child,
+            cwd,
+            guard: Box::new(prepared.guard),
+        })
+    }
+}
+
+/// Start recording the cell: the socket the tap connects to, the transcript, what each launch
+/// starts and where.
+pub fn start(
+    socket: &Path,
+    transcript: &Path,
+    setup: AppServerSetup,
+    spawn: LauncherSpawn,
+) -> Result<Recording> {
+    Recording::start(socket, transcript, setup, Arc::new(spawn))
+        .with_context(|| format!("listening for the tap on {}", socket.display()))
+}

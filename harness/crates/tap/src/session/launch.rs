@@ -1,0 +1,416 @@
+//! One launch, from the tap's hello to the app-server's exit: the app-server started through
+//! the cell's [`Spawn`], its stdin fed from the tap's frames, its stdout and stderr recorded and
+//! relayed, its exit recorded once its output drained.
+
+use super::{LaunchRequest, Live, Shared, Spawned};
+use crate::argv::{app_server_args, launches_server};
+use crate::frame::{self, ExitFrame, Hello, Kind};
+use crate::record::{now_ms, Direction, LaunchLog, LineSplitter, StderrSplitter};
+use crate::CHUNK;
+use graders::wire::transcript::MAX_LAUNCHES;
+use serde_json::{json, Map, Value};
+use std::io::{BufReader, Read, Write};
+use std::os::unix::net::UnixStream;
+use std::os::unix::process::ExitStatusExt;
+use std::path::Path;
+use std::process::{Child, ChildStdin};
+use std::sync::atomic::Ordering;
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// How long a tap has to say what it was run with.
+const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
+/// After the app-server exited, how long its stdout may still be drained (a helper it left
+/// behind may hold the pipe open).
+pub(super) const DRAIN_AFTER_EXIT: Duration = Duration::from_secs(2);
+
+/// Kills or signals one app-server, never after it was reaped (its pid could be another
+/// process's by then): the waiter marks it exited, under the same lock, before reaping it.
+pub(super) struct Killer {
+    pid: i32,
+    state: Mutex<KillState>,
+}
+
+#[derive(Default)]
+struct KillState {
+    exited: bool,
+    killed_by: Option<String>,
+}
+
+impl Killer {
+    pub(super) fn kill(&self, why: &str) {
+        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        if state.exited {
+            return;
+        }
+        state.killed_by.get_or_insert_with(|| why.to_string());
+        // The app-server leads its own process group: what it started goes with it.
+        // SAFETY: kill has no memory-safety preconditions.
+        unsafe {
+            libc::kill(-self.pid, libc::SIGKILL);
+            libc::kill(self.pid, libc::SIGKILL);
+        }
+    }
+
+    fn signal(&self, signal: i32) {
+        let state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        if !state.exited {
+            // SAFETY: as above.
+            unsafe {
+                libc::kill(self.pid, signal);
+            }
+        }
+    }
+
+    fn exited(&self) {
+        self.state.lock().unwrap_or_else(|p| p.into_inner()).exited = true;
+    }
+
+    fn killed_by(&self) -> Option<String> {
+        self.state
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .killed_by
+            .clone()
+    }
+}
+
+type SharedWriter = Arc<Mutex<frame::Writer<UnixStream>>>;
+
+fn send(writer: &SharedWriter, kind: Kind, payload: &[u8]) -> std::io::Result<()> {
+    writer
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .send(kind, payload)
+}
+
+fn fields(value: Value) -> Map<String, Value> {
+    match value {
+        Value::Object(map) => map,
+        _ => Map::new(),
+    }
+}
+
+/// One launch, from the tap's hello to the app-server's exit.
+pub(super) fn run_launch(shared: &Arc<Shared>, launch: u64, stream: UnixStream, live: &Live) {
+    let log = Arc::new(shared.transcript.launch(launch));
+    let Ok(writer_stream) = stream.try_clone() else {
+        return;
+    };
+    let writer: SharedWriter = Arc::new(Mutex::new(frame::Writer::new(writer_stream)));
+    let refuse = |error: String| {
+        let exit = ExitFrame {
+            status: None,
+            signal: None,
+            error: Some(error),
+        };
+        let _ = send(
+            &writer,
+            Kind::Exit,
+            &serde_json::to_vec(&exit).expect("JSON"),
+        );
+    };
+    let mut reader = BufReader::with_capacity(CHUNK + 5, stream);
+    let mut payload = Vec::with_capacity(CHUNK);
+    let _ = reader.get_ref().set_read_timeout(Some(HELLO_TIMEOUT));
+    let hello = match frame::read(&mut reader, &mut payload) {
+        Ok(Some(Kind::Hello)) => {
+            serde_json::from_slice::<Hello>(&payload).map_err(|e| e.to_string())
+        }
+        Ok(other) => Err(format!(
+            "its first frame was {other:?}, not the tap's hello"
+        )),
+        Err(e) => Err(e.to_string()),
+    };
+    let _ = reader.get_ref().set_read_timeout(None);
+    let started = now_ms();
+    let hello = match hello {
+        Ok(hello) => hello,
+        Err(why) => {
+            // Whatever connects is recorded: a connection that is not a tap's is the driver's
+            // own doing.
+            log.record_at(
+                "launch",
+                started,
+                fields(json!({"argv": [], "env_names": [], "error": format!("a connection to the tap's socket that did not introduce itself: {why}")})),
+            );
+            log.record(
+                "exit",
+                fields(
+                    json!({"status": null, "signal": null, "error": "no app-server was started"}),
+                ),
+            );
+            return;
+        }
+    };
+    let args = app_server_args(&shared.setup.prefix, &hello.argv, &shared.setup.server_args);
+    let added: Vec<&String> = if launches_server(&hello.argv) {
+        shared.setup.server_args.iter().collect()
+    } else {
+        Vec::new()
+    };
+    let mut record = fields(json!({
+        "argv": hello.argv,
+        "env_names": hello.env_names,
+        "cwd": hello.cwd,
+        "program": shared.setup.program,
+        "app_server_args": args,
+        "added_args": added,
+        "pid": hello.pid,
+    }));
+    let refused = if launch as usize > MAX_LAUNCHES {
+        Some(format!(
+            "more than {MAX_LAUNCHES} launches in one cell: this one was refused"
+        ))
+    } else if shared.closed.load(Ordering::SeqCst) {
+        Some("the cell's recording is over".to_string())
+    } else {
+        None
+    };
+    if let Some(why) = refused {
+        if launch as usize <= MAX_LAUNCHES + 1 {
+            log.record_at("launch", started, record);
+            log.record(
+                "exit",
+                fields(json!({"status": null, "signal": null, "error": why})),
+            );
+        }
+        refuse(why);
+        return;
+    }
+    let spawner = shared
+        .spawner
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .clone();
+    let spawned = match spawner {
+        Some(spawner) => spawner
+            .spawn(&LaunchRequest {
+                program: &shared.setup.program,
+                args: &args,
+                env: &shared.setup.env,
+                tap_cwd: Path::new(&hello.cwd),
+            })
+            .map_err(|e| format!("cannot start {}: {e:#}", shared.setup.program.display())),
+        None => Err("the cell's recording is over".to_string()),
+    };
+    let Spawned {
+        mut child,
+        cwd,
+        guard,
+    } = match spawned {
+        Ok(spawned) => spawned,
+        Err(message) => {
+            log.record_at("launch", started, record);
+            log.record(
+                "exit",
+                fields(json!({"status": null, "signal": null, "error": message})),
+            );
+            refuse(message);
+            return;
+        }
+    };
+    record.insert("app_server_pid".into(), child.id().into());
+    record.insert("app_server_cwd".into(), cwd.display().to_string().into());
+    log.record_at("launch", started, record);
+    let killer = Arc::new(Killer {
+        pid: child.id() as i32,
+        state: Mutex::new(KillState::default()),
+    });
+    *live.killer.lock().unwrap_or_else(|p| p.into_inner()) = Some(killer.clone());
+
+    let stdin = child.stdin.take().expect("piped");
+    let stdout = child.stdout.take().expect("piped");
+    let stderr = child.stderr.take().expect("piped");
+    let (drained_tx, drained_rx) = mpsc::channel::<()>();
+    let out = {
+        let (log, writer, shared, drained) = (
+            log.clone(),
+            writer.clone(),
+            shared.clone(),
+            drained_tx.clone(),
+        );
+        std::thread::spawn(move || {
+            relay_stdout(stdout, &log, &writer, &shared);
+            let _ = drained.send(());
+        })
+    };
+    let err = {
+        let (log, writer) = (log.clone(), writer.clone());
+        std::thread::spawn(move || {
+            relay_stderr(stderr, &log, &writer);
+            let _ = drained_tx.send(());
+        })
+    };
+    let waiter = {
+        let (log, writer, killer) = (log.clone(), writer.clone(), killer.clone());
+        std::thread::spawn(move || {
+            let (status, exited_at) = wait(&mut child, &killer);
+            // Both output streams, each until its end or the drain bound.
+            let deadline = Instant::now() + DRAIN_AFTER_EXIT;
+            for _ in 0..2 {
+                let left = deadline.saturating_duration_since(Instant::now());
+                if drained_rx.recv_timeout(left).is_err() {
+                    break;
+                }
+            }
+            let exit = match status {
+                Ok(status) => ExitFrame {
+                    status: status.code(),
+                    signal: status.signal(),
+                    error: None,
+                },
+                Err(e) => ExitFrame {
+                    status: None,
+                    signal: None,
+                    error: Some(format!("waiting for the app-server: {e}")),
+                },
+            };
+            let mut fields =
+                fields(json!({"status": exit.status, "signal": exit.signal, "error": exit.error}));
+            if let Some(why) = killer.killed_by() {
+                fields.insert("killed_by_harness".into(), why.into());
+            }
+            // Timed when it exited, not when its output had drained.
+            log.record_at("exit", exited_at, fields);
+            let _ = send(
+                &writer,
+                Kind::Exit,
+                &serde_json::to_vec(&exit).expect("JSON"),
+            );
+            drop(guard);
+        })
+    };
+    relay_stdin(&mut reader, stdin, &log, &killer, shared);
+    let _ = waiter.join();
+    let _ = out.join();
+    let _ = err.join();
+}
+
+/// Wait for the app-server's end without reaping it first, so no kill can reach a reused pid;
+/// its status, and when it ended (unix ms).
+fn wait(child: &mut Child, killer: &Killer) -> (std::io::Result<std::process::ExitStatus>, u64) {
+    use nix::sys::wait::{waitid, Id, WaitPidFlag};
+    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    loop {
+        match waitid(Id::Pid(pid), WaitPidFlag::WEXITED | WaitPidFlag::WNOWAIT) {
+            Ok(_) => break,
+            Err(nix::errno::Errno::EINTR) => continue,
+            Err(_) => break,
+        }
+    }
+    let exited_at = now_ms();
+    killer.exited();
+    (child.wait(), exited_at)
+}
+
+/// The tap's frames: stdin bytes to the app-server (recorded first, so an answer is never
+/// recorded before what it answers), the end of stdin, signals. The connection's end before
+/// the app-server's exit means the driver let go of its `codex`: the app-server is killed.
+fn relay_stdin(
+    reader: &mut BufReader<UnixStream>,
+    stdin: ChildStdin,
+    log: &LaunchLog,
+    killer: &Killer,
+    shared: &Shared,
+) {
+    let mut stdin = Some(stdin);
+    let mut split = LineSplitter::new(Direction::In);
+    let mut payload = Vec::with_capacity(CHUNK);
+    let mut refused_noted = false;
+    while let Ok(Some(kind)) = frame::read(reader, &mut payload) {
+        match kind {
+            Kind::Stdin => {
+                shared
+                    .activity
+                    .fetch_add(payload.len() as u64, Ordering::Relaxed);
+                split.feed(&payload, log);
+                let delivered = stdin
+                    .as_mut()
+                    .is_some_and(|s| s.write_all(&payload).is_ok());
+                if !delivered && !refused_noted {
+                    refused_noted = true;
+                    log.note(
+                        Direction::In,
+                        "the app-server's stdin is closed; the driver's further input was not delivered",
+                        None,
+                    );
+                }
+            }
+            Kind::StdinEof => {
+                split.finish(log);
+                if stdin.take().is_some() {
+                    log.record("stdin-closed", Map::new());
+                }
+            }
+            Kind::Signal => {
+                let signal = payload
+                    .get(..4)
+                    .map(|b| i32::from_be_bytes([b[0], b[1], b[2], b[3]]));
+                // Only what the tap passes on; anything else is not the tap's to ask for.
+                if let Some(signal @ (libc::SIGTERM | libc::SIGINT | libc::SIGHUP)) = signal {
+                    killer.signal(signal);
+                }
+            }
+            Kind::StdoutGone => log.note(
+                Direction::Out,
+                "the driver stopped reading the tap's stdout",
+                None,
+            ),
+            other => log.note(
+                Direction::In,
+                &format!("the tap sent an unexpected frame ({other:?}); ignored"),
+                None,
+            ),
+        }
+    }
+    if stdin.is_some() {
+        split.finish(log);
+    }
+    killer.kill("the tap's connection closed before the app-server's exit: the driver let go of its `codex`");
+}
+
+/// Read `from` to its end in chunks, handing each to `each`.
+fn pump(mut from: impl Read, mut each: impl FnMut(&[u8])) {
+    let mut buf = vec![0u8; CHUNK];
+    loop {
+        match from.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => each(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => break,
+        }
+    }
+}
+
+/// The app-server's stdout: recorded, then relayed to the tap. Recording goes on after the tap
+/// is gone, until the stream ends.
+fn relay_stdout(stdout: impl Read, log: &LaunchLog, writer: &SharedWriter, shared: &Shared) {
+    let mut split = LineSplitter::new(Direction::Out);
+    let mut tap_gone = false;
+    pump(stdout, |chunk| {
+        shared
+            .activity
+            .fetch_add(chunk.len() as u64, Ordering::Relaxed);
+        split.feed(chunk, log);
+        if !tap_gone && send(writer, Kind::Stdout, chunk).is_err() {
+            tap_gone = true;
+        }
+    });
+    split.finish(log);
+    log.record("stdout-closed", Map::new());
+    let _ = send(writer, Kind::StdoutEof, b"");
+}
+
+/// The app-server's stderr: recorded (bounded) and relayed to the tap's stderr.
+fn relay_stderr(stderr: impl Read, log: &LaunchLog, writer: &SharedWriter) {
+    let mut split = StderrSplitter::default();
+    let mut tap_gone = false;
+    pump(stderr, |chunk| {
+        split.feed(chunk, log);
+        if !tap_gone && send(writer, Kind::Stderr, chunk).is_err() {
+            tap_gone = true;
+        }
+    });
+    split.finish(log);
+}
