@@ -77,7 +77,15 @@ fn forged_evidence_does_not_land(cell_name: &str) -> Result<(), Failed> {
         }
     }
     let passing = CellEvidence::new(&honest.evidence_dir);
-    let forgeries = [passing.transcript(), passing.model_log(), passing.events()];
+    // Every file of the cell folder a driver could reach before the split.
+    let forgeries = [
+        passing.transcript(),
+        passing.model_log(),
+        passing.events(),
+        passing.verdict(),
+        passing.driver_stdout(),
+        passing.stderr(),
+    ];
 
     let scratch = tempfile::tempdir()?;
     let script = scratch.path().join("dishonest-driver.sh");
@@ -105,7 +113,9 @@ fn forged_evidence_does_not_land(cell_name: &str) -> Result<(), Failed> {
     for forged in &forgeries {
         let name = forged.file_name().ok_or("a file name")?;
         let landed = own.root.join(name);
-        if std::fs::read(&landed).ok() == Some(std::fs::read(forged)?) {
+        let copy = std::fs::read(forged)?;
+        // An empty file (a quiet stderr) cannot be told from its copy: nothing to check.
+        if !copy.is_empty() && std::fs::read(&landed).ok() == Some(copy) {
             return Err(format!(
                 "{} holds the passing cell's copy (the driver said: {said})",
                 landed.display()
