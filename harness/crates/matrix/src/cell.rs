@@ -74,7 +74,7 @@ async fn attempt(ctx: &CellContext, cell: &Cell) -> Result<Verdict> {
     let folders = stages::folders::prepare(ctx, cell)?;
     let app_server = stages::app_server::prepare(ctx, cell, &folders, &mut guard).await?;
     let driver = stages::driver::declare(ctx, cell)?;
-    let sandbox =
+    let mut sandbox =
         stages::sandbox::enter(ctx, cell, &folders, &app_server, &driver, &mut guard).await?;
     let launcher = guard.launcher()?;
     let run = stages::driver::run(
@@ -94,7 +94,7 @@ async fn attempt(ctx: &CellContext, cell: &Cell) -> Result<Verdict> {
         wire,
         &folders,
         &app_server,
-        &sandbox,
+        &mut sandbox,
         &left_behind,
     )?;
     stages::verdict::grade(cell, &log)

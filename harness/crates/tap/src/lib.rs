@@ -23,6 +23,7 @@ pub mod record;
 pub mod relay;
 pub mod session;
 pub mod socket;
+pub mod workspace;
 
 use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};

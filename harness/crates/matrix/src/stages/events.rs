@@ -88,7 +88,7 @@ pub fn with_the_harness_evidence(
     wire: WireEvents,
     folders: &Folders,
     app_server: &AppServer,
-    sandbox: &Sandbox,
+    sandbox: &mut Sandbox,
     left_behind: &[(i32, String)],
 ) -> Result<EventLog> {
     let WireEvents { mut log, ended } = wire;
@@ -113,10 +113,10 @@ pub fn with_the_harness_evidence(
             message: format!("{BUBBLEWRAP_PREFIX}{}", sandbox.bubblewrap),
         }),
     )?;
-    log.emit(
-        Source::Harness,
-        Body::WorkspaceEvidence(workspace_evidence(&folders.dirs.workspace)?),
-    )?;
+    let after = workspace_evidence(&folders.dirs.workspace)?;
+    let watched = std::mem::replace(&mut sandbox.watcher, Err("finished already".into()));
+    kernel_evidence(&mut log, watched, &after)?;
+    log.emit(Source::Harness, Body::WorkspaceEvidence(after))?;
     log.end(ended)?;
     log.flush()?;
     Ok(log)
@@ -190,6 +190,71 @@ fn from_wire(
         .with_context(|| format!("writing {}", findings_file.display()))?;
     }
     Ok(translation.terminal)
+}
+
+/// What the kernel saw happen to the workspace (`tap::workspace`): a probe file that existed at
+/// some moment and is gone after the run is harness workspace evidence showing it, emitted
+/// before the listing after the run (which stays the last), so the graders count it as a write
+/// that succeeded. No watch, or one that missed events: said, and the graders keep to the
+/// listing after the run, as without a watcher.
+fn kernel_evidence(
+    log: &mut EventLog,
+    watched: std::result::Result<tap::workspace::WorkspaceWatcher, String>,
+    after: &WorkspaceEvidence,
+) -> Result<()> {
+    let warn = |log: &mut EventLog, message: String| -> Result<()> {
+        log.emit(
+            Source::Harness,
+            Body::Diagnostic(Diagnostic {
+                level: Level::Warn,
+                message,
+            }),
+        )?;
+        Ok(())
+    };
+    let changes = match watched.and_then(|w| w.finish().map_err(|e| format!("{e:#}"))) {
+        Ok(changes) => changes,
+        Err(why) => {
+            warn(
+                log,
+                format!("the workspace was not watched ({why}): only what it holds after the run is evidence"),
+            )?;
+            return Ok(());
+        }
+    };
+    if let Some(why) = &changes.incomplete {
+        warn(log, format!("the workspace watch missed changes: {why}"))?;
+    }
+    let gone: Vec<ProbeFile> = changes
+        .appeared
+        .iter()
+        .filter(|path| path.starts_with(PROBE_PREFIX) && !path.contains('/'))
+        .filter(|path| !after.probes.iter().any(|p| &&p.path == path))
+        .map(|path| ProbeFile {
+            path: path.clone(),
+            exists: true,
+            size: None,
+            sha256: None,
+        })
+        .collect();
+    if gone.is_empty() {
+        return Ok(());
+    }
+    warn(
+        log,
+        format!(
+            "the kernel saw probe file(s) created in the workspace and removed before the run ended: {}",
+            gone.iter().map(|p| p.path.as_str()).collect::<Vec<_>>().join(", ")
+        ),
+    )?;
+    log.emit(
+        Source::Harness,
+        Body::WorkspaceEvidence(WorkspaceEvidence {
+            pattern: after.pattern.clone(),
+            probes: gone,
+        }),
+    )?;
+    Ok(())
 }
 
 /// The files a write probe creates in the workspace.

@@ -33,6 +33,9 @@ pub struct Sandbox {
     pub recording: Arc<Recording>,
     /// Which bubblewrap Codex uses in this environment (evidence).
     pub bubblewrap: String,
+    /// The kernel's view of the workspace from here to the cell's end (`tap::workspace`), or
+    /// why there is none; the events stage finishes it.
+    pub watcher: Result<tap::workspace::WorkspaceWatcher, String>,
 }
 
 /// Stage 3 of `cell`.
@@ -110,11 +113,15 @@ pub async fn enter(
         &dirs.workspace,
     )
     .await;
+    // From here on the driver and its app-server may write the workspace: watched from now.
+    let watcher = tap::workspace::watch(&dirs.workspace, &dirs.evidence.workspace_changes())
+        .map_err(|e| format!("{e:#}"));
     guard.hold_launcher(driver_launcher);
     Ok(Sandbox {
         tap,
         recording,
         bubblewrap,
+        watcher,
     })
 }
 
