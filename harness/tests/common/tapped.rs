@@ -113,10 +113,12 @@ pub async fn run(scenario: &str, task: Task, deliver: Deliver) -> TappedRun {
         ("LANG".to_string(), "C.UTF-8".to_string()),
     ];
     let tap_dir = dir.join("tap");
-    let installed = tap::install(
-        &tap_dir,
-        &matrix::hidden::tap_program(&harness()),
-        &tap::TapConfig {
+    let installed = tap::install(&tap_dir, &matrix::hidden::tap_program(&harness())).unwrap();
+    let transcript_path = dir.join("transcript.jsonl");
+    let recording = tap::session::Recording::start(
+        &installed.socket,
+        &transcript_path,
+        tap::session::AppServerSetup {
             program: harness(),
             prefix: vec![matrix::hidden::FAKE_APP_SERVER.into()],
             server_args: vec![
@@ -126,12 +128,8 @@ pub async fn run(scenario: &str, task: Task, deliver: Deliver) -> TappedRun {
                 path(&model_log),
             ],
             env: app_env.clone(),
-            transcript: dir.join("transcript.jsonl"),
-            launches: tap_dir.join("launches"),
-            max_line_bytes: tap::MAX_RECORDED_LINE_BYTES,
-            max_transcript_bytes: tap::MAX_TRANSCRIPT_BYTES_PER_LAUNCH,
         },
-        None,
+        std::sync::Arc::new(tap::session::HostSpawn),
     )
     .unwrap();
     let timeouts = matrix::stages::app_server::fake_timeouts();
@@ -181,7 +179,7 @@ pub async fn run(scenario: &str, task: Task, deliver: Deliver) -> TappedRun {
     let mut stdin = child.stdin.take();
     let started = Instant::now();
     if !matches!(deliver, Deliver::Nothing) {
-        while !turn_is_live(&installed.transcript) {
+        while !turn_is_live(&transcript_path) {
             assert!(
                 started.elapsed() < Duration::from_secs(20),
                 "the driver's turn never started"
@@ -229,7 +227,9 @@ pub async fn run(scenario: &str, task: Task, deliver: Deliver) -> TappedRun {
             declarations: suites::spec::DeclaredDriver::harness_own(String::new()).declarations(),
         },
     };
-    let transcript = std::fs::read_to_string(&installed.transcript).unwrap();
+    let seal = recording.finish(matrix::recorder::FINISH_GRACE);
+    assert_eq!(seal.check(&transcript_path), Ok(()), "the transcript is the recorder's");
+    let transcript = std::fs::read_to_string(&transcript_path).unwrap();
     let translation = wire::translate(transcript.as_bytes(), &ctx, &end).unwrap();
     let mut log = EventLog::in_memory("tapped");
     for body in translation.events {
