@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """A minimal Codex app-server driver, written without the harness in mind: it launches
-`$CODEX_PATH app-server`, opens a thread in --cwd, runs one turn with --prompt (in plan mode
-for --mode planning), declines every approval, prints the agent's messages, and exits 0 when
-the turn completed, 1 otherwise."""
+`$CODEX_PATH app-server` with an allowlisted environment, opens a thread in --cwd, runs one
+turn with --prompt (in plan mode for --mode planning), declines every approval, prints the
+agent's messages, and exits 0 when the turn completed, 1 otherwise."""
 import argparse, json, os, queue, subprocess, sys, threading
 
 p = argparse.ArgumentParser()
@@ -12,7 +12,10 @@ p.add_argument("--mode", default="standard", choices=["planning", "standard", "a
 p.add_argument("--timeout", type=float, default=30.0)
 args = p.parse_args()
 
+# An allowlisted environment: the driver's own secrets never reach the model's commands.
+keep = ("PATH", "HOME", "CODEX_HOME", "LANG", "LC_ALL", "TMPDIR", "USER")
 proc = subprocess.Popen([os.environ.get("CODEX_PATH", "codex"), "app-server"],
+                        env={k: v for k, v in os.environ.items() if k in keep},
                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
 inbox = queue.Queue()
 threading.Thread(target=lambda: [inbox.put(l) for l in proc.stdout] + [inbox.put(None)], daemon=True).start()

@@ -20,6 +20,7 @@ fn tap_into(dir: &Path, program: &str, prefix: &[&str], server_args: &[&str]) ->
         prefix: prefix.iter().map(|s| s.to_string()).collect(),
         server_args: server_args.iter().map(|s| s.to_string()).collect(),
         env: vec![("PATH".into(), "/usr/bin:/bin".into())],
+        inherit_env: Vec::new(),
         transcript: dir.join("transcript.jsonl"),
         launches: dir.join("tap").join("launches"),
         max_line_bytes: 1 << 20,
@@ -101,6 +102,32 @@ fn bytes_pass_unchanged_both_ways_and_the_launch_is_recorded_without_env_values(
     let exit = lines.iter().find(|l| l["kind"] == "exit").unwrap();
     assert_eq!(exit["status"], 7);
     assert!(lines.iter().any(|l| l["kind"] == "stdin-closed"));
+}
+
+#[test]
+fn only_the_named_variables_of_the_drivers_environment_reach_the_app_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut tap = tap_into(dir.path(), "/bin/sh", &["-c", "env", "sh"], &[]);
+    let mut config: TapConfig =
+        serde_json::from_slice(&std::fs::read(&tap.config).unwrap()).unwrap();
+    config.inherit_env = vec!["SECRET_TOKEN".into(), "NOT_IN_THE_DRIVERS_ENV".into()];
+    let program = TapProgram {
+        program: env!("CARGO_BIN_EXE_harness").into(),
+        leading_args: vec!["tap".into()],
+    };
+    tap = install(&dir.path().join("tap"), &program, &config, None).unwrap();
+    let output = Command::new(&tap.codex)
+        .arg("app-server")
+        .env("SECRET_TOKEN", "handed-on")
+        .env("OTHER_SECRET", "kept-back")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let env = String::from_utf8_lossy(&output.stdout);
+    assert!(env.contains("SECRET_TOKEN=handed-on"), "{env}");
+    assert!(!env.contains("OTHER_SECRET"), "{env}");
+    assert!(!env.contains("NOT_IN_THE_DRIVERS_ENV"), "{env}");
+    assert!(env.contains("PATH=/usr/bin:/bin"), "{env}");
 }
 
 #[test]

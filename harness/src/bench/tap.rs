@@ -186,6 +186,7 @@ fn tapped(
         prefix: prefix.iter().map(|s| s.to_string()).collect(),
         server_args: Vec::new(),
         env: env.to_vec(),
+        inherit_env: Vec::new(),
         transcript: dir.join("transcript.jsonl"),
         launches: dir.join("tap").join("launches"),
         max_line_bytes: tap::MAX_RECORDED_LINE_BYTES,

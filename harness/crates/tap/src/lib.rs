@@ -41,9 +41,14 @@ pub struct TapConfig {
     /// (`app-server`, not `--version` or `app-server generate-json-schema`): the fake's scenario,
     /// or the real Codex's mock model provider.
     pub server_args: Vec<String>,
-    /// The app-server's complete environment (nothing of the driver's is passed on; its names
-    /// are recorded).
+    /// The app-server's environment (its names are recorded). Nothing else of the driver's is
+    /// passed on, except the variables named in `inherit_env`.
     pub env: Vec<(String, String)>,
+    /// Variables the app-server inherits from the driver when the driver's environment has
+    /// them, as the real `codex` would: the canary secrets the harness planted in the driver's
+    /// environment, so what a driver hands its app-server is what the model's commands see.
+    #[serde(default)]
+    pub inherit_env: Vec<String>,
     /// The transcript every launch appends to.
     pub transcript: PathBuf,
     /// A folder where launches take their numbers (one empty file per launch).

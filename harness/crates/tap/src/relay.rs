@@ -137,6 +137,12 @@ fn run(config: &TapConfig, driver_args: &[String], recorder: Recorder) -> ExitCo
         .args(&args)
         .env_clear()
         .envs(config.env.iter().map(|(k, v)| (k, v)))
+        .envs(
+            config
+                .inherit_env
+                .iter()
+                .filter_map(|name| Some((name, std::env::var_os(name)?))),
+        )
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit());

@@ -6,6 +6,7 @@
 //! `contract = "events"`. There is no in-process shortcut.
 
 use super::app_server::AppServer;
+use super::canaries::Canaries;
 use super::folders::{CellFolders, Folders};
 use super::process::{self, Bounds, DriverProcess};
 use super::sandbox::Sandbox;
@@ -37,6 +38,8 @@ pub struct Driver {
     /// command names, the installs it reaches into below the harness cache, its drivers file's
     /// folder.
     pub mounts: EnvMounts,
+    /// The canary secrets planted in its environment (every cell of the `protocol` profile).
+    pub canaries: Option<Canaries>,
 }
 
 /// What the driver's run left: how it ended, and where it wrote its own events (`contract =
@@ -76,6 +79,7 @@ pub fn declare(ctx: &CellContext, cell: &Cell) -> Result<Driver> {
         name,
         declared,
         mounts,
+        canaries: Canaries::for_cell(cell),
     })
 }
 
@@ -331,6 +335,10 @@ fn prepare(
         .map_err(|e| anyhow!("the driver's environment: {e}"))?
     {
         set(&mut env, &key, value);
+    }
+    // Last, so a drivers file's `env` cannot hide them: the grader looks for these values.
+    for (key, value) in driver.canaries.iter().flat_map(Canaries::env) {
+        set(&mut env, key, value.clone());
     }
     Ok(Prepared {
         process: DriverProcess {

@@ -63,6 +63,7 @@ pub fn from_the_wire(
                     .unwrap_or_else(|| fake_app_server::persona::DEFAULT_VERSION.to_string()),
             ),
             declarations: driver.declared.declarations(),
+            canaries: driver.canaries.as_ref().map(|c| c.record()),
         },
     };
     let ended = from_wire(

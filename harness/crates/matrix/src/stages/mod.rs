@@ -20,6 +20,7 @@
 //! long function.
 
 pub mod app_server;
+pub mod canaries;
 pub mod driver;
 pub mod events;
 pub mod folders;

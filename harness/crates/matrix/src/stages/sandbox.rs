@@ -65,7 +65,7 @@ pub async fn enter(
         }
         None => launcher,
     };
-    let tap = install_tap(ctx, folders, app_server)?;
+    let tap = install_tap(ctx, folders, app_server, driver)?;
     let bubblewrap = sandbox::probe::bubblewrap_in_use(
         launcher.as_ref(),
         &app_server.bundled_bwrap,
@@ -83,6 +83,7 @@ fn install_tap(
     ctx: &CellContext,
     folders: &Folders,
     app_server: &AppServer,
+    driver: &Driver,
 ) -> Result<InstalledTap> {
     let program = &app_server.program;
     // The driver gives `app-server` itself; the program's own flags stay (e.g. the fake's
@@ -100,6 +101,12 @@ fn install_tap(
         prefix,
         server_args: program.extra_args.clone(),
         env: program.env.clone(),
+        // What the driver hands on of its canaries reaches the app-server, as with `codex`.
+        inherit_env: driver
+            .canaries
+            .as_ref()
+            .map(|c| c.names())
+            .unwrap_or_default(),
         transcript: dirs.evidence.transcript(),
         launches: dir.join("launches"),
         max_line_bytes: tap::MAX_RECORDED_LINE_BYTES,
