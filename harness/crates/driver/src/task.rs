@@ -36,6 +36,11 @@ pub struct Task {
     /// way. A driver that cannot do what it names must refuse the task, never ignore the field.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approvals: Option<Approvals>,
+    /// What the user asks to add to the running turn, in a case that steers it: a driver that
+    /// declares `steer = "stdin-line"` gets this text as one line on its stdin once its turn
+    /// runs (docs/driver-contract.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steer_text: Option<String>,
 }
 
 /// Who answers escalation requests, and how (defined with the declared drivers that can be
@@ -107,6 +112,7 @@ impl Task {
             max_turns: DEFAULT_MAX_TURNS,
             relaunch: None,
             approvals: None,
+            steer_text: None,
         }
     }
 

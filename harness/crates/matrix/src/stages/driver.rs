@@ -7,8 +7,9 @@
 
 use super::app_server::AppServer;
 use super::canaries::Canaries;
+use super::control::{self, Note, Tell};
 use super::folders::{CellFolders, Folders};
-use super::process::{self, Bounds, DriverProcess};
+use super::process::{self, Bounds, DriverProcess, Telling};
 use super::sandbox::Sandbox;
 use crate::context::CellContext;
 use crate::hidden;
@@ -42,11 +43,12 @@ pub struct Driver {
     pub canaries: Option<Canaries>,
 }
 
-/// What the driver's run left: how it ended, and where it wrote its own events (`contract =
-/// "events"`).
+/// What the driver's run left: how it ended, where it wrote its own events (`contract =
+/// "events"`), and what the harness told it beyond the wire ([`control`]).
 pub struct DriverRun {
     pub end: DriverEnd,
     pub events: Option<PathBuf>,
+    pub told: Vec<Note>,
 }
 
 /// The driver of `cell`'s runner. The example external driver (`driver = "external"`, or
@@ -161,10 +163,22 @@ pub async fn run(
         real.install_dir.as_deref(),
     )?;
     let bounds = bounds(&run.timeouts, &run.task);
-    let end = process::run(&prepared.process, launcher, bounds, &sandbox.tap.transcript).await?;
+    let telling = Tell::for_cell(cell, &driver.declared, &run.task)?.map(|tell| Telling {
+        tell,
+        tap_config: sandbox.tap.config.clone(),
+    });
+    let ran = process::run(
+        &prepared.process,
+        launcher,
+        bounds,
+        &sandbox.tap.transcript,
+        telling,
+    )
+    .await?;
     Ok(DriverRun {
-        end,
+        end: ran.end,
         events: prepared.events,
+        told: ran.told,
     })
 }
 
@@ -352,6 +366,7 @@ fn prepare(
                 .unwrap_or_else(|| folders.workspace.clone()),
             stdout_log: folders.evidence.driver_stdout(),
             stderr_log: folders.evidence.stderr(),
+            stdin: control::Stdin::of(declared),
         },
         events,
     })

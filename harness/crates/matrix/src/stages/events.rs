@@ -74,6 +74,16 @@ pub fn from_the_wire(
         run.events.as_deref(),
         &evidence.findings(),
     )?;
+    // What the harness told the driver beyond the wire (an interrupt, a steering line).
+    for (warn, message) in &run.told {
+        log.emit(
+            Source::Harness,
+            Body::Diagnostic(Diagnostic {
+                level: if *warn { Level::Warn } else { Level::Info },
+                message: message.clone(),
+            }),
+        )?;
+    }
     Ok(WireEvents { log, ended })
 }
 

@@ -21,6 +21,7 @@
 
 pub mod app_server;
 pub mod canaries;
+pub mod control;
 pub mod driver;
 pub mod events;
 pub mod folders;
