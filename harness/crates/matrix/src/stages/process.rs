@@ -17,6 +17,10 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 pub const MAX_DRIVER_OUTPUT_BYTES: u64 = 1024 * 1024;
 /// How often the wire is looked at for activity.
 const POLL: Duration = Duration::from_millis(100);
+/// Added to the idle bound before the driver's first wire byte: an interpreter's start-up is no
+/// wait of the task (the published Python SDK takes 6 s to import on a loaded 2-core runner, so
+/// its cells were killed before they began); the overall bound still holds.
+const DRIVER_START_ALLOWANCE: Duration = Duration::from_secs(20);
 
 /// A driver process to run.
 pub struct DriverProcess {
@@ -171,7 +175,8 @@ pub async fn run(
     };
     let started = Instant::now();
     let mut last_size = size(wire);
-    let mut last_activity = Instant::now();
+    // In the future until the allowance is spent: `elapsed()` of a future instant is zero.
+    let mut last_activity = Instant::now() + DRIVER_START_ALLOWANCE;
     let end = loop {
         tokio::select! {
             status = child.wait() => {
@@ -277,9 +282,11 @@ mod tests {
         .unwrap()
         .end;
         assert_eq!(end, DriverEnd::Signaled { signal: 9 });
+        // Idle after its first wire byte (before it, the start-up allowance applies).
+        let speaks_then_sleeps = format!("echo x > {}; sleep 30", wire.display());
         let started = Instant::now();
         let end = run(
-            &process(dir.path(), "sleep 30"),
+            &process(dir.path(), &speaks_then_sleeps),
             &LocalLauncher,
             bounds,
             &wire,
