@@ -2,7 +2,7 @@
 """A minimal Codex app-server driver, written without the harness in mind: it launches
 `$CODEX_PATH app-server` with an allowlisted environment, opens a thread in --cwd, runs one
 turn with --prompt (in plan mode for --mode planning), declines every approval, prints the
-agent's messages, and exits 0 when the turn completed, 1 otherwise."""
+agent's messages, and exits 0 when its turn completed, 1 otherwise."""
 import argparse, json, os, queue, subprocess, sys, threading
 
 p = argparse.ArgumentParser()
@@ -55,7 +55,7 @@ try:
     if args.mode == "planning":
         settings = {"model": thread.get("model") or "default", "reasoning_effort": None, "developer_instructions": None}
         turn["collaborationMode"] = {"mode": "plan", "settings": settings}
-    request("turn/start", turn)
+    turn_id = request("turn/start", turn)["turn"]["id"]
     while True:
         msg = receive()
         method, params = msg.get("method"), msg.get("params") or {}
@@ -66,7 +66,7 @@ try:
                 send({"id": msg["id"], "error": {"code": -32601, "message": "unsupported"}})
         elif method == "item/completed" and params.get("item", {}).get("type") == "agentMessage":
             print(params["item"].get("text", ""))
-        elif method == "turn/completed":
+        elif method == "turn/completed" and params["turn"].get("id") == turn_id:  # not another's
             status = params["turn"].get("status")
             print("turn", status)
             sys.exit(0 if status == "completed" else 1)

@@ -179,7 +179,7 @@ fn the_drivers_file_can_come_from_the_environment() {
         .clone();
     let listing = String::from_utf8(out).unwrap();
     assert!(
-        listing.contains("transport-faults.my-runner-fake.local.hang\truns"),
+        listing.contains("transport-faults.my-runner-fake.local.hang\trunner-contract\truns"),
         "{listing}"
     );
 }
