@@ -11,6 +11,8 @@ about = "a driver written without the harness in mind"
 command = "sh ./driver.sh --cwd {workspace} --prompt {prompt} --mode {mode}"
 codex = "env:CODEX_PATH"
 modes = ["planning", "standard"]
+# Opts in to the runner contract: the listings below are of its suites.
+profiles = ["protocol", "runner-contract"]
 "#;
 
 /// A folder holding `drivers.toml` (with `text`) and the script its command names.
