@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """A minimal Codex app-server driver, written without the harness in mind: it launches
-`$CODEX_PATH app-server`, opens a thread in --cwd, runs one turn with --prompt (in plan mode
-for --mode planning), declines every approval, prints the agent's messages, and exits 0 when
-the turn completed, 1 otherwise."""
+`$CODEX_PATH app-server` with an allowlisted environment, opens a thread in --cwd, runs one
+turn with --prompt (in plan mode for --mode planning), declines every approval, prints the
+agent's messages, and exits 0 when its turn completed, 1 otherwise."""
 import argparse, json, os, queue, subprocess, sys, threading
 
 p = argparse.ArgumentParser()
@@ -12,7 +12,10 @@ p.add_argument("--mode", default="standard", choices=["planning", "standard", "a
 p.add_argument("--timeout", type=float, default=30.0)
 args = p.parse_args()
 
+# An allowlisted environment: the driver's own secrets never reach the model's commands.
+keep = ("PATH", "HOME", "CODEX_HOME", "LANG", "LC_ALL", "TMPDIR", "USER")
 proc = subprocess.Popen([os.environ.get("CODEX_PATH", "codex"), "app-server"],
+                        env={k: v for k, v in os.environ.items() if k in keep},
                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
 inbox = queue.Queue()
 threading.Thread(target=lambda: [inbox.put(l) for l in proc.stdout] + [inbox.put(None)], daemon=True).start()
@@ -52,7 +55,7 @@ try:
     if args.mode == "planning":
         settings = {"model": thread.get("model") or "default", "reasoning_effort": None, "developer_instructions": None}
         turn["collaborationMode"] = {"mode": "plan", "settings": settings}
-    request("turn/start", turn)
+    turn_id = request("turn/start", turn)["turn"]["id"]
     while True:
         msg = receive()
         method, params = msg.get("method"), msg.get("params") or {}
@@ -63,7 +66,7 @@ try:
                 send({"id": msg["id"], "error": {"code": -32601, "message": "unsupported"}})
         elif method == "item/completed" and params.get("item", {}).get("type") == "agentMessage":
             print(params["item"].get("text", ""))
-        elif method == "turn/completed":
+        elif method == "turn/completed" and params["turn"].get("id") == turn_id:  # not another's
             status = params["turn"].get("status")
             print("turn", status)
             sys.exit(0 if status == "completed" else 1)

@@ -3,7 +3,8 @@
 //! Owns: the subcommands ([`cli`]); the run orchestration of `harness run` — the process's one
 //! SIGINT/SIGTERM handler, running the scheduler to its end or to a stop, writing the reports
 //! of what finished, the exit code ([`shutdown`]); and the tools built on the matrix: protocol
-//! drift between Codex versions ([`drift`]), differential fidelity of the fake against the real
+//! coverage of a release by the protocol profile ([`coverage`]), protocol drift between Codex
+//! versions ([`drift`]), differential fidelity of the fake against the real
 //! Codex ([`fidelity`]), reproducing a sandbox failure ([`repro`]) and the benchmarks
 //! ([`bench`]).
 //!
@@ -13,6 +14,7 @@
 
 pub mod bench;
 pub mod cli;
+pub mod coverage;
 pub mod drift;
 pub mod fidelity;
 pub mod repro;

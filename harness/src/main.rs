@@ -36,6 +36,9 @@ enum Command {
     Fidelity(harness::cli::fidelity::Args),
     /// Compare a published Codex with the pin: protocol schema, unknown-method list, matrix.
     Drift(harness::cli::drift::Args),
+    /// Which protocol cases exercise each server request and notification of a release, and
+    /// how the fake answers each client request.
+    Coverage(harness::cli::coverage::Args),
     /// Install the pinned real Codex versions into the cache (as the real-Codex runners do).
     Provision(harness::cli::provision::Args),
 }
@@ -63,6 +66,7 @@ fn main() -> ExitCode {
         Command::Fidelity(args) => harness::cli::fidelity::main(args),
         Command::Provision(args) => harness::cli::provision::main(args),
         Command::Drift(args) => harness::cli::drift::main(args),
+        Command::Coverage(args) => harness::cli::coverage::main(args),
     }
 }
 

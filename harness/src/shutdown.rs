@@ -242,6 +242,7 @@ fn with_unfinished(cells: &[Cell], run: &MatrixRun, ctx: &CellContext) -> Vec<Ce
             };
             CellResult {
                 cell: cell.id.clone(),
+                profile: Some(cell.profile),
                 expected: cell.expected.clone(),
                 outcome: CellOutcome::Ignored { reason },
                 duration: Duration::ZERO,

@@ -264,8 +264,22 @@ fn grid_and_cell_page() -> Result<(), String> {
     if transport == 0 || !dom.contains(&shown) {
         return Err(format!("filtering by suite does not say `{shown}`"));
     }
-    if !dom.contains("<section class=\"suite\" data-suite=\"core-compatibility\" hidden=\"\">") {
+    if !dom.contains("<section class=\"suite\" data-suite=\"core-compatibility\" data-profile=\"runner-contract\" hidden=\"\">") {
         return Err("filtering by suite leaves other suites shown".into());
+    }
+    let contract = summary["cells"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|c| c["profile"] == "runner-contract")
+        .count();
+    let dom = dump_dom(&report, "#?profile=runner-contract")?;
+    let shown = format!("{contract} of {cells} cells shown");
+    if contract == 0 || contract == cells || !dom.contains(&shown) {
+        return Err(format!("filtering by profile does not say `{shown}`"));
+    }
+    if !dom.contains("<section class=\"profile\" data-profile=\"protocol\" hidden=\"\">") {
+        return Err("filtering by profile leaves the other profile shown".into());
     }
 
     // One cell made to differ, the reports rebuilt from the folder: the grid marks it, lists it

@@ -11,6 +11,7 @@ about = "a driver written without the harness in mind"
 command = "sh ./driver.sh --cwd {workspace} --prompt {prompt} --mode {mode}"
 codex = "env:CODEX_PATH"
 modes = ["planning", "standard"]
+# Opts in to the runner contract: the listings below are of its suites.
 profiles = ["protocol", "runner-contract"]
 "#;
 
@@ -180,7 +181,7 @@ fn the_drivers_file_can_come_from_the_environment() {
         .clone();
     let listing = String::from_utf8(out).unwrap();
     assert!(
-        listing.contains("transport-faults.my-runner-fake.local.hang\truns"),
+        listing.contains("transport-faults.my-runner-fake.local.hang\trunner-contract\truns"),
         "{listing}"
     );
 }

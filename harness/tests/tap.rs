@@ -31,6 +31,7 @@ fn tap_into(dir: &Path, program: &str, prefix: &[&str], server_args: &[&str]) ->
         prefix: prefix.iter().map(|s| s.to_string()).collect(),
         server_args: server_args.iter().map(|s| s.to_string()).collect(),
         env: vec![("PATH".into(), "/usr/bin:/bin".into())],
+        inherit_env: Vec::new(),
     };
     let recording = Recording::start(&tap.socket, &transcript, setup, Arc::new(HostSpawn)).unwrap();
     Tapped {
@@ -144,6 +145,48 @@ fn bytes_pass_unchanged_both_ways_and_the_launch_is_recorded_without_env_values(
     assert!(exit.get("killed_by_harness").is_none());
     assert!(lines.iter().any(|l| l["kind"] == "stdin-closed"));
     assert!(lines.iter().any(|l| l["kind"] == "stdout-closed"));
+}
+
+#[test]
+fn only_the_named_variables_of_the_drivers_environment_reach_the_app_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let program_of_tap = TapProgram {
+        program: env!("CARGO_BIN_EXE_harness").into(),
+        leading_args: vec!["tap".into()],
+    };
+    let tap = install(&dir.path().join("tap"), &program_of_tap).unwrap();
+    let setup = AppServerSetup {
+        program: "/bin/sh".into(),
+        prefix: vec!["-c".into(), "env".into(), "sh".into()],
+        server_args: Vec::new(),
+        env: vec![("PATH".into(), "/usr/bin:/bin".into())],
+        inherit_env: vec![
+            ("SECRET_TOKEN".into(), "the-harness-value".into()),
+            ("NOT_IN_THE_DRIVERS_ENV".into(), "never".into()),
+        ],
+    };
+    let transcript = dir.path().join("transcript.jsonl");
+    let recording = Recording::start(&tap.socket, &transcript, setup, Arc::new(HostSpawn)).unwrap();
+    let output = Command::new(&tap.codex)
+        .arg("app-server")
+        .env("SECRET_TOKEN", "what-the-driver-wrote")
+        .env("OTHER_SECRET", "kept-back")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    recording.finish(Duration::from_secs(5));
+    let env = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        env.contains("SECRET_TOKEN=the-harness-value"),
+        "named, so inherited: {env}"
+    );
+    assert!(
+        !env.contains("what-the-driver-wrote"),
+        "the tap sends names, never values: {env}"
+    );
+    assert!(!env.contains("OTHER_SECRET"), "{env}");
+    assert!(!env.contains("NOT_IN_THE_DRIVERS_ENV"), "{env}");
+    assert!(env.contains("PATH=/usr/bin:/bin"), "{env}");
 }
 
 #[test]

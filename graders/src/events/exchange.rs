@@ -17,6 +17,20 @@ pub struct ProtocolSetup {
     /// What the driver declared in the drivers file.
     #[serde(default)]
     pub declarations: Declarations,
+    /// The canary secrets the harness put in the driver's environment, if it planted any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub canaries: Option<PlantedCanaries>,
+}
+
+/// The canary secrets the harness planted in the driver's environment (values starting
+/// `ccf-canary-`, random per run): what `protocol-credentials` looks for in what the model's
+/// commands printed. The values are never recorded, only a digest committing to them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlantedCanaries {
+    /// The variables' names, sorted.
+    pub names: Vec<String>,
+    /// `sha256:` and the hex SHA-256 of the sorted `NAME=value\n` lines.
+    pub digest: String,
 }
 
 /// A driver's declarations (drivers file keys): what a `wire` driver can be told, and its bounds.

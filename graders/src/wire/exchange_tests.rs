@@ -19,6 +19,7 @@ fn ctx(release: Option<&str>) -> Context {
         protocol: ProtocolSetup {
             release: release.map(str::to_string),
             declarations: Default::default(),
+            canaries: None,
         },
     }
 }

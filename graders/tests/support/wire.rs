@@ -223,6 +223,7 @@ pub fn context(
     mode: Mode,
     declarations: Declarations,
     release: Option<&str>,
+    canaries: Option<PlantedCanaries>,
 ) -> Context {
     Context {
         cell: CellId::new(suite, "my-runner-fake", "local", case),
@@ -234,6 +235,7 @@ pub fn context(
         protocol: ProtocolSetup {
             release: release.map(str::to_string),
             declarations,
+            canaries,
         },
     }
 }
@@ -250,6 +252,16 @@ pub struct Run {
     pub release: Option<String>,
     pub end: DriverEnd,
     pub extras: Vec<(Source, Body)>,
+    /// What the harness recorded planting in the driver's environment (every protocol cell).
+    pub canaries: Option<PlantedCanaries>,
+}
+
+/// The record of the canaries a harness plants (names and a digest, never the values).
+pub fn planted() -> PlantedCanaries {
+    PlantedCanaries {
+        names: vec!["GITHUB_TOKEN".into(), "OPENAI_API_KEY".into()],
+        digest: format!("sha256:{}", "0".repeat(64)),
+    }
 }
 
 impl Run {
@@ -263,6 +275,7 @@ impl Run {
             release: Some(RELEASE.into()),
             end: DriverEnd::Exited { code: 0 },
             extras: Vec::new(),
+            canaries: Some(planted()),
         }
     }
 
@@ -302,6 +315,7 @@ impl Run {
             self.mode,
             self.declarations.clone(),
             self.release.as_deref(),
+            self.canaries.clone(),
         );
         let text = self.transcript.text();
         let t = wire::translate(text.as_bytes(), &ctx, &self.end).expect("a readable transcript");

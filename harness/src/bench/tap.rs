@@ -201,6 +201,7 @@ impl Tapped {
                 prefix: prefix.iter().map(|s| s.to_string()).collect(),
                 server_args: Vec::new(),
                 env: env.to_vec(),
+                inherit_env: Vec::new(),
             },
             runs: RefCell::new((0, None)),
         }

@@ -1,6 +1,7 @@
 //! One module per `harness` subcommand; each exposes `Args` (clap) and `main`.
 
 pub mod bench;
+pub mod coverage;
 pub mod drift;
 pub mod env;
 pub mod fidelity;

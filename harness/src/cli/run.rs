@@ -164,10 +164,13 @@ fn select(matrix: &suites::Matrix, args: &Args) -> anyhow::Result<Vec<suites::Ce
     Ok(cells)
 }
 
-/// `--list`: one line per cell, `NAME<TAB>STATUS<TAB>DETAIL`, then the counts on stderr.
+/// `--list`: one line per cell, `NAME<TAB>PROFILE<TAB>STATUS<TAB>DETAIL`, grouped by profile
+/// (the protocol's first; matrix order within), then the counts of each profile on stderr.
 fn list(cells: &[suites::Cell], ctx: &CellContext) {
-    let mut counts = std::collections::BTreeMap::<&str, usize>::new();
-    for cell in cells {
+    let mut counts = std::collections::BTreeMap::<(suites::spec::Profile, &str), usize>::new();
+    let mut grouped: Vec<&suites::Cell> = cells.iter().collect();
+    grouped.sort_by_key(|c| c.profile);
+    for cell in grouped {
         let (status, detail) = if let Some(reason) = &cell.not_applicable {
             ("not-applicable", reason.clone())
         } else if let Some(reason) = matrix::prereq::missing(cell, ctx) {
@@ -182,11 +185,25 @@ fn list(cells: &[suites::Cell], ctx: &CellContext) {
             };
             ("runs", detail)
         };
-        *counts.entry(status).or_default() += 1;
-        println!("{}\t{status}\t{detail}", cell.name());
+        *counts.entry((cell.profile, status)).or_default() += 1;
+        println!(
+            "{}\t{}\t{status}\t{detail}",
+            cell.name(),
+            cell.profile.as_str()
+        );
     }
-    let counts: Vec<String> = counts.iter().map(|(s, n)| format!("{n} {s}")).collect();
-    eprintln!("{} cells: {}", cells.len(), counts.join(", "));
+    let mut by_profile = Vec::new();
+    for profile in suites::spec::Profile::ALL {
+        let of: Vec<String> = counts
+            .iter()
+            .filter(|((p, _), _)| *p == profile)
+            .map(|((_, s), n)| format!("{n} {s}"))
+            .collect();
+        if !of.is_empty() {
+            by_profile.push(format!("{}: {}", profile.as_str(), of.join(", ")));
+        }
+    }
+    eprintln!("{} cells; {}", cells.len(), by_profile.join("; "));
 }
 
 /// One line per finished cell, with the running counts (plain lines: CI logs are not terminals).

@@ -128,6 +128,7 @@ pub async fn run(scenario: &str, task: Task, deliver: Deliver) -> TappedRun {
                 path(&model_log),
             ],
             env: app_env.clone(),
+            inherit_env: Vec::new(),
         },
         std::sync::Arc::new(tap::session::HostSpawn),
     )
@@ -225,10 +226,15 @@ pub async fn run(scenario: &str, task: Task, deliver: Deliver) -> TappedRun {
         protocol: ProtocolSetup {
             release: Some(fake_app_server::persona::DEFAULT_VERSION.to_string()),
             declarations: suites::spec::DeclaredDriver::harness_own(String::new()).declarations(),
+            canaries: None,
         },
     };
     let seal = recording.finish(matrix::recorder::FINISH_GRACE);
-    assert_eq!(seal.check(&transcript_path), Ok(()), "the transcript is the recorder's");
+    assert_eq!(
+        seal.check(&transcript_path),
+        Ok(()),
+        "the transcript is the recorder's"
+    );
     let transcript = std::fs::read_to_string(&transcript_path).unwrap();
     let translation = wire::translate(transcript.as_bytes(), &ctx, &end).unwrap();
     let mut log = EventLog::in_memory("tapped");

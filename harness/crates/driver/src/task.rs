@@ -36,6 +36,11 @@ pub struct Task {
     /// way. A driver that cannot do what it names must refuse the task, never ignore the field.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approvals: Option<Approvals>,
+    /// What the user asks to add to the running turn, in a case that steers it: a driver that
+    /// declares `steer = "stdin-line"` gets this text as one line on its stdin once its turn
+    /// runs (docs/driver-contract.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steer_text: Option<String>,
     /// When the app-server dies in the middle of a turn, recover the session instead of ending
     /// the run `transport-lost`: a new app-server, `thread/read` of the saved thread (identity
     /// and working directory checked), `thread/resume` of that exact thread, `thread/read`
@@ -136,6 +141,7 @@ impl Task {
             max_turns: DEFAULT_MAX_TURNS,
             relaunch: None,
             approvals: None,
+            steer_text: None,
             resume_on_crash: false,
             workspace: None,
             context: None,

@@ -33,6 +33,7 @@ pub async fn run_cell(ctx: &CellContext, cell: &Cell) -> CellResult {
     };
     let result = CellResult {
         cell: cell.id.clone(),
+        profile: Some(cell.profile),
         expected: cell.expected.clone(),
         outcome,
         duration: started.elapsed(),

@@ -5,7 +5,7 @@
 //! summary) is read from that file; a cell folder with neither is an error cell, never dropped.
 
 use crate::layout::CellEvidence;
-use crate::summary::{ordered, CellSummary, Status, Summary, Totals};
+use crate::summary::{ordered, CellSummary, Status, Summary};
 use crate::verdict_file::VerdictFile;
 use anyhow::{bail, Context, Result};
 use graders::events::CellId;
@@ -101,6 +101,7 @@ fn load_one(dir: &Path, warnings: &mut Vec<String>) -> Result<(Vec<CellSummary>,
                 warnings.push(format!("{name}: {why}"));
                 CellSummary {
                     cell: name,
+                    profile: None,
                     suite: id.suite.clone(),
                     runner: id.runner.clone(),
                     environment: id.environment.clone(),
@@ -184,11 +185,7 @@ pub fn load(dirs: &[PathBuf], known_order: &[String]) -> Result<Loaded> {
     keyed.sort_by_key(|(key, _)| *key);
     let cells: Vec<CellSummary> = keyed.into_iter().map(|(_, c)| c).collect();
     Ok(Loaded {
-        summary: Summary {
-            totals: Totals::count(&cells),
-            wall_ms,
-            cells,
-        },
+        summary: Summary::from_cells(cells, wall_ms),
         warnings,
     })
 }

@@ -1,15 +1,17 @@
-//! JUnit XML: one `<testsuite>` per suite, one `<testcase>` per cell (named like the cargo test).
+//! JUnit XML: one `<testsuite>` per suite, named `PROFILE/SUITE` (so CI panels group a profile's
+//! suites) with the profile as a property, one `<testcase>` per cell (named like the cargo
+//! test).
 
-use super::summary::{Status, Summary};
+use super::summary::{profile_heading, Status, Summary};
 use anyhow::Result;
-use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
+use quick_junit::{NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestSuite};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 pub fn junit_xml(summary: &Summary) -> Result<String> {
     let mut report = Report::new("conformance");
     report.set_time(Duration::from_millis(summary.wall_ms));
-    let mut suites: BTreeMap<&str, TestSuite> = BTreeMap::new();
+    let mut suites: BTreeMap<String, TestSuite> = BTreeMap::new();
     for cell in &summary.cells {
         let status = match cell.status {
             Status::AsExpected => TestCaseStatus::success(),
@@ -49,9 +51,14 @@ pub fn junit_xml(summary: &Summary) -> Result<String> {
         let mut case = TestCase::new(cell.cell.clone(), status);
         case.set_classname(format!("{}.{}", cell.suite, cell.runner));
         case.set_time(Duration::from_millis(cell.duration_ms));
+        let profile = profile_heading(cell.profile).0;
         suites
-            .entry(cell.suite.as_str())
-            .or_insert_with(|| TestSuite::new(cell.suite.clone()))
+            .entry(format!("{profile}/{}", cell.suite))
+            .or_insert_with_key(|name| {
+                let mut suite = TestSuite::new(name.clone());
+                suite.add_property(Property::new("profile", profile));
+                suite
+            })
             .add_test_case(case);
     }
     report.add_test_suites(suites.into_values());

@@ -1,8 +1,8 @@
-//! The Markdown matrix: totals, the differences from the baseline first, the ignored and the
-//! not-applicable cells with their reasons, then one table per suite and runner (cases ×
-//! environments).
+//! The Markdown matrix: totals (and each profile's), the differences from the baseline first,
+//! the ignored and the not-applicable cells with their reasons, then per profile one table per
+//! suite and runner (cases × environments).
 
-use super::summary::{ordered, CellSummary, Status, Summary};
+use super::summary::{by_profile, ordered, profile_heading, CellSummary, Status, Summary, Totals};
 use std::fmt::Write;
 
 fn mark(cell: &CellSummary) -> String {
@@ -46,6 +46,18 @@ pub fn markdown(summary: &Summary) -> String {
         t.not_applicable,
         summary.wall_ms as f64 / 1000.0
     );
+
+    if summary.profiles.len() > 1 {
+        for (profile, totals) in &summary.profiles {
+            let _ = writeln!(
+                out,
+                "- profile `{}`: {}",
+                profile_heading(Some(*profile)).0,
+                counts(totals)
+            );
+        }
+        let _ = writeln!(out);
+    }
 
     let failures: Vec<&CellSummary> = summary
         .cells
@@ -100,9 +112,30 @@ pub fn markdown(summary: &Summary) -> String {
         let _ = writeln!(out);
     }
 
-    for suite in ordered(summary.cells.iter().map(|c| c.suite.as_str())) {
-        let cells: Vec<&CellSummary> = summary.cells.iter().filter(|c| c.suite == suite).collect();
-        let _ = writeln!(out, "### {suite}\n");
+    for (profile, of_profile) in by_profile(&summary.cells) {
+        let (name, about) = profile_heading(profile);
+        let _ = writeln!(out, "### Profile `{name}`: {about}\n");
+        suite_tables(&mut out, &of_profile);
+    }
+    let _ = writeln!(
+        out,
+        "✅ as expected (baseline: a known, documented non-pass verdict) · ❌ differs from the baseline · 💥 harness error · ⏭️ cannot run here · ➖ not applicable to the driver · `·` not in the matrix"
+    );
+    out
+}
+
+fn counts(t: &Totals) -> String {
+    format!(
+        "{} cells, {} as expected, {} differ, {} stale, {} errors, {} ignored, {} not applicable",
+        t.cells, t.as_expected, t.differs, t.stale, t.errors, t.ignored, t.not_applicable
+    )
+}
+
+/// One table per suite and runner of `cells`.
+fn suite_tables(out: &mut String, cells: &[&CellSummary]) {
+    for suite in ordered(cells.iter().map(|c| c.suite.as_str())) {
+        let cells: Vec<&CellSummary> = cells.iter().copied().filter(|c| c.suite == suite).collect();
+        let _ = writeln!(out, "#### {suite}\n");
         let environments = ordered(cells.iter().map(|c| c.environment.as_str()));
         for runner in ordered(cells.iter().map(|c| c.runner.as_str())) {
             let runner_cells: Vec<&&CellSummary> =
@@ -126,9 +159,4 @@ pub fn markdown(summary: &Summary) -> String {
             let _ = writeln!(out);
         }
     }
-    let _ = writeln!(
-        out,
-        "✅ as expected (baseline: a known, documented non-pass verdict) · ❌ differs from the baseline · 💥 harness error · ⏭️ cannot run here · ➖ not applicable to the driver · `·` not in the matrix"
-    );
-    out
 }

@@ -4,6 +4,7 @@ use graders::events::CellId;
 use graders::verdict::Verdict;
 use std::path::PathBuf;
 use std::time::Duration;
+use suites::spec::Profile;
 use suites::{Agreement, Expectation};
 
 /// How a cell ended.
@@ -27,6 +28,9 @@ pub enum CellOutcome {
 #[derive(Debug, Clone, PartialEq)]
 pub struct CellResult {
     pub cell: CellId,
+    /// The profile of the cell's suite (`None`: not known, e.g. a cell read back from evidence
+    /// written before profiles existed).
+    pub profile: Option<Profile>,
     pub expected: Expectation,
     pub outcome: CellOutcome,
     pub duration: Duration,

@@ -2,7 +2,9 @@
 
 use crate::outcome::{CellOutcome, CellResult};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::time::Duration;
+use suites::spec::Profile;
 use suites::Agreement;
 
 /// Names in first-appearance order (cells come in matrix order, which is the declared order).
@@ -43,6 +45,9 @@ impl Status {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CellSummary {
     pub cell: String,
+    /// The profile of the cell's suite; absent when not known (evidence from before profiles).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<Profile>,
     pub suite: String,
     pub runner: String,
     pub environment: String,
@@ -104,8 +109,46 @@ impl Totals {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Summary {
     pub totals: Totals,
+    /// The totals of each profile's cells (cells whose profile is not known are only in
+    /// `totals`).
+    #[serde(default)]
+    pub profiles: BTreeMap<Profile, Totals>,
     pub wall_ms: u64,
     pub cells: Vec<CellSummary>,
+}
+
+/// How reports name a profile's cells, and what the profile holds them to.
+pub fn profile_heading(profile: Option<Profile>) -> (&'static str, &'static str) {
+    match profile {
+        Some(Profile::Protocol) => (
+            "protocol",
+            "what every client of `codex app-server` owes the protocol (docs/profiles/protocol.md)",
+        ),
+        Some(Profile::RunnerContract) => (
+            "runner-contract",
+            "the incident runner's own contract, opt-in for declared drivers (docs/profiles/runner-contract.md)",
+        ),
+        None => (
+            "profile not recorded",
+            "cells read back from evidence that does not name its profile",
+        ),
+    }
+}
+
+/// The profiles of `cells` in report order (the protocol first, unknown last), each with its
+/// cells in matrix order.
+pub(crate) fn by_profile(cells: &[CellSummary]) -> Vec<(Option<Profile>, Vec<&CellSummary>)> {
+    Profile::ALL
+        .iter()
+        .copied()
+        .map(Some)
+        .chain([None])
+        .map(|profile| {
+            let of: Vec<&CellSummary> = cells.iter().filter(|c| c.profile == profile).collect();
+            (profile, of)
+        })
+        .filter(|(_, of)| !of.is_empty())
+        .collect()
 }
 
 impl CellSummary {
@@ -129,6 +172,7 @@ impl CellSummary {
         };
         Self {
             cell: result.cell.to_string(),
+            profile: result.profile,
             suite: result.cell.suite.clone(),
             runner: result.cell.runner.clone(),
             environment: result.cell.environment.clone(),
@@ -147,10 +191,26 @@ impl CellSummary {
 impl Summary {
     pub fn from_results(results: &[CellResult], wall: Duration) -> Self {
         let cells: Vec<CellSummary> = results.iter().map(CellSummary::from_result).collect();
-        let totals = Totals::count(&cells);
+        Self::from_cells(cells, u64::try_from(wall.as_millis()).unwrap_or(u64::MAX))
+    }
+
+    /// The summary of `cells`: the totals, and each profile's.
+    pub fn from_cells(cells: Vec<CellSummary>, wall_ms: u64) -> Self {
+        let profiles = Profile::ALL
+            .iter()
+            .filter_map(|profile| {
+                let of: Vec<CellSummary> = cells
+                    .iter()
+                    .filter(|c| c.profile == Some(*profile))
+                    .cloned()
+                    .collect();
+                (!of.is_empty()).then(|| (*profile, Totals::count(&of)))
+            })
+            .collect();
         Self {
-            totals,
-            wall_ms: u64::try_from(wall.as_millis()).unwrap_or(u64::MAX),
+            totals: Totals::count(&cells),
+            profiles,
+            wall_ms,
             cells,
         }
     }

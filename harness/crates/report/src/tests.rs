@@ -6,7 +6,13 @@ use suites::{Agreement, Expectation};
 
 fn result(name: &str, expected: Expectation, outcome: CellOutcome) -> CellResult {
     let cell: CellId = name.parse().unwrap();
+    let profile = if cell.suite.starts_with("protocol-") {
+        suites::spec::Profile::Protocol
+    } else {
+        suites::spec::Profile::RunnerContract
+    };
     CellResult {
+        profile: Some(profile),
         evidence_dir: format!("target/conformance/{name}").into(),
         cell,
         expected,
@@ -84,6 +90,18 @@ fn sample() -> Vec<CellResult> {
                 message: "environment `container` probe disagrees with its spec".into(),
             },
         ),
+        graded(
+            "protocol-credentials.my-runner-fake.local.secrets-not-forwarded",
+            &pass,
+            VerdictKind::Fail,
+            "check `secrets-not-forwarded` failed: a canary secret from the driver's own environment appears in what the model's command printed",
+        ),
+        graded(
+            "protocol-handshake.my-runner-fake.local.handshake",
+            &pass,
+            VerdictKind::Pass,
+            "initialize first, initialized before any other request",
+        ),
     ]
 }
 
@@ -101,10 +119,18 @@ fn statuses_and_totals_follow_the_agreement() {
             Status::Stale,
             Status::Ignored,
             Status::NotApplicable,
-            Status::Error
+            Status::Error,
+            Status::Differs,
+            Status::AsExpected,
         ]
     );
-    assert_eq!(summary.totals.failures(), 3);
+    assert_eq!(summary.totals.failures(), 4);
+    let protocol = &summary.profiles[&suites::spec::Profile::Protocol];
+    assert_eq!((protocol.cells, protocol.differs), (2, 1));
+    assert_eq!(
+        summary.profiles[&suites::spec::Profile::RunnerContract].cells,
+        8
+    );
     assert_eq!(summary.totals.ignored, 1);
     assert_eq!(summary.totals.not_applicable, 1);
     assert!(matches!(
@@ -147,7 +173,9 @@ fn write_all_writes_four_files() {
     }
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&paths.json).unwrap()).unwrap();
-    assert_eq!(json["totals"]["cells"], 8);
+    assert_eq!(json["totals"]["cells"], 10);
+    assert_eq!(json["profiles"]["protocol"]["cells"], 2);
+    assert_eq!(json["cells"][8]["profile"], "protocol");
 }
 
 fn names(summary: &Summary) -> Vec<&str> {
@@ -229,6 +257,11 @@ fn cell_folders_without_a_summary_are_read_and_unfinished_cells_are_errors() {
     assert_eq!(by_name(cut_off).status, Status::Error);
     assert!(by_name(cut_off).reason.contains("did not finish"));
     assert_eq!(loaded.summary.totals.failures(), 2);
+    assert_eq!(
+        by_name(finished).profile,
+        None,
+        "a verdict file without a profile"
+    );
     assert!(
         loaded.warnings.iter().any(|w| w.contains("summary.json")),
         "{:?}",

@@ -9,12 +9,16 @@ use anyhow::{Context, Result};
 use graders::events::CellId;
 use graders::verdict::Verdict;
 use serde::{Deserialize, Serialize};
+use suites::spec::Profile;
 
 /// The contents of `verdict.json`. Optional fields are written as `null` rather than left out,
 /// so every file has every key.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct VerdictFile {
     pub cell: String,
+    /// The profile of the cell's suite (`null` in files written before profiles).
+    #[serde(default)]
+    pub profile: Option<Profile>,
     pub status: Status,
     /// The verdict the baseline expects (`pass` unless listed).
     #[serde(default = "pass")]
@@ -48,6 +52,7 @@ impl VerdictFile {
         };
         Self {
             cell: summary.cell,
+            profile: summary.profile,
             status: summary.status,
             expected: summary.expected,
             expected_reason: summary.expected_reason,
@@ -88,6 +93,7 @@ impl VerdictFile {
     pub fn summary(&self, id: &CellId, evidence: &CellEvidence) -> CellSummary {
         CellSummary {
             cell: id.to_string(),
+            profile: self.profile,
             suite: id.suite.clone(),
             runner: id.runner.clone(),
             environment: id.environment.clone(),
@@ -117,6 +123,7 @@ mod tests {
         let id: CellId = "s.r.local.c".parse().unwrap();
         let result = CellResult {
             cell: id.clone(),
+            profile: Some(Profile::Protocol),
             expected: Expectation::pass(),
             outcome: CellOutcome::Graded {
                 verdict: Verdict::new(VerdictKind::Pass, "refused", Vec::new()),

@@ -45,6 +45,10 @@ pub struct AppServerSetup {
     /// scenario, or the real Codex's mock model provider.
     pub server_args: Vec<String>,
     pub env: Vec<(String, String)>,
+    /// Variables the app-server gets when the driver's `codex` had them in its environment
+    /// (by name): the canary secrets the harness planted in the driver's environment, so what a
+    /// driver hands its app-server is what the model's commands see.
+    pub inherit_env: Vec<(String, String)>,
 }
 
 /// One app-server to start.

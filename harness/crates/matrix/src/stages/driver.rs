@@ -6,8 +6,10 @@
 //! `contract = "events"`. There is no in-process shortcut.
 
 use super::app_server::AppServer;
+use super::canaries::Canaries;
+use super::control::{self, Note, Tell};
 use super::folders::{CellFolders, Folders};
-use super::process::{self, Bounds, DriverProcess};
+use super::process::{self, Bounds, DriverProcess, Telling};
 use super::sandbox::Sandbox;
 use crate::context::CellContext;
 use crate::hidden;
@@ -37,14 +39,18 @@ pub struct Driver {
     /// command names, the installs it reaches into below the harness cache, its drivers file's
     /// folder.
     pub mounts: EnvMounts,
+    /// The canary secrets planted in its environment (every cell of the `protocol` profile).
+    pub canaries: Option<Canaries>,
 }
 
 /// What the driver's run left: how it ended, where it wrote its own events (`contract =
-/// "events"`), and what the recorder wrote into the transcript (its seal).
+/// "events"`), what the recorder wrote into the transcript (its seal), and what the harness
+/// told it beyond the wire ([`control`]).
 pub struct DriverRun {
     pub end: DriverEnd,
     pub events: Option<PathBuf>,
     pub transcript: tap::record::Seal,
+    pub told: Vec<Note>,
 }
 
 /// The driver of `cell`'s runner. The example external driver (`driver = "external"`, or
@@ -77,6 +83,7 @@ pub fn declare(ctx: &CellContext, cell: &Cell) -> Result<Driver> {
         name,
         declared,
         mounts,
+        canaries: Canaries::for_cell(cell),
     })
 }
 
@@ -158,11 +165,16 @@ pub async fn run(
         real.install_dir.as_deref(),
     )?;
     let bounds = bounds(&run.timeouts, &run.task);
-    let end = process::run(
+    let telling = Tell::for_cell(cell, &driver.declared, &run.task)?.map(|tell| Telling {
+        tell,
+        tap_socket: sandbox.tap.socket.clone(),
+    });
+    let ran = process::run(
         &prepared.process,
         launcher,
         bounds,
         &folders.dirs.evidence.transcript(),
+        telling,
     )
     .await;
     // The driver's launches end with it (its taps died with its process group); what is still
@@ -172,10 +184,12 @@ pub async fn run(
         tokio::task::spawn_blocking(move || recording.finish(crate::recorder::FINISH_GRACE))
             .await
             .context("finishing the recording")?;
+    let ran = ran?;
     Ok(DriverRun {
-        end: end?,
+        end: ran.end,
         events: prepared.events,
         transcript,
+        told: ran.told,
     })
 }
 
@@ -347,6 +361,10 @@ fn prepare(
     {
         set(&mut env, &key, value);
     }
+    // Last, so a drivers file's `env` cannot hide them: the grader looks for these values.
+    for (key, value) in driver.canaries.iter().flat_map(Canaries::env) {
+        set(&mut env, key, value.clone());
+    }
     Ok(Prepared {
         process: DriverProcess {
             command,
@@ -359,6 +377,7 @@ fn prepare(
                 .unwrap_or_else(|| folders.workspace.clone()),
             stdout_log: folders.evidence.driver_stdout(),
             stderr_log: folders.evidence.stderr(),
+            stdin: control::Stdin::of(declared),
         },
         events,
     })

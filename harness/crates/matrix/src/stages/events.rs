@@ -62,6 +62,7 @@ pub fn from_the_wire(
                     .unwrap_or_else(|| fake_app_server::persona::DEFAULT_VERSION.to_string()),
             ),
             declarations: driver.declared.declarations(),
+            canaries: driver.canaries.as_ref().map(|c| c.record()),
         },
     };
     let transcript = evidence.transcript();
@@ -78,6 +79,16 @@ pub fn from_the_wire(
         run.events.as_deref(),
         &evidence.findings(),
     )?;
+    // What the harness told the driver beyond the wire (an interrupt, a steering line).
+    for (warn, message) in &run.told {
+        log.emit(
+            Source::Harness,
+            Body::Diagnostic(Diagnostic {
+                level: if *warn { Level::Warn } else { Level::Info },
+                message: message.clone(),
+            }),
+        )?;
+    }
     Ok(WireEvents { log, ended })
 }
 

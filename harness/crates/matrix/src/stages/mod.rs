@@ -20,6 +20,8 @@
 //! long function.
 
 pub mod app_server;
+pub mod canaries;
+pub mod control;
 pub mod driver;
 pub mod events;
 pub mod folders;

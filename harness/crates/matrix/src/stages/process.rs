@@ -2,11 +2,14 @@
 //! stderr kept up to a cap (with a note when cut), its whole process group killed at the run's
 //! bound. The bound has two parts: the run's overall bound, and an idle bound on the wire — a
 //! driver that says nothing to its app-server for longer than any of the task's waits is hung.
+//! While it runs, the harness may tell it what the wire cannot ([`super::control`]).
 
+use super::control::{self, Note, Spawned, Stdin, Tell};
 use anyhow::{Context, Result};
 use graders::wire::DriverEnd;
 use sandbox::launcher::{Launcher, ProcessSpec};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 
@@ -14,6 +17,10 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 pub const MAX_DRIVER_OUTPUT_BYTES: u64 = 1024 * 1024;
 /// How often the wire is looked at for activity.
 const POLL: Duration = Duration::from_millis(100);
+/// Added to the idle bound before the driver's first wire byte: an interpreter's start-up is no
+/// wait of the task (the published Python SDK takes 6 s to import on a loaded 2-core runner, so
+/// its cells were killed before they began); the overall bound still holds.
+const DRIVER_START_ALLOWANCE: Duration = Duration::from_secs(20);
 
 /// A driver process to run.
 pub struct DriverProcess {
@@ -24,6 +31,21 @@ pub struct DriverProcess {
     pub cwd: PathBuf,
     pub stdout_log: PathBuf,
     pub stderr_log: PathBuf,
+    pub stdin: Stdin,
+}
+
+/// What the harness tells the driver while it runs, and the tap it finds the driver's
+/// processes by.
+pub struct Telling {
+    pub tell: Tell,
+    /// The socket of the cell's recorder, which every tap of the cell names (see [`control::Spawned::tap_socket`]).
+    pub tap_socket: PathBuf,
+}
+
+/// How a driver's run ended, and what the harness told it on the way (its notes).
+pub struct Ran {
+    pub end: DriverEnd,
+    pub told: Vec<Note>,
 }
 
 /// The bounds on a driver run.
@@ -77,13 +99,15 @@ fn size(path: &Path) -> u64 {
 }
 
 /// Run `process` through `launcher` within `bounds`, watching `wire` (the transcript) for
-/// activity. The driver's process group is killed when it ends or is stopped.
+/// activity, telling it what `telling` says once its turn runs. The driver's process group is
+/// killed when it ends or is stopped.
 pub async fn run(
     process: &DriverProcess,
     launcher: &dyn Launcher,
     bounds: Bounds,
     wire: &Path,
-) -> Result<DriverEnd> {
+    telling: Option<Telling>,
+) -> Result<Ran> {
     let spec = ProcessSpec {
         program: "/bin/sh".into(),
         args: vec!["-c".into(), process.command.clone()],
@@ -93,14 +117,21 @@ pub async fn run(
     let prepared = match launcher.prepare(&spec) {
         Ok(prepared) => prepared,
         Err(e) => {
-            return Ok(DriverEnd::NotStarted {
-                error: format!("preparing the driver's process: {e:#}"),
+            return Ok(Ran {
+                end: DriverEnd::NotStarted {
+                    error: format!("preparing the driver's process: {e:#}"),
+                },
+                told: Vec::new(),
             })
         }
     };
     let mut command = prepared.command;
+    let spawned_is_shell = command.as_std().get_program() == "/bin/sh";
     command
-        .stdin(std::process::Stdio::null())
+        .stdin(match process.stdin {
+            Stdin::Closed => std::process::Stdio::null(),
+            Stdin::Held => std::process::Stdio::piped(),
+        })
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .kill_on_drop(true)
@@ -108,8 +139,11 @@ pub async fn run(
     let mut child = match command.spawn() {
         Ok(child) => child,
         Err(e) => {
-            return Ok(DriverEnd::NotStarted {
-                error: format!("starting `{}`: {e}", process.command),
+            return Ok(Ran {
+                end: DriverEnd::NotStarted {
+                    error: format!("starting `{}`: {e}", process.command),
+                },
+                told: Vec::new(),
             })
         }
     };
@@ -120,9 +154,29 @@ pub async fn run(
         copy_capped(stderr, process.stderr_log.clone(), MAX_DRIVER_OUTPUT_BYTES),
     ));
     let pgid = child.id().and_then(|p| i32::try_from(p).ok());
+    // Held until the driver ends: by the telling task, or here when nothing is to be told.
+    let mut stdin = child.stdin.take();
+    let notes = Arc::new(Mutex::new(Vec::new()));
+    let told = match (telling, pgid) {
+        (Some(telling), Some(pid)) => Some(tokio::spawn(control::tell(
+            telling.tell,
+            Spawned {
+                pid,
+                is_shell: spawned_is_shell,
+                command: process.command.clone(),
+                tap_socket: telling.tap_socket,
+            },
+            wire.to_path_buf(),
+            stdin.take(),
+            bounds.overall,
+            notes.clone(),
+        ))),
+        _ => None,
+    };
     let started = Instant::now();
     let mut last_size = size(wire);
-    let mut last_activity = Instant::now();
+    // In the future until the allowance is spent: `elapsed()` of a future instant is zero.
+    let mut last_activity = Instant::now() + DRIVER_START_ALLOWANCE;
     let end = loop {
         tokio::select! {
             status = child.wait() => {
@@ -157,10 +211,16 @@ pub async fn run(
     };
     // Whatever the driver left running in its group (its `codex`, a helper) ends with it.
     kill_group(pgid);
+    if let Some(told) = told {
+        told.abort();
+        let _ = told.await;
+    }
+    drop(stdin);
     drop(prepared.guard);
     // The pipes close once every process holding them is gone; bounded all the same.
     let _ = tokio::time::timeout(Duration::from_secs(5), copies).await;
-    Ok(end)
+    let told = std::mem::take(&mut *notes.lock().unwrap_or_else(|p| p.into_inner()));
+    Ok(Ran { end, told })
 }
 
 fn kill_group(pgid: Option<i32>) {
@@ -184,6 +244,7 @@ mod tests {
             cwd: dir.to_path_buf(),
             stdout_log: dir.join("out.log"),
             stderr_log: dir.join("err.log"),
+            stdin: Stdin::Closed,
         }
     }
 
@@ -200,9 +261,11 @@ mod tests {
             &LocalLauncher,
             bounds,
             &wire,
+            None,
         )
         .await
-        .unwrap();
+        .unwrap()
+        .end;
         assert_eq!(end, DriverEnd::Exited { code: 3 });
         assert_eq!(
             std::fs::read_to_string(dir.path().join("out.log")).unwrap(),
@@ -213,23 +276,31 @@ mod tests {
             &LocalLauncher,
             bounds,
             &wire,
+            None,
         )
         .await
-        .unwrap();
+        .unwrap()
+        .end;
         assert_eq!(end, DriverEnd::Signaled { signal: 9 });
+        // Idle after its first wire byte (before it, the start-up allowance applies).
+        let speaks_then_sleeps = format!("echo x > {}; sleep 30", wire.display());
         let started = Instant::now();
         let end = run(
-            &process(dir.path(), "sleep 30"),
+            &process(dir.path(), &speaks_then_sleeps),
             &LocalLauncher,
             bounds,
             &wire,
+            None,
         )
         .await
-        .unwrap();
+        .unwrap()
+        .end;
         assert!(matches!(end, DriverEnd::KilledAtBound { .. }), "{end:?}");
         assert!(started.elapsed() < Duration::from_secs(5));
         let big = process(dir.path(), "head -c 3000000 /dev/zero >&2");
-        run(&big, &LocalLauncher, bounds, &wire).await.unwrap();
+        run(&big, &LocalLauncher, bounds, &wire, None)
+            .await
+            .unwrap();
         let err = std::fs::read(dir.path().join("err.log")).unwrap();
         assert!(err.len() < MAX_DRIVER_OUTPUT_BYTES as usize + 200);
         assert!(String::from_utf8_lossy(&err[err.len() - 100..]).contains("output cut"));

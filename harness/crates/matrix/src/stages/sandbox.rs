@@ -106,7 +106,7 @@ pub async fn enter(
             .collect()
     });
     let spawn = crate::recorder::LauncherSpawn::new(app_launcher.clone(), &dirs.workspace, visible);
-    let recording = start_recording(folders, app_server, &tap, spawn)?;
+    let recording = start_recording(folders, app_server, driver, &tap, spawn)?;
     let bubblewrap = sandbox::probe::bubblewrap_in_use(
         app_launcher.as_ref(),
         &app_server.bundled_bwrap,
@@ -162,6 +162,7 @@ fn isolated_on_the_host(
 fn start_recording(
     folders: &Folders,
     app_server: &AppServer,
+    driver: &Driver,
     tap: &InstalledTap,
     spawn: crate::recorder::LauncherSpawn,
 ) -> Result<Arc<Recording>> {
@@ -179,6 +180,12 @@ fn start_recording(
         prefix,
         server_args: program.extra_args.clone(),
         env: program.env.clone(),
+        // What the driver hands on of its canaries reaches the app-server, as with `codex`.
+        inherit_env: driver
+            .canaries
+            .as_ref()
+            .map(|c| c.env().to_vec())
+            .unwrap_or_default(),
     };
     let recording = crate::recorder::start(
         &tap.socket,

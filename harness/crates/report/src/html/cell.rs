@@ -15,6 +15,7 @@ use serde::Serialize;
 use serde_json::Value;
 use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
+use suites::spec::Profile;
 
 /// Body text kept per cell: past it, entries keep their one-line summary and point at their
 /// file and line, so one huge cell cannot make the whole report slow to open. The bodies of
@@ -51,6 +52,55 @@ pub struct CellPage {
     pub stderr_tail: Option<String>,
     pub stderr_bytes: u64,
     pub notes: Vec<String>,
+    /// For a protocol cell whose verdict is not `pass`: the finding about the driver, shown
+    /// first on its page.
+    pub finding: Option<Finding>,
+}
+
+/// A protocol cell's finding in plain words: the grader's reason says what the driver did on
+/// the wire, what the protocol asks and the schema type or observed behaviour that says so;
+/// the lines are the events it cites.
+#[derive(Debug, Clone, Serialize)]
+pub struct Finding {
+    /// The failing check, when the grader names one (`check `NAME` failed: …`).
+    pub check: Option<String>,
+    /// The reason without the check's prefix.
+    pub what: String,
+    pub lines: Vec<FindingLine>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct FindingLine {
+    pub seq: Option<u64>,
+    pub title: String,
+    pub text: String,
+}
+
+impl Finding {
+    fn of(cell: &CellSummary, entries: &[Entry]) -> Option<Self> {
+        let verdict = cell.verdict.as_deref()?;
+        if cell.profile != Some(Profile::Protocol) || verdict == "pass" {
+            return None;
+        }
+        let (check, what) = match cell
+            .reason
+            .strip_prefix("check `")
+            .and_then(|rest| rest.split_once("` failed: "))
+        {
+            Some((check, what)) => (Some(check.to_string()), what.to_string()),
+            None => (None, cell.reason.clone()),
+        };
+        let lines = entries
+            .iter()
+            .filter(|e| e.cited)
+            .map(|e| FindingLine {
+                seq: e.seq,
+                title: e.title.clone(),
+                text: e.text.clone(),
+            })
+            .collect();
+        Some(Finding { check, what, lines })
+    }
 }
 
 fn events_entries(lines: &[(usize, Line)], page: &mut CellPage) -> Vec<Entry> {
@@ -224,6 +274,7 @@ impl CellPage {
             stderr_tail: None,
             stderr_bytes: 0,
             notes: Vec::new(),
+            finding: None,
         };
         if !dir.is_dir() {
             page.notes.push(format!(
@@ -252,6 +303,7 @@ impl CellPage {
         };
         let (timed, mut entries) = timeline.merge();
         page.mark_cited(&mut entries);
+        page.finding = Finding::of(cell, &entries);
         page.keep_bodies_within_budget(&mut entries);
         page.timed = timed;
         page.timeline = entries;

@@ -1,9 +1,10 @@
-//! The matrix as an HTML grid: one table per suite, runners down, environments × cases across,
-//! each cell coloured by its verdict and outlined by its agreement with the baseline. Rendered
-//! here (not by the page's script) so the grid shows at once, and without script at all.
+//! The matrix as an HTML grid: per profile, one table per suite, runners down, environments ×
+//! cases across, each cell coloured by its verdict and outlined by its agreement with the
+//! baseline. Rendered here (not by the page's script) so the grid shows at once, and without
+//! script at all.
 
 use super::escape;
-use crate::summary::{ordered, CellSummary, Status, Summary};
+use crate::summary::{by_profile, ordered, profile_heading, CellSummary, Status, Summary};
 use std::fmt::Write;
 
 /// The status as the JSON summary names it (`as-expected`, `differs`, …): read from its serde
@@ -72,16 +73,43 @@ fn cell_td(out: &mut String, cell: &CellSummary, index: usize) {
 
 pub fn grid(summary: &Summary) -> String {
     let mut out = String::new();
-    let cells: Vec<(usize, &CellSummary)> = summary.cells.iter().enumerate().collect();
-    for suite in ordered(summary.cells.iter().map(|c| c.suite.as_str())) {
+    // Each cell's position in the page's data, by name.
+    let index: std::collections::HashMap<&str, usize> = summary
+        .cells
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (c.cell.as_str(), i))
+        .collect();
+    for (profile, of_profile) in by_profile(&summary.cells) {
+        let (name, about) = profile_heading(profile);
+        let _ = write!(
+            out,
+            "<section class=\"profile\" data-profile=\"{n}\"><h2>Profile <code>{n}</code></h2><p class=\"dim\">{a}</p>",
+            n = escape(name),
+            a = escape(about)
+        );
+        let cells: Vec<(usize, &CellSummary)> = of_profile
+            .iter()
+            .map(|c| (index[c.cell.as_str()], *c))
+            .collect();
+        suite_grids(&mut out, name, &cells);
+        out.push_str("</section>");
+    }
+    out
+}
+
+/// One table per suite of `cells` (each with its position in the page's data).
+fn suite_grids(out: &mut String, profile: &str, cells: &[(usize, &CellSummary)]) {
+    for suite in ordered(cells.iter().map(|(_, c)| c.suite.as_str())) {
         let in_suite: Vec<&(usize, &CellSummary)> =
             cells.iter().filter(|(_, c)| c.suite == suite).collect();
         let environments = ordered(in_suite.iter().map(|(_, c)| c.environment.as_str()));
         let cases = ordered(in_suite.iter().map(|(_, c)| c.case.as_str()));
         let _ = write!(
             out,
-            "<section class=\"suite\" data-suite=\"{s}\"><h2>{s}</h2><div class=\"scroll\"><table class=\"grid\"><thead><tr><th rowspan=\"2\" class=\"corner\">runner</th>",
-            s = escape(suite)
+            "<section class=\"suite\" data-suite=\"{s}\" data-profile=\"{p}\"><h3>{s}</h3><div class=\"scroll\"><table class=\"grid\"><thead><tr><th rowspan=\"2\" class=\"corner\">runner</th>",
+            s = escape(suite),
+            p = escape(profile)
         );
         for env in &environments {
             let _ = write!(
@@ -115,7 +143,7 @@ pub fn grid(summary: &Summary) -> String {
                         c.runner == runner && c.environment == *env && c.case == *case
                     });
                     match found {
-                        Some((index, cell)) => cell_td(&mut out, cell, *index),
+                        Some((index, cell)) => cell_td(out, cell, *index),
                         None => {
                             let _ = write!(
                                 out,
@@ -130,7 +158,6 @@ pub fn grid(summary: &Summary) -> String {
         }
         out.push_str("</tbody></table></div></section>");
     }
-    out
 }
 
 /// The differences from the baseline, first on the page (as in matrix.md).

@@ -12,7 +12,7 @@ mod timeline;
 pub use cell::CellPage;
 pub use timeline::Entry;
 
-use super::summary::{ordered, Summary};
+use super::summary::{by_profile, ordered, profile_heading, Summary};
 use std::fmt::Write;
 
 const STYLE: &str = include_str!("report.css");
@@ -112,7 +112,12 @@ pub fn render_pages(summary: &Summary, pages: &[CellPage]) -> String {
         z_na = zero(t.not_applicable),
     );
     out.push_str("<main id=\"matrix-view\"><div class=\"filters\" id=\"filters\"><label><input type=\"checkbox\" id=\"only-differences\"> differences only</label>");
+    let profiles: Vec<&str> = by_profile(&summary.cells)
+        .into_iter()
+        .map(|(profile, _)| profile_heading(profile).0)
+        .collect();
     for (id, label, names) in [
+        ("profile", "profile", profiles),
         (
             "suite",
             "suite",

@@ -49,17 +49,19 @@
 
   // ---- the grid's filters ----
   const only = $("#only-differences");
+  const filterProfile = $("#filter-profile");
   const filterSuite = $("#filter-suite");
   const filterRunner = $("#filter-runner");
   const filterEnv = $("#filter-environment");
   function applyFilters() {
     const differences = only.checked;
+    const profile = filterProfile.value;
     const suite = filterSuite.value;
     const runner = filterRunner.value;
     const env = filterEnv.value;
     let shown = 0;
     for (const section of $$("section.suite")) {
-      const suiteOk = !suite || section.dataset.suite === suite;
+      const suiteOk = (!suite || section.dataset.suite === suite) && (!profile || section.dataset.profile === profile);
       let inSection = 0;
       for (const el of $$("[data-env]", section)) el.classList.toggle("off", !!env && el.dataset.env !== env);
       for (const row of $$("tbody tr", section)) {
@@ -76,6 +78,9 @@
       section.hidden = inSection === 0;
       shown += inSection;
     }
+    for (const section of $$("section.profile")) {
+      section.hidden = $$("section.suite", section).every((s) => s.hidden);
+    }
     $("#shown").textContent = shown + " of " + names.length + " cells shown";
   }
   // The filters live in the address too (#?differences=1&suite=…&runner=…&environment=…), so
@@ -83,6 +88,7 @@
   function filtersToHash() {
     const params = new URLSearchParams();
     if (only.checked) params.set("differences", "1");
+    if (filterProfile.value) params.set("profile", filterProfile.value);
     if (filterSuite.value) params.set("suite", filterSuite.value);
     if (filterRunner.value) params.set("runner", filterRunner.value);
     if (filterEnv.value) params.set("environment", filterEnv.value);
@@ -92,12 +98,12 @@
   function filtersFromHash(hash) {
     const params = new URLSearchParams(hash.slice(2));
     only.checked = params.get("differences") === "1";
-    for (const [select, key] of [[filterSuite, "suite"], [filterRunner, "runner"], [filterEnv, "environment"]]) {
+    for (const [select, key] of [[filterProfile, "profile"], [filterSuite, "suite"], [filterRunner, "runner"], [filterEnv, "environment"]]) {
       const wanted = params.get(key) || "";
       select.value = Array.from(select.options).some((o) => o.value === wanted) ? wanted : "";
     }
   }
-  for (const el of [only, filterSuite, filterRunner, filterEnv]) {
+  for (const el of [only, filterProfile, filterSuite, filterRunner, filterEnv]) {
     el.addEventListener("change", () => { applyFilters(); filtersToHash(); });
   }
 
@@ -367,11 +373,21 @@
       " ", h("span.excerpt", {}, ev.excerpt || ""))));
     const evidencePanel = section("Evidence the verdict cites", evidence.length ? cited : h("p.dim", {}, "the verdict cites no event"));
     const notes = (d.notes || []).map((n) => h("p.warn", {}, n));
+    // A protocol cell that did not pass: the finding about the driver, in plain words, first.
+    const f = d.finding;
+    const finding = f ? h("section.finding", {},
+      h("h3", {}, "Finding" + (f.check ? " — check " : "")), f.check ? h("code", {}, f.check) : null,
+      h("p.what", {}, f.what),
+      f.lines.length ? h("ol.finding-lines", {}, f.lines.map((l) => h("li", {},
+        l.seq !== null && l.seq !== undefined
+          ? h("a", { href: "#/cell/" + d.cell + "@" + l.seq, onclick: (e) => { e.preventDefault(); history.replaceState(null, "", "#/cell/" + d.cell + "@" + l.seq); timeline.selectSeq(l.seq); } }, "event #" + l.seq)
+          : null,
+        " ", h("strong", {}, l.title), " ", h("span.excerpt", {}, l.text)))) : h("p.dim", {}, "the verdict cites no event")) : null;
     const files = section("Evidence files",
       h("p.dim", {}, d.evidence_dir || ""),
       h("table.kv", {}, (d.files || []).map((f) => h("tr.file-" + f.state, {}, h("th", {}, f.name), h("td", {}, f.state + (f.state === "missing" ? "" : " · " + f.lines + " lines · " + f.bytes + " bytes") + (f.note ? " · " + f.note : ""))))),
       d.stderr_tail !== null && d.stderr_tail !== undefined ? [h("h4", {}, "stderr.log (last " + d.stderr_tail.length + " of " + d.stderr_bytes + " bytes)"), h("pre.stderr", {}, d.stderr_tail)] : h("p.dim", {}, "no stderr.log"));
-    cellView.replaceChildren(nav, head, ...notes, h("div.columns", {}, verdictPanel, evidencePanel), launchPanel(d), timeline.panel, files);
+    cellView.replaceChildren(nav, head, ...notes, ...(finding ? [finding] : []), h("div.columns", {}, verdictPanel, evidencePanel), launchPanel(d), timeline.panel, files);
     timeline.refilter();
     const first = evidence.find((ev) => ev.seq !== null && ev.seq !== undefined);
     const target = seq !== null ? seq : first ? first.seq : null;

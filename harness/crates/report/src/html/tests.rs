@@ -1,5 +1,5 @@
 use super::*;
-use crate::summary::{CellSummary, Status, Summary, Totals};
+use crate::summary::{CellSummary, Status, Summary};
 use serde_json::json;
 use std::path::Path;
 
@@ -76,6 +76,7 @@ fn summary_cell(name: &str, dir: &Path, status: Status, verdict: Option<&str>) -
     let id: graders::events::CellId = name.parse().unwrap();
     CellSummary {
         cell: name.to_string(),
+        profile: Some(suites::spec::Profile::RunnerContract),
         suite: id.suite,
         runner: id.runner,
         environment: id.environment,
@@ -88,6 +89,36 @@ fn summary_cell(name: &str, dir: &Path, status: Status, verdict: Option<&str>) -
         duration_ms: 12,
         evidence_dir: dir.display().to_string(),
     }
+}
+
+#[test]
+fn a_protocol_cell_that_did_not_pass_opens_with_its_finding_and_the_events_it_cites() {
+    let dir = tempfile::tempdir().unwrap();
+    evidence_folder(dir.path());
+    let mut cell = summary_cell(
+        "protocol-server-requests.my-runner-fake.local.command-approval",
+        dir.path(),
+        Status::Differs,
+        Some("fail"),
+    );
+    cell.profile = Some(suites::spec::Profile::Protocol);
+    cell.reason = "check `answered` failed: the driver never answered item/commandExecution/requestApproval (id 7) within 10 s; every server request must be answered (ServerRequest.json)".into();
+    let page = CellPage::load(&cell);
+    let finding = page.finding.expect("a finding");
+    assert_eq!(finding.check.as_deref(), Some("answered"));
+    assert!(
+        finding.what.starts_with("the driver never answered"),
+        "{}",
+        finding.what
+    );
+    let seqs: Vec<Option<u64>> = finding.lines.iter().map(|l| l.seq).collect();
+    assert_eq!(seqs, vec![Some(1), Some(4)], "the events the verdict cites");
+    assert_eq!(finding.lines[0].title, "item.completed");
+    // A passing protocol cell, or a runner-contract cell, has none.
+    cell.verdict = Some("pass".into());
+    assert!(CellPage::load(&cell).finding.is_none());
+    let contract = summary_cell(CELL, dir.path(), Status::Differs, Some("fail"));
+    assert!(CellPage::load(&contract).finding.is_none());
 }
 
 #[test]
@@ -202,11 +233,7 @@ fn the_page_is_self_contained_and_its_data_cannot_end_a_script() {
             Some("sandbox-failed-to-start"),
         ),
     ];
-    let summary = Summary {
-        totals: Totals::count(&cells),
-        wall_ms: 1500,
-        cells,
-    };
+    let summary = Summary::from_cells(cells, 1500);
     let page = render(&summary);
     for external in ["<link", "src=\"http", "href=\"http", "@import", "url("] {
         assert!(

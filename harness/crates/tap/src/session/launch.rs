@@ -183,12 +183,13 @@ pub(super) fn run_launch(shared: &Arc<Shared>, launch: u64, stream: UnixStream, 
         .lock()
         .unwrap_or_else(|p| p.into_inner())
         .clone();
+    let env = app_server_env(&shared.setup, &hello.env_names);
     let spawned = match spawner {
         Some(spawner) => spawner
             .spawn(&LaunchRequest {
                 program: &shared.setup.program,
                 args: &args,
-                env: &shared.setup.env,
+                env: &env,
                 tap_cwd: Path::new(&hello.cwd),
             })
             .map_err(|e| format!("cannot start {}: {e:#}", shared.setup.program.display())),
@@ -413,4 +414,23 @@ fn relay_stderr(stderr: impl Read, log: &LaunchLog, writer: &SharedWriter) {
         }
     });
     split.finish(log);
+}
+
+/// The app-server's environment: the cell's, plus each variable of `setup.inherit_env` whose
+/// name the driver's `codex` had in its environment, as the real `codex` would inherit it. The
+/// tap sends names only, so the value is the harness's own (the canary it planted): whatever
+/// the driver put there, what reaches the app-server is what the driver was given.
+fn app_server_env(
+    setup: &super::AppServerSetup,
+    driver_env_names: &[String],
+) -> Vec<(String, String)> {
+    let mut env = setup.env.clone();
+    env.extend(
+        setup
+            .inherit_env
+            .iter()
+            .filter(|(name, _)| driver_env_names.contains(name))
+            .cloned(),
+    );
+    env
 }
