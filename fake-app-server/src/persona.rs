@@ -233,6 +233,17 @@ impl Persona {
             .any(|feature| feature == name)
     }
 
+    /// Whether `name` is a feature of this release that `codex features list` says is under
+    /// development (those Codex warns about when a configuration enables them).
+    pub fn is_under_development(&self, name: &str) -> bool {
+        self.features.lines().any(|line| {
+            let mut words = line.split_whitespace();
+            words.next() == Some(name)
+                && words.next() == Some("under")
+                && words.next() == Some("development")
+        })
+    }
+
     /// The release's recorded answer to `method` where it does not depend on the fake's state
     /// (`static_answers.json`: `{params, result | error, before?, after?}`, the notifications
     /// it sent before and after answering).

@@ -4,7 +4,8 @@
 
 mod common;
 
-use common::cases::{decide, error, result, Case, Schemas};
+use common::cases::{decide, error, result, spawn, start_thread, Case, Schemas};
+use common::Lab;
 use serde_json::{json, Value};
 
 fn no_answer() -> impl FnMut(&Value) -> Option<Value> {
@@ -315,4 +316,51 @@ fn current_time_is_refused_by_a_fake_playing_0_171() {
         stderr.contains("`currentTime/read` is not a request Codex 0.171.0 sends"),
         "{stderr}"
     );
+}
+
+#[test]
+fn features_under_development_are_warned_about_on_a_threads_first_turn() {
+    // Codex 0.169 (measured): once per thread, before the first turn/start's answer, the
+    // features sorted; `-c features.X=true` and `--enable X` alike; a stable feature is quiet.
+    let (mut client, _, lab) = spawn(
+        "healthy",
+        Lab::new(),
+        &[
+            "--enable",
+            "request_permissions_tool",
+            "-c",
+            "features.exec_permission_approvals=true",
+            "--enable",
+            "goals",
+        ],
+    );
+    client.initialize(true);
+    let thread = start_thread(&mut client, &lab, "fullread");
+    for _ in 0..2 {
+        client.send_request(
+            "turn/start",
+            json!({"threadId": thread, "input": [{"type": "text", "text": "Go."}]}),
+        );
+        client.wait_for("turn/completed", |m| m["method"] == "turn/completed");
+    }
+    let messages = common::cases::messages(&client);
+    let warnings: Vec<&Value> = messages
+        .iter()
+        .filter(|m| m["method"] == "warning")
+        .collect();
+    assert_eq!(warnings.len(), 1, "{warnings:#?}");
+    let config = lab.home().join("config.toml");
+    assert_eq!(
+        warnings[0]["params"],
+        json!({"threadId": thread, "message": format!("Under-development features enabled: exec_permission_approvals, request_permissions_tool. Under-development features are incomplete and may behave unpredictably. To suppress this warning, set `suppress_unstable_features_warning = true` in {}.", config.display())})
+    );
+    let answered = messages
+        .iter()
+        .position(|m| m["result"]["turn"]["id"].is_string())
+        .unwrap();
+    let warned = messages
+        .iter()
+        .position(|m| m["method"] == "warning")
+        .unwrap();
+    assert!(warned < answered, "the warning comes before the answer");
 }

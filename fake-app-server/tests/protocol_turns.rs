@@ -39,6 +39,30 @@ fn turn_outcomes() {
     assert_eq!(errors.len(), 1);
     assert_eq!(errors[0]["willRetry"], false);
     assert_eq!(done["params"]["turn"]["error"], errors[0]["error"]);
+    // Codex 0.169 when the model's stream fails (measured): the rate limits without a usage
+    // report, the thread in `systemError`, the error, the thread unread, the turn failed with
+    // its items not loaded although the model said something; no idle status.
+    let messages = failed.messages();
+    let last_item = messages
+        .iter()
+        .rposition(|m| m["method"] == "item/completed")
+        .unwrap();
+    assert_eq!(
+        methods_of(&messages[last_item + 1..]),
+        [
+            "account/rateLimits/updated",
+            "thread/status/changed",
+            "error",
+            "thread/readState/changed",
+            "turn/completed"
+        ]
+    );
+    assert_eq!(
+        messages[last_item + 2]["params"]["status"]["type"],
+        "systemError"
+    );
+    assert_eq!(done["params"]["turn"]["items"], json!([]));
+    assert_eq!(done["params"]["turn"]["itemsView"], "notLoaded");
     schemas.assert_valid(&failed.messages(), |_| false);
 
     let mut silent_failure = Case::start("failed-turn-no-error", "fullread", json!({}));
@@ -149,6 +173,35 @@ fn a_goal_makes_the_server_start_turns_itself_until_it_is_complete() {
         .collect();
     assert_eq!(goals.first(), Some(&"active"));
     assert_eq!(goals.last(), Some(&"complete"));
+    // A goal counts the responses it was active through (measured with 0.169): not the one
+    // that created it, nor the one that completed it.
+    let used: Vec<(&str, u64)> = messages
+        .iter()
+        .filter(|m| m["method"] == "thread/goal/updated")
+        .map(|m| {
+            let goal = &m["params"]["goal"];
+            (
+                goal["status"].as_str().unwrap(),
+                goal["tokensUsed"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(used, [("active", 0), ("active", 15), ("complete", 15)]);
+    // While the goal goes on nothing is unread; its last turn is.
+    let unread: Vec<&Value> = messages
+        .iter()
+        .filter(|m| m["method"] == "thread/readState/changed")
+        .collect();
+    assert_eq!(unread.len(), 1, "{unread:?}");
+    let unread_at = messages
+        .iter()
+        .position(|m| m["method"] == "thread/readState/changed")
+        .unwrap();
+    let server_started_at = messages
+        .iter()
+        .position(|m| m["method"] == "turn/started" && m["params"]["turn"]["id"] == server_turn)
+        .unwrap();
+    assert!(unread_at > server_started_at);
     // No user message in a turn the server started.
     assert!(!messages.iter().any(|m| m["method"] == "item/started"
         && m["params"]["turnId"] == server_turn
@@ -159,6 +212,27 @@ fn a_goal_makes_the_server_start_turns_itself_until_it_is_complete() {
         .next_line(std::time::Duration::from_millis(300))
         .is_none());
     Schemas::of("0.169.0").assert_valid(&case.messages(), |_| false);
+}
+
+#[test]
+fn a_client_that_hangs_up_when_its_turn_completes_meets_no_turn_of_the_server() {
+    // Codex 0.169 and 0.171 start a goal's next turn 8 to 65 ms after turn/completed, and not
+    // at all once stdin is closed (measured).
+    let mut case = Case::start("server-started-turn", "fullread", json!({}));
+    case.until_turn_completed(&mut silent());
+    case.client.close_stdin();
+    assert!(case.client.wait_exit(WAIT).is_some_and(|s| s.success()));
+    while case
+        .client
+        .next_line(std::time::Duration::from_millis(100))
+        .is_some()
+    {}
+    let messages = case.messages();
+    let turns: Vec<&Value> = messages
+        .iter()
+        .filter(|m| m["method"] == "turn/started")
+        .collect();
+    assert_eq!(turns.len(), 1, "{turns:#?}");
 }
 
 /// A control request with a turn id that is not the live one: Codex 0.169's error text

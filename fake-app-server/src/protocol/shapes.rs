@@ -182,7 +182,8 @@ pub fn plan_item(id: &str, text: &str, started: u64, completed: Option<u64>) -> 
     json!({"type": "plan", "id": id, "text": text, "startedAtMs": started, "completedAtMs": completed})
 }
 
-/// A commandExecution item. `cmd` is the model's command; Codex shows it as `/bin/bash -lc '…'`.
+/// A commandExecution item. `cmd` is the model's command; Codex shows it as `/bin/bash -lc CMD`,
+/// quoted only where a shell needs it (see [`shell_display`]).
 #[derive(Clone)]
 pub struct CommandView<'a> {
     pub id: &'a str,
@@ -198,8 +199,12 @@ pub struct CommandView<'a> {
     pub completed: Option<u64>,
 }
 
+/// How Codex shows the command it runs: the argv joined as a shell would read it, each word
+/// quoted only where it must be (measured with 0.169: `/bin/bash -lc env`, `/bin/bash -lc
+/// 'printf probe > p.txt && echo WRITE_SUCCEEDED'`) — the `shlex` crate's join, which Codex uses.
 pub fn shell_display(cmd: &str) -> String {
-    format!("/bin/bash -lc '{}'", cmd.replace('\'', "'\\''"))
+    shlex::try_join(["/bin/bash", "-lc", cmd])
+        .unwrap_or_else(|_| format!("/bin/bash -lc '{}'", cmd.replace('\'', "'\\''")))
 }
 
 pub fn command_item(view: &CommandView) -> Value {
@@ -261,4 +266,51 @@ pub fn active_status(flags: &[&str]) -> Value {
 
 pub fn idle_status() -> Value {
     json!({"type": "idle"})
+}
+
+/// Input and output tokens of one response of the scripted model.
+pub const TOKENS_IN: u64 = 10;
+pub const TOKENS_OUT: u64 = 5;
+/// The tokens of one model response (a thread's usage counts in responses).
+pub const TOKENS_PER_RESPONSE: u64 = TOKENS_IN + TOKENS_OUT;
+
+/// `thread/tokenUsage/updated` of a thread whose model answered `responses` times, the last of
+/// them in `turn_id` (every response of the scripted model uses the same tokens).
+pub fn token_usage_updated(
+    thread_id: &str,
+    turn_id: &str,
+    responses: u64,
+    context_window: u64,
+) -> Value {
+    let breakdown = |n: u64| {
+        json!({"cacheWriteInputTokens": 0, "cachedInputTokens": 0, "inputTokens": TOKENS_IN * n,
+               "outputTokens": TOKENS_OUT * n, "reasoningOutputTokens": 0, "totalTokens": (TOKENS_IN + TOKENS_OUT) * n})
+    };
+    notification(
+        "thread/tokenUsage/updated",
+        json!({"threadId": thread_id, "turnId": turn_id, "tokenUsage": {
+            "last": breakdown(1), "total": breakdown(responses),
+            "modelContextWindow": context_window}}),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::shell_display;
+
+    #[test]
+    fn a_command_is_quoted_only_where_a_shell_needs_it_as_codex_shows_it() {
+        // Measured with Codex 0.169.
+        assert_eq!(shell_display("env"), "/bin/bash -lc env");
+        assert_eq!(
+            shell_display("printf probe > p.txt && echo WRITE_SUCCEEDED"),
+            "/bin/bash -lc 'printf probe > p.txt && echo WRITE_SUCCEEDED'"
+        );
+        // Still one word a shell reads back as the command.
+        let shown = shell_display("echo 'it''s'");
+        assert_eq!(
+            shlex::split(&shown).unwrap(),
+            ["/bin/bash", "-lc", "echo 'it''s'"]
+        );
+    }
 }

@@ -298,6 +298,11 @@ fn turn_start(shared: &Arc<Shared>, params: Option<&Value>) -> Reply {
             signals: signals_tx.clone(),
             output_schema,
         });
+        if first_turn {
+            if let Some(warning) = settings::unstable_features_warning(shared, &thread.id) {
+                shared.out.send(&warning);
+            }
+        }
         let (model, _) = model_of(shared, Some(thread));
         if !settings::in_catalog(&model) {
             // Codex warns before it answers turn/start (measured with 0.169).

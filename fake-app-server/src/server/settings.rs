@@ -40,6 +40,37 @@ pub fn missing_metadata_warning(model: &str, thread_id: &str) -> Value {
     )
 }
 
+/// `warning` on a thread's first turn/start when the configuration enables features under
+/// development (Codex 0.169's text, measured: after `thread/started`, before the answer, once
+/// per thread, the features sorted). `None` when it enables none.
+pub fn unstable_features_warning(shared: &Shared, thread_id: &str) -> Option<Value> {
+    let flags = &shared.config.session_flags;
+    if flags.get("suppress_unstable_features_warning") == Some(&toml::Value::Boolean(true)) {
+        return None;
+    }
+    let persona = crate::persona::current();
+    let enabled: std::collections::BTreeSet<&str> = flags
+        .get("features")
+        .and_then(toml::Value::as_table)
+        .into_iter()
+        .flatten()
+        .filter(|(name, on)| on.as_bool() == Some(true) && persona.is_under_development(name))
+        .map(|(name, _)| name.as_str())
+        .collect();
+    if enabled.is_empty() {
+        return None;
+    }
+    let config = super::codex_home().join("config.toml");
+    Some(shapes::notification(
+        "warning",
+        json!({"threadId": thread_id, "message": format!(
+            "Under-development features enabled: {}. Under-development features are incomplete and may behave unpredictably. To suppress this warning, set `suppress_unstable_features_warning = true` in {}.",
+            enabled.into_iter().collect::<Vec<_>>().join(", "),
+            config.display()
+        )}),
+    ))
+}
+
 /// The configured model and provider, with a thread's own model when it chose one.
 pub fn model_of(shared: &Shared, thread: Option<&ThreadState>) -> (String, String) {
     let model = thread

@@ -127,6 +127,16 @@ struct Persisted {
     /// crash cut short (`thread/read`, `thread/turns/list`: measured).
     #[serde(default)]
     active_turn: Option<PersistedTurn>,
+    /// The thread's token usage, reported again when it is resumed (absent in older files).
+    #[serde(default)]
+    tokens_used: u64,
+}
+
+/// Whether a turn object (any items view) holds an agent message: what makes a turn unread.
+pub fn has_agent_message(turn: &Value) -> bool {
+    turn["items"]
+        .as_array()
+        .is_some_and(|items| items.iter().any(|item| item["type"] == "agentMessage"))
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -142,7 +152,8 @@ fn user_reviewer() -> String {
 impl ThreadState {
     /// The thread's read receipt as Codex 0.169 reports it (`thread/read.readState`,
     /// `thread/readState/changed`): `null` for an ephemeral thread (no durable state); else the
-    /// earliest completed turn is the first unread one (the fake implements no
+    /// earliest completed turn with an agent message is the first unread one (a turn that only
+    /// planned leaves nothing to read: measured with 0.169; the fake implements no
     /// `thread/readState/update`, so nothing is ever marked read), with an opaque revision that
     /// changes with every finished turn.
     pub fn read_state(&self) -> Value {
@@ -152,7 +163,7 @@ impl ThreadState {
         let first_unread = self
             .turns
             .iter()
-            .find(|turn| turn["status"] == "completed")
+            .find(|turn| turn["status"] == "completed" && has_agent_message(turn))
             .and_then(|turn| turn["id"].as_str())
             .map(|id| serde_json::json!({"type": "turn", "turnId": id}));
         let digest = sha2::Sha256::digest(format!("{}/{}", self.id, self.turns.len()).as_bytes());
@@ -248,6 +259,7 @@ impl ThreadState {
                 id: active.id.clone(),
                 started_at: self.updated_at,
             }),
+            tokens_used: self.tokens_used,
         };
         let write = || -> std::io::Result<()> {
             if let Some(parent) = path.parent() {
@@ -315,7 +327,7 @@ impl ThreadState {
             dynamic_tools: record.dynamic_tools,
             instruction_sources: record.instruction_sources,
             preview: record.preview,
-            tokens_used: 0,
+            tokens_used: record.tokens_used,
             created_at: record.created_at,
             updated_at: record.updated_at,
             turns,

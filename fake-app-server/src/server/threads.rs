@@ -285,7 +285,7 @@ struct ThreadResumeParams {
 }
 
 pub(super) fn thread_resume(shared: &Arc<Shared>, params: Option<&Value>) -> Reply {
-    let run = || -> Result<(Value, Vec<Value>, Value), RpcError> {
+    let run = || -> Result<(Value, Vec<Value>, Vec<Value>), RpcError> {
         let params: ThreadResumeParams = parse_params(params)?;
         require_initialized(shared)?;
         gate(
@@ -371,21 +371,37 @@ pub(super) fn thread_resume(shared: &Arc<Shared>, params: Option<&Value>) -> Rep
         let status = shapes::thread_status(&thread.id, shapes::idle_status());
         let goal_cleared =
             shapes::notification("thread/goal/cleared", json!({"threadId": thread.id}));
+        // A resumed thread that used tokens reports its usage again, as of its last turn,
+        // right after the answer (measured with 0.169).
+        let usage = thread
+            .turns
+            .last()
+            .and_then(|turn| turn["id"].as_str())
+            .filter(|_| thread.tokens_used > 0)
+            .map(|turn_id| {
+                shapes::token_usage_updated(
+                    &thread.id,
+                    turn_id,
+                    thread.tokens_used / shapes::TOKENS_PER_RESPONSE,
+                    settings::FALLBACK_CONTEXT_WINDOW,
+                )
+            });
+        let after: Vec<Value> = usage.into_iter().chain([goal_cleared]).collect();
         reinsert(thread);
         let before = if with_turns {
             vec![status, hydration_notice()]
         } else {
             vec![status]
         };
-        Ok((result, before, goal_cleared))
+        Ok((result, before, after))
     };
     match run() {
-        Ok((result, before, goal_cleared)) => {
+        Ok((result, before, after)) => {
             for notification in &before {
                 shared.out.send(notification);
             }
             // Codex 0.169 clears the thread's goal right after the answer (measured).
-            Reply::then(result, vec![goal_cleared])
+            Reply::then(result, after)
         }
         Err(e) => Reply::err(e),
     }

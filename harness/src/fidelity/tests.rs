@@ -245,3 +245,87 @@ fn ids_made_differently_are_a_failure_and_model_made_ids_are_one_shape() {
     assert!(!failure.contains("agentMessage"), "{failure}");
     assert_eq!(outcome(&fake_of_new, &new).failure(), None);
 }
+
+/// What measures time (an answer's latency) and the longest line's byte count (which holds the
+/// cell's paths) do not count; everything else of the protocol events still does.
+#[test]
+fn latencies_and_the_longest_lines_bytes_are_not_compared_but_the_rest_of_an_exchange_is() {
+    use graders::events::{ClientRequestAnswered, NotificationCount, ServerNotifications};
+    let exchange = |latency_ms: u64, error: Option<&str>, largest: u64, goal_updates: u64| {
+        vec![
+            ev(
+                0,
+                Source::Driver,
+                Body::ClientRequestAnswered(ClientRequestAnswered {
+                    launch: 1,
+                    id: "2".into(),
+                    method: "thread/start".into(),
+                    error: error.map(|message| graders::events::RpcError {
+                        code: Some(-32603),
+                        message: message.into(),
+                    }),
+                    thread_id: Some("t".into()),
+                    turn_id: None,
+                    sandbox: None,
+                    latency_ms,
+                    cwd: None,
+                    turns: None,
+                    codex_home: None,
+                }),
+            ),
+            ev(
+                1,
+                Source::Driver,
+                Body::ServerNotifications(ServerNotifications {
+                    release: Some("0.169.0".into()),
+                    methods: vec![
+                        NotificationCount {
+                            method: "thread/goal/updated".into(),
+                            count: goal_updates,
+                            known: Some(true),
+                            checked: goal_updates,
+                            invalid: 0,
+                            extra_fields: 0,
+                        },
+                        NotificationCount {
+                            method: "turn/completed".into(),
+                            count: 1 + goal_updates / 10,
+                            known: Some(true),
+                            checked: 1,
+                            invalid: 0,
+                            extra_fields: 0,
+                        },
+                    ],
+                    unlisted: 0,
+                    largest_line_bytes: largest,
+                }),
+            ),
+        ]
+    };
+    let fake = normalise(&exchange(19, None, 1926, 2), "/x");
+    assert_eq!(
+        first_divergence(&fake, &normalise(&exchange(784, None, 1939, 3), "/y")),
+        None,
+        "latencies, bytes within a size class and a goal's timing-dependent updates"
+    );
+    assert_eq!(fake[0]["payload"]["latency_ms"], "<ms>");
+    for (other, path) in [
+        (exchange(19, Some("boom"), 1926, 2), "payload.error"),
+        (exchange(19, None, 70_000, 2), "payload.largest_line_bytes"),
+        (
+            exchange(19, None, 1926, 0),
+            "payload.methods.thread/goal/updated.",
+        ),
+        (
+            exchange(19, None, 1926, 12),
+            "payload.methods.turn/completed.count",
+        ),
+    ] {
+        let divergence = first_divergence(&fake, &normalise(&other, "/x")).expect(path);
+        assert!(
+            divergence.describe().contains(path),
+            "{}",
+            divergence.describe()
+        );
+    }
+}

@@ -276,6 +276,7 @@ impl TurnRun {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .insert(self.plan.thread_id.clone(), goal.clone());
+        self.goal_changed = true;
         self.send_goal(&goal);
         self.tell(call_id, goal_output(&goal));
     }
@@ -291,6 +292,7 @@ impl TurnRun {
         };
         match goal {
             Some(goal) => {
+                self.goal_changed = true;
                 self.send_goal(&goal);
                 self.tell(call_id, goal_output(&goal));
             }

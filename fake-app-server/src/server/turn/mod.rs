@@ -77,14 +77,31 @@ struct TurnRun {
     /// For a turn the server started on its own (a goal's continuation): the turn that started
     /// the chain (`rootTurnId`); such a turn has no user message.
     root_turn: Option<String>,
+    /// The model created or updated the thread's goal in the current response: that response's
+    /// tokens do not count for the goal (measured with 0.169: `tokensUsed` counts only the
+    /// responses the goal was active through).
+    goal_changed: bool,
+}
+
+/// How a turn ends, beyond its status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ending {
+    Normal,
+    /// The model's stream failed (the scenario's `fail`).
+    StreamFailed,
 }
 
 /// What the mock model API reports per response (`usage`), so both players report the same.
-const TOKENS_IN: u64 = 10;
-const TOKENS_OUT: u64 = 5;
+use shapes::{TOKENS_IN, TOKENS_OUT};
+
+/// How long after a turn completes Codex starts the next one of an active goal: 8 to 65 ms
+/// (measured, 0.169 and 0.171). A client that closes stdin before then never sees it: Codex
+/// shuts down instead (measured: stdin closed at `turn/completed`, no `turn/started`).
+const SERVER_TURN_DELAY: std::time::Duration = std::time::Duration::from_millis(20);
 
 /// Play a turn the client started, then the turns the server starts on its own after it (while
-/// a goal the model created is active, at most `limits.goal_turns`).
+/// a goal the model created is active, at most `limits.goal_turns`, and the client has not
+/// closed stdin).
 pub fn play(shared: Arc<Shared>, plan: TurnPlan) {
     let _running = shared.turn_player();
     let root = plan.turn_id.clone();
@@ -98,6 +115,10 @@ pub fn play(shared: Arc<Shared>, plan: TurnPlan) {
         }
         if continuations >= shared.scenario.limits.goal_turns {
             eprintln!("fake-app-server: the goal of thread {thread_id} is still active after {continuations} turns the server started (limits.goal_turns); no more");
+            break;
+        }
+        std::thread::sleep(SERVER_TURN_DELAY);
+        if shared.input_ended() {
             break;
         }
         continuations += 1;
@@ -122,6 +143,7 @@ fn play_one(shared: Arc<Shared>, plan: TurnPlan, root_turn: Option<String>) -> &
         tokens: 0,
         changes: Vec::new(),
         root_turn,
+        goal_changed: false,
     };
     run.play()
 }
@@ -238,10 +260,19 @@ impl TurnRun {
             eprintln!("fake-app-server: the server interrupts turn {turn_id} as the scenario asks");
             status = "interrupted";
         }
+        let mut ending = Ending::Normal;
         if status == "completed" {
             if let Some(failure) = &script.fail {
                 let message = format!("stream disconnected before completion: {}", failure.message);
                 let turn_error = json!({"message": message, "codexErrorInfo": "other", "additionalDetails": null, "misalignment": null});
+                // Codex 0.169 when the model's stream fails (measured with a `response.failed`):
+                // the account's rate limits (no usage: the response had none), the thread in
+                // `systemError`, the `error`, then the turn ends failed (see `finish`).
+                self.rate_limits();
+                self.send(shapes::thread_status(
+                    &thread_id,
+                    json!({"type": "systemError"}),
+                ));
                 if failure.error_notification {
                     self.send(shapes::notification(
                         "error",
@@ -250,9 +281,10 @@ impl TurnRun {
                 }
                 status = "failed";
                 error = turn_error;
+                ending = Ending::StreamFailed;
             }
         }
-        self.finish(status, error, started_s, started.elapsed());
+        self.finish(status, error, ending, started_s, started.elapsed());
         self.server_steps(&script.server_steps, |s| s.after_turn);
         status
     }
@@ -301,31 +333,33 @@ impl TurnRun {
         let responses_before = self.plan.tokens_before / (TOKENS_IN + TOKENS_OUT);
         self.tokens += TOKENS_IN + TOKENS_OUT;
         let responses = responses_before + self.tokens / (TOKENS_IN + TOKENS_OUT);
-        let breakdown = |n: u64| {
-            json!({"cacheWriteInputTokens": 0, "cachedInputTokens": 0, "inputTokens": TOKENS_IN * n,
-                   "outputTokens": TOKENS_OUT * n, "reasoningOutputTokens": 0, "totalTokens": (TOKENS_IN + TOKENS_OUT) * n})
-        };
         let (thread_id, turn_id) = self.ids();
-        let message = shapes::notification(
-            "thread/tokenUsage/updated",
-            json!({"threadId": thread_id, "turnId": turn_id, "tokenUsage": {
-                "last": breakdown(1), "total": breakdown(responses),
-                "modelContextWindow": super::settings::FALLBACK_CONTEXT_WINDOW}}),
-        );
-        self.send(message);
-        // Codex 0.169 follows every usage report with the account's rate limits; against a
-        // custom provider they are all unknown (measured).
+        self.send(shapes::token_usage_updated(
+            thread_id,
+            turn_id,
+            responses,
+            super::settings::FALLBACK_CONTEXT_WINDOW,
+        ));
+        // Codex 0.169 follows every usage report with the account's rate limits.
+        self.rate_limits();
+        // Once a patch changed files, every later response repeats the turn's diff (measured).
+        if !self.changes.is_empty() {
+            self.turn_diff();
+        }
+        if !std::mem::take(&mut self.goal_changed) {
+            self.goal_tokens(TOKENS_IN + TOKENS_OUT);
+        }
+    }
+
+    /// The account's rate limits after a model response; against a custom provider they are
+    /// all unknown (measured with 0.169).
+    fn rate_limits(&self) {
         self.send(shapes::notification(
             "account/rateLimits/updated",
             json!({"rateLimits": {"limitId": "codex", "limitName": null, "normalModelSlug": null,
                 "primary": null, "secondary": null, "credits": null, "individualLimit": null,
                 "spendControlReached": null, "planType": null, "rateLimitReachedType": null}}),
         ));
-        // Once a patch changed files, every later response repeats the turn's diff (measured).
-        if !self.changes.is_empty() {
-            self.turn_diff();
-        }
-        self.goal_tokens(TOKENS_IN + TOKENS_OUT);
     }
 
     fn turn_diff(&self) {
@@ -336,7 +370,14 @@ impl TurnRun {
         ));
     }
 
-    fn finish(&mut self, status: &str, error: Value, started_s: u64, elapsed: Duration) {
+    fn finish(
+        &mut self,
+        status: &str,
+        error: Value,
+        ending: Ending,
+        started_s: u64,
+        elapsed: Duration,
+    ) {
         let (thread_id, turn_id) = (self.plan.thread_id.clone(), self.plan.turn_id.clone());
         let completed_s = shapes::now_s();
         let duration_ms = Some(elapsed.as_millis() as u64);
@@ -359,9 +400,12 @@ impl TurnRun {
             .cloned()
             .into_iter()
             .collect();
-        // A failed or interrupted turn without an agent message reports its items as not loaded
-        // (measured with 0.169).
-        let (summary_items, view) = if status != "completed" && summary_items.is_empty() {
+        // A failed or interrupted turn without an agent message reports its items as not loaded,
+        // and so does a turn whose model stream failed, whatever it said before (measured with
+        // 0.169).
+        let (summary_items, view) = if status != "completed" && summary_items.is_empty()
+            || ending == Ending::StreamFailed
+        {
             (Vec::new(), "notLoaded")
         } else {
             (summary_items, "summary")
@@ -376,6 +420,7 @@ impl TurnRun {
             completed_at: Some(completed_s),
             duration_ms,
         });
+        let has_message = super::state::has_agent_message(&full);
         let read_state = {
             let mut state = self.shared.state();
             state.threads.get_mut(&thread_id).map(|thread| {
@@ -387,15 +432,24 @@ impl TurnRun {
                 thread.read_state()
             })
         };
-        // A completed turn of a durable thread is unread: Codex 0.169 says so before the thread
-        // goes idle (measured).
-        if let Some(read_state) = read_state.filter(|r| !r.is_null() && status == "completed") {
+        // A completed turn of a durable thread that said something (an agent message; a turn
+        // that only planned does not count) is unread: Codex 0.169 says so before the thread
+        // goes idle (measured), and so for a turn whose model stream failed, whose thread stays
+        // in `systemError` (no idle status; measured).
+        // While a goal is active the server goes on with the thread: nothing is unread yet
+        // (measured: no `thread/readState/changed` until the goal's last turn).
+        let goal_goes_on = codex_tools::goal_active(&self.shared, &thread_id);
+        let unread = (status == "completed" && has_message || ending == Ending::StreamFailed)
+            && !goal_goes_on;
+        if let Some(read_state) = read_state.filter(|r| !r.is_null() && unread) {
             self.send(shapes::notification(
                 "thread/readState/changed",
                 json!({"threadId": thread_id, "readState": read_state}),
             ));
         }
-        self.send(shapes::thread_status(&thread_id, shapes::idle_status()));
+        if ending != Ending::StreamFailed {
+            self.send(shapes::thread_status(&thread_id, shapes::idle_status()));
+        }
         self.send(shapes::notification(
             "turn/completed",
             json!({"threadId": thread_id, "turn": summary}),

@@ -19,6 +19,7 @@ use super::provision::{self, CodexInstall};
 use anyhow::{Context, Result};
 use driver::run::AppServerProgram;
 use driver::task::Timeouts;
+use fake_app_server::scenario::model::{ModelStep, ModelTurn};
 use fake_app_server::scenario::Scenario;
 use report::layout::CellEvidence;
 use std::path::{Path, PathBuf};
@@ -26,9 +27,13 @@ use std::time::Duration;
 
 /// `PATH` of the app-server: system folders only.
 pub const APP_SERVER_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
-/// The provider id and model name configured into Codex.
+/// The provider id and model name configured into Codex. The model is one of the catalogue
+/// every pinned release bundles (`codex debug models --bundled`: 0.160, 0.169 and 0.171 all
+/// list `gpt-5.5`), so Codex treats the mock as it treats a real model: it offers `apply_patch`
+/// (only catalogue models get it; measured) and sends no `Model metadata … not found` warning.
+/// The fake gets the same arguments, and its persona's catalogue lists the model too.
 pub const PROVIDER_ID: &str = "mock";
-pub const MODEL: &str = "mock-model";
+pub const MODEL: &str = "gpt-5.5";
 
 /// The Codex version a runner plays, from its name (`runner-codex`, `runner-codex-0-160`,
 /// `runner-codex-legacy`); `None` for runners that do not use the real Codex.
@@ -150,16 +155,19 @@ pub async fn prepare_script(
     }
     let model_log = evidence.model_log();
     let request_log = evidence.model_requests();
+    let script_features = features_for(&script.turns);
     let mock = MockModelApi::start_with(MockConfig {
         script,
         model_log: model_log.clone(),
         request_log: Some(request_log.clone()),
     })
     .await?;
+    let mut extra_args = provider_args(&mock.base_url());
+    extra_args.extend(feature_args(&script_features));
     let app_server = AppServerProgram {
         program: install.binary.clone(),
         leading_args: vec!["app-server".into()],
-        extra_args: provider_args(&mock.base_url()),
+        extra_args,
         env: allowlisted_env(&home, &codex_home, &tmpdir),
     };
     Ok(PreparedCodex {
@@ -190,6 +198,37 @@ pub fn provider_args(base_url: &str) -> Vec<String> {
             quoted(base_url)
         ),
     ]
+}
+
+/// The Codex features a model script needs that are off by default: `request_permissions_tool`
+/// for a model that calls `request_permissions` (the tool is under development in 0.169 and
+/// offered only with the feature; measured with 0.160, 0.169 and 0.171). The fake playing the
+/// same scenario gets them too (the matrix's app-server stage), so both start alike: Codex warns
+/// about an under-development feature on a thread's first turn.
+pub fn features_for(model_script: &[ModelTurn]) -> Vec<&'static str> {
+    use fake_app_server::scenario::codex_tools::REQUEST_PERMISSIONS;
+    let calls = |tool: &str| {
+        model_script
+            .iter()
+            .flat_map(|turn| &turn.steps)
+            .any(|step| matches!(step, ModelStep::ToolCall { name, .. } if name == tool))
+    };
+    let mut features = Vec::new();
+    if calls(REQUEST_PERMISSIONS) {
+        features.push("request_permissions_tool");
+    }
+    features
+}
+
+/// `-c features.NAME=true` for each feature. Not `--enable NAME`: the tap appends the cell's
+/// arguments after the driver's, and a `--enable` given after `app-server` replaces every
+/// `--enable` the driver gave before it (clap's global options; `cli_rules.toml`), where `-c`
+/// overrides add up.
+pub fn feature_args(features: &[&str]) -> Vec<String> {
+    features
+        .iter()
+        .flat_map(|feature| ["-c".to_string(), format!("features.{feature}=true")])
+        .collect()
 }
 
 /// The app-server's complete environment: nothing inherited, never a credential.
@@ -231,6 +270,21 @@ mod tests {
         assert_eq!(mock["wire_api"].as_str(), Some("responses"));
         assert_eq!(mock["request_max_retries"].as_integer(), Some(0));
         assert!(mock.get("env_key").is_none());
+    }
+
+    #[test]
+    fn a_script_calling_request_permissions_enables_its_feature_by_config() {
+        use fake_app_server::scenario::Scenario;
+        let permissions = Scenario::builtin("permissions-approval")
+            .unwrap()
+            .model_script();
+        assert_eq!(features_for(&permissions), ["request_permissions_tool"]);
+        assert_eq!(
+            feature_args(&features_for(&permissions)),
+            ["-c", "features.request_permissions_tool=true"]
+        );
+        let healthy = Scenario::builtin("healthy").unwrap().model_script();
+        assert!(features_for(&healthy).is_empty());
     }
 
     #[test]

@@ -4,19 +4,23 @@
 //! (`model_providers.mock={base_url="http://127.0.0.1:PORT/v1", wire_api="responses", …}`).
 //! The mock plays a scenario's model script (see [`script`]) — the same script the fake
 //! app-server plays — records every request, and writes the model log
-//! (`fake_app_server::model_log::ModelLogEntry` JSONL): each tool call it made and each tool
-//! output Codex sent back. For a command Codex judges refused by the sandbox that output is the
-//! only trace (Codex emits no command item for it).
+//! (`fake_app_server::model_log::ModelLogEntry` JSONL), as the fake writes its own: each user
+//! message the model read, each tool call it made and each tool output Codex sent back. For a
+//! command Codex judges refused by the sandbox that output is the only trace (Codex emits no
+//! command item for it).
 //!
 //! Routes: `POST /v1/responses` streams a response; a WebSocket upgrade `GET /v1/responses` gets
 //! 426 (Codex then falls back to POST); everything else 404.
 //!
 //! Turn and step are derived from each request's history ([`position`]); the only state kept is
-//! which tool outputs were already logged (Codex resends the whole history every time).
+//! what was already logged (Codex resends the whole history every time). How a call is made
+//! (Codex's freeform `apply_patch`, the driver's first dynamic tool) follows what the request
+//! offered ([`tools`]).
 
 pub mod position;
 pub mod script;
 pub mod sse;
+pub mod tools;
 
 pub use script::{FailureKind, MockScript, ScriptedFailure};
 
@@ -121,7 +125,8 @@ struct Shared {
 
 struct ModelLogWriter {
     file: std::fs::File,
-    logged_outputs: HashSet<String>,
+    /// Tool outputs by call id; user messages by thread and their key in its history.
+    logged: HashSet<String>,
 }
 
 impl ModelLogWriter {
@@ -172,7 +177,7 @@ impl MockModelApi {
             request_log,
             model_log: Mutex::new(ModelLogWriter {
                 file: model_log,
-                logged_outputs: HashSet::new(),
+                logged: HashSet::new(),
             }),
             reviews: Mutex::new(std::collections::VecDeque::new()),
             thread_order: Mutex::new(Vec::new()),
@@ -338,12 +343,21 @@ fn answer(shared: &Shared, headers: &HeaderMap, record: &mut RecordedRequest) ->
     let probe_id = probe_id_for(&thread);
     {
         let mut log = shared.model_log.lock().expect("model log lock");
-        for output in position::tool_outputs(input) {
-            if log.logged_outputs.insert(output.call_id.clone()) {
-                log.write(&ModelLogEntry::ToolOutput {
-                    call_id: output.call_id,
-                    output: output.output,
-                });
+        for seen in position::received(input) {
+            match seen {
+                position::Received::Input(message) => {
+                    if log.logged.insert(format!("input {thread} {}", message.key)) {
+                        log.write(&ModelLogEntry::UserInput { text: message.text });
+                    }
+                }
+                position::Received::Output(output) => {
+                    if log.logged.insert(format!("output {}", output.call_id)) {
+                        log.write(&ModelLogEntry::ToolOutput {
+                            call_id: output.call_id,
+                            output: output.output,
+                        });
+                    }
+                }
             }
         }
     }
@@ -395,7 +409,8 @@ fn answer(shared: &Shared, headers: &HeaderMap, record: &mut RecordedRequest) ->
             }
         }
     }
-    let rendered = sse::render(steps, &template, &ids, failure);
+    let offered = tools::Offered::from_request(&record.body);
+    let rendered = sse::render(steps, &template, &offered, &ids, failure);
     {
         let mut log = shared.model_log.lock().expect("model log lock");
         for call in &rendered.calls {
@@ -458,7 +473,13 @@ fn answer_review(shared: &Shared, record: &mut RecordedRequest) -> Response {
             shared.records.lock().expect("records lock").len()
         ),
     };
-    let rendered = sse::render(&steps, &TemplateContext::default(), &ids, None);
+    let rendered = sse::render(
+        &steps,
+        &TemplateContext::default(),
+        &tools::Offered::default(),
+        &ids,
+        None,
+    );
     record.answer = format!("review-{}", if review.allows() { "allow" } else { "deny" });
     event_stream(rendered.body)
 }

@@ -1,14 +1,19 @@
 //! Where in the script a request stands, decided from the request alone (stateless, like a real
 //! model: Codex resends the whole history on every request).
 //!
-//! * The **turn** is the number of user-typed messages in `input`, minus one. Codex also sends
-//!   context it injects itself as `user` messages (the `# AGENTS.md instructions for …` block,
-//!   `<environment_context>…`, and other `<tag>`-wrapped blocks); those are not counted. So a
-//!   driver's prompt must not itself start with `<` or `# AGENTS.md instructions` — the suites'
-//!   prompts never do.
+//! * The **turn** is the number of turn openings in `input`, minus one. A turn opens with a
+//!   user-typed message, or — for a turn the server starts itself while a goal is active — with
+//!   Codex's goal continuation prompt (a `user` message starting `<codex_internal_context
+//!   source="goal">`, measured with 0.160, 0.169 and 0.171: the fake plays the script's next turn
+//!   there too). Codex also sends other context it injects itself as `user` messages (the `#
+//!   AGENTS.md instructions for …` block, `<environment_context>…`, and other `<tag>`-wrapped
+//!   blocks); those are not counted. So a driver's prompt must not itself start with `<` or `#
+//!   AGENTS.md instructions` — the suites' prompts never do.
 //! * The **response** within the turn is the number of tool outputs (`function_call_output`,
-//!   `custom_tool_call_output`) after the last user-typed message: each tool step of the script
-//!   ends one response, and Codex answers each call with exactly one output.
+//!   `custom_tool_call_output`) answering a call (they carry its `call_id`) after the turn's
+//!   opening: each tool step of the script ends one response, and Codex answers each call with
+//!   exactly one output. Outputs Codex injects without a call (after `create_goal`, a
+//!   `goal_objective` output with no `call_id`, measured) are context, not answers.
 //!
 //! A resumed thread carries its earlier turns in the history, so counting continues across a
 //! resume.
@@ -43,14 +48,14 @@ pub struct TurnContext {
 
 /// The template context of the turn the request belongs to.
 pub fn turn_context(input: &[Value]) -> TurnContext {
-    let start = input
-        .iter()
-        .rposition(|item| {
-            item.get("type").and_then(Value::as_str) == Some("message") && is_user_typed(item)
-        })
-        .unwrap_or(0);
+    let start = input.iter().rposition(opens_turn).unwrap_or(0);
     let turn = &input[start..];
-    let user_text = turn.first().map(message_text).unwrap_or_default();
+    // A turn the server started has no user text.
+    let user_text = turn
+        .first()
+        .filter(|item| is_user_typed(item))
+        .map(message_text)
+        .unwrap_or_default();
     let exec_calls: HashSet<&str> = turn
         .iter()
         .filter(|item| {
@@ -74,13 +79,11 @@ pub fn position(input: &[Value]) -> Position {
     let mut user_messages = 0usize;
     let mut outputs_since = 0usize;
     for item in input {
-        match item.get("type").and_then(Value::as_str) {
-            Some("message") if is_user_typed(item) => {
-                user_messages += 1;
-                outputs_since = 0;
-            }
-            Some("function_call_output") | Some("custom_tool_call_output") => outputs_since += 1,
-            _ => {}
+        if opens_turn(item) {
+            user_messages += 1;
+            outputs_since = 0;
+        } else if answers_call(item) {
+            outputs_since += 1;
         }
     }
     Position {
@@ -89,22 +92,67 @@ pub fn position(input: &[Value]) -> Position {
     }
 }
 
-/// Every tool output in the history, in order.
-pub fn tool_outputs(input: &[Value]) -> Vec<ReceivedOutput> {
+/// A user message the model read, as found in a request's `input`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReceivedInput {
+    /// Where it is known by in the history: the message's `id` (stable across requests,
+    /// measured), else its position.
+    pub key: String,
+    /// The text of its text parts joined by newlines, as the fake logs a turn's input.
+    pub text: String,
+}
+
+/// What the model read that the model log records, in history order: each user-typed message
+/// (a turn's input, or input steered into a running turn) and each tool output answering a call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Received {
+    Input(ReceivedInput),
+    Output(ReceivedOutput),
+}
+
+pub fn received(input: &[Value]) -> Vec<Received> {
     input
         .iter()
-        .filter(|item| {
-            matches!(
-                item.get("type").and_then(Value::as_str),
-                Some("function_call_output") | Some("custom_tool_call_output")
-            )
-        })
-        .filter_map(|item| {
-            let call_id = item.get("call_id")?.as_str()?.to_string();
-            Some(ReceivedOutput {
-                call_id,
+        .enumerate()
+        .filter_map(|(index, item)| {
+            if is_message(item) && is_user_typed(item) {
+                return Some(Received::Input(ReceivedInput {
+                    key: item
+                        .get("id")
+                        .and_then(Value::as_str)
+                        .map_or_else(|| format!("#{index}"), str::to_string),
+                    text: message_parts(item).join("\n"),
+                }));
+            }
+            if !answers_call(item) {
+                return None;
+            }
+            Some(Received::Output(ReceivedOutput {
+                call_id: item.get("call_id")?.as_str()?.to_string(),
                 output: output_text(item.get("output")?),
-            })
+            }))
+        })
+        .collect()
+}
+
+/// Every user-typed message in the history, in order.
+pub fn user_inputs(input: &[Value]) -> Vec<ReceivedInput> {
+    received(input)
+        .into_iter()
+        .filter_map(|r| match r {
+            Received::Input(input) => Some(input),
+            Received::Output(_) => None,
+        })
+        .collect()
+}
+
+/// Every tool output answering a call in the history, in order.
+pub fn tool_outputs(input: &[Value]) -> Vec<ReceivedOutput> {
+    received(input)
+        .into_iter()
+        .filter_map(|r| match r {
+            Received::Output(output) => Some(output),
+            Received::Input(_) => None,
         })
         .collect()
 }
@@ -126,6 +174,26 @@ fn output_text(output: &Value) -> String {
     }
 }
 
+/// The prompt Codex sends the model to open a turn it starts itself while a goal is active.
+const GOAL_CONTINUATION: &str = "<codex_internal_context source=\"goal\">";
+
+fn is_message(item: &Value) -> bool {
+    item.get("type").and_then(Value::as_str) == Some("message")
+}
+
+/// A user-typed message, or Codex's goal continuation prompt.
+fn opens_turn(item: &Value) -> bool {
+    is_message(item) && (is_user_typed(item) || is_goal_continuation(item))
+}
+
+/// A tool output that answers a call of the model (it names the call).
+fn answers_call(item: &Value) -> bool {
+    matches!(
+        item.get("type").and_then(Value::as_str),
+        Some("function_call_output") | Some("custom_tool_call_output")
+    ) && item.get("call_id").and_then(Value::as_str).is_some()
+}
+
 fn is_user_typed(item: &Value) -> bool {
     if item.get("role").and_then(Value::as_str) != Some("user") {
         return false;
@@ -135,15 +203,24 @@ fn is_user_typed(item: &Value) -> bool {
     !(text.starts_with('<') || text.starts_with("# AGENTS.md instructions"))
 }
 
+fn is_goal_continuation(item: &Value) -> bool {
+    item.get("role").and_then(Value::as_str) == Some("user")
+        && message_text(item).starts_with(GOAL_CONTINUATION)
+}
+
 fn message_text(item: &Value) -> String {
+    message_parts(item).concat()
+}
+
+fn message_parts(item: &Value) -> Vec<String> {
     match item.get("content") {
-        Some(Value::String(text)) => text.clone(),
+        Some(Value::String(text)) => vec![text.clone()],
         Some(Value::Array(parts)) => parts
             .iter()
             .filter_map(|part| part.get("text").and_then(Value::as_str))
-            .collect::<Vec<_>>()
-            .join(""),
-        _ => String::new(),
+            .map(str::to_string)
+            .collect(),
+        _ => Vec::new(),
     }
 }
 
@@ -205,6 +282,67 @@ mod tests {
         assert_eq!(
             context.last_exec.as_deref(),
             Some("Chunk ID: 1\nWall time: 0.0 seconds\nProcess exited with code 1\nOriginal token count: 3\nOutput:\nbwrap: loopback: Failed RTM_NEWADDR: Operation not permitted\n")
+        );
+    }
+
+    #[test]
+    fn a_goal_continuation_opens_a_turn_and_an_injected_output_answers_nothing() {
+        // Measured with Codex 0.169: after `create_goal`, Codex adds a `goal_objective` output
+        // with no call id; the turn it then starts itself opens with its continuation prompt.
+        let mut input = vec![
+            user("Summarise the README."),
+            json!({"type":"function_call","call_id":"c1","name":"create_goal","arguments":"{}"}),
+            json!({"type":"function_call_output","call_id":"c1","output":"{}"}),
+            json!({"type":"function_call_output","name":"goal_objective","namespace":"agent","output":"Write it."}),
+        ];
+        assert_eq!(
+            position(&input),
+            Position {
+                turn: 0,
+                response: 1
+            }
+        );
+        assert_eq!(tool_outputs(&input).len(), 1);
+        input.push(user("<codex_internal_context source=\"goal\">\nContinue working toward the active thread goal.\n</codex_internal_context>"));
+        assert_eq!(
+            position(&input),
+            Position {
+                turn: 1,
+                response: 0
+            }
+        );
+        let context = turn_context(&input);
+        assert_eq!(
+            context.user_text, "",
+            "a server-started turn has no user text"
+        );
+        assert_eq!(context.last_exec, None);
+        // Other injected context still opens nothing.
+        input.push(user("<environment_context>\n</environment_context>"));
+        assert_eq!(position(&input).turn, 1);
+    }
+
+    #[test]
+    fn user_inputs_are_the_user_typed_messages_keyed_by_id() {
+        let input = vec![
+            user("# AGENTS.md instructions for /ws"),
+            json!({"type":"message","id":"msg_1","role":"user","content":[{"type":"input_text","text":"one"},{"type":"input_text","text":"two"}]}),
+            user("<codex_internal_context source=\"goal\">x"),
+            user("steered"),
+        ];
+        let inputs = user_inputs(&input);
+        assert_eq!(
+            inputs,
+            [
+                ReceivedInput {
+                    key: "msg_1".into(),
+                    text: "one\ntwo".into()
+                },
+                ReceivedInput {
+                    key: "#3".into(),
+                    text: "steered".into()
+                },
+            ]
         );
     }
 

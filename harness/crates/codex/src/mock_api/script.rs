@@ -45,22 +45,19 @@ impl MockScript {
     }
 
     /// The model side of a fake scenario. Scenario turn failures (`fail`) become a
-    /// `response.failed` after the turn's steps; the fake's default turn is kept. A scenario
-    /// that scripts the app-server (method answers, notification or transport faults) is not
-    /// playable: the real Codex decides those itself. Environment facts are ignored — the real
+    /// `response.failed` after the turn's steps (the real Codex then sends `error` and fails the
+    /// turn); the fake's default turn is kept. A scenario the real Codex cannot be made to play
+    /// (`Scenario::fake_only`: it scripts the app-server's own answers, faults, server steps or
+    /// endings, which the real Codex decides itself) is refused with that reason, never played
+    /// without the part that makes it what it is. Environment facts are ignored — the real
     /// environment decides.
     pub fn from_scenario(scenario: &Scenario) -> Result<Self, NotPlayable> {
         let refuse = |reason: String| NotPlayable {
             scenario: scenario.name.clone(),
             reason,
         };
-        if let Some(method) = scenario.methods.keys().next() {
-            return Err(refuse(format!("it scripts the answer to `{method}`")));
-        }
-        if let Some(method) = scenario.notifications.keys().next() {
-            return Err(refuse(format!(
-                "it injects faults on `{method}` notifications"
-            )));
+        if let Some(reason) = scenario.fake_only() {
+            return Err(refuse(reason));
         }
         if scenario.threads.ephemeral.is_some() {
             // The mock sees requests, not thread/start: it cannot tell an ephemeral thread.
@@ -71,12 +68,6 @@ impl MockScript {
         let mut script = Self::new(scenario.model_script());
         script.threads = scenario.threads.clone();
         for (index, turn) in scenario.turns.iter().enumerate() {
-            if let Some(fault) = &turn.fault {
-                return Err(refuse(format!(
-                    "turn {index} injects a {:?} transport fault",
-                    fault.kind
-                )));
-            }
             if let Some(fail) = &turn.fail {
                 script.failures.push(ScriptedFailure {
                     turn: index,
@@ -255,5 +246,28 @@ mod tests {
         let script = MockScript::from_scenario(&refused).unwrap();
         assert_eq!(script.turns.len(), 2);
         assert!(script.failures.is_empty());
+    }
+
+    #[test]
+    fn every_builtin_the_fake_alone_can_play_is_refused_with_its_reason() {
+        // Played without its server step, `retryable-error` would be a healthy turn: a cell
+        // that passes for a reason that has nothing to do with its case.
+        let mut refused = 0;
+        for name in fake_app_server::scenario::BUILTIN_NAMES {
+            let scenario = Scenario::builtin(name).unwrap();
+            match (scenario.fake_only(), MockScript::from_scenario(&scenario)) {
+                (Some(reason), Err(err)) => {
+                    refused += 1;
+                    assert_eq!(err.reason, reason, "{name}");
+                    assert!(err.to_string().contains(&reason), "{err}");
+                }
+                (None, Ok(_)) => {}
+                (reason, played) => panic!("{name}: fake_only {reason:?} but {played:?}"),
+            }
+        }
+        assert!(refused >= 20, "only {refused} builtins are fake-only");
+        let err =
+            MockScript::from_scenario(&Scenario::builtin("retryable-error").unwrap()).unwrap_err();
+        assert!(err.reason.contains("server step"), "{err}");
     }
 }

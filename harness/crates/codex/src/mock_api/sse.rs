@@ -5,17 +5,23 @@
 //! newline, so the framing cannot break (no SSE crate needed for this one-way rendering).
 
 use super::script::FailureKind;
+use super::tools::{CallKind, Offered};
 use fake_app_server::scenario::model::{
     proposed_plan_block, stream_chunks, ModelStep, TemplateContext,
 };
 use serde_json::{json, Value};
 
-/// A function call the mock put into a response.
+/// A tool call the mock put into a response.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EmittedCall {
     pub call_id: String,
     pub name: String,
+    /// The arguments as JSON text (for a freeform call, the script's `{"input": …}`: the model
+    /// log records calls alike for both players).
     pub arguments: String,
+    pub kind: CallKind,
+    /// What a freeform (`custom_tool_call`) call carries: the text itself.
+    pub input: String,
 }
 
 /// The rendered stream and the calls it carries.
@@ -45,6 +51,7 @@ impl ResponseIds {
 pub fn render(
     steps: &[ModelStep],
     template: &TemplateContext,
+    offered: &Offered,
     ids: &ResponseIds,
     failure: Option<&FailureKind>,
 ) -> RenderedResponse {
@@ -60,12 +67,25 @@ pub fn render(
         match output_item(step, template) {
             OutputItem::Message(text) => message_frames(&mut body, index, &ids.item(index), &text),
             OutputItem::Call { name, arguments } => {
+                let name = offered.resolve(&name).to_string();
+                let kind = offered.call_kind(&name);
+                let input = match kind {
+                    CallKind::Custom => freeform_input(&arguments),
+                    CallKind::Function => String::new(),
+                };
                 let call = EmittedCall {
                     call_id: ids.call(index),
                     name,
                     arguments,
+                    kind,
+                    input,
                 };
-                call_frames(&mut body, index, &ids.item(index), &call);
+                match kind {
+                    CallKind::Function => call_frames(&mut body, index, &ids.item(index), &call),
+                    CallKind::Custom => {
+                        custom_call_frames(&mut body, index, &ids.item(index), &call)
+                    }
+                }
                 calls.push(call);
             }
         }
@@ -144,6 +164,19 @@ fn output_item(step: &ModelStep, template: &TemplateContext) -> OutputItem {
     }
 }
 
+/// The text a freeform call carries: the script writes it as `{input = "…"}` (what the fake's
+/// `apply_patch` reads; checked when the scenario loads).
+fn freeform_input(arguments: &str) -> String {
+    serde_json::from_str::<Value>(arguments)
+        .ok()
+        .and_then(|args| {
+            args.get("input")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        })
+        .unwrap_or_default()
+}
+
 fn snake_status(status: &str) -> String {
     match status {
         "inProgress" => "in_progress".into(),
@@ -201,6 +234,34 @@ fn call_frames(body: &mut String, index: usize, item_id: &str, call: &EmittedCal
     );
 }
 
+/// A freeform tool call, as the Responses API streams one (Codex 0.169 applies an `apply_patch`
+/// sent so, and not one sent as a `function_call`; measured).
+fn custom_call_frames(body: &mut String, index: usize, item_id: &str, call: &EmittedCall) {
+    frame(
+        body,
+        "response.output_item.added",
+        json!({"output_index": index, "item": {"type": "custom_tool_call", "id": item_id,
+            "call_id": call.call_id, "name": call.name, "input": "", "status": "in_progress"}}),
+    );
+    frame(
+        body,
+        "response.custom_tool_call_input.delta",
+        json!({"item_id": item_id, "output_index": index, "delta": call.input}),
+    );
+    frame(
+        body,
+        "response.custom_tool_call_input.done",
+        json!({"item_id": item_id, "output_index": index, "input": call.input}),
+    );
+    frame(
+        body,
+        "response.output_item.done",
+        json!({"output_index": index, "item": {"type": "custom_tool_call", "id": item_id,
+            "call_id": call.call_id, "name": call.name, "input": call.input,
+            "status": "completed"}}),
+    );
+}
+
 fn frame(body: &mut String, event: &str, mut data: Value) {
     data["type"] = json!(event);
     body.push_str("event: ");
@@ -246,7 +307,7 @@ mod tests {
         let ids = ResponseIds {
             stem: "ab12_0_0".into(),
         };
-        let out = render(&steps, &probe("ab12"), &ids, None);
+        let out = render(&steps, &probe("ab12"), &Offered::default(), &ids, None);
         assert_eq!(out.calls.len(), 1);
         let args: Value = serde_json::from_str(&out.calls[0].arguments).unwrap();
         assert_eq!(args["cmd"], "printf p > plan-write-probe-ab12.txt");
@@ -273,6 +334,7 @@ mod tests {
         let failed = render(
             &steps,
             &probe("p"),
+            &Offered::default(),
             &ids,
             Some(&FailureKind::ResponseFailed {
                 message: "boom".into(),
@@ -285,6 +347,7 @@ mod tests {
         let closed = render(
             &steps,
             &probe("p"),
+            &Offered::default(),
             &ids,
             Some(&FailureKind::StreamClosedEarly),
         );
@@ -306,11 +369,64 @@ mod tests {
                 }],
             },
         ];
-        let out = render(&steps, &probe("p"), &ResponseIds { stem: "s".into() }, None);
+        let out = render(
+            &steps,
+            &probe("p"),
+            &Offered::default(),
+            &ResponseIds { stem: "s".into() },
+            None,
+        );
         assert!(out
             .body
             .contains("<proposed_plan>\\n# Plan\\n1. a\\n</proposed_plan>"));
         assert_eq!(out.calls[0].name, "update_plan");
         assert!(out.calls[0].arguments.contains("\"in_progress\""));
+    }
+
+    #[test]
+    fn apply_patch_is_a_custom_tool_call_and_the_dynamic_tool_is_resolved() {
+        let patch = "*** Begin Patch\n*** Add File: p-{probe_id}.txt\n+probe\n*** End Patch\n";
+        let steps = [
+            ModelStep::ToolCall {
+                name: "apply_patch".into(),
+                arguments: json!({"input": patch}),
+            },
+            ModelStep::ToolCall {
+                name: "{dynamic_tool}".into(),
+                arguments: json!({}),
+            },
+        ];
+        let offered = Offered {
+            freeform_apply_patch: true,
+            first_dynamic_tool: Some("paperclip_finish".into()),
+        };
+        let out = render(
+            &steps,
+            &probe("ab"),
+            &offered,
+            &ResponseIds { stem: "s".into() },
+            None,
+        );
+        assert_eq!(out.calls[0].kind, CallKind::Custom);
+        assert_eq!(
+            out.calls[0].input,
+            "*** Begin Patch\n*** Add File: p-ab.txt\n+probe\n*** End Patch\n"
+        );
+        assert_eq!(out.calls[1].name, "paperclip_finish");
+        assert_eq!(out.calls[1].kind, CallKind::Function);
+        let ev = events(&out.body);
+        let done: Vec<&Value> = ev
+            .iter()
+            .filter(|(e, _)| e == "response.output_item.done")
+            .map(|(_, d)| &d["item"])
+            .collect();
+        assert_eq!(done[0]["type"], "custom_tool_call");
+        assert_eq!(done[0]["input"], out.calls[0].input.as_str());
+        assert!(done[0].get("arguments").is_none());
+        assert_eq!(done[1]["type"], "function_call");
+        assert_eq!(done[1]["name"], "paperclip_finish");
+        assert!(ev
+            .iter()
+            .any(|(e, _)| e == "response.custom_tool_call_input.done"));
     }
 }

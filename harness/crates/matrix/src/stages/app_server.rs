@@ -69,7 +69,11 @@ fn fake(ctx: &CellContext, cell: &Cell, folders: &Folders) -> Result<AppServer> 
     let mut program = AppServerProgram {
         program: ctx.harness_binary.clone(),
         leading_args: hidden::fake_app_server_args(&ctx.fake_args),
-        extra_args: fake_args(folders.scenario_arg.clone(), path(&model_log)),
+        extra_args: fake_args(
+            folders.scenario_arg.clone(),
+            path(&model_log),
+            &folders.scenario,
+        ),
         env: vec![
             ("PATH".into(), FAKE_PATH.into()),
             ("HOME".into(), path(&dirs.home)),
@@ -172,7 +176,13 @@ async fn real_codex(cell: &Cell, folders: &Folders, guard: &mut CellGuard) -> Re
 /// as Codex does for the OpenAI provider, `requiresOpenaiAuth: true`, and codex-acp stops at
 /// `Authentication required`), `model/list`, and the thread's model, which a driver sends back
 /// in its plan-mode `turn/start`.
-fn fake_args(scenario_arg: String, model_log: String) -> Vec<String> {
+/// It gets the features the real Codex would get for the scenario too (see
+/// `codex_runner::features_for`).
+fn fake_args(
+    scenario_arg: String,
+    model_log: String,
+    scenario: &fake_app_server::scenario::Scenario,
+) -> Vec<String> {
     let mut args = vec![
         "--scenario".into(),
         scenario_arg,
@@ -180,5 +190,8 @@ fn fake_args(scenario_arg: String, model_log: String) -> Vec<String> {
         model_log,
     ];
     args.extend(codex_runner::provider_args("http://127.0.0.1:9/v1"));
+    args.extend(codex_runner::feature_args(&codex_runner::features_for(
+        &scenario.model_script(),
+    )));
     args
 }

@@ -1,0 +1,153 @@
+//! What Codex offered the model in one request (`tools` of the Responses request), as far as the
+//! script needs it: how `apply_patch` is called, and which tool is the driver's first dynamic
+//! tool (the script's `{dynamic_tool}`).
+//!
+//! Measured with Codex 0.160, 0.169 and 0.171 (a catalogue model, `gpt-5.5`): the tool list is
+//! Codex's own function tools (`exec_command`, `write_stdin`, `request_user_input`,
+//! `request_permissions` with its feature, `view_image`, `get_goal`, `create_goal`,
+//! `update_goal`), `apply_patch` as a `custom` (freeform) tool, then the driver's dynamic tools
+//! as `function` tools in the order it registered them, then `tool_search` and `web_search`.
+//! A dynamic tool is told apart by name: a `function` tool that is not one of Codex's own
+//! ([`CODEX_FUNCTION_TOOLS`]); a driver's tool named like one of Codex's would be taken for
+//! Codex's (none of the matrix's drivers names one so).
+
+use serde_json::Value;
+
+/// Codex's own `function` tools, across the pinned releases and their features (measured; the
+/// last ones are offered by models or features the matrix does not use, listed so that a
+/// driver's tool is never confused with them).
+pub const CODEX_FUNCTION_TOOLS: &[&str] = &[
+    "exec_command",
+    "write_stdin",
+    "request_user_input",
+    "request_permissions",
+    "view_image",
+    "get_goal",
+    "create_goal",
+    "update_goal",
+    "update_plan",
+    "apply_patch",
+    "shell",
+    "shell_command",
+    "list_mcp_resources",
+    "list_mcp_resource_templates",
+    "read_mcp_resource",
+];
+
+/// How the model calls a tool: a `function_call` with JSON arguments, or a `custom_tool_call`
+/// with free text (Codex's freeform `apply_patch`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CallKind {
+    Function,
+    Custom,
+}
+
+/// What one request offered.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Offered {
+    /// `apply_patch` is offered as a freeform (`custom`) tool.
+    pub freeform_apply_patch: bool,
+    /// The first dynamic tool the driver registered, if it registered one.
+    pub first_dynamic_tool: Option<String>,
+}
+
+impl Offered {
+    /// Read from a Responses request body.
+    pub fn from_request(body: &Value) -> Self {
+        let tools = body
+            .get("tools")
+            .and_then(Value::as_array)
+            .map(Vec::as_slice)
+            .unwrap_or(&[]);
+        let kind = |tool: &Value| tool.get("type").and_then(Value::as_str).map(str::to_string);
+        let name = |tool: &Value| tool.get("name").and_then(Value::as_str).map(str::to_string);
+        Offered {
+            freeform_apply_patch: tools.iter().any(|tool| {
+                kind(tool).as_deref() == Some("custom")
+                    && name(tool).as_deref()
+                        == Some(fake_app_server::scenario::codex_tools::APPLY_PATCH)
+            }),
+            first_dynamic_tool: tools
+                .iter()
+                .filter(|tool| kind(tool).as_deref() == Some("function"))
+                .filter_map(name)
+                .find(|name| !CODEX_FUNCTION_TOOLS.contains(&name.as_str())),
+        }
+    }
+
+    /// The tool a script's call names, as the model calls it: `{dynamic_tool}` becomes the
+    /// first dynamic tool (kept as written when the driver registered none, so Codex answers it
+    /// as an unknown tool, as the fake does).
+    pub fn resolve<'a>(&'a self, name: &'a str) -> &'a str {
+        if name == fake_app_server::scenario::codex_tools::DYNAMIC_TOOL {
+            self.first_dynamic_tool.as_deref().unwrap_or(name)
+        } else {
+            name
+        }
+    }
+
+    /// How the model calls `name` here.
+    pub fn call_kind(&self, name: &str) -> CallKind {
+        if name == fake_app_server::scenario::codex_tools::APPLY_PATCH && self.freeform_apply_patch
+        {
+            CallKind::Custom
+        } else {
+            CallKind::Function
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// The tool list of Codex 0.169 with `gpt-5.5`, a dynamic tool registered (measured; the
+    /// descriptions and parameters left out).
+    fn measured(dynamic: &[&str]) -> Value {
+        let mut tools = vec![
+            json!({"type": "function", "name": "exec_command"}),
+            json!({"type": "function", "name": "write_stdin"}),
+            json!({"type": "function", "name": "request_user_input"}),
+            json!({"type": "function", "name": "request_permissions"}),
+            json!({"type": "custom", "name": "apply_patch"}),
+            json!({"type": "function", "name": "view_image"}),
+            json!({"type": "function", "name": "get_goal"}),
+            json!({"type": "function", "name": "create_goal"}),
+            json!({"type": "function", "name": "update_goal"}),
+        ];
+        tools.extend(
+            dynamic
+                .iter()
+                .map(|n| json!({"type": "function", "name": n})),
+        );
+        tools.push(json!({"type": "tool_search", "execution": "client"}));
+        tools.push(json!({"type": "web_search"}));
+        json!({"tools": tools})
+    }
+
+    #[test]
+    fn the_first_dynamic_tool_is_the_first_function_codex_does_not_own() {
+        let offered = Offered::from_request(&measured(&["paperclip_finish", "paperclip_block"]));
+        assert_eq!(
+            offered.first_dynamic_tool.as_deref(),
+            Some("paperclip_finish")
+        );
+        assert_eq!(offered.resolve("{dynamic_tool}"), "paperclip_finish");
+        assert_eq!(offered.resolve("create_goal"), "create_goal");
+        let none = Offered::from_request(&measured(&[]));
+        assert_eq!(none.first_dynamic_tool, None);
+        assert_eq!(none.resolve("{dynamic_tool}"), "{dynamic_tool}");
+    }
+
+    #[test]
+    fn apply_patch_is_a_custom_call_only_where_it_is_offered_freeform() {
+        let offered = Offered::from_request(&measured(&[]));
+        assert_eq!(offered.call_kind("apply_patch"), CallKind::Custom);
+        assert_eq!(offered.call_kind("request_user_input"), CallKind::Function);
+        let function_only =
+            Offered::from_request(&json!({"tools": [{"type": "function", "name": "apply_patch"}]}));
+        assert_eq!(function_only.call_kind("apply_patch"), CallKind::Function);
+        assert_eq!(Offered::from_request(&json!({})), Offered::default());
+    }
+}
