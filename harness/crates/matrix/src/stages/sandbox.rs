@@ -120,7 +120,13 @@ fn install_tap(
         server_args: program.extra_args.clone(),
         env: program.env.clone(),
     };
-    let recording = crate::recorder::start(&tap.socket, &dirs.evidence.transcript(), setup, spawn)?;
+    let recording = crate::recorder::start(
+        &tap.socket,
+        &dirs.evidence.transcript(),
+        setup,
+        spawn,
+        ctx.mutation,
+    )?;
     Ok((tap, Arc::new(recording)))
 }
 
