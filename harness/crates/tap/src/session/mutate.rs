@@ -36,13 +36,18 @@ impl StdinSlot {
     }
 
     /// Write `bytes`; whether they were delivered (not: stdin is closed, or the write failed).
+    /// A close asked for before or during the write is done around it.
     pub(super) fn write(&self, bytes: &[u8], log: &LaunchLog) -> bool {
         use std::io::Write;
         let mut stdin = self.stdin.lock().unwrap_or_else(|p| p.into_inner());
+        let close_if_asked = |stdin: &mut Option<ChildStdin>| {
+            if self.close_asked.load(Ordering::SeqCst) && stdin.take().is_some() {
+                log.record("stdin-closed", Map::new());
+            }
+        };
+        close_if_asked(&mut stdin);
         let delivered = stdin.as_mut().is_some_and(|s| s.write_all(bytes).is_ok());
-        if self.close_asked.load(Ordering::SeqCst) && stdin.take().is_some() {
-            log.record("stdin-closed", Map::new());
-        }
+        close_if_asked(&mut stdin);
         delivered
     }
 
