@@ -4,9 +4,9 @@
 //! SIGINT/SIGTERM handler, running the scheduler to its end or to a stop, writing the reports
 //! of what finished, the exit code ([`shutdown`]); and the tools built on the matrix: protocol
 //! coverage of a release by the protocol profile ([`coverage`]), protocol drift between Codex
-//! versions ([`drift`]), differential fidelity of the fake against the real
-//! Codex ([`fidelity`]), reproducing a sandbox failure ([`repro`]) and the benchmarks
-//! ([`bench`]).
+//! versions ([`drift`]), differential fidelity of the fake against the real Codex
+//! ([`fidelity`]), reproducing a sandbox failure ([`repro`]), the power of the cells over a
+//! driver's bugs ([`mutate`]) and the benchmarks ([`bench`]).
 //!
 //! May use: every crate below it — `matrix` (the scheduler and the cell pipeline), `report`,
 //! `codex`, `driver`, `tap`, `sandbox` — and `suites`, `graders`, `fake_app_server`. Nothing
@@ -17,5 +17,6 @@ pub mod cli;
 pub mod coverage;
 pub mod drift;
 pub mod fidelity;
+pub mod mutate;
 pub mod repro;
 pub mod shutdown;

@@ -32,6 +32,9 @@ enum Command {
     Repro(harness::cli::repro::Args),
     /// Benchmarks (throughput, latency, matrix wall time), reported side by side.
     Bench(harness::cli::bench::Args),
+    /// Measure which bugs of a driver the cells notice: run them once as they are, then once
+    /// per mutation operator rewriting what the driver sends.
+    Mutate(harness::cli::mutate::Args),
     /// Compare the fake app-server with the real Codex, scenario by scenario.
     Fidelity(harness::cli::fidelity::Args),
     /// Compare a published Codex with the pin: protocol schema, unknown-method list, matrix.
@@ -63,6 +66,7 @@ fn main() -> ExitCode {
         Command::Env(cmd) => harness::cli::env::main(cmd),
         Command::Repro(args) => harness::cli::repro::main(args),
         Command::Bench(args) => harness::cli::bench::main(args),
+        Command::Mutate(args) => harness::cli::mutate::main(args),
         Command::Fidelity(args) => harness::cli::fidelity::main(args),
         Command::Provision(args) => harness::cli::provision::main(args),
         Command::Drift(args) => harness::cli::drift::main(args),

@@ -130,6 +130,21 @@ pub fn run_matrix(
     jobs: Concurrency,
     on_event: impl Fn(&Progress, Option<&CellResult>) + Send + Sync + 'static,
 ) -> anyhow::Result<ExitCode> {
+    let (run, wall) = run_cells(cells, ctx, jobs, on_event)?;
+    let code = finish(cells, &run, ctx, wall);
+    *current_run().lock().unwrap_or_else(|p| p.into_inner()) = None;
+    code
+}
+
+/// Run `cells` to the end or to a stop under the process's signal handling, tearing down what
+/// is left; no report (`harness mutate` runs the same cells several times). After a stop,
+/// [`stopped_by`] names the signal.
+pub fn run_cells(
+    cells: &[Cell],
+    ctx: &CellContext,
+    jobs: Concurrency,
+    on_event: impl Fn(&Progress, Option<&CellResult>) + Send + Sync + 'static,
+) -> anyhow::Result<(MatrixRun, Duration)> {
     matrix::prereq::check_named(ctx, cells)?;
     install_signal_handler();
     let stop = CancellationToken::new();
@@ -157,9 +172,15 @@ pub fn run_matrix(
     let wall = started.elapsed();
     drop(runtime);
     sandbox::teardown::tear_down_everything();
-    let code = finish(cells, &run, ctx, wall);
+    Ok((run, wall))
+}
+
+/// The signal that stopped the last [`run_cells`], if one did; settles the outcome when none
+/// did (a signal from now on exits at once).
+pub fn stopped_by() -> Option<i32> {
+    let signal = decide_outcome();
     *current_run().lock().unwrap_or_else(|p| p.into_inner()) = None;
-    code
+    signal
 }
 
 /// Write and print the reports (every selected cell: those a stop left unfinished as ignored,

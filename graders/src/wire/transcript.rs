@@ -27,8 +27,12 @@ pub const MAX_LAUNCHES: usize = 1_000;
 pub const MAX_RECORDS_PER_LAUNCH: usize = 16;
 /// The most bytes of the app-server's stderr kept per launch (a note when cut).
 pub const MAX_STDERR_BYTES_PER_LAUNCH: usize = 256 * 1024;
+/// The most `mutation` records of one cell (`harness mutate`): later applications of the
+/// operator are counted by the recorder, and noted once, not recorded each.
+pub const MAX_MUTATION_RECORDS: usize = 100;
 /// Most records read from one transcript: everything the recorder may write.
-pub const MAX_RECORDS: usize = MAX_KEPT_LINES + MAX_LAUNCHES * MAX_RECORDS_PER_LAUNCH;
+pub const MAX_RECORDS: usize =
+    MAX_KEPT_LINES + MAX_LAUNCHES * MAX_RECORDS_PER_LAUNCH + MAX_MUTATION_RECORDS;
 /// Longest transcript line accepted: a kept line of [`MAX_KEPT_LINE_BYTES`] as a record, where
 /// text that is not JSON is escaped (a control byte takes six) and bytes that are not UTF-8 are
 /// also kept in base64.
@@ -108,6 +112,16 @@ pub enum Record {
         /// `codex`; the cell ended): it did not go away on its own.
         killed_by_harness: Option<String>,
     },
+    /// The harness applied a mutation operator (`harness mutate`): what the driver sent
+    /// (`original`, an excerpt) and what the app-server got instead (`became`). The lines
+    /// around it are what the app-server received; the record only says they are a mutant's.
+    Mutation {
+        launch: u64,
+        time: u64,
+        operator: String,
+        original: String,
+        became: String,
+    },
 }
 
 impl Record {
@@ -121,7 +135,8 @@ impl Record {
             | Record::Stderr { time, .. }
             | Record::StdinClosed { time, .. }
             | Record::StdoutClosed { time, .. }
-            | Record::Exit { time, .. } => *time,
+            | Record::Exit { time, .. }
+            | Record::Mutation { time, .. } => *time,
         }
     }
 
@@ -134,7 +149,8 @@ impl Record {
             | Record::Stderr { launch, .. }
             | Record::StdinClosed { launch, .. }
             | Record::StdoutClosed { launch, .. }
-            | Record::Exit { launch, .. } => *launch,
+            | Record::Exit { launch, .. }
+            | Record::Mutation { launch, .. } => *launch,
         }
     }
 }
@@ -188,6 +204,14 @@ fn parse_line(entry: &Value) -> Result<Record, String> {
                 signal: entry.get("signal").and_then(Value::as_i64),
                 error: text("error"),
                 killed_by_harness: text("killed_by_harness"),
+            }),
+            "mutation" => Ok(Record::Mutation {
+                launch,
+                time,
+                operator: text("operator")
+                    .ok_or_else(|| "a mutation record without its operator".to_string())?,
+                original: text("original").unwrap_or_default(),
+                became: text("became").unwrap_or_default(),
             }),
             other => Err(format!("unknown record kind `{other}`")),
         };
@@ -315,6 +339,12 @@ mod tests {
         assert!(
             matches!(&records[3], Record::Exit { killed_by_harness: Some(why), .. } if why == "the cell ended")
         );
+        let mutation = "{\"kind\":\"mutation\",\"launch\":1,\"time\":5,\"operator\":\"drop-initialized\",\"applied\":1,\"original\":\"{\\\"method\\\":\\\"initialized\\\"}\",\"became\":\"not forwarded\"}\n";
+        let records = read(mutation.as_bytes()).unwrap();
+        assert!(
+            matches!(&records[0], Record::Mutation { operator, original, became, .. } if operator == "drop-initialized" && original == "{\"method\":\"initialized\"}" && became == "not forwarded")
+        );
+        assert!(read("{\"kind\":\"mutation\",\"time\":1}\n".as_bytes()).is_err());
         let err =
             read("{\"direction\":\"in\",\"message\":{}}\n{\"x\":1}\n".as_bytes()).unwrap_err();
         assert_eq!(err.line, 2);

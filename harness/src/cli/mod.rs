@@ -7,6 +7,7 @@ pub mod env;
 pub mod fidelity;
 pub mod grade;
 pub mod launch;
+pub mod mutate;
 pub mod provision;
 pub mod report;
 pub mod repro;

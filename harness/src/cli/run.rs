@@ -115,7 +115,7 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
 }
 
 /// The cells `args` select from `matrix`, in matrix order, the partition applied last.
-fn select(matrix: &suites::Matrix, args: &Args) -> anyhow::Result<Vec<suites::Cell>> {
+pub(crate) fn select(matrix: &suites::Matrix, args: &Args) -> anyhow::Result<Vec<suites::Cell>> {
     for environment in &args.environments {
         anyhow::ensure!(
             matrix.file.environments.contains_key(environment),

@@ -119,6 +119,12 @@ fn fold(records: &[Record], ctx: &Context) -> Fold {
         ..Fold::default()
     };
     for record in records {
+        if let Record::Mutation { .. } = record {
+            // The harness's own remark (`harness mutate`): the lines around it are what the
+            // app-server received, and they are what is translated. Skipped before its launch
+            // is looked up: `exit-zero`'s record may name a launch that recorded nothing else.
+            continue;
+        }
         fold.now = record.time();
         let launch = record.launch();
         let state = fold.launches.entry(launch).or_default();
@@ -172,7 +178,7 @@ fn fold(records: &[Record], ctx: &Context) -> Fold {
                     state.end.output_ended_first = true;
                 }
             }
-            Record::Note { .. } | Record::Stderr { .. } => {}
+            Record::Note { .. } | Record::Stderr { .. } | Record::Mutation { .. } => {}
             Record::StdinClosed { time, .. } => {
                 let first = state.end.stdin_closed.is_none();
                 state.end.stdin_closed.get_or_insert(*time);

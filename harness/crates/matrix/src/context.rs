@@ -27,6 +27,9 @@ pub struct CellContext {
     pub ci: bool,
     /// Keep every runc bundle after its run and list it here (`harness repro --keep`).
     pub kept_bundles: Option<sandbox::runc::PreparedList>,
+    /// The mutation operator every cell's driver is run under (`harness mutate`); `None`: the
+    /// driver as it is, its bytes relayed untouched.
+    pub mutation: Option<tap::mutation::Operator>,
 }
 
 impl CellContext {
@@ -43,6 +46,7 @@ impl CellContext {
             repo_root: paths::repo_root(),
             ci: std::env::var("CI").as_deref() == Ok("true"),
             kept_bundles: None,
+            mutation: None,
         })
     }
 

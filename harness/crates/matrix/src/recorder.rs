@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
+use tap::mutation::Operator;
 use tap::session::{AppServerSetup, LaunchRequest, Recording, Spawn, Spawned};
 
 /// How long the launches still running when the driver ended get to end on their own (their
@@ -84,13 +85,14 @@ impl Spawn for LauncherSpawn {
 }
 
 /// Start recording the cell: the socket the tap connects to, the transcript, what each launch
-/// starts and where.
+/// starts and where, and the mutation operator its driver's lines go through (`harness mutate`).
 pub fn start(
     socket: &Path,
     transcript: &Path,
     setup: AppServerSetup,
     spawn: LauncherSpawn,
+    mutation: Option<Operator>,
 ) -> Result<Recording> {
-    Recording::start(socket, transcript, setup, Arc::new(spawn))
+    Recording::start_mutated(socket, transcript, setup, Arc::new(spawn), mutation)
         .with_context(|| format!("listening for the tap on {}", socket.display()))
 }

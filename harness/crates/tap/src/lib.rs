@@ -19,6 +19,7 @@
 
 pub mod argv;
 pub mod frame;
+pub mod mutation;
 pub mod record;
 pub mod relay;
 pub mod session;

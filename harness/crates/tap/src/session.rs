@@ -17,6 +17,7 @@
 //! `exit` record (`killed_by_harness`), as a tap killed with its driver took its app-server
 //! along before.
 
+use crate::mutation::Operator;
 use crate::record::{Seal, Transcript};
 use crate::socket;
 use std::os::fd::AsRawFd;
@@ -28,6 +29,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 mod launch;
+mod mutate;
 
 use launch::{run_launch, Killer, DRAIN_AFTER_EXIT};
 
@@ -145,6 +147,10 @@ struct Shared {
     launches: Mutex<Vec<Arc<Live>>>,
     /// Bytes recorded or relayed, both ways: the wire's activity.
     activity: AtomicU64,
+    /// The cell's mutation operator (`harness mutate`), `None` for an ordinary cell.
+    mutation: Option<Operator>,
+    /// How many times it applied, every launch together.
+    mutations_applied: AtomicU64,
 }
 
 /// One cell's recorder, listening until [`Recording::finish`].
@@ -165,6 +171,18 @@ impl Recording {
         setup: AppServerSetup,
         spawner: Arc<dyn Spawn>,
     ) -> std::io::Result<Recording> {
+        Self::start_mutated(socket_path, transcript, setup, spawner, None)
+    }
+
+    /// [`Recording::start`], applying `mutation` (when it is one the wire carries) to every
+    /// line the driver sends (`harness mutate`, [`crate::mutation`]).
+    pub fn start_mutated(
+        socket_path: &Path,
+        transcript: &Path,
+        setup: AppServerSetup,
+        spawner: Arc<dyn Spawn>,
+        mutation: Option<Operator>,
+    ) -> std::io::Result<Recording> {
         let listener = socket::bind(socket_path)?;
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(socket_path, std::fs::Permissions::from_mode(0o777))?;
@@ -176,6 +194,8 @@ impl Recording {
             closed: AtomicBool::new(false),
             launches: Mutex::new(Vec::new()),
             activity: AtomicU64::new(0),
+            mutation,
+            mutations_applied: AtomicU64::new(0),
         });
         let accepting = listener.try_clone()?;
         let accept_shared = shared.clone();
@@ -198,6 +218,20 @@ impl Recording {
     /// Bytes that crossed the wire so far (a driver idle on the wire shows none).
     pub fn activity(&self) -> u64 {
         self.shared.activity.load(Ordering::Relaxed)
+    }
+
+    /// How many times the cell's mutation operator applied so far.
+    pub fn mutations_applied(&self) -> u64 {
+        self.shared.mutations_applied.load(Ordering::SeqCst)
+    }
+
+    /// Record (and count) an application of `operator` the harness made off the wire
+    /// (`exit-zero`), in the last launch's name; before [`Recording::finish`], as the
+    /// transcript is sealed then.
+    pub fn record_mutation(&self, operator: Operator, original: &str, became: &str) {
+        let launch = self.launches().max(1);
+        let log = self.shared.transcript.launch(launch);
+        mutate::record_mutation(&self.shared, &log, operator, original, became);
     }
 
     /// Launches so far.

@@ -106,7 +106,7 @@ pub async fn enter(
             .collect()
     });
     let spawn = crate::recorder::LauncherSpawn::new(app_launcher.clone(), &dirs.workspace, visible);
-    let recording = start_recording(folders, app_server, driver, &tap, spawn)?;
+    let recording = start_recording(ctx, folders, app_server, driver, &tap, spawn)?;
     let bubblewrap = sandbox::probe::bubblewrap_in_use(
         app_launcher.as_ref(),
         &app_server.bundled_bwrap,
@@ -160,6 +160,7 @@ fn isolated_on_the_host(
 /// leading arguments (less the `app-server` the driver gives itself), the driver's arguments,
 /// and the cell's extra arguments.
 fn start_recording(
+    ctx: &CellContext,
     folders: &Folders,
     app_server: &AppServer,
     driver: &Driver,
@@ -192,6 +193,7 @@ fn start_recording(
         &folders.dirs.evidence.transcript(),
         setup,
         spawn,
+        ctx.mutation,
     )?;
     Ok(Arc::new(recording))
 }

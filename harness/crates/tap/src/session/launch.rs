@@ -2,18 +2,20 @@
 //! the cell's [`Spawn`], its stdin fed from the tap's frames, its stdout and stderr recorded and
 //! relayed, its exit recorded once its output drained.
 
+use super::mutate::{Side, StdinSlot};
 use super::{LaunchRequest, Live, Shared, Spawned};
 use crate::argv::{app_server_args, launches_server};
 use crate::frame::{self, ExitFrame, Hello, Kind};
+use crate::mutation::WireMutation;
 use crate::record::{now_ms, Direction, LaunchLog, LineSplitter, StderrSplitter};
 use crate::CHUNK;
 use graders::wire::transcript::MAX_LAUNCHES;
 use serde_json::{json, Map, Value};
-use std::io::{BufReader, Read, Write};
+use std::io::{BufReader, Read};
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
-use std::process::{Child, ChildStdin};
+use std::process::Child;
 use std::sync::atomic::Ordering;
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -220,7 +222,12 @@ pub(super) fn run_launch(shared: &Arc<Shared>, launch: u64, stream: UnixStream, 
     });
     *live.killer.lock().unwrap_or_else(|p| p.into_inner()) = Some(killer.clone());
 
-    let stdin = child.stdin.take().expect("piped");
+    let stdin = Arc::new(StdinSlot::new(child.stdin.take().expect("piped")));
+    // Only a mutated cell's relays look into the lines.
+    let mutation = shared
+        .mutation
+        .filter(|op| op.on_the_wire())
+        .map(|op| Arc::new(Mutex::new(WireMutation::new(op))));
     let stdout = child.stdout.take().expect("piped");
     let stderr = child.stderr.take().expect("piped");
     let (drained_tx, drained_rx) = mpsc::channel::<()>();
@@ -231,8 +238,9 @@ pub(super) fn run_launch(shared: &Arc<Shared>, launch: u64, stream: UnixStream, 
             shared.clone(),
             drained_tx.clone(),
         );
+        let mutated = mutation.clone().map(|m| (m, stdin.clone()));
         std::thread::spawn(move || {
-            relay_stdout(stdout, &log, &writer, &shared);
+            relay_stdout(stdout, &log, &writer, &shared, mutated);
             let _ = drained.send(());
         })
     };
@@ -282,7 +290,14 @@ pub(super) fn run_launch(shared: &Arc<Shared>, launch: u64, stream: UnixStream, 
             drop(guard);
         })
     };
-    relay_stdin(&mut reader, stdin, &log, &killer, shared);
+    relay_stdin(
+        &mut reader,
+        &stdin,
+        mutation.as_deref(),
+        &log,
+        &killer,
+        shared,
+    );
     let _ = waiter.join();
     let _ = out.join();
     let _ = err.join();
@@ -306,41 +321,55 @@ fn wait(child: &mut Child, killer: &Killer) -> (std::io::Result<std::process::Ex
 }
 
 /// The tap's frames: stdin bytes to the app-server (recorded first, so an answer is never
-/// recorded before what it answers), the end of stdin, signals. The connection's end before
-/// the app-server's exit means the driver let go of its `codex`: the app-server is killed.
+/// recorded before what it answers; through the cell's operator when it is mutated), the end of
+/// stdin, signals. The connection's end before the app-server's exit means the driver let go of
+/// its `codex`: the app-server is killed.
 fn relay_stdin(
     reader: &mut BufReader<UnixStream>,
-    stdin: ChildStdin,
+    stdin: &StdinSlot,
+    mutation: Option<&Mutex<WireMutation>>,
     log: &LaunchLog,
     killer: &Killer,
     shared: &Shared,
 ) {
-    let mut stdin = Some(stdin);
     let mut split = LineSplitter::new(Direction::In);
     let mut payload = Vec::with_capacity(CHUNK);
     let mut refused_noted = false;
+    let mut deliver = |bytes: &[u8], split: &mut LineSplitter| {
+        split.feed(bytes, log);
+        if !stdin.write(bytes, log) && !refused_noted {
+            refused_noted = true;
+            log.note(
+                Direction::In,
+                "the app-server's stdin is closed; the driver's further input was not delivered",
+                None,
+            );
+        }
+    };
+    let mut mutated = mutation.map(|m| (m, Side::new()));
+    let mut ended = false;
     while let Ok(Some(kind)) = frame::read(reader, &mut payload) {
         match kind {
             Kind::Stdin => {
                 shared
                     .activity
                     .fetch_add(payload.len() as u64, Ordering::Relaxed);
-                split.feed(&payload, log);
-                let delivered = stdin
-                    .as_mut()
-                    .is_some_and(|s| s.write_all(&payload).is_ok());
-                if !delivered && !refused_noted {
-                    refused_noted = true;
-                    log.note(
-                        Direction::In,
-                        "the app-server's stdin is closed; the driver's further input was not delivered",
-                        None,
-                    );
+                match &mut mutated {
+                    None => deliver(&payload, &mut split),
+                    Some((mutation, side)) => {
+                        side.driver_sent(&payload, mutation, shared, log, &mut |b| {
+                            deliver(b, &mut split)
+                        })
+                    }
                 }
             }
             Kind::StdinEof => {
+                if let Some((_, side)) = &mut mutated {
+                    side.finish(&mut |b| deliver(b, &mut split));
+                }
                 split.finish(log);
-                if stdin.take().is_some() {
+                ended = true;
+                if stdin.close() {
                     log.record("stdin-closed", Map::new());
                 }
             }
@@ -365,10 +394,16 @@ fn relay_stdin(
             ),
         }
     }
-    if stdin.is_some() {
+    if !ended {
+        if let Some((_, side)) = &mut mutated {
+            side.finish(&mut |b| deliver(b, &mut split));
+        }
         split.finish(log);
     }
     killer.kill("the tap's connection closed before the app-server's exit: the driver let go of its `codex`");
+    // The driver's end of the pipe goes with its connection, as when it let go of a `codex` of
+    // its own.
+    stdin.close();
 }
 
 /// Read `from` to its end in chunks, handing each to `each`.
@@ -384,20 +419,38 @@ fn pump(mut from: impl Read, mut each: impl FnMut(&[u8])) {
     }
 }
 
-/// The app-server's stdout: recorded, then relayed to the tap. Recording goes on after the tap
-/// is gone, until the stream ends.
-fn relay_stdout(stdout: impl Read, log: &LaunchLog, writer: &SharedWriter, shared: &Shared) {
+/// The app-server's stdout: recorded, then relayed to the tap (through the cell's operator when
+/// it is mutated). Recording goes on after the tap is gone, until the stream ends.
+fn relay_stdout(
+    stdout: impl Read,
+    log: &LaunchLog,
+    writer: &SharedWriter,
+    shared: &Shared,
+    mutated: Option<(Arc<Mutex<WireMutation>>, Arc<StdinSlot>)>,
+) {
     let mut split = LineSplitter::new(Direction::Out);
     let mut tap_gone = false;
+    let mut relay = |bytes: &[u8]| {
+        if !bytes.is_empty() && !tap_gone && send(writer, Kind::Stdout, bytes).is_err() {
+            tap_gone = true;
+        }
+    };
+    let mut side = mutated.as_ref().map(|_| Side::new());
     pump(stdout, |chunk| {
         shared
             .activity
             .fetch_add(chunk.len() as u64, Ordering::Relaxed);
         split.feed(chunk, log);
-        if !tap_gone && send(writer, Kind::Stdout, chunk).is_err() {
-            tap_gone = true;
+        match (&mutated, &mut side) {
+            (Some((mutation, stdin)), Some(side)) => {
+                side.server_sent(chunk, mutation, stdin, shared, log, &mut relay)
+            }
+            _ => relay(chunk),
         }
     });
+    if let Some(side) = &mut side {
+        side.finish(&mut relay);
+    }
     split.finish(log);
     log.record("stdout-closed", Map::new());
     let _ = send(writer, Kind::StdoutEof, b"");

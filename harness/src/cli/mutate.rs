@@ -1,0 +1,258 @@
+//! `harness mutate [--drivers FILE] [--app-server fake|codex] [--operator NAME]… [FILTER…]`:
+//! the selected cells once as they are, then once per mutation operator (`harness::mutate`);
+//! a table per driver per operator (killed by which cells, survived, not applicable), the
+//! score, and `mutation.json` in the out folder. Exit 0 when every operator that applied was
+//! killed, 1 when one survived, 2 when the run could not be made (or no operator applied
+//! anywhere: nothing was measured), 130 / 143 after SIGINT / SIGTERM.
+
+use crate::mutate::{self, CellMutant, DriverMutants, Mutant, MutationReport};
+use anyhow::Context;
+use matrix::concurrency::Concurrency;
+use matrix::context::CellContext;
+use report::outcome::CellResult;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use suites::Cell;
+use tap::mutation::Operator;
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Only cells whose name (`suite.runner.environment.case`) contains one of these.
+    pub filters: Vec<String>,
+    /// A drivers file (as for `harness run`): its drivers' cells are the ones mutated.
+    #[arg(long, env = matrix::load::DRIVERS_VAR)]
+    pub drivers: Option<PathBuf>,
+    /// Only runners of this app-server.
+    #[arg(long, value_parser = ["fake", "codex"])]
+    pub app_server: Option<String>,
+    /// Only cells in these environments (repeatable).
+    #[arg(long = "environment")]
+    pub environments: Vec<String>,
+    /// Only these operators (repeatable; default: every one). See docs/mutate.md.
+    #[arg(long = "operator", value_name = "NAME", value_parser = parse_operator)]
+    pub operators: Vec<Operator>,
+    /// Cells run at once (as for `harness run`).
+    #[arg(long, short = 'j')]
+    pub jobs: Option<usize>,
+    /// Evidence (one folder per run: `unmutated/`, one per operator) and `mutation.json` go
+    /// here (default: `$HARNESS_OUT_DIR`, else `target/conformance`, then `mutate/`).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+fn parse_operator(name: &str) -> Result<Operator, String> {
+    name.parse()
+}
+
+pub fn main(args: Args) -> ExitCode {
+    match run(args) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("harness mutate: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let repo_root = matrix::paths::repo_root();
+    let matrix = matrix::load::load_matrix(args.drivers.as_deref(), &[], repo_root.as_deref())?;
+    let selection = super::run::Args {
+        filters: args.filters.clone(),
+        jobs: args.jobs,
+        driver_cmd: None,
+        drivers: args.drivers.clone(),
+        all_runners: false,
+        codex_versions: Vec::new(),
+        partition: None,
+        suite: None,
+        environments: args.environments.clone(),
+        app_server: args.app_server.clone(),
+        out: None,
+        list: false,
+    };
+    let cells = super::run::select(&matrix, &selection)?;
+    let operators = if args.operators.is_empty() {
+        Operator::ALL.to_vec()
+    } else {
+        let mut chosen = args.operators.clone();
+        chosen.sort();
+        chosen.dedup();
+        chosen
+    };
+    let base = CellContext::from_env()?;
+    let out = match &args.out {
+        Some(out) => {
+            std::path::absolute(out).with_context(|| format!("--out {}", out.display()))?
+        }
+        None => base.out_root.join("mutate"),
+    };
+    std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+    let jobs = Concurrency::from_jobs(args.jobs);
+    eprintln!(
+        "mutating {} cells with {} operators, {}; evidence in {}",
+        cells.len(),
+        operators.len(),
+        jobs.describe(),
+        out.display()
+    );
+    let mut runs_ms = BTreeMap::new();
+    let reference = match pass(
+        &base,
+        &out,
+        mutate::REFERENCE,
+        None,
+        &cells,
+        jobs,
+        &mut runs_ms,
+    )? {
+        Ok(results) => results,
+        Err(signal) => return Ok(stopped(signal)),
+    };
+    let reference: HashMap<String, Option<String>> = reference
+        .iter()
+        .map(|r| (r.cell.to_string(), mutate::outcome(r)))
+        .collect();
+    // Only cells with an outcome to compare with are run again.
+    let compared: Vec<Cell> = cells
+        .iter()
+        .filter(|c| reference.get(&c.name()).is_some_and(Option::is_some))
+        .cloned()
+        .collect();
+    anyhow::ensure!(
+        !compared.is_empty(),
+        "no selected cell ran to an outcome unmutated: nothing to compare a mutant with"
+    );
+    let mut passes: Vec<(Operator, BTreeMap<String, Vec<CellMutant>>)> = Vec::new();
+    for operator in &operators {
+        let eligible: Vec<Cell> = compared
+            .iter()
+            .filter(|c| operator.on_the_wire() || declares_exit_status(c))
+            .cloned()
+            .collect();
+        let results = if eligible.is_empty() {
+            Vec::new()
+        } else {
+            match pass(
+                &base,
+                &out,
+                operator.name(),
+                Some(*operator),
+                &eligible,
+                jobs,
+                &mut runs_ms,
+            )? {
+                Ok(results) => results,
+                Err(signal) => return Ok(stopped(signal)),
+            }
+        };
+        let root = out.join(operator.name());
+        let mut by_driver: BTreeMap<String, Vec<CellMutant>> = BTreeMap::new();
+        for result in &results {
+            let name = result.cell.to_string();
+            by_driver
+                .entry(result.cell.runner.clone())
+                .or_default()
+                .push(CellMutant {
+                    applied: mutate::applications(&root, &name)?,
+                    reference: reference.get(&name).cloned().flatten(),
+                    mutant: mutate::outcome(result),
+                    cell: name,
+                });
+        }
+        passes.push((*operator, by_driver));
+    }
+    // A cell whose outcome changed in a run that rewrote nothing of it varies on its own.
+    let unsteady: BTreeSet<String> = passes
+        .iter()
+        .flat_map(|(_, by_driver)| by_driver.values().flatten())
+        .filter(|c| c.unsteady())
+        .map(|c| c.cell.clone())
+        .collect();
+    let mut per_driver: BTreeMap<String, Vec<Mutant>> = BTreeMap::new();
+    for cell in &compared {
+        per_driver.entry(cell.id.runner.clone()).or_default();
+    }
+    for (operator, mut by_driver) in passes {
+        for (driver, mutants) in per_driver.iter_mut() {
+            let cells = by_driver.remove(driver).unwrap_or_default();
+            mutants.push(Mutant::judge(operator, cells, &unsteady));
+        }
+    }
+    let drivers: Vec<DriverMutants> = per_driver
+        .into_iter()
+        .map(|(driver, mutants)| {
+            let cells = compared.iter().filter(|c| c.id.runner == driver).count();
+            DriverMutants::new(&driver, cells, mutants)
+        })
+        .collect();
+    let report = MutationReport {
+        app_server: args.app_server.clone(),
+        operators: operators.iter().map(|o| o.name().to_string()).collect(),
+        cells: compared.len(),
+        score: mutate::score(drivers.iter().flat_map(|d| &d.operators)),
+        drivers,
+        runs_ms,
+    };
+    let path = out.join("mutation.json");
+    std::fs::write(&path, serde_json::to_string_pretty(&report)? + "\n")
+        .with_context(|| format!("writing {}", path.display()))?;
+    println!("{}", report.table());
+    eprintln!("mutation report: {}", path.display());
+    Ok(if report.survivors() > 0 {
+        ExitCode::from(1)
+    } else if report.killed() == 0 {
+        eprintln!("harness mutate: no operator applied to any selected cell: nothing was measured");
+        ExitCode::from(2)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// Whether `cell`'s driver says its outcome is its exit status (`exit-zero` means nothing to
+/// another); the harness's own drivers do.
+fn declares_exit_status(cell: &Cell) -> bool {
+    cell.runner
+        .declared
+        .as_ref()
+        .is_none_or(|d| d.outcome == Some(graders::events::OutcomeDeclaration::ExitStatus))
+}
+
+/// One run of `cells` into `out/name/`, under `mutation`; `Err(signal)` when a signal stopped
+/// it.
+fn pass(
+    base: &CellContext,
+    out: &std::path::Path,
+    name: &str,
+    mutation: Option<Operator>,
+    cells: &[Cell],
+    jobs: Concurrency,
+    runs_ms: &mut BTreeMap<String, u64>,
+) -> anyhow::Result<Result<Vec<CellResult>, i32>> {
+    let mut ctx = base.clone();
+    ctx.out_root = out.join(name);
+    ctx.mutation = mutation;
+    eprintln!("{name}: {} cells", cells.len());
+    let (run, wall) = crate::shutdown::run_cells(cells, &ctx, jobs, |_, _| {})?;
+    runs_ms.insert(name.to_string(), wall.as_millis() as u64);
+    if let Some(message) = &run.panic {
+        anyhow::bail!("{name}: a cell panicked: {message}");
+    }
+    if let Some(signal) = crate::shutdown::stopped_by() {
+        return Ok(Err(signal));
+    }
+    // Each run's reports, so its evidence reads like any run's.
+    report::write_all(&ctx.out_root, &run.finished, wall)?;
+    eprintln!(
+        "{name}: {} cells in {:.1} s",
+        run.finished.len(),
+        wall.as_secs_f64()
+    );
+    Ok(Ok(run.finished))
+}
+
+fn stopped(signal: i32) -> ExitCode {
+    eprintln!("harness mutate: stopped by a signal; no mutation report");
+    ExitCode::from(u8::try_from(128 + signal).unwrap_or(1))
+}

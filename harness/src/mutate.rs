@@ -1,0 +1,376 @@
+//! `harness mutate`: how many realistic bugs of a driver the selected cells would notice. The
+//! cells run once as they are (the reference), then once per mutation operator
+//! (`tap::mutation`), the driver's bytes rewritten by the recorder on their way to the
+//! app-server. Per driver, per operator: **killed** when some cell where the operator applied
+//! ends otherwise (its verdict, or the check that failed) than in the reference; **survived**
+//! when it applied somewhere and nothing changed; **not applicable** when it applied nowhere.
+//! The score is killed / (killed + survived). See `docs/mutate.md`.
+//!
+//! Whether an operator applied in a cell is read from the cell's transcript (its `mutation`
+//! records), the evidence the recorder wrote: the same file a reader of the mutant's evidence
+//! sees.
+
+use anyhow::{Context, Result};
+use graders::wire::transcript::{self, Record};
+use report::layout::CellEvidence;
+use report::outcome::{CellOutcome, CellResult};
+use serde::Serialize;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use tap::mutation::Operator;
+
+/// The folder of the reference run below the out folder (each operator's is its name).
+pub const REFERENCE: &str = "unmutated";
+
+/// How a cell ended, as `harness mutate` compares it: the verdict, and the check that failed
+/// (`check \`NAME\` failed: …`, what `verdict.json` records), or why it has none.
+pub fn outcome(result: &CellResult) -> Option<String> {
+    match &result.outcome {
+        CellOutcome::Graded { verdict, .. } => {
+            let check = verdict
+                .reason
+                .strip_prefix("check `")
+                .and_then(|rest| rest.split_once('`'))
+                .map(|(check, _)| check);
+            Some(match check {
+                Some(check) => format!("{}: {check}", verdict.verdict),
+                None => verdict.verdict.to_string(),
+            })
+        }
+        // The harness could not grade the run: an outcome too (a mutant may cause it).
+        CellOutcome::Error { .. } => Some("error".into()),
+        // Never ran here: nothing to compare.
+        CellOutcome::Ignored { .. } | CellOutcome::NotApplicable { .. } => None,
+    }
+}
+
+/// How many `mutation` records the cell's transcript holds (0 when it has none, or no
+/// transcript: the cell never reached its driver).
+pub fn applications(out_root: &Path, cell: &str) -> Result<usize> {
+    let path = CellEvidence::of(out_root, cell).transcript();
+    let file = match std::fs::File::open(&path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
+        Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+    };
+    let records = transcript::read(std::io::BufReader::new(file))
+        .with_context(|| format!("reading {}", path.display()))?;
+    Ok(records
+        .iter()
+        .filter(|r| matches!(r, Record::Mutation { .. }))
+        .count())
+}
+
+/// One cell under one operator.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CellMutant {
+    pub cell: String,
+    /// The `mutation` records of its transcript.
+    pub applied: usize,
+    pub reference: Option<String>,
+    pub mutant: Option<String>,
+}
+
+impl CellMutant {
+    /// The operator applied here and the cell noticed: its outcome changed.
+    pub fn kills(&self) -> bool {
+        self.applied > 0
+            && self.reference.is_some()
+            && self.mutant.is_some()
+            && self.reference != self.mutant
+    }
+
+    /// The outcome changed though nothing was rewritten: the cell is not deterministic.
+    pub fn unsteady(&self) -> bool {
+        self.applied == 0
+            && self.reference.is_some()
+            && self.mutant.is_some()
+            && self.reference != self.mutant
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Status {
+    Killed,
+    Survived,
+    NotApplicable,
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Killed => "killed",
+            Status::Survived => "survived",
+            Status::NotApplicable => "not applicable",
+        }
+    }
+}
+
+/// One operator against one driver's cells.
+#[derive(Debug, Clone, Serialize)]
+pub struct Mutant {
+    pub operator: String,
+    pub bug: String,
+    pub status: Status,
+    /// The cells whose outcome changed where it applied.
+    pub killed_by: Vec<CellMutant>,
+    /// The cells where it applied.
+    pub applied_in: Vec<String>,
+    /// Cells whose outcome changed where it did not apply: a cell that varies from run to
+    /// run, whose changes kill no operator.
+    pub unsteady: Vec<CellMutant>,
+}
+
+impl Mutant {
+    /// `operator` over `cells`; a cell in `unsteady` (its outcome changed in some run where
+    /// nothing was rewritten) kills nothing: its change proves nothing about the operator.
+    pub fn judge(operator: Operator, cells: Vec<CellMutant>, unsteady: &BTreeSet<String>) -> Self {
+        let applied_in: Vec<String> = cells
+            .iter()
+            .filter(|c| c.applied > 0)
+            .map(|c| c.cell.clone())
+            .collect();
+        let killed_by: Vec<CellMutant> = cells
+            .iter()
+            .filter(|c| c.kills() && !unsteady.contains(&c.cell))
+            .cloned()
+            .collect();
+        let status = if !killed_by.is_empty() {
+            Status::Killed
+        } else if applied_in.is_empty() {
+            Status::NotApplicable
+        } else {
+            Status::Survived
+        };
+        Self {
+            operator: operator.name().into(),
+            bug: operator.bug().into(),
+            status,
+            killed_by,
+            applied_in,
+            unsteady: cells.into_iter().filter(CellMutant::unsteady).collect(),
+        }
+    }
+}
+
+/// Killed / (killed + survived); `None` when no operator applied.
+pub fn score<'a>(mutants: impl IntoIterator<Item = &'a Mutant>) -> Option<f64> {
+    let (mut killed, mut survived) = (0usize, 0usize);
+    for mutant in mutants {
+        match mutant.status {
+            Status::Killed => killed += 1,
+            Status::Survived => survived += 1,
+            Status::NotApplicable => {}
+        }
+    }
+    (killed + survived > 0).then(|| killed as f64 / (killed + survived) as f64)
+}
+
+/// One driver (a runner of the matrix) under every operator.
+#[derive(Debug, Clone, Serialize)]
+pub struct DriverMutants {
+    pub driver: String,
+    pub cells: usize,
+    pub score: Option<f64>,
+    pub killed: usize,
+    pub survived: usize,
+    pub not_applicable: usize,
+    pub operators: Vec<Mutant>,
+}
+
+impl DriverMutants {
+    pub fn new(driver: &str, cells: usize, operators: Vec<Mutant>) -> Self {
+        let count = |status| operators.iter().filter(|m| m.status == status).count();
+        Self {
+            driver: driver.into(),
+            cells,
+            score: score(&operators),
+            killed: count(Status::Killed),
+            survived: count(Status::Survived),
+            not_applicable: count(Status::NotApplicable),
+            operators,
+        }
+    }
+}
+
+/// `mutation.json`.
+#[derive(Debug, Clone, Serialize)]
+pub struct MutationReport {
+    pub app_server: Option<String>,
+    pub operators: Vec<String>,
+    pub cells: usize,
+    /// Every driver's operators together.
+    pub score: Option<f64>,
+    pub drivers: Vec<DriverMutants>,
+    /// Wall time of each run (the reference first), in ms.
+    pub runs_ms: BTreeMap<String, u64>,
+}
+
+impl MutationReport {
+    pub fn survivors(&self) -> usize {
+        self.drivers.iter().map(|d| d.survived).sum()
+    }
+
+    pub fn killed(&self) -> usize {
+        self.drivers.iter().map(|d| d.killed).sum()
+    }
+
+    /// The terminal table: one row per driver per operator.
+    pub fn table(&self) -> String {
+        let mut out = String::new();
+        for driver in &self.drivers {
+            out.push_str(&format!(
+                "{} ({} cells): score {} — {} killed, {} survived, {} not applicable\n",
+                driver.driver,
+                driver.cells,
+                percent(driver.score),
+                driver.killed,
+                driver.survived,
+                driver.not_applicable
+            ));
+            let width = driver
+                .operators
+                .iter()
+                .map(|m| m.operator.len())
+                .max()
+                .unwrap_or(0);
+            for mutant in &driver.operators {
+                let detail = match mutant.status {
+                    Status::Killed => {
+                        let cells: Vec<String> = mutant
+                            .killed_by
+                            .iter()
+                            .map(|c| {
+                                format!(
+                                    "{} ({} → {})",
+                                    c.cell,
+                                    c.reference.as_deref().unwrap_or("-"),
+                                    c.mutant.as_deref().unwrap_or("-")
+                                )
+                            })
+                            .collect();
+                        format!("by {}", cells.join(", "))
+                    }
+                    Status::Survived => format!(
+                        "applied in {} cells, no outcome changed: {}",
+                        mutant.applied_in.len(),
+                        mutant.bug
+                    ),
+                    Status::NotApplicable => "applied in no cell".into(),
+                };
+                out.push_str(&format!(
+                    "  {:<width$}  {:<14}  {detail}\n",
+                    mutant.operator,
+                    mutant.status.as_str()
+                ));
+                for unsteady in &mutant.unsteady {
+                    out.push_str(&format!(
+                        "  {:<width$}  {:<14}  {} changed without a rewrite ({} → {}): it kills nothing\n",
+                        "",
+                        "unsteady",
+                        unsteady.cell,
+                        unsteady.reference.as_deref().unwrap_or("-"),
+                        unsteady.mutant.as_deref().unwrap_or("-")
+                    ));
+                }
+            }
+        }
+        out.push_str(&format!(
+            "mutation score {} ({} killed, {} survived)\n",
+            percent(self.score),
+            self.killed(),
+            self.survivors()
+        ));
+        out
+    }
+}
+
+fn percent(score: Option<f64>) -> String {
+    score.map_or_else(|| "n/a".into(), |s| format!("{:.0}%", s * 100.0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cell(name: &str, applied: usize, reference: &str, mutant: &str) -> CellMutant {
+        CellMutant {
+            cell: name.into(),
+            applied,
+            reference: Some(reference.into()),
+            mutant: Some(mutant.into()),
+        }
+    }
+
+    #[test]
+    fn an_operator_is_killed_only_by_a_cell_where_it_applied() {
+        let steady = BTreeSet::new();
+        let killed = Mutant::judge(
+            Operator::DropAnswers,
+            vec![
+                cell("a", 1, "pass", "fail: session-continued"),
+                cell("b", 0, "pass", "pass"),
+            ],
+            &steady,
+        );
+        assert_eq!(killed.status, Status::Killed);
+        assert_eq!(killed.killed_by.len(), 1);
+        let survived = Mutant::judge(
+            Operator::DropAnswers,
+            vec![
+                cell("a", 2, "pass", "pass"),
+                cell("b", 0, "pass", "incomplete"),
+            ],
+            &steady,
+        );
+        assert_eq!(
+            survived.status,
+            Status::Survived,
+            "b changed without a rewrite"
+        );
+        assert_eq!(survived.unsteady.len(), 1);
+        let none = Mutant::judge(
+            Operator::DropAnswers,
+            vec![cell("a", 0, "pass", "pass")],
+            &steady,
+        );
+        let unsteady = BTreeSet::from(["a".to_string()]);
+        let doubtful = Mutant::judge(
+            Operator::DropAnswers,
+            vec![cell("a", 1, "pass", "incomplete")],
+            &unsteady,
+        );
+        assert_eq!(
+            doubtful.status,
+            Status::Survived,
+            "a cell seen changing on its own kills nothing"
+        );
+        assert_eq!(none.status, Status::NotApplicable);
+        assert_eq!(score([&killed, &survived, &none]), Some(0.5));
+        assert_eq!(score([&none]), None);
+    }
+
+    #[test]
+    fn the_outcome_is_the_verdict_and_the_check_that_failed() {
+        use graders::verdict::{Verdict, VerdictKind};
+        let graded = |kind, reason: &str| CellResult {
+            cell: "s.r.local.c".parse().unwrap(),
+            expected: suites::Expectation::pass(),
+            outcome: CellOutcome::Graded {
+                verdict: Verdict::new(kind, reason, Vec::new()),
+                agreement: suites::Agreement::AsExpected,
+            },
+            duration: std::time::Duration::ZERO,
+            evidence_dir: std::path::PathBuf::new(),
+            profile: None,
+        };
+        let failed = graded(
+            VerdictKind::Fail,
+            "check `exit-status` failed: status 0 after x",
+        );
+        assert_eq!(outcome(&failed).as_deref(), Some("fail: exit-status"));
+        let passed = graded(VerdictKind::Pass, "refused as it should");
+        assert_eq!(outcome(&passed).as_deref(), Some("pass"));
+    }
+}

@@ -1,0 +1,120 @@
+//! `harness mutate` end to end: the minimal example driver (harness/examples/minimal_driver.py,
+//! declared in a drivers file) against the fake app-server, on a few cells: the operators a
+//! gate must notice are killed, and a selection too narrow to notice one leaves it a survivor
+//! (exit 1). The recorder's rewrites are real: the driver's bytes go through the tap.
+
+use assert_cmd::Command;
+use serde_json::Value;
+use std::path::Path;
+
+const DRIVERS: &str = r#"[drivers.mini]
+command = "python3 {repo}/harness/examples/minimal_driver.py --cwd {workspace} --prompt {prompt} --mode {mode} --timeout 2"
+codex = "env:CODEX_PATH"
+contract = "wire"
+modes = ["planning", "standard", "ask"]
+outcome = "exit-status"
+"#;
+
+fn mutate(dir: &Path, args: &[&str]) -> (Option<i32>, Value, String) {
+    let drivers = dir.join("drivers.toml");
+    std::fs::write(&drivers, DRIVERS).unwrap();
+    let out = dir.join("out");
+    let output = Command::cargo_bin("harness")
+        .unwrap()
+        .env_remove("GITHUB_STEP_SUMMARY")
+        .arg("mutate")
+        .arg("--drivers")
+        .arg(&drivers)
+        .args([
+            "--app-server",
+            "fake",
+            "--environment",
+            "local",
+            "--jobs",
+            "2",
+        ])
+        .arg("--out")
+        .arg(&out)
+        .args(args)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let report = std::fs::read_to_string(out.join("mutation.json"))
+        .unwrap_or_else(|e| panic!("no mutation.json ({e}); stderr:\n{stderr}"));
+    (
+        output.status.code(),
+        serde_json::from_str(&report).unwrap(),
+        format!("{stdout}\n{stderr}"),
+    )
+}
+
+fn status<'a>(report: &'a Value, operator: &str) -> &'a str {
+    report["drivers"][0]["operators"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["operator"] == operator)
+        .unwrap_or_else(|| panic!("{operator} in {report:#}"))["status"]
+        .as_str()
+        .unwrap()
+}
+
+#[test]
+fn approving_everything_and_widening_the_sandbox_are_killed() {
+    let dir = tempfile::tempdir().unwrap();
+    let (code, report, output) = mutate(
+        dir.path(),
+        &[
+            "--operator",
+            "approve-everything",
+            "--operator",
+            "widen-sandbox",
+            "protocol-safe-default.mini-fake.local.file-change-refused",
+        ],
+    );
+    assert_eq!(status(&report, "approve-everything"), "killed", "{output}");
+    assert_eq!(status(&report, "widen-sandbox"), "killed", "{output}");
+    assert_eq!(report["drivers"][0]["driver"], "mini-fake");
+    assert_eq!(report["score"], 1.0);
+    assert_eq!(code, Some(0), "{output}");
+    // The mutant's evidence says it is one: the transcript records the rewrite.
+    let transcript = std::fs::read_to_string(
+        dir.path()
+            .join("out/approve-everything/protocol-safe-default.mini-fake.local.file-change-refused/transcript.jsonl"),
+    )
+    .unwrap();
+    assert!(
+        transcript.contains("\"kind\":\"mutation\"") && transcript.contains("acceptForSession"),
+        "{transcript}"
+    );
+}
+
+#[test]
+fn an_operator_the_selection_cannot_notice_survives() {
+    let dir = tempfile::tempdir().unwrap();
+    let (code, report, output) = mutate(
+        dir.path(),
+        &[
+            "--operator",
+            "approval-never",
+            "protocol-handshake.mini-fake.local.handshake",
+        ],
+    );
+    assert_eq!(status(&report, "approval-never"), "survived", "{output}");
+    assert_eq!(report["score"], 0.0);
+    assert_eq!(code, Some(1), "{output}");
+    assert!(output.contains("survived"), "{output}");
+}
+
+#[test]
+fn an_unknown_operator_is_refused_by_name() {
+    let output = Command::cargo_bin("harness")
+        .unwrap()
+        .args(["mutate", "--operator", "approve-all"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("approve-everything"), "{stderr}");
+}
