@@ -325,6 +325,7 @@ mod tests {
             prefix: vec!["-c".into(), "exec cat".into()],
             server_args: Vec::new(),
             env: vec![("PATH".into(), "/usr/bin:/bin".into())],
+            inherit_env: Vec::new(),
         };
         let recording = Recording::start_mutated(
             &socket,
