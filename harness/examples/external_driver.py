@@ -121,27 +121,46 @@ class Client:
         self.kept = []
         self.next_id = 1
         self.bounds = bounds
+        self.last_bytes = time.monotonic()
         threading.Thread(target=self._read, daemon=True).start()
 
     def _read(self):
+        # Read chunks, not lines: a long line still streaming in is not silence, so every chunk
+        # marks when bytes last came (see receive); the line bound keeps that wait bounded.
+        pending = b""
         while True:
-            line = self.proc.stdout.readline(MAX_LINE + 1)
-            if not line:
+            chunk = self.proc.stdout.read1(65536)
+            if not chunk:
                 self.inbox.put(Closed("the app-server closed its output (%s)" % self._exit_status()))
                 return
-            if len(line) > MAX_LINE:
+            self.last_bytes = time.monotonic()
+            if b"\n" not in chunk:
+                pending += chunk
+                if len(pending) > MAX_LINE:
+                    self.inbox.put(TransportLost("the app-server sent a line longer than %d bytes" % MAX_LINE))
+                    return
+                continue
+            *lines, pending = (pending + chunk).split(b"\n")
+            if any(len(line) > MAX_LINE for line in lines) or len(pending) > MAX_LINE:
                 self.inbox.put(TransportLost("the app-server sent a line longer than %d bytes" % MAX_LINE))
                 return
-            if not line.strip():
-                continue
-            try:
-                msg = json.loads(line)
-                if not isinstance(msg, dict):
-                    raise ValueError("not an object")
-            except ValueError as e:
-                self.inbox.put(TransportLost("the app-server sent a malformed line (%s)" % e))
-                return
-            self.inbox.put(msg)
+            for line in lines:
+                if not self._deliver(line):
+                    return
+
+    def _deliver(self, line):
+        """Queue one line's message; False once the transport is lost."""
+        if not line.strip():
+            return True
+        try:
+            msg = json.loads(line)
+            if not isinstance(msg, dict):
+                raise ValueError("not an object")
+        except ValueError as e:
+            self.inbox.put(TransportLost("the app-server sent a malformed line (%s)" % e))
+            return False
+        self.inbox.put(msg)
+        return True
 
     def _exit_status(self):
         """The exit status once the process has exited: end of output comes first, so poll()
@@ -162,10 +181,17 @@ class Client:
             raise Closed("writing to the app-server failed: %s" % e)
 
     def receive(self, timeout):
-        try:
-            item = self.inbox.get(timeout=timeout)
-        except queue.Empty:
-            raise TimedOut("no message from the app-server within %.1fs" % timeout)
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                item = self.inbox.get(timeout=max(0.0, deadline - time.monotonic()))
+                break
+            except queue.Empty:
+                # Silence is no bytes at all: a line still arriving renews the wait.
+                if self.last_bytes + timeout > deadline:
+                    deadline = self.last_bytes + timeout
+                    continue
+                raise TimedOut("no message from the app-server within %.1fs" % timeout)
         if isinstance(item, Exception):
             self.inbox.put(item)
             raise item

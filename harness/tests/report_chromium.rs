@@ -1,7 +1,8 @@
 //! report.html in a real browser: Debian's `chromium`, headless. The grid renders, a cell's
 //! page opens from its link, and the rows it highlights are exactly the events its verdict
-//! cites; a cell timeline with thousands of messages stays responsive and the whole matrix's
-//! report opens in under a second (timed by the page itself, in the browser). Screenshots are
+//! cites; a cell timeline with thousands of messages keeps a bounded window of rows in the DOM
+//! at every scroll position (virtualised) and the whole matrix's report opens. The page's own
+//! timings are printed, never asserted: they depend on the machine's load. Screenshots are
 //! kept under `target/conformance/report-screenshots/` for CI to upload.
 //!
 //! Needs chromium (`apt-get install -y chromium`): without it the trials are ignored with the
@@ -25,12 +26,17 @@ const FILTER: &str = ".runner-fake.local.";
 const CITING_CELL: &str = "codex-planning-read-only.runner-fake.local.plan-write-refused";
 /// Transcript lines of the large cell.
 const LARGE_TIMELINE: usize = 10_000;
+/// Most timeline rows a virtualised page keeps in the DOM: a tall window's rows plus overscan
+/// (report.js renders the visible rows and 12 either side).
+const MAX_ROWS_IN_DOM: f64 = 200.0;
+/// Height of one timeline row (report.js `ROW`).
+const ROW_PX: f64 = 26.0;
 /// Bound on one chromium run.
 const CHROMIUM_TIMEOUT: Duration = Duration::from_secs(60);
 
 fn main() {
     let mut args = Arguments::from_args();
-    // One chromium at a time: the timings must not measure the other trial's browser.
+    // One chromium at a time: the printed timings should not measure the other trial's browser.
     args.test_threads = Some(1);
     // $CHROMIUM naming a program that does not exist is an error, never a skip.
     let named_but_absent = std::env::var_os("CHROMIUM")
@@ -50,8 +56,8 @@ fn main() {
             grid_and_cell_page,
         ),
         trial(
-            "report_large_timeline_and_whole_matrix_stay_fast_in_headless_chromium_needs_chromium",
-            large_runs_stay_fast,
+            "report_large_timeline_stays_virtualised_and_whole_matrix_opens_in_headless_chromium_needs_chromium",
+            large_timeline_virtualised_and_whole_matrix_opens,
         ),
     ];
     libtest_mimic::run(&args, trials).exit();
@@ -396,7 +402,7 @@ fn copy_cell(from: &Path, to: &Path) -> Result<(), String> {
     Ok(())
 }
 
-fn large_runs_stay_fast() -> Result<(), String> {
+fn large_timeline_virtualised_and_whole_matrix_opens() -> Result<(), String> {
     let run = tempfile::tempdir().map_err(|e| e.to_string())?;
     run_cells(run.path(), CITING_CELL)?;
     let source = run.path().join(CITING_CELL);
@@ -436,19 +442,36 @@ fn large_runs_stay_fast() -> Result<(), String> {
     if number("entries") < LARGE_TIMELINE as f64 {
         return Err(format!("the timeline holds {} entries", number("entries")));
     }
-    if number("rows_in_dom") > 200.0 {
+    // Deterministic: virtualised scrolling keeps a bounded window of rows in the DOM at every
+    // scroll position (never none), while the scroll area spans every entry. The timings in the
+    // measurement are printed above for a reader; they depend on the machine's load, so no test
+    // asserts them (the project measures speed with benchmarks, not timed tests).
+    let scroll_steps = number("scroll_renders");
+    if !(scroll_steps >= 100.0 && scroll_steps.is_finite()) {
         return Err(format!(
-            "{} rows in the DOM: the timeline is not virtualised",
+            "the page scrolled {scroll_steps} times, not 100: {measure}"
+        ));
+    }
+    let (fewest, most) = (
+        number("rows_in_dom_min_while_scrolling"),
+        number("rows_in_dom_max_while_scrolling"),
+    );
+    if !(1.0..=MAX_ROWS_IN_DOM).contains(&fewest) || !(1.0..=MAX_ROWS_IN_DOM).contains(&most) {
+        return Err(format!(
+            "between {fewest} and {most} rows in the DOM while scrolling (bound 1 to {MAX_ROWS_IN_DOM}): the timeline is not virtualised"
+        ));
+    }
+    if !(1.0..=MAX_ROWS_IN_DOM).contains(&number("rows_in_dom")) {
+        return Err(format!(
+            "{} rows in the DOM after filtering: the timeline is not virtualised",
             number("rows_in_dom")
         ));
     }
-    // A frame is 16 ms; the bounds leave room for a loaded 2-core CI machine.
-    if number("open_ms") > 1000.0
-        || number("scroll_render_median_ms") > 16.0
-        || number("scroll_render_p95_ms") > 50.0
-        || number("filter_ms") > 200.0
-    {
-        return Err(format!("the large timeline is slow: {measure}"));
+    if number("scroll_height_px") < LARGE_TIMELINE as f64 * ROW_PX {
+        return Err(format!(
+            "the timeline scrolls over {} px, less than {LARGE_TIMELINE} rows of {ROW_PX} px",
+            number("scroll_height_px")
+        ));
     }
 
     // The whole shipped matrix's size, every cell with real evidence.
@@ -468,8 +491,9 @@ fn large_runs_stay_fast() -> Result<(), String> {
         "whole matrix ({} cells, {bytes} bytes): ready after {ready} ms",
         matrix.cells.len()
     );
-    if ready > 1000.0 {
-        return Err(format!("the whole matrix's report took {ready} ms to open"));
+    // The time is for a reader (see above); the page reaching ready is the check.
+    if !ready.is_finite() || ready < 0.0 {
+        return Err(format!("the whole matrix's report's ready time is {ready}"));
     }
     screenshot(
         &large.path().join("report.html"),

@@ -23,7 +23,7 @@ use serde_json::{json, Value};
 use state::{State, TurnSignal};
 use std::collections::{HashMap, HashSet};
 use std::io::BufRead;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::Sender;
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
@@ -51,8 +51,6 @@ pub struct Shared {
     turn_players: (Mutex<usize>, Condvar),
     /// The goal of each thread that has one (`thread/goal/updated`'s `goal`).
     pub(crate) goals: Mutex<HashMap<String, Value>>,
-    /// The client closed stdin: the server starts no turn of its own from then on.
-    input_ended: AtomicBool,
 }
 
 /// A handler's answer: the result, the notifications that go before and after the response,
@@ -121,7 +119,6 @@ impl Shared {
             finished_turns: (Mutex::new(HashSet::new()), Condvar::new()),
             turn_players: (Mutex::new(0), Condvar::new()),
             goals: Mutex::new(HashMap::new()),
-            input_ended: AtomicBool::new(false),
         })
     }
 
@@ -204,11 +201,6 @@ impl Shared {
     }
 
     /// Wait (at most `limit`) until no turn player runs.
-    /// Whether the client closed stdin.
-    pub(crate) fn input_ended(&self) -> bool {
-        self.input_ended.load(Ordering::SeqCst)
-    }
-
     fn wait_turn_players(&self, limit: Duration) {
         let (running, changed) = &self.turn_players;
         let guard = running.lock().unwrap_or_else(|p| p.into_inner());
@@ -268,7 +260,6 @@ pub fn serve(shared: Arc<Shared>) -> u8 {
         shared.out.record_incoming(line);
         handle_line(&shared, line);
     }
-    shared.input_ended.store(true, Ordering::SeqCst);
     shared.wait_turn_players(TURNS_AFTER_END_OF_INPUT);
     shared.out.flush();
     0
