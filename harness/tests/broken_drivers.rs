@@ -275,11 +275,6 @@ reason = "the minimal driver answers every *requestApproval with a decision, whi
 cell = "protocol-binding.*.*.events-before-answer"
 verdict = "fail"
 reason = "the minimal driver discards every line while it waits for the turn/start answer"
-
-[[expected]]
-cell = "protocol-binding.*.*.server-started-turn"
-verdict = "incomplete"
-reason = "not a finding: the minimal driver closes the app-server's stdin when its turn completes, so no turn of the server's own can start"
 "#;
 
 /// Write every copy, the unmodified driver and the control fixture into `dir` (each waits at
