@@ -145,14 +145,38 @@ async fn plays_plan_write_refused_turn_by_turn_and_logs_what_the_model_saw() {
     assert_eq!(events(&body).last().unwrap().0, "response.completed");
 
     let log = read_log(&dir.path().join("model.jsonl"));
-    assert_eq!(log.len(), 4, "{log:?}");
-    assert!(matches!(&log[0], ModelLogEntry::ToolCall { name, .. } if name == "exec_command"));
-    assert!(
-        matches!(&log[1], ModelLogEntry::ToolOutput { call_id: id, output } if *id == call_id && output.contains("Read-only file system"))
+    // What the user said reaches the log too, once per turn, before that turn's calls.
+    let said: Vec<&str> = log
+        .iter()
+        .filter_map(|entry| match entry {
+            ModelLogEntry::UserInput { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        said,
+        [
+            "Plan the change. Write the probe first.",
+            "Plan approved. Go ahead."
+        ],
+        "{log:?}"
     );
-    assert!(matches!(&log[2], ModelLogEntry::ToolCall { name, .. } if name == "paperclip_finish"));
     assert!(
-        matches!(&log[3], ModelLogEntry::ToolOutput { output, .. } if output == "line one\nline two")
+        matches!(&log[0], ModelLogEntry::UserInput { .. }),
+        "{log:?}"
+    );
+    let log: Vec<&ModelLogEntry> = log
+        .iter()
+        .filter(|entry| !matches!(entry, ModelLogEntry::UserInput { .. }))
+        .collect();
+    assert_eq!(log.len(), 4, "{log:?}");
+    assert!(matches!(log[0], ModelLogEntry::ToolCall { name, .. } if name == "exec_command"));
+    assert!(
+        matches!(log[1], ModelLogEntry::ToolOutput { call_id: id, output } if *id == call_id && output.contains("Read-only file system"))
+    );
+    assert!(matches!(log[2], ModelLogEntry::ToolCall { name, .. } if name == "paperclip_finish"));
+    assert!(
+        matches!(log[3], ModelLogEntry::ToolOutput { output, .. } if output == "line one\nline two")
     );
 
     let requests = mock.requests();

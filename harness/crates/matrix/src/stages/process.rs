@@ -20,7 +20,7 @@ const POLL: Duration = Duration::from_millis(100);
 /// Added to the idle bound before the driver's first wire byte: an interpreter's start-up is no
 /// wait of the task (the published Python SDK takes 6 s to import on a loaded 2-core runner, so
 /// its cells were killed before they began); the overall bound still holds.
-const DRIVER_START_ALLOWANCE: Duration = Duration::from_secs(20);
+pub const DRIVER_START_ALLOWANCE: Duration = Duration::from_secs(20);
 
 /// A driver process to run.
 pub struct DriverProcess {
