@@ -73,7 +73,7 @@ pub fn normalise_with(events: &[Event], aliases: &[(String, String)]) -> Vec<Val
     let mut ids = IdMap::default();
     let mut out = Vec::new();
     let denied = racing_denied_commands(events);
-    for event in events.iter().filter(|e| e.source == Source::Driver) {
+    for event in exchanges_in_id_order(events) {
         let mut value = serde_json::to_value(&event.body).expect("events serialize");
         if NOT_COMPARED.contains(&value["kind"].as_str().unwrap_or_default()) {
             continue;
@@ -91,6 +91,15 @@ pub fn normalise_with(events: &[Event], aliases: &[(String, String)]) -> Vec<Val
             // A digest over the launch, paths included: it differs per cell folder. Its
             // stability is the launch-identity suite's business, not this comparison's.
             value["payload"]["launch"]["identity"] = Value::String("<identity>".into());
+            // The digest of the canary secrets planted in the driver's environment: fresh random
+            // values per cell, so only their names compare.
+            if let Some(digest) = value["payload"]["protocol"]
+                .get_mut("canaries")
+                .and_then(|c| c.get_mut("digest"))
+                .filter(|d| d.is_string())
+            {
+                *digest = Value::String("<digest>".into());
+            }
         }
         if let Body::SessionRelaunched(_) = event.body {
             // The relaunch's digest, computed like run.started's (paths included).
@@ -123,6 +132,35 @@ pub fn normalise_with(events: &[Event], aliases: &[(String, String)]) -> Vec<Val
         }
         out.push(value);
     }
+    out
+}
+
+/// The driver's events, each block of consecutive client requests and their answers in the
+/// order of the requests' ids (each request before its answer). A driver that sends requests
+/// without waiting for the previous answer (codex-acp's `config/read` and `account/read` at
+/// start-up) sees the answers arrive between its requests as fast as the app-server is, which
+/// is timing, not behaviour; which requests were sent and how each was answered still compare.
+fn exchanges_in_id_order(events: &[Event]) -> Vec<&Event> {
+    let exchange_key = |event: &Event| match &event.body {
+        Body::ClientRequest(r) => Some((r.launch, r.id.parse::<u64>().ok(), r.id.clone(), 0)),
+        Body::ClientRequestAnswered(a) => {
+            Some((a.launch, a.id.parse::<u64>().ok(), a.id.clone(), 1))
+        }
+        _ => None,
+    };
+    let mut out: Vec<&Event> = Vec::new();
+    let mut block: Vec<&Event> = Vec::new();
+    for event in events.iter().filter(|e| e.source == Source::Driver) {
+        if exchange_key(event).is_some() {
+            block.push(event);
+            continue;
+        }
+        block.sort_by_key(|e| exchange_key(e));
+        out.append(&mut block);
+        out.push(event);
+    }
+    block.sort_by_key(|e| exchange_key(e));
+    out.append(&mut block);
     out
 }
 
