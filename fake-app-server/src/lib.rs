@@ -88,5 +88,21 @@ fn run(args: cli::Args) -> Result<u8, String> {
     let out = output::Output::new(transcript, scenario.notifications.clone())
         .with_extra_fields(scenario.extra_fields);
     let shared = server::Shared::new(scenario, config, sandbox, out, model_log);
+    exit_zero_on_sigterm()?;
     Ok(server::serve(shared))
+}
+
+/// Codex shuts down on SIGTERM and exits 0 (measured with 0.169: a serving `codex app-server`,
+/// stdin still open, sent SIGTERM, exits with status 0); a client like the Python SDK closes
+/// stdin and then terminates the server, so dying of the signal would differ from Codex. Every
+/// message is flushed as it is written, so there is nothing left to write at exit.
+fn exit_zero_on_sigterm() -> Result<(), String> {
+    let mut signals = signal_hook::iterator::Signals::new([signal_hook::consts::SIGTERM])
+        .map_err(|e| format!("cannot watch SIGTERM: {e}"))?;
+    std::thread::spawn(move || {
+        if signals.forever().next().is_some() {
+            std::process::exit(0);
+        }
+    });
+    Ok(())
 }

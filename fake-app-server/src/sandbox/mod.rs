@@ -59,7 +59,7 @@ const PROBE_WARNING_PATTERNS: &[&str] = &[
 
 /// Codex's sandbox-denial keywords: a quick failing sandboxed command whose output contains one
 /// of them is reported to the model only, with no commandExecution item (gotcha G1).
-const DENIAL_KEYWORDS: &[&str] = &[
+pub const DENIAL_KEYWORDS: &[&str] = &[
     "operation not permitted",
     "permission denied",
     "read-only file system",

@@ -3,6 +3,7 @@
 //! as `<runner>`, and a command's output lines in a canonical order.
 
 use codex::mock_api::probe_id_for;
+use fake_app_server::sandbox::DENIAL_KEYWORDS;
 use graders::events::{Body, Event, Source};
 use regex::Regex;
 use serde_json::Value;
@@ -71,9 +72,14 @@ pub fn normalise(events: &[Event], cell_root: &str) -> Vec<Value> {
 pub fn normalise_with(events: &[Event], aliases: &[(String, String)]) -> Vec<Value> {
     let mut ids = IdMap::default();
     let mut out = Vec::new();
-    for event in events.iter().filter(|e| e.source == Source::Driver) {
+    let denied = racing_denied_commands(events);
+    for event in exchanges_in_id_order(events) {
         let mut value = serde_json::to_value(&event.body).expect("events serialize");
         if NOT_COMPARED.contains(&value["kind"].as_str().unwrap_or_default()) {
+            continue;
+        }
+        let item_id = value["payload"]["item"]["id"].as_str();
+        if item_id.is_some_and(|id| denied.iter().any(|d| d == id)) {
             continue;
         }
         if let Body::RunStarted(_) = event.body {
@@ -85,6 +91,15 @@ pub fn normalise_with(events: &[Event], aliases: &[(String, String)]) -> Vec<Val
             // A digest over the launch, paths included: it differs per cell folder. Its
             // stability is the launch-identity suite's business, not this comparison's.
             value["payload"]["launch"]["identity"] = Value::String("<identity>".into());
+            // The digest of the canary secrets planted in the driver's environment: fresh random
+            // values per cell, so only their names compare.
+            if let Some(digest) = value["payload"]["protocol"]
+                .get_mut("canaries")
+                .and_then(|c| c.get_mut("digest"))
+                .filter(|d| d.is_string())
+            {
+                *digest = Value::String("<digest>".into());
+            }
         }
         if let Body::SessionRelaunched(_) = event.body {
             // The relaunch's digest, computed like run.started's (paths included).
@@ -105,6 +120,7 @@ pub fn normalise_with(events: &[Event], aliases: &[(String, String)]) -> Vec<Val
             payload["largest_line_bytes"] = line_size_class(payload["largest_line_bytes"].as_u64());
             // By method, so that a difference names the method (nothing is dropped).
             payload["methods"] = by_method(payload["methods"].take());
+            uncount_denied_items(&mut payload["methods"], denied.len() as u64);
         }
         normalise_value(&mut value, None, &mut ids, aliases);
         if let Some(output) = value
@@ -117,6 +133,81 @@ pub fn normalise_with(events: &[Event], aliases: &[(String, String)]) -> Vec<Val
         out.push(value);
     }
     out
+}
+
+/// The driver's events, each block of consecutive client requests and their answers in the
+/// order of the requests' ids (each request before its answer). A driver that sends requests
+/// without waiting for the previous answer (codex-acp's `config/read` and `account/read` at
+/// start-up) sees the answers arrive between its requests as fast as the app-server is, which
+/// is timing, not behaviour; which requests were sent and how each was answered still compare.
+fn exchanges_in_id_order(events: &[Event]) -> Vec<&Event> {
+    let exchange_key = |event: &Event| match &event.body {
+        Body::ClientRequest(r) => Some((r.launch, r.id.parse::<u64>().ok(), r.id.clone(), 0)),
+        Body::ClientRequestAnswered(a) => {
+            Some((a.launch, a.id.parse::<u64>().ok(), a.id.clone(), 1))
+        }
+        _ => None,
+    };
+    let mut out: Vec<&Event> = Vec::new();
+    let mut block: Vec<&Event> = Vec::new();
+    for event in events.iter().filter(|e| e.source == Source::Driver) {
+        if exchange_key(event).is_some() {
+            block.push(event);
+            continue;
+        }
+        block.sort_by_key(|e| exchange_key(e));
+        out.append(&mut block);
+        out.push(event);
+    }
+    block.sort_by_key(|e| exchange_key(e));
+    out.append(&mut block);
+    out
+}
+
+/// The command items Codex may or may not send, by their ids: a sandboxed command that failed
+/// with a denial keyword in its output. Codex judges such a command a sandbox denial (and sends
+/// no item, only the model learns of it) when its output has been read by the time it checks
+/// the early exit, which races the process's output reader: measured with 0.169 in
+/// `lsm-mount-denied`, the same `bwrap: Failed to make / slave: Permission denied` in 18 ms
+/// gave an item on one run and none on the next. The fake sends none; the model's tool output
+/// (compared in the model log) still says what happened. Such items are not compared.
+fn racing_denied_commands(events: &[Event]) -> Vec<String> {
+    events
+        .iter()
+        .filter(|e| e.source == Source::Driver)
+        .filter_map(|event| {
+            let Body::ItemCompleted(_) = &event.body else {
+                return None;
+            };
+            let value = serde_json::to_value(&event.body).ok()?;
+            let item = &value["payload"]["item"];
+            let output = item["aggregated_output"].as_str()?.to_ascii_lowercase();
+            let denied = item["type"] == "command-execution"
+                && item["status"] == "failed"
+                && item["ran_in_sandbox"] == true
+                && item["exit_code"].as_i64().is_some_and(|code| code != 0)
+                && DENIAL_KEYWORDS.iter().any(|k| output.contains(k));
+            denied.then(|| item["id"].as_str().map(str::to_string))?
+        })
+        .collect()
+}
+
+/// The summary's `item/started` and `item/completed` lines without the notifications of the
+/// `dropped` items left out by [`racing_denied_commands`].
+fn uncount_denied_items(methods: &mut Value, dropped: u64) {
+    if dropped == 0 {
+        return;
+    }
+    for method in ["item/started", "item/completed"] {
+        let Some(line) = methods.get_mut(method) else {
+            continue;
+        };
+        for counted in ["count", "checked", "extra_fields"] {
+            if let Some(n) = line.get_mut(counted).filter(|n| n.is_u64()) {
+                *n = Value::from(n.as_u64().unwrap_or_default().saturating_sub(dropped));
+            }
+        }
+    }
 }
 
 /// The notifications summary's longest line, as the class the size cases judge it by (the
@@ -253,7 +344,26 @@ fn normalise_text(text: &str, ids: &IdMap, aliases: &[(String, String)]) -> Stri
             &format!("{PROBE_SEPARATOR}<probe>"),
         );
     }
-    out
+    recut(text, &out)
+}
+
+/// How many characters before the `…` of a cut text are not compared.
+const CUT_SLACK: usize = 16;
+
+/// The recorder cuts a long text at a fixed number of characters (`text…`), before any
+/// normalising: a thread id, path or probe id of another length on the other side moves what
+/// the cut leaves (`thread 'main' (104)` and `(2)` both become `(<tid>)`, after which the real
+/// text shows two characters fewer). A cut text (`raw`, as recorded) is compared by its
+/// normalised form's first (recorded length - [`CUT_SLACK`]) characters, the same count on both
+/// sides.
+pub(super) fn recut(raw: &str, normalised: &str) -> String {
+    let (Some(recorded), Some(shown)) = (raw.strip_suffix('…'), normalised.strip_suffix('…'))
+    else {
+        return normalised.to_string();
+    };
+    let keep = recorded.chars().count().saturating_sub(CUT_SLACK);
+    let kept: String = shown.chars().take(keep).collect();
+    format!("{kept}…")
 }
 
 /// A Rust panic names the thread's OS id (`thread 'main' (92) panicked`): a pid, not behaviour.

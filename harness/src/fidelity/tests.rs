@@ -1,4 +1,6 @@
-use super::normalise::{normalise_arg0_alias, normalise_panic_thread_id, order_output_lines};
+use super::normalise::{
+    normalise_arg0_alias, normalise_panic_thread_id, order_output_lines, recut,
+};
 use super::*;
 use codex::mock_api::probe_id_for;
 use graders::events::{Body, Source};
@@ -131,6 +133,26 @@ fn a_panics_thread_id_normalises_and_nothing_else_does() {
         normalise_panic_thread_id("thread 'main' (92) panicked; thread 'main' (x) too"),
         "thread 'main' (<tid>) panicked; thread 'main' (x) too"
     );
+}
+
+#[test]
+fn a_cut_text_is_compared_without_its_cut_end_and_an_uncut_text_whole() {
+    // Cut at the same raw length, the real panic's three-digit thread id shows two characters
+    // fewer than the fake's one-digit id once both read `(<tid>)`.
+    let cut = |raw: &str| {
+        let recorded = format!("{}…", raw.chars().take(60).collect::<String>());
+        recut(&recorded, &normalise_panic_thread_id(&recorded))
+    };
+    let tail = "panicked at launcher.rs:60:13: bubblewrap is unavailable: no system bwrap";
+    assert_eq!(
+        cut(&format!("thread 'main' (104) {tail}")),
+        cut(&format!("thread 'main' (2) {tail}"))
+    );
+    assert_ne!(
+        cut(&format!("thread 'main' (2) {tail}")),
+        cut(&format!("thread 'main' (2) panicked elsewhere, {tail}"))
+    );
+    assert_eq!(recut("whole (2)", "whole (<tid>)"), "whole (<tid>)");
 }
 
 #[test]

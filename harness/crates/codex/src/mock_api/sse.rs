@@ -80,12 +80,7 @@ pub fn render(
                     kind,
                     input,
                 };
-                match kind {
-                    CallKind::Function => call_frames(&mut body, index, &ids.item(index), &call),
-                    CallKind::Custom => {
-                        custom_call_frames(&mut body, index, &ids.item(index), &call)
-                    }
-                }
+                call_frames(&mut body, index, &ids.item(index), &call);
                 calls.push(call);
             }
         }
@@ -208,57 +203,53 @@ fn message_frames(body: &mut String, index: usize, item_id: &str, text: &str) {
     );
 }
 
+/// A tool call's four frames (added, delta, done, item done). A function call carries JSON
+/// `arguments`; a freeform call (`custom_tool_call`) carries its text as `input` (Codex 0.169
+/// applies an `apply_patch` sent so, and not one sent as a `function_call`; measured).
 fn call_frames(body: &mut String, index: usize, item_id: &str, call: &EmittedCall) {
+    let (item_type, field, events, payload) = match call.kind {
+        CallKind::Function => (
+            "function_call",
+            "arguments",
+            [
+                "response.function_call_arguments.delta",
+                "response.function_call_arguments.done",
+            ],
+            &call.arguments,
+        ),
+        CallKind::Custom => (
+            "custom_tool_call",
+            "input",
+            [
+                "response.custom_tool_call_input.delta",
+                "response.custom_tool_call_input.done",
+            ],
+            &call.input,
+        ),
+    };
+    let item = |text: &str, status: &str| {
+        let mut item = json!({"type": item_type, "id": item_id, "call_id": call.call_id,
+            "name": call.name, "status": status});
+        item[field] = json!(text);
+        item
+    };
     frame(
         body,
         "response.output_item.added",
-        json!({"output_index": index, "item": {"type": "function_call", "id": item_id,
-            "call_id": call.call_id, "name": call.name, "arguments": "", "status": "in_progress"}}),
+        json!({"output_index": index, "item": item("", "in_progress")}),
     );
     frame(
         body,
-        "response.function_call_arguments.delta",
-        json!({"item_id": item_id, "output_index": index, "delta": call.arguments}),
+        events[0],
+        json!({"item_id": item_id, "output_index": index, "delta": payload}),
     );
-    frame(
-        body,
-        "response.function_call_arguments.done",
-        json!({"item_id": item_id, "output_index": index, "arguments": call.arguments}),
-    );
+    let mut done = json!({"item_id": item_id, "output_index": index});
+    done[field] = json!(payload);
+    frame(body, events[1], done);
     frame(
         body,
         "response.output_item.done",
-        json!({"output_index": index, "item": {"type": "function_call", "id": item_id,
-            "call_id": call.call_id, "name": call.name, "arguments": call.arguments,
-            "status": "completed"}}),
-    );
-}
-
-/// A freeform tool call, as the Responses API streams one (Codex 0.169 applies an `apply_patch`
-/// sent so, and not one sent as a `function_call`; measured).
-fn custom_call_frames(body: &mut String, index: usize, item_id: &str, call: &EmittedCall) {
-    frame(
-        body,
-        "response.output_item.added",
-        json!({"output_index": index, "item": {"type": "custom_tool_call", "id": item_id,
-            "call_id": call.call_id, "name": call.name, "input": "", "status": "in_progress"}}),
-    );
-    frame(
-        body,
-        "response.custom_tool_call_input.delta",
-        json!({"item_id": item_id, "output_index": index, "delta": call.input}),
-    );
-    frame(
-        body,
-        "response.custom_tool_call_input.done",
-        json!({"item_id": item_id, "output_index": index, "input": call.input}),
-    );
-    frame(
-        body,
-        "response.output_item.done",
-        json!({"output_index": index, "item": {"type": "custom_tool_call", "id": item_id,
-            "call_id": call.call_id, "name": call.name, "input": call.input,
-            "status": "completed"}}),
+        json!({"output_index": index, "item": item(payload, "completed")}),
     );
 }
 
