@@ -125,6 +125,8 @@ pub fn play(shared: Arc<Shared>, plan: TurnPlan) {
         next =
             codex_tools::server_started_plan(&shared, &thread_id).map(|p| (p, Some(root.clone())));
     }
+    // No turn followed: what the last one held back goes out now.
+    shared.out.release();
 }
 
 /// Play one turn; its final status.
@@ -180,6 +182,8 @@ impl TurnRun {
             "turn/started",
             json!({"threadId": thread_id, "turn": turn_started}),
         ));
+        // A turn the server started goes out with the previous turn's end (`Output::hold`).
+        self.shared.out.release();
         if self.root_turn.is_none() {
             let input = self.plan.input.clone();
             self.user_message(&input);
@@ -284,8 +288,19 @@ impl TurnRun {
                 ending = Ending::StreamFailed;
             }
         }
+        // What follows the turn's end reaches the client in the same write as its
+        // `turn/completed` (`Output::hold`): the steps after the turn, the turn the server
+        // starts on its own while a goal is active (released once that turn has started).
+        let goal_goes_on =
+            status == "completed" && codex_tools::goal_active(&self.shared, &thread_id);
+        if goal_goes_on || script.server_steps.iter().any(|s| s.after_turn) {
+            self.shared.out.hold();
+        }
         self.finish(status, error, ending, started_s, started.elapsed());
         self.server_steps(&script.server_steps, |s| s.after_turn);
+        if !goal_goes_on {
+            self.shared.out.release();
+        }
         status
     }
 
