@@ -182,8 +182,6 @@ impl TurnRun {
             "turn/started",
             json!({"threadId": thread_id, "turn": turn_started}),
         ));
-        // A turn the server started goes out with the previous turn's end (`Output::hold`).
-        self.shared.out.release();
         if self.root_turn.is_none() {
             let input = self.plan.input.clone();
             self.user_message(&input);
@@ -289,8 +287,9 @@ impl TurnRun {
             }
         }
         // What follows the turn's end reaches the client in the same write as its
-        // `turn/completed` (`Output::hold`): the steps after the turn, the turn the server
-        // starts on its own while a goal is active (released once that turn has started).
+        // `turn/completed` (`Output::hold`): the steps after the turn, the turns the server
+        // starts on its own while a goal is active (whole: released once the chain is over, so
+        // a client that hangs up at its own turn's end has them all, every run).
         let goal_goes_on =
             status == "completed" && codex_tools::goal_active(&self.shared, &thread_id);
         if goal_goes_on || script.server_steps.iter().any(|s| s.after_turn) {
