@@ -33,6 +33,7 @@ import { createInterface } from "node:readline";
 import { parseArgs } from "node:util";
 
 const DEFAULT_REQUEST_MS = 30_000;
+const STARTUP_MS = 20_000;
 const DEFAULT_TURN_TOTAL_MS = 180_000;
 // A line from the agent larger than this is a protocol fault, not something to buffer.
 const MAX_LINE_BYTES = 8 * 1024 * 1024;
@@ -216,7 +217,10 @@ async function main() {
       clientCapabilities: { fs: { readTextFile: false, writeTextFile: false }, terminal: false },
       clientInfo: { name: "codex-driver-conformance", version: "1" },
     },
-    requestMs,
+    // The first answer waits for the agent's own start-up (node loading its bundle) and its
+    // launch of the app-server: seconds on a loaded machine, beyond a bound meant for one
+    // request of a running app-server (5 s against the fake).
+    Math.max(requestMs, STARTUP_MS),
   );
   log(`agent ${init?.agentInfo?.name ?? "?"} ${init?.agentInfo?.version ?? "?"}, protocol ${init?.protocolVersion}`);
   const session = await request("session/new", { cwd: args.workspace, mcpServers: [] }, requestMs);

@@ -27,6 +27,8 @@ struct Inner {
     transcript: Option<Transcript>,
     /// Notifications held back by an `out_of_order` fault.
     held: Vec<(Vec<u8>, Value)>,
+    /// Lines are written but not flushed until [`Output::release`] (see [`Output::hold`]).
+    holding: bool,
 }
 
 impl Output {
@@ -39,6 +41,7 @@ impl Output {
                 stdout: BufWriter::with_capacity(64 * 1024, std::io::stdout()),
                 transcript,
                 held: Vec::new(),
+                holding: false,
             }),
             faults,
             extra_fields: false,
@@ -215,6 +218,24 @@ impl Output {
         std::process::exit(101);
     }
 
+    /// Write the next messages without flushing them, until [`Output::release`]: what the
+    /// server sends right after a turn completes (a stale request of that turn, the turn it
+    /// starts on its own) then reaches the client in the same write as the `turn/completed`.
+    /// A client that ends as soon as its turn completes would otherwise end before it, or not,
+    /// as the machine's timing falls, and the case would show nothing one run in two.
+    pub fn hold(&self) {
+        self.lock().holding = true;
+    }
+
+    /// Flush what [`Output::hold`] kept back, and flush every message again from now on. A
+    /// no-op when nothing is held.
+    pub fn release(&self) {
+        let mut inner = self.lock();
+        if std::mem::take(&mut inner.holding) {
+            let _ = inner.stdout.flush();
+        }
+    }
+
     pub fn flush(&self) {
         let mut inner = self.lock();
         let _ = inner.stdout.flush();
@@ -232,7 +253,9 @@ impl Inner {
         // A closed stdout (the client went away) is not an error worth dying for here: the
         // reader sees EOF and the server shuts down.
         let _ = self.stdout.write_all(line);
-        let _ = self.stdout.flush();
+        if !self.holding {
+            let _ = self.stdout.flush();
+        }
     }
 }
 

@@ -215,10 +215,11 @@ fn a_goal_makes_the_server_start_turns_itself_until_it_is_complete() {
 }
 
 #[test]
-fn a_client_that_hangs_up_when_its_turn_completes_still_meets_the_turn_of_the_server() {
+fn a_client_that_hangs_up_when_its_turn_completes_has_already_got_the_servers_turn() {
     // Codex 0.169 and 0.171 start a goal's next turn 8 to 65 ms after turn/completed, and not
-    // at all once they have read the end of stdin (measured): a race with the client. The fake
-    // always lets the server's turn win it, so cases that need that turn never flake.
+    // at all once stdin is closed (measured). The fake sends the next turn's start in the same
+    // write as turn/completed (`Output::hold`), so whether a client that hangs up at once sees
+    // it does not depend on the machine's timing; it starts no further turn once stdin closed.
     let mut case = Case::start("server-started-turn", "fullread", json!({}));
     case.until_turn_completed(&mut silent());
     case.client.close_stdin();
@@ -234,6 +235,10 @@ fn a_client_that_hangs_up_when_its_turn_completes_still_meets_the_turn_of_the_se
         .filter(|m| m["method"] == "turn/started")
         .collect();
     assert_eq!(turns.len(), 2, "{turns:#?}");
+    assert!(
+        turns[1]["params"]["turn"]["rootTurnId"].is_string(),
+        "{turns:#?}"
+    );
 }
 
 /// A control request with a turn id that is not the live one: Codex 0.169's error text

@@ -94,6 +94,30 @@ fn a_result_to_the_unknown_request_fails_and_an_error_passes() {
     assert_eq!(error.verdict, Pass, "{error:?}");
 }
 
+/// A driver that titles its session on an ephemeral thread after its turn (codex-acp) and ends
+/// before that title turn completes: the case is judged on its session's turn.
+#[test]
+fn a_title_turn_after_the_cases_turn_does_not_change_the_verdict() {
+    let unknown = graders::grade::UNKNOWN_SERVER_REQUEST;
+    let titled = |answer: serde_json::Value| {
+        Transcript::session()
+            .server_request(7, unknown)
+            .wait(3)
+            .send(answer)
+            .complete_turn(THREAD, TURN, "completed")
+            .title_thread()
+            .close()
+    };
+    let error = requests(
+        "unknown-request",
+        titled(json!({"id": 7, "error": {"code": -32601, "message": "method not found"}})),
+    )
+    .grade();
+    assert_eq!(error.verdict, Pass, "{error:?}");
+    let result = requests("unknown-request", titled(json!({"id": 7, "result": {}}))).grade();
+    check(&result, Fail, "unknown-answered-with-error");
+}
+
 #[test]
 fn an_error_answer_is_a_right_answer_to_any_request() {
     let verdict = requests(

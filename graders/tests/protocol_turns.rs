@@ -67,6 +67,61 @@ fn turn_outcomes_need_the_declared_outcome_and_a_hang_is_no_outcome() {
 
 // --- binding
 
+/// A driver that ends its session as its own turn completes never meets the server's turn whole:
+/// the case shows nothing, however the race with the server's start of that turn fell.
+#[test]
+fn a_driver_that_leaves_before_the_servers_turn_completes_is_not_judged() {
+    for transcript in [
+        Transcript::session()
+            .complete_turn(THREAD, TURN, "completed")
+            .stdin_closed()
+            .exit(0),
+        Transcript::session()
+            .complete_turn(THREAD, TURN, "completed")
+            .turn_started(THREAD, "turn-77")
+            .stdin_closed()
+            .complete_turn(THREAD, "turn-77", "completed")
+            .exit(0),
+    ] {
+        let verdict = case("protocol-binding", "server-started-turn", transcript).grade();
+        assert_eq!(verdict.verdict, Incomplete, "{verdict:?}");
+    }
+}
+
+/// codex-acp titles its session on an ephemeral thread after its turn, and may end before that
+/// turn completes: the case's turn is still the one on its session's thread.
+#[test]
+fn a_title_turn_on_an_ephemeral_thread_is_not_the_cases_turn() {
+    let titled = |t: Transcript| {
+        t.complete_turn(THREAD, TURN, "completed")
+            .title_thread()
+            .close()
+    };
+    for (c, transcript) in [
+        ("foreign-turn-events", titled(foreign(THREAD, "turn-8"))),
+        (
+            "stale-request-after-turn",
+            Transcript::session()
+                .complete_turn(THREAD, TURN, "completed")
+                .server_request(50, "item/commandExecution/requestApproval")
+                .answer(50, json!({"decision": "decline"}))
+                .title_thread()
+                .close(),
+        ),
+    ] {
+        let verdict = case("protocol-binding", c, transcript).grade();
+        assert_eq!(verdict.verdict, Pass, "{c}: {verdict:?}");
+    }
+    // A turn on the session's thread that never completes is still the driver's own.
+    let unfinished = case(
+        "protocol-binding",
+        "foreign-turn-events",
+        foreign(THREAD, "turn-8").title_thread().close(),
+    )
+    .grade();
+    assert_ne!(unfinished.verdict, Pass, "{unfinished:?}");
+}
+
 #[test]
 fn ending_on_another_threads_turn_completed_fails_own_turn_awaited() {
     let verdict = case(

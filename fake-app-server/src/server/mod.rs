@@ -144,6 +144,8 @@ impl Shared {
             .insert(protocol::id_key(&json!(id)), waiter.clone());
         self.out
             .send(&json!({"method": method, "id": id, "params": params}));
+        // The client cannot answer a request it never got: whatever was held goes out with it.
+        self.out.release();
         id
     }
 
@@ -161,6 +163,7 @@ impl Shared {
             .unwrap_or_else(|p| p.into_inner())
             .insert(protocol::id_key(&json!(id)), waiter.clone());
         self.out.send_off_schema(&message);
+        self.out.release();
         id
     }
 

@@ -122,6 +122,10 @@ pub struct ClientRequest {
     /// thread configuration's switch for skill instructions), verbatim.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub skill_instructions: Option<Value>,
+    /// `params.ephemeral` of `thread/start`: a thread the driver opens on the side (codex-acp's
+    /// title generation), not the session's; absent when not sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ephemeral: Option<bool>,
 }
 
 /// One part of a turn's input (`UserInput`): its `type`, and its text (an excerpt) or the

@@ -16,6 +16,9 @@ pub const TURN: &str = "turn-1";
 pub const INITIALIZE_ID: u64 = 1;
 pub const THREAD_START_ID: u64 = 2;
 pub const TURN_START_ID: u64 = 3;
+/// The side thread of [`Transcript::title_thread`] and its `thread/start` request id.
+pub const TITLE_THREAD: &str = "thr-title";
+pub const TITLE_THREAD_START_ID: u64 = 90;
 
 #[derive(Debug, Clone)]
 pub struct Transcript {
@@ -195,6 +198,21 @@ impl Transcript {
             .handshake()
             .open_thread(THREAD)
             .start_turn(TURN_START_ID, THREAD, TURN)
+    }
+
+    /// What codex-acp does after its turn: it opens an ephemeral thread to title the session
+    /// and starts a turn on it, and it may end before that turn completes.
+    pub fn title_thread(self) -> Self {
+        self.request(
+            TITLE_THREAD_START_ID,
+            "thread/start",
+            json!({"cwd": "/w", "ephemeral": true}),
+        )
+        .result(
+            TITLE_THREAD_START_ID,
+            json!({"thread": {"id": TITLE_THREAD}, "sandbox": {"type": "readOnly"}, "approvalPolicy": "on-request"}),
+        )
+        .start_turn(TITLE_THREAD_START_ID + 1, TITLE_THREAD, "turn-title")
     }
 
     /// The driver's turn completes and the driver ends.

@@ -124,6 +124,8 @@ pub fn play(shared: Arc<Shared>, plan: TurnPlan) {
         next =
             codex_tools::server_started_plan(&shared, &thread_id).map(|p| (p, Some(root.clone())));
     }
+    // No turn followed: what the last one held back goes out now.
+    shared.out.release();
 }
 
 /// Play one turn; its final status.
@@ -283,8 +285,20 @@ impl TurnRun {
                 ending = Ending::StreamFailed;
             }
         }
+        // What follows the turn's end reaches the client in the same write as its
+        // `turn/completed` (`Output::hold`): the steps after the turn, the turns the server
+        // starts on its own while a goal is active (whole: released once the chain is over, so
+        // a client that hangs up at its own turn's end has them all, every run).
+        let goal_goes_on =
+            status == "completed" && codex_tools::goal_active(&self.shared, &thread_id);
+        if goal_goes_on || script.server_steps.iter().any(|s| s.after_turn) {
+            self.shared.out.hold();
+        }
         self.finish(status, error, ending, started_s, started.elapsed());
         self.server_steps(&script.server_steps, |s| s.after_turn);
+        if !goal_goes_on {
+            self.shared.out.release();
+        }
         status
     }
 

@@ -172,8 +172,20 @@ impl Binding {
                 vec![terminal.evidence()],
             ));
         };
+        // A driver may end its session when its own turn is over; one that does never meets the
+        // server's turn whole, and whether it saw that turn start at all is a race with the
+        // server (the real Codex starts it 8 to 65 ms after turn/completed): judged only when
+        // the driver stayed until that turn completed.
+        let launch = ex.own_turns().last().map_or(1, |t| t.launch);
+        let server_done = ex.completion_of(turn).map_or(u64::MAX, |(seq, _)| seq);
+        if let Some(closed) = ex.stdin_closed_before(launch, server_done) {
+            return Err(incomplete(
+                format!("the driver ended its session (closed the app-server's stdin) before turn {turn}, which the app-server started on its own after the driver's turn, completed; a driver may end when its own turn is over, so the case shows nothing about how it handles a turn it did not start"),
+                vec![EvidenceRef::at(closed, "protocol.stdin-closed")],
+            ));
+        }
         Ok(format!(
-            "after the driver's turn, the app-server started turn {turn} on its own (no turn/start, as after a goal tool call)"
+            "after the driver's turn, the app-server started turn {turn} on its own (no turn/start, as after a goal tool call), and the driver stayed until it completed"
         ))
     }
 

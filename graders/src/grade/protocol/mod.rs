@@ -288,24 +288,50 @@ impl Exchange {
     }
 
     /// The driver's own threads: those its `thread/start`, `thread/resume` or `thread/fork`
-    /// answers named.
+    /// answers named, except its side threads ([`Exchange::side_threads`]).
     pub fn own_threads(&self) -> Vec<(u64, &ClientRequestAnswered)> {
+        let side = self.side_threads();
         self.client_answers
             .iter()
             .filter(|(_, a)| {
                 a.error.is_none()
-                    && a.thread_id.is_some()
+                    && a.thread_id.as_deref().is_some_and(|t| !side.contains(t))
                     && THREAD_OPENERS.contains(&a.method.as_str())
             })
             .map(|(seq, a)| (*seq, a))
             .collect()
     }
 
-    /// The driver's own turns, in the order their `turn/start` answers came.
+    /// The threads the driver opened on the side with `thread/start {ephemeral: true}` (codex-acp
+    /// titles its session on one after its turn): not the session the case's scenario plays
+    /// on, so neither they nor their turns are the case's. Without this, a title thread's turn,
+    /// started after the driver's own, would be taken for the case's turn.
+    fn side_threads(&self) -> HashSet<&str> {
+        self.client_requests
+            .iter()
+            .filter(|(_, r)| r.method == "thread/start" && r.ephemeral == Some(true))
+            .filter_map(|(_, r)| self.answer_of(r))
+            .filter_map(|(_, a)| a.thread_id.as_deref())
+            .collect()
+    }
+
+    /// The driver's own turns, in the order their `turn/start` answers came: every turn it
+    /// started, except on a side thread ([`Exchange::side_threads`]).
     pub fn own_turns(&self) -> Vec<OwnTurn<'_>> {
+        let side = self.side_threads();
+        let on_side_thread = |a: &ClientRequestAnswered| {
+            !side.is_empty()
+                && self
+                    .client_requests
+                    .iter()
+                    .find(|(_, r)| r.launch == a.launch && r.id == a.id)
+                    .and_then(|(_, r)| r.thread_id.as_deref())
+                    .is_some_and(|thread| side.contains(thread))
+        };
         self.client_answers
             .iter()
             .filter(|(_, a)| a.method == TURN_START && a.error.is_none())
+            .filter(|(_, a)| !on_side_thread(a))
             .filter_map(|(seq, a)| {
                 a.turn_id.as_deref().map(|id| OwnTurn {
                     id,

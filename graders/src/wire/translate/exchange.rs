@@ -170,6 +170,7 @@ impl Fold {
             skill_instructions: params
                 .pointer("/config/skills/include_instructions")
                 .cloned(),
+            ephemeral: params.get("ephemeral").and_then(Value::as_bool),
         }));
     }
 
