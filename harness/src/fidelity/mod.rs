@@ -354,7 +354,11 @@ impl Truncation {
 /// Compare two graded sequences: the first divergence, unless the only difference is that one
 /// sequence ended early because its driver cut it short ([`cut`]).
 pub fn compare(fake: &SideOutcome, real: &SideOutcome) -> (Option<Divergence>, Option<Truncation>) {
-    let Some(divergence) = first_divergence(&fake.sequence, &real.sequence) else {
+    let (fake_seq, real_seq) = (
+        without_requests(&fake.sequence),
+        without_requests(&real.sequence),
+    );
+    let Some(divergence) = first_divergence(&fake_seq, &real_seq) else {
         return (None, None);
     };
     let ended = match (&divergence.fake, &divergence.real) {
@@ -369,11 +373,36 @@ pub fn compare(fake: &SideOutcome, real: &SideOutcome) -> (Option<Divergence>, O
                 index: divergence.index,
                 side,
                 reason: short.cut.clone().unwrap_or_default(),
-                other_len: long.sequence.len(),
+                other_len: without_requests(&long.sequence).len(),
             }),
         ),
         _ => (Some(divergence), None),
     }
+}
+
+/// The sequence as compared: without the driver's client requests and their answers, whose
+/// places among the app-server's notifications are the driver's timing when it sends without
+/// waiting (codex-acp pipelines its requests and its turn), not behaviour; what the driver sent
+/// is compared line by line ([`sent`]). And without whether the app-server's exit came after
+/// the driver closed its stdin: a driver that closes stdin and signals the app-server at once
+/// (the Python SDK) races the two, on either side.
+fn without_requests(sequence: &[Value]) -> Vec<Value> {
+    sequence
+        .iter()
+        .filter(|event| {
+            event["kind"] != "protocol.client-request"
+                && event["kind"] != "protocol.client-request-answered"
+        })
+        .cloned()
+        .map(|mut event| {
+            if event["kind"] == "protocol.app-server-exited" {
+                if let Some(payload) = event["payload"].as_object_mut() {
+                    payload.remove("after_stdin_closed");
+                }
+            }
+            event
+        })
+        .collect()
 }
 
 impl PairOutcome {
