@@ -456,7 +456,8 @@ fn broken_copies_turn_a_protocol_cell_red_real_codex() {
         })
         .collect();
     let drivers = drivers_file(dir.path());
-    let mut args = vec!["--app-server", "codex", "--environment", "local"];
+    // The filters start with `-`: after `--`, so they are not read as options.
+    let mut args = vec!["--app-server", "codex", "--environment", "local", "--"];
     args.extend(filters.iter().map(String::as_str));
     let cells = run(&drivers, &dir.path().join("out"), &args);
     check(&cells, "codex", |copy| copy.red_on_codex);
