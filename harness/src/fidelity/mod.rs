@@ -385,9 +385,11 @@ pub fn compare(fake: &SideOutcome, real: &SideOutcome) -> (Option<Divergence>, O
 /// waiting (codex-acp pipelines its requests and its turn), not behaviour; what the driver sent
 /// is compared line by line ([`sent`]). And without whether the app-server's exit came after
 /// the driver closed its stdin: a driver that closes stdin and signals the app-server at once
-/// (the Python SDK) races the two, on either side.
+/// (the Python SDK) races the two, on either side; for the same reason, where the driver's
+/// stdin closing and the app-server's exit are recorded next to each other, their order is not
+/// compared.
 fn without_requests(sequence: &[Value]) -> Vec<Value> {
-    sequence
+    let mut compared: Vec<Value> = sequence
         .iter()
         .filter(|event| {
             event["kind"] != "protocol.client-request"
@@ -402,7 +404,19 @@ fn without_requests(sequence: &[Value]) -> Vec<Value> {
             }
             event
         })
-        .collect()
+        .collect();
+    let is_end = |event: &Value| {
+        event["kind"] == "protocol.stdin-closed" || event["kind"] == "protocol.app-server-exited"
+    };
+    for index in 1..compared.len() {
+        if is_end(&compared[index - 1])
+            && is_end(&compared[index])
+            && compared[index - 1]["kind"] == "protocol.app-server-exited"
+        {
+            compared.swap(index - 1, index);
+        }
+    }
+    compared
 }
 
 impl PairOutcome {
