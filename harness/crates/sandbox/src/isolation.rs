@@ -114,6 +114,10 @@ impl Plan {
         // SAFETY: plain system calls on strings prepared before the fork.
         unsafe {
             if self.unprivileged {
+                // A process whose uid was just changed (a root harness starting a driver as
+                // another user) is not dumpable, and its /proc/self files then belong to root:
+                // it could not write its own uid map.
+                check(libc::prctl(libc::PR_SET_DUMPABLE, 1, 0, 0, 0))?;
                 check(libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNS))?;
                 self.write_maps()?;
             } else {
@@ -213,6 +217,14 @@ fn probe(uid: u32, gid: u32) -> Result<(), String> {
     let scratch = tempfile::tempdir().map_err(|e| format!("a scratch folder: {e}"))?;
     let own = scratch.path().join("own");
     std::fs::create_dir(&own).map_err(|e| e.to_string())?;
+    if uid != nix::unistd::geteuid().as_raw() {
+        // The mounts are made after the switch to `uid`, which must reach the folders (a
+        // temporary folder is private to its creator).
+        for path in [scratch.path(), own.as_path()] {
+            std::os::unix::fs::chown(path, Some(uid), Some(gid))
+                .map_err(|e| format!("handing {} to uid {uid}: {e}", path.display()))?;
+        }
+    }
     let isolation = Isolation {
         read_only: vec![scratch.path().to_path_buf()],
         writable: vec![own],
