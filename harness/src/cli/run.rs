@@ -185,6 +185,15 @@ fn list(cells: &[suites::Cell], ctx: &CellContext) {
             };
             ("runs", detail)
         };
+        // Where a driver runs as another user, its install must be readable by that user.
+        let detail = match sandbox::catalogue::spec(cell.id.environment.as_str())
+            .ok()
+            .and_then(|spec| spec.container)
+            .filter(|container| container.uid != 0)
+        {
+            Some(container) => format!("as uid {}; {detail}", container.uid),
+            None => detail,
+        };
         *counts.entry((cell.profile, status)).or_default() += 1;
         println!(
             "{}\t{}\t{status}\t{detail}",

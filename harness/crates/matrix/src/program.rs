@@ -68,6 +68,14 @@ fn is_assignment(word: &str) -> bool {
     })
 }
 
+/// Whether `command`'s program is a path (`./venv/bin/python`, `{repo}/x`), not a name that
+/// each environment looks up on its own `PATH` (a container's is not the host's).
+pub fn names_a_path(command: &str) -> bool {
+    shlex::split(command)
+        .and_then(|words| words.into_iter().find(|w| !is_assignment(w)))
+        .is_some_and(|program| program.contains('/'))
+}
+
 /// The program `command` starts.
 pub fn resolve(command: &str, at: Where) -> Result<Program, ProgramError> {
     let words =
@@ -157,9 +165,16 @@ mod tests {
             resolve("A=1 B=2", Where::default()),
             Err(ProgramError::NoProgram("A=1 B=2".into()))
         );
+        assert!(program_is_a_path_only_with_a_slash());
         assert!(matches!(
             resolve("{repo}/x", Where::default()),
             Err(ProgramError::NoRepoRoot(_))
         ));
+    }
+
+    fn program_is_a_path_only_with_a_slash() -> bool {
+        names_a_path("A=1 ./venv/bin/python x.py")
+            && names_a_path("{repo}/driver")
+            && !names_a_path("A=1 python3 driver.py")
     }
 }

@@ -268,6 +268,10 @@ impl Launcher for IsolatedLauncher {
         self.inner.environment()
     }
 
+    fn cannot_start(&self, program: &Path) -> Option<String> {
+        self.inner.cannot_start(program)
+    }
+
     fn prepare(&self, spec: &ProcessSpec) -> Result<PreparedCommand> {
         let mut prepared = self.inner.prepare(spec)?;
         let (uid, gid) = (

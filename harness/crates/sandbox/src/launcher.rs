@@ -55,6 +55,11 @@ pub trait Launcher: Send + Sync {
     fn environment(&self) -> &str;
     /// Turn a process spec into a command to spawn here.
     fn prepare(&self, spec: &ProcessSpec) -> anyhow::Result<PreparedCommand>;
+    /// Why `program` (a host path) could not be started here at all, if the launcher can tell
+    /// before trying (`crate::reachable`): said before a cell runs, not found as exit 126.
+    fn cannot_start(&self, _program: &std::path::Path) -> Option<String> {
+        None
+    }
 }
 
 /// Runs the process directly on the host.
@@ -101,6 +106,10 @@ impl ContainedLauncher {
 impl Launcher for ContainedLauncher {
     fn environment(&self) -> &str {
         self.inner.environment()
+    }
+
+    fn cannot_start(&self, program: &std::path::Path) -> Option<String> {
+        self.inner.cannot_start(program)
     }
 
     fn prepare(&self, spec: &ProcessSpec) -> anyhow::Result<PreparedCommand> {

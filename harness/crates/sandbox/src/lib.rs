@@ -3,7 +3,7 @@
 //! Owns: the [`launcher::Launcher`] trait (host, runc, Docker) and the mounts it binds; the
 //! restricted environments as data ([`spec`], [`catalogue`]) and their runtimes ([`oci`],
 //! [`overlays`], [`runc`], [`docker`], [`environment`], [`probe`]); a host process in a mount
-//! namespace where the evidence is read-only ([`isolation`]); process containment (one
+//! namespace where the evidence is read-only ([`isolation`]); whether a container's uid can start a program at all ([`reachable`]); process containment (one
 //! cgroup per cell: [`cgroup`], [`containment`]); who owns a container ([`owner`]); what the
 //! process must tear down before it ends ([`teardown`]); every reaper ([`reap`]); and the small
 //! system helpers everyone shares ([`system`]: one `which`, one bounded child wait, one bounded
@@ -24,6 +24,7 @@ pub mod oci;
 pub mod overlays;
 pub mod owner;
 pub mod probe;
+pub mod reachable;
 pub mod reap;
 pub mod runc;
 pub mod spec;

@@ -8,7 +8,7 @@ use crate::overlays::{
 use crate::spec::{ContainerSpec, EnvSpec};
 use crate::{containment, owner, teardown};
 use anyhow::{Context, Result};
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -120,6 +120,24 @@ pub fn unique_id() -> String {
 impl Launcher for RuncLauncher {
     fn environment(&self) -> &str {
         self.env.name
+    }
+
+    fn cannot_start(&self, program: &Path) -> Option<String> {
+        let uid = self.container.uid;
+        if uid == 0 {
+            return None;
+        }
+        let bound: Vec<PathBuf> = std::iter::once(&self.mounts.scratch)
+            .chain(&self.mounts.writable)
+            .chain(&self.mounts.readonly)
+            .cloned()
+            .collect();
+        crate::reachable::unreachable_program(program, uid, &bound).map(|why| {
+            format!(
+                "environment `{}` runs its processes as uid {uid}: {why}",
+                self.env.name
+            )
+        })
     }
 
     fn prepare(&self, process: &ProcessSpec) -> Result<PreparedCommand> {
@@ -312,21 +330,7 @@ fn bundled_bwraps(process: &ProcessSpec, readonly: &[PathBuf]) -> Vec<PathBuf> {
     found
 }
 
-/// The topmost ancestor of `path` that `uid` cannot search (no `x` for others and not its
-/// owner), if any.
-pub fn blocking_ancestor(path: &Path, uid: u32) -> Option<PathBuf> {
-    path.ancestors()
-        .skip(1)
-        .collect::<Vec<_>>()
-        .into_iter()
-        .rev()
-        .find(|ancestor| {
-            std::fs::metadata(ancestor)
-                .map(|meta| meta.uid() != uid && meta.mode() & 0o001 == 0)
-                .unwrap_or(false)
-        })
-        .map(Path::to_path_buf)
-}
+pub use crate::reachable::blocking_ancestor;
 
 /// Give a folder (recursively) to the container's uid so the process can write there.
 fn hand_over(folder: &Path, uid: u32, gid: u32) -> Result<()> {

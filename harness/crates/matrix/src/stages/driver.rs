@@ -152,6 +152,12 @@ pub async fn run(
     driver: &Driver,
     launcher: &dyn Launcher,
 ) -> Result<DriverRun> {
+    if let Some(why) = cannot_start(ctx, driver, launcher) {
+        bail!(
+            "the driver `{}` cannot start in this environment: {why}",
+            driver.name
+        );
+    }
     let run = run_spec(cell, folders, app_server, sandbox);
     let real = driver::launch::profiles::HostPaths::from_env_pairs(
         &app_server.program.env,
@@ -196,6 +202,23 @@ pub async fn run(
         transcript,
         told: ran.told,
     })
+}
+
+/// Why the launcher could not start the driver's program (or its script's interpreter) at all,
+/// known before the run: a program the environment's uid cannot reach. A program named without
+/// a path is found on the environment's own `PATH`, which the host cannot answer for.
+fn cannot_start(ctx: &CellContext, driver: &Driver, launcher: &dyn Launcher) -> Option<String> {
+    if !program::names_a_path(&driver.declared.command) {
+        return None;
+    }
+    let at = Where {
+        repo_root: ctx.repo_root.as_deref(),
+        base_dir: driver.declared.base_dir.as_deref(),
+    };
+    match program::resolve(&driver.declared.command, at) {
+        Ok(program::Program::Found(path)) => launcher.cannot_start(&path),
+        _ => None,
+    }
 }
 
 /// The `exit-zero` mutation (`harness mutate`): a driver whose outcome is its exit status, and
