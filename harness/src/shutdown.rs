@@ -130,6 +130,7 @@ pub fn run_matrix(
     jobs: Concurrency,
     on_event: impl Fn(&Progress, Option<&CellResult>) + Send + Sync + 'static,
 ) -> anyhow::Result<ExitCode> {
+    let _owned = matrix::out_lock::OutLock::take(&ctx.out_root)?;
     let (run, wall) = run_cells(cells, ctx, jobs, on_event)?;
     let code = finish(cells, &run, ctx, wall);
     *current_run().lock().unwrap_or_else(|p| p.into_inner()) = None;

@@ -2,7 +2,7 @@
 //!
 //! Owns: loading the matrix as run ([`load`]: the shipped suites plus a drivers file and more
 //! Codex versions, every declared driver's program checked) and the program of a driver's
-//! command line ([`program`]: found one way for every check); where evidence goes ([`paths`]);
+//! command line ([`program`]: found one way for every check); where evidence goes ([`paths`]) and who may write there ([`out_lock`]);
 //! the one context every cell of a process shares ([`context::CellContext`]); the hidden
 //! subcommands a harness binary serves ([`hidden`]); one cell ([`cell`]: not applicable,
 //! prerequisites ([`prereq`]), its attempts — the pipeline of typed [`stages`], with the
@@ -22,6 +22,7 @@ pub mod context;
 pub mod guard;
 pub mod hidden;
 pub mod load;
+pub mod out_lock;
 pub mod paths;
 pub mod prereq;
 pub mod program;
