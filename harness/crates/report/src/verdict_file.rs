@@ -39,6 +39,9 @@ pub struct VerdictFile {
     pub duration_ms: u64,
 }
 
+/// The largest `verdict.json` read back: a verdict's evidence excerpts are bounded far below it.
+pub const MAX_BYTES: u64 = 4 << 20;
+
 fn pass() -> String {
     "pass".into()
 }
@@ -73,20 +76,83 @@ impl VerdictFile {
         std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))
     }
 
-    /// Parse a `verdict.json` (`path` names it in errors).
+    /// Parse a `verdict.json` (`path` names it in errors); its status must follow from its
+    /// typed verdict and expectation ([`Self::check`]).
     pub fn parse(bytes: &[u8], path: &std::path::Path) -> Result<Self> {
-        serde_json::from_slice(bytes)
-            .with_context(|| format!("{} is not a verdict file", path.display()))
+        let file: Self = serde_json::from_slice(bytes)
+            .with_context(|| format!("{} is not a verdict file", path.display()))?;
+        file.check()
+            .with_context(|| format!("{} is damaged", path.display()))?;
+        Ok(file)
     }
 
-    /// `verdict.json` of `evidence`; `None` when the cell left none (it did not finish).
-    pub fn read(evidence: &CellEvidence) -> Result<Option<Self>> {
-        let path = evidence.verdict();
-        match std::fs::read(&path) {
-            Ok(bytes) => Self::parse(&bytes, &path).map(Some),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(e).with_context(|| format!("reading {}", path.display())),
+    /// The file's `status` is a claim; what it claims must follow from the typed verdict and the
+    /// expected verdict, or the file is damaged. A status saying the cell is fine is never taken
+    /// on its word: `as-expected` needs the expected verdict itself, `stale` a pass against a
+    /// listed failure. (`differs` may come from an expected signature this file does not keep,
+    /// and it is a failure anyway.)
+    pub fn check(&self) -> Result<()> {
+        let graded = matches!(
+            self.status,
+            Status::AsExpected | Status::Differs | Status::Stale
+        );
+        let Some(verdict) = &self.verdict else {
+            anyhow::ensure!(!graded, "status {:?} without a verdict", self.status);
+            return Ok(());
+        };
+        anyhow::ensure!(
+            graded,
+            "a `{}` verdict with status {:?}",
+            verdict.verdict,
+            self.status
+        );
+        let actual = verdict.verdict.as_str();
+        match self.status {
+            Status::AsExpected => anyhow::ensure!(
+                actual == self.expected,
+                "status as-expected, but the verdict `{actual}` is not the expected `{}`",
+                self.expected
+            ),
+            Status::Stale => anyhow::ensure!(
+                actual == "pass" && self.expected != "pass",
+                "status stale, but the verdict is `{actual}` against an expected `{}`",
+                self.expected
+            ),
+            _ => {}
         }
+        Ok(())
+    }
+
+    /// `verdict.json` of `evidence`; `None` when the cell left none (it did not finish). Only a
+    /// regular file of at most [`MAX_BYTES`] is read (a FIFO there must not block a report).
+    pub fn read(evidence: &CellEvidence) -> Result<Option<Self>> {
+        use std::io::Read;
+        use std::os::unix::fs::OpenOptionsExt;
+        let path = evidence.verdict();
+        let file = match std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW)
+            .open(&path)
+        {
+            Ok(file) => file,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(e).with_context(|| format!("opening {}", path.display())),
+        };
+        let meta = file
+            .metadata()
+            .with_context(|| format!("reading {}", path.display()))?;
+        anyhow::ensure!(meta.is_file(), "{} is not a regular file", path.display());
+        anyhow::ensure!(
+            meta.len() <= MAX_BYTES,
+            "{} holds {} bytes, more than a verdict file's bound of {MAX_BYTES}",
+            path.display(),
+            meta.len()
+        );
+        let mut bytes = Vec::new();
+        file.take(MAX_BYTES + 1)
+            .read_to_end(&mut bytes)
+            .with_context(|| format!("reading {}", path.display()))?;
+        Self::parse(&bytes, &path).map(Some)
     }
 
     /// The report's row of the cell `id`, whose evidence is in `evidence`.
@@ -151,6 +217,58 @@ mod tests {
             format!("{err:#}").contains("is not a verdict file"),
             "{err:#}"
         );
+        let absent = CellEvidence::new(&dir.path().join("absent"));
+        assert_eq!(VerdictFile::read(&absent).unwrap(), None);
+    }
+
+    /// What a forged or damaged file claims is not believed: each is an error, never a row
+    /// that says as expected.
+    #[test]
+    fn a_status_its_verdict_does_not_bear_out_is_damage_and_a_fifo_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let evidence = CellEvidence::new(dir.path());
+        let verdict = r#"{"verdict":"incomplete","reason":"r","evidence":[]}"#;
+        for (text, why) in [
+            (
+                r#"{"cell":"x","status":"as-expected","verdict":null}"#.to_string(),
+                "without a verdict",
+            ),
+            (
+                format!(
+                    r#"{{"cell":"x","status":"as-expected","expected":"pass","verdict":{verdict}}}"#
+                ),
+                "is not the expected",
+            ),
+            (
+                format!(
+                    r#"{{"cell":"x","status":"stale","expected":"incomplete","verdict":{verdict}}}"#
+                ),
+                "status stale",
+            ),
+            (
+                format!(r#"{{"cell":"x","status":"ignored","verdict":{verdict}}}"#),
+                "verdict with status",
+            ),
+            (
+                r#"{"cell":"x","status":"as-expected","verdict":7}"#.to_string(),
+                "is not a verdict file",
+            ),
+        ] {
+            std::fs::write(evidence.verdict(), &text).unwrap();
+            let err = format!("{:#}", VerdictFile::read(&evidence).unwrap_err());
+            assert!(err.contains(why), "{text}: {err}");
+        }
+        std::fs::write(
+            evidence.verdict(),
+            format!(r#"{{"cell":"x","status":"as-expected","expected":"incomplete","verdict":{verdict}}}"#),
+        )
+        .unwrap();
+        assert!(VerdictFile::read(&evidence).unwrap().is_some());
+
+        std::fs::remove_file(evidence.verdict()).unwrap();
+        nix::unistd::mkfifo(&evidence.verdict(), nix::sys::stat::Mode::S_IRWXU).unwrap();
+        let err = format!("{:#}", VerdictFile::read(&evidence).unwrap_err());
+        assert!(err.contains("not a regular file"), "{err}");
         let absent = CellEvidence::new(&dir.path().join("absent"));
         assert_eq!(VerdictFile::read(&absent).unwrap(), None);
     }
