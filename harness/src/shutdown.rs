@@ -198,7 +198,7 @@ fn finish(
     if let Some(note) = stop_note(run) {
         // The matrix covers the cells that finished; a stopped run says so at its top.
         markdown = format!("{note}\n\n{markdown}");
-        std::fs::write(&paths.markdown, &markdown)?;
+        report::write_atomically(&paths.markdown, markdown.as_bytes())?;
     }
     println!("{markdown}");
     report::append_job_summary(&markdown);

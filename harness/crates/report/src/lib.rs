@@ -56,14 +56,43 @@ pub fn write_summary(dir: &Path, summary: &Summary) -> Result<ReportPaths> {
         markdown: dir.join(layout::MARKDOWN),
         html: dir.join(layout::HTML),
     };
-    let write = |path: &Path, text: String| {
-        std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))
-    };
+    let write = |path: &Path, text: String| write_atomically(path, text.as_bytes());
     write(&paths.junit, junit_xml(summary)?)?;
     write(&paths.json, serde_json::to_string_pretty(summary)? + "\n")?;
     write(&paths.markdown, markdown(summary))?;
     write(&paths.html, html::render(summary))?;
     Ok(paths)
+}
+
+/// Write `bytes` to `path` whole or not at all: into a temporary file beside it, then renamed
+/// over it. A full or read-only disk, or a run killed mid-write, leaves the previous file (or
+/// none), never a truncated report that a reader would take for the run's.
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
+    use std::io::Write;
+    let folder = path
+        .parent()
+        .with_context(|| format!("{} has no folder", path.display()))?;
+    let mut file = tempfile::Builder::new()
+        .prefix(".partial-")
+        .tempfile_in(folder)
+        .with_context(|| {
+            format!(
+                "writing {}: creating a file in {}",
+                path.display(),
+                folder.display()
+            )
+        })?;
+    file.write_all(bytes)
+        .with_context(|| format!("writing {}", path.display()))?;
+    // Readers (a browser, `harness report`) expect the usual mode, not tempfile's private one.
+    use std::os::unix::fs::PermissionsExt;
+    file.as_file()
+        .set_permissions(std::fs::Permissions::from_mode(0o644))
+        .with_context(|| format!("writing {}", path.display()))?;
+    file.persist(path)
+        .map_err(|e| e.error)
+        .with_context(|| format!("writing {}", path.display()))?;
+    Ok(())
 }
 
 #[cfg(test)]

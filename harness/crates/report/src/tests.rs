@@ -309,3 +309,28 @@ fn the_job_summary_links_the_html_report() {
     );
     assert!(!job_summary("x\n", |_| None).contains("]("));
 }
+
+#[test]
+fn a_report_is_written_whole_under_its_name_and_a_failure_names_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("matrix.md");
+    crate::write_atomically(&path, b"first").unwrap();
+    crate::write_atomically(&path, b"second").unwrap();
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "second");
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(
+        std::fs::metadata(&path).unwrap().permissions().mode() & 0o777,
+        0o644
+    );
+    let names: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names, vec![std::ffi::OsString::from("matrix.md")]);
+    let missing = dir.path().join("gone/report.html");
+    let err = format!("{:#}", crate::write_atomically(&missing, b"x").unwrap_err());
+    assert!(
+        err.contains("writing") && err.contains("gone/report.html"),
+        "{err}"
+    );
+}

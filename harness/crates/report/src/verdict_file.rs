@@ -73,7 +73,7 @@ impl VerdictFile {
         // Through a JSON value: its keys come out sorted, as the file has always been written.
         let text = serde_json::to_string_pretty(&serde_json::to_value(self)?)? + "\n";
         let path = evidence.verdict();
-        std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))
+        crate::write_atomically(&path, text.as_bytes())
     }
 
     /// Parse a `verdict.json` (`path` names it in errors); its status must follow from its
