@@ -159,6 +159,28 @@ fn a_drivers_file_or_program_that_does_not_exist_is_an_error_not_a_skip() {
     }
 }
 
+/// Found by the fault sweep: `--drivers /dev/zero` grew until the kernel killed the harness,
+/// and `harness drift TYPO` asked npm for 70 s and left a lock file.
+#[test]
+fn a_device_or_an_oversized_file_is_no_drivers_file_and_drift_checks_the_version_first() {
+    refused(
+        Path::new("/dev/zero"),
+        "`/dev/zero` cannot be read: not a regular file",
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let big = dir.path().join("drivers.toml");
+    std::fs::write(&big, "#".repeat(5 << 20)).unwrap();
+    refused(&big, "larger than a drivers file's bound");
+    harness()
+        .args(["drift", "not-a-version"])
+        .timeout(std::time::Duration::from_secs(10))
+        .assert()
+        .code(2)
+        .stderr(contains(
+            "`not-a-version` is not of the form MAJOR.MINOR.PATCH",
+        ));
+}
+
 #[test]
 fn a_bad_drivers_file_is_refused_naming_the_file_and_the_entry() {
     let dir = drivers_dir(&DRIVERS.replace("{mode}", "{mdoe}"));

@@ -121,6 +121,9 @@ fn verified() -> &'static std::sync::Mutex<std::collections::HashMap<String, Cod
 
 /// Resolve `version`, installing it from npm into the cache first if needed.
 pub fn ensure(version: &str) -> Result<CodexInstall> {
+    // Checked before npm is asked: a typo would otherwise cost an install attempt (and its
+    // registry timeout) and leave a lock file behind.
+    suites::generate::check_version(version).map_err(anyhow::Error::msg)?;
     let cached = verified()
         .lock()
         .map_err(|_| anyhow::anyhow!("install cache lock poisoned"))?
