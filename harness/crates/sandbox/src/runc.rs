@@ -2,9 +2,7 @@
 
 use crate::launcher::{EnvMounts, Launcher, PreparedCommand, ProcessSpec};
 use crate::oci::{self, ContainerInputs};
-use crate::overlays::{
-    bundled_bwraps_below, bwrap_overlays, passwd_overlay, BUNDLED_SEARCH_DEPTH, SYSTEM_BWRAP,
-};
+use crate::overlays::{bwrap_overlays, bwrap_targets, passwd_overlay, SystemBwrap};
 use crate::spec::{ContainerSpec, EnvSpec};
 use crate::{containment, owner, teardown};
 use anyhow::{Context, Result};
@@ -264,7 +262,11 @@ impl RuncLauncher {
         let mut file_overlays = bwrap_overlays(
             self.env.name,
             self.container.bwrap,
-            &bwrap_targets(process, &readonly),
+            &bwrap_targets(
+                SystemBwrap::IfPresent,
+                Some(&process.program),
+                &self.mounts.bundled_bwraps,
+            ),
             bundle,
         )?;
         file_overlays.extend(passwd_overlay(
@@ -286,30 +288,6 @@ impl RuncLauncher {
             file_overlays,
         })
     }
-}
-
-/// Every bubblewrap Codex may use in the container: the system one, then the bundled ones.
-fn bwrap_targets(process: &ProcessSpec, readonly: &[PathBuf]) -> Vec<PathBuf> {
-    let mut targets = Vec::new();
-    if Path::new(SYSTEM_BWRAP).is_file() {
-        targets.push(PathBuf::from(SYSTEM_BWRAP));
-    }
-    targets.extend(bundled_bwraps(process, readonly));
-    targets
-}
-
-/// Codex's bundled bubblewraps the process may use: next to the program, or anywhere below a
-/// read-only folder bound into the container (a driver's tap starts Codex from a bound npm
-/// prefix, so the program is not always Codex itself).
-fn bundled_bwraps(process: &ProcessSpec, readonly: &[PathBuf]) -> Vec<PathBuf> {
-    let mut found = Vec::new();
-    if let Some(package) = process.program.parent().and_then(Path::parent) {
-        bundled_bwraps_below(package, 0, &mut found);
-    }
-    for folder in readonly {
-        bundled_bwraps_below(folder, BUNDLED_SEARCH_DEPTH, &mut found);
-    }
-    found
 }
 
 /// The topmost ancestor of `path` that `uid` cannot search (no `x` for others and not its
