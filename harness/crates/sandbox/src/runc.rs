@@ -330,3 +330,51 @@ fn hand_over(folder: &Path, uid: u32, gid: u32) -> Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A `codex-resources/bwrap` below a bound folder (a drivers file's folder holding an
+    /// earlier run's evidence) is not covered; the declared one and the program's package's are.
+    #[test]
+    fn only_declared_and_the_programs_bundled_bubblewraps_are_covered() {
+        let dir = tempfile::tempdir().unwrap();
+        let bundled_in = |package: &Path| {
+            let bwrap = package.join("codex-resources").join("bwrap");
+            std::fs::create_dir_all(bwrap.parent().unwrap()).unwrap();
+            std::fs::write(&bwrap, b"").unwrap();
+            bwrap
+        };
+        let bound = dir.path().join("drivers");
+        let stale = bundled_in(&bound.join("out").join("cell").join("fake-codex-package"));
+        let declared = bundled_in(&dir.path().join("declared"));
+        let program_package = dir.path().join("codex");
+        let programs = bundled_in(&program_package);
+        let bundle = dir.path().join("bundle");
+        std::fs::create_dir(&bundle).unwrap();
+        let launcher = RuncLauncher::new(
+            crate::catalogue::spec("no-bwrap").unwrap(),
+            EnvMounts {
+                scratch: dir.path().join("scratch"),
+                readonly: vec![bound],
+                bundled_bwraps: vec![declared.clone()],
+                ..EnvMounts::default()
+            },
+        )
+        .unwrap();
+        let process = ProcessSpec {
+            program: program_package.join("bin").join("codex"),
+            args: Vec::new(),
+            env: Vec::new(),
+            cwd: dir.path().to_path_buf(),
+        };
+        let inputs = launcher
+            .inputs(&process, &bundle, bundle.join("rootfs"))
+            .unwrap();
+        let covered: Vec<&PathBuf> = inputs.file_overlays.iter().map(|(_, to)| to).collect();
+        assert!(covered.contains(&&declared), "{covered:?}");
+        assert!(covered.contains(&&programs), "{covered:?}");
+        assert!(!covered.contains(&&stale), "{covered:?}");
+    }
+}
