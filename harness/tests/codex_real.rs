@@ -268,6 +268,7 @@ async fn run_in_environment(environment: &str, policy: PolicyGeneration, dir: &P
         scratch: dir.to_path_buf(),
         writable: prepared.writable_mounts(),
         readonly: prepared.readonly_mounts(),
+        bundled_bwraps: vec![prepared.install.bundled_bwrap()],
     };
     let launcher = sandbox::environment::launcher(environment, &mounts).expect("launcher");
     run_plan_write_refused(

@@ -435,6 +435,7 @@ fn codex_thread_start_with(
             scratch: cell.root.clone(),
             writable: Vec::new(),
             readonly: vec![codex.package_dir.clone()],
+            bundled_bwraps: vec![codex.bundled_bwrap()],
         },
     )?;
     let process = ProcessSpec {

@@ -8,9 +8,7 @@
 
 use crate::launcher::{EnvMounts, Launcher, PreparedCommand, ProcessSpec};
 use crate::oci;
-use crate::overlays::{
-    bundled_bwraps_below, bwrap_overlays, passwd_overlay, BUNDLED_SEARCH_DEPTH, SYSTEM_BWRAP,
-};
+use crate::overlays::{bwrap_overlays, bwrap_targets, passwd_overlay, SystemBwrap};
 use crate::spec::{ContainerSpec, EnvSpec};
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
@@ -256,10 +254,8 @@ impl DockerRequest {
         for folder in mounts.readonly.iter().chain(extra_readonly.iter()) {
             binds.push((folder.clone(), folder.clone(), AccessMode::ReadOnly));
         }
-        let mut targets = vec![PathBuf::from(SYSTEM_BWRAP)];
-        for folder in mounts.readonly.iter().chain(extra_readonly.iter()) {
-            bundled_bwraps_below(folder, BUNDLED_SEARCH_DEPTH, &mut targets);
-        }
+        // Made before its processes are known: the bundled bubblewraps are the declared ones.
+        let targets = bwrap_targets(SystemBwrap::Always, None, &mounts.bundled_bwraps);
         for (source, destination) in bwrap_overlays(name, container.bwrap, &targets, overlays)? {
             // The empty image cannot hold the host's `/bin -> usr/bin` links, so such a folder
             // is a second bind of its target: cover the file there too.

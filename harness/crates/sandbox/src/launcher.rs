@@ -12,6 +12,12 @@ pub struct EnvMounts {
     pub scratch: PathBuf,
     pub writable: Vec<PathBuf>,
     pub readonly: Vec<PathBuf>,
+    /// Codex's bundled bubblewraps (`codex-resources/bwrap` files) in the packages bound here,
+    /// named by whoever binds a package (the Codex an app-server runs, a driver's install): an
+    /// environment that changes bubblewraps changes these and the system one. A launcher never
+    /// searches the folders it binds for them — a bound folder may hold anything, earlier runs'
+    /// evidence among it — beyond the package of the program it starts.
+    pub bundled_bwraps: Vec<PathBuf>,
 }
 
 impl EnvMounts {
@@ -28,6 +34,11 @@ impl EnvMounts {
     pub fn merge(mut self, other: EnvMounts) -> EnvMounts {
         self.writable.extend(other.writable);
         self.readonly.extend(other.readonly);
+        for bundled in other.bundled_bwraps {
+            if !self.bundled_bwraps.contains(&bundled) {
+                self.bundled_bwraps.push(bundled);
+            }
+        }
         self
     }
 }

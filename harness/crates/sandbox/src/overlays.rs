@@ -1,6 +1,6 @@
 //! The files a container sees in place of the host's: what becomes of the bubblewraps Codex may
-//! use ([`BwrapAccess`]), a passwd entry for a non-root uid, and where Codex's bundled
-//! bubblewraps are. Shared by both runtimes (runc binds them in the bundle, Docker in its
+//! use ([`BwrapAccess`]), a passwd entry for a non-root uid, and which bubblewraps those are
+//! (the system one, and Codex's bundled ones where their packages are declared). Shared by both runtimes (runc binds them in the bundle, Docker in its
 //! container), so an environment looks the same on either.
 
 use crate::spec::BwrapAccess;
@@ -10,15 +10,34 @@ use std::path::{Path, PathBuf};
 
 /// The Debian bubblewrap Codex prefers when it exists.
 pub const SYSTEM_BWRAP: &str = "/usr/bin/bwrap";
-/// How deep below a read-only folder a Codex package's `codex-resources/bwrap` is looked for
-/// (the npm install prefix is bound: `node_modules/@openai/codex-linux-x64/vendor/<target>/` is
-/// five levels down).
-pub const BUNDLED_SEARCH_DEPTH: usize = 6;
+/// How deep below a driver's install folder a Codex package's `codex-resources/bwrap` is looked
+/// for (an npm install prefix: `node_modules/@openai/codex-linux-x64/vendor/<target>/` is five
+/// levels down).
+pub const INSTALL_SEARCH_DEPTH: usize = 6;
 
-/// Every `codex-resources/bwrap` in `folder` or below it, at most `depth` folders down (no
-/// symbolic links followed). The container is made before its processes are known, so the
-/// bundled bubblewraps of every package bound in are found here, not next to a program.
-pub fn bundled_bwraps_below(folder: &Path, depth: usize, found: &mut Vec<PathBuf>) {
+/// The bundled bubblewrap of the Codex executable at `codex`: `codex-resources/bwrap` in the
+/// folder above the executable's (whether it exists or not).
+pub fn codex_bundled_bwrap(codex: &Path) -> PathBuf {
+    codex
+        .parent()
+        .and_then(Path::parent)
+        .map(|package| package.join("codex-resources").join("bwrap"))
+        .unwrap_or_default()
+}
+
+/// Every `codex-resources/bwrap` in the install folder `install` or below it, at most
+/// [`INSTALL_SEARCH_DEPTH`] folders down (no symbolic links followed): the bundled bubblewraps
+/// of the Codex packages a driver's install carries. Only for a folder known to be an install
+/// (a published driver's package below the harness cache, an installation of its own): never
+/// for a folder that is merely bound, such as the drivers file's, which may hold anything —
+/// earlier runs' evidence among it.
+pub fn bundled_bwraps_in_install(install: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    bundled_bwraps_below(install, INSTALL_SEARCH_DEPTH, &mut found);
+    found
+}
+
+fn bundled_bwraps_below(folder: &Path, depth: usize, found: &mut Vec<PathBuf>) {
     let bundled = folder.join("codex-resources").join("bwrap");
     if bundled.is_file() && !found.contains(&bundled) {
         found.push(bundled);
@@ -34,6 +53,39 @@ pub fn bundled_bwraps_below(folder: &Path, depth: usize, found: &mut Vec<PathBuf
             bundled_bwraps_below(&entry.path(), depth - 1, found);
         }
     }
+}
+
+/// Every bubblewrap Codex may use in a container: the system one (`system` decides whether it
+/// is named when the host has none), the bundled one of the package of the `program` started
+/// there (when known), and the `declared` bundled ones of the packages bound in — each once,
+/// and only files that exist.
+pub fn bwrap_targets(
+    system: SystemBwrap,
+    program: Option<&Path>,
+    declared: &[PathBuf],
+) -> Vec<PathBuf> {
+    let mut targets = Vec::new();
+    let system_bwrap = PathBuf::from(SYSTEM_BWRAP);
+    if system == SystemBwrap::Always || system_bwrap.is_file() {
+        targets.push(system_bwrap);
+    }
+    let bundled = program.map(codex_bundled_bwrap);
+    for candidate in bundled.iter().chain(declared) {
+        if candidate.is_file() && !targets.contains(candidate) {
+            targets.push(candidate.clone());
+        }
+    }
+    targets
+}
+
+/// Whether [`bwrap_targets`] names the system bubblewrap when the host has none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SystemBwrap {
+    /// Only when the host has it (runc binds the host root: nothing to cover otherwise).
+    IfPresent,
+    /// Always (Docker binds the host's userland folders into an empty image: covering the path
+    /// costs an empty bind).
+    Always,
 }
 
 /// `(source, destination)` file binds that make the bubblewraps in `targets` what `access`

@@ -216,30 +216,62 @@ pub async fn probe(name: &str, scratch: &Path) -> Result<ProbeReport> {
     })
 }
 
-/// The bundled bubblewrap of the Codex executable at `codex`: `codex-resources/bwrap` in the
-/// folder above the executable's.
-pub fn codex_bundled_bwrap(codex: &Path) -> std::path::PathBuf {
-    codex
-        .parent()
-        .and_then(Path::parent)
-        .map(|package| package.join("codex-resources").join("bwrap"))
-        .unwrap_or_default()
+pub use crate::overlays::codex_bundled_bwrap;
+
+/// Which bubblewrap Codex would run in an environment, as [`bubblewrap_in_use`] found it: the
+/// same for every cell of that environment whose Codex package is the same, so a run looks it
+/// up once per (environment, package) and each cell describes it with its own bundled path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BubblewrapInUse {
+    /// The system `bwrap` on PATH, and its `--version`.
+    System { path: String, version: String },
+    /// The package's bundled one, and its `--version`.
+    Bundled { version: String },
+    /// No executable bubblewrap at all.
+    Absent,
+}
+
+impl BubblewrapInUse {
+    /// `system /usr/bin/bwrap (bubblewrap 0.8.0)`, `bundled BUNDLED (…)` or `none: …`.
+    pub fn describe(&self, bundled: &Path) -> String {
+        match self {
+            BubblewrapInUse::System { path, version } => format!("system {path} ({version})"),
+            BubblewrapInUse::Bundled { version } => {
+                format!("bundled {} ({version})", bundled.display())
+            }
+            BubblewrapInUse::Absent => format!(
+                "none: no executable bwrap on PATH, and no bundled {}",
+                bundled.display()
+            ),
+        }
+    }
 }
 
 /// Which bubblewrap Codex would run in this environment, looked up inside it the way Codex
 /// 0.169.0 does: the system `bwrap` on PATH when it can be executed, else the bundled one at
-/// `bundled`. The answer names the binary and its `--version` (`system /usr/bin/bwrap
-/// (bubblewrap 0.8.0)`, `bundled … (…)`, or `none: …`).
-pub async fn bubblewrap_in_use(launcher: &dyn Launcher, bundled: &Path, cwd: &Path) -> String {
+/// `bundled`. An error when the lookup could not run or said nothing it knows.
+pub async fn bubblewrap_in_use(
+    launcher: &dyn Launcher,
+    bundled: &Path,
+    cwd: &Path,
+) -> Result<BubblewrapInUse> {
+    // The first line says which; the rest is its `--version`.
     const LOOKUP: &str = r#"sys=$(command -v bwrap 2>/dev/null)
-if [ -n "$sys" ] && [ -x "$sys" ]; then echo "system $sys ($("$sys" --version 2>&1))"
-elif [ -x "$1" ]; then echo "bundled $1 ($("$1" --version 2>&1))"
-else echo "none: no executable bwrap on PATH, and no bundled $1"; fi"#;
+if [ -n "$sys" ] && [ -x "$sys" ]; then printf 'system %s\n' "$sys"; "$sys" --version 2>&1
+elif [ -x "$1" ]; then echo bundled; "$1" --version 2>&1
+else echo none; fi"#;
     let bundled = bundled.display().to_string();
-    let looked_up = run_shell(launcher, LOOKUP, &[&bundled], cwd).await;
-    match looked_up.map(|out| String::from_utf8_lossy(&out.stdout).trim().to_string()) {
-        Ok(answer) if !answer.is_empty() => answer,
-        Ok(_) => "unknown: the lookup printed nothing".into(),
-        Err(err) => format!("unknown: the lookup failed: {err:#}"),
+    let output = run_shell(launcher, LOOKUP, &[&bundled], cwd).await?;
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let (first, rest) = stdout.split_once('\n').unwrap_or((&stdout, ""));
+    let version = rest.trim().to_string();
+    match first.trim().split_once(' ') {
+        Some(("system", path)) => Ok(BubblewrapInUse::System {
+            path: path.to_string(),
+            version,
+        }),
+        None if first.trim() == "bundled" => Ok(BubblewrapInUse::Bundled { version }),
+        None if first.trim() == "none" => Ok(BubblewrapInUse::Absent),
+        _ => anyhow::bail!("the lookup printed `{}`", stdout.trim()),
     }
 }

@@ -2,9 +2,7 @@
 
 use crate::launcher::{EnvMounts, Launcher, PreparedCommand, ProcessSpec};
 use crate::oci::{self, ContainerInputs};
-use crate::overlays::{
-    bundled_bwraps_below, bwrap_overlays, passwd_overlay, BUNDLED_SEARCH_DEPTH, SYSTEM_BWRAP,
-};
+use crate::overlays::{bwrap_overlays, bwrap_targets, passwd_overlay, SystemBwrap};
 use crate::spec::{ContainerSpec, EnvSpec};
 use crate::{containment, owner, teardown};
 use anyhow::{Context, Result};
@@ -282,7 +280,11 @@ impl RuncLauncher {
         let mut file_overlays = bwrap_overlays(
             self.env.name,
             self.container.bwrap,
-            &bwrap_targets(process, &readonly),
+            &bwrap_targets(
+                SystemBwrap::IfPresent,
+                Some(&process.program),
+                &self.mounts.bundled_bwraps,
+            ),
             bundle,
         )?;
         file_overlays.extend(passwd_overlay(
@@ -304,30 +306,6 @@ impl RuncLauncher {
             file_overlays,
         })
     }
-}
-
-/// Every bubblewrap Codex may use in the container: the system one, then the bundled ones.
-fn bwrap_targets(process: &ProcessSpec, readonly: &[PathBuf]) -> Vec<PathBuf> {
-    let mut targets = Vec::new();
-    if Path::new(SYSTEM_BWRAP).is_file() {
-        targets.push(PathBuf::from(SYSTEM_BWRAP));
-    }
-    targets.extend(bundled_bwraps(process, readonly));
-    targets
-}
-
-/// Codex's bundled bubblewraps the process may use: next to the program, or anywhere below a
-/// read-only folder bound into the container (a driver's tap starts Codex from a bound npm
-/// prefix, so the program is not always Codex itself).
-fn bundled_bwraps(process: &ProcessSpec, readonly: &[PathBuf]) -> Vec<PathBuf> {
-    let mut found = Vec::new();
-    if let Some(package) = process.program.parent().and_then(Path::parent) {
-        bundled_bwraps_below(package, 0, &mut found);
-    }
-    for folder in readonly {
-        bundled_bwraps_below(folder, BUNDLED_SEARCH_DEPTH, &mut found);
-    }
-    found
 }
 
 pub use crate::reachable::blocking_ancestor;
@@ -355,4 +333,52 @@ fn hand_over(folder: &Path, uid: u32, gid: u32) -> Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A `codex-resources/bwrap` below a bound folder (a drivers file's folder holding an
+    /// earlier run's evidence) is not covered; the declared one and the program's package's are.
+    #[test]
+    fn only_declared_and_the_programs_bundled_bubblewraps_are_covered() {
+        let dir = tempfile::tempdir().unwrap();
+        let bundled_in = |package: &Path| {
+            let bwrap = package.join("codex-resources").join("bwrap");
+            std::fs::create_dir_all(bwrap.parent().unwrap()).unwrap();
+            std::fs::write(&bwrap, b"").unwrap();
+            bwrap
+        };
+        let bound = dir.path().join("drivers");
+        let stale = bundled_in(&bound.join("out").join("cell").join("fake-codex-package"));
+        let declared = bundled_in(&dir.path().join("declared"));
+        let program_package = dir.path().join("codex");
+        let programs = bundled_in(&program_package);
+        let bundle = dir.path().join("bundle");
+        std::fs::create_dir(&bundle).unwrap();
+        let launcher = RuncLauncher::new(
+            crate::catalogue::spec("no-bwrap").unwrap(),
+            EnvMounts {
+                scratch: dir.path().join("scratch"),
+                readonly: vec![bound],
+                bundled_bwraps: vec![declared.clone()],
+                ..EnvMounts::default()
+            },
+        )
+        .unwrap();
+        let process = ProcessSpec {
+            program: program_package.join("bin").join("codex"),
+            args: Vec::new(),
+            env: Vec::new(),
+            cwd: dir.path().to_path_buf(),
+        };
+        let inputs = launcher
+            .inputs(&process, &bundle, bundle.join("rootfs"))
+            .unwrap();
+        let covered: Vec<&PathBuf> = inputs.file_overlays.iter().map(|(_, to)| to).collect();
+        assert!(covered.contains(&&declared), "{covered:?}");
+        assert!(covered.contains(&&programs), "{covered:?}");
+        assert!(!covered.contains(&&stale), "{covered:?}");
+    }
 }

@@ -124,6 +124,7 @@ fn fake(ctx: &CellContext, cell: &Cell, folders: &Folders) -> Result<AppServer> 
             bundled.display().to_string(),
         ));
         mounts.readonly.push(package);
+        mounts.bundled_bwraps.push(bundled.clone());
         bundled_bwrap = bundled;
     }
     Ok(AppServer {
@@ -152,6 +153,7 @@ async fn real_codex(cell: &Cell, folders: &Folders, guard: &mut CellGuard) -> Re
     let mounts = EnvMounts {
         writable: prepared.writable_mounts(),
         readonly: prepared.readonly_mounts(),
+        bundled_bwraps: vec![prepared.install.bundled_bwrap()],
         ..EnvMounts::default()
     };
     let PreparedCodex {

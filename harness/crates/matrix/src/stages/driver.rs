@@ -134,7 +134,13 @@ fn mounts_for(ctx: &CellContext, declared: &DeclaredDriver) -> Result<EnvMounts>
         let command = declared
             .command
             .replace("{cache}", &cache.display().to_string());
-        mounts.readonly.extend(installs_named_by(&command, &cache));
+        for install in installs_named_by(&command, &cache) {
+            // An install may carry Codex (a published driver's npm prefix): its bundled
+            // bubblewraps are the environment's to change too. Only installs are searched.
+            let bundled = sandbox::overlays::bundled_bwraps_in_install(&install);
+            mounts.bundled_bwraps.extend(bundled);
+            mounts.readonly.push(install);
+        }
     }
     if let Some(dir) = &declared.base_dir {
         mounts.readonly.push(dir.clone());

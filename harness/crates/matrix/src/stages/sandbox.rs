@@ -88,8 +88,8 @@ pub async fn enter(
     std::fs::write(&task, "").with_context(|| format!("creating {}", task.display()))?;
     let driver_mounts = EnvMounts {
         scratch: dirs.driver.clone(),
-        writable: Vec::new(),
         readonly: vec![dirs.evidence.tap(), task.clone()],
+        ..EnvMounts::default()
     }
     .merge(driver.mounts.clone());
     let driver_launcher =
@@ -107,12 +107,7 @@ pub async fn enter(
     });
     let spawn = crate::recorder::LauncherSpawn::new(app_launcher.clone(), &dirs.workspace, visible);
     let recording = start_recording(ctx, folders, app_server, driver, &tap, spawn)?;
-    let bubblewrap = sandbox::probe::bubblewrap_in_use(
-        app_launcher.as_ref(),
-        &app_server.bundled_bwrap,
-        &dirs.workspace,
-    )
-    .await;
+    let bubblewrap = bubblewrap_once(environment, app_server, app_launcher.as_ref(), dirs).await;
     // From here on the driver and its app-server may write the workspace: watched from now.
     let watcher = tap::workspace::watch(&dirs.workspace, &dirs.evidence.workspace_changes())
         .map_err(|e| format!("{e:#}"));
@@ -196,6 +191,38 @@ fn start_recording(
         ctx.mutation,
     )?;
     Ok(Arc::new(recording))
+}
+
+/// Which bubblewrap Codex uses in `environment`, looked up once per process for each
+/// (environment, app-server program): the answer depends on nothing else (the environment's
+/// bubblewraps, and the package's bundled one — the fake's stand-in is a copy of the system's
+/// in every cell). The first cell of a pair looks it up in its own container, before its driver
+/// starts, so no cell's run can have touched what the others are told; a failed lookup is not
+/// kept (the next cell tries again) and this cell says it failed.
+async fn bubblewrap_once(
+    environment: &str,
+    app_server: &AppServer,
+    launcher: &dyn Launcher,
+    dirs: &super::folders::CellFolders,
+) -> String {
+    type Key = (String, std::path::PathBuf);
+    type Answer = Arc<OnceCell<sandbox::probe::BubblewrapInUse>>;
+    static ANSWERS: OnceLock<Mutex<HashMap<Key, Answer>>> = OnceLock::new();
+    let once = ANSWERS
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .entry((environment.to_string(), app_server.program.program.clone()))
+        .or_default()
+        .clone();
+    let bundled = &app_server.bundled_bwrap;
+    let looked_up = once
+        .get_or_try_init(|| sandbox::probe::bubblewrap_in_use(launcher, bundled, &dirs.workspace))
+        .await;
+    match looked_up {
+        Ok(answer) => answer.describe(bundled),
+        Err(err) => format!("unknown: the lookup failed: {err:#}"),
+    }
 }
 
 type ProbeOnce = Arc<OnceCell<Result<(), String>>>;
