@@ -37,6 +37,8 @@ pub struct Args {
     /// Direct sessions run at once.
     #[arg(long, default_value_t = 2)]
     pub direct_jobs: usize,
+    /// Only the driver's fake cells whose name contains one of these (default: all of them).
+    pub filters: Vec<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -97,15 +99,23 @@ fn run(args: &Args) -> Result<()> {
         matrix::load::load_matrix(Some(&args.drivers), &[], base_ctx.repo_root.as_deref())?;
     let fake_runner = format!("{name}-fake");
     let cells: Vec<Cell> = matrix
-        .cells
-        .iter()
+        .select(&args.filters)
+        .into_iter()
         .filter(|c| c.runner.app_server == AppServerKind::Fake)
         .filter(|c| {
             c.id.runner == fake_runner || c.id.runner.starts_with(&format!("{fake_runner}-"))
         })
         .cloned()
         .collect();
-    anyhow::ensure!(!cells.is_empty(), "driver `{name}` has no fake cell");
+    anyhow::ensure!(
+        !cells.is_empty(),
+        "driver `{name}` has no fake cell{}",
+        if args.filters.is_empty() {
+            ""
+        } else {
+            " that the filters select"
+        }
+    );
     let bench_root = base_ctx.out_root.join("bench-gate");
     let gate_ctx = CellContext {
         out_root: bench_root.join("gate"),
