@@ -9,6 +9,7 @@ use serde_json::Value;
 const DRIVERS: &str = r#"[drivers.mini]
 command = "python3 {repo}/harness/examples/minimal_driver.py --cwd {workspace} --prompt {prompt} --mode {mode} --timeout 2"
 codex = "env:CODEX_PATH"
+idle_timeout_seconds = 2
 contract = "wire"
 modes = ["planning", "standard", "ask"]
 outcome = "exit-status"
