@@ -8,7 +8,7 @@ use crate::cell::run_cell;
 use crate::concurrency::Concurrency;
 use crate::context::CellContext;
 use crate::stages::{app_server, driver};
-use fake_app_server::scenario::{Scenario, TurnFaultKind};
+use fake_app_server::scenario::{Scenario, ServerAction, TurnFaultKind};
 use graders::events::CellId;
 use report::outcome::CellResult;
 use std::collections::HashMap;
@@ -153,12 +153,12 @@ pub async fn run_cells_until(
 /// costliest, then the cells' own order — so a cell bounded by a long wait (a `hang` case, a
 /// real Codex) does not start last and leave the run waiting on it alone.
 pub fn start_order(cells: &[Cell], jobs: Concurrency) -> Vec<usize> {
-    let mut hangs = HashMap::new();
+    let mut loads = HashMap::new();
     let mut order: Vec<usize> = (0..cells.len()).collect();
     order.sort_by_cached_key(|&i| {
         let cell = &cells[i];
         (
-            std::cmp::Reverse(expected_duration(cell, &mut hangs)),
+            std::cmp::Reverse(expected_duration(cell, &mut loads)),
             std::cmp::Reverse(jobs.cost(cell)),
         )
     });
@@ -169,13 +169,30 @@ pub fn start_order(cells: &[Cell], jobs: Concurrency) -> Vec<usize> {
 const FAKE_CELL: Duration = Duration::from_millis(150);
 /// What a real-Codex cell takes, roughly (median ≈ 620 ms: docs/benchmarks.md).
 const REAL_CODEX_CELL: Duration = Duration::from_millis(600);
+/// What one line the app-server writes costs a cell, roughly: the tap records it, the driver
+/// parses it (a 100 000-delta burst is the fake matrix's longest cell). Only an order: no
+/// bound rests on it.
+const WIRE_LINE: Duration = Duration::from_micros(30);
+/// Bytes the app-server writes that cost a cell about a millisecond (the tap and the driver
+/// each read them).
+const WIRE_BYTES_PER_MS: u64 = 50_000;
 
-/// What `cell` is expected to take, at most: a cell whose app-server goes silent (a `hang`
-/// fault) lasts until its driver gives up or the harness's idle bound ends it
-/// ([`driver::idle_bound`], which a driver's declared idle timeout sets); any other cell takes
-/// what its kind of app-server usually takes; a cell that will not run, nothing. `hangs`
-/// remembers which scenarios hang (one parse per scenario, not per cell).
-pub fn expected_duration(cell: &Cell, hangs: &mut HashMap<String, bool>) -> Duration {
+/// What a scenario asks of the wire, as far as a cell's length goes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Load {
+    /// The app-server goes silent: a turn's `hang` fault, or a method never answered.
+    pub silent: bool,
+    /// Lines and bytes it writes beyond an ordinary turn's.
+    pub lines: u64,
+    pub bytes: u64,
+}
+
+/// What `cell` is expected to take, at most: a cell whose app-server goes silent lasts until
+/// its driver gives up or the harness's idle bound ends it ([`driver::idle_bound`], which a
+/// driver's declared idle timeout sets); any other cell what its kind of app-server usually
+/// takes, plus what its scenario writes beyond an ordinary turn; a cell that will not run,
+/// nothing. `loads` remembers each scenario's load (one parse per scenario, not per cell).
+pub fn expected_duration(cell: &Cell, loads: &mut HashMap<String, Load>) -> Duration {
     if cell.not_applicable.is_some() {
         return Duration::ZERO;
     }
@@ -187,30 +204,45 @@ pub fn expected_duration(cell: &Cell, hangs: &mut HashMap<String, bool>) -> Dura
         (AppServerKind::Codex, Some(codex)) => codex,
         _ => &cell.case.scenario,
     };
-    let hang = *hangs
+    let load = *loads
         .entry(scenario.clone())
-        .or_insert_with(|| scenario_hangs(scenario));
-    if hang {
-        driver::idle_bound(&timeouts, cell.runner.declared.as_ref())
-    } else {
-        usual
+        .or_insert_with(|| scenario_load(scenario));
+    if load.silent {
+        return driver::idle_bound(&timeouts, cell.runner.declared.as_ref());
     }
+    let lines = u32::try_from(load.lines).unwrap_or(u32::MAX);
+    usual + WIRE_LINE * lines + Duration::from_millis(load.bytes / WIRE_BYTES_PER_MS)
 }
 
-/// Whether the scenario `named` makes the app-server go silent in a turn. One that cannot be
-/// read is not (the cell's own stage reports why).
-fn scenario_hangs(named: &str) -> bool {
+/// What the scenario `named` asks of the wire. One that cannot be read asks nothing (the cell's
+/// own stage reports why).
+fn scenario_load(named: &str) -> Load {
     let scenario = match ScenarioRef::parse(named) {
         Ok(ScenarioRef::Builtin(name)) => Scenario::builtin(&name).ok(),
         Ok(ScenarioRef::File(name)) => suites::scenario_file(&name)
             .and_then(|text| Scenario::from_toml_str(text, std::path::Path::new(&name)).ok()),
         Err(_) => None,
     };
-    scenario.is_some_and(|s| {
-        s.turns
-            .iter()
-            .any(|turn| matches!(&turn.fault, Some(f) if f.kind == TurnFaultKind::Hang))
-    })
+    let Some(scenario) = scenario else {
+        return Load::default();
+    };
+    let mut load = Load {
+        silent: scenario.methods.values().any(|method| method.hang),
+        ..Load::default()
+    };
+    for turn in &scenario.turns {
+        load.silent |= matches!(&turn.fault, Some(f) if f.kind == TurnFaultKind::Hang);
+        for step in &turn.server_steps {
+            match step.action {
+                // Its `item/agentMessage/delta` and its `item/completed`.
+                ServerAction::LongLine { bytes } => load.bytes += 2 * bytes,
+                ServerAction::DeltaBurst { count } => load.lines += count,
+                ServerAction::StderrFlood { bytes } => load.bytes += bytes,
+                _ => {}
+            }
+        }
+    }
+    load
 }
 
 #[derive(Debug, Clone)]
@@ -250,7 +282,7 @@ mod tests {
     }
 
     #[test]
-    fn hang_cells_then_real_codex_cells_start_before_the_fake_ones() {
+    fn silent_cells_then_heavy_then_real_codex_cells_start_before_the_other_fake_ones() {
         let cells = shipped();
         let fake = find(&cells, "a fake cell", |c| {
             c.runner.app_server == AppServerKind::Fake && c.id.case == "message-marker"
@@ -261,6 +293,13 @@ mod tests {
         let hang = find(&cells, "a fake hang cell", |c| {
             c.runner.app_server == AppServerKind::Fake && c.id.case == "hang"
         });
+        let fake_case = |case: &str| {
+            find(&cells, case, |c| {
+                c.runner.app_server == AppServerKind::Fake && c.id.case == case
+            })
+        };
+        let burst = fake_case("delta-burst");
+        let no_answer = fake_case("no-answer");
         let mut not_applicable = fake.clone();
         not_applicable.not_applicable = Some("the driver declares no such mode".into());
         let run = [
@@ -271,13 +310,16 @@ mod tests {
             hang.clone(),
             hang_of_a_driver_waiting(&hang, 30),
             hang_of_a_driver_waiting(&hang, 1),
+            burst,
+            no_answer,
         ];
         for jobs in [Concurrency::Cells(2), Concurrency::Weighed { cores: 2 }] {
             assert_eq!(
                 start_order(&run, jobs),
-                // The patient driver's hang, the default bound's, the quick driver's; then the
-                // real Codex; the fake cells in their own order; what will not run, last.
-                vec![5, 4, 6, 2, 0, 3, 1],
+                // The patient driver's hang; the default bound's hang and unanswered request
+                // (in their own order); the quick driver's hang; 100 000 deltas; the real
+                // Codex; the fake cells in their own order; what will not run, last.
+                vec![5, 4, 8, 6, 7, 2, 0, 3, 1],
                 "{jobs:?}"
             );
         }
@@ -290,14 +332,14 @@ mod tests {
             c.runner.app_server == AppServerKind::Fake && c.id.case == "hang"
         });
         let shutdown = app_server::fake_timeouts().shutdown;
-        let mut hangs = HashMap::new();
+        let mut loads = HashMap::new();
         assert_eq!(
-            expected_duration(&hang_of_a_driver_waiting(&hang, 2), &mut hangs),
+            expected_duration(&hang_of_a_driver_waiting(&hang, 2), &mut loads),
             Duration::from_secs(2) + shutdown + driver::IDLE_MARGIN
         );
-        assert_eq!(hangs.get(&hang.case.scenario), Some(&true));
+        assert!(loads[&hang.case.scenario].silent);
         assert_eq!(
-            expected_duration(&hang, &mut hangs),
+            expected_duration(&hang, &mut loads),
             Duration::from_secs(10),
             "the harness's default idle bound against the fake"
         );
