@@ -57,7 +57,8 @@ async fn a_hung_driver_against_the_fake_ends_in_seconds_and_is_credited_nothing(
     // (an interpreter's import time is no wait of the task), then the fake's idle bound.
     let task = driver::task::Task::new(graders::events::Mode::Standard, "hang");
     let idle =
-        matrix::stages::driver::bounds(&matrix::stages::app_server::fake_timeouts(), &task).idle;
+        matrix::stages::driver::bounds(&matrix::stages::app_server::fake_timeouts(), &task, None)
+            .idle;
     let bound = matrix::stages::process::DRIVER_START_ALLOWANCE + idle + Duration::from_secs(10);
     assert!(started.elapsed() < bound, "{:?}", started.elapsed());
     let CellOutcome::Graded { verdict, .. } = &result.outcome else {
@@ -66,4 +67,32 @@ async fn a_hung_driver_against_the_fake_ends_in_seconds_and_is_credited_nothing(
     assert!(!verdict.is_pass(), "{verdict:?}");
     let events = std::fs::read_to_string(result.evidence_dir.join("events.jsonl")).unwrap();
     assert!(events.contains("driver_hung"), "{events}");
+}
+
+#[tokio::test]
+async fn a_hang_is_bounded_by_the_drivers_declared_idle_timeout_not_the_harness_default() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cell = minimal_cell("transport-faults.runner-minimal-fake.local.hang");
+    let declared = cell.runner.declared.as_mut().unwrap();
+    // The driver declares it gives up after 1 s of silence, but (a bug) waits 600 s: the harness
+    // ends it at its declared wait plus the shutdown and margin, well before its default 10 s.
+    declared.command = declared.command.replace("--timeout 2", "--timeout 600");
+    declared.idle_timeout_seconds = Some(1);
+    let fake = matrix::stages::app_server::fake_timeouts();
+    let bound = matrix::stages::driver::idle_bound(&fake, Some(declared));
+    assert_eq!(
+        bound,
+        Duration::from_secs(1) + fake.shutdown + matrix::stages::driver::IDLE_MARGIN
+    );
+    assert!(bound < matrix::stages::driver::idle_bound(&fake, None));
+    let result = run_cell(&options(dir.path()), &cell).await;
+    let CellOutcome::Graded { verdict, .. } = &result.outcome else {
+        panic!("{:?}", result.outcome)
+    };
+    assert!(!verdict.is_pass(), "{verdict:?}");
+    let events = std::fs::read_to_string(result.evidence_dir.join("events.jsonl")).unwrap();
+    assert!(
+        events.contains(&format!("nothing on the wire for {bound:?}")),
+        "the harness's kill names the declared bound ({bound:?}): {events}"
+    );
 }

@@ -148,6 +148,27 @@ impl DriversFile {
 /// sensibly hold.
 const MAX_LINE_BYTES_RANGE: std::ops::RangeInclusive<u64> = 1024..=(1 << 30);
 
+/// A declared idle timeout: at least a second (the harness looks at the wire every 100 ms), at
+/// most ten minutes (every cell of the driver may wait that long on a silent app-server).
+const IDLE_TIMEOUT_SECONDS_RANGE: std::ops::RangeInclusive<u64> = 1..=600;
+
+/// A declared number, if given, must lie in `range` (of `unit`s).
+fn within(
+    key: &str,
+    value: Option<u64>,
+    range: std::ops::RangeInclusive<u64>,
+    unit: &str,
+) -> Result<(), String> {
+    match value {
+        Some(value) if !range.contains(&value) => Err(format!(
+            "{key} = {value}: must be between {} and {} {unit}",
+            range.start(),
+            range.end()
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// What can be checked of a declaration before any cell runs: a command, modes without
 /// repeats, placeholders that exist and agree with the codex discovery, environment names.
 fn check_driver(driver: &DeclaredDriver) -> Result<(), String> {
@@ -170,15 +191,18 @@ fn check_driver(driver: &DeclaredDriver) -> Result<(), String> {
             return Err(format!("profile `{}` is listed twice", profile.as_str()));
         }
     }
-    if let Some(bytes) = driver.max_line_bytes {
-        if !MAX_LINE_BYTES_RANGE.contains(&bytes) {
-            return Err(format!(
-                "max_line_bytes = {bytes}: must be between {} and {} bytes",
-                MAX_LINE_BYTES_RANGE.start(),
-                MAX_LINE_BYTES_RANGE.end()
-            ));
-        }
-    }
+    within(
+        "max_line_bytes",
+        driver.max_line_bytes,
+        MAX_LINE_BYTES_RANGE,
+        "bytes",
+    )?;
+    within(
+        "idle_timeout_seconds",
+        driver.idle_timeout_seconds,
+        IDLE_TIMEOUT_SECONDS_RANGE,
+        "seconds",
+    )?;
     if driver.modes.is_empty() {
         return Err("`modes` is empty: declare the run modes the driver can be told to use".into());
     }

@@ -345,6 +345,12 @@ pub struct DeclaredDriver {
     /// fail the run, as a classified failure.
     #[serde(default)]
     pub max_line_bytes: Option<u64>,
+    /// How long the driver waits, in seconds, for its app-server to say anything before it gives
+    /// up on its own: the harness then bounds the driver's silence on the wire by this plus a
+    /// margin, instead of its own default (so a `hang` cell lasts as long as the driver's own
+    /// wait, and a driver with a longer wait is not killed before it classifies the hang).
+    #[serde(default)]
+    pub idle_timeout_seconds: Option<u64>,
     /// The folder the driver's process starts in and its command line's relative paths are
     /// resolved from: the drivers file's folder (set when the file is loaded, not a key of it;
     /// `None` for a driver declared in suites.toml, which runs in the workspace).
@@ -384,6 +390,7 @@ impl DeclaredDriver {
             dynamic_tools: true,
             chatgpt_tokens: false,
             max_line_bytes: None,
+            idle_timeout_seconds: None,
             base_dir: None,
         }
     }

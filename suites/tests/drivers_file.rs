@@ -113,6 +113,14 @@ fn load(text: &str, codex: &[&str]) -> Result<suites::Matrix, SuitesError> {
     "[drivers.a]\ncommand = \"x\"\ncodex = \"path\"\nmodes = [\"ask\"]\nmax_line_bytes = 10\n",
     "max_line_bytes = 10: must be between"
 )]
+#[case::idle_timeout_zero(
+    "[drivers.a]\ncommand = \"x\"\ncodex = \"path\"\nmodes = [\"ask\"]\nidle_timeout_seconds = 0\n",
+    "idle_timeout_seconds = 0: must be between 1 and 600 seconds"
+)]
+#[case::idle_timeout_fractional(
+    "[drivers.a]\ncommand = \"x\"\ncodex = \"path\"\nmodes = [\"ask\"]\nidle_timeout_seconds = 1.5\n",
+    "idle_timeout_seconds"
+)]
 #[case::unknown_outcome(
     "[drivers.a]\ncommand = \"x\"\ncodex = \"path\"\nmodes = [\"ask\"]\noutcome = \"stdout\"\n",
     "unknown variant `stdout`"
@@ -191,6 +199,14 @@ fn bad_additions_to_the_matrix_are_refused(#[case] extra: &str, #[case] wanted: 
         .expect_err("must be refused")
         .to_string();
     assert!(err.contains(wanted), "`{err}` does not contain `{wanted}`");
+}
+
+#[test]
+fn a_declared_idle_timeout_is_read_and_absent_by_default() {
+    let text = "[drivers.a]\ncommand = \"x\"\ncodex = \"path\"\nmodes = [\"ask\"]\nidle_timeout_seconds = 2\n\n[drivers.b]\ncommand = \"x\"\ncodex = \"path\"\nmodes = [\"ask\"]\n";
+    let file = parse(text).expect("a valid drivers file");
+    assert_eq!(file.drivers["a"].idle_timeout_seconds, Some(2));
+    assert_eq!(file.drivers["b"].idle_timeout_seconds, None);
 }
 
 #[test]

@@ -10,6 +10,9 @@ pub struct Args {
 
 #[derive(clap::Subcommand, Debug)]
 pub enum Which {
+    /// A driver's PR gate (its fake cells in every environment) against the same sessions of
+    /// that driver run directly against the fake: the ratio of their wall times.
+    Gate(crate::bench::gate::Args),
     /// Graders vs jq on a generated event log: throughput and peak memory.
     Graders(crate::bench::graders::Args),
     /// Fake app-server vs real Codex start-up; JSON-RPC round trips per second.
@@ -22,6 +25,7 @@ pub enum Which {
 
 pub fn main(args: Args) -> ExitCode {
     match args.which {
+        Which::Gate(args) => crate::bench::gate::main(args),
         Which::Graders(args) => crate::bench::graders::main(args),
         Which::Fake(args) => crate::bench::fake::main(args),
         Which::Matrix(args) => crate::bench::matrix::main(args),

@@ -1,5 +1,5 @@
 //! Running many cells: as many at once as the concurrency allows ([`crate::concurrency`]), the
-//! costliest first, until the end or a stop. A stop (a cancelled token: the binary's signal
+//! longest expected first ([`start_order`]), until the end or a stop. A stop (a cancelled token: the binary's signal
 //! handler, or a panic in a cell) keeps new cells from starting and drops the running ones —
 //! dropping a cell is its teardown (its guard, [`crate::guard::CellGuard`]). The scheduler
 //! neither handles signals nor writes reports: `harness::shutdown` does, with what it returns.
@@ -7,9 +7,14 @@
 use crate::cell::run_cell;
 use crate::concurrency::Concurrency;
 use crate::context::CellContext;
+use crate::stages::{app_server, driver};
+use fake_app_server::scenario::{Scenario, ServerAction, TurnFaultKind};
 use graders::events::CellId;
 use report::outcome::CellResult;
+use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::Duration;
+use suites::spec::{AppServerKind, ScenarioRef};
 use suites::Cell;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
@@ -69,11 +74,8 @@ pub async fn run_cells_until(
     }));
     let on_event = Arc::new(on_event);
     let mut tasks = tokio::task::JoinSet::new();
-    // The costliest cells queue first (the semaphore is fair), so the long ones do not start
-    // last and stretch the run's tail.
-    let mut order: Vec<usize> = (0..cells.len()).collect();
-    order.sort_by_key(|&i| std::cmp::Reverse(jobs.cost(&cells[i])));
-    for index in order {
+    // The semaphore is fair: cells get their permits in this order.
+    for index in start_order(cells, jobs) {
         let cell = cells[index].clone();
         let cost = jobs.cost(&cell);
         let semaphore = semaphore.clone();
@@ -147,9 +149,199 @@ pub async fn run_cells_until(
     run
 }
 
+/// The order cells start in: the longest expected first ([`expected_duration`]), then the
+/// costliest, then the cells' own order — so a cell bounded by a long wait (a `hang` case, a
+/// real Codex) does not start last and leave the run waiting on it alone.
+pub fn start_order(cells: &[Cell], jobs: Concurrency) -> Vec<usize> {
+    let mut loads = HashMap::new();
+    let mut order: Vec<usize> = (0..cells.len()).collect();
+    order.sort_by_cached_key(|&i| {
+        let cell = &cells[i];
+        (
+            std::cmp::Reverse(expected_duration(cell, &mut loads)),
+            std::cmp::Reverse(jobs.cost(cell)),
+        )
+    });
+    order
+}
+
+/// What a fake cell takes, roughly (`harness bench matrix`: median ≈ 155 ms).
+const FAKE_CELL: Duration = Duration::from_millis(150);
+/// What a real-Codex cell takes, roughly (median ≈ 620 ms: docs/benchmarks.md).
+const REAL_CODEX_CELL: Duration = Duration::from_millis(600);
+/// What one line the app-server writes costs a cell, roughly: the tap records it, the driver
+/// parses it (a 100 000-delta burst is the fake matrix's longest cell). Only an order: no
+/// bound rests on it.
+const WIRE_LINE: Duration = Duration::from_micros(30);
+/// Bytes the app-server writes that cost a cell about a millisecond (the tap and the driver
+/// each read them).
+const WIRE_BYTES_PER_MS: u64 = 50_000;
+
+/// What a scenario asks of the wire, as far as a cell's length goes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Load {
+    /// The app-server goes silent: a turn's `hang` fault, or a method never answered.
+    pub silent: bool,
+    /// Lines and bytes it writes beyond an ordinary turn's.
+    pub lines: u64,
+    pub bytes: u64,
+}
+
+/// What `cell` is expected to take, at most: a cell whose app-server goes silent lasts until
+/// its driver gives up or the harness's idle bound ends it ([`driver::idle_bound`], which a
+/// driver's declared idle timeout sets); any other cell what its kind of app-server usually
+/// takes, plus what its scenario writes beyond an ordinary turn; a cell that will not run,
+/// nothing. `loads` remembers each scenario's load (one parse per scenario, not per cell).
+pub fn expected_duration(cell: &Cell, loads: &mut HashMap<String, Load>) -> Duration {
+    if cell.not_applicable.is_some() {
+        return Duration::ZERO;
+    }
+    let (timeouts, usual) = match cell.runner.app_server {
+        AppServerKind::Fake => (app_server::fake_timeouts(), FAKE_CELL),
+        AppServerKind::Codex => (codex::runner::PreparedCodex::timeouts(), REAL_CODEX_CELL),
+    };
+    let scenario = match (cell.runner.app_server, &cell.case.codex_scenario) {
+        (AppServerKind::Codex, Some(codex)) => codex,
+        _ => &cell.case.scenario,
+    };
+    let load = *loads
+        .entry(scenario.clone())
+        .or_insert_with(|| scenario_load(scenario));
+    if load.silent {
+        return driver::idle_bound(&timeouts, cell.runner.declared.as_ref());
+    }
+    let lines = u32::try_from(load.lines).unwrap_or(u32::MAX);
+    usual + WIRE_LINE * lines + Duration::from_millis(load.bytes / WIRE_BYTES_PER_MS)
+}
+
+/// What the scenario `named` asks of the wire. One that cannot be read asks nothing (the cell's
+/// own stage reports why).
+fn scenario_load(named: &str) -> Load {
+    let scenario = match ScenarioRef::parse(named) {
+        Ok(ScenarioRef::Builtin(name)) => Scenario::builtin(&name).ok(),
+        Ok(ScenarioRef::File(name)) => suites::scenario_file(&name)
+            .and_then(|text| Scenario::from_toml_str(text, std::path::Path::new(&name)).ok()),
+        Err(_) => None,
+    };
+    let Some(scenario) = scenario else {
+        return Load::default();
+    };
+    let mut load = Load {
+        silent: scenario.methods.values().any(|method| method.hang),
+        ..Load::default()
+    };
+    for turn in &scenario.turns {
+        load.silent |= matches!(&turn.fault, Some(f) if f.kind == TurnFaultKind::Hang);
+        for step in &turn.server_steps {
+            match step.action {
+                // Its `item/agentMessage/delta` and its `item/completed`.
+                ServerAction::LongLine { bytes } => load.bytes += 2 * bytes,
+                ServerAction::DeltaBurst { count } => load.lines += count,
+                ServerAction::StderrFlood { bytes } => load.bytes += bytes,
+                _ => {}
+            }
+        }
+    }
+    load
+}
+
 #[derive(Debug, Clone)]
 enum Ran {
     Finished(Box<CellResult>),
     Interrupted,
     NotStarted,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use suites::spec::DeclaredDriver;
+
+    fn shipped() -> Vec<Cell> {
+        suites::load().expect("the shipped suites load").cells
+    }
+
+    fn find(cells: &[Cell], what: &str, wanted: impl Fn(&Cell) -> bool) -> Cell {
+        cells
+            .iter()
+            .find(|c| c.not_applicable.is_none() && wanted(c))
+            .cloned()
+            .unwrap_or_else(|| panic!("no shipped cell is {what}"))
+    }
+
+    /// A `hang` cell of a declared driver that gives up after `seconds` of silence.
+    fn hang_of_a_driver_waiting(hang: &Cell, seconds: u64) -> Cell {
+        let mut cell = hang.clone();
+        let declared = DeclaredDriver {
+            idle_timeout_seconds: Some(seconds),
+            ..DeclaredDriver::harness_own("true".into())
+        };
+        cell.runner.driver = suites::spec::DriverKind::Declared;
+        cell.runner.declared = Some(declared);
+        cell
+    }
+
+    #[test]
+    fn silent_cells_then_heavy_then_real_codex_cells_start_before_the_other_fake_ones() {
+        let cells = shipped();
+        let fake = find(&cells, "a fake cell", |c| {
+            c.runner.app_server == AppServerKind::Fake && c.id.case == "message-marker"
+        });
+        let codex = find(&cells, "a real-Codex cell", |c| {
+            c.runner.app_server == AppServerKind::Codex && c.id.case == "message-marker"
+        });
+        let hang = find(&cells, "a fake hang cell", |c| {
+            c.runner.app_server == AppServerKind::Fake && c.id.case == "hang"
+        });
+        let fake_case = |case: &str| {
+            find(&cells, case, |c| {
+                c.runner.app_server == AppServerKind::Fake && c.id.case == case
+            })
+        };
+        let burst = fake_case("delta-burst");
+        let no_answer = fake_case("no-answer");
+        let mut not_applicable = fake.clone();
+        not_applicable.not_applicable = Some("the driver declares no such mode".into());
+        let run = [
+            fake.clone(),
+            not_applicable,
+            codex,
+            fake,
+            hang.clone(),
+            hang_of_a_driver_waiting(&hang, 30),
+            hang_of_a_driver_waiting(&hang, 1),
+            burst,
+            no_answer,
+        ];
+        for jobs in [Concurrency::Cells(2), Concurrency::Weighed { cores: 2 }] {
+            assert_eq!(
+                start_order(&run, jobs),
+                // The patient driver's hang; the default bound's hang and unanswered request
+                // (in their own order); the quick driver's hang; 100 000 deltas; the real
+                // Codex; the fake cells in their own order; what will not run, last.
+                vec![5, 4, 8, 6, 7, 2, 0, 3, 1],
+                "{jobs:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_hang_cell_is_expected_to_last_its_drivers_declared_wait_plus_the_margin() {
+        let cells = shipped();
+        let hang = find(&cells, "a fake hang cell", |c| {
+            c.runner.app_server == AppServerKind::Fake && c.id.case == "hang"
+        });
+        let shutdown = app_server::fake_timeouts().shutdown;
+        let mut loads = HashMap::new();
+        assert_eq!(
+            expected_duration(&hang_of_a_driver_waiting(&hang, 2), &mut loads),
+            Duration::from_secs(2) + shutdown + driver::IDLE_MARGIN
+        );
+        assert!(loads[&hang.case.scenario].silent);
+        assert_eq!(
+            expected_duration(&hang, &mut loads),
+            Duration::from_secs(10),
+            "the harness's default idle bound against the fake"
+        );
+    }
 }

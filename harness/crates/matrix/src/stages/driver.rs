@@ -177,7 +177,7 @@ pub async fn run(
         ctx.repo_root.as_deref(),
         real.install_dir.as_deref(),
     )?;
-    let bounds = bounds(&run.timeouts, &run.task);
+    let bounds = bounds(&run.timeouts, &run.task, Some(&driver.declared));
     let telling = Tell::for_cell(cell, &driver.declared, &run.task)?.map(|tell| Telling {
         tell,
         tap_socket: sandbox.tap.socket.clone(),
@@ -270,23 +270,44 @@ fn run_spec(cell: &Cell, folders: &Folders, app_server: &AppServer, sandbox: &Sa
 }
 
 /// The bounds on a driver process, from the task and its waits: start-up attempts, one
-/// `turn_total` per turn the task implies, shutdowns, plus margin; idle: longer than any single
-/// wait of the task.
-pub fn bounds(timeouts: &Timeouts, task: &Task) -> Bounds {
+/// `turn_total` per turn the task implies, shutdowns, plus margin; idle: [`idle_bound`]. The
+/// overall bound always leaves room for the start allowance and two whole idle waits (a patient
+/// driver's declared wait may be longer than the task's turns).
+pub fn bounds(timeouts: &Timeouts, task: &Task, declared: Option<&DeclaredDriver>) -> Bounds {
     let turns =
         1 + task.plan_reviews.len() + task.answers.len() + usize::from(task.relaunch.is_some());
     let turns = u32::try_from(turns)
         .unwrap_or(u32::MAX)
         .min(task.max_turns.max(1));
     let attempts = timeouts.startup_attempts.max(1);
+    let idle = idle_bound(timeouts, declared);
+    let overall = timeouts.request * 2 * attempts
+        + timeouts.turn_total * turns
+        + timeouts.shutdown * 2
+        + Duration::from_secs(10);
     Bounds {
-        overall: timeouts.request * 2 * attempts
-            + timeouts.turn_total * turns
-            + timeouts.shutdown * 2
-            + Duration::from_secs(10),
-        idle: timeouts.request.max(timeouts.turn_idle) + timeouts.shutdown + Duration::from_secs(3),
+        overall: overall.max(process::DRIVER_START_ALLOWANCE + idle * 2),
+        idle,
     }
 }
+
+/// How long a driver may say nothing on the wire before the harness takes it to be hung. A
+/// driver that declares its own idle timeout (`idle_timeout_seconds`) gives up on a silent
+/// app-server by itself: the harness waits that long, then the shutdown the task allows, then
+/// [`IDLE_MARGIN`] — shorter than the default for a quick driver (its `hang` cells end when it
+/// gives up, not at the harness's limit), longer for a patient one (it is not killed before it
+/// classifies the hang). Otherwise: longer than any single wait of the task.
+pub fn idle_bound(timeouts: &Timeouts, declared: Option<&DeclaredDriver>) -> Duration {
+    let slack = timeouts.shutdown + IDLE_MARGIN;
+    match declared.and_then(|d| d.idle_timeout_seconds) {
+        Some(seconds) => Duration::from_secs(seconds) + slack,
+        None => timeouts.request.max(timeouts.turn_idle) + slack,
+    }
+}
+
+/// What the idle bound allows past a driver's own wait and its shutdown: a loaded machine's
+/// scheduling and an interpreter's exit.
+pub const IDLE_MARGIN: Duration = Duration::from_secs(3);
 
 fn set(env: &mut Vec<(String, String)>, key: &str, value: String) {
     match env.iter_mut().find(|(k, _)| k == key) {

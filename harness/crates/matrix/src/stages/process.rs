@@ -1,7 +1,8 @@
 //! Running a driver's process (`sh -c COMMAND`) through the cell's launcher: its stdout and
 //! stderr kept up to a cap (with a note when cut), its whole process group killed at the run's
 //! bound. The bound has two parts: the run's overall bound, and an idle bound on the wire — a
-//! driver that says nothing to its app-server for longer than any of the task's waits is hung.
+//! driver that says nothing to its app-server for longer than its own declared idle timeout, or
+//! else than any of the task's waits, is hung (`super::driver::idle_bound`).
 //! While it runs, the harness may tell it what the wire cannot ([`super::control`]).
 
 use super::control::{self, Note, Spawned, Stdin, Tell};
@@ -197,7 +198,7 @@ pub async fn run(
                 let reason = if started.elapsed() > bounds.overall {
                     Some(format!("the driver did not end within the run's bound of {:?}; the harness killed it", bounds.overall))
                 } else if last_activity.elapsed() > bounds.idle {
-                    Some(format!("the driver said nothing on the wire for {:?} (longer than any of the task's waits); the harness killed it", bounds.idle))
+                    Some(format!("the driver said nothing on the wire for {:?} (its idle bound: its declared idle timeout, else the task's longest wait, then the shutdown and a margin); the harness killed it", bounds.idle))
                 } else {
                     None
                 };
