@@ -5,7 +5,7 @@
 //! killed, 1 when one survived, 2 when the run could not be made (or no operator applied
 //! anywhere: nothing was measured), 130 / 143 after SIGINT / SIGTERM.
 
-use crate::mutate::{self, CellMutant, DriverMutants, Mutant, MutationReport};
+use crate::mutate::{self, predict, CellMutant, DriverMutants, Mutant, MutationReport};
 use anyhow::Context;
 use matrix::concurrency::Concurrency;
 use matrix::context::CellContext;
@@ -98,18 +98,14 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
         out.display()
     );
     let mut runs_ms = BTreeMap::new();
-    let reference = match pass(
-        &base,
-        &out,
-        mutate::REFERENCE,
-        None,
-        &cells,
-        jobs,
-        &mut runs_ms,
-    )? {
+    let reference = match reference_run(&base, &out, &cells, jobs, &mut runs_ms)? {
         Ok(results) => results,
         Err(signal) => return Ok(stopped(signal)),
     };
+    let durations: HashMap<String, std::time::Duration> = reference
+        .iter()
+        .map(|r| (r.cell.to_string(), r.duration))
+        .collect();
     let reference: HashMap<String, Option<String>> = reference
         .iter()
         .map(|r| (r.cell.to_string(), mutate::outcome(r)))
@@ -124,30 +120,83 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
         !compared.is_empty(),
         "no selected cell ran to an outcome unmutated: nothing to compare a mutant with"
     );
+    // Every mutant the reference does not rule out, in one pool: no run waits for another
+    // operator's slowest cell.
+    let predicting = std::time::Instant::now();
+    let reference_root = out.join(mutate::REFERENCE);
+    let contexts: BTreeMap<Operator, CellContext> = operators
+        .iter()
+        .map(|operator| {
+            let mut ctx = base.clone();
+            ctx.out_root = out.join(operator.name());
+            ctx.mutation = Some(*operator);
+            (*operator, ctx)
+        })
+        .collect();
+    // The longest cells of the reference first (the scheduler keeps this order among cells of
+    // the same cost), so the pool does not end waiting for one of them.
+    let mut by_length: Vec<&Cell> = compared.iter().collect();
+    by_length.sort_by_key(|c| std::cmp::Reverse(durations.get(&c.name()).copied()));
+    let mut runs: Vec<(CellContext, Cell)> = Vec::new();
+    let mut of_run: Vec<Operator> = Vec::new();
+    let mut untouched: BTreeMap<Operator, Vec<Cell>> = BTreeMap::new();
+    for cell in by_length {
+        let eligible: Vec<Operator> = operators
+            .iter()
+            .copied()
+            .filter(|o| o.on_the_wire() || declares_exit_status(cell))
+            .collect();
+        let predictions = predict::predict(&reference_root, &cell.name(), &eligible);
+        for (operator, prediction) in eligible.into_iter().zip(predictions) {
+            if prediction.must_run() {
+                runs.push((contexts[&operator].clone(), cell.clone()));
+                of_run.push(operator);
+            } else {
+                untouched.entry(operator).or_default().push(cell.clone());
+            }
+        }
+    }
+    let predicted_untouched: usize = untouched.values().map(Vec::len).sum();
+    eprintln!(
+        "mutants: {} runs ({} operator × cell pairs not run: their reference holds nothing the operator rewrites; predicted in {:.1} s)",
+        runs.len(),
+        predicted_untouched,
+        predicting.elapsed().as_secs_f64()
+    );
+    let (run, wall) = crate::shutdown::run_each(&runs, jobs, |_, _| {})?;
+    runs_ms.insert("mutants".into(), wall.as_millis() as u64);
+    if let Some(message) = &run.panic {
+        anyhow::bail!("mutants: a cell panicked: {message}");
+    }
+    if let Some(signal) = crate::shutdown::stopped_by() {
+        return Ok(stopped(signal));
+    }
+    anyhow::ensure!(
+        run.finished.len() == runs.len(),
+        "mutants: {} of {} runs finished",
+        run.finished.len(),
+        runs.len()
+    );
+    eprintln!(
+        "mutants: {} runs in {:.1} s",
+        runs.len(),
+        wall.as_secs_f64()
+    );
+    let judging = std::time::Instant::now();
+    let mut results: BTreeMap<Operator, Vec<CellResult>> = BTreeMap::new();
+    for (operator, result) in of_run.into_iter().zip(run.finished) {
+        results.entry(operator).or_default().push(result);
+    }
     let mut passes: Vec<(Operator, BTreeMap<String, Vec<CellMutant>>)> = Vec::new();
     for operator in &operators {
-        let eligible: Vec<Cell> = compared
-            .iter()
-            .filter(|c| operator.on_the_wire() || declares_exit_status(c))
-            .cloned()
-            .collect();
-        let results = if eligible.is_empty() {
-            Vec::new()
-        } else {
-            match pass(
-                &base,
-                &out,
-                operator.name(),
-                Some(*operator),
-                &eligible,
-                jobs,
-                &mut runs_ms,
-            )? {
-                Ok(results) => results,
-                Err(signal) => return Ok(stopped(signal)),
-            }
-        };
         let root = out.join(operator.name());
+        let mut results = results.remove(operator).unwrap_or_default();
+        results.sort_by_key(|r| r.cell.to_string());
+        if !results.is_empty() {
+            // Each operator's reports but its report.html (the evidence folders are there).
+            let summary = report::Summary::from_results(&results, wall);
+            report::write_text_reports(&root, &summary)?;
+        }
         let mut by_driver: BTreeMap<String, Vec<CellMutant>> = BTreeMap::new();
         for result in &results {
             let name = result.cell.to_string();
@@ -175,9 +224,15 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
         per_driver.entry(cell.id.runner.clone()).or_default();
     }
     for (operator, mut by_driver) in passes {
+        let untouched = untouched.remove(&operator).unwrap_or_default();
         for (driver, mutants) in per_driver.iter_mut() {
             let cells = by_driver.remove(driver).unwrap_or_default();
-            mutants.push(Mutant::judge(operator, cells, &unsteady));
+            let predicted = untouched
+                .iter()
+                .filter(|c| &c.id.runner == driver)
+                .map(Cell::name)
+                .collect();
+            mutants.push(Mutant::judge(operator, cells, predicted, &unsteady));
         }
     }
     let drivers: Vec<DriverMutants> = per_driver
@@ -194,7 +249,10 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
         score: mutate::score(drivers.iter().flat_map(|d| &d.operators)),
         drivers,
         runs_ms,
+        mutant_runs: runs.len(),
+        predicted_untouched,
     };
+    eprintln!("judged in {:.1} s", judging.elapsed().as_secs_f64());
     let path = out.join("mutation.json");
     std::fs::write(&path, serde_json::to_string_pretty(&report)? + "\n")
         .with_context(|| format!("writing {}", path.display()))?;
@@ -219,20 +277,18 @@ fn declares_exit_status(cell: &Cell) -> bool {
         .is_none_or(|d| d.outcome == Some(graders::events::OutcomeDeclaration::ExitStatus))
 }
 
-/// One run of `cells` into `out/name/`, under `mutation`; `Err(signal)` when a signal stopped
-/// it.
-fn pass(
+/// The reference: `cells` as they are, into `out/unmutated/`; `Err(signal)` when a signal
+/// stopped it.
+fn reference_run(
     base: &CellContext,
     out: &std::path::Path,
-    name: &str,
-    mutation: Option<Operator>,
     cells: &[Cell],
     jobs: Concurrency,
     runs_ms: &mut BTreeMap<String, u64>,
 ) -> anyhow::Result<Result<Vec<CellResult>, i32>> {
+    let name = mutate::REFERENCE;
     let mut ctx = base.clone();
     ctx.out_root = out.join(name);
-    ctx.mutation = mutation;
     eprintln!("{name}: {} cells", cells.len());
     let (run, wall) = crate::shutdown::run_cells(cells, &ctx, jobs, |_, _| {})?;
     runs_ms.insert(name.to_string(), wall.as_millis() as u64);
@@ -242,7 +298,6 @@ fn pass(
     if let Some(signal) = crate::shutdown::stopped_by() {
         return Ok(Err(signal));
     }
-    // Each run's reports, so its evidence reads like any run's.
     report::write_all(&ctx.out_root, &run.finished, wall)?;
     eprintln!(
         "{name}: {} cells in {:.1} s",

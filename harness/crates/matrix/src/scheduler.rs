@@ -62,22 +62,34 @@ pub async fn run_cells_until(
     stop: CancellationToken,
     on_event: impl Fn(&Progress, Option<&CellResult>) + Send + Sync + 'static,
 ) -> MatrixRun {
+    let runs: Vec<(CellContext, Cell)> = cells.iter().map(|c| (ctx.clone(), c.clone())).collect();
+    run_each_until(&runs, jobs, stop, on_event).await
+}
+
+/// [`run_cells_until`], each cell with its own context, all in one pool: `harness mutate` runs
+/// the same cell under several operators at once, each into its own out folder. Results come
+/// back in the order of `runs`.
+pub async fn run_each_until(
+    runs: &[(CellContext, Cell)],
+    jobs: Concurrency,
+    stop: CancellationToken,
+    on_event: impl Fn(&Progress, Option<&CellResult>) + Send + Sync + 'static,
+) -> MatrixRun {
     let semaphore = Arc::new(Semaphore::new(jobs.slots() as usize));
     let progress = Arc::new(std::sync::Mutex::new(Progress {
-        total: cells.len(),
+        total: runs.len(),
         ..Progress::default()
     }));
     let on_event = Arc::new(on_event);
     let mut tasks = tokio::task::JoinSet::new();
     // The costliest cells queue first (the semaphore is fair), so the long ones do not start
     // last and stretch the run's tail.
-    let mut order: Vec<usize> = (0..cells.len()).collect();
-    order.sort_by_key(|&i| std::cmp::Reverse(jobs.cost(&cells[i])));
+    let mut order: Vec<usize> = (0..runs.len()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(jobs.cost(&runs[i].1)));
     for index in order {
-        let cell = cells[index].clone();
+        let (ctx, cell) = runs[index].clone();
         let cost = jobs.cost(&cell);
         let semaphore = semaphore.clone();
-        let ctx = ctx.clone();
         let progress = progress.clone();
         let on_event = on_event.clone();
         let stop = stop.clone();
@@ -114,7 +126,7 @@ pub async fn run_cells_until(
             }
         });
     }
-    let mut ran: Vec<Option<Ran>> = vec![None; cells.len()];
+    let mut ran: Vec<Option<Ran>> = vec![None; runs.len()];
     let mut panic = None;
     while let Some(joined) = tasks.join_next().await {
         match joined {
@@ -136,7 +148,7 @@ pub async fn run_cells_until(
         panic,
         ..MatrixRun::default()
     };
-    for (cell, outcome) in cells.iter().zip(ran) {
+    for ((_, cell), outcome) in runs.iter().zip(ran) {
         match outcome {
             Some(Ran::Finished(result)) => run.finished.push(*result),
             Some(Ran::NotStarted) => run.not_started.push(cell.id.clone()),
