@@ -19,6 +19,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use tap::mutation::Operator;
 
+pub mod expect;
 pub mod predict;
 
 /// The folder of the reference run below the out folder (each operator's is its name).
@@ -234,6 +235,17 @@ pub struct MutationReport {
     /// the operator rewrites.
     pub mutant_runs: usize,
     pub predicted_untouched: usize,
+    /// The expectations checked (`--expect`): what was not met, and operators killed that none
+    /// names.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expectations: Option<ExpectationsChecked>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ExpectationsChecked {
+    pub file: String,
+    pub unmet: Vec<String>,
+    pub unclaimed: Vec<String>,
 }
 
 impl MutationReport {

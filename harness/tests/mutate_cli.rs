@@ -118,3 +118,95 @@ fn an_unknown_operator_is_refused_by_name() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("approve-everything"), "{stderr}");
 }
+
+/// `harness mutate --expect`: the expected-scores check (drivers/mutation.toml's format).
+fn expect(dir: &Path, expectations: &str, args: &[&str]) -> (Option<i32>, String) {
+    let drivers = dir.join("drivers.toml");
+    std::fs::write(&drivers, DRIVERS).unwrap();
+    let expected = dir.join("expected.toml");
+    std::fs::write(&expected, expectations).unwrap();
+    let output = Command::cargo_bin("harness")
+        .unwrap()
+        .env_remove("GITHUB_STEP_SUMMARY")
+        .arg("mutate")
+        .arg("--drivers")
+        .arg(&drivers)
+        .args(["--app-server", "fake", "--environment", "local"])
+        .arg("--expect")
+        .arg(&expected)
+        .arg("--out")
+        .arg(dir.join("out"))
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        output.status.code(),
+        format!(
+            "{}\n{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        ),
+    )
+}
+
+#[test]
+fn an_expectation_naming_an_unknown_operator_or_driver_is_an_error() {
+    let handshake = ["protocol-handshake.mini-fake.local.handshake"];
+    let dir = tempfile::tempdir().unwrap();
+    let (code, output) = expect(
+        dir.path(),
+        "[drivers.mini-fake]\nkilled = [\"approve-all\"]\n",
+        &handshake,
+    );
+    assert_eq!(code, Some(2), "{output}");
+    assert!(output.contains("approve-all"), "{output}");
+    let (code, output) = expect(
+        dir.path(),
+        "[drivers.mini-codex]\nkilled = [\"drop-initialized\"]\n",
+        &handshake,
+    );
+    assert_eq!(code, Some(2), "{output}");
+    assert!(output.contains("`mini-codex`"), "{output}");
+    assert!(
+        !dir.path().join("out/mutation.json").exists(),
+        "refused before anything ran"
+    );
+}
+
+#[test]
+fn a_survivor_against_an_expectation_is_exit_1_and_a_met_one_exit_0() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = [
+        "--operator",
+        "approval-never",
+        "--operator",
+        "drop-initialized",
+        "protocol-handshake.mini-fake.local.handshake",
+    ];
+    let (code, output) = expect(
+        dir.path(),
+        "[drivers.mini-fake]\nkilled = [\"drop-initialized\", \"approval-never\"]\n",
+        &args,
+    );
+    assert_eq!(code, Some(1), "{output}");
+    assert!(
+        output.contains("`approval-never` is expected killed but survived"),
+        "{output}"
+    );
+    // The same survivor, not named by the expectation: tolerated.
+    let (code, output) = expect(
+        dir.path(),
+        "[drivers.mini-fake]\nkilled = [\"drop-initialized\"]\n",
+        &args,
+    );
+    assert_eq!(code, Some(0), "{output}");
+    assert!(output.contains("every expectation"), "{output}");
+    // A floor the score is below.
+    let (code, output) = expect(
+        dir.path(),
+        "[drivers.mini-fake]\nkilled = [\"drop-initialized\"]\nscore = 1.0\n",
+        &args,
+    );
+    assert_eq!(code, Some(1), "{output}");
+    assert!(output.contains("below the expected 100%"), "{output}");
+}
