@@ -15,10 +15,11 @@ modes = ["planning", "standard", "ask"]
 outcome = "exit-status"
 "#;
 
-fn mutate(dir: &Path, args: &[&str]) -> (Option<i32>, Value, String) {
+/// `harness mutate` of the minimal driver against the fake, `local`, into `dir/out`: its exit
+/// code and its stdout and stderr.
+fn run_mutate(dir: &Path, args: &[&str]) -> (Option<i32>, String) {
     let drivers = dir.join("drivers.toml");
     std::fs::write(&drivers, DRIVERS).unwrap();
-    let out = dir.join("out");
     let output = Command::cargo_bin("harness")
         .unwrap()
         .env_remove("GITHUB_STEP_SUMMARY")
@@ -34,19 +35,26 @@ fn mutate(dir: &Path, args: &[&str]) -> (Option<i32>, Value, String) {
             "2",
         ])
         .arg("--out")
-        .arg(&out)
+        .arg(dir.join("out"))
         .args(args)
         .output()
         .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    let report = std::fs::read_to_string(out.join("mutation.json"))
-        .unwrap_or_else(|e| panic!("no mutation.json ({e}); stderr:\n{stderr}"));
     (
         output.status.code(),
-        serde_json::from_str(&report).unwrap(),
-        format!("{stdout}\n{stderr}"),
+        format!(
+            "{}\n{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        ),
     )
+}
+
+/// [`run_mutate`], with its `mutation.json`.
+fn mutate(dir: &Path, args: &[&str]) -> (Option<i32>, Value, String) {
+    let (code, output) = run_mutate(dir, args);
+    let report = std::fs::read_to_string(dir.join("out/mutation.json"))
+        .unwrap_or_else(|e| panic!("no mutation.json ({e}):\n{output}"));
+    (code, serde_json::from_str(&report).unwrap(), output)
 }
 
 fn status<'a>(report: &'a Value, operator: &str) -> &'a str {
@@ -121,32 +129,11 @@ fn an_unknown_operator_is_refused_by_name() {
 
 /// `harness mutate --expect`: the expected-scores check (drivers/mutation.toml's format).
 fn expect(dir: &Path, expectations: &str, args: &[&str]) -> (Option<i32>, String) {
-    let drivers = dir.join("drivers.toml");
-    std::fs::write(&drivers, DRIVERS).unwrap();
     let expected = dir.join("expected.toml");
     std::fs::write(&expected, expectations).unwrap();
-    let output = Command::cargo_bin("harness")
-        .unwrap()
-        .env_remove("GITHUB_STEP_SUMMARY")
-        .arg("mutate")
-        .arg("--drivers")
-        .arg(&drivers)
-        .args(["--app-server", "fake", "--environment", "local"])
-        .arg("--expect")
-        .arg(&expected)
-        .arg("--out")
-        .arg(dir.join("out"))
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        output.status.code(),
-        format!(
-            "{}\n{}",
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        ),
-    )
+    let mut all = vec!["--expect", expected.to_str().unwrap()];
+    all.extend_from_slice(args);
+    run_mutate(dir, &all)
 }
 
 #[test]
