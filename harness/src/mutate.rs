@@ -257,6 +257,44 @@ impl MutationReport {
         self.drivers.iter().map(|d| d.killed).sum()
     }
 
+    /// What report.html's mutation section shows.
+    pub fn section(&self) -> report::html::MutationSection {
+        let change = |c: &CellMutant| {
+            format!(
+                "{} → {}",
+                c.reference.as_deref().unwrap_or("-"),
+                c.mutant.as_deref().unwrap_or("-")
+            )
+        };
+        report::html::MutationSection {
+            score: self.score,
+            drivers: self
+                .drivers
+                .iter()
+                .map(|d| report::html::MutationDriver {
+                    driver: d.driver.clone(),
+                    score: d.score,
+                    operators: d
+                        .operators
+                        .iter()
+                        .map(|m| report::html::MutationRow {
+                            operator: m.operator.clone(),
+                            bug: m.bug.clone(),
+                            status: m.status.as_str().into(),
+                            killed_by: m
+                                .killed_by
+                                .iter()
+                                .map(|c| (c.cell.clone(), change(c)))
+                                .collect(),
+                            applied_in: m.applied_in.len(),
+                            predicted_untouched: m.predicted_untouched.len(),
+                        })
+                        .collect(),
+                })
+                .collect(),
+        }
+    }
+
     /// The terminal table: one row per driver per operator.
     pub fn table(&self) -> String {
         let mut out = String::new();

@@ -86,6 +86,14 @@ fn approving_everything_and_widening_the_sandbox_are_killed() {
     assert_eq!(report["drivers"][0]["driver"], "mini-fake");
     assert_eq!(report["score"], 1.0);
     assert_eq!(code, Some(0), "{output}");
+    // report.html: the reference's matrix with the mutation section.
+    let html = std::fs::read_to_string(dir.path().join("out/report.html")).unwrap();
+    assert!(
+        html.contains("<section class=\"mutation\"")
+            && html.contains("Mutation score 100%")
+            && html.contains("escalation-not-granted"),
+        "{html}"
+    );
     // The mutant's evidence says it is one: the transcript records the rewrite.
     let transcript = std::fs::read_to_string(
         dir.path()

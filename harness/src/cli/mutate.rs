@@ -115,15 +115,15 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
         out.display()
     );
     let mut runs_ms = BTreeMap::new();
-    let reference = match reference_run(&base, &out, &cells, jobs, &mut runs_ms)? {
+    let reference_results = match reference_run(&base, &out, &cells, jobs, &mut runs_ms)? {
         Ok(results) => results,
         Err(signal) => return Ok(stopped(signal)),
     };
-    let durations: HashMap<String, std::time::Duration> = reference
+    let durations: HashMap<String, std::time::Duration> = reference_results
         .iter()
         .map(|r| (r.cell.to_string(), r.duration))
         .collect();
-    let reference: HashMap<String, Option<String>> = reference
+    let reference: HashMap<String, Option<String>> = reference_results
         .iter()
         .map(|r| (r.cell.to_string(), mutate::outcome(r)))
         .collect();
@@ -281,6 +281,17 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
     let path = out.join("mutation.json");
     std::fs::write(&path, serde_json::to_string_pretty(&report)? + "\n")
         .with_context(|| format!("writing {}", path.display()))?;
+    // The reference run's page, with the mutation section above its matrix.
+    let summary = report::Summary::from_results(
+        &reference_results,
+        std::time::Duration::from_millis(report.runs_ms[mutate::REFERENCE]),
+    );
+    let html = out.join(report::layout::HTML);
+    std::fs::write(
+        &html,
+        report::html::render_with_mutation(&summary, &report.section()),
+    )
+    .with_context(|| format!("writing {}", html.display()))?;
     println!("{}", report.table());
     eprintln!("mutation report: {}", path.display());
     if let Some(checked) = &report.expectations {
