@@ -1,9 +1,11 @@
-//! `harness mutate [--drivers FILE] [--app-server fake|codex] [--operator NAME]… [FILTER…]`:
-//! the selected cells once as they are, then once per mutation operator (`harness::mutate`);
-//! a table per driver per operator (killed by which cells, survived, not applicable), the
-//! score, and `mutation.json` in the out folder. Exit 0 when every operator that applied was
-//! killed, 1 when one survived, 2 when the run could not be made (or no operator applied
-//! anywhere: nothing was measured), 130 / 143 after SIGINT / SIGTERM.
+//! `harness mutate [--drivers FILE] [--app-server fake|codex] [--operator NAME]… [--expect
+//! FILE] [FILTER…]`: the selected cells once as they are (the reference), then every mutant the
+//! reference does not rule out (`harness::mutate::predict`), all in one pool; a table per driver
+//! per operator (killed by which cells, survived, not applicable), the score, `mutation.json`
+//! and `report.html` in the out folder. Exit 0 when every operator that applied was killed, 1
+//! when one survived, 2 when the run could not be made (or no operator applied anywhere:
+//! nothing was measured), 130 / 143 after SIGINT / SIGTERM; with `--expect`, 0 / 1 say whether
+//! every expectation is met (`harness::mutate::expect`).
 
 use crate::mutate::expect::Expectations;
 use crate::mutate::{
