@@ -8,16 +8,19 @@
 //!
 //! Whether an operator applied in a cell is read from the cell's transcript (its `mutation`
 //! records), the evidence the recorder wrote: the same file a reader of the mutant's evidence
-//! sees.
+//! sees. Whether it would apply at all is read from the reference first ([`predict`]): a
+//! mutant whose reference holds nothing to rewrite is not run.
 
 use anyhow::{Context, Result};
-use graders::wire::transcript::{self, Record};
 use report::layout::CellEvidence;
 use report::outcome::{CellOutcome, CellResult};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use tap::mutation::Operator;
+
+pub mod expect;
+pub mod predict;
 
 /// The folder of the reference run below the out folder (each operator's is its name).
 pub const REFERENCE: &str = "unmutated";
@@ -45,23 +48,36 @@ pub fn outcome(result: &CellResult) -> Option<String> {
 }
 
 /// How many `mutation` records the cell's transcript holds (0 when it has none, or no
-/// transcript: the cell never reached its driver).
+/// transcript: the cell never reached its driver). Only lines naming a mutation are parsed: a
+/// streamed turn's transcript runs to tens of megabytes, and the graders have read it whole.
 pub fn applications(out_root: &Path, cell: &str) -> Result<usize> {
+    #[derive(serde::Deserialize)]
+    struct Kind {
+        kind: Option<String>,
+    }
     let path = CellEvidence::of(out_root, cell).transcript();
-    let file = match std::fs::File::open(&path) {
-        Ok(file) => file,
+    let text = match std::fs::read(&path) {
+        Ok(text) => text,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
         Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
     };
-    let records = transcript::read(std::io::BufReader::new(file))
-        .with_context(|| format!("reading {}", path.display()))?;
-    Ok(records
-        .iter()
-        .filter(|r| matches!(r, Record::Mutation { .. }))
-        .count())
+    let mut count = 0;
+    let mut next_line = 0;
+    for hit in memchr::memmem::find_iter(&text, b"mutation") {
+        if hit < next_line {
+            continue;
+        }
+        let start = memchr::memrchr(b'\n', &text[..hit]).map_or(0, |at| at + 1);
+        let end = memchr::memchr(b'\n', &text[hit..]).map_or(text.len(), |at| hit + at);
+        next_line = end;
+        let record: Kind = serde_json::from_slice(&text[start..end])
+            .with_context(|| format!("{}: a line at byte {start}", path.display()))?;
+        count += usize::from(record.kind.as_deref() == Some("mutation"));
+    }
+    Ok(count)
 }
 
-/// One cell under one operator.
+/// One cell under one operator, run.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct CellMutant {
     pub cell: String,
@@ -120,12 +136,21 @@ pub struct Mutant {
     /// Cells whose outcome changed where it did not apply: a cell that varies from run to
     /// run, whose changes kill no operator.
     pub unsteady: Vec<CellMutant>,
+    /// Cells where it was not run: their reference holds nothing it rewrites, so the mutant's
+    /// run would have been the reference's ([`predict`]).
+    pub predicted_untouched: Vec<String>,
 }
 
 impl Mutant {
-    /// `operator` over `cells`; a cell in `unsteady` (its outcome changed in some run where
-    /// nothing was rewritten) kills nothing: its change proves nothing about the operator.
-    pub fn judge(operator: Operator, cells: Vec<CellMutant>, unsteady: &BTreeSet<String>) -> Self {
+    /// `operator` over the `cells` it ran in (`predicted_untouched`: those it was not run in);
+    /// a cell in `unsteady` (its outcome changed in some run where nothing was rewritten) kills
+    /// nothing: its change proves nothing about the operator.
+    pub fn judge(
+        operator: Operator,
+        cells: Vec<CellMutant>,
+        predicted_untouched: Vec<String>,
+        unsteady: &BTreeSet<String>,
+    ) -> Self {
         let applied_in: Vec<String> = cells
             .iter()
             .filter(|c| c.applied > 0)
@@ -150,6 +175,7 @@ impl Mutant {
             killed_by,
             applied_in,
             unsteady: cells.into_iter().filter(CellMutant::unsteady).collect(),
+            predicted_untouched,
         }
     }
 }
@@ -203,8 +229,23 @@ pub struct MutationReport {
     /// Every driver's operators together.
     pub score: Option<f64>,
     pub drivers: Vec<DriverMutants>,
-    /// Wall time of each run (the reference first), in ms.
+    /// Wall time of the reference run (`unmutated`) and of the mutants' pool (`mutants`), in ms.
     pub runs_ms: BTreeMap<String, u64>,
+    /// Mutants run (operator × cell), and those not run because their reference holds nothing
+    /// the operator rewrites.
+    pub mutant_runs: usize,
+    pub predicted_untouched: usize,
+    /// The expectations checked (`--expect`): what was not met, and operators killed that none
+    /// names.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expectations: Option<ExpectationsChecked>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ExpectationsChecked {
+    pub file: String,
+    pub unmet: Vec<String>,
+    pub unclaimed: Vec<String>,
 }
 
 impl MutationReport {
@@ -214,6 +255,44 @@ impl MutationReport {
 
     pub fn killed(&self) -> usize {
         self.drivers.iter().map(|d| d.killed).sum()
+    }
+
+    /// What report.html's mutation section shows.
+    pub fn section(&self) -> report::html::MutationSection {
+        let change = |c: &CellMutant| {
+            format!(
+                "{} → {}",
+                c.reference.as_deref().unwrap_or("-"),
+                c.mutant.as_deref().unwrap_or("-")
+            )
+        };
+        report::html::MutationSection {
+            score: self.score,
+            drivers: self
+                .drivers
+                .iter()
+                .map(|d| report::html::MutationDriver {
+                    driver: d.driver.clone(),
+                    score: d.score,
+                    operators: d
+                        .operators
+                        .iter()
+                        .map(|m| report::html::MutationRow {
+                            operator: m.operator.clone(),
+                            bug: m.bug.clone(),
+                            status: m.status.as_str().into(),
+                            killed_by: m
+                                .killed_by
+                                .iter()
+                                .map(|c| (c.cell.clone(), change(c)))
+                                .collect(),
+                            applied_in: m.applied_in.len(),
+                            predicted_untouched: m.predicted_untouched.len(),
+                        })
+                        .collect(),
+                })
+                .collect(),
+        }
     }
 
     /// The terminal table: one row per driver per operator.
@@ -257,7 +336,10 @@ impl MutationReport {
                         mutant.applied_in.len(),
                         mutant.bug
                     ),
-                    Status::NotApplicable => "applied in no cell".into(),
+                    Status::NotApplicable => format!(
+                        "applied in no cell (in {} of them predicted from the reference, not run)",
+                        mutant.predicted_untouched.len()
+                    ),
                 };
                 out.push_str(&format!(
                     "  {:<width$}  {:<14}  {detail}\n",
@@ -277,10 +359,12 @@ impl MutationReport {
             }
         }
         out.push_str(&format!(
-            "mutation score {} ({} killed, {} survived)\n",
+            "mutation score {} ({} killed, {} survived); {} mutants run, {} predicted from the reference (nothing to rewrite there), not run\n",
             percent(self.score),
             self.killed(),
-            self.survivors()
+            self.survivors(),
+            self.mutant_runs,
+            self.predicted_untouched
         ));
         out
     }
@@ -312,6 +396,7 @@ mod tests {
                 cell("a", 1, "pass", "fail: session-continued"),
                 cell("b", 0, "pass", "pass"),
             ],
+            Vec::new(),
             &steady,
         );
         assert_eq!(killed.status, Status::Killed);
@@ -322,6 +407,7 @@ mod tests {
                 cell("a", 2, "pass", "pass"),
                 cell("b", 0, "pass", "incomplete"),
             ],
+            Vec::new(),
             &steady,
         );
         assert_eq!(
@@ -333,12 +419,14 @@ mod tests {
         let none = Mutant::judge(
             Operator::DropAnswers,
             vec![cell("a", 0, "pass", "pass")],
+            vec!["b".into()],
             &steady,
         );
         let unsteady = BTreeSet::from(["a".to_string()]);
         let doubtful = Mutant::judge(
             Operator::DropAnswers,
             vec![cell("a", 1, "pass", "incomplete")],
+            Vec::new(),
             &unsteady,
         );
         assert_eq!(

@@ -147,6 +147,18 @@ pub fn run_cells(
     on_event: impl Fn(&Progress, Option<&CellResult>) + Send + Sync + 'static,
 ) -> anyhow::Result<(MatrixRun, Duration)> {
     matrix::prereq::check_named(ctx, cells)?;
+    let runs: Vec<(CellContext, Cell)> = cells.iter().map(|c| (ctx.clone(), c.clone())).collect();
+    run_each(&runs, jobs, on_event)
+}
+
+/// [`run_cells`], each cell with its own context, in one pool (`harness mutate`: every
+/// operator's cells at once; see [`scheduler::run_each_until`]). The caller has checked the
+/// cells' named prerequisites.
+pub fn run_each(
+    runs: &[(CellContext, Cell)],
+    jobs: Concurrency,
+    on_event: impl Fn(&Progress, Option<&CellResult>) + Send + Sync + 'static,
+) -> anyhow::Result<(MatrixRun, Duration)> {
     install_signal_handler();
     let stop = CancellationToken::new();
     STOPPED_BY.store(0, Ordering::SeqCst);
@@ -163,9 +175,8 @@ pub fn run_cells(
         .enable_all()
         .build()?;
     let started = Instant::now();
-    let run = runtime.block_on(scheduler::run_cells_until(
-        cells,
-        ctx,
+    let run = runtime.block_on(scheduler::run_each_until(
+        runs,
         jobs,
         stop.clone(),
         on_event,

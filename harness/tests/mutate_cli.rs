@@ -15,10 +15,11 @@ modes = ["planning", "standard", "ask"]
 outcome = "exit-status"
 "#;
 
-fn mutate(dir: &Path, args: &[&str]) -> (Option<i32>, Value, String) {
+/// `harness mutate` of the minimal driver against the fake, `local`, into `dir/out`: its exit
+/// code and its stdout and stderr.
+fn run_mutate(dir: &Path, args: &[&str]) -> (Option<i32>, String) {
     let drivers = dir.join("drivers.toml");
     std::fs::write(&drivers, DRIVERS).unwrap();
-    let out = dir.join("out");
     let output = Command::cargo_bin("harness")
         .unwrap()
         .env_remove("GITHUB_STEP_SUMMARY")
@@ -34,19 +35,26 @@ fn mutate(dir: &Path, args: &[&str]) -> (Option<i32>, Value, String) {
             "2",
         ])
         .arg("--out")
-        .arg(&out)
+        .arg(dir.join("out"))
         .args(args)
         .output()
         .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    let report = std::fs::read_to_string(out.join("mutation.json"))
-        .unwrap_or_else(|e| panic!("no mutation.json ({e}); stderr:\n{stderr}"));
     (
         output.status.code(),
-        serde_json::from_str(&report).unwrap(),
-        format!("{stdout}\n{stderr}"),
+        format!(
+            "{}\n{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        ),
     )
+}
+
+/// [`run_mutate`], with its `mutation.json`.
+fn mutate(dir: &Path, args: &[&str]) -> (Option<i32>, Value, String) {
+    let (code, output) = run_mutate(dir, args);
+    let report = std::fs::read_to_string(dir.join("out/mutation.json"))
+        .unwrap_or_else(|e| panic!("no mutation.json ({e}):\n{output}"));
+    (code, serde_json::from_str(&report).unwrap(), output)
 }
 
 fn status<'a>(report: &'a Value, operator: &str) -> &'a str {
@@ -78,6 +86,14 @@ fn approving_everything_and_widening_the_sandbox_are_killed() {
     assert_eq!(report["drivers"][0]["driver"], "mini-fake");
     assert_eq!(report["score"], 1.0);
     assert_eq!(code, Some(0), "{output}");
+    // report.html: the reference's matrix with the mutation section.
+    let html = std::fs::read_to_string(dir.path().join("out/report.html")).unwrap();
+    assert!(
+        html.contains("<section class=\"mutation\"")
+            && html.contains("Mutation score 100%")
+            && html.contains("escalation-not-granted"),
+        "{html}"
+    );
     // The mutant's evidence says it is one: the transcript records the rewrite.
     let transcript = std::fs::read_to_string(
         dir.path()
@@ -117,4 +133,75 @@ fn an_unknown_operator_is_refused_by_name() {
     assert_eq!(output.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("approve-everything"), "{stderr}");
+}
+
+/// `harness mutate --expect`: the expected-scores check (drivers/mutation.toml's format).
+fn expect(dir: &Path, expectations: &str, args: &[&str]) -> (Option<i32>, String) {
+    let expected = dir.join("expected.toml");
+    std::fs::write(&expected, expectations).unwrap();
+    let mut all = vec!["--expect", expected.to_str().unwrap()];
+    all.extend_from_slice(args);
+    run_mutate(dir, &all)
+}
+
+#[test]
+fn an_expectation_naming_an_unknown_operator_or_driver_is_an_error() {
+    let handshake = ["protocol-handshake.mini-fake.local.handshake"];
+    let dir = tempfile::tempdir().unwrap();
+    let (code, output) = expect(
+        dir.path(),
+        "[drivers.mini-fake]\nkilled = [\"approve-all\"]\n",
+        &handshake,
+    );
+    assert_eq!(code, Some(2), "{output}");
+    assert!(output.contains("approve-all"), "{output}");
+    let (code, output) = expect(
+        dir.path(),
+        "[drivers.mini-codex]\nkilled = [\"drop-initialized\"]\n",
+        &handshake,
+    );
+    assert_eq!(code, Some(2), "{output}");
+    assert!(output.contains("`mini-codex`"), "{output}");
+    assert!(
+        !dir.path().join("out/mutation.json").exists(),
+        "refused before anything ran"
+    );
+}
+
+#[test]
+fn a_survivor_against_an_expectation_is_exit_1_and_a_met_one_exit_0() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = [
+        "--operator",
+        "approval-never",
+        "--operator",
+        "drop-initialized",
+        "protocol-handshake.mini-fake.local.handshake",
+    ];
+    let (code, output) = expect(
+        dir.path(),
+        "[drivers.mini-fake]\nkilled = [\"drop-initialized\", \"approval-never\"]\n",
+        &args,
+    );
+    assert_eq!(code, Some(1), "{output}");
+    assert!(
+        output.contains("`approval-never` is expected killed but survived"),
+        "{output}"
+    );
+    // The same survivor, not named by the expectation: tolerated.
+    let (code, output) = expect(
+        dir.path(),
+        "[drivers.mini-fake]\nkilled = [\"drop-initialized\"]\n",
+        &args,
+    );
+    assert_eq!(code, Some(0), "{output}");
+    assert!(output.contains("every expectation"), "{output}");
+    // A floor the score is below.
+    let (code, output) = expect(
+        dir.path(),
+        "[drivers.mini-fake]\nkilled = [\"drop-initialized\"]\nscore = 1.0\n",
+        &args,
+    );
+    assert_eq!(code, Some(1), "{output}");
+    assert!(output.contains("below the expected 100%"), "{output}");
 }

@@ -1,11 +1,16 @@
-//! `harness mutate [--drivers FILE] [--app-server fake|codex] [--operator NAME]… [FILTER…]`:
-//! the selected cells once as they are, then once per mutation operator (`harness::mutate`);
-//! a table per driver per operator (killed by which cells, survived, not applicable), the
-//! score, and `mutation.json` in the out folder. Exit 0 when every operator that applied was
-//! killed, 1 when one survived, 2 when the run could not be made (or no operator applied
-//! anywhere: nothing was measured), 130 / 143 after SIGINT / SIGTERM.
+//! `harness mutate [--drivers FILE] [--app-server fake|codex] [--operator NAME]… [--expect
+//! FILE] [FILTER…]`: the selected cells once as they are (the reference), then every mutant the
+//! reference does not rule out (`harness::mutate::predict`), all in one pool; a table per driver
+//! per operator (killed by which cells, survived, not applicable), the score, `mutation.json`
+//! and `report.html` in the out folder. Exit 0 when every operator that applied was killed, 1
+//! when one survived, 2 when the run could not be made (or no operator applied anywhere:
+//! nothing was measured), 130 / 143 after SIGINT / SIGTERM; with `--expect`, 0 / 1 say whether
+//! every expectation is met (`harness::mutate::expect`).
 
-use crate::mutate::{self, CellMutant, DriverMutants, Mutant, MutationReport};
+use crate::mutate::expect::Expectations;
+use crate::mutate::{
+    self, predict, CellMutant, DriverMutants, ExpectationsChecked, Mutant, MutationReport,
+};
 use anyhow::Context;
 use matrix::concurrency::Concurrency;
 use matrix::context::CellContext;
@@ -32,6 +37,11 @@ pub struct Args {
     /// Only these operators (repeatable; default: every one). See docs/mutate.md.
     #[arg(long = "operator", value_name = "NAME", value_parser = parse_operator)]
     pub operators: Vec<Operator>,
+    /// Expected scores (a TOML file: per driver, the operators that must be killed and the
+    /// lowest score; this project's: drivers/mutation.toml). Exit 1 when one is not met; then
+    /// survivors it does not name are reported, not failed. See docs/mutate.md.
+    #[arg(long, value_name = "FILE")]
+    pub expect: Option<PathBuf>,
     /// Cells run at once (as for `harness run`).
     #[arg(long, short = 'j')]
     pub jobs: Option<usize>,
@@ -81,6 +91,15 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
         chosen.dedup();
         chosen
     };
+    let expectations = match &args.expect {
+        Some(path) => {
+            let expected = Expectations::load(path)?;
+            let drivers: BTreeSet<String> = cells.iter().map(|c| c.id.runner.clone()).collect();
+            expected.check_selection(&drivers, &operators)?;
+            Some((path, expected))
+        }
+        None => None,
+    };
     let base = CellContext::from_env()?;
     let out = match &args.out {
         Some(out) => {
@@ -98,19 +117,15 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
         out.display()
     );
     let mut runs_ms = BTreeMap::new();
-    let reference = match pass(
-        &base,
-        &out,
-        mutate::REFERENCE,
-        None,
-        &cells,
-        jobs,
-        &mut runs_ms,
-    )? {
+    let reference_results = match reference_run(&base, &out, &cells, jobs, &mut runs_ms)? {
         Ok(results) => results,
         Err(signal) => return Ok(stopped(signal)),
     };
-    let reference: HashMap<String, Option<String>> = reference
+    let durations: HashMap<String, std::time::Duration> = reference_results
+        .iter()
+        .map(|r| (r.cell.to_string(), r.duration))
+        .collect();
+    let reference: HashMap<String, Option<String>> = reference_results
         .iter()
         .map(|r| (r.cell.to_string(), mutate::outcome(r)))
         .collect();
@@ -124,30 +139,83 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
         !compared.is_empty(),
         "no selected cell ran to an outcome unmutated: nothing to compare a mutant with"
     );
+    // Every mutant the reference does not rule out, in one pool: no run waits for another
+    // operator's slowest cell.
+    let predicting = std::time::Instant::now();
+    let reference_root = out.join(mutate::REFERENCE);
+    let contexts: BTreeMap<Operator, CellContext> = operators
+        .iter()
+        .map(|operator| {
+            let mut ctx = base.clone();
+            ctx.out_root = out.join(operator.name());
+            ctx.mutation = Some(*operator);
+            (*operator, ctx)
+        })
+        .collect();
+    // The longest cells of the reference first (the scheduler keeps this order among cells of
+    // the same cost), so the pool does not end waiting for one of them.
+    let mut by_length: Vec<&Cell> = compared.iter().collect();
+    by_length.sort_by_key(|c| std::cmp::Reverse(durations.get(&c.name()).copied()));
+    let mut runs: Vec<(CellContext, Cell)> = Vec::new();
+    let mut of_run: Vec<Operator> = Vec::new();
+    let mut untouched: BTreeMap<Operator, Vec<Cell>> = BTreeMap::new();
+    for cell in by_length {
+        let eligible: Vec<Operator> = operators
+            .iter()
+            .copied()
+            .filter(|o| o.on_the_wire() || declares_exit_status(cell))
+            .collect();
+        let predictions = predict::predict(&reference_root, &cell.name(), &eligible);
+        for (operator, prediction) in eligible.into_iter().zip(predictions) {
+            if prediction.must_run() {
+                runs.push((contexts[&operator].clone(), cell.clone()));
+                of_run.push(operator);
+            } else {
+                untouched.entry(operator).or_default().push(cell.clone());
+            }
+        }
+    }
+    let predicted_untouched: usize = untouched.values().map(Vec::len).sum();
+    eprintln!(
+        "mutants: {} runs ({} operator × cell pairs not run: their reference holds nothing the operator rewrites; predicted in {:.1} s)",
+        runs.len(),
+        predicted_untouched,
+        predicting.elapsed().as_secs_f64()
+    );
+    let (run, wall) = crate::shutdown::run_each(&runs, jobs, |_, _| {})?;
+    runs_ms.insert("mutants".into(), wall.as_millis() as u64);
+    if let Some(message) = &run.panic {
+        anyhow::bail!("mutants: a cell panicked: {message}");
+    }
+    if let Some(signal) = crate::shutdown::stopped_by() {
+        return Ok(stopped(signal));
+    }
+    anyhow::ensure!(
+        run.finished.len() == runs.len(),
+        "mutants: {} of {} runs finished",
+        run.finished.len(),
+        runs.len()
+    );
+    eprintln!(
+        "mutants: {} runs in {:.1} s",
+        runs.len(),
+        wall.as_secs_f64()
+    );
+    let judging = std::time::Instant::now();
+    let mut results: BTreeMap<Operator, Vec<CellResult>> = BTreeMap::new();
+    for (operator, result) in of_run.into_iter().zip(run.finished) {
+        results.entry(operator).or_default().push(result);
+    }
     let mut passes: Vec<(Operator, BTreeMap<String, Vec<CellMutant>>)> = Vec::new();
     for operator in &operators {
-        let eligible: Vec<Cell> = compared
-            .iter()
-            .filter(|c| operator.on_the_wire() || declares_exit_status(c))
-            .cloned()
-            .collect();
-        let results = if eligible.is_empty() {
-            Vec::new()
-        } else {
-            match pass(
-                &base,
-                &out,
-                operator.name(),
-                Some(*operator),
-                &eligible,
-                jobs,
-                &mut runs_ms,
-            )? {
-                Ok(results) => results,
-                Err(signal) => return Ok(stopped(signal)),
-            }
-        };
         let root = out.join(operator.name());
+        let mut results = results.remove(operator).unwrap_or_default();
+        results.sort_by_key(|r| r.cell.to_string());
+        if !results.is_empty() {
+            // Each operator's reports but its report.html (the evidence folders are there).
+            let summary = report::Summary::from_results(&results, wall);
+            report::write_text_reports(&root, &summary)?;
+        }
         let mut by_driver: BTreeMap<String, Vec<CellMutant>> = BTreeMap::new();
         for result in &results {
             let name = result.cell.to_string();
@@ -175,9 +243,15 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
         per_driver.entry(cell.id.runner.clone()).or_default();
     }
     for (operator, mut by_driver) in passes {
+        let untouched = untouched.remove(&operator).unwrap_or_default();
         for (driver, mutants) in per_driver.iter_mut() {
             let cells = by_driver.remove(driver).unwrap_or_default();
-            mutants.push(Mutant::judge(operator, cells, &unsteady));
+            let predicted = untouched
+                .iter()
+                .filter(|c| &c.id.runner == driver)
+                .map(Cell::name)
+                .collect();
+            mutants.push(Mutant::judge(operator, cells, predicted, &unsteady));
         }
     }
     let drivers: Vec<DriverMutants> = per_driver
@@ -187,19 +261,55 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
             DriverMutants::new(&driver, cells, mutants)
         })
         .collect();
-    let report = MutationReport {
+    let mut report = MutationReport {
         app_server: args.app_server.clone(),
         operators: operators.iter().map(|o| o.name().to_string()).collect(),
         cells: compared.len(),
         score: mutate::score(drivers.iter().flat_map(|d| &d.operators)),
         drivers,
         runs_ms,
+        mutant_runs: runs.len(),
+        predicted_untouched,
+        expectations: None,
     };
+    if let Some((path, expected)) = &expectations {
+        report.expectations = Some(ExpectationsChecked {
+            file: path.display().to_string(),
+            unmet: expected.unmet(&report),
+            unclaimed: expected.unclaimed(&report),
+        });
+    }
+    eprintln!("judged in {:.1} s", judging.elapsed().as_secs_f64());
     let path = out.join("mutation.json");
     std::fs::write(&path, serde_json::to_string_pretty(&report)? + "\n")
         .with_context(|| format!("writing {}", path.display()))?;
+    // The reference run's page, with the mutation section above its matrix.
+    let summary = report::Summary::from_results(
+        &reference_results,
+        std::time::Duration::from_millis(report.runs_ms[mutate::REFERENCE]),
+    );
+    let html = out.join(report::layout::HTML);
+    std::fs::write(
+        &html,
+        report::html::render_with_mutation(&summary, &report.section()),
+    )
+    .with_context(|| format!("writing {}", html.display()))?;
     println!("{}", report.table());
     eprintln!("mutation report: {}", path.display());
+    if let Some(checked) = &report.expectations {
+        for unclaimed in &checked.unclaimed {
+            eprintln!("killed, though no expectation asks it (the expectation could be raised): {unclaimed}");
+        }
+        for unmet in &checked.unmet {
+            eprintln!("expectation not met: {unmet}");
+        }
+        return Ok(if !checked.unmet.is_empty() {
+            ExitCode::from(1)
+        } else {
+            eprintln!("every expectation of {} is met", checked.file);
+            ExitCode::SUCCESS
+        });
+    }
     Ok(if report.survivors() > 0 {
         ExitCode::from(1)
     } else if report.killed() == 0 {
@@ -219,20 +329,18 @@ fn declares_exit_status(cell: &Cell) -> bool {
         .is_none_or(|d| d.outcome == Some(graders::events::OutcomeDeclaration::ExitStatus))
 }
 
-/// One run of `cells` into `out/name/`, under `mutation`; `Err(signal)` when a signal stopped
-/// it.
-fn pass(
+/// The reference: `cells` as they are, into `out/unmutated/`; `Err(signal)` when a signal
+/// stopped it.
+fn reference_run(
     base: &CellContext,
     out: &std::path::Path,
-    name: &str,
-    mutation: Option<Operator>,
     cells: &[Cell],
     jobs: Concurrency,
     runs_ms: &mut BTreeMap<String, u64>,
 ) -> anyhow::Result<Result<Vec<CellResult>, i32>> {
+    let name = mutate::REFERENCE;
     let mut ctx = base.clone();
     ctx.out_root = out.join(name);
-    ctx.mutation = mutation;
     eprintln!("{name}: {} cells", cells.len());
     let (run, wall) = crate::shutdown::run_cells(cells, &ctx, jobs, |_, _| {})?;
     runs_ms.insert(name.to_string(), wall.as_millis() as u64);
@@ -242,7 +350,6 @@ fn pass(
     if let Some(signal) = crate::shutdown::stopped_by() {
         return Ok(Err(signal));
     }
-    // Each run's reports, so its evidence reads like any run's.
     report::write_all(&ctx.out_root, &run.finished, wall)?;
     eprintln!(
         "{name}: {} cells in {:.1} s",

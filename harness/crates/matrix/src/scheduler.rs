@@ -67,19 +67,32 @@ pub async fn run_cells_until(
     stop: CancellationToken,
     on_event: impl Fn(&Progress, Option<&CellResult>) + Send + Sync + 'static,
 ) -> MatrixRun {
+    let runs: Vec<(CellContext, Cell)> = cells.iter().map(|c| (ctx.clone(), c.clone())).collect();
+    run_each_until(&runs, jobs, stop, on_event).await
+}
+
+/// [`run_cells_until`], each cell with its own context, all in one pool: `harness mutate` runs
+/// the same cell under several operators at once, each into its own out folder. Results come
+/// back in the order of `runs`.
+pub async fn run_each_until(
+    runs: &[(CellContext, Cell)],
+    jobs: Concurrency,
+    stop: CancellationToken,
+    on_event: impl Fn(&Progress, Option<&CellResult>) + Send + Sync + 'static,
+) -> MatrixRun {
     let semaphore = Arc::new(Semaphore::new(jobs.slots() as usize));
     let progress = Arc::new(std::sync::Mutex::new(Progress {
-        total: cells.len(),
+        total: runs.len(),
         ..Progress::default()
     }));
     let on_event = Arc::new(on_event);
     let mut tasks = tokio::task::JoinSet::new();
     // The semaphore is fair: cells get their permits in this order.
-    for index in start_order(cells, jobs) {
-        let cell = cells[index].clone();
+    let cells: Vec<Cell> = runs.iter().map(|(_, cell)| cell.clone()).collect();
+    for index in start_order(&cells, jobs) {
+        let (ctx, cell) = runs[index].clone();
         let cost = jobs.cost(&cell);
         let semaphore = semaphore.clone();
-        let ctx = ctx.clone();
         let progress = progress.clone();
         let on_event = on_event.clone();
         let stop = stop.clone();
@@ -116,7 +129,7 @@ pub async fn run_cells_until(
             }
         });
     }
-    let mut ran: Vec<Option<Ran>> = vec![None; cells.len()];
+    let mut ran: Vec<Option<Ran>> = vec![None; runs.len()];
     let mut panic = None;
     while let Some(joined) = tasks.join_next().await {
         match joined {
@@ -138,7 +151,7 @@ pub async fn run_cells_until(
         panic,
         ..MatrixRun::default()
     };
-    for (cell, outcome) in cells.iter().zip(ran) {
+    for ((_, cell), outcome) in runs.iter().zip(ran) {
         match outcome {
             Some(Ran::Finished(result)) => run.finished.push(*result),
             Some(Ran::NotStarted) => run.not_started.push(cell.id.clone()),

@@ -49,6 +49,16 @@ pub fn write_all(dir: &Path, results: &[CellResult], wall: Duration) -> Result<R
 /// Write the four reports of `summary` into `dir`; report.html reads each cell's evidence from
 /// its `evidence_dir`.
 pub fn write_summary(dir: &Path, summary: &Summary) -> Result<ReportPaths> {
+    let paths = write_text_reports(dir, summary)?;
+    std::fs::write(&paths.html, html::render(summary))
+        .with_context(|| format!("writing {}", paths.html.display()))?;
+    Ok(paths)
+}
+
+/// The reports of `summary` but report.html (whose path is returned, not written): `harness
+/// mutate`'s mutant runs, whose pages would embed the same large evidence once per operator;
+/// their cells' evidence folders stay as they are.
+pub fn write_text_reports(dir: &Path, summary: &Summary) -> Result<ReportPaths> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let paths = ReportPaths {
         junit: dir.join(layout::JUNIT),
@@ -60,7 +70,6 @@ pub fn write_summary(dir: &Path, summary: &Summary) -> Result<ReportPaths> {
     write(&paths.junit, junit_xml(summary)?)?;
     write(&paths.json, serde_json::to_string_pretty(summary)? + "\n")?;
     write(&paths.markdown, markdown(summary))?;
-    write(&paths.html, html::render(summary))?;
     Ok(paths)
 }
 

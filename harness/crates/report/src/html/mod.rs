@@ -7,9 +7,11 @@
 mod cell;
 mod grid;
 mod jsonl;
+mod mutation;
 mod timeline;
 
 pub use cell::CellPage;
+pub use mutation::{MutationDriver, MutationRow, MutationSection};
 pub use timeline::Entry;
 
 use super::summary::{by_profile, ordered, profile_heading, Summary};
@@ -70,6 +72,20 @@ pub fn render(summary: &Summary) -> String {
 }
 
 pub fn render_pages(summary: &Summary, pages: &[CellPage]) -> String {
+    render_page(summary, pages, None)
+}
+
+/// [`render`], with `harness mutate`'s section above the matrix (the reference run's cells).
+pub fn render_with_mutation(summary: &Summary, mutation: &MutationSection) -> String {
+    let pages: Vec<CellPage> = summary.cells.iter().map(CellPage::load).collect();
+    render_page(summary, &pages, Some(mutation))
+}
+
+fn render_page(
+    summary: &Summary,
+    pages: &[CellPage],
+    mutation: Option<&MutationSection>,
+) -> String {
     let t = &summary.totals;
     let mut out = String::with_capacity(64 * 1024);
     let _ = write!(
@@ -144,6 +160,9 @@ pub fn render_pages(summary: &Summary, pages: &[CellPage]) -> String {
         out.push_str("</select></label>");
     }
     out.push_str("<span id=\"shown\" class=\"shown\"></span></div>");
+    if let Some(mutation) = mutation {
+        out.push_str(&mutation::section(mutation));
+    }
     out.push_str(LEGEND);
     out.push_str(&grid::differences(summary));
     out.push_str(&grid::not_run(summary));

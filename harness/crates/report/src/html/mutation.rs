@@ -1,0 +1,134 @@
+//! The mutation section of report.html (`harness mutate`, docs/mutate.md): per driver, per
+//! operator, killed (by which cells) / survived / not applicable, and the score. The harness
+//! judges the mutants; this module only shows what it was given.
+
+use super::escape;
+use std::fmt::Write;
+
+/// What `harness mutate` found, as the page shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MutationSection {
+    /// Every driver's operators together.
+    pub score: Option<f64>,
+    pub drivers: Vec<MutationDriver>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct MutationDriver {
+    pub driver: String,
+    pub score: Option<f64>,
+    pub operators: Vec<MutationRow>,
+}
+
+/// One operator against one driver.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MutationRow {
+    pub operator: String,
+    /// The driver bug it plays, in words.
+    pub bug: String,
+    /// `killed`, `survived` or `not applicable`.
+    pub status: String,
+    /// Each killing cell, with its outcome unmutated → mutated.
+    pub killed_by: Vec<(String, String)>,
+    /// Cells where it rewrote something.
+    pub applied_in: usize,
+    /// Cells not run: their reference held nothing it rewrites.
+    pub predicted_untouched: usize,
+}
+
+fn percent(score: Option<f64>) -> String {
+    score.map_or_else(|| "n/a".into(), |s| format!("{:.0}%", s * 100.0))
+}
+
+/// The section's HTML.
+pub fn section(mutation: &MutationSection) -> String {
+    let mut out = String::new();
+    let _ = write!(
+        out,
+        "<section class=\"mutation\" id=\"mutation\"><h2>Mutation score {}</h2><p class=\"hint\">Each operator rewrites what the driver sends as a driver with that bug would (docs/mutate.md); killed: some cell noticed.</p>",
+        percent(mutation.score)
+    );
+    for driver in &mutation.drivers {
+        let _ = write!(
+            out,
+            "<h3>{} — {}</h3><table class=\"mutation\"><thead><tr><th>operator</th><th>status</th><th>detail</th></tr></thead><tbody>",
+            escape(&driver.driver),
+            percent(driver.score)
+        );
+        for row in &driver.operators {
+            let detail = match row.status.as_str() {
+                "killed" => {
+                    let cells: Vec<String> = row
+                        .killed_by
+                        .iter()
+                        .map(|(cell, change)| {
+                            format!(
+                                "<li>{} <span class=\"hint\">{}</span></li>",
+                                escape(cell),
+                                escape(change)
+                            )
+                        })
+                        .collect();
+                    format!("by<ul>{}</ul>", cells.join(""))
+                }
+                "survived" => format!(
+                    "applied in {} cells, no outcome changed: {}",
+                    row.applied_in,
+                    escape(&row.bug)
+                ),
+                _ => format!(
+                    "applied in no cell ({} predicted from the reference, not run)",
+                    row.predicted_untouched
+                ),
+            };
+            let class = row.status.replace(' ', "-");
+            let _ = write!(
+                out,
+                "<tr class=\"m-{class}\"><td title=\"{bug}\">{op}</td><td>{status}</td><td>{detail}</td></tr>",
+                bug = escape(&row.bug),
+                op = escape(&row.operator),
+                status = escape(&row.status),
+            );
+        }
+        out.push_str("</tbody></table>");
+    }
+    out.push_str("</section>");
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_section_shows_each_operator_its_status_and_the_score() {
+        let row = |operator: &str, status: &str, killed_by: Vec<(String, String)>| MutationRow {
+            operator: operator.into(),
+            bug: format!("the driver <{operator}>"),
+            status: status.into(),
+            killed_by,
+            applied_in: 2,
+            predicted_untouched: 3,
+        };
+        let mutation = MutationSection {
+            score: Some(0.5),
+            drivers: vec![MutationDriver {
+                driver: "mini-fake".into(),
+                score: Some(0.5),
+                operators: vec![
+                    row(
+                        "drop-initialized",
+                        "killed",
+                        vec![(
+                            "protocol-handshake.mini-fake.local.handshake".into(),
+                            "pass → fail: initialized-sent".into(),
+                        )],
+                    ),
+                    row("approval-never", "survived", Vec::new()),
+                    row("exit-zero", "not applicable", Vec::new()),
+                ],
+            }],
+        };
+        insta::assert_snapshot!("mutation_section", section(&mutation));
+    }
+}
