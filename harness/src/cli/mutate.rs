@@ -107,7 +107,8 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         None => base.out_root.join("mutate"),
     };
-    std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+    // The run owns its folder (created here) until it ends: a second one is refused.
+    let _owned = matrix::out_lock::OutLock::take(&out)?;
     let jobs = Concurrency::from_jobs(args.jobs);
     eprintln!(
         "mutating {} cells with {} operators, {}; evidence in {}",
