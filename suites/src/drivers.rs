@@ -74,29 +74,6 @@ pub struct DriversFile {
 /// The largest drivers file read: far above any real one, far below what would hurt.
 pub const MAX_DRIVERS_FILE_BYTES: u64 = 4 << 20;
 
-/// A drivers file's text: a regular file (a FIFO or a device such as `/dev/zero` would block
-/// or grow without end) of at most [`MAX_DRIVERS_FILE_BYTES`].
-fn read_bounded(path: &Path) -> Result<String, String> {
-    use std::io::Read;
-    let meta = std::fs::metadata(path).map_err(|e| e.to_string())?;
-    if !meta.is_file() {
-        return Err("not a regular file".into());
-    }
-    let mut bytes = Vec::new();
-    std::fs::File::open(path)
-        .and_then(|file| {
-            file.take(MAX_DRIVERS_FILE_BYTES + 1)
-                .read_to_end(&mut bytes)
-        })
-        .map_err(|e| e.to_string())?;
-    if bytes.len() as u64 > MAX_DRIVERS_FILE_BYTES {
-        return Err(format!(
-            "larger than a drivers file's bound of {MAX_DRIVERS_FILE_BYTES} bytes"
-        ));
-    }
-    String::from_utf8(bytes).map_err(|e| format!("not UTF-8: {e}"))
-}
-
 impl DriversFile {
     /// Read and check the drivers file at `path`. A file that does not exist is an error: the
     /// user named it. Each driver's `base_dir` becomes the file's folder.
@@ -106,7 +83,8 @@ impl DriversFile {
             path: name.clone(),
             message,
         };
-        let text = read_bounded(path).map_err(unreadable)?;
+        let text = crate::source::read_bounded(path, MAX_DRIVERS_FILE_BYTES, "a drivers file")
+            .map_err(unreadable)?;
         let absolute = std::path::absolute(path).map_err(|e| unreadable(e.to_string()))?;
         let dir = absolute.parent().map(Path::to_path_buf);
         Self::parse(&text, &name, dir)

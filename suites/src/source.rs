@@ -67,15 +67,20 @@ pub fn shipped() -> &'static Shipped {
 /// The suites of the folder `dir` (the `suites` crate's folder of a checkout), if both files are
 /// there and readable. The texts live as long as the process (one read per process).
 fn read_from(dir: &Path) -> Option<Shipped> {
-    let suites = read_bounded(&dir.join(SUITES_FILE))?;
-    let baseline = read_bounded(&dir.join(BASELINE_FILE))?;
+    let suites = read_bounded(&dir.join(SUITES_FILE), MAX_SOURCE_BYTES, "a suites file").ok()?;
+    let baseline = read_bounded(
+        &dir.join(BASELINE_FILE),
+        MAX_SOURCE_BYTES,
+        "a baseline file",
+    )
+    .ok()?;
     let mut scenarios = BTreeMap::new();
     let scenario_dir = dir.join("scenarios");
     if let Ok(entries) = std::fs::read_dir(&scenario_dir) {
         for entry in entries.flatten() {
             let name = entry.file_name().to_string_lossy().into_owned();
             if name.ends_with(".toml") {
-                if let Some(text) = read_bounded(&entry.path()) {
+                if let Ok(text) = read_bounded(&entry.path(), MAX_SOURCE_BYTES, "a scenario") {
                     scenarios.insert(name, leak(text));
                 }
             }
@@ -89,13 +94,23 @@ fn read_from(dir: &Path) -> Option<Shipped> {
     })
 }
 
-/// A regular file's text, if it is one, readable, UTF-8 and within the size bound.
-fn read_bounded(path: &Path) -> Option<String> {
-    let meta = std::fs::metadata(path).ok()?;
-    if !meta.is_file() || meta.len() > MAX_SOURCE_BYTES {
-        return None;
+/// A regular file's text (a FIFO or a device such as `/dev/zero` would block or grow without
+/// end) of at most `max` bytes, in UTF-8; why not, if it is not one (`what` names the kind of
+/// file).
+pub(crate) fn read_bounded(path: &Path, max: u64, what: &str) -> Result<String, String> {
+    use std::io::Read;
+    let meta = std::fs::metadata(path).map_err(|e| e.to_string())?;
+    if !meta.is_file() {
+        return Err("not a regular file".into());
     }
-    std::fs::read_to_string(path).ok()
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|file| file.take(max + 1).read_to_end(&mut bytes))
+        .map_err(|e| e.to_string())?;
+    if bytes.len() as u64 > max {
+        return Err(format!("larger than {what}'s bound of {max} bytes"));
+    }
+    String::from_utf8(bytes).map_err(|e| format!("not UTF-8: {e}"))
 }
 
 // The matrix hands out `&'static str` slices of these texts for the process's whole life; they

@@ -10,13 +10,18 @@ use std::path::{Path, PathBuf};
 /// The topmost ancestor of `path` that `uid` cannot search (no `x` for others and not its
 /// owner), if any.
 pub fn blocking_ancestor(path: &Path, uid: u32) -> Option<PathBuf> {
+    blocking_ancestor_from(path, Path::new(""), uid).map(Path::to_path_buf)
+}
+
+/// [`blocking_ancestor`], looking only at `top` and the folders below it (every folder: `""`).
+fn blocking_ancestor_from<'a>(path: &'a Path, top: &Path, uid: u32) -> Option<&'a Path> {
     path.ancestors()
         .skip(1)
+        .take_while(|ancestor| ancestor.starts_with(top))
         .collect::<Vec<_>>()
         .into_iter()
         .rev()
         .find(|ancestor| blocks(ancestor, uid))
-        .map(Path::to_path_buf)
 }
 
 /// Whether `uid` cannot search `folder` (not its owner, no `x` for others).
@@ -26,8 +31,7 @@ fn blocks(folder: &Path, uid: u32) -> bool {
 
 /// Why `uid` cannot start `program` in a container whose binds are `bound` (each visible at its
 /// own path, whatever hides its ancestors, with the permissions it has), or `None` when it can
-/// as far as the files tell. A
-/// program given by name or relative path (looked up in the container) or not there at all is
+/// as far as the files tell. A program given by name or relative path (looked up in the container) or not there at all is
 /// left to the launch, whose own error names it.
 pub fn unreachable_program(program: &Path, uid: u32, bound: &[PathBuf]) -> Option<String> {
     if !program.is_absolute() || std::fs::symlink_metadata(program).is_err() {
@@ -47,19 +51,12 @@ pub fn unreachable_program(program: &Path, uid: u32, bound: &[PathBuf]) -> Optio
             return Some(format!("{what} resolves to no file (a dangling link?)"));
         };
         // A bind shows a folder whatever hides its ancestors, but not what is private below it.
-        let inside = bound
+        let top = bound
             .iter()
             .filter(|folder| target.starts_with(folder))
-            .max_by_key(|folder| folder.components().count());
-        let blocking = target
-            .ancestors()
-            .skip(1)
-            .collect::<Vec<_>>()
-            .into_iter()
-            .rev()
-            .filter(|ancestor| inside.is_none_or(|folder| ancestor.starts_with(folder)))
-            .find(|ancestor| blocks(ancestor, uid));
-        if let Some(ancestor) = blocking {
+            .max_by_key(|folder| folder.components().count())
+            .map_or(Path::new("/"), PathBuf::as_path);
+        if let Some(ancestor) = blocking_ancestor_from(&target, top, uid) {
             let resolved = if &target == path {
                 String::new()
             } else {
