@@ -205,16 +205,12 @@ async fn bubblewrap_once(
     launcher: &dyn Launcher,
     dirs: &super::folders::CellFolders,
 ) -> String {
-    type Key = (String, std::path::PathBuf);
-    type Answer = Arc<OnceCell<sandbox::probe::BubblewrapInUse>>;
-    static ANSWERS: OnceLock<Mutex<HashMap<Key, Answer>>> = OnceLock::new();
-    let once = ANSWERS
-        .get_or_init(Default::default)
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .entry((environment.to_string(), app_server.program.program.clone()))
-        .or_default()
-        .clone();
+    static ANSWERS: OnceCells<(String, std::path::PathBuf), sandbox::probe::BubblewrapInUse> =
+        OnceLock::new();
+    let once = once_cell_of(
+        &ANSWERS,
+        (environment.to_string(), app_server.program.program.clone()),
+    );
     let bundled = &app_server.bundled_bwrap;
     let looked_up = once
         .get_or_try_init(|| sandbox::probe::bubblewrap_in_use(launcher, bundled, &dirs.workspace))
@@ -225,19 +221,28 @@ async fn bubblewrap_once(
     }
 }
 
-type ProbeOnce = Arc<OnceCell<Result<(), String>>>;
+/// Process-wide once-cells by key: what every cell of a run shares, computed by the first.
+type OnceCells<K, V> = OnceLock<Mutex<HashMap<K, Arc<OnceCell<V>>>>>;
+
+/// The once-cell of `key` in `cells`, created empty the first time.
+fn once_cell_of<K: Eq + std::hash::Hash, V>(
+    cells: &'static OnceCells<K, V>,
+    key: K,
+) -> Arc<OnceCell<V>> {
+    cells
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .entry(key)
+        .or_default()
+        .clone()
+}
 
 /// Probe `environment` once per process (environments concurrently, each cell waiting only for
 /// its own environment's); a probe that disagrees with the spec is an error of every cell there.
 async fn probe_once(ctx: &CellContext, environment: &str) -> Result<()> {
-    static PROBES: OnceLock<Mutex<HashMap<String, ProbeOnce>>> = OnceLock::new();
-    let once = PROBES
-        .get_or_init(Default::default)
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .entry(environment.to_string())
-        .or_default()
-        .clone();
+    static PROBES: OnceCells<String, Result<(), String>> = OnceLock::new();
+    let once = once_cell_of(&PROBES, environment.to_string());
     let result = once
         .get_or_init(|| async {
             let scratch = ctx.out_root.join(layout::PROBES).join(environment);
