@@ -9,13 +9,29 @@ use std::os::unix::fs::PermissionsExt;
 #[test]
 fn a_driver_interpreter_uid_1000_cannot_reach_is_an_error_naming_path_and_uid_needs_root_and_runc()
 {
-    if !nix::unistd::geteuid().is_root() || sandbox::system::which("runc").is_none() {
+    let missing = (!nix::unistd::geteuid().is_root() || sandbox::system::which("runc").is_none())
+        .then(|| "root and runc".to_string());
+    unreachable_interpreter_is_named("runc", missing);
+}
+
+#[test]
+fn a_driver_interpreter_uid_1000_cannot_reach_is_an_error_naming_path_and_uid_needs_docker() {
+    let missing = sandbox::docker::engine_reachable()
+        .err()
+        .map(|why| format!("a Docker engine ({why})"));
+    unreachable_interpreter_is_named("docker", missing);
+}
+
+/// The check on `runtime` (`HARNESS_CONTAINER_RUNTIME`), unless `missing` names what this
+/// machine lacks for it (a failure under `CI=true`).
+fn unreachable_interpreter_is_named(runtime: &str, missing: Option<String>) {
+    if let Some(missing) = missing {
         assert_ne!(
             std::env::var("CI").as_deref(),
             Ok("true"),
-            "CI=true: this test needs root and runc"
+            "CI=true: this test needs {missing}"
         );
-        eprintln!("ignored: needs root and runc (daytona-uidmap runs as uid 1000 under runc)");
+        eprintln!("ignored: needs {missing} (daytona-uidmap runs as uid 1000 on {runtime})");
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -46,6 +62,7 @@ cases = ["message-marker"]
     let output = Command::cargo_bin("harness")
         .unwrap()
         .env_remove("GITHUB_STEP_SUMMARY")
+        .env(sandbox::environment::RUNTIME_VAR, runtime)
         .args(["run", "--drivers"])
         .arg(dir.path().join("drivers.toml"))
         .arg("--out")
@@ -65,5 +82,8 @@ cases = ["message-marker"]
             && text.contains("venv/bin/sh"),
         "the cell's error names the uid, the private folder and the program: {text}"
     );
-    assert!(!text.contains("status 126"), "{text}");
+    assert!(
+        !text.contains("status 126") && !text.contains("status 127"),
+        "{text}"
+    );
 }

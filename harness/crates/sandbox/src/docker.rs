@@ -83,6 +83,9 @@ pub struct DockerLauncher {
     env: EnvSpec,
     container_id: String,
     user: String,
+    uid: u32,
+    /// Where the container's binds land: all the container has (its image is empty).
+    bound: Vec<PathBuf>,
     stop: Option<mpsc::Sender<()>>,
     owner: Option<std::thread::JoinHandle<()>>,
     _overlays: tempfile::TempDir,
@@ -113,6 +116,11 @@ impl DockerLauncher {
             extra_readonly,
             overlays.path(),
         )?;
+        let bound = request
+            .binds
+            .iter()
+            .map(|(_, destination, _)| destination.clone())
+            .collect();
         let (id_tx, id_rx) = mpsc::channel();
         let (stop_tx, stop_rx) = mpsc::channel::<()>();
         // testcontainers is async and the Launcher API is not: a thread with its own runtime
@@ -148,6 +156,8 @@ impl DockerLauncher {
             .context("timed out starting the Docker container")??;
         Ok(DockerLauncher {
             user: format!("{}:{}", container.uid, container.gid),
+            uid: container.uid,
+            bound,
             env,
             container_id,
             stop: Some(stop_tx),
@@ -176,6 +186,10 @@ impl Drop for DockerLauncher {
 impl Launcher for DockerLauncher {
     fn environment(&self) -> &str {
         self.env.name
+    }
+
+    fn cannot_start(&self, program: &Path) -> Option<String> {
+        crate::reachable::container_cannot_start(self.env.name, self.uid, &self.bound, program)
     }
 
     fn prepare(&self, process: &ProcessSpec) -> Result<PreparedCommand> {

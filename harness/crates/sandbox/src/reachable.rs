@@ -72,6 +72,23 @@ pub fn unreachable_program(program: &Path, uid: u32, bound: &[PathBuf]) -> Optio
     None
 }
 
+/// Why environment `environment`, whose container processes run as `uid` with the binds
+/// `bound`, cannot start `program` (the cell's error before it runs), or `None`. Root reaches
+/// everything the binds bring in. Shared by every container runtime: runc and Docker bind the
+/// same folders at the same paths.
+pub fn container_cannot_start(
+    environment: &str,
+    uid: u32,
+    bound: &[PathBuf],
+    program: &Path,
+) -> Option<String> {
+    if uid == 0 {
+        return None;
+    }
+    unreachable_program(program, uid, bound)
+        .map(|why| format!("environment `{environment}` runs its processes as uid {uid}: {why}"))
+}
+
 /// A script's interpreter, when it names one by absolute path (`#!/usr/bin/env NAME` is
 /// resolved in the container by `env` itself, on the container's `PATH`).
 fn interpreter_of(program: &Path) -> Option<PathBuf> {

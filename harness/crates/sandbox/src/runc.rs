@@ -121,21 +121,12 @@ impl Launcher for RuncLauncher {
     }
 
     fn cannot_start(&self, program: &Path) -> Option<String> {
-        let uid = self.container.uid;
-        if uid == 0 {
-            return None;
-        }
         let bound: Vec<PathBuf> = std::iter::once(&self.mounts.scratch)
             .chain(&self.mounts.writable)
             .chain(&self.mounts.readonly)
             .cloned()
             .collect();
-        crate::reachable::unreachable_program(program, uid, &bound).map(|why| {
-            format!(
-                "environment `{}` runs its processes as uid {uid}: {why}",
-                self.env.name
-            )
-        })
+        crate::reachable::container_cannot_start(self.env.name, self.container.uid, &bound, program)
     }
 
     fn prepare(&self, process: &ProcessSpec) -> Result<PreparedCommand> {
