@@ -215,7 +215,14 @@ fn reviewed_scenario(lab: &Lab, allow: bool) -> String {
 fn run_reviewed(allow: bool) -> (Vec<Value>, bool) {
     let lab = Lab::new();
     let scenario = reviewed_scenario(&lab, allow);
-    let mut client = spawn(&lab, &["--scenario", &scenario]);
+    let seen = run_under_reviewer(&lab, &scenario);
+    (seen, lab.ws().join("probe.txt").exists())
+}
+
+/// One turn of `scenario` in a read-only thread under `approvalsReviewer: auto_review`: every
+/// line the fake sent.
+fn run_under_reviewer(lab: &Lab, scenario: &str) -> Vec<Value> {
+    let mut client = spawn(lab, &["--scenario", scenario]);
     let started = client.request(
         "thread/start",
         json!({"cwd": lab.ws_str(), "sandbox": "read-only", "approvalPolicy": "on-request", "approvalsReviewer": "auto_review"}),
@@ -233,15 +240,51 @@ fn run_reviewed(allow: bool) -> (Vec<Value>, bool) {
         json!({"threadId": thread, "input": [{"type": "text", "text": "write"}]}),
     );
     client.notification("turn/completed");
-    let seen: Vec<Value> = client
+    client
         .seen
         .iter()
         .filter_map(|l| match l {
             Line::Json(v) => Some(v.clone()),
             _ => None,
         })
-        .collect();
-    (seen, lab.ws().join("probe.txt").exists())
+        .collect()
+}
+
+/// Codex 0.169's reviewer also takes its own tools' escalations (measured with the real binary
+/// and the Python SDK, whose default is auto_review): a patch the sandbox may not write and a
+/// `request_permissions` call are reviewed — with no script for them, denied — and the client
+/// is never asked.
+#[rstest::rstest]
+#[case::patch("builtin:file-change-approval", "applyPatch")]
+#[case::permissions("builtin:permissions-approval", "requestPermissions")]
+fn the_automatic_reviewer_denies_codex_tools_without_asking_the_client(
+    #[case] scenario: &str,
+    #[case] action: &str,
+) {
+    let lab = Lab::new();
+    let seen = run_under_reviewer(&lab, scenario);
+    assert!(
+        seen.iter()
+            .all(|m| !(m.get("method").is_some() && m.get("id").is_some())),
+        "the client was asked: {seen:#?}"
+    );
+    let completed = seen
+        .iter()
+        .find(|m| m["method"] == "item/autoApprovalReview/completed")
+        .unwrap_or_else(|| panic!("no review: {seen:#?}"));
+    assert_eq!(completed["params"]["review"]["status"], "denied");
+    assert_eq!(completed["params"]["action"]["type"], action);
+    if action == "applyPatch" {
+        assert!(seen.iter().any(|m| m["method"] == "item/completed"
+            && m["params"]["item"]["type"] == "fileChange"
+            && m["params"]["item"]["status"] == "declined"));
+        let written: Vec<_> = std::fs::read_dir(lab.ws())
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|name| name.starts_with("file-change-probe"))
+            .collect();
+        assert!(written.is_empty(), "a denied patch wrote {written:?}");
+    }
 }
 
 fn methods(seen: &[Value]) -> Vec<&str> {

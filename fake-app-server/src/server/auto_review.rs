@@ -15,13 +15,26 @@ pub struct ReviewTarget<'a> {
     pub turn_id: &'a str,
     pub review_id: &'a str,
     pub item_id: &'a str,
-    pub command: &'a str,
-    pub cwd: &'a str,
+    /// The reviewed action as Codex 0.169 names it (measured): [`command_action`],
+    /// [`apply_patch_action`] or [`permissions_action`].
+    pub action: Value,
     pub started: u64,
 }
 
-fn action(target: &ReviewTarget) -> Value {
-    json!({"type": "command", "command": shapes::shell_display(target.command), "cwd": target.cwd, "source": "unifiedExec"})
+/// An escalated shell command.
+pub fn command_action(command: &str, cwd: &str) -> Value {
+    json!({"type": "command", "command": shapes::shell_display(command), "cwd": cwd, "source": "unifiedExec"})
+}
+
+/// A patch the sandbox may not write: the files it touches, by absolute path.
+pub fn apply_patch_action(cwd: &str, files: &[String]) -> Value {
+    json!({"type": "applyPatch", "cwd": cwd, "files": files})
+}
+
+/// A `request_permissions` call: its reason and the permissions asked for, as the request to
+/// a client would carry them.
+pub fn permissions_action(reason: Option<&str>, permissions: Value) -> Value {
+    json!({"type": "requestPermissions", "reason": reason, "permissions": permissions})
 }
 
 pub fn started(target: &ReviewTarget) -> Value {
@@ -29,7 +42,7 @@ pub fn started(target: &ReviewTarget) -> Value {
         "item/autoApprovalReview/started",
         json!({
             "threadId": target.thread_id, "turnId": target.turn_id, "reviewId": target.review_id,
-            "targetItemId": target.item_id, "startedAtMs": target.started, "action": action(target),
+            "targetItemId": target.item_id, "startedAtMs": target.started, "action": target.action,
             "review": {"status": "inProgress", "riskLevel": null, "userAuthorization": null, "rationale": null},
         }),
     )
@@ -42,7 +55,7 @@ pub fn completed(target: &ReviewTarget, review: &Review, completed_at: u64) -> V
         json!({
             "threadId": target.thread_id, "turnId": target.turn_id, "reviewId": target.review_id,
             "targetItemId": target.item_id, "startedAtMs": target.started,
-            "completedAtMs": completed_at, "decisionSource": "agent", "action": action(target),
+            "completedAtMs": completed_at, "decisionSource": "agent", "action": target.action,
             "review": {
                 "status": if review.allows() { "approved" } else { "denied" },
                 "riskLevel": risk, "userAuthorization": authorization, "rationale": review.rationale,
@@ -76,10 +89,16 @@ pub fn with_display_action(mut item: Value, cmd: &str) -> Value {
 /// reviewer's rationale (recorded from the real Codex), as a rejection
 /// ([`crate::model_log_writer::rejected_output`]).
 pub fn denied_output(review: &Review) -> String {
-    crate::model_log_writer::rejected_output(&format!(
+    crate::model_log_writer::rejected_output(&denial(review))
+}
+
+/// Codex 0.169's denial text around the reviewer's rationale: what the model gets back, as is,
+/// from a denied patch (measured); a command's comes wrapped ([`denied_output`]).
+pub fn denial(review: &Review) -> String {
+    format!(
         "This action was rejected due to unacceptable risk.\nReason: {}\nThe agent must not attempt to achieve the same outcome via workaround, indirect execution, or policy circumvention. Proceed only with a materially safer alternative, or if the user explicitly approves the action after being informed of the risk. Otherwise, stop and request user input.",
         review.rationale
-    ))
+    )
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 //! server requests and notifications Codex 0.169 sends for each, and what the model is told
 //! (all measured with the real binary, offline, against a mock of the model API).
 
-use super::{Flow, TurnPlan, TurnRun};
+use super::{auto_review, Flow, TurnPlan, TurnRun};
 use crate::apply_patch::{self, Change};
 use crate::ids;
 use crate::model_log::ModelLogEntry;
@@ -11,8 +11,10 @@ use crate::sandbox::policy::ExecPolicy;
 use crate::scenario::codex_tools::{
     CodexToolCall, CreateGoalArgs, GoalStatus, PermissionsArgs, UserInputArgs,
 };
+use crate::scenario::model::Review;
 use crate::server::state::{ActiveTurn, TurnSignal};
 use crate::server::Shared;
+use auto_review::ReviewTarget;
 use serde_json::{json, Value};
 use std::sync::Arc;
 use std::time::Instant;
@@ -93,7 +95,24 @@ impl TurnRun {
             &turn_id,
             started,
         ));
-        if !writable {
+        if !writable && self.plan.approvals_reviewer == "auto_review" {
+            let review = Review::unscripted();
+            let files: Vec<String> = changes
+                .iter()
+                .map(|c| c.absolute.display().to_string())
+                .collect();
+            let cwd = self.plan.cwd.display().to_string();
+            let action = auto_review::apply_patch_action(&cwd, &files);
+            self.auto_review(&call_id, action, &review);
+            if !review.allows() {
+                let completed = shapes::now_ms();
+                let done =
+                    self.file_change_item(&call_id, &changes, "declined", started, Some(completed));
+                self.complete_item(done, completed);
+                self.tell(call_id, auto_review::denial(&review));
+                return Flow::Continue;
+            }
+        } else if !writable {
             let answer = self.approval(
                 "item/fileChange/requestApproval",
                 json!({"threadId": thread_id, "turnId": turn_id, "itemId": call_id, "startedAtMs": shapes::now_ms(), "reason": null, "grantRoot": null}),
@@ -139,6 +158,25 @@ impl TurnRun {
             self.tell(call_id, "patch failed to apply".into());
         }
         Flow::Continue
+    }
+
+    /// The automatic reviewer's notifications for `action` on `item_id`, with `review`'s verdict
+    /// (the client is not asked). Codex's reviewer has no script for its own tools' calls: the
+    /// mock model API answers the real Codex's review with [`Review::unscripted`], a denial.
+    fn auto_review(&self, item_id: &str, action: Value, review: &Review) {
+        let (thread_id, turn_id) = self.ids();
+        let review_id = ids::uuid_v7();
+        let target = ReviewTarget {
+            thread_id,
+            turn_id,
+            review_id: &review_id,
+            item_id,
+            action,
+            started: shapes::now_ms(),
+        };
+        self.send(auto_review::started(&target));
+        self.send(auto_review::verdict_warning(thread_id, review));
+        self.send(auto_review::completed(&target, review, shapes::now_ms()));
     }
 
     /// Send an approval-like request with the thread waiting on it; the client's decision
@@ -222,6 +260,20 @@ impl TurnRun {
             .as_ref()
             .map(|f| json!({"read": f.read, "write": f.write}))
             .unwrap_or(Value::Null);
+        if self.plan.approvals_reviewer == "auto_review" {
+            // Measured with 0.169: no item and no request to the client; the model is told
+            // that nothing was granted.
+            let review = Review::unscripted();
+            let asked = json!({"network": network, "fileSystem": file_system});
+            let action = auto_review::permissions_action(args.reason.as_deref(), asked);
+            self.auto_review(&call_id, action, &review);
+            if !review.allows() {
+                let told =
+                    json!({"permissions": {"network": null, "file_system": null}, "scope": "turn"});
+                self.tell(call_id, told.to_string());
+                return Flow::Continue;
+            }
+        }
         let (thread_id, turn_id) = self.ids();
         let params = json!({
             "threadId": thread_id, "turnId": turn_id, "itemId": call_id,

@@ -215,8 +215,7 @@ impl TurnRun {
             turn_id: &turn_id,
             review_id: &review_id,
             item_id: &call_id,
-            command: cmd,
-            cwd: &cwd,
+            action: auto_review::command_action(cmd, &cwd),
             started,
         };
         let view = CommandView::escalated(&call_id, cmd, &cwd, started);
