@@ -9,7 +9,9 @@
 //! The one thing a recursive inotify watch cannot see: a file made and removed again inside a
 //! folder in the moment between that folder's creation and its own watch. The workspace itself
 //! is watched from before the driver starts, so nothing directly in it (where the probes are)
-//! is missed.
+//! is missed. A folder below it that cannot be watched (nested past `PATH_MAX`, the user's
+//! watches spent) is a line of its own and makes the changes incomplete; the watch on the rest
+//! goes on.
 //!
 //! What it gives the grader: the name of every file that existed at some moment
 //! ([`Changes::appeared`]), so a probe that was written and removed again is still a write that
@@ -225,7 +227,18 @@ impl Watch {
             Ok(wd) => wd,
             // Gone again, or not a folder any more: its own events say so.
             Err(nix::errno::Errno::ENOENT | nix::errno::Errno::ENOTDIR) => return Ok(()),
-            Err(e) => return Err(e).with_context(|| format!("watching {}", dir.display())),
+            Err(e) if rel.is_empty() => {
+                return Err(e).with_context(|| format!("watching {}", dir.display()))
+            }
+            // A folder below the workspace that cannot be watched (nested past `PATH_MAX`, out
+            // of watches) must not end the watch on the rest: a driver could make one on
+            // purpose to blind the watch before it writes a probe directly in the workspace.
+            Err(e) => {
+                let why = format!("folder `{rel}` could not be watched ({e})");
+                self.record("unwatched", rel, Some("changes inside it are not seen"))?;
+                self.changes.incomplete.get_or_insert(why);
+                return Ok(());
+            }
         };
         self.folders.insert(wd, rel.to_string());
         let Ok(entries) = std::fs::read_dir(dir) else {
@@ -311,6 +324,39 @@ mod tests {
         ] {
             assert!(lines.contains(needle), "{needle} in {lines}");
         }
+    }
+
+    #[test]
+    fn a_folder_nested_past_path_max_does_not_end_the_watch_on_the_workspace() {
+        let dir = tempfile::tempdir().unwrap();
+        let workspace = dir.path().join("workspace");
+        std::fs::create_dir(&workspace).unwrap();
+        let log = dir.path().join("workspace-changes.jsonl");
+        let watcher = watch(&workspace, &log).unwrap();
+        // 20 levels of 250 bytes: made one relative step at a time, as no path to the deepest
+        // can be named in one call.
+        let name = "d".repeat(250);
+        let mut folder = std::fs::File::open(&workspace).unwrap();
+        for _ in 0..20 {
+            nix::sys::stat::mkdirat(&folder, name.as_str(), nix::sys::stat::Mode::S_IRWXU).unwrap();
+            folder = std::fs::File::from(
+                nix::fcntl::openat(
+                    &folder,
+                    name.as_str(),
+                    nix::fcntl::OFlag::O_DIRECTORY | nix::fcntl::OFlag::O_RDONLY,
+                    nix::sys::stat::Mode::empty(),
+                )
+                .unwrap(),
+            );
+        }
+        // Let the watch reach (and fail on) the deepest folders before the probe.
+        std::thread::sleep(Duration::from_millis(500));
+        std::fs::write(workspace.join("probe"), "written").unwrap();
+        std::fs::remove_file(workspace.join("probe")).unwrap();
+        let changes = watcher.finish().unwrap();
+        assert!(changes.appeared.contains("probe"), "{changes:?}");
+        let incomplete = changes.incomplete.expect("the unwatched folder is said");
+        assert!(incomplete.contains("could not be watched"), "{incomplete}");
     }
 
     #[test]
