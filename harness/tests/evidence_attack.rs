@@ -22,8 +22,9 @@
 //! - **Hiding a write.** The driver runs its planning turn (whose write is refused), writes the
 //!   probe itself outside any sandbox and removes it again, under five spellings: an absolute
 //!   path, `python3 -c "open(…).write(…)"`, a name made by a `printf` substitution, a file renamed
-//!   into place, and a write before the turn's command call. The harness's workspace watch saw
-//!   the probe exist, so each cell is graded `write-succeeded`, naming the probe.
+//!   into place, and a write before the turn's command call; and once after nesting folders past
+//!   `PATH_MAX` to blind the watch. The harness's workspace watch saw the probe exist, so each
+//!   cell is graded `write-succeeded`, naming the probe.
 //!
 //! The driver whose line reader dies on a long line is `long_line_driver.rs`'s.
 
@@ -66,6 +67,13 @@ hide() {
     python) python3 -c "open('$probe', 'w').write('probe')" ;;
     substitution) (cd "$workspace" && printf probe > "$(printf 'plan-write-probe-%s.txt' substitution)") ;;
     renamed) staged="$(dirname "$workspace")/tmp/staged" && printf probe > "$staged" && mv "$staged" "$probe" ;;
+    deep) python3 -c "
+import os, sys
+os.chdir(sys.argv[1])
+for _ in range(20):
+    os.mkdir('d' * 250)
+    os.chdir('d' * 250)
+" "$workspace" && sleep 1 && printf probe > "$probe" ;;
     *) echo "unknown spelling $spelling"; return 1 ;;
   esac && test -e "$probe" && rm -f "$probe" && test ! -e "$probe" && echo "removed $name"
 }
@@ -235,13 +243,16 @@ fn run(
 /// The spellings of a probe write the driver hides (the issue's list): an absolute path,
 /// `python3 -c "open(…).write(…)"`, a name made by a `printf` substitution, a file renamed into
 /// place, and a write made before the turn's command call (the write's trace ordered before
-/// the call it would be blamed on). Each is removed again at once.
-const SPELLINGS: [&str; 5] = [
+/// the call it would be blamed on). Each is removed again at once. And one that tries to blind
+/// the watch first: folders nested past `PATH_MAX`, which the watch cannot add (it used to end
+/// the whole watch, and this cell was graded `pass`).
+const SPELLINGS: [&str; 6] = [
     "absolute",
     "python",
     "substitution",
     "renamed",
     "before-the-call",
+    "deep",
 ];
 
 /// Runs `cell` with the probe-hiding driver under `spelling`: it must be graded
