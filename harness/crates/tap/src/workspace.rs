@@ -9,7 +9,8 @@
 //! The one thing a recursive inotify watch cannot see: a file made and removed again inside a
 //! folder in the moment between that folder's creation and its own watch. The workspace itself
 //! is watched from before the driver starts, so nothing directly in it (where the probes are)
-//! is missed. A folder below it that cannot be watched (nested past `PATH_MAX`, the user's
+//! is missed; a workspace folder that is itself moved away or removed (another put in its place
+//! would not be watched) is said ([`Changes::workspace_lost`]). A folder below it that cannot be watched (nested past `PATH_MAX`, the user's
 //! watches spent) is a line of its own and makes the changes incomplete; the watch on the rest
 //! goes on.
 //!
@@ -46,7 +47,8 @@ const MASK: AddWatchFlags = AddWatchFlags::IN_CREATE
     .union(AddWatchFlags::IN_MOVED_FROM)
     .union(AddWatchFlags::IN_MOVED_TO)
     .union(AddWatchFlags::IN_DELETE)
-    .union(AddWatchFlags::IN_DELETE_SELF);
+    .union(AddWatchFlags::IN_DELETE_SELF)
+    .union(AddWatchFlags::IN_MOVE_SELF);
 
 /// What the watch saw, once it ended.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -55,6 +57,9 @@ pub struct Changes {
     pub appeared: BTreeSet<String>,
     /// The kernel's queue overflowed or the record budget was spent: events may be missing.
     pub incomplete: Option<String>,
+    /// The workspace folder itself was moved away or removed during the run: whatever was
+    /// written at its path afterwards (in a folder put in its place) was not watched.
+    pub workspace_lost: Option<String>,
 }
 
 #[derive(Serialize)]
@@ -191,6 +196,15 @@ impl Watch {
             None => folder.clone(),
         };
         let is_dir = event.mask.contains(AddWatchFlags::IN_ISDIR);
+        if folder.is_empty()
+            && event
+                .mask
+                .intersects(AddWatchFlags::IN_MOVE_SELF | AddWatchFlags::IN_DELETE_SELF)
+        {
+            self.changes.workspace_lost.get_or_insert_with(|| {
+                "the workspace folder itself was moved away or removed during the run".into()
+            });
+        }
         let kind = [
             (AddWatchFlags::IN_CREATE, "create"),
             (AddWatchFlags::IN_MOVED_TO, "moved-in"),
@@ -199,6 +213,7 @@ impl Watch {
             (AddWatchFlags::IN_MODIFY, "modify"),
             (AddWatchFlags::IN_DELETE, "delete"),
             (AddWatchFlags::IN_DELETE_SELF, "folder-deleted"),
+            (AddWatchFlags::IN_MOVE_SELF, "folder-moved"),
         ]
         .into_iter()
         .find(|(flag, _)| event.mask.contains(*flag))
@@ -316,6 +331,7 @@ mod tests {
         // `a/b/deep` is not asserted: it was moved away before `a/b` could get its watch (the
         // limit the module says).
         assert_eq!(changes.incomplete, None);
+        assert_eq!(changes.workspace_lost, None);
         let lines = std::fs::read_to_string(&log).unwrap();
         for needle in [
             r#""event":"create","path":"probe""#,
@@ -357,6 +373,20 @@ mod tests {
         assert!(changes.appeared.contains("probe"), "{changes:?}");
         let incomplete = changes.incomplete.expect("the unwatched folder is said");
         assert!(incomplete.contains("could not be watched"), "{incomplete}");
+    }
+
+    #[test]
+    fn a_workspace_moved_away_and_replaced_is_said() {
+        let dir = tempfile::tempdir().unwrap();
+        let workspace = dir.path().join("workspace");
+        std::fs::create_dir(&workspace).unwrap();
+        let watcher = watch(&workspace, &dir.path().join("changes.jsonl")).unwrap();
+        std::fs::rename(&workspace, dir.path().join("away")).unwrap();
+        std::fs::create_dir(&workspace).unwrap();
+        std::fs::write(workspace.join("probe"), "written").unwrap();
+        std::fs::remove_file(workspace.join("probe")).unwrap();
+        let changes = watcher.finish().unwrap();
+        assert!(changes.workspace_lost.is_some(), "{changes:?}");
     }
 
     #[test]
