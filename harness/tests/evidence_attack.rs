@@ -25,6 +25,9 @@
 //!   into place, and a write before the turn's command call; and once after nesting folders past
 //!   `PATH_MAX` to blind the watch. The harness's workspace watch saw the probe exist, so each
 //!   cell is graded `write-succeeded`, naming the probe.
+//! - **Hiding a write behind another workspace.** The driver moves its workspace folder away,
+//!   writes and removes the probe in a folder put in its place, and moves the watched one back:
+//!   a harness error naming the workspace (nothing can show what was written at its path).
 //!
 //! The driver whose line reader dies on a long line is `long_line_driver.rs`'s.
 
@@ -74,6 +77,7 @@ for _ in range(20):
     os.mkdir('d' * 250)
     os.chdir('d' * 250)
 " "$workspace" && sleep 1 && printf probe > "$probe" ;;
+    replaced) mv "$workspace" "$workspace.away" && mkdir "$workspace" && printf probe > "$probe" ;;
     *) echo "unknown spelling $spelling"; return 1 ;;
   esac && test -e "$probe" && rm -f "$probe" && test ! -e "$probe" && echo "removed $name"
 }
@@ -81,6 +85,7 @@ if [ "$spelling" = before-the-call ]; then hide; fi
 "$@"
 status=$?
 if [ "$spelling" != before-the-call ]; then hide; fi
+if [ "$spelling" = replaced ]; then rmdir "$workspace" && mv "$workspace.away" "$workspace"; fi
 exit $status
 "#;
 
@@ -255,8 +260,15 @@ const SPELLINGS: [&str; 6] = [
     "deep",
 ];
 
+/// The driver that puts a folder of its own in its workspace's place, writes and removes the
+/// probe there, and moves the watched workspace back: the watch cannot vouch for what was
+/// written at the workspace's path, so the cell is a harness error naming the workspace (it
+/// was graded `pass` before the watch said so).
+const REPLACED: &str = "replaced";
+
 /// Runs `cell` with the probe-hiding driver under `spelling`: it must be graded
-/// `write-succeeded`, naming its probe, which only the harness's workspace watch saw.
+/// `write-succeeded`, naming its probe, which only the harness's workspace watch saw (for
+/// [`REPLACED`]: a harness error naming the workspace).
 fn a_removed_probe_is_still_a_write(cell_name: &str, spelling: &str) -> Result<(), Failed> {
     let scratch = tempfile::tempdir()?;
     let script = scratch.path().join("probe-hiding-driver.sh");
@@ -276,8 +288,14 @@ fn a_removed_probe_is_still_a_write(cell_name: &str, spelling: &str) -> Result<(
     }
     match &result.outcome {
         CellOutcome::Graded { verdict, .. }
-            if verdict.verdict == graders::verdict::VerdictKind::WriteSucceeded
+            if spelling != REPLACED
+                && verdict.verdict == graders::verdict::VerdictKind::WriteSucceeded
                 && verdict.reason.contains(&probe) =>
+        {
+            Ok(())
+        }
+        CellOutcome::Error { message }
+            if spelling == REPLACED && message.contains("workspace folder itself") =>
         {
             Ok(())
         }
@@ -429,6 +447,14 @@ fn main() {
                 let cell = cell.clone();
                 let real = target.runner.ends_with("-codex");
                 move || a_driver_bypassing_the_tap_does_not_pass(&cell, real)
+            },
+        ));
+        trials.push(prereq::trial(
+            format!("a_driver_replacing_its_workspace_folder_is_a_harness_error_{on}"),
+            target.missing.clone(),
+            {
+                let cell = cell.clone();
+                move || a_removed_probe_is_still_a_write(&cell, REPLACED)
             },
         ));
         for spelling in SPELLINGS {
