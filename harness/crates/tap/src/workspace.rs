@@ -9,7 +9,10 @@
 //! The one thing a recursive inotify watch cannot see: a file made and removed again inside a
 //! folder in the moment between that folder's creation and its own watch. The workspace itself
 //! is watched from before the driver starts, so nothing directly in it (where the probes are)
-//! is missed.
+//! is missed; a workspace folder that is itself moved away or removed (another put in its place
+//! would not be watched) is said ([`Changes::workspace_lost`]). A folder below it that cannot be watched (nested past `PATH_MAX`, the user's
+//! watches spent) is a line of its own and makes the changes incomplete; the watch on the rest
+//! goes on.
 //!
 //! What it gives the grader: the name of every file that existed at some moment
 //! ([`Changes::appeared`]), so a probe that was written and removed again is still a write that
@@ -44,7 +47,8 @@ const MASK: AddWatchFlags = AddWatchFlags::IN_CREATE
     .union(AddWatchFlags::IN_MOVED_FROM)
     .union(AddWatchFlags::IN_MOVED_TO)
     .union(AddWatchFlags::IN_DELETE)
-    .union(AddWatchFlags::IN_DELETE_SELF);
+    .union(AddWatchFlags::IN_DELETE_SELF)
+    .union(AddWatchFlags::IN_MOVE_SELF);
 
 /// What the watch saw, once it ended.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -53,6 +57,9 @@ pub struct Changes {
     pub appeared: BTreeSet<String>,
     /// The kernel's queue overflowed or the record budget was spent: events may be missing.
     pub incomplete: Option<String>,
+    /// The workspace folder itself was moved away or removed during the run: whatever was
+    /// written at its path afterwards (in a folder put in its place) was not watched.
+    pub workspace_lost: Option<String>,
 }
 
 #[derive(Serialize)]
@@ -189,6 +196,15 @@ impl Watch {
             None => folder.clone(),
         };
         let is_dir = event.mask.contains(AddWatchFlags::IN_ISDIR);
+        if folder.is_empty()
+            && event
+                .mask
+                .intersects(AddWatchFlags::IN_MOVE_SELF | AddWatchFlags::IN_DELETE_SELF)
+        {
+            self.changes.workspace_lost.get_or_insert_with(|| {
+                "the workspace folder itself was moved away or removed during the run".into()
+            });
+        }
         let kind = [
             (AddWatchFlags::IN_CREATE, "create"),
             (AddWatchFlags::IN_MOVED_TO, "moved-in"),
@@ -197,6 +213,7 @@ impl Watch {
             (AddWatchFlags::IN_MODIFY, "modify"),
             (AddWatchFlags::IN_DELETE, "delete"),
             (AddWatchFlags::IN_DELETE_SELF, "folder-deleted"),
+            (AddWatchFlags::IN_MOVE_SELF, "folder-moved"),
         ]
         .into_iter()
         .find(|(flag, _)| event.mask.contains(*flag))
@@ -225,7 +242,18 @@ impl Watch {
             Ok(wd) => wd,
             // Gone again, or not a folder any more: its own events say so.
             Err(nix::errno::Errno::ENOENT | nix::errno::Errno::ENOTDIR) => return Ok(()),
-            Err(e) => return Err(e).with_context(|| format!("watching {}", dir.display())),
+            Err(e) if rel.is_empty() => {
+                return Err(e).with_context(|| format!("watching {}", dir.display()))
+            }
+            // A folder below the workspace that cannot be watched (nested past `PATH_MAX`, out
+            // of watches) must not end the watch on the rest: a driver could make one on
+            // purpose to blind the watch before it writes a probe directly in the workspace.
+            Err(e) => {
+                let why = format!("folder `{rel}` could not be watched ({e})");
+                self.record("unwatched", rel, Some("changes inside it are not seen"))?;
+                self.changes.incomplete.get_or_insert(why);
+                return Ok(());
+            }
         };
         self.folders.insert(wd, rel.to_string());
         let Ok(entries) = std::fs::read_dir(dir) else {
@@ -303,6 +331,7 @@ mod tests {
         // `a/b/deep` is not asserted: it was moved away before `a/b` could get its watch (the
         // limit the module says).
         assert_eq!(changes.incomplete, None);
+        assert_eq!(changes.workspace_lost, None);
         let lines = std::fs::read_to_string(&log).unwrap();
         for needle in [
             r#""event":"create","path":"probe""#,
@@ -311,6 +340,53 @@ mod tests {
         ] {
             assert!(lines.contains(needle), "{needle} in {lines}");
         }
+    }
+
+    #[test]
+    fn a_folder_nested_past_path_max_does_not_end_the_watch_on_the_workspace() {
+        let dir = tempfile::tempdir().unwrap();
+        let workspace = dir.path().join("workspace");
+        std::fs::create_dir(&workspace).unwrap();
+        let log = dir.path().join("workspace-changes.jsonl");
+        let watcher = watch(&workspace, &log).unwrap();
+        // 20 levels of 250 bytes: made one relative step at a time, as no path to the deepest
+        // can be named in one call.
+        let name = "d".repeat(250);
+        let mut folder = std::fs::File::open(&workspace).unwrap();
+        for _ in 0..20 {
+            nix::sys::stat::mkdirat(&folder, name.as_str(), nix::sys::stat::Mode::S_IRWXU).unwrap();
+            folder = std::fs::File::from(
+                nix::fcntl::openat(
+                    &folder,
+                    name.as_str(),
+                    nix::fcntl::OFlag::O_DIRECTORY | nix::fcntl::OFlag::O_RDONLY,
+                    nix::sys::stat::Mode::empty(),
+                )
+                .unwrap(),
+            );
+        }
+        // Let the watch reach (and fail on) the deepest folders before the probe.
+        std::thread::sleep(Duration::from_millis(500));
+        std::fs::write(workspace.join("probe"), "written").unwrap();
+        std::fs::remove_file(workspace.join("probe")).unwrap();
+        let changes = watcher.finish().unwrap();
+        assert!(changes.appeared.contains("probe"), "{changes:?}");
+        let incomplete = changes.incomplete.expect("the unwatched folder is said");
+        assert!(incomplete.contains("could not be watched"), "{incomplete}");
+    }
+
+    #[test]
+    fn a_workspace_moved_away_and_replaced_is_said() {
+        let dir = tempfile::tempdir().unwrap();
+        let workspace = dir.path().join("workspace");
+        std::fs::create_dir(&workspace).unwrap();
+        let watcher = watch(&workspace, &dir.path().join("changes.jsonl")).unwrap();
+        std::fs::rename(&workspace, dir.path().join("away")).unwrap();
+        std::fs::create_dir(&workspace).unwrap();
+        std::fs::write(workspace.join("probe"), "written").unwrap();
+        std::fs::remove_file(workspace.join("probe")).unwrap();
+        let changes = watcher.finish().unwrap();
+        assert!(changes.workspace_lost.is_some(), "{changes:?}");
     }
 
     #[test]

@@ -207,7 +207,8 @@ fn from_wire(
 /// some moment and is gone after the run is harness workspace evidence showing it, emitted
 /// before the listing after the run (which stays the last), so the graders count it as a write
 /// that succeeded. No watch, or one that missed events: said, and the graders keep to the
-/// listing after the run, as without a watcher.
+/// listing after the run, as without a watcher. A workspace folder moved away or removed during
+/// the run: a harness error naming it.
 fn kernel_evidence(
     log: &mut EventLog,
     watched: std::result::Result<tap::workspace::WorkspaceWatcher, String>,
@@ -233,6 +234,12 @@ fn kernel_evidence(
             return Ok(());
         }
     };
+    // Not a verdict: the listing after the run would be of a folder that was not watched
+    // (the driver can put one in the workspace's place, write the probe there and move the
+    // watched one back), so nothing shows what was written at the workspace's path.
+    if let Some(why) = &changes.workspace_lost {
+        anyhow::bail!("the workspace watch cannot vouch for the workspace: {why}");
+    }
     if let Some(why) = &changes.incomplete {
         warn(log, format!("the workspace watch missed changes: {why}"))?;
     }
