@@ -23,6 +23,7 @@ pub mod guard;
 pub mod hidden;
 pub mod load;
 pub mod out_lock;
+pub mod own_evidence;
 pub mod paths;
 pub mod prereq;
 pub mod program;

@@ -122,14 +122,23 @@ pub async fn enter(
 
 /// The driver on the host, in a mount namespace where the output folder (every cell's evidence)
 /// is read-only but its own part, and its task is read-only too
-/// ([`sandbox::isolation`]). Where the kernel allows no such namespace, said once: the cell's
-/// evidence then rests on the transcript's seal (docs/prerequisites.md).
+/// ([`sandbox::isolation`]). Where the kernel allows no such namespace (or the context turned
+/// it off), said once: the cell's evidence is then checked for being its own
+/// ([`crate::own_evidence`], docs/prerequisites.md).
 fn isolated_on_the_host(
     ctx: &CellContext,
     dirs: &super::folders::CellFolders,
     launcher: Arc<dyn Launcher>,
 ) -> Arc<dyn Launcher> {
-    match sandbox::isolation::available() {
+    let available = if ctx.local_isolation {
+        sandbox::isolation::available().clone()
+    } else {
+        Err(format!(
+            "turned off by {}=off",
+            crate::context::LOCAL_ISOLATION_VAR
+        ))
+    };
+    match available {
         Ok(_) => Arc::new(IsolatedLauncher::new(
             launcher,
             Isolation {

@@ -1,0 +1,237 @@
+//! Whether a cell's model log is its own (docs/prerequisites.md, "What the driver can reach").
+//! Where the driver shares the harness's uid and no mount namespace of its own ("`local`,
+//! neither"), it can write every file of its cell folder; the transcript is sealed by the
+//! recorder, the one writer of its bytes. The model log has another writer (the fake, or the
+//! real Codex's mock model API) whose bytes the harness does not see as they are written, so it
+//! is checked against the sealed transcript instead, in every environment (where the driver
+//! cannot reach it the check costs a read and never fails):
+//!
+//! - it exists and is a regular file (the harness created it before any launch);
+//! - no launch in the transcript: it is empty (nothing could have written it);
+//! - it last changed (its ctime, which no unprivileged process can set) no later than the
+//!   transcript's last record: its writers ended with the launches the transcript closes;
+//! - every probe file it names carries the probe id of a thread of this transcript (both
+//!   writers derive it from the thread id, `fake_app_server::ids::probe_id_for`).
+//!
+//! A copy of another cell's model log fails the last check (other threads); a copy made after
+//! the app-server ended fails the third. What no check here can tell: a model log forged by a
+//! driver that reads this cell's own transcript and writes matching ids while its app-server
+//! runs — a process of the harness's uid can also read and change the harness's memory, so no
+//! file check would settle that.
+
+use serde_json::Value;
+use std::collections::BTreeSet;
+use std::io::BufRead;
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+
+/// The probe files' prefix, as the scenarios spell it.
+const PROBE_PREFIX: &str = "plan-write-probe-";
+/// `probe_id_for`'s length: four bytes of a digest, in hex.
+const PROBE_ID_LEN: usize = 8;
+
+/// What the sealed transcript says about the cell, for checking its other evidence.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct TranscriptFacts {
+    /// Every thread id the app-server named (`threadId`, `thread.id`).
+    pub threads: BTreeSet<String>,
+    /// How many launches it records.
+    pub launches: usize,
+    /// Its last record's time (unix ms).
+    pub last_time: Option<u64>,
+}
+
+impl TranscriptFacts {
+    /// Read `transcript` (already checked against its seal). A missing transcript is a cell
+    /// whose driver never launched `codex`.
+    pub fn read(transcript: &Path) -> Result<Self, String> {
+        let mut facts = TranscriptFacts::default();
+        let file = match std::fs::File::open(transcript) {
+            Ok(file) => file,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(facts),
+            Err(e) => return Err(format!("reading {}: {e}", transcript.display())),
+        };
+        let mut launches = BTreeSet::new();
+        // The recorder bounds the lines and their count (`tap::record`); a line that is not
+        // JSON is a `raw` record's neighbour, never the recorder's own: skipped.
+        for line in std::io::BufReader::new(file).split(b'\n') {
+            let line = line.map_err(|e| format!("reading {}: {e}", transcript.display()))?;
+            let Ok(record) = serde_json::from_slice::<Value>(&line) else {
+                continue;
+            };
+            if let Some(time) = record.get("time").and_then(Value::as_u64) {
+                facts.last_time = Some(facts.last_time.map_or(time, |t| t.max(time)));
+            }
+            if let Some(launch) = record.get("launch").and_then(Value::as_u64) {
+                launches.insert(launch);
+            }
+            if let Some(message) = record.get("message") {
+                collect_threads(message, &mut facts.threads);
+            }
+        }
+        facts.launches = launches.len();
+        Ok(facts)
+    }
+}
+
+fn collect_threads(value: &Value, threads: &mut BTreeSet<String>) {
+    match value {
+        Value::Object(map) => {
+            for (key, inner) in map {
+                match (key.as_str(), inner) {
+                    ("threadId", Value::String(id)) => {
+                        threads.insert(id.clone());
+                    }
+                    ("thread", Value::Object(thread)) => {
+                        if let Some(Value::String(id)) = thread.get("id") {
+                            threads.insert(id.clone());
+                        }
+                    }
+                    _ => {}
+                }
+                collect_threads(inner, threads);
+            }
+        }
+        Value::Array(items) => items.iter().for_each(|v| collect_threads(v, threads)),
+        _ => {}
+    }
+}
+
+/// `Ok` when `model_log` can be this cell's, by the checks of this module's header; else what
+/// did not match, naming the file.
+pub fn check_model_log(model_log: &Path, facts: &TranscriptFacts) -> Result<(), String> {
+    let name = model_log.display();
+    let meta = std::fs::symlink_metadata(model_log)
+        .map_err(|e| format!("{name}: {e} (the harness created it before the first launch)"))?;
+    if !meta.file_type().is_file() {
+        return Err(format!(
+            "{name} is not a regular file (the harness created one)"
+        ));
+    }
+    if facts.launches == 0 {
+        if meta.len() != 0 {
+            return Err(format!(
+                "{name} holds {} bytes, but the transcript records no launch of the app-server that writes it",
+                meta.len()
+            ));
+        }
+        return Ok(());
+    }
+    let changed_ms =
+        (meta.ctime().max(0) as u64) * 1000 + (meta.ctime_nsec().max(0) as u64) / 1_000_000;
+    if let Some(last) = facts.last_time {
+        if changed_ms > last {
+            return Err(format!(
+                "{name} changed at {changed_ms} (unix ms), after the transcript's last record at {last}: its writer had ended"
+            ));
+        }
+    }
+    let own: BTreeSet<String> = facts
+        .threads
+        .iter()
+        .map(|t| fake_app_server::ids::probe_id_for(t))
+        .collect();
+    let file = std::fs::File::open(model_log).map_err(|e| format!("reading {name}: {e}"))?;
+    for (index, line) in std::io::BufReader::new(file).split(b'\n').enumerate() {
+        let line = line.map_err(|e| format!("reading {name}: {e}"))?;
+        let text = String::from_utf8_lossy(&line);
+        for id in probe_ids(&text) {
+            if !own.contains(id) {
+                return Err(format!(
+                    "{name} line {}: names the probe file {PROBE_PREFIX}{id}.*, whose id is no thread's of this cell's transcript ({} thread(s): {})",
+                    index + 1,
+                    facts.threads.len(),
+                    facts.threads.iter().cloned().collect::<Vec<_>>().join(", ")
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The probe ids named in `text`: `plan-write-probe-<8 hex>.` (names of another shape, e.g. a
+/// test's `plan-write-probe-1.txt`, carry no thread and are not checked).
+fn probe_ids(text: &str) -> impl Iterator<Item = &str> {
+    text.match_indices(PROBE_PREFIX).filter_map(|(at, _)| {
+        let rest = &text[at + PROBE_PREFIX.len()..];
+        let id = rest.get(..PROBE_ID_LEN)?;
+        let well_formed =
+            id.bytes().all(|b| b.is_ascii_hexdigit()) && rest[PROBE_ID_LEN..].starts_with('.');
+        well_formed.then_some(id)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const THREAD: &str = "01a2362b-6c5c-77c3-a78b-066caee35167";
+
+    fn transcript(dir: &Path, time: u64) -> std::path::PathBuf {
+        let path = dir.join("transcript.jsonl");
+        std::fs::write(
+            &path,
+            format!(
+                "{{\"direction\":\"out\",\"time\":1,\"launch\":1,\"message\":{{\"method\":\"thread/started\",\"params\":{{\"thread\":{{\"id\":\"{THREAD}\"}}}}}}}}\n\
+                 {{\"kind\":\"exit\",\"launch\":1,\"time\":{time}}}\n"
+            ),
+        )
+        .unwrap();
+        path
+    }
+
+    fn model_log(dir: &Path, probe_id: &str) -> std::path::PathBuf {
+        let path = dir.join("model-log.jsonl");
+        std::fs::write(
+            &path,
+            format!("{{\"type\":\"tool-call\",\"call_id\":\"c\",\"name\":\"exec_command\",\"arguments\":\"printf probe > plan-write-probe-{probe_id}.txt\"}}\n"),
+        )
+        .unwrap();
+        path
+    }
+
+    #[test]
+    fn a_model_log_naming_this_cells_probe_before_the_last_record_is_its_own() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = model_log(dir.path(), &fake_app_server::ids::probe_id_for(THREAD));
+        let facts = TranscriptFacts::read(&transcript(dir.path(), u64::MAX / 2)).unwrap();
+        assert_eq!(facts.launches, 1);
+        assert!(facts.threads.contains(THREAD));
+        check_model_log(&log, &facts).unwrap();
+    }
+
+    #[test]
+    fn another_threads_probe_a_late_change_or_no_launch_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let facts = TranscriptFacts::read(&transcript(dir.path(), u64::MAX / 2)).unwrap();
+        let err = check_model_log(&model_log(dir.path(), "0badc0de"), &facts).unwrap_err();
+        assert!(
+            err.contains("model-log.jsonl line 1") && err.contains("0badc0de"),
+            "{err}"
+        );
+
+        let early = TranscriptFacts::read(&transcript(dir.path(), 1)).unwrap();
+        let own = model_log(dir.path(), &fake_app_server::ids::probe_id_for(THREAD));
+        let err = check_model_log(&own, &early).unwrap_err();
+        assert!(err.contains("after the transcript's last record"), "{err}");
+
+        let none = TranscriptFacts::read(&dir.path().join("absent")).unwrap();
+        let err = check_model_log(&own, &none).unwrap_err();
+        assert!(err.contains("no launch"), "{err}");
+        std::fs::write(&own, "").unwrap();
+        check_model_log(&own, &none).unwrap();
+
+        std::fs::remove_file(&own).unwrap();
+        let err = check_model_log(&own, &facts).unwrap_err();
+        assert!(err.contains("model-log.jsonl"), "{err}");
+    }
+
+    #[test]
+    fn only_well_formed_probe_ids_are_read() {
+        let ids: Vec<&str> = probe_ids(
+            "plan-write-probe-1.txt plan-write-probe-e2ea3523.txt plan-write-probe-e2ea3523x",
+        )
+        .collect();
+        assert_eq!(ids, vec!["e2ea3523"]);
+    }
+}
