@@ -38,15 +38,20 @@ done
 exit 0
 "#;
 
-/// Runs the cell's own driver (the arguments after the first two), then copies the model log
-/// named first over its own cell's (the workspace is second); exits as the driver did.
+/// Runs the cell's own driver (the arguments after the first three) and copies the model log
+/// named first over its own cell's, `before` its driver runs (its app-server then writes after
+/// the copy) or `after` (second argument; the workspace is third); exits as the driver did.
 const MODEL_LOG_FORGING_DRIVER: &str = r#"
-source=$1; workspace=$2; shift 2
+source=$1; when=$2; workspace=$3; shift 3
 cell=$(dirname "$(dirname "$workspace")")
-"$@"
-status=$?
+forge() {
 if cp "$source" "$cell/$(basename "$source")" 2>/dev/null; then said="forged"; else said="refused"; fi
 echo "$said $(basename "$source")" >> "$cell/driver/forgeries.log"
+}
+if [ "$when" = before ]; then forge; fi
+"$@"
+status=$?
+if [ "$when" = after ]; then forge; fi
 exit $status
 "#;
 
@@ -160,7 +165,10 @@ fn copying_a_passing_cells_evidence_is_a_harness_error(cell_name: &str) -> Resul
     refused_naming(&result, layout::TRANSCRIPT, "the forging driver")
 }
 
-fn copying_a_passing_cells_model_log_is_a_harness_error(cell_name: &str) -> Result<(), Failed> {
+fn copying_a_passing_cells_model_log_is_never_graded(
+    cell_name: &str,
+    when: &str,
+) -> Result<(), Failed> {
     let cell = load(cell_name)?;
     let honest_out = tempfile::tempdir()?;
     let passing = honest_run(&cell, honest_out.path())?;
@@ -174,13 +182,50 @@ fn copying_a_passing_cells_model_log_is_a_harness_error(cell_name: &str) -> Resu
         .ok_or("the cell's runner is a declared driver")?
         .command;
     let command = format!(
-        "sh {} {} {{workspace}} {own}",
+        "sh {} {} {when} {{workspace}} {own}",
         script.display(),
         passing.model_log().display()
     );
     let out = tempfile::tempdir()?;
     let result = run(&with_command(&cell, command)?, out.path())?;
-    refused_naming(&result, layout::MODEL_LOG, "the model-log forging driver")
+    let forger = format!("the model-log forging driver ({when})");
+    // A copy made before the run can be overwritten whole by the app-server's own writes (the
+    // mock model API writes from the start of the file it created): then the evidence graded
+    // is the cell's own again, which is what must hold. Else the copy must be refused.
+    let forged = std::fs::read(passing.model_log())?;
+    let landed = std::fs::read(CellEvidence::new(&result.evidence_dir).model_log())?;
+    if when == "before" && !forged.is_empty() && !contains(&landed, &forged) {
+        if let CellOutcome::Graded { .. } = &result.outcome {
+            if let Some(id) = foreign_probe_id(&forged, &landed) {
+                return Err(format!(
+                    "{forger}: graded with the passing cell's probe id {id} in the model log: {:?}",
+                    result.outcome
+                )
+                .into());
+            }
+            eprintln!(
+                "{forger}: the app-server's own writes replaced the copy: {:?}",
+                result.outcome
+            );
+            return Ok(());
+        }
+    }
+    refused_naming(&result, layout::MODEL_LOG, &forger)
+}
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack.windows(needle.len()).any(|w| w == needle)
+}
+
+/// A probe file name of the `forged` model log that is still in the `landed` one.
+fn foreign_probe_id(forged: &[u8], landed: &[u8]) -> Option<String> {
+    let forged = String::from_utf8_lossy(forged);
+    let landed = String::from_utf8_lossy(landed);
+    forged
+        .match_indices("plan-write-probe-")
+        .filter_map(|(at, _)| forged.get(at..at + "plan-write-probe-".len() + 8))
+        .find(|name| landed.contains(name))
+        .map(str::to_string)
 }
 
 const FAKE_CELL: &str = "codex-planning-read-only.runner-minimal-fake.local.plan-write-refused";
@@ -195,9 +240,14 @@ fn main() {
             || copying_a_passing_cells_evidence_is_a_harness_error(FAKE_CELL),
         ),
         prereq::trial(
-            "without_isolation_a_driver_copying_a_passing_cells_model_log_is_a_harness_error_fake",
+            "without_isolation_a_driver_copying_a_passing_cells_model_log_before_its_run_never_has_the_copy_graded_fake",
             None,
-            || copying_a_passing_cells_model_log_is_a_harness_error(FAKE_CELL),
+            || copying_a_passing_cells_model_log_is_never_graded(FAKE_CELL, "before"),
+        ),
+        prereq::trial(
+            "without_isolation_a_driver_copying_a_passing_cells_model_log_after_its_run_is_a_harness_error_fake",
+            None,
+            || copying_a_passing_cells_model_log_is_never_graded(FAKE_CELL, "after"),
         ),
         prereq::trial(
             "without_isolation_a_driver_copying_a_passing_cells_evidence_is_a_harness_error_needs_real_codex",
@@ -205,9 +255,14 @@ fn main() {
             || copying_a_passing_cells_evidence_is_a_harness_error(CODEX_CELL),
         ),
         prereq::trial(
-            "without_isolation_a_driver_copying_a_passing_cells_model_log_is_a_harness_error_needs_real_codex",
+            "without_isolation_a_driver_copying_a_passing_cells_model_log_before_its_run_never_has_the_copy_graded_needs_real_codex",
             prereq::codex_missing(),
-            || copying_a_passing_cells_model_log_is_a_harness_error(CODEX_CELL),
+            || copying_a_passing_cells_model_log_is_never_graded(CODEX_CELL, "before"),
+        ),
+        prereq::trial(
+            "without_isolation_a_driver_copying_a_passing_cells_model_log_after_its_run_is_a_harness_error_needs_real_codex",
+            prereq::codex_missing(),
+            || copying_a_passing_cells_model_log_is_never_graded(CODEX_CELL, "after"),
         ),
     ];
     libtest_mimic::run(&args, trials).exit();

@@ -152,7 +152,8 @@ fn isolated_on_the_host(
             SAID.call_once(|| {
                 eprintln!(
                     "harness: local drivers run without a mount namespace of their own ({why}): \
-                     the evidence is checked for being the harness's (docs/prerequisites.md)"
+                     the evidence is checked for being this cell's own (docs/prerequisites.md, \
+                     \"`local`, neither\")"
                 )
             });
             launcher
