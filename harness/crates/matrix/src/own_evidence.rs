@@ -1,10 +1,12 @@
 //! Whether a cell's model log is its own (docs/prerequisites.md, "What the driver can reach").
 //! Where the driver shares the harness's uid and no mount namespace of its own ("`local`,
 //! neither"), it can write every file of its cell folder; the transcript is sealed by the
-//! recorder, the one writer of its bytes. The model log has another writer (the fake, or the
-//! real Codex's mock model API) whose bytes the harness does not see as they are written, so it
-//! is checked against the sealed transcript instead, in every environment (where the driver
-//! cannot reach it the check costs a read and never fails):
+//! recorder, the one writer of its bytes. The real Codex's mock model API is the harness's too
+//! and seals its model log the same way (`codex::mock_api::MockModelApi::seal_model_log`, checked
+//! by the events stage). The fake's model log is written by a child whose bytes the harness does
+//! not see as they are written, so every model log is also checked against the sealed
+//! transcript, in every environment (where the driver cannot reach it, the checks hold by
+//! construction):
 //!
 //! - it exists and is a regular file (the harness created it before any launch);
 //! - no launch in the transcript: it is empty (nothing could have written it);

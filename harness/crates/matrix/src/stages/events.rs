@@ -107,8 +107,9 @@ pub fn with_the_harness_evidence(
     folders: &Folders,
     app_server: &AppServer,
     sandbox: &mut Sandbox,
-    left_behind: &[(i32, String)],
+    finished: &crate::guard::Finished,
 ) -> Result<EventLog> {
+    let left_behind = &finished.left_behind;
     let WireEvents {
         mut log,
         ended,
@@ -127,7 +128,11 @@ pub fn with_the_harness_evidence(
             }),
         )?;
     }
-    // Its writer (the fake, the mock model API) has ended: is what is there its?
+    // Its writer (the fake, the mock model API) has ended: is what is there its? The harness's
+    // own writer sealed what it wrote; the fake's is checked for being this cell's.
+    if let Some(seal) = &finished.model_log {
+        seal.check(&app_server.model_log).map_err(tampered)?;
+    }
     own_evidence::check_model_log(&app_server.model_log, &facts).map_err(tampered)?;
     append_model_events(&mut log, &app_server.model_log)?;
     log.emit(
