@@ -55,6 +55,16 @@ if [ "$when" = after ]; then forge; fi
 exit $status
 "#;
 
+/// Replaces the scenario its app-server will play (`scenario.toml` in its cell folder) with a
+/// copy of the same bytes, then runs the cell's own driver (the arguments after the first).
+const SCENARIO_REPLACING_DRIVER: &str = r#"
+workspace=$1; shift
+cell=$(dirname "$(dirname "$workspace")")
+if cp "$cell/scenario.toml" "$cell/scenario.copy" 2>/dev/null && mv "$cell/scenario.copy" "$cell/scenario.toml" 2>/dev/null; then said=forged; else said=refused; fi
+echo "$said scenario.toml" >> "$cell/driver/forgeries.log"
+exec "$@"
+"#;
+
 /// A cell context whose `local` drivers run without a mount namespace of their own.
 fn without_isolation(out: &Path) -> CellContext {
     let mut context = CellContext::from_env().expect("the cell context");
@@ -95,6 +105,17 @@ fn honest_run(cell: &suites::Cell, out: &Path) -> Result<CellEvidence, Failed> {
         )
         .into()),
     }
+}
+
+/// The command of `cell`'s declared driver.
+fn own_command(cell: &suites::Cell) -> Result<String, Failed> {
+    Ok(cell
+        .runner
+        .declared
+        .as_ref()
+        .ok_or("the cell's runner is a declared driver")?
+        .command
+        .clone())
 }
 
 /// `cell` with its declared driver's command replaced by `command`.
@@ -175,12 +196,7 @@ fn copying_a_passing_cells_model_log_is_never_graded(
     let scratch = tempfile::tempdir()?;
     let script = scratch.path().join("model-log-forging-driver.sh");
     std::fs::write(&script, MODEL_LOG_FORGING_DRIVER)?;
-    let own = &cell
-        .runner
-        .declared
-        .as_ref()
-        .ok_or("the cell's runner is a declared driver")?
-        .command;
+    let own = own_command(&cell)?;
     let command = format!(
         "sh {} {} {when} {{workspace}} {own}",
         script.display(),
@@ -228,12 +244,32 @@ fn foreign_probe_id(forged: &[u8], landed: &[u8]) -> Option<String> {
         .map(str::to_string)
 }
 
+fn replacing_the_scenario_is_a_harness_error(cell_name: &str) -> Result<(), Failed> {
+    let cell = load(cell_name)?;
+    let scratch = tempfile::tempdir()?;
+    let script = scratch.path().join("scenario-replacing-driver.sh");
+    std::fs::write(&script, SCENARIO_REPLACING_DRIVER)?;
+    let own = own_command(&cell)?;
+    let command = format!("sh {} {{workspace}} {own}", script.display());
+    let out = tempfile::tempdir()?;
+    let result = run(&with_command(&cell, command)?, out.path())?;
+    refused_naming(&result, layout::SCENARIO, "the scenario-replacing driver")
+}
+
+/// A fake cell whose scenario is a file in its cell folder.
+const FAKE_SCENARIO_FILE_CELL: &str =
+    "startup-rejection.runner-minimal-fake.local.transient-startup-failure";
 const FAKE_CELL: &str = "codex-planning-read-only.runner-minimal-fake.local.plan-write-refused";
 const CODEX_CELL: &str = "codex-planning-read-only.runner-minimal-codex.local.plan-write-refused";
 
 fn main() {
     let args = Arguments::from_args();
     let trials = vec![
+        prereq::trial(
+            "without_isolation_a_driver_replacing_its_app_servers_scenario_is_a_harness_error_fake",
+            None,
+            || replacing_the_scenario_is_a_harness_error(FAKE_SCENARIO_FILE_CELL),
+        ),
         prereq::trial(
             "without_isolation_a_driver_copying_a_passing_cells_evidence_is_a_harness_error_fake",
             None,

@@ -1,4 +1,6 @@
-//! Whether a cell's model log is its own (docs/prerequisites.md, "What the driver can reach").
+//! Whether a cell's model log is its own, and whether what its app-server read is what the
+//! harness wrote for it ([`Inputs`]) (docs/prerequisites.md, "Evidence the driver under test
+//! cannot write").
 //! Where the driver shares the harness's uid and no mount namespace of its own ("`local`,
 //! neither"), it can write every file of its cell folder; the transcript is sealed by the
 //! recorder, the one writer of its bytes. The real Codex's mock model API is the harness's too
@@ -163,6 +165,103 @@ fn probe_ids(text: &str) -> impl Iterator<Item = &str> {
     })
 }
 
+/// What the harness wrote into the cell folder for the app-server to read (the scenario file,
+/// the fake's package): where the driver can write the cell folder, it could change what its
+/// app-server plays before launching it. Each file's and folder's identity and ctime, taken
+/// before the driver starts; any rewrite, replacement, addition or removal changes one of them
+/// and no unprivileged process can set them back.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Inputs {
+    roots: Vec<std::path::PathBuf>,
+    entries: Vec<(std::path::PathBuf, Stamp)>,
+}
+
+/// A file's device, inode, size and ctime (s, ns).
+type Stamp = (u64, u64, u64, i64, i64);
+
+/// More entries than any input the harness writes: a bound on the walk, not a limit in use.
+const MAX_INPUT_ENTRIES: usize = 10_000;
+
+impl Inputs {
+    /// Stamp every file and folder below `roots` (a missing root is stamped as missing).
+    pub fn stamp(roots: &[std::path::PathBuf]) -> Result<Self, String> {
+        let mut entries = Vec::new();
+        let mut pending: Vec<std::path::PathBuf> = roots.to_vec();
+        while let Some(path) = pending.pop() {
+            if entries.len() >= MAX_INPUT_ENTRIES {
+                return Err(format!(
+                    "more than {MAX_INPUT_ENTRIES} inputs below {roots:?}"
+                ));
+            }
+            let Some(stamp) = stamp_of(&path)? else {
+                entries.push((path, (0, 0, 0, 0, 0)));
+                continue;
+            };
+            if std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir()) {
+                let listing = std::fs::read_dir(&path)
+                    .map_err(|e| format!("listing {}: {e}", path.display()))?;
+                for entry in listing {
+                    let entry = entry.map_err(|e| format!("listing {}: {e}", path.display()))?;
+                    pending.push(entry.path());
+                }
+            }
+            entries.push((path, stamp));
+        }
+        entries.sort();
+        Ok(Self {
+            roots: roots.to_vec(),
+            entries,
+        })
+    }
+
+    /// `Ok` when nothing stamped changed; else the first path that did, in words.
+    pub fn check_unchanged(&self) -> Result<(), String> {
+        let now = Self::stamp(&self.roots)?;
+        for (path, before) in &self.entries {
+            match now.entries.iter().find(|(p, _)| p == path) {
+                Some((_, after)) if after == before => {}
+                Some(_) => {
+                    return Err(format!(
+                        "{} changed after the harness wrote it for the app-server to read",
+                        path.display()
+                    ))
+                }
+                None => {
+                    return Err(format!(
+                        "{} is gone: the harness wrote it for the app-server to read",
+                        path.display()
+                    ))
+                }
+            }
+        }
+        if let Some((path, _)) = now
+            .entries
+            .iter()
+            .find(|(p, _)| !self.entries.iter().any(|(q, _)| q == p))
+        {
+            return Err(format!(
+                "{} appeared among what the harness wrote for the app-server to read",
+                path.display()
+            ));
+        }
+        Ok(())
+    }
+}
+
+fn stamp_of(path: &Path) -> Result<Option<Stamp>, String> {
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) => Ok(Some((
+            meta.dev(),
+            meta.ino(),
+            meta.len(),
+            meta.ctime(),
+            meta.ctime_nsec(),
+        ))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(format!("reading {}: {e}", path.display())),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -226,6 +325,35 @@ mod tests {
         std::fs::remove_file(&own).unwrap();
         let err = check_model_log(&own, &facts).unwrap_err();
         assert!(err.contains("model-log.jsonl"), "{err}");
+    }
+
+    #[test]
+    fn an_input_rewritten_replaced_added_or_removed_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let scenario = dir.path().join("scenario.toml");
+        let package = dir.path().join("package");
+        std::fs::create_dir(&package).unwrap();
+        std::fs::write(package.join("bwrap"), "bin").unwrap();
+        std::fs::write(&scenario, "a = 1").unwrap();
+        let roots = [scenario.clone(), package.clone(), dir.path().join("absent")];
+        let inputs = Inputs::stamp(&roots).unwrap();
+        inputs.check_unchanged().unwrap();
+
+        // Same bytes, written again: the ctime tells.
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        std::fs::write(&scenario, "a = 1").unwrap();
+        let err = inputs.check_unchanged().unwrap_err();
+        assert!(err.contains("scenario.toml changed"), "{err}");
+
+        let inputs = Inputs::stamp(&roots).unwrap();
+        std::fs::write(package.join("extra"), "x").unwrap();
+        let err = inputs.check_unchanged().unwrap_err();
+        assert!(err.contains("package"), "{err}");
+
+        let inputs = Inputs::stamp(&roots).unwrap();
+        std::fs::write(dir.path().join("absent"), "x").unwrap();
+        let err = inputs.check_unchanged().unwrap_err();
+        assert!(err.contains("absent changed"), "{err}");
     }
 
     #[test]

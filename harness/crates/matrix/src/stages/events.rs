@@ -128,6 +128,8 @@ pub fn with_the_harness_evidence(
             }),
         )?;
     }
+    // What the app-server read is what the harness wrote for it.
+    sandbox.inputs.check_unchanged().map_err(tampered)?;
     // Its writer (the fake, the mock model API) has ended: is what is there its? The harness's
     // own writer sealed what it wrote; the fake's is checked for being this cell's.
     if let Some(seal) = &finished.model_log {

@@ -36,6 +36,9 @@ pub struct Sandbox {
     /// The kernel's view of the workspace from here to the cell's end (`tap::workspace`), or
     /// why there is none; the events stage finishes it.
     pub watcher: Result<tap::workspace::WorkspaceWatcher, String>,
+    /// What the harness wrote into the cell folder for the app-server to read, stamped before
+    /// the driver starts; the events stage checks it is unchanged.
+    pub inputs: crate::own_evidence::Inputs,
 }
 
 /// Stage 3 of `cell`.
@@ -112,11 +115,17 @@ pub async fn enter(
     let watcher = tap::workspace::watch(&dirs.workspace, &dirs.evidence.workspace_changes())
         .map_err(|e| format!("{e:#}"));
     guard.hold_launcher(driver_launcher);
+    let inputs = crate::own_evidence::Inputs::stamp(&[
+        dirs.evidence.scenario(),
+        dirs.evidence.fake_codex_package(),
+    ])
+    .map_err(|why| anyhow::anyhow!("stamping the app-server's inputs: {why}"))?;
     Ok(Sandbox {
         tap,
         recording,
         bubblewrap,
         watcher,
+        inputs,
     })
 }
 
