@@ -90,13 +90,13 @@ async fn attempt(ctx: &CellContext, cell: &Cell) -> Result<Verdict> {
     .await?;
     let wire = stages::events::from_the_wire(cell, &folders, &driver, &run)?;
     // Everything the cell started ends here, before the harness adds its own evidence.
-    let left_behind = guard.finish().await;
+    let finished = guard.finish().await;
     let log = stages::events::with_the_harness_evidence(
         wire,
         &folders,
         &app_server,
         &mut sandbox,
-        &left_behind,
+        &finished,
     )?;
     stages::verdict::grade(cell, &log)
 }

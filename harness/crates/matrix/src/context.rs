@@ -30,6 +30,11 @@ pub struct CellContext {
     /// The mutation operator every cell's driver is run under (`harness mutate`); `None`: the
     /// driver as it is, its bytes relayed untouched.
     pub mutation: Option<tap::mutation::Operator>,
+    /// Whether `local` drivers get a mount namespace of their own where the kernel allows one
+    /// (`sandbox::isolation`). `false` (`HARNESS_LOCAL_ISOLATION=off`): they run without one,
+    /// as on a machine that allows none, so what docs/prerequisites.md promises there ("`local`,
+    /// neither") can be exercised on a machine that has both.
+    pub local_isolation: bool,
 }
 
 impl CellContext {
@@ -47,11 +52,27 @@ impl CellContext {
             ci: std::env::var("CI").as_deref() == Ok("true"),
             kept_bundles: None,
             mutation: None,
+            local_isolation: local_isolation_from_env()?,
         })
     }
 
     /// The evidence folder of `cell`.
     pub fn evidence(&self, cell: &Cell) -> CellEvidence {
         CellEvidence::of(&self.out_root, &cell.name())
+    }
+}
+
+/// The variable that turns the local drivers' mount namespace off.
+pub const LOCAL_ISOLATION_VAR: &str = "HARNESS_LOCAL_ISOLATION";
+
+/// `HARNESS_LOCAL_ISOLATION`: unset or `on`, isolate where possible; `off`, never. Anything else
+/// is refused, naming the variable (a typo must not silently weaken or keep the isolation).
+fn local_isolation_from_env() -> Result<bool> {
+    match std::env::var(LOCAL_ISOLATION_VAR) {
+        Err(std::env::VarError::NotPresent) => Ok(true),
+        Ok(value) if value == "on" => Ok(true),
+        Ok(value) if value == "off" => Ok(false),
+        Ok(value) => anyhow::bail!("{LOCAL_ISOLATION_VAR}={value:?}: expected `on` or `off`"),
+        Err(e) => Err(e).with_context(|| format!("reading {LOCAL_ISOLATION_VAR}")),
     }
 }

@@ -65,18 +65,37 @@ impl CellGuard {
     }
 
     /// The orderly end of the attempt: the launcher goes (a Docker container is removed), the
-    /// mock model API stops (and writes how long it served), then whatever the cell left
-    /// running is killed and its cgroup removed ([`sandbox::reap::after_cell`], the one reaping
-    /// of the cell). Returns what had to be killed, for the cell's evidence.
-    pub async fn finish(mut self) -> Vec<(i32, String)> {
+    /// mock model API seals its model log and stops (and writes how long it served), then
+    /// whatever the cell left running is killed and its cgroup removed
+    /// ([`sandbox::reap::after_cell`], the one reaping of the cell). Returns what had to be
+    /// killed and the model log's seal, for the cell's evidence.
+    pub async fn finish(mut self) -> Finished {
         self.finished = true;
         drop(self.launcher.take());
         drop(self.app_server_launcher.take());
+        let mut model_log = None;
         if let Some(mock) = self.mock.take() {
+            let seal = mock.seal_model_log();
+            model_log = Some(tap::record::Seal {
+                bytes: seal.bytes,
+                sha256: seal.sha256,
+            });
             mock.shutdown().await;
         }
-        sandbox::reap::after_cell(self.cgroup.take(), &self.root)
+        Finished {
+            left_behind: sandbox::reap::after_cell(self.cgroup.take(), &self.root),
+            model_log,
+        }
     }
+}
+
+/// What [`CellGuard::finish`] leaves for the cell's evidence.
+pub struct Finished {
+    /// The processes it had to kill (pid, command).
+    pub left_behind: Vec<(i32, String)>,
+    /// What the harness's own model-log writer wrote (the real Codex's mock model API); `None`
+    /// when a child wrote it (the fake).
+    pub model_log: Option<tap::record::Seal>,
 }
 
 impl Drop for CellGuard {

@@ -8,7 +8,8 @@
 //! prerequisites ([`prereq`]), its attempts — the pipeline of typed [`stages`], with the
 //! helper-pipe-race [`retry`] — and its verdict file); what an attempt holds while it runs
 //! ([`guard::CellGuard`]: dropping it is the teardown); the cell's session recorder, the
-//! harness's end of the tap ([`recorder`]); and the scheduler ([`scheduler`],
+//! harness's end of the tap ([`recorder`]); whether the model log is the cell's own
+//! ([`own_evidence`]); and the scheduler ([`scheduler`],
 //! [`concurrency`]).
 //!
 //! May use: `report` (the outcome, the evidence layout, the verdict file it writes through),
@@ -23,6 +24,7 @@ pub mod guard;
 pub mod hidden;
 pub mod load;
 pub mod out_lock;
+pub mod own_evidence;
 pub mod paths;
 pub mod prereq;
 pub mod program;

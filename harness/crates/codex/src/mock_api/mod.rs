@@ -127,17 +127,39 @@ struct ModelLogWriter {
     file: std::fs::File,
     /// Tool outputs by call id; user messages by thread and their key in its history.
     logged: HashSet<String>,
+    /// Everything written, digested as written: the harness can tell its model log from one
+    /// rewritten behind its back ([`MockModelApi::seal_model_log`]).
+    hasher: Sha256,
+    bytes: u64,
+    /// Sealed: later writes are dropped, so the file stays what the seal says.
+    sealed: bool,
 }
 
 impl ModelLogWriter {
     fn write(&mut self, entry: &ModelLogEntry) {
-        let line = serde_json::to_string(entry).expect("model log entries serialize");
+        if self.sealed {
+            return;
+        }
+        let mut line = serde_json::to_string(entry).expect("model log entries serialize");
+        line.push('\n');
         // A write failure must not break the stream Codex is waiting for; it shows up as a
         // missing line, which the graders treat as missing evidence (fail closed).
-        if let Err(error) = writeln!(self.file, "{line}") {
-            tracing::error!("mock model API: writing the model log: {error}");
+        match self.file.write_all(line.as_bytes()) {
+            Ok(()) => {
+                self.hasher.update(line.as_bytes());
+                self.bytes += line.len() as u64;
+            }
+            Err(error) => tracing::error!("mock model API: writing the model log: {error}"),
         }
     }
+}
+
+/// What the mock wrote into its model log: its size and SHA-256 (the shape of
+/// `tap::record::Seal`, which this crate does not depend on).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelLogSeal {
+    pub bytes: u64,
+    pub sha256: String,
 }
 
 /// A running mock; shuts down when dropped (or explicitly with [`MockModelApi::shutdown`]).
@@ -178,6 +200,9 @@ impl MockModelApi {
             model_log: Mutex::new(ModelLogWriter {
                 file: model_log,
                 logged: HashSet::new(),
+                hasher: Sha256::new(),
+                bytes: 0,
+                sealed: false,
             }),
             reviews: Mutex::new(std::collections::VecDeque::new()),
             thread_order: Mutex::new(Vec::new()),
@@ -228,6 +253,17 @@ impl MockModelApi {
     }
 
     /// Stop serving; waits (bounded) for the server task.
+    /// Stop writing the model log and say what was written (later writes, from a request
+    /// still in flight when its Codex was killed, are dropped).
+    pub fn seal_model_log(&self) -> ModelLogSeal {
+        let mut log = self.shared.model_log.lock().expect("model log lock");
+        log.sealed = true;
+        ModelLogSeal {
+            bytes: log.bytes,
+            sha256: hex::encode(log.hasher.clone().finalize()),
+        }
+    }
+
     pub async fn shutdown(mut self) {
         self.stop_now();
         if let Some(task) = self.task.take() {

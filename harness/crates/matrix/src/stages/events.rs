@@ -9,6 +9,7 @@ use super::app_server::AppServer;
 use super::driver::{Driver, DriverRun};
 use super::folders::Folders;
 use super::sandbox::Sandbox;
+use crate::own_evidence::{self, TranscriptFacts};
 use anyhow::{Context, Result};
 use driver::event_log::EventLog;
 use fake_app_server::model_log::ModelLogEntry;
@@ -32,6 +33,8 @@ const MAX_MODEL_LOG_LINE: usize = 1 << 20;
 pub struct WireEvents {
     log: EventLog,
     ended: RunEnded,
+    /// What the sealed transcript says of the cell, to check its model log against.
+    facts: TranscriptFacts,
 }
 
 /// Stage 5, first half: the run's events from the wire, into `events.jsonl`. Read before the
@@ -68,9 +71,8 @@ pub fn from_the_wire(
     let transcript = evidence.transcript();
     // Only what the harness recorded is graded: a transcript rewritten behind its back is a
     // harness error naming it, never a verdict.
-    run.transcript
-        .check(&transcript)
-        .map_err(|why| anyhow::anyhow!("the cell's evidence was tampered with: {why}"))?;
+    run.transcript.check(&transcript).map_err(tampered)?;
+    let facts = TranscriptFacts::read(&transcript).map_err(tampered)?;
     let ended = from_wire(
         &mut log,
         &ctx,
@@ -89,7 +91,12 @@ pub fn from_the_wire(
             }),
         )?;
     }
-    Ok(WireEvents { log, ended })
+    Ok(WireEvents { log, ended, facts })
+}
+
+/// Evidence that is not the cell's own: a harness error naming the file, never a verdict.
+fn tampered(why: String) -> anyhow::Error {
+    anyhow::anyhow!("the cell's evidence was tampered with: {why}")
 }
 
 /// Stage 5, second half, after the cell's guard finished: the harness's own evidence — what it
@@ -100,9 +107,14 @@ pub fn with_the_harness_evidence(
     folders: &Folders,
     app_server: &AppServer,
     sandbox: &mut Sandbox,
-    left_behind: &[(i32, String)],
+    finished: &crate::guard::Finished,
 ) -> Result<EventLog> {
-    let WireEvents { mut log, ended } = wire;
+    let left_behind = &finished.left_behind;
+    let WireEvents {
+        mut log,
+        ended,
+        facts,
+    } = wire;
     if !left_behind.is_empty() {
         log.emit(
             Source::Harness,
@@ -116,6 +128,14 @@ pub fn with_the_harness_evidence(
             }),
         )?;
     }
+    // What the app-server read is what the harness wrote for it.
+    sandbox.inputs.check_unchanged().map_err(tampered)?;
+    // Its writer (the fake, the mock model API) has ended: is what is there its? The harness's
+    // own writer sealed what it wrote; the fake's is checked for being this cell's.
+    if let Some(seal) = &finished.model_log {
+        seal.check(&app_server.model_log).map_err(tampered)?;
+    }
+    own_evidence::check_model_log(&app_server.model_log, &facts).map_err(tampered)?;
     append_model_events(&mut log, &app_server.model_log)?;
     log.emit(
         Source::Harness,

@@ -36,6 +36,9 @@ pub struct Sandbox {
     /// The kernel's view of the workspace from here to the cell's end (`tap::workspace`), or
     /// why there is none; the events stage finishes it.
     pub watcher: Result<tap::workspace::WorkspaceWatcher, String>,
+    /// What the harness wrote into the cell folder for the app-server to read, stamped before
+    /// the driver starts; the events stage checks it is unchanged.
+    pub inputs: crate::own_evidence::Inputs,
 }
 
 /// Stage 3 of `cell`.
@@ -112,24 +115,39 @@ pub async fn enter(
     let watcher = tap::workspace::watch(&dirs.workspace, &dirs.evidence.workspace_changes())
         .map_err(|e| format!("{e:#}"));
     guard.hold_launcher(driver_launcher);
+    let inputs = crate::own_evidence::Inputs::stamp(&[
+        dirs.evidence.scenario(),
+        dirs.evidence.fake_codex_package(),
+    ])
+    .map_err(|why| anyhow::anyhow!("stamping the app-server's inputs: {why}"))?;
     Ok(Sandbox {
         tap,
         recording,
         bubblewrap,
         watcher,
+        inputs,
     })
 }
 
 /// The driver on the host, in a mount namespace where the output folder (every cell's evidence)
 /// is read-only but its own part, and its task is read-only too
-/// ([`sandbox::isolation`]). Where the kernel allows no such namespace, said once: the cell's
-/// evidence then rests on the transcript's seal (docs/prerequisites.md).
+/// ([`sandbox::isolation`]). Where the kernel allows no such namespace (or the context turned
+/// it off), said once: the cell's evidence is then checked for being its own
+/// ([`crate::own_evidence`], docs/prerequisites.md).
 fn isolated_on_the_host(
     ctx: &CellContext,
     dirs: &super::folders::CellFolders,
     launcher: Arc<dyn Launcher>,
 ) -> Arc<dyn Launcher> {
-    match sandbox::isolation::available() {
+    let available = if ctx.local_isolation {
+        sandbox::isolation::available().clone()
+    } else {
+        Err(format!(
+            "turned off by {}=off",
+            crate::context::LOCAL_ISOLATION_VAR
+        ))
+    };
+    match available {
         Ok(_) => Arc::new(IsolatedLauncher::new(
             launcher,
             Isolation {
@@ -143,7 +161,8 @@ fn isolated_on_the_host(
             SAID.call_once(|| {
                 eprintln!(
                     "harness: local drivers run without a mount namespace of their own ({why}): \
-                     the evidence is checked for being the harness's (docs/prerequisites.md)"
+                     the evidence is checked for being this cell's own (docs/prerequisites.md, \
+                     \"`local`, neither\")"
                 )
             });
             launcher
