@@ -233,6 +233,15 @@ impl Persona {
             .any(|feature| feature == name)
     }
 
+    /// Whether feature `name` is on when no configuration sets it (`codex features list`'s last
+    /// column); an unknown feature is off.
+    pub fn feature_default(&self, name: &str) -> bool {
+        self.features.lines().any(|line| {
+            let words: Vec<&str> = line.split_whitespace().collect();
+            words.first() == Some(&name) && words.last() == Some(&"true")
+        })
+    }
+
     /// Whether `name` is a feature of this release that `codex features list` says is under
     /// development (those Codex warns about when a configuration enables them).
     pub fn is_under_development(&self, name: &str) -> bool {

@@ -100,9 +100,17 @@ fn file_change_approval_accepted_writes_the_file_and_the_diff_declined_does_not(
     assert_eq!(done["params"]["turn"]["status"], "interrupted");
 }
 
+/// What the real Codex needs to offer the model `request_permissions` (off by default in 0.169).
+const PERMISSIONS_TOOL: &[&str] = &["--enable", "request_permissions_tool"];
+
 #[test]
 fn permissions_approval_tells_the_model_what_was_granted() {
-    let mut case = Case::start("permissions-approval", "fullread", json!({}));
+    let mut case = Case::start_with(
+        "permissions-approval",
+        "fullread",
+        json!({}),
+        PERMISSIONS_TOOL,
+    );
     case.until_turn_completed(&mut |request: &Value| {
         result(
             request,
@@ -118,7 +126,12 @@ fn permissions_approval_tells_the_model_what_was_granted() {
     );
     Schemas::of("0.169.0").assert_valid(&case.messages(), |_| false);
     // The minimal driver's `{decision}` answer grants nothing, as with the real Codex.
-    let mut wrong = Case::start("permissions-approval", "fullread", json!({}));
+    let mut wrong = Case::start_with(
+        "permissions-approval",
+        "fullread",
+        json!({}),
+        PERMISSIONS_TOOL,
+    );
     wrong.until_turn_completed(&mut |request: &Value| {
         result(request, json!({"decision": "decline"}))
     });
@@ -315,6 +328,19 @@ fn current_time_is_refused_by_a_fake_playing_0_171() {
     assert!(
         stderr.contains("`currentTime/read` is not a request Codex 0.171.0 sends"),
         "{stderr}"
+    );
+}
+
+/// Without the feature Codex 0.169 does not offer the tool: the model's call is refused and the
+/// client is asked nothing (measured).
+#[test]
+fn request_permissions_is_not_offered_without_its_feature() {
+    let mut case = Case::start("permissions-approval", "fullread", json!({}));
+    case.until_turn_completed(&mut |_: &Value| None);
+    assert!(only(&case.messages(), "item/permissions/requestApproval").is_empty());
+    assert_eq!(
+        case.tool_outputs()[0],
+        "unsupported call: request_permissions"
     );
 }
 

@@ -215,18 +215,28 @@ fn reviewed_scenario(lab: &Lab, allow: bool) -> String {
 fn run_reviewed(allow: bool) -> (Vec<Value>, bool) {
     let lab = Lab::new();
     let scenario = reviewed_scenario(&lab, allow);
-    let seen = run_under_reviewer(&lab, &scenario);
+    let seen = run_under_reviewer(&lab, &scenario, None);
     (seen, lab.ws().join("probe.txt").exists())
 }
 
-/// One turn of `scenario` in a read-only thread under `approvalsReviewer: auto_review`: every
-/// line the fake sent.
-fn run_under_reviewer(lab: &Lab, scenario: &str) -> Vec<Value> {
-    let mut client = spawn(lab, &["--scenario", scenario]);
-    let started = client.request(
-        "thread/start",
-        json!({"cwd": lab.ws_str(), "sandbox": "read-only", "approvalPolicy": "on-request", "approvalsReviewer": "auto_review"}),
+/// One turn of `scenario` in a read-only thread under `approvalsReviewer: auto_review`, with
+/// `request_permissions_tool` on and the thread's own `config` if given: every line the fake
+/// sent.
+fn run_under_reviewer(lab: &Lab, scenario: &str, config: Option<Value>) -> Vec<Value> {
+    let mut client = spawn(
+        lab,
+        &[
+            "--scenario",
+            scenario,
+            "-c",
+            "features.request_permissions_tool=true",
+        ],
     );
+    let mut params = json!({"cwd": lab.ws_str(), "sandbox": "read-only", "approvalPolicy": "on-request", "approvalsReviewer": "auto_review"});
+    if let Some(config) = config {
+        params["config"] = config;
+    }
+    let started = client.request("thread/start", params);
     assert_eq!(
         started["result"]["approvalsReviewer"], "auto_review",
         "{started}"
@@ -262,7 +272,7 @@ fn the_automatic_reviewer_denies_codex_tools_without_asking_the_client(
     #[case] action: &str,
 ) {
     let lab = Lab::new();
-    let seen = run_under_reviewer(&lab, scenario);
+    let seen = run_under_reviewer(&lab, scenario, None);
     assert!(
         seen.iter()
             .all(|m| !(m.get("method").is_some() && m.get("id").is_some())),
@@ -423,4 +433,20 @@ fn a_side_turn_with_an_output_schema_gets_a_plain_reply_by_default() {
         .unwrap()
         .to_string();
     assert_eq!(turn_messages(&mut client, &main, json!({})), ["scripted"]);
+}
+
+/// A `features` table in `thread/start`'s `config` replaces the configuration's (measured with
+/// 0.169 and codex-acp, which starts its threads with `features.cwd_relative_turn_diffs =
+/// false`): the `request_permissions_tool` of `-c` is lost for that thread, so the model's call
+/// is not offered and nothing is reviewed.
+#[test]
+fn a_threads_features_table_replaces_the_configurations() {
+    let lab = Lab::new();
+    let config = json!({"features": {"cwd_relative_turn_diffs": false}});
+    let seen = run_under_reviewer(&lab, "builtin:permissions-approval", Some(config));
+    let methods = methods(&seen);
+    assert!(
+        !methods.contains(&"item/autoApprovalReview/started") && !methods.contains(&"warning"),
+        "{methods:?}"
+    );
 }

@@ -299,7 +299,7 @@ fn turn_start(shared: &Arc<Shared>, params: Option<&Value>) -> Reply {
             output_schema,
         });
         if first_turn {
-            if let Some(warning) = settings::unstable_features_warning(shared, &thread.id) {
+            if let Some(warning) = settings::unstable_features_warning(shared, thread) {
                 shared.out.send(&warning);
             }
         }
@@ -323,6 +323,11 @@ fn turn_start(shared: &Arc<Shared>, params: Option<&Value>) -> Reply {
             permissions: thread.permissions.clone(),
             approval_policy: thread.approval_policy.clone(),
             dynamic_tools: thread.dynamic_tools.clone(),
+            request_permissions_tool: settings::feature_enabled(
+                shared,
+                thread,
+                "request_permissions_tool",
+            ),
             input: json!(params.input),
             user_text: text,
             script,

@@ -40,22 +40,51 @@ pub fn missing_metadata_warning(model: &str, thread_id: &str) -> Value {
     )
 }
 
-/// `warning` on a thread's first turn/start when the configuration enables features under
+/// The features `thread` sets, each on or off: its own `features` table when `thread/start`
+/// named one (which replaces the configuration's), else the configuration's.
+fn thread_features(
+    shared: &Shared,
+    thread: &ThreadState,
+) -> std::collections::BTreeMap<String, bool> {
+    match &thread.features {
+        Some(features) => features
+            .iter()
+            .filter_map(|(name, on)| on.as_bool().map(|on| (name.clone(), on)))
+            .collect(),
+        None => shared
+            .config
+            .session_flags
+            .get("features")
+            .and_then(toml::Value::as_table)
+            .into_iter()
+            .flatten()
+            .filter_map(|(name, on)| on.as_bool().map(|on| (name.clone(), on)))
+            .collect(),
+    }
+}
+
+/// Whether feature `name` is on in `thread` (else the release's default for it).
+pub fn feature_enabled(shared: &Shared, thread: &ThreadState, name: &str) -> bool {
+    thread_features(shared, thread)
+        .get(name)
+        .copied()
+        .unwrap_or_else(|| crate::persona::current().feature_default(name))
+}
+
+/// `warning` on a thread's first turn/start when its configuration enables features under
 /// development (Codex 0.169's text, measured: after `thread/started`, before the answer, once
 /// per thread, the features sorted). `None` when it enables none.
-pub fn unstable_features_warning(shared: &Shared, thread_id: &str) -> Option<Value> {
+pub fn unstable_features_warning(shared: &Shared, thread: &ThreadState) -> Option<Value> {
+    let thread_id = &thread.id;
     let flags = &shared.config.session_flags;
     if flags.get("suppress_unstable_features_warning") == Some(&toml::Value::Boolean(true)) {
         return None;
     }
     let persona = crate::persona::current();
-    let enabled: std::collections::BTreeSet<&str> = flags
-        .get("features")
-        .and_then(toml::Value::as_table)
+    let enabled: std::collections::BTreeSet<String> = thread_features(shared, thread)
         .into_iter()
-        .flatten()
-        .filter(|(name, on)| on.as_bool() == Some(true) && persona.is_under_development(name))
-        .map(|(name, _)| name.as_str())
+        .filter(|(name, on)| *on && persona.is_under_development(name))
+        .map(|(name, _)| name)
         .collect();
     if enabled.is_empty() {
         return None;

@@ -70,6 +70,11 @@ pub struct ThreadState {
     /// The thread `thread/fork` copied it from.
     pub forked_from: Option<String>,
     pub dynamic_tools: Vec<String>,
+    /// The `features` table of `thread/start`'s `config`, when it names one: it replaces the
+    /// configuration's whole `features` table for this thread (measured with 0.169: a
+    /// `-c features.request_permissions_tool=true` is lost for a thread started with
+    /// `config.features = {cwd_relative_turn_diffs = false}`, as codex-acp starts its threads).
+    pub features: Option<serde_json::Map<String, serde_json::Value>>,
     pub instruction_sources: Vec<String>,
     pub preview: String,
     /// Tokens the scripted model used on this thread so far (`thread/tokenUsage/updated`).
@@ -325,6 +330,7 @@ impl ThreadState {
             name: record.name,
             forked_from: record.forked_from,
             dynamic_tools: record.dynamic_tools,
+            features: None,
             instruction_sources: record.instruction_sources,
             preview: record.preview,
             tokens_used: record.tokens_used,

@@ -234,6 +234,12 @@ pub(super) fn thread_start(shared: &Arc<Shared>, params: Option<&Value>) -> Repl
                 .into_iter()
                 .map(|t| t.name)
                 .collect(),
+            features: params
+                .config
+                .as_ref()
+                .and_then(|config| config.get("features"))
+                .and_then(Value::as_object)
+                .cloned(),
             instruction_sources,
             preview: String::new(),
             created_at: now,

@@ -71,7 +71,12 @@ impl Case {
     /// Initialize, start a thread (`permissions`, the finish tools registered) and send the
     /// first `turn/start` with `turn_extra` params, without waiting for its answer.
     pub fn start(name: &str, permissions: &str, turn_extra: Value) -> Case {
-        let (mut client, model_log, lab) = spawn(name, Lab::new(), &[]);
+        Case::start_with(name, permissions, turn_extra, &[])
+    }
+
+    /// [`Case::start`], the fake launched with `args` too.
+    pub fn start_with(name: &str, permissions: &str, turn_extra: Value, args: &[&str]) -> Case {
+        let (mut client, model_log, lab) = spawn(name, Lab::new(), args);
         client.initialize(true);
         let thread = start_thread(&mut client, &lab, permissions);
         let mut case = Case {

@@ -10,20 +10,26 @@
 //! went on with is not compared — the cut side has no evidence of what its app-server would
 //! have said. Nothing the driver acted on before the cut is left out.
 
-use graders::events::{Body, Event, Source};
+use graders::events::{Body, DriverEnded, Event, Source};
 use graders::wire::transcript::{Direction, Record};
 use serde_json::Value;
 use std::collections::BTreeMap;
 
-/// Why a side's sequence was cut short by its driver, or `None`: the driver's run ended
-/// `succeeded` (the harness's `run.ended`), and in the app-server's last launch the driver
-/// closed stdin while requests it had sent stayed unanswered to the end.
+/// Why a side's sequence was cut short by its driver, or `None`: the driver ended on its own —
+/// its run ended `succeeded` (the harness's `run.ended`), or a wire driver exited by itself,
+/// with any status (codex-acp's client exits 1 after a refused or cancelled prompt and still
+/// starts its title thread first) — never killed at the harness's bound, and in the
+/// app-server's last launch the driver closed stdin while requests it had sent stayed
+/// unanswered to the end.
 pub fn driver_cut(transcript: &[Record], events: &[Event]) -> Option<String> {
-    let succeeded = events.iter().any(|e| {
-        e.source == Source::Harness
-            && matches!(&e.body, Body::RunEnded(ended) if ended.ending == graders::events::Ending::Succeeded)
+    let ended_on_its_own = events.iter().any(|e| match &e.body {
+        Body::RunEnded(ended) => {
+            e.source == Source::Harness && ended.ending == graders::events::Ending::Succeeded
+        }
+        Body::DriverEnded(DriverEnded::Exited { .. }) => true,
+        _ => false,
     });
-    if !succeeded {
+    if !ended_on_its_own {
         return None;
     }
     let last = transcript.iter().map(Record::launch).max()?;
@@ -151,5 +157,21 @@ mod tests {
             driver_cut(&transcript(false, true), &ended(Ending::TimedOut)),
             None
         );
+        let killed = driver_ended(DriverEnded::KilledAtBound {
+            reason: "idle".into(),
+        });
+        assert_eq!(driver_cut(&transcript(false, true), &killed), None);
+    }
+
+    fn driver_ended(how: DriverEnded) -> Vec<Event> {
+        vec![Event::new(0, "r", Source::Driver, Body::DriverEnded(how))]
+    }
+
+    /// A wire driver that exits by itself, with a failure status, after hanging up on a request
+    /// is cut too: it was not stopped by the harness, so what it left unanswered is its own doing.
+    #[test]
+    fn a_wire_driver_that_exits_by_itself_after_hanging_up_is_cut() {
+        let exited = driver_ended(DriverEnded::Exited { code: 1 });
+        assert!(driver_cut(&transcript(false, true), &exited).is_some());
     }
 }

@@ -355,8 +355,8 @@ impl Truncation {
 /// sequence ended early because its driver cut it short ([`cut`]).
 pub fn compare(fake: &SideOutcome, real: &SideOutcome) -> (Option<Divergence>, Option<Truncation>) {
     let (fake_seq, real_seq) = (
-        without_requests(&fake.sequence),
-        without_requests(&real.sequence),
+        up_to_the_cut(without_requests(&fake.sequence), fake),
+        up_to_the_cut(without_requests(&real.sequence), real),
     );
     let Some(divergence) = first_divergence(&fake_seq, &real_seq) else {
         return (None, None);
@@ -378,6 +378,23 @@ pub fn compare(fake: &SideOutcome, real: &SideOutcome) -> (Option<Divergence>, O
         ),
         _ => (Some(divergence), None),
     }
+}
+
+/// A side its driver cut short ([`cut::driver_cut`]) as compared: up to the driver's closing of
+/// the app-server's stdin in its last launch. From there on the side shows how its app-server
+/// ended under the cut (the recorder's `stdin-closed` and `app-server-exited`), where the other
+/// side's app-server, answering sooner, may still have answered what the driver asked last: a
+/// race of the driver's, not a behaviour of either app-server.
+fn up_to_the_cut(mut sequence: Vec<Value>, side: &SideOutcome) -> Vec<Value> {
+    if side.cut.is_some() {
+        if let Some(cut) = sequence
+            .iter()
+            .rposition(|event| event["kind"] == "protocol.stdin-closed")
+        {
+            sequence.truncate(cut);
+        }
+    }
+    sequence
 }
 
 /// The sequence as compared: without the driver's client requests and their answers, whose

@@ -200,6 +200,22 @@ fn a_driver_cut_compares_as_a_prefix_and_nothing_else_does() {
     assert!(truncated.describe().contains("hung up"));
     let (divergence, _) = compare(&side(long.clone(), None), &side(short.clone(), None));
     assert_eq!(divergence.unwrap().index, 2);
+    // The cut side's own ending (the recorder's stdin-closed and exit) is not compared with what
+    // the other side's app-server went on answering; the other side's ending is.
+    let ending = [
+        serde_json::json!({"kind": "protocol.stdin-closed", "payload": {"launch": 1}}),
+        serde_json::json!({"kind": "protocol.app-server-exited", "payload": {"launch": 1}}),
+    ];
+    let short_ended: Vec<Value> = short.iter().chain(&ending).cloned().collect();
+    let long_ended: Vec<Value> = long.iter().chain(&ending).cloned().collect();
+    let (divergence, truncated) = compare(
+        &side(long_ended.clone(), None),
+        &side(short_ended.clone(), Some("hung up")),
+    );
+    assert_eq!(divergence, None);
+    assert_eq!(truncated.unwrap().index, 2);
+    let (divergence, _) = compare(&side(long_ended, None), &side(short_ended, None));
+    assert_eq!(divergence.unwrap().index, 2, "without the cut: strict");
     // The cut side must match up to the cut.
     let mut changed = short.clone();
     changed[1]["payload"]["turn_id"] = Value::String("<id-9>".into());

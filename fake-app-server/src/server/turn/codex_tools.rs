@@ -249,6 +249,11 @@ impl TurnRun {
     /// `request_permissions`: `item/permissions/requestApproval`; the model is told what was
     /// granted (nothing for an error or an answer of another shape, as the real Codex does).
     fn request_permissions(&mut self, call_id: String, args: &PermissionsArgs) -> Flow {
+        if !self.plan.request_permissions_tool {
+            // Not offered: the model's call is refused as any unknown tool's (measured).
+            self.tell(call_id, "unsupported call: request_permissions".into());
+            return Flow::Continue;
+        }
         let requested = &args.permissions;
         let network = requested
             .network
@@ -427,6 +432,11 @@ pub(super) fn server_started_plan(shared: &Arc<Shared>, thread_id: &str) -> Opti
             .is_some_and(|mode| mode["mode"] == "plan"),
         tokens_before: thread.tokens_used,
         dynamic_tools: thread.dynamic_tools.clone(),
+        request_permissions_tool: crate::server::settings::feature_enabled(
+            shared,
+            thread,
+            "request_permissions_tool",
+        ),
         input: json!([]),
         user_text: String::new(),
         script: shared.scenario.turn_for(origin, index),

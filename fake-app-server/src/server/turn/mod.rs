@@ -40,6 +40,9 @@ pub struct TurnPlan {
     /// Tokens the thread used before this turn (`thread/tokenUsage/updated` reports totals).
     pub tokens_before: u64,
     pub dynamic_tools: Vec<String>,
+    /// Whether Codex offers the model `request_permissions` (feature `request_permissions_tool`,
+    /// off by default in 0.169).
+    pub request_permissions_tool: bool,
     pub input: Value,
     pub user_text: String,
     pub script: ScenarioTurn,
@@ -220,6 +223,11 @@ impl TurnRun {
                     }
                 }
                 if let Flow::Interrupted = self.step(step) {
+                    // The response that called the tool had ended: Codex 0.169 still reports its
+                    // usage before the interrupted turn ends (measured with a cancelled approval).
+                    if ends_response(step) {
+                        self.token_usage();
+                    }
                     status = "interrupted";
                     break 'script;
                 }
