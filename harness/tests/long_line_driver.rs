@@ -1,0 +1,294 @@
+//! A driver whose line reader dies on a long line (issue 21): a copy of the minimal example
+//! driver (`harness/examples/minimal_driver.py`) whose reader keeps asyncio's rule — a
+//! `StreamReader`'s default limit is 64 KiB, and a line longer than that (its newline excluded)
+//! raises instead of being read — and which exits 1 when it does. Against the fake's long legal
+//! lines its cells must not pass, must end `transport-lost` with the line's size in the reason,
+//! and their transcripts must hold the line it died on (cut off where the driver let go of it,
+//! or whole); the unmodified driver passes the same cells, and the copy passes the 64 KiB line
+//! (at its limit, not over it), so the failure is the limit's.
+//!
+//! A third copy declares its bound (`max_line_bytes = 65536`): dying on a longer line is then a
+//! classified failure, which passes. The copies are patched here as `broken_drivers.rs` patches
+//! its own (every patched text occurs exactly once in the original).
+//!
+//! Only the fake: the mock model API in front of the real Codex plays scenarios of
+//! `suites/scenarios`, and no shipped scenario has the real Codex send a line over 64 KiB.
+
+// Each test crate uses its own part of the shared helpers.
+#[allow(dead_code)]
+mod common;
+
+use common::{driver_copies, prereq};
+
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::fmt::Write;
+use std::path::{Path, PathBuf};
+
+/// The unmodified driver.
+const ORIGINAL: &str = "minimal";
+/// The copy whose reader dies on a line over 64 KiB.
+const LIMITED: &str = "limited";
+/// The same copy, declaring its bound.
+const DECLARED: &str = "limited-declared";
+
+/// asyncio's `StreamReader` rule (`readuntil`: a separator found past the limit, or none within
+/// it, is `LimitOverrunError`, which `readline` raises as `ValueError`), with its message; the
+/// reader hands the error to the main loop, which exits 1 with it.
+const READER_WITH_A_LIMIT: &[(&str, &str)] = &[
+    (
+        "threading.Thread(target=lambda: [inbox.put(l) for l in proc.stdout] + [inbox.put(None)], daemon=True).start()\n",
+        r#"LIMIT = 2 ** 16  # asyncio.StreamReader's default limit
+
+
+def read_lines():  # asyncio's readline: a line longer than LIMIT (newline excluded) raises
+    try:
+        for line in iter(lambda: proc.stdout.readline(LIMIT + 2), ""):
+            if len(line.rstrip("\n")) > LIMIT:
+                raise ValueError("Separator is not found, and chunk exceed the limit")
+            inbox.put(line)
+        inbox.put(None)
+    except Exception as e:  # noqa: BLE001 - the reader's death ends the run
+        inbox.put(e)
+
+
+threading.Thread(target=read_lines, daemon=True).start()
+"#,
+    ),
+    (
+        "        raise EOFError(\"codex app-server closed its output\")\n    return json.loads(line)",
+        "        raise EOFError(\"codex app-server closed its output\")\n    if isinstance(line, Exception):\n        raise line\n    return json.loads(line)",
+    ),
+];
+
+/// The long lines of `protocol-size`, and whether they are over the copy's limit.
+const CASES: &[(&str, bool)] = &[("line-64k", false), ("line-1m", true), ("line-2m", true)];
+
+/// The copy whose reader dies on a line over 64 KiB; an error when the patch no longer applies.
+fn limited(original: &str) -> Result<String, String> {
+    driver_copies::apply(original, READER_WITH_A_LIMIT, LIMITED)
+}
+
+/// The three drivers (each waits at most 5 s for a line, below the harness's idle bound on the
+/// fake) and a drivers file declaring them, with the long-line cases in `environments` beyond
+/// the shipped `local`; the file's path.
+fn drivers_file(dir: &Path, environments: &[&str]) -> PathBuf {
+    let original = driver_copies::minimal_driver();
+    let limited = limited(&original).unwrap_or_else(|e| panic!("{e}"));
+    let mut file = String::new();
+    for (name, text, declares) in [
+        (ORIGINAL, &original, ""),
+        (LIMITED, &limited, ""),
+        (DECLARED, &limited, "max_line_bytes = 65536\n"),
+    ] {
+        std::fs::write(dir.join(format!("{name}.py")), text).unwrap();
+        let _ = write!(
+            file,
+            "[drivers.{name}]\ncommand = \"python3 {name}.py --cwd {{workspace}} --prompt {{prompt}} --mode {{mode}} --timeout 5\"\ncodex = \"env:CODEX_PATH\"\nmodes = [\"planning\", \"standard\", \"ask\"]\noutcome = \"exit-status\"\n{declares}\n"
+        );
+    }
+    if !environments.is_empty() {
+        let quoted = |names: &[&str]| {
+            names
+                .iter()
+                .map(|n| format!("\"{n}\""))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let runners: Vec<String> = [ORIGINAL, LIMITED, DECLARED]
+            .iter()
+            .map(|d| format!("{d}-fake"))
+            .collect();
+        let runners: Vec<&str> = runners.iter().map(String::as_str).collect();
+        let cases: Vec<&str> = CASES.iter().map(|(case, _)| *case).collect();
+        let _ = write!(
+            file,
+            "[[suites.protocol-size.matrix]]\nrunners = [{}]\nenvironments = [{}]\ncases = [{}]\n",
+            quoted(&runners),
+            quoted(environments),
+            quoted(&cases)
+        );
+    }
+    let path = dir.join("drivers.toml");
+    std::fs::write(&path, file).unwrap();
+    path
+}
+
+/// `harness run` of the long-line cells in `environment`; the JSON summary's cells by name.
+fn run(drivers: &Path, out: &Path, environment: &str) -> BTreeMap<String, Value> {
+    let filters: Vec<String> = CASES
+        .iter()
+        .map(|(case, _)| format!(".{environment}.{case}"))
+        .collect();
+    let mut args = vec!["--app-server", "fake", "--environment", environment];
+    args.extend(filters.iter().map(String::as_str));
+    driver_copies::run(drivers, out, &args)
+}
+
+/// Each line of a JSON Lines file.
+fn json_lines(path: &Path) -> Vec<Value> {
+    let text =
+        std::fs::read_to_string(path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+    text.lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{}: {e}", path.display())))
+        .collect()
+}
+
+/// The cell's `run.ended` payload.
+fn run_ended(cell_dir: &Path) -> Value {
+    json_lines(&cell_dir.join("events.jsonl"))
+        .into_iter()
+        .rev()
+        .find(|e| e["kind"] == "run.ended")
+        .map(|e| e["payload"].clone())
+        .unwrap_or_else(|| panic!("no run.ended in {}", cell_dir.display()))
+}
+
+/// The app-server's lines over the limit as the transcript holds them: cut off where the driver
+/// let go of it (a `partial` line), whole, or — past the recorder's bound — a note with its
+/// size; their sizes in bytes.
+fn long_lines_kept(cell_dir: &Path) -> Vec<u64> {
+    json_lines(&cell_dir.join("transcript.jsonl"))
+        .iter()
+        .filter(|r| r["direction"] == "out")
+        .filter_map(|r| {
+            if let Some(raw) = r["raw"].as_str() {
+                (r["partial"] == true && raw.contains("item/agentMessage/delta"))
+                    .then_some(raw.len() as u64)
+            } else if let Some(message) = r.get("message") {
+                Some(message.to_string().len() as u64)
+            } else {
+                r["bytes"].as_u64()
+            }
+        })
+        .filter(|bytes| *bytes > 64 << 10)
+        .collect()
+}
+
+/// The drivers' cells in `environment`: the checks of the module's header; every failure is
+/// listed, then the test fails.
+fn check(cells: &BTreeMap<String, Value>, out: &Path, environment: &str) {
+    let mut failures = Vec::new();
+    let mut report = String::new();
+    for (case, over_the_limit) in CASES {
+        let name = |driver: &str| format!("protocol-size.{driver}-fake.{environment}.{case}");
+        let verdict = |driver: &str| {
+            cells
+                .get(&name(driver))
+                .map_or("missing", |c| c["verdict"].as_str().unwrap_or("none"))
+                .to_string()
+        };
+        let _ = writeln!(
+            report,
+            "{environment} {case}: {ORIGINAL} {}, {LIMITED} {}, {DECLARED} {}",
+            verdict(ORIGINAL),
+            verdict(LIMITED),
+            verdict(DECLARED)
+        );
+        if verdict(ORIGINAL) != "pass" {
+            failures.push(format!(
+                "{}: the unmodified driver (the control) got {}",
+                name(ORIGINAL),
+                verdict(ORIGINAL)
+            ));
+        }
+        if !over_the_limit {
+            if verdict(LIMITED) != "pass" {
+                failures.push(format!(
+                    "{}: a line at the limit, not over it, got {}",
+                    name(LIMITED),
+                    verdict(LIMITED)
+                ));
+            }
+            continue;
+        }
+        let dir = out.join(name(LIMITED));
+        let ended = run_ended(&dir);
+        let reason = ended["reason"].as_str().unwrap_or_default();
+        let _ = writeln!(report, "  {LIMITED}: ended {} ({reason})", ended["ending"]);
+        if verdict(LIMITED) == "pass" {
+            failures.push(format!("{}: passed", name(LIMITED)));
+        }
+        let kept = long_lines_kept(&dir);
+        let _ = writeln!(
+            report,
+            "  the transcript holds lines over 64 KiB of {kept:?} bytes"
+        );
+        if kept.is_empty() {
+            failures.push(format!(
+                "{}: the transcript holds no line over 64 KiB (neither cut off nor whole)",
+                name(LIMITED)
+            ));
+        }
+        // The size in the reason is the recording's own.
+        let sized = kept.iter().any(|b| reason.contains(&format!("{b} bytes")));
+        if ended["ending"] != "transport-lost" || !sized {
+            failures.push(format!(
+                "{}: ended {ended}, not transport-lost naming the size of a line the transcript holds",
+                name(LIMITED)
+            ));
+        }
+        if verdict(DECLARED) != "pass" {
+            failures.push(format!(
+                "{}: dying on a line over its declared max_line_bytes is a classified failure, got {}",
+                name(DECLARED),
+                verdict(DECLARED)
+            ));
+        }
+        let declared = run_ended(&out.join(name(DECLARED)));
+        if declared["ending"] != "transport-lost" {
+            failures.push(format!(
+                "{}: ended {declared}, not transport-lost",
+                name(DECLARED)
+            ));
+        }
+    }
+    eprintln!("{report}");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+fn on_the_fake(environments: &[&str]) {
+    let dir = tempfile::tempdir().unwrap();
+    let drivers = drivers_file(dir.path(), environments);
+    for environment in environments.iter().copied().chain(
+        // The shipped matrix's own environment when no other is asked for.
+        environments.is_empty().then_some("local"),
+    ) {
+        let out = dir.path().join(format!("out-{environment}"));
+        let cells = run(&drivers, &out, environment);
+        check(&cells, &out, environment);
+    }
+}
+
+fn main() {
+    let args = libtest_mimic::Arguments::from_args();
+    let containers = ["container", "daytona"];
+    let missing = containers
+        .iter()
+        .find_map(|env| prereq::environment_missing(env));
+    let trials = vec![
+        libtest_mimic::Trial::test(
+            "a_driver_whose_reader_dies_on_a_long_line_loses_its_transport_on_the_fake",
+            || {
+                on_the_fake(&[]);
+                Ok(())
+            },
+        ),
+        prereq::trial(
+            "a_driver_whose_reader_dies_on_a_long_line_loses_its_transport_in_containers_needs_root_runc",
+            missing,
+            move || {
+                on_the_fake(&containers);
+                Ok(())
+            },
+        ),
+        libtest_mimic::Trial::test("the_reader_patch_applies_to_the_minimal_driver_once", || {
+            let original = driver_copies::minimal_driver();
+            if limited(&original)? == original {
+                return Err("the reader patch changes nothing".into());
+            }
+            Ok(())
+        }),
+    ];
+    libtest_mimic::run(&args, trials).exit();
+}
