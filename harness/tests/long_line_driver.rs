@@ -8,8 +8,11 @@
 //! (at its limit, not over it), so the failure is the limit's.
 //!
 //! A third copy declares its bound (`max_line_bytes = 65536`): dying on a longer line is then a
-//! classified failure, which passes. The copies are patched here as `broken_drivers.rs` patches
-//! its own (every patched text occurs exactly once in the original).
+//! classified failure, which passes. A fourth counts the newline in its limit, so it dies on the
+//! 64 KiB line, which fits whole in the pipes with the rest of the turn: the wire shows a turn
+//! that completed and a driver that exited 1 (`failed-permanently`, the cell `fail`): how far a
+//! driver read into its own buffers is not on the wire. The copies are patched here as
+//! `broken_drivers.rs` patches its own (every patched text occurs exactly once in the original).
 //!
 //! Only the fake: the mock model API in front of the real Codex plays scenarios of
 //! `suites/scenarios`, and no shipped scenario has the real Codex send a line over 64 KiB.
@@ -31,6 +34,9 @@ const ORIGINAL: &str = "minimal";
 const LIMITED: &str = "limited";
 /// The same copy, declaring its bound.
 const DECLARED: &str = "limited-declared";
+/// A copy whose limit counts the newline, as a hand-written `readline(65536)` check does: it
+/// dies on the 64 KiB line too.
+const STRICT: &str = "limited-strict";
 
 /// asyncio's `StreamReader` rule (`readuntil`: a separator found past the limit, or none within
 /// it, is `LimitOverrunError`, which `readline` raises as `ValueError`), with its message; the
@@ -69,17 +75,31 @@ fn limited(original: &str) -> Result<String, String> {
     driver_copies::apply(original, READER_WITH_A_LIMIT, LIMITED)
 }
 
-/// The three drivers (each waits at most 5 s for a line, below the harness's idle bound on the
+/// [`limited`], its limit counting the newline.
+fn strict(original: &str) -> Result<String, String> {
+    driver_copies::apply(
+        &limited(original)?,
+        &[(
+            r#"if len(line.rstrip("\n")) > LIMIT:"#,
+            "if len(line) > LIMIT:",
+        )],
+        STRICT,
+    )
+}
+
+/// The drivers (each waits at most 5 s for a line, below the harness's idle bound on the
 /// fake) and a drivers file declaring them, with the long-line cases in `environments` beyond
 /// the shipped `local`; the file's path.
 fn drivers_file(dir: &Path, environments: &[&str]) -> PathBuf {
     let original = driver_copies::minimal_driver();
     let limited = limited(&original).unwrap_or_else(|e| panic!("{e}"));
+    let strict = strict(&original).unwrap_or_else(|e| panic!("{e}"));
     let mut file = String::new();
     for (name, text, declares) in [
         (ORIGINAL, &original, ""),
         (LIMITED, &limited, ""),
         (DECLARED, &limited, "max_line_bytes = 65536\n"),
+        (STRICT, &strict, ""),
     ] {
         std::fs::write(dir.join(format!("{name}.py")), text).unwrap();
         let _ = write!(
@@ -95,7 +115,7 @@ fn drivers_file(dir: &Path, environments: &[&str]) -> PathBuf {
                 .collect::<Vec<_>>()
                 .join(", ")
         };
-        let runners: Vec<String> = [ORIGINAL, LIMITED, DECLARED]
+        let runners: Vec<String> = [ORIGINAL, LIMITED, DECLARED, STRICT]
             .iter()
             .map(|d| format!("{d}-fake"))
             .collect();
@@ -180,11 +200,19 @@ fn check(cells: &BTreeMap<String, Value>, out: &Path, environment: &str) {
         };
         let _ = writeln!(
             report,
-            "{environment} {case}: {ORIGINAL} {}, {LIMITED} {}, {DECLARED} {}",
+            "{environment} {case}: {ORIGINAL} {}, {LIMITED} {}, {DECLARED} {}, {STRICT} {}",
             verdict(ORIGINAL),
             verdict(LIMITED),
-            verdict(DECLARED)
+            verdict(DECLARED),
+            verdict(STRICT)
         );
+        // The 64 KiB line and what follows it fit in the pipes between the app-server and the
+        // driver, so the recording holds the whole turn: the wire cannot show the line was not
+        // taken (the ending is the driver's failure, not a lost transport), but the cell never
+        // passes.
+        if verdict(STRICT) == "pass" {
+            failures.push(format!("{}: passed", name(STRICT)));
+        }
         if verdict(ORIGINAL) != "pass" {
             failures.push(format!(
                 "{}: the unmodified driver (the control) got {}",
@@ -284,8 +312,9 @@ fn main() {
         ),
         libtest_mimic::Trial::test("the_reader_patch_applies_to_the_minimal_driver_once", || {
             let original = driver_copies::minimal_driver();
-            if limited(&original)? == original {
-                return Err("the reader patch changes nothing".into());
+            let limited = limited(&original)?;
+            if limited == original || strict(&original)? == limited {
+                return Err("a reader patch changes nothing".into());
             }
             Ok(())
         }),
