@@ -1,11 +1,13 @@
 //! A driver whose line reader dies on a long line (issue 21): a copy of the minimal example
 //! driver (`harness/examples/minimal_driver.py`) whose reader keeps asyncio's rule — a
 //! `StreamReader`'s default limit is 64 KiB, and a line longer than that (its newline excluded)
-//! raises instead of being read — and which exits 1 when it does. Against the fake's long legal
-//! lines its cells must not pass, must end `transport-lost` with the line's size in the reason,
-//! and their transcripts must hold the line it died on (cut off where the driver let go of it,
-//! or whole); the unmodified driver passes the same cells, and the copy passes the 64 KiB line
-//! (at its limit, not over it), so the failure is the limit's.
+//! raises instead of being read — and which exits 1 when it does. Against long legal lines its
+//! cells must not pass and their transcripts must hold the line it died on (cut off where the
+//! driver let go of it, or whole); where the line is longer than every buffer between the
+//! app-server and the driver (`line-2m`) the cell must end `transport-lost` with the size the
+//! recording holds in its reason (see [`Line`] for the 1 MB lines). The unmodified driver
+//! passes the same cells, and the copy passes the 64 KiB line (at its limit, not over it), so
+//! the failure is the limit's.
 //!
 //! A third copy declares its bound (`max_line_bytes = 65536`): dying on a longer line is then a
 //! classified failure, which passes. A fourth counts the newline in its limit, so it dies on the
@@ -14,8 +16,9 @@
 //! driver read into its own buffers is not on the wire. The copies are patched here as
 //! `broken_drivers.rs` patches its own (every patched text occurs exactly once in the original).
 //!
-//! Only the fake: the mock model API in front of the real Codex plays scenarios of
-//! `suites/scenarios`, and no shipped scenario has the real Codex send a line over 64 KiB.
+//! The real Codex sends its long line when the mock model API answers with a 1,000,000-byte
+//! agent message (`suites/scenarios/long-message.toml`, a case this test's drivers file adds,
+//! graded as `line-1m`); the fake plays the same case beside its own long lines.
 
 // Each test crate uses its own part of the shared helpers.
 #[allow(dead_code)]
@@ -68,7 +71,31 @@ threading.Thread(target=read_lines, daemon=True).start()
 ];
 
 /// The long lines of `protocol-size`, and whether they are over the copy's limit.
-const CASES: &[(&str, bool)] = &[("line-64k", false), ("line-1m", true), ("line-2m", true)];
+const CASES: &[(&str, Line)] = &[
+    ("line-64k", Line::AtTheLimit),
+    ("line-1m", Line::Over),
+    ("line-2m", Line::OverEveryBuffer),
+];
+
+/// The real Codex's long line, and the fake's of the same case (a longer message would make
+/// `turn/completed`, which carries it, a line past the recorder's bound: no turn would complete
+/// on the wire).
+const LONG_MESSAGE_CASE: (&str, Line) = ("long-message", Line::Over);
+
+/// How a case's long line meets the copy's 64 KiB limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Line {
+    /// At it, not over: read.
+    AtTheLimit,
+    /// Over it: the cell is never `pass`. A line of about 1 MiB may still fit whole in the
+    /// buffers between the app-server and the driver (the relay's socket, the tap's pipe, the
+    /// driver's reader: up to 950,272 bytes measured), and then the wire shows a live
+    /// app-server blocked on its output, not a line cut off: the ending is not asserted.
+    Over,
+    /// Over it, and past what those buffers hold (2 MiB): the line is cut off where the driver
+    /// let go of it, so the ending is `transport-lost`.
+    OverEveryBuffer,
+}
 
 /// The copy whose reader dies on a line over 64 KiB; an error when the patch no longer applies.
 fn limited(original: &str) -> Result<String, String> {
@@ -87,10 +114,21 @@ fn strict(original: &str) -> Result<String, String> {
     )
 }
 
+/// A case of the drivers file: the real Codex's long line (a 1,000,000-byte agent message
+/// the mock model API has it send), graded as `line-1m`.
+const LONG_MESSAGE: &str = r#"[suites.protocol-size.cases.long-message]
+about = "a 1,000,000-byte agent message (its delta line and its item/completed line) is read whole"
+scenario = "file:long-message.toml"
+grade_as = "line-1m"
+mode = "standard"
+network = false
+task = { prompt = "Summarise the README." }
+"#;
+
 /// The drivers (each waits at most 5 s for a line, below the harness's idle bound on the
-/// fake) and a drivers file declaring them, with the long-line cases in `environments` beyond
-/// the shipped `local`; the file's path.
-fn drivers_file(dir: &Path, environments: &[&str]) -> PathBuf {
+/// fake) and a drivers file declaring them, then `extra` (cases, matrix blocks); the file's
+/// path.
+fn drivers_file(dir: &Path, extra: &str) -> PathBuf {
     let original = driver_copies::minimal_driver();
     let limited = limited(&original).unwrap_or_else(|e| panic!("{e}"));
     let strict = strict(&original).unwrap_or_else(|e| panic!("{e}"));
@@ -107,40 +145,46 @@ fn drivers_file(dir: &Path, environments: &[&str]) -> PathBuf {
             "[drivers.{name}]\ncommand = \"python3 {name}.py --cwd {{workspace}} --prompt {{prompt}} --mode {{mode}} --timeout 5\"\ncodex = \"env:CODEX_PATH\"\nmodes = [\"planning\", \"standard\", \"ask\"]\noutcome = \"exit-status\"\n{declares}\n"
         );
     }
-    if !environments.is_empty() {
-        let quoted = |names: &[&str]| {
-            names
-                .iter()
-                .map(|n| format!("\"{n}\""))
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
-        let runners: Vec<String> = [ORIGINAL, LIMITED, DECLARED, STRICT]
-            .iter()
-            .map(|d| format!("{d}-fake"))
-            .collect();
-        let runners: Vec<&str> = runners.iter().map(String::as_str).collect();
-        let cases: Vec<&str> = CASES.iter().map(|(case, _)| *case).collect();
-        let _ = write!(
-            file,
-            "[[suites.protocol-size.matrix]]\nrunners = [{}]\nenvironments = [{}]\ncases = [{}]\n",
-            quoted(&runners),
-            quoted(environments),
-            quoted(&cases)
-        );
-    }
+    file.push_str(extra);
     let path = dir.join("drivers.toml");
     std::fs::write(&path, file).unwrap();
     path
 }
 
-/// `harness run` of the long-line cells in `environment`; the JSON summary's cells by name.
-fn run(drivers: &Path, out: &Path, environment: &str) -> BTreeMap<String, Value> {
-    let filters: Vec<String> = CASES
+/// A matrix block giving every driver's `app_server` runner `cases` in `environments`.
+fn block(app_server: &str, environments: &[&str], cases: &[(&str, Line)]) -> String {
+    let quoted = |names: &mut dyn Iterator<Item = String>| {
+        names
+            .map(|n| format!("\"{n}\""))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    format!(
+        "[[suites.protocol-size.matrix]]\nrunners = [{}]\nenvironments = [{}]\ncases = [{}]\n",
+        quoted(
+            &mut [ORIGINAL, LIMITED, DECLARED, STRICT]
+                .iter()
+                .map(|d| format!("{d}-{app_server}"))
+        ),
+        quoted(&mut environments.iter().map(|e| e.to_string())),
+        quoted(&mut cases.iter().map(|(c, _)| c.to_string()))
+    )
+}
+
+/// `harness run` of `cases` for `app_server` in `environment`; the JSON summary's cells by
+/// name.
+fn run(
+    drivers: &Path,
+    out: &Path,
+    app_server: &str,
+    environment: &str,
+    cases: &[(&str, Line)],
+) -> BTreeMap<String, Value> {
+    let filters: Vec<String> = cases
         .iter()
         .map(|(case, _)| format!(".{environment}.{case}"))
         .collect();
-    let mut args = vec!["--app-server", "fake", "--environment", environment];
+    let mut args = vec!["--app-server", app_server, "--environment", environment];
     args.extend(filters.iter().map(String::as_str));
     driver_copies::run(drivers, out, &args)
 }
@@ -185,13 +229,20 @@ fn long_lines_kept(cell_dir: &Path) -> Vec<u64> {
         .collect()
 }
 
-/// The drivers' cells in `environment`: the checks of the module's header; every failure is
-/// listed, then the test fails.
-fn check(cells: &BTreeMap<String, Value>, out: &Path, environment: &str) {
+/// The drivers' `cases` against `app_server` in `environment`: the checks of the module's
+/// header; every failure is listed, then the test fails.
+fn check(
+    cells: &BTreeMap<String, Value>,
+    out: &Path,
+    app_server: &str,
+    environment: &str,
+    cases: &[(&str, Line)],
+) {
     let mut failures = Vec::new();
     let mut report = String::new();
-    for (case, over_the_limit) in CASES {
-        let name = |driver: &str| format!("protocol-size.{driver}-fake.{environment}.{case}");
+    for &(case, line) in cases {
+        let name =
+            |driver: &str| format!("protocol-size.{driver}-{app_server}.{environment}.{case}");
         let verdict = |driver: &str| {
             cells
                 .get(&name(driver))
@@ -200,7 +251,7 @@ fn check(cells: &BTreeMap<String, Value>, out: &Path, environment: &str) {
         };
         let _ = writeln!(
             report,
-            "{environment} {case}: {ORIGINAL} {}, {LIMITED} {}, {DECLARED} {}, {STRICT} {}",
+            "{app_server} {environment} {case}: {ORIGINAL} {}, {LIMITED} {}, {DECLARED} {}, {STRICT} {}",
             verdict(ORIGINAL),
             verdict(LIMITED),
             verdict(DECLARED),
@@ -220,7 +271,7 @@ fn check(cells: &BTreeMap<String, Value>, out: &Path, environment: &str) {
                 verdict(ORIGINAL)
             ));
         }
-        if !over_the_limit {
+        if line == Line::AtTheLimit {
             if verdict(LIMITED) != "pass" {
                 failures.push(format!(
                     "{}: a line at the limit, not over it, got {}",
@@ -250,7 +301,7 @@ fn check(cells: &BTreeMap<String, Value>, out: &Path, environment: &str) {
         }
         // The size in the reason is the recording's own.
         let sized = kept.iter().any(|b| reason.contains(&format!("{b} bytes")));
-        if ended["ending"] != "transport-lost" || !sized {
+        if line == Line::OverEveryBuffer && (ended["ending"] != "transport-lost" || !sized) {
             failures.push(format!(
                 "{}: ended {ended}, not transport-lost naming the size of a line the transcript holds",
                 name(LIMITED)
@@ -264,7 +315,7 @@ fn check(cells: &BTreeMap<String, Value>, out: &Path, environment: &str) {
             ));
         }
         let declared = run_ended(&out.join(name(DECLARED)));
-        if declared["ending"] != "transport-lost" {
+        if line == Line::OverEveryBuffer && declared["ending"] != "transport-lost" {
             failures.push(format!(
                 "{}: ended {declared}, not transport-lost",
                 name(DECLARED)
@@ -275,16 +326,31 @@ fn check(cells: &BTreeMap<String, Value>, out: &Path, environment: &str) {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
-fn on_the_fake(environments: &[&str]) {
+/// The long lines of the fake and the real Codex's long message, each in `environments`.
+fn long_lines(app_server: &str, environments: &[&str]) {
     let dir = tempfile::tempdir().unwrap();
-    let drivers = drivers_file(dir.path(), environments);
-    for environment in environments.iter().copied().chain(
-        // The shipped matrix's own environment when no other is asked for.
-        environments.is_empty().then_some("local"),
-    ) {
+    let mut cases: Vec<(&str, Line)> = Vec::new();
+    if app_server == "fake" {
+        cases.extend(CASES);
+    }
+    cases.push(LONG_MESSAGE_CASE);
+    // The shipped matrix has the fake's long lines in `local` already.
+    let shipped = |e: &&str| app_server == "fake" && *e == "local";
+    let mut extra = LONG_MESSAGE.to_string();
+    extra.push_str(&block(app_server, environments, &[LONG_MESSAGE_CASE]));
+    let elsewhere: Vec<&str> = environments
+        .iter()
+        .copied()
+        .filter(|e| !shipped(e))
+        .collect();
+    if app_server == "fake" && !elsewhere.is_empty() {
+        extra.push_str(&block(app_server, &elsewhere, CASES));
+    }
+    let drivers = drivers_file(dir.path(), &extra);
+    for environment in environments {
         let out = dir.path().join(format!("out-{environment}"));
-        let cells = run(&drivers, &out, environment);
-        check(&cells, &out, environment);
+        let cells = run(&drivers, &out, app_server, environment, &cases);
+        check(&cells, &out, app_server, environment, &cases);
     }
 }
 
@@ -298,7 +364,7 @@ fn main() {
         libtest_mimic::Trial::test(
             "a_driver_whose_reader_dies_on_a_long_line_loses_its_transport_on_the_fake",
             || {
-                on_the_fake(&[]);
+                long_lines("fake", &["local"]);
                 Ok(())
             },
         ),
@@ -306,7 +372,15 @@ fn main() {
             "a_driver_whose_reader_dies_on_a_long_line_loses_its_transport_in_containers_needs_root_runc",
             missing,
             move || {
-                on_the_fake(&containers);
+                long_lines("fake", &containers);
+                Ok(())
+            },
+        ),
+        prereq::trial(
+            "a_driver_whose_reader_dies_on_a_long_line_loses_its_transport_real_codex",
+            prereq::codex_missing(),
+            || {
+                long_lines("codex", &["local"]);
                 Ok(())
             },
         ),
