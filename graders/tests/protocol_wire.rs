@@ -79,6 +79,57 @@ fn a_long_legal_line_that_kills_the_driver_fails() {
 }
 
 #[test]
+fn a_long_line_cut_off_when_the_driver_let_go_is_a_lost_transport_not_missing_evidence() {
+    // The driver's reader died on the line: the relay stalled, so the harness read only the
+    // first 512 KiB of it before the driver let go of its `codex` and the app-server was killed.
+    let cut = || {
+        case(
+            "protocol-size",
+            "line-1m",
+            Transcript::session()
+                .cut_off(512 << 10)
+                .stdin_closed()
+                .killed_by_harness(),
+        )
+        .exits(1)
+    };
+    let verdict = cut().grade();
+    check(&verdict, Fail, "session-continued");
+    assert!(
+        verdict.reason.contains("transport-lost")
+            && verdict.reason.contains("at least 524288 bytes"),
+        "{verdict:?}"
+    );
+    let bounded_at = |bytes: u64| {
+        cut()
+            .declaring(Declarations {
+                max_line_bytes: Some(bytes),
+                ..outcome()
+            })
+            .grade()
+    };
+    let bounded = bounded_at(64 << 10);
+    assert_eq!(
+        bounded.verdict, Pass,
+        "a cut line past the declared bound, then a non-zero exit: a classified failure: {bounded:?}"
+    );
+    let below = bounded_at(1 << 20);
+    check(&below, Fail, "session-continued");
+    // A driver that died before any long line was sent is still a failure, never `pass`, and
+    // a session that went on without the line still shows nothing.
+    let early = case(
+        "protocol-size",
+        "line-1m",
+        Transcript::session().stdin_closed().exit(0),
+    )
+    .exits(1)
+    .grade();
+    assert_eq!(early.verdict, Fail, "{early:?}");
+    let short = case("protocol-size", "line-1m", Transcript::session().finish()).grade();
+    assert_eq!(short.verdict, Incomplete, "{short:?}");
+}
+
+#[test]
 fn above_the_declared_bound_a_classified_failure_is_allowed_below_it_not() {
     let failing = || {
         case(

@@ -19,13 +19,13 @@
 #[allow(dead_code)]
 mod common;
 
+use common::driver_copies::{apply, minimal_driver, run};
 use common::prereq;
 
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 /// The unmodified driver's name in the drivers file.
 const ORIGINAL: &str = "minimal";
@@ -242,27 +242,6 @@ fn patched(original: &str, copy: &Copy) -> Result<String, String> {
     Ok(text)
 }
 
-fn apply(text: &str, patches: &[(&str, &str)], copy: &str) -> Result<String, String> {
-    let mut text = text.to_string();
-    for (old, new) in patches {
-        let count = text.matches(old).count();
-        if count != 1 {
-            return Err(format!(
-                "the patch of `{copy}` expects this text exactly once in minimal_driver.py, found {count}: {old:?}"
-            ));
-        }
-        text = text.replacen(old, new, 1);
-    }
-    Ok(text)
-}
-
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("the harness crate sits in the repository")
-        .to_path_buf()
-}
-
 /// The minimal driver's documented findings (suites/baseline.toml), for every driver of the
 /// file: a cell is red only where a copy's verdict differs from the unmodified driver's.
 const FINDINGS: &str = r#"
@@ -282,8 +261,7 @@ reason = "the minimal driver discards every line while it waits for the turn/sta
 /// machine takes to relay a 2 MiB line), and a drivers
 /// file declaring them; the file's path.
 fn drivers_file(dir: &Path) -> PathBuf {
-    let original =
-        std::fs::read_to_string(repo_root().join("harness/examples/minimal_driver.py")).unwrap();
+    let original = minimal_driver();
     let mut file = String::new();
     let mut declare = |name: &str, text: &str, declares: &str| {
         std::fs::write(dir.join(format!("{name}.py")), text).unwrap();
@@ -303,35 +281,6 @@ fn drivers_file(dir: &Path) -> PathBuf {
     let path = dir.join("drivers.toml");
     std::fs::write(&path, file).unwrap();
     path
-}
-
-/// `harness run` over the file's cells; the JSON summary's cells by name.
-fn run(drivers: &Path, out: &Path, args: &[&str]) -> BTreeMap<String, Value> {
-    let output = Command::new(env!("CARGO_BIN_EXE_harness"))
-        .arg("run")
-        .arg("--drivers")
-        .arg(drivers)
-        .arg("--out")
-        .arg(out)
-        .args(args)
-        .env_remove("HARNESS_DRIVERS")
-        .output()
-        .expect("harness run");
-    // Exit 1: cells differ, which is the point; 2 would be a run that could not start.
-    assert!(
-        matches!(output.status.code(), Some(0 | 1)),
-        "harness run: {:?}\n{}",
-        output.status,
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let summary: Value =
-        serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
-    summary["cells"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| (c["cell"].as_str().unwrap().to_string(), c.clone()))
-        .collect()
 }
 
 fn is_red(cell: &Value) -> bool {
@@ -482,9 +431,7 @@ fn main() {
             },
         ),
         libtest_mimic::Trial::test("every_patch_applies_to_the_minimal_driver_once", || {
-            let original =
-                std::fs::read_to_string(repo_root().join("harness/examples/minimal_driver.py"))
-                    .unwrap();
+            let original = minimal_driver();
             apply(&original, CONTROL, "controllable")?;
             for copy in copies() {
                 let text = patched(&original, &copy)?;

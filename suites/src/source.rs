@@ -30,6 +30,10 @@ const EMBEDDED_SCENARIOS: &[(&str, &str)] = &[
         "escalated-write-review-allow.toml",
         include_str!("../scenarios/escalated-write-review-allow.toml"),
     ),
+    (
+        "long-message.toml",
+        include_str!("../scenarios/long-message.toml"),
+    ),
 ];
 
 /// A source file bigger than this is refused: the shipped ones are a few tens of KiB.

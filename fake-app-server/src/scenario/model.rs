@@ -167,7 +167,61 @@ pub fn write_outcome_told(tool_output: &str) -> &'static str {
     }
 }
 
-/// Everything a script text's templates may refer to. Besides `{probe_id}`:
+/// What `{filler:N}` repeats.
+const FILLER: &str = "The quick brown fox jumps over the lazy dog; ";
+/// The largest `{filler:N}`.
+pub const MAX_FILLER_BYTES: usize = 16 << 20;
+const FILLER_OPEN: &str = "{filler:";
+
+/// Each `{filler:N}` of `text`: its byte range in `text` and N, or why N is not a size in
+/// `1..=MAX_FILLER_BYTES` (a long legal message without a long scenario file; hand-parsed:
+/// one template, no grammar worth a crate).
+fn fillers(text: &str) -> Result<Vec<(std::ops::Range<usize>, usize)>, String> {
+    let mut found = Vec::new();
+    let mut from = 0;
+    while let Some(at) = text[from..].find(FILLER_OPEN).map(|i| from + i) {
+        let digits = at + FILLER_OPEN.len();
+        let end = text[digits..]
+            .find('}')
+            .map(|i| digits + i)
+            .ok_or_else(|| format!("`{{filler:` at byte {at} has no closing `}}`"))?;
+        let size = &text[digits..end];
+        let bytes = size
+            .parse::<usize>()
+            .ok()
+            .filter(|n| (1..=MAX_FILLER_BYTES).contains(n))
+            .ok_or_else(|| {
+                format!("`{{filler:{size}}}`: the size must be a number of bytes in 1..={MAX_FILLER_BYTES}")
+            })?;
+        found.push((at..end + 1, bytes));
+        from = end + 1;
+    }
+    Ok(found)
+}
+
+/// Why a script text's `{filler:N}` templates are invalid, if one is.
+pub fn check_fillers(text: &str) -> Result<(), String> {
+    fillers(text).map(|_| ())
+}
+
+/// `text` with each valid `{filler:N}` replaced by N bytes of readable text.
+fn expand_fillers(text: &str) -> String {
+    let Ok(found) = fillers(text) else {
+        return text.to_string();
+    };
+    let mut out = String::with_capacity(text.len() + found.iter().map(|(_, n)| n).sum::<usize>());
+    let mut last = 0;
+    for (range, bytes) in found {
+        out.push_str(&text[last..range.start]);
+        out.extend(FILLER.chars().cycle().take(bytes));
+        last = range.end;
+    }
+    out.push_str(&text[last..]);
+    out
+}
+
+/// Everything a script text's templates may refer to. Besides `{probe_id}` and `{filler:N}`
+/// (N bytes of readable text):
 /// - `{write_outcome}`: the outcome of the turn's most recent shell step, computed from what
 ///   the model was told about it by [`write_outcome_told`];
 /// - `{user_marker}`: the first `MARKER-…` token in the turn's user text ([`find_marker`]).
@@ -187,6 +241,9 @@ impl TemplateContext {
         }
         if out.contains("{user_marker}") {
             out = out.replace("{user_marker}", self.user_marker.as_deref().unwrap_or(""));
+        }
+        if out.contains(FILLER_OPEN) {
+            out = expand_fillers(&out);
         }
         out
     }
@@ -323,5 +380,13 @@ mod template_tests {
             TemplateContext::default().expand("{write_outcome}"),
             NO_WRITE_ATTEMPT
         );
+    }
+
+    #[test]
+    fn a_filler_template_is_that_many_bytes_of_readable_text() {
+        let text = TemplateContext::default().expand("<{filler:100}|{filler:3}>");
+        assert_eq!(text.len(), 100 + 3 + 3, "{text}");
+        assert!(text.starts_with("<The quick brown fox"), "{text}");
+        assert!(text.ends_with("|The>"), "{text}");
     }
 }

@@ -199,6 +199,10 @@ fn turn(key: &str, turn: &ScenarioTurn) -> Result<(), String> {
                 return Err(format!("{key}.steps[{index}]: {message}"));
             }
         }
+        if let ModelStep::Message { text } | ModelStep::Plan { text } = step {
+            super::model::check_fillers(text)
+                .map_err(|message| format!("{key}.steps[{index}].text: {message}"))?;
+        }
     }
     for (index, step) in turn.server_steps.iter().enumerate() {
         server_step(&format!("{key}.server_steps[{index}]"), step, steps)?;
@@ -330,6 +334,9 @@ mod tests {
             ("[[turns]]\nsteps = []\nfault = { kind = \"oversized-line\", bytes = 100000000000 }\n", "turns[0].fault.bytes"),
             ("[[turns]]\nsteps = []\nserver_steps = [{ step = \"long-line\", bytes = 100 }]\n", "turns[0].server_steps[0].bytes = 100 is out of range (1024..=67108864)"),
             ("[[turns]]\nsteps = []\nserver_steps = [{ step = \"delta-burst\", count = 0 }]\n", "turns[0].server_steps[0].count = 0"),
+            ("[[turns]]\nsteps = [{ step = \"message\", text = \"a {filler:0}\" }]\n", "turns[0].steps[0].text: `{filler:0}`: the size must be"),
+            ("[[turns]]\nsteps = [{ step = \"plan\", text = \"{filler:99999999999}\" }]\n", "turns[0].steps[0].text: `{filler:99999999999}`"),
+            ("[[turns]]\nsteps = [{ step = \"message\", text = \"{filler:12\" }]\n", "turns[0].steps[0].text: `{filler:` at byte 0 has no closing"),
         ] {
             let err = load(text).unwrap_err();
             assert!(err.contains("s.toml"), "{err}");

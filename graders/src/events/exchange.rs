@@ -300,6 +300,10 @@ pub struct ServerNotifications {
     /// The longest line the app-server sent, in bytes (a kept line's JSON, or the size the tap
     /// noted for a line too long to keep).
     pub largest_line_bytes: u64,
+    /// The app-server's output ended inside a line (its driver let go of it, or it exited):
+    /// the bytes of that line the harness read, a lower bound of its size.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cut_line_bytes: Option<u64>,
 }
 
 /// Events the translator did not write because a bound was reached: graders that need every

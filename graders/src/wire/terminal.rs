@@ -27,6 +27,9 @@ pub struct LaunchEnd {
     /// recorded). Its exit then was its own, whenever it was recorded.
     pub output_ended_first: bool,
     pub exit: Option<Exit>,
+    /// The app-server's output ended inside a line: the bytes of it the harness read (a lower
+    /// bound of the line's size).
+    pub cut_line: Option<u64>,
     /// Methods of the driver's requests the app-server never answered.
     pub pending: Vec<String>,
     /// Turns started and never completed.
@@ -137,6 +140,24 @@ pub fn terminal(wire: &WireTerminal, driver: &DriverEnd) -> RunEnded {
                 format!("{how} after {fault}"),
             );
         }
+        if let Some(bytes) = last.cut_line {
+            let cause = match last.exited_on_its_own() {
+                Some(exit) => format!(
+                    "the app-server exited ({}) in the middle of a line, {bytes} bytes into it",
+                    describe_exit(exit)
+                ),
+                // It was still writing the line when it was stopped: its driver had let go of
+                // its `codex` (or the cell ended) before taking the rest.
+                None => format!(
+                    "the app-server's output stopped in the middle of a line of at least {bytes} bytes: the driver let go of its `codex` before the line's end was delivered"
+                ),
+            };
+            return ended(
+                Ending::TransportLost,
+                "transport_lost",
+                format!("{how} after {cause}"),
+            );
+        }
         if let (Some(exit), Some(waiting)) = (last.exited_on_its_own(), last.waiting()) {
             return ended(
                 Ending::TransportLost,
@@ -187,6 +208,7 @@ mod tests {
             fault: fault.map(str::to_string),
             stdin_closed: closed_at,
             output_ended_first: false,
+            cut_line: None,
             exit: exit_at.map(|time| Exit {
                 time,
                 status: Some(101),
@@ -251,6 +273,52 @@ mod tests {
         assert_eq!(
             case(&wire(vec![launch(None, None, None, false)]), &failed),
             Ending::FailedPermanently
+        );
+        let mut cut = launch(None, None, Some(5), true);
+        cut.cut_line = Some(524_287);
+        let lost = terminal(&wire(vec![cut.clone()]), &failed);
+        assert_eq!(
+            (lost.ending, lost.error_code.as_deref()),
+            (Ending::TransportLost, Some("transport_lost")),
+            "a line cut off when the driver let go: not the live app-server's hang"
+        );
+        let reason = lost.reason.unwrap();
+        assert!(
+            reason.contains("at least 524287 bytes") && reason.contains("let go"),
+            "{reason}"
+        );
+        let mut crashed_mid_line = launch(None, Some(5), None, false);
+        crashed_mid_line.cut_line = Some(10);
+        let reason = terminal(&wire(vec![crashed_mid_line]), &failed)
+            .reason
+            .unwrap();
+        assert!(
+            reason.contains(
+                "the app-server exited (exit status 101) in the middle of a line, 10 bytes into it"
+            ),
+            "{reason}"
+        );
+        assert_eq!(
+            case(&wire(vec![cut.clone()]), &DriverEnd::Exited { code: 0 }),
+            Ending::Succeeded,
+            "the driver's own success stands (the graders judge the session)"
+        );
+        assert_eq!(
+            terminal(
+                &wire(vec![cut.clone()]),
+                &DriverEnd::KilledAtBound { reason: "r".into() }
+            )
+            .error_code
+            .as_deref(),
+            Some("driver_hung"),
+            "a driver killed at its bound classified nothing, whatever the wire shows"
+        );
+        let mut relaunched = launch(None, None, None, false);
+        relaunched.messages = 2;
+        assert_eq!(
+            case(&wire(vec![cut, relaunched]), &failed),
+            Ending::FailedPermanently,
+            "a line cut on an earlier launch is not the last launch's transport"
         );
         let hung = terminal(
             &wire(vec![]),

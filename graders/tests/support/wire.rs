@@ -90,6 +90,22 @@ impl Transcript {
         self.push(json!({"direction": "out", "note": "oversized line", "bytes": bytes}))
     }
 
+    /// The first `bytes` of an app-server line whose end never came (the recording ended inside
+    /// it): a `partial` line.
+    pub fn cut_off(self, bytes: usize) -> Self {
+        let mut line = r#"{"method":"item/agentMessage/delta","params":{"delta":""#.to_string();
+        line.push_str(&"x".repeat(bytes.saturating_sub(line.len())));
+        self.push(json!({"direction": "out", "raw": line, "partial": true}))
+    }
+
+    /// The harness killed the app-server: the driver let go of its `codex`.
+    pub fn killed_by_harness(self) -> Self {
+        self.push(
+            json!({"kind": "exit", "status": null, "signal": 9, "error": null,
+            "killed_by_harness": "the tap's connection closed before the app-server's exit"}),
+        )
+    }
+
     pub fn wait(mut self, ms: u64) -> Self {
         self.time += ms;
         self

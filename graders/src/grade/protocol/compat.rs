@@ -16,7 +16,10 @@
 //!
 //! Then the session goes on — except a line longer than the driver's declared `max_line_bytes`,
 //! which may instead end the run as a classified failure (the driver exits on its own with a
-//! non-zero status; never a hang).
+//! non-zero status; never a hang). A line the app-server's output ended inside (the driver let
+//! go of it mid-line: the relay had stalled on it) counts with the bytes the harness read; a
+//! long line short of the case's size in a session that did not go on is the driver's failure,
+//! not missing evidence.
 
 use super::{incomplete, pass, End, Exchange, ProtocolCase};
 use crate::events::{NotificationCount, ServerNotifications};
@@ -190,14 +193,31 @@ impl ProtocolCase for Size {
         let context = match self.case {
             SizeCase::Line(bytes) => {
                 let largest = summary.largest_line_bytes;
-                if largest < bytes / 10 * 9 {
-                    return incomplete(
-                        format!("the longest line the app-server sent was {largest} bytes, short of the case's {bytes}, so the case shows nothing"),
-                        vec![EvidenceRef::at(*seq, "protocol.server-notifications")],
-                    );
-                }
-                let context = format!("the app-server sent a legal line of {largest} bytes mid-turn");
                 let bound = ex.declarations().max_line_bytes;
+                // Short of the case's size: the line was cut off (the driver let go of it) or
+                // never sent. Either way a session that did not go on is the finding — unless
+                // the line cut off was already past the driver's declared bound (below).
+                let cut_above_bound = summary
+                    .cut_line_bytes
+                    .zip(bound)
+                    .is_some_and(|(cut, bound)| cut > bound);
+                if largest < bytes / 10 * 9 && !cut_above_bound {
+                    return match ex.session_went_on() {
+                        Err(fault) => fault.verdict(
+                            &format!("the longest line the app-server got to send was {largest} bytes of the case's {bytes}, because the driver's session did not go on"),
+                            terminal,
+                        ),
+                        Ok(_) => incomplete(
+                            format!("the longest line the app-server sent was {largest} bytes, short of the case's {bytes}, so the case shows nothing"),
+                            vec![EvidenceRef::at(*seq, "protocol.server-notifications")],
+                        ),
+                    };
+                }
+                let context = if summary.cut_line_bytes == Some(largest) {
+                    format!("the app-server was sending a legal line mid-turn when its output was cut off, {largest} bytes into it")
+                } else {
+                    format!("the app-server sent a legal line of {largest} bytes mid-turn")
+                };
                 if let Some(bound) = bound.filter(|bound| largest > *bound) {
                     // Above the driver's declared bound a classified failure is allowed.
                     if let End::OnItsOwn { seq: ended, code } = ex.end() {

@@ -95,6 +95,7 @@ pub(super) struct ExchangeState {
     notifications: BTreeMap<String, NotificationCount>,
     unlisted: u64,
     largest_line: u64,
+    cut_line: Option<u64>,
 }
 
 fn rpc_error(error: &Value) -> RpcError {
@@ -350,6 +351,13 @@ impl Fold {
         self.exchange.largest_line = self.exchange.largest_line.max(bytes);
     }
 
+    /// Note a line of the app-server its output ended inside: `bytes` of it were read.
+    pub(super) fn note_cut_server_line(&mut self, bytes: u64) {
+        self.exchange.largest_line = self.exchange.largest_line.max(bytes);
+        let cut = self.exchange.cut_line.get_or_insert(0);
+        *cut = (*cut).max(bytes);
+    }
+
     /// The summary of notifications and what was left out: the fold's last protocol events.
     pub(super) fn finish_exchange(&mut self, release: Option<&str>) {
         let summary = ServerNotifications {
@@ -359,6 +367,7 @@ impl Fold {
                 .collect(),
             unlisted: self.exchange.unlisted,
             largest_line_bytes: self.exchange.largest_line,
+            cut_line_bytes: self.exchange.cut_line,
         };
         self.push(Body::ServerNotifications(summary));
         for (what, count) in std::mem::take(&mut self.exchange.left_out) {

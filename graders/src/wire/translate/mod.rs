@@ -145,6 +145,19 @@ fn fold(records: &[Record], ctx: &Context) -> Fold {
             Record::Raw {
                 direction: Direction::Out,
                 text,
+                partial: true,
+                ..
+            } => {
+                // The app-server's output ended inside this line (it was killed with the
+                // driver's tap, or exited): how much of it the harness read, not a malformed
+                // line of its own. The terminal says who cut it.
+                let bytes = text.len() as u64;
+                state.end.cut_line.get_or_insert(bytes);
+                fold.note_cut_server_line(bytes);
+            }
+            Record::Raw {
+                direction: Direction::Out,
+                text,
                 ..
             } => {
                 state.end.fault.get_or_insert(format!(

@@ -1,0 +1,60 @@
+//! Patched copies of the minimal example driver (`harness/examples/minimal_driver.py`) and
+//! `harness run` over a drivers file declaring them, as a user runs their driver: for the tests
+//! that compare a copy's cells with the original's.
+
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+
+/// The minimal example driver's text.
+pub fn minimal_driver() -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/minimal_driver.py");
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()))
+}
+
+/// `text` with each `(old, new)` applied; an `old` that does not occur exactly once is an error
+/// naming `copy` and the text, so no copy drifts silently from the original.
+pub fn apply(text: &str, patches: &[(&str, &str)], copy: &str) -> Result<String, String> {
+    let mut text = text.to_string();
+    for (old, new) in patches {
+        let count = text.matches(old).count();
+        if count != 1 {
+            return Err(format!(
+                "the patch of `{copy}` expects this text exactly once in minimal_driver.py, found {count}: {old:?}"
+            ));
+        }
+        text = text.replacen(old, new, 1);
+    }
+    Ok(text)
+}
+
+/// `harness run --drivers DRIVERS --out OUT ARGS…`; the JSON summary's cells by name. Exit 1
+/// (cells differ from their expectation) is what these tests look at; 2, a run that could not
+/// start, fails the test.
+pub fn run(drivers: &Path, out: &Path, args: &[&str]) -> BTreeMap<String, Value> {
+    let output = Command::new(env!("CARGO_BIN_EXE_harness"))
+        .arg("run")
+        .arg("--drivers")
+        .arg(drivers)
+        .arg("--out")
+        .arg(out)
+        .args(args)
+        .env_remove("HARNESS_DRIVERS")
+        .output()
+        .expect("harness run");
+    assert!(
+        matches!(output.status.code(), Some(0 | 1)),
+        "harness run: {:?}\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let summary: Value =
+        serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+    summary["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["cell"].as_str().unwrap().to_string(), c.clone()))
+        .collect()
+}
