@@ -1,5 +1,5 @@
 //! Differential fidelity for the published drivers (drivers/published.toml: the official Python
-//! SDK and codex-acp, unmodified): for every local pair of the matrix, `NAME-fake` against
+//! SDK and codex-acp, unmodified): for every pair of the matrix in `local` and `daytona`, `NAME-fake` against
 //! `NAME-codex` (the pinned Codex 0.169.0 with the mock model API), both sides reach the same
 //! verdict and the driver sees the same normalised message sequence — the comparison `harness
 //! fidelity --drivers drivers/published.toml` prints, asserted. A sequence its driver cut short
@@ -26,6 +26,11 @@ use std::sync::Arc;
 
 /// Pairs run at once.
 const PARALLEL_PAIRS: usize = 2;
+
+/// Where the pairs run: on the host and in the restricted container the incident came from
+/// (`harness fidelity --drivers drivers/published.toml` compares every environment; measured:
+/// 123 of 123 pairs agree).
+const ENVIRONMENTS: &[&str] = &["local", "daytona"];
 
 fn package_of(pair: &Pair) -> Option<DriverPackage> {
     driver_packages::ALL
@@ -64,7 +69,7 @@ fn main() {
         // The pinned Codex's pairs only: each fake cell is then in one pair, so two trials
         // running at once never share a cell folder.
         .filter(|pair| {
-            pair.real.id.environment == "local"
+            ENVIRONMENTS.contains(&pair.real.id.environment.as_str())
                 && pair.real.runner.codex_version.as_deref() == Some(PINNED)
         })
         .filter_map(|pair| package_of(&pair).map(|package| (pair, package)))
@@ -76,23 +81,26 @@ fn main() {
             package.id
         );
     }
-    // Known fidelity gaps, not held to agreement yet (issue 23 is open for them): codex-acp's
-    // pairs (the session it cuts short ends differently on the two sides since the recorder
-    // writes stdin-closed and exit events). They are listed as ignored, by name, never dropped
-    // silently.
-    let (pairs, gaps): (Vec<_>, Vec<_>) = pairs
+    // A known race, not held to agreement: codex-acp's client ends the agent as soon as the
+    // prompt's turn completes, while its title side thread is starting, so where its stdin
+    // closes among Codex's answers (and the side thread's `turn/start` and warnings) varies
+    // from run to run on either side. A run in which the close leaves a request unanswered
+    // compares as a prefix (`harness::fidelity::cut`), one that does not stays strict:
+    // `harness fidelity --drivers drivers/published.toml codex-acp-fake~codex-acp-codex.`
+    // agreed on all 60 pairs (every environment) once, and this test's next run on 30 of the 33
+    // in `local` and `daytona`. The pairs are listed as ignored, by name, never dropped
+    // silently (issue 23).
+    let (pairs, races): (Vec<_>, Vec<_>) = pairs
         .into_iter()
         .partition(|(_, package)| package.id != "codex-acp");
-    for (pair, _) in &gaps {
+    let ignored = races.into_iter().map(|(pair, package)| {
         eprintln!(
-            "published_fidelity: {} is a known fidelity gap (ignored)",
+            "published_fidelity: {} races its driver's own exit (ignored)",
             pair.name()
         );
-    }
-    let ignored = gaps.into_iter().map(|(pair, package)| {
         libtest_mimic::Trial::test(
             format!(
-                "known_fidelity_gap_{}::{}",
+                "driver_exit_race_{}::{}",
                 package.id.replace('-', "_"),
                 pair.name()
             ),
@@ -103,12 +111,17 @@ fn main() {
     let trials = pairs
         .into_iter()
         .map(|(pair, package)| {
+            let needs = if pair.real.id.environment == "local" {
+                "needs_real_codex"
+            } else {
+                "needs_root_runc_real_codex"
+            };
             let name = format!(
-                "needs_real_codex_and_{}::{}",
+                "{needs}_and_{}::{}",
                 package.id.replace('-', "_"),
                 pair.name()
             );
-            let missing = prereq::environment_missing("local")
+            let missing = prereq::environment_missing(&pair.real.id.environment)
                 .or_else(prereq::codex_missing)
                 .or_else(|| driver_missing(package))
                 .or_else(|| common::fidelity::cells_missing(&pair, &options));
