@@ -273,15 +273,8 @@ fn the_automatic_reviewer_denies_codex_tools_without_asking_the_client(
 ) {
     let lab = Lab::new();
     let seen = run_under_reviewer(&lab, scenario, None);
-    assert!(
-        seen.iter()
-            .all(|m| !(m.get("method").is_some() && m.get("id").is_some())),
-        "the client was asked: {seen:#?}"
-    );
-    let completed = seen
-        .iter()
-        .find(|m| m["method"] == "item/autoApprovalReview/completed")
-        .unwrap_or_else(|| panic!("no review: {seen:#?}"));
+    assert_client_never_asked(&seen);
+    let completed = review_completed(&seen);
     assert_eq!(completed["params"]["review"]["status"], "denied");
     assert_eq!(completed["params"]["action"]["type"], action);
     if action == "applyPatch" {
@@ -297,6 +290,22 @@ fn the_automatic_reviewer_denies_codex_tools_without_asking_the_client(
     }
 }
 
+/// No line the fake sent was a request to the client (a method with an id).
+fn assert_client_never_asked(seen: &[Value]) {
+    assert!(
+        seen.iter()
+            .all(|m| !(m.get("method").is_some() && m.get("id").is_some())),
+        "the client was asked: {seen:#?}"
+    );
+}
+
+/// The run's `item/autoApprovalReview/completed`.
+fn review_completed(seen: &[Value]) -> &Value {
+    seen.iter()
+        .find(|m| m["method"] == "item/autoApprovalReview/completed")
+        .unwrap_or_else(|| panic!("no review: {seen:#?}"))
+}
+
 fn methods(seen: &[Value]) -> Vec<&str> {
     seen.iter().filter_map(|m| m["method"].as_str()).collect()
 }
@@ -305,11 +314,7 @@ fn methods(seen: &[Value]) -> Vec<&str> {
 fn the_automatic_reviewer_denies_without_asking_the_client() {
     let (seen, written) = run_reviewed(false);
     assert!(!written, "a denied escalation wrote the probe");
-    assert!(
-        seen.iter()
-            .all(|m| !(m.get("method").is_some() && m.get("id").is_some())),
-        "the client was asked: {seen:#?}"
-    );
+    assert_client_never_asked(&seen);
     let methods = methods(&seen);
     for expected in [
         "item/autoApprovalReview/started",
@@ -318,10 +323,7 @@ fn the_automatic_reviewer_denies_without_asking_the_client() {
     ] {
         assert!(methods.contains(&expected), "no {expected}: {methods:?}");
     }
-    let completed = seen
-        .iter()
-        .find(|m| m["method"] == "item/autoApprovalReview/completed")
-        .unwrap();
+    let completed = review_completed(&seen);
     assert_eq!(completed["params"]["review"]["status"], "denied");
     assert!(seen
         .iter()
@@ -332,15 +334,8 @@ fn the_automatic_reviewer_denies_without_asking_the_client() {
 fn the_automatic_reviewer_allows_without_asking_the_client() {
     let (seen, written) = run_reviewed(true);
     assert!(written, "an allowed escalation did not run");
-    assert!(
-        seen.iter()
-            .all(|m| !(m.get("method").is_some() && m.get("id").is_some())),
-        "the client was asked: {seen:#?}"
-    );
-    let completed = seen
-        .iter()
-        .find(|m| m["method"] == "item/autoApprovalReview/completed")
-        .unwrap();
+    assert_client_never_asked(&seen);
+    let completed = review_completed(&seen);
     assert_eq!(completed["params"]["review"]["status"], "approved");
     let warning = seen
         .iter()

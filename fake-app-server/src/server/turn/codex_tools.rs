@@ -103,7 +103,7 @@ impl TurnRun {
                 .collect();
             let cwd = self.plan.cwd.display().to_string();
             let action = auto_review::apply_patch_action(&cwd, &files);
-            self.auto_review(&call_id, action, &review);
+            self.auto_review(&call_id, action, &review, shapes::now_ms());
             if !review.allows() {
                 let completed = shapes::now_ms();
                 let done =
@@ -160,10 +160,11 @@ impl TurnRun {
         Flow::Continue
     }
 
-    /// The automatic reviewer's notifications for `action` on `item_id`, with `review`'s verdict
-    /// (the client is not asked). Codex's reviewer has no script for its own tools' calls: the
-    /// mock model API answers the real Codex's review with [`Review::unscripted`], a denial.
-    fn auto_review(&self, item_id: &str, action: Value, review: &Review) {
+    /// The automatic reviewer's notifications for `action` on `item_id`, a review begun at
+    /// `started`, with `review`'s verdict (the client is not asked). Codex's reviewer has no
+    /// script for its own tools' calls: the mock model API answers the real Codex's review of
+    /// one with [`Review::unscripted`], a denial.
+    pub(super) fn auto_review(&self, item_id: &str, action: Value, review: &Review, started: u64) {
         let (thread_id, turn_id) = self.ids();
         let review_id = ids::uuid_v7();
         let target = ReviewTarget {
@@ -172,7 +173,7 @@ impl TurnRun {
             review_id: &review_id,
             item_id,
             action,
-            started: shapes::now_ms(),
+            started,
         };
         self.send(auto_review::started(&target));
         self.send(auto_review::verdict_warning(thread_id, review));
@@ -271,7 +272,7 @@ impl TurnRun {
             let review = Review::unscripted();
             let asked = json!({"network": network, "fileSystem": file_system});
             let action = auto_review::permissions_action(args.reason.as_deref(), asked);
-            self.auto_review(&call_id, action, &review);
+            self.auto_review(&call_id, action, &review, shapes::now_ms());
             if !review.allows() {
                 let told =
                     json!({"permissions": {"network": null, "file_system": null}, "scope": "turn"});

@@ -10,7 +10,6 @@ use crate::protocol::shapes::{self, CommandView};
 use crate::sandbox::policy::ExecPolicy;
 use crate::sandbox::ExecResult;
 use crate::scenario::model::{write_outcome_told, Review};
-use auto_review::ReviewTarget;
 use serde_json::{json, Value};
 
 impl TurnRun {
@@ -209,15 +208,6 @@ impl TurnRun {
         let (thread_id, turn_id) = (self.plan.thread_id.clone(), self.plan.turn_id.clone());
         let cwd = self.plan.cwd.display().to_string();
         let started = shapes::now_ms();
-        let review_id = ids::uuid_v7();
-        let target = ReviewTarget {
-            thread_id: &thread_id,
-            turn_id: &turn_id,
-            review_id: &review_id,
-            item_id: &call_id,
-            action: auto_review::command_action(cmd, &cwd),
-            started,
-        };
         let view = CommandView::escalated(&call_id, cmd, &cwd, started);
         // Measured with 0.169: the command item starts, the review runs, then the command
         // runs (and its item completes like any command) or the item ends `declined`.
@@ -227,9 +217,12 @@ impl TurnRun {
             &turn_id,
             started,
         ));
-        self.send(auto_review::started(&target));
-        self.send(auto_review::verdict_warning(&thread_id, review));
-        self.send(auto_review::completed(&target, review, shapes::now_ms()));
+        self.auto_review(
+            &call_id,
+            auto_review::command_action(cmd, &cwd),
+            review,
+            started,
+        );
         if review.allows() {
             let result = self
                 .shared
