@@ -139,6 +139,9 @@ pub struct Mutant {
     /// Cells where it was not run: their reference holds nothing it rewrites, so the mutant's
     /// run would have been the reference's ([`predict`]).
     pub predicted_untouched: Vec<String>,
+    /// Cells where it would have run but was not: a cell had killed it already (first kill,
+    /// the default; `--all-kills` runs them all).
+    pub not_run_after_kill: Vec<String>,
 }
 
 impl Mutant {
@@ -176,8 +179,47 @@ impl Mutant {
             applied_in,
             unsteady: cells.into_iter().filter(CellMutant::unsteady).collect(),
             predicted_untouched,
+            not_run_after_kill: Vec::new(),
         }
     }
+
+    /// How a killed operator's detail ends: which kill this is, when a first kill left cells
+    /// out (empty otherwise: every cell ran, the list is complete).
+    pub fn first_kill_note(&self) -> String {
+        if self.not_run_after_kill.is_empty() {
+            String::new()
+        } else {
+            format!(
+                " (first kill; {} cells not run)",
+                self.not_run_after_kill.len()
+            )
+        }
+    }
+}
+
+/// The order of the mutants' runs when an operator stops at its first kill: each operator's
+/// runs shortest first (by the reference's duration: as PIT orders a mutant's covering tests
+/// by speed, a kill found early costs the least), the operators interleaved (each one's first,
+/// then each one's second, …) so that every operator's likeliest quick killer runs before any
+/// operator's slow tail. `runs` are (operator, the cell's reference duration); the answer is
+/// indices into them.
+pub fn first_kill_order(runs: &[(Operator, std::time::Duration)]) -> Vec<usize> {
+    let mut queues: BTreeMap<Operator, Vec<usize>> = BTreeMap::new();
+    for (index, (operator, _)) in runs.iter().enumerate() {
+        queues.entry(*operator).or_default().push(index);
+    }
+    for queue in queues.values_mut() {
+        // Stable: cells as long as each other keep the caller's order.
+        queue.sort_by_key(|&i| runs[i].1);
+    }
+    let rounds = queues.values().map(Vec::len).max().unwrap_or(0);
+    (0..rounds)
+        .flat_map(|round| {
+            queues
+                .values()
+                .filter_map(move |queue| queue.get(round).copied())
+        })
+        .collect()
 }
 
 /// Killed / (killed + survived); `None` when no operator applied.
@@ -235,6 +277,10 @@ pub struct MutationReport {
     /// the operator rewrites.
     pub mutant_runs: usize,
     pub predicted_untouched: usize,
+    /// Whether an operator stopped at its first kill (the default), and the mutants that left
+    /// out (each operator's `not_run_after_kill`).
+    pub first_kill: bool,
+    pub not_run_after_kill: usize,
     /// The expectations checked (`--expect`): what was not met, and operators killed that none
     /// names.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -288,6 +334,7 @@ impl MutationReport {
                                 .collect(),
                             applied_in: m.applied_in.len(),
                             predicted_untouched: m.predicted_untouched.len(),
+                            not_run_after_kill: m.not_run_after_kill.len(),
                         })
                         .collect(),
                 })
@@ -329,7 +376,7 @@ impl MutationReport {
                                 )
                             })
                             .collect();
-                        format!("by {}", cells.join(", "))
+                        format!("by {}{}", cells.join(", "), mutant.first_kill_note())
                     }
                     Status::Survived => format!(
                         "applied in {} cells, no outcome changed: {}",
@@ -359,12 +406,20 @@ impl MutationReport {
             }
         }
         out.push_str(&format!(
-            "mutation score {} ({} killed, {} survived); {} mutants run, {} predicted from the reference (nothing to rewrite there), not run\n",
+            "mutation score {} ({} killed, {} survived); {} mutants run, {} predicted from the reference (nothing to rewrite there), not run{}\n",
             percent(self.score),
             self.killed(),
             self.survivors(),
             self.mutant_runs,
-            self.predicted_untouched
+            self.predicted_untouched,
+            if self.first_kill {
+                format!(
+                    ", {} not run after their operator's first kill (--all-kills runs them)",
+                    self.not_run_after_kill
+                )
+            } else {
+                String::new()
+            }
         ));
         out
     }
@@ -437,6 +492,40 @@ mod tests {
         assert_eq!(none.status, Status::NotApplicable);
         assert_eq!(score([&killed, &survived, &none]), Some(0.5));
         assert_eq!(score([&none]), None);
+    }
+
+    #[test]
+    fn first_kill_runs_each_operators_shortest_cells_first_operators_interleaved() {
+        use std::time::Duration;
+        let ms = Duration::from_millis;
+        let runs = [
+            (Operator::DropAnswers, ms(900)),
+            (Operator::DropAnswers, ms(100)),
+            (Operator::ExitZero, ms(500)),
+            (Operator::DropAnswers, ms(300)),
+            (Operator::ApproveEverything, ms(50)),
+        ];
+        // Operators in their own order (approve-everything, drop-answers, exit-zero), each
+        // one's shortest cell in the first round.
+        assert_eq!(first_kill_order(&runs), vec![4, 1, 2, 3, 0]);
+        assert!(first_kill_order(&[]).is_empty());
+    }
+
+    #[test]
+    fn a_killed_operator_says_when_its_list_stops_at_the_first_kill() {
+        let mut killed = Mutant::judge(
+            Operator::DropAnswers,
+            vec![cell("a", 1, "pass", "fail: answered")],
+            Vec::new(),
+            &BTreeSet::new(),
+        );
+        assert_eq!(
+            killed.first_kill_note(),
+            "",
+            "every cell ran: the list is whole"
+        );
+        killed.not_run_after_kill = vec!["b".into(), "c".into()];
+        assert_eq!(killed.first_kill_note(), " (first kill; 2 cells not run)");
     }
 
     #[test]

@@ -205,3 +205,51 @@ fn a_survivor_against_an_expectation_is_exit_1_and_a_met_one_exit_0() {
     assert_eq!(code, Some(1), "{output}");
     assert!(output.contains("below the expected 100%"), "{output}");
 }
+
+/// The operator's `killed_by` cells and how many of its runs its first kill left out.
+fn kills(report: &Value, operator: &str) -> (usize, usize) {
+    let mutant = report["drivers"][0]["operators"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["operator"] == operator)
+        .unwrap_or_else(|| panic!("{operator} in {report:#}"));
+    (
+        mutant["killed_by"].as_array().unwrap().len(),
+        mutant["not_run_after_kill"].as_array().unwrap().len(),
+    )
+}
+
+#[test]
+fn an_operator_stops_at_its_first_kill_unless_all_kills_are_asked() {
+    // Every server-request cell notices a dropped answer (each waits for its own answer).
+    let args = [
+        "--operator",
+        "drop-answers",
+        "protocol-server-requests.mini-fake.local.",
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let (code, report, output) = mutate(dir.path(), &args);
+    assert_eq!(status(&report, "drop-answers"), "killed", "{output}");
+    assert_eq!(code, Some(0), "{output}");
+    let (killers, left_out) = kills(&report, "drop-answers");
+    // Two run at once (`--jobs 2`): at most the two running when the first kill came finish.
+    assert!((1..=2).contains(&killers), "{output}");
+    assert!(left_out >= 5, "{output}");
+    assert_eq!(report["first_kill"], true);
+    assert_eq!(report["not_run_after_kill"], left_out);
+    assert!(
+        output.contains(&format!("(first kill; {left_out} cells not run)")),
+        "{output}"
+    );
+
+    let all = tempfile::tempdir().unwrap();
+    let (code, report, output) = mutate(all.path(), &[&["--all-kills"], &args[..]].concat());
+    assert_eq!(status(&report, "drop-answers"), "killed", "{output}");
+    assert_eq!(code, Some(0), "{output}");
+    let (every_killer, none_left_out) = kills(&report, "drop-answers");
+    assert_eq!(every_killer, killers + left_out, "{output}");
+    assert_eq!(none_left_out, 0);
+    assert_eq!(report["first_kill"], false);
+    assert!(!output.contains("first kill;"), "{output}");
+}

@@ -1,6 +1,7 @@
 //! `harness mutate [--drivers FILE] [--app-server fake|codex] [--operator NAME]… [--expect
 //! FILE] [FILTER…]`: the selected cells once as they are (the reference), then every mutant the
-//! reference does not rule out (`harness::mutate::predict`), all in one pool; a table per driver
+//! reference does not rule out (`harness::mutate::predict`), all in one pool, each operator's
+//! queued runs left out once one killed it (`--all-kills`: every one); a table per driver
 //! per operator (killed by which cells, survived, not applicable), the score, `mutation.json`
 //! and `report.html` in the out folder. Exit 0 when every operator that applied was killed, 1
 //! when one survived, 2 when the run could not be made (or no operator applied anywhere:
@@ -14,10 +15,12 @@ use crate::mutate::{
 use anyhow::Context;
 use matrix::concurrency::Concurrency;
 use matrix::context::CellContext;
+use matrix::scheduler;
 use report::outcome::CellResult;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
 use suites::Cell;
 use tap::mutation::Operator;
 
@@ -42,6 +45,11 @@ pub struct Args {
     /// survivors it does not name are reported, not failed. See docs/mutate.md.
     #[arg(long, value_name = "FILE")]
     pub expect: Option<PathBuf>,
+    /// Run every mutant the reference does not rule out, for the complete "killed by" list;
+    /// by default an operator's remaining runs are left out once one cell killed it (its status
+    /// and the score are the same either way). See docs/mutate.md.
+    #[arg(long)]
+    pub all_kills: bool,
     /// Cells run at once (as for `harness run`).
     #[arg(long, short = 'j')]
     pub jobs: Option<usize>,
@@ -141,7 +149,7 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
         "no selected cell ran to an outcome unmutated: nothing to compare a mutant with"
     );
     // Every mutant the reference does not rule out, in one pool: no run waits for another
-    // operator's slowest cell.
+    // operator's slowest cell (and, first kill, each operator's quickest cells first).
     let predicting = std::time::Instant::now();
     let reference_root = out.join(mutate::REFERENCE);
     let contexts: BTreeMap<Operator, CellContext> = operators
@@ -153,14 +161,10 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
             (*operator, ctx)
         })
         .collect();
-    // The longest cells of the reference first (the scheduler keeps this order among cells of
-    // the same cost), so the pool does not end waiting for one of them.
-    let mut by_length: Vec<&Cell> = compared.iter().collect();
-    by_length.sort_by_key(|c| std::cmp::Reverse(durations.get(&c.name()).copied()));
     let mut runs: Vec<(CellContext, Cell)> = Vec::new();
     let mut of_run: Vec<Operator> = Vec::new();
     let mut untouched: BTreeMap<Operator, Vec<Cell>> = BTreeMap::new();
-    for cell in by_length {
+    for cell in &compared {
         let eligible: Vec<Operator> = operators
             .iter()
             .copied()
@@ -178,35 +182,38 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     let predicted_untouched: usize = untouched.values().map(Vec::len).sum();
     eprintln!(
-        "mutants: {} runs ({} operator × cell pairs not run: their reference holds nothing the operator rewrites; predicted in {:.1} s)",
+        "mutants: {} runs ({} operator × cell pairs not run: their reference holds nothing the operator rewrites; predicted in {:.1} s){}",
         runs.len(),
         predicted_untouched,
-        predicting.elapsed().as_secs_f64()
+        predicting.elapsed().as_secs_f64(),
+        if args.all_kills { "" } else { "; an operator's runs stop at its first kill" }
     );
-    let (run, wall) = crate::shutdown::run_each(&runs, jobs, |_, _| {})?;
+    let pool = Mutants {
+        runs: &runs,
+        of_run: &of_run,
+        reference: &reference,
+        durations: &durations,
+        out: &out,
+    };
+    let ran = match pool.run(jobs, !args.all_kills)? {
+        Ok(ran) => ran,
+        Err(signal) => return Ok(stopped(signal)),
+    };
+    let wall = ran.wall;
     runs_ms.insert("mutants".into(), wall.as_millis() as u64);
-    if let Some(message) = &run.panic {
-        anyhow::bail!("mutants: a cell panicked: {message}");
-    }
-    if let Some(signal) = crate::shutdown::stopped_by() {
-        return Ok(stopped(signal));
-    }
-    anyhow::ensure!(
-        run.finished.len() == runs.len(),
-        "mutants: {} of {} runs finished",
-        run.finished.len(),
-        runs.len()
-    );
-    eprintln!(
-        "mutants: {} runs in {:.1} s",
-        runs.len(),
-        wall.as_secs_f64()
-    );
     let judging = std::time::Instant::now();
     let mut results: BTreeMap<Operator, Vec<CellResult>> = BTreeMap::new();
-    for (operator, result) in of_run.into_iter().zip(run.finished) {
-        results.entry(operator).or_default().push(result);
+    let mut not_run: BTreeMap<Operator, Vec<Cell>> = BTreeMap::new();
+    for (index, result) in ran.results.into_iter().enumerate() {
+        match result {
+            Some(result) => results.entry(of_run[index]).or_default().push(result),
+            None => not_run
+                .entry(of_run[index])
+                .or_default()
+                .push(runs[index].1.clone()),
+        }
     }
+    let mutant_runs = results.values().map(Vec::len).sum();
     let mut passes: Vec<(Operator, BTreeMap<String, Vec<CellMutant>>)> = Vec::new();
     for operator in &operators {
         let root = out.join(operator.name());
@@ -219,16 +226,10 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         let mut by_driver: BTreeMap<String, Vec<CellMutant>> = BTreeMap::new();
         for result in &results {
-            let name = result.cell.to_string();
             by_driver
                 .entry(result.cell.runner.clone())
                 .or_default()
-                .push(CellMutant {
-                    applied: mutate::applications(&root, &name)?,
-                    reference: reference.get(&name).cloned().flatten(),
-                    mutant: mutate::outcome(result),
-                    cell: name,
-                });
+                .push(pool.cell_mutant(*operator, result)?);
         }
         passes.push((*operator, by_driver));
     }
@@ -252,7 +253,15 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
                 .filter(|c| &c.id.runner == driver)
                 .map(Cell::name)
                 .collect();
-            mutants.push(Mutant::judge(operator, cells, predicted, &unsteady));
+            let mut mutant = Mutant::judge(operator, cells, predicted, &unsteady);
+            mutant.not_run_after_kill = not_run
+                .get(&operator)
+                .into_iter()
+                .flatten()
+                .filter(|c| &c.id.runner == driver)
+                .map(Cell::name)
+                .collect();
+            mutants.push(mutant);
         }
     }
     let drivers: Vec<DriverMutants> = per_driver
@@ -269,8 +278,10 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
         score: mutate::score(drivers.iter().flat_map(|d| &d.operators)),
         drivers,
         runs_ms,
-        mutant_runs: runs.len(),
+        mutant_runs,
         predicted_untouched,
+        first_kill: !args.all_kills,
+        not_run_after_kill: not_run.values().map(Vec::len).sum(),
         expectations: None,
     };
     if let Some((path, expected)) = &expectations {
@@ -319,6 +330,191 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// The mutants' runs (one per operator × cell the reference does not rule out) and what judges
+/// one of them.
+struct Mutants<'a> {
+    runs: &'a [(CellContext, Cell)],
+    /// Each run's operator.
+    of_run: &'a [Operator],
+    /// Each cell's unmutated outcome and duration.
+    reference: &'a HashMap<String, Option<String>>,
+    durations: &'a HashMap<String, std::time::Duration>,
+    out: &'a std::path::Path,
+}
+
+/// What the mutants' pool gave: each run's result (`None`: left out after its operator's
+/// first kill), and its wall time.
+struct Ran {
+    results: Vec<Option<CellResult>>,
+    wall: std::time::Duration,
+}
+
+impl Mutants<'_> {
+    /// One mutant's cell as it is judged: the rewrites its transcript records, its outcome and
+    /// the reference's.
+    fn cell_mutant(&self, operator: Operator, result: &CellResult) -> anyhow::Result<CellMutant> {
+        cell_mutant(self.out, self.reference, operator, result)
+    }
+
+    /// Every run (`first_kill`: each operator's left out once one of its runs killed it, the
+    /// order [`mutate::first_kill_order`]; else the reference's longest cells first);
+    /// `Err(signal)` when a signal stopped it.
+    ///
+    /// A kill seen while the pool runs is taken at its word; a cell found unsteady afterwards
+    /// (its outcome changed in a run that rewrote nothing) kills nothing, so the operators whose
+    /// every kill came from such a cell get their left-out runs in another round: an
+    /// operator's status never rests on a run that was not made.
+    fn run(&self, jobs: Concurrency, first_kill: bool) -> anyhow::Result<Result<Ran, i32>> {
+        let mut results: Vec<Option<CellResult>> = vec![None; self.runs.len()];
+        let mut wall = std::time::Duration::ZERO;
+        let mut pending: Vec<usize> = (0..self.runs.len()).collect();
+        while !pending.is_empty() {
+            let killed: Arc<Mutex<BTreeSet<Operator>>> =
+                Arc::new(Mutex::new(self.killed(&results)?));
+            let round: Vec<(CellContext, Cell)> =
+                pending.iter().map(|&i| self.runs[i].clone()).collect();
+            let of_round: Arc<Vec<Operator>> =
+                Arc::new(pending.iter().map(|&i| self.of_run[i]).collect());
+            let order = if first_kill {
+                let timed: Vec<(Operator, std::time::Duration)> = pending
+                    .iter()
+                    .map(|&i| {
+                        let cell = self.runs[i].1.name();
+                        (
+                            self.of_run[i],
+                            self.durations.get(&cell).copied().unwrap_or_default(),
+                        )
+                    })
+                    .collect();
+                mutate::first_kill_order(&timed)
+            } else {
+                // The longest cells of the reference first (stable among equals), so the pool
+                // does not end waiting for one of them.
+                let mut order: Vec<usize> = (0..round.len()).collect();
+                order.sort_by_key(|&i| {
+                    std::cmp::Reverse(self.durations.get(&round[i].1.name()).copied())
+                });
+                order
+            };
+            let skip = {
+                let (killed, of_round) = (killed.clone(), of_round.clone());
+                Arc::new(move |i: usize| first_kill && lock(&killed).contains(&of_round[i]))
+            };
+            let finished = {
+                let (killed, of_round) = (killed.clone(), of_round.clone());
+                let judge = Judge {
+                    reference: self.reference.clone(),
+                    out: self.out.to_path_buf(),
+                };
+                Arc::new(move |i: usize, result: &CellResult| {
+                    if judge.kills(of_round[i], result) {
+                        lock(&killed).insert(of_round[i]);
+                    }
+                })
+            };
+            let pool = scheduler::Pool {
+                order,
+                skip,
+                finished,
+            };
+            let (run, took) = crate::shutdown::run_pool(&round, jobs, pool, |_, _| {})?;
+            wall += took;
+            if let Some(message) = &run.panic {
+                anyhow::bail!("mutants: a cell panicked: {message}");
+            }
+            if let Some(signal) = crate::shutdown::stopped_by() {
+                return Ok(Err(signal));
+            }
+            anyhow::ensure!(
+                run.finished.len() + run.skipped.len() == round.len(),
+                "mutants: {} of {} runs finished",
+                run.finished.len(),
+                round.len()
+            );
+            let skipped: BTreeSet<usize> = run.skipped.iter().copied().collect();
+            let mut finished = run.finished.into_iter();
+            for (at, &index) in pending.iter().enumerate() {
+                if !skipped.contains(&at) {
+                    results[index] = finished.next();
+                }
+            }
+            eprintln!(
+                "mutants: {} runs in {:.1} s ({} left out after their operator's first kill)",
+                round.len() - skipped.len(),
+                took.as_secs_f64(),
+                skipped.len()
+            );
+            // Left out, though the kill that left them out came from an unsteady cell.
+            let killed = self.killed(&results)?;
+            pending = skipped
+                .into_iter()
+                .map(|at| pending[at])
+                .filter(|&index| !killed.contains(&self.of_run[index]))
+                .collect();
+        }
+        Ok(Ok(Ran { results, wall }))
+    }
+
+    /// The operators some finished run killed, by a cell no run found unsteady.
+    fn killed(&self, results: &[Option<CellResult>]) -> anyhow::Result<BTreeSet<Operator>> {
+        let mut judged = Vec::new();
+        for (index, result) in results.iter().enumerate() {
+            if let Some(result) = result {
+                judged.push((
+                    self.of_run[index],
+                    self.cell_mutant(self.of_run[index], result)?,
+                ));
+            }
+        }
+        let unsteady: BTreeSet<&str> = judged
+            .iter()
+            .filter(|(_, c)| c.unsteady())
+            .map(|(_, c)| c.cell.as_str())
+            .collect();
+        Ok(judged
+            .iter()
+            .filter(|(_, c)| c.kills() && !unsteady.contains(c.cell.as_str()))
+            .map(|(operator, _)| *operator)
+            .collect())
+    }
+}
+
+/// What the pool's finish hook needs to see a kill as it happens (owned: the hook outlives
+/// the borrow of a round).
+struct Judge {
+    reference: HashMap<String, Option<String>>,
+    out: PathBuf,
+}
+
+impl Judge {
+    /// Whether this run of `operator` killed it. A transcript that cannot be read is no kill
+    /// here: the operator's runs go on (judging reads it again and reports the error).
+    fn kills(&self, operator: Operator, result: &CellResult) -> bool {
+        cell_mutant(&self.out, &self.reference, operator, result).is_ok_and(|c| c.kills())
+    }
+}
+
+/// One mutant's cell as it is judged: the rewrites its transcript (below `out`'s folder of
+/// `operator`) records, its outcome and the reference's.
+fn cell_mutant(
+    out: &std::path::Path,
+    reference: &HashMap<String, Option<String>>,
+    operator: Operator,
+    result: &CellResult,
+) -> anyhow::Result<CellMutant> {
+    let name = result.cell.to_string();
+    Ok(CellMutant {
+        applied: mutate::applications(&out.join(operator.name()), &name)?,
+        reference: reference.get(&name).cloned().flatten(),
+        mutant: mutate::outcome(result),
+        cell: name,
+    })
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// Whether `cell`'s driver says its outcome is its exit status (`exit-zero` means nothing to
