@@ -10,7 +10,8 @@
 
 use crate::mutate::expect::Expectations;
 use crate::mutate::{
-    self, predict, CellMutant, DriverMutants, ExpectationsChecked, Mutant, MutationReport,
+    self, predict, CellMutant, DriverMutants, ExpectationsChecked, FidelityChecked, Mutant,
+    MutationReport,
 };
 use anyhow::Context;
 use matrix::concurrency::Concurrency;
@@ -50,6 +51,12 @@ pub struct Args {
     /// and the score are the same either way). See docs/mutate.md.
     #[arg(long)]
     pub all_kills: bool,
+    /// Run the operators against the fake and the real Codex over the cells they pair
+    /// (`harness fidelity`'s pairs: a fake runner and a real one declaring the same driver,
+    /// same suite, environment and case) and compare per operator: one killed on one side and
+    /// survived on the other is a fidelity finding about the fake (exit 1). See docs/mutate.md.
+    #[arg(long, conflicts_with = "app_server")]
+    pub fidelity: bool,
     /// Cells run at once (as for `harness run`).
     #[arg(long, short = 'j')]
     pub jobs: Option<usize>,
@@ -90,7 +97,18 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
         out: None,
         list: false,
     };
-    let cells = super::run::select(&matrix, &selection)?;
+    let mut cells = super::run::select(&matrix, &selection)?;
+    let runner_pairs = if args.fidelity {
+        let (paired, runner_pairs) = paired_cells(&matrix, &cells);
+        anyhow::ensure!(
+            !paired.is_empty(),
+            "--fidelity: no selected cell of a fake runner has a real-Codex counterpart (the same declared driver, suite, environment and case) in the selection"
+        );
+        cells = paired;
+        Some(runner_pairs)
+    } else {
+        None
+    };
     let operators = if args.operators.is_empty() {
         Operator::ALL.to_vec()
     } else {
@@ -282,8 +300,16 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
         predicted_untouched,
         first_kill: !args.all_kills,
         not_run_after_kill: not_run.values().map(Vec::len).sum(),
+        fidelity: None,
         expectations: None,
     };
+    if let Some(pairs) = runner_pairs {
+        report.fidelity = Some(FidelityChecked {
+            findings: mutate::disagreements(&report.drivers, &pairs),
+            pairs,
+        });
+    }
+    let findings = report.fidelity.as_ref().map_or(0, |f| f.findings.len());
     if let Some((path, expected)) = &expectations {
         report.expectations = Some(ExpectationsChecked {
             file: path.display().to_string(),
@@ -315,14 +341,14 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
         for unmet in &checked.unmet {
             eprintln!("expectation not met: {unmet}");
         }
-        return Ok(if !checked.unmet.is_empty() {
+        return Ok(if !checked.unmet.is_empty() || findings > 0 {
             ExitCode::from(1)
         } else {
             eprintln!("every expectation of {} is met", checked.file);
             ExitCode::SUCCESS
         });
     }
-    Ok(if report.survivors() > 0 {
+    Ok(if report.survivors() > 0 || findings > 0 {
         ExitCode::from(1)
     } else if report.killed() == 0 {
         eprintln!("harness mutate: no operator applied to any selected cell: nothing was measured");
@@ -330,6 +356,23 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// `--fidelity`: of the `selected` cells, those `harness::fidelity::pairs` pairs with a
+/// selected cell of the other app-server (both sides), and the `[fake, real]` runners paired.
+fn paired_cells(matrix: &suites::Matrix, selected: &[Cell]) -> (Vec<Cell>, Vec<[String; 2]>) {
+    let chosen: BTreeSet<String> = selected.iter().map(Cell::name).collect();
+    let mut cells: BTreeMap<String, Cell> = BTreeMap::new();
+    let mut runners: BTreeSet<[String; 2]> = BTreeSet::new();
+    // Every pair of the matrix: the selection (filters, environments) chose the cells already.
+    for pair in crate::fidelity::pairs(matrix, &[]) {
+        if chosen.contains(&pair.fake.name()) && chosen.contains(&pair.real.name()) {
+            runners.insert([pair.fake.id.runner.clone(), pair.real.id.runner.clone()]);
+            cells.insert(pair.fake.name(), pair.fake);
+            cells.insert(pair.real.name(), pair.real);
+        }
+    }
+    (cells.into_values().collect(), runners.into_iter().collect())
 }
 
 /// The mutants' runs (one per operator × cell the reference does not rule out) and what judges
@@ -343,6 +386,9 @@ struct Mutants<'a> {
     durations: &'a HashMap<String, std::time::Duration>,
     out: &'a std::path::Path,
 }
+
+/// An operator against one driver (the runner's name): one kill settles it.
+type OperatorOn = (Operator, String);
 
 /// What the mutants' pool gave: each run's result (`None`: left out after its operator's
 /// first kill), and its wall time.
@@ -371,12 +417,12 @@ impl Mutants<'_> {
         let mut wall = std::time::Duration::ZERO;
         let mut pending: Vec<usize> = (0..self.runs.len()).collect();
         while !pending.is_empty() {
-            let killed: Arc<Mutex<BTreeSet<Operator>>> =
+            let killed: Arc<Mutex<BTreeSet<OperatorOn>>> =
                 Arc::new(Mutex::new(self.killed(&results)?));
             let round: Vec<(CellContext, Cell)> =
                 pending.iter().map(|&i| self.runs[i].clone()).collect();
-            let of_round: Arc<Vec<Operator>> =
-                Arc::new(pending.iter().map(|&i| self.of_run[i]).collect());
+            let of_round: Arc<Vec<OperatorOn>> =
+                Arc::new(pending.iter().map(|&i| self.operator_on(i)).collect());
             let order = if first_kill {
                 let timed: Vec<(Operator, std::time::Duration)> = pending
                     .iter()
@@ -409,8 +455,8 @@ impl Mutants<'_> {
                     out: self.out.to_path_buf(),
                 };
                 Arc::new(move |i: usize, result: &CellResult| {
-                    if judge.kills(of_round[i], result) {
-                        lock(&killed).insert(of_round[i]);
+                    if judge.kills(of_round[i].0, result) {
+                        lock(&killed).insert(of_round[i].clone());
                     }
                 })
             };
@@ -451,19 +497,24 @@ impl Mutants<'_> {
             pending = skipped
                 .into_iter()
                 .map(|at| pending[at])
-                .filter(|&index| !killed.contains(&self.of_run[index]))
+                .filter(|&index| !killed.contains(&self.operator_on(index)))
                 .collect();
         }
         Ok(Ok(Ran { results, wall }))
     }
 
-    /// The operators some finished run killed, by a cell no run found unsteady.
-    fn killed(&self, results: &[Option<CellResult>]) -> anyhow::Result<BTreeSet<Operator>> {
+    /// Run `index`'s operator and driver: what one kill settles.
+    fn operator_on(&self, index: usize) -> OperatorOn {
+        (self.of_run[index], self.runs[index].1.id.runner.clone())
+    }
+
+    /// The operators (per driver) some finished run killed, by a cell no run found unsteady.
+    fn killed(&self, results: &[Option<CellResult>]) -> anyhow::Result<BTreeSet<OperatorOn>> {
         let mut judged = Vec::new();
         for (index, result) in results.iter().enumerate() {
             if let Some(result) = result {
                 judged.push((
-                    self.of_run[index],
+                    self.operator_on(index),
                     self.cell_mutant(self.of_run[index], result)?,
                 ));
             }
@@ -476,7 +527,7 @@ impl Mutants<'_> {
         Ok(judged
             .iter()
             .filter(|(_, c)| c.kills() && !unsteady.contains(c.cell.as_str()))
-            .map(|(operator, _)| *operator)
+            .map(|(operator_on, _)| operator_on.clone())
             .collect())
     }
 }

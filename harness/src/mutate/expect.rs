@@ -200,6 +200,7 @@ mod tests {
             predicted_untouched: 0,
             first_kill: false,
             not_run_after_kill: 0,
+            fidelity: None,
             expectations: None,
         }
     }
