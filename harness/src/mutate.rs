@@ -20,7 +20,10 @@ use std::path::Path;
 use tap::mutation::Operator;
 
 pub mod expect;
+pub mod fidelity;
 pub mod predict;
+
+pub use fidelity::{disagreements, Disagreement, FidelityChecked};
 
 /// The folder of the reference run below the out folder (each operator's is its name).
 pub const REFERENCE: &str = "unmutated";
@@ -88,6 +91,20 @@ pub struct CellMutant {
 }
 
 impl CellMutant {
+    /// `CELL (unmutated → mutated)`.
+    pub fn describe(&self) -> String {
+        format!("{} ({})", self.cell, self.change())
+    }
+
+    /// `unmutated → mutated` (`-`: no outcome).
+    pub fn change(&self) -> String {
+        format!(
+            "{} → {}",
+            self.reference.as_deref().unwrap_or("-"),
+            self.mutant.as_deref().unwrap_or("-")
+        )
+    }
+
     /// The operator applied here and the cell noticed: its outcome changed.
     pub fn kills(&self) -> bool {
         self.applied > 0
@@ -139,6 +156,9 @@ pub struct Mutant {
     /// Cells where it was not run: their reference holds nothing it rewrites, so the mutant's
     /// run would have been the reference's ([`predict`]).
     pub predicted_untouched: Vec<String>,
+    /// Cells where it would have run but was not: a cell had killed it already (first kill,
+    /// the default; `--all-kills` runs them all).
+    pub not_run_after_kill: Vec<String>,
 }
 
 impl Mutant {
@@ -176,8 +196,47 @@ impl Mutant {
             applied_in,
             unsteady: cells.into_iter().filter(CellMutant::unsteady).collect(),
             predicted_untouched,
+            not_run_after_kill: Vec::new(),
         }
     }
+
+    /// How a killed operator's detail ends: which kill this is, when a first kill left cells
+    /// out (empty otherwise: every cell ran, the list is complete).
+    pub fn first_kill_note(&self) -> String {
+        if self.not_run_after_kill.is_empty() {
+            String::new()
+        } else {
+            format!(
+                " (first kill; {} cells not run)",
+                self.not_run_after_kill.len()
+            )
+        }
+    }
+}
+
+/// The order of the mutants' runs when an operator stops at its first kill: each operator's
+/// runs shortest first (by the reference's duration: as PIT orders a mutant's covering tests
+/// by speed, a kill found early costs the least), the operators interleaved (each one's first,
+/// then each one's second, …) so that every operator's likeliest quick killer runs before any
+/// operator's slow tail. `runs` are (operator, the cell's reference duration); the answer is
+/// indices into them.
+pub fn first_kill_order(runs: &[(Operator, std::time::Duration)]) -> Vec<usize> {
+    let mut queues: BTreeMap<Operator, Vec<usize>> = BTreeMap::new();
+    for (index, (operator, _)) in runs.iter().enumerate() {
+        queues.entry(*operator).or_default().push(index);
+    }
+    for queue in queues.values_mut() {
+        // Stable: cells as long as each other keep the caller's order.
+        queue.sort_by_key(|&i| runs[i].1);
+    }
+    let rounds = queues.values().map(Vec::len).max().unwrap_or(0);
+    (0..rounds)
+        .flat_map(|round| {
+            queues
+                .values()
+                .filter_map(move |queue| queue.get(round).copied())
+        })
+        .collect()
 }
 
 /// Killed / (killed + survived); `None` when no operator applied.
@@ -235,6 +294,14 @@ pub struct MutationReport {
     /// the operator rewrites.
     pub mutant_runs: usize,
     pub predicted_untouched: usize,
+    /// Whether an operator stopped at its first kill (the default), and the mutants that left
+    /// out (each operator's `not_run_after_kill`).
+    pub first_kill: bool,
+    pub not_run_after_kill: usize,
+    /// `--fidelity`: the fake and real-Codex runners compared (each pair `[fake, real]`), and
+    /// every operator killed on one and survived on the other: a finding about the fake.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fidelity: Option<FidelityChecked>,
     /// The expectations checked (`--expect`): what was not met, and operators killed that none
     /// names.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -259,13 +326,6 @@ impl MutationReport {
 
     /// What report.html's mutation section shows.
     pub fn section(&self) -> report::html::MutationSection {
-        let change = |c: &CellMutant| {
-            format!(
-                "{} → {}",
-                c.reference.as_deref().unwrap_or("-"),
-                c.mutant.as_deref().unwrap_or("-")
-            )
-        };
         report::html::MutationSection {
             score: self.score,
             drivers: self
@@ -284,10 +344,11 @@ impl MutationReport {
                             killed_by: m
                                 .killed_by
                                 .iter()
-                                .map(|c| (c.cell.clone(), change(c)))
+                                .map(|c| (c.cell.clone(), c.change()))
                                 .collect(),
                             applied_in: m.applied_in.len(),
                             predicted_untouched: m.predicted_untouched.len(),
+                            not_run_after_kill: m.not_run_after_kill.len(),
                         })
                         .collect(),
                 })
@@ -317,19 +378,9 @@ impl MutationReport {
             for mutant in &driver.operators {
                 let detail = match mutant.status {
                     Status::Killed => {
-                        let cells: Vec<String> = mutant
-                            .killed_by
-                            .iter()
-                            .map(|c| {
-                                format!(
-                                    "{} ({} → {})",
-                                    c.cell,
-                                    c.reference.as_deref().unwrap_or("-"),
-                                    c.mutant.as_deref().unwrap_or("-")
-                                )
-                            })
-                            .collect();
-                        format!("by {}", cells.join(", "))
+                        let cells: Vec<String> =
+                            mutant.killed_by.iter().map(CellMutant::describe).collect();
+                        format!("by {}{}", cells.join(", "), mutant.first_kill_note())
                     }
                     Status::Survived => format!(
                         "applied in {} cells, no outcome changed: {}",
@@ -358,13 +409,33 @@ impl MutationReport {
                 }
             }
         }
+        if let Some(fidelity) = &self.fidelity {
+            for [fake, real] in &fidelity.pairs {
+                out.push_str(&format!("compared per operator: {fake} with {real}\n"));
+            }
+            for finding in &fidelity.findings {
+                out.push_str(&finding.describe());
+                out.push('\n');
+            }
+            if fidelity.findings.is_empty() {
+                out.push_str("the fake and the real Codex agree on every operator\n");
+            }
+        }
         out.push_str(&format!(
-            "mutation score {} ({} killed, {} survived); {} mutants run, {} predicted from the reference (nothing to rewrite there), not run\n",
+            "mutation score {} ({} killed, {} survived); {} mutants run, {} predicted from the reference (nothing to rewrite there), not run{}\n",
             percent(self.score),
             self.killed(),
             self.survivors(),
             self.mutant_runs,
-            self.predicted_untouched
+            self.predicted_untouched,
+            if self.first_kill {
+                format!(
+                    ", {} not run after their operator's first kill (--all-kills runs them)",
+                    self.not_run_after_kill
+                )
+            } else {
+                String::new()
+            }
         ));
         out
     }
@@ -375,10 +446,10 @@ fn percent(score: Option<f64>) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn cell(name: &str, applied: usize, reference: &str, mutant: &str) -> CellMutant {
+    pub(crate) fn cell(name: &str, applied: usize, reference: &str, mutant: &str) -> CellMutant {
         CellMutant {
             cell: name.into(),
             applied,
@@ -437,6 +508,40 @@ mod tests {
         assert_eq!(none.status, Status::NotApplicable);
         assert_eq!(score([&killed, &survived, &none]), Some(0.5));
         assert_eq!(score([&none]), None);
+    }
+
+    #[test]
+    fn first_kill_runs_each_operators_shortest_cells_first_operators_interleaved() {
+        use std::time::Duration;
+        let ms = Duration::from_millis;
+        let runs = [
+            (Operator::DropAnswers, ms(900)),
+            (Operator::DropAnswers, ms(100)),
+            (Operator::ExitZero, ms(500)),
+            (Operator::DropAnswers, ms(300)),
+            (Operator::ApproveEverything, ms(50)),
+        ];
+        // Operators in their own order (approve-everything, drop-answers, exit-zero), each
+        // one's shortest cell in the first round.
+        assert_eq!(first_kill_order(&runs), vec![4, 1, 2, 3, 0]);
+        assert!(first_kill_order(&[]).is_empty());
+    }
+
+    #[test]
+    fn a_killed_operator_says_when_its_list_stops_at_the_first_kill() {
+        let mut killed = Mutant::judge(
+            Operator::DropAnswers,
+            vec![cell("a", 1, "pass", "fail: answered")],
+            Vec::new(),
+            &BTreeSet::new(),
+        );
+        assert_eq!(
+            killed.first_kill_note(),
+            "",
+            "every cell ran: the list is whole"
+        );
+        killed.not_run_after_kill = vec!["b".into(), "c".into()];
+        assert_eq!(killed.first_kill_note(), " (first kill; 2 cells not run)");
     }
 
     #[test]

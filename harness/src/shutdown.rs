@@ -159,6 +159,23 @@ pub fn run_each(
     jobs: Concurrency,
     on_event: impl Fn(&Progress, Option<&CellResult>) + Send + Sync + 'static,
 ) -> anyhow::Result<(MatrixRun, Duration)> {
+    let cells: Vec<Cell> = runs.iter().map(|(_, cell)| cell.clone()).collect();
+    let pool = scheduler::Pool {
+        order: scheduler::start_order(&cells, jobs),
+        skip: std::sync::Arc::new(|_| false),
+        finished: std::sync::Arc::new(|_, _| {}),
+    };
+    run_pool(runs, jobs, pool, on_event)
+}
+
+/// [`run_each`] in `pool`'s order, leaving out what it skips (`harness mutate`'s first kill;
+/// see [`scheduler::run_pool_until`]).
+pub fn run_pool(
+    runs: &[(CellContext, Cell)],
+    jobs: Concurrency,
+    pool: scheduler::Pool,
+    on_event: impl Fn(&Progress, Option<&CellResult>) + Send + Sync + 'static,
+) -> anyhow::Result<(MatrixRun, Duration)> {
     install_signal_handler();
     let stop = CancellationToken::new();
     STOPPED_BY.store(0, Ordering::SeqCst);
@@ -175,9 +192,10 @@ pub fn run_each(
         .enable_all()
         .build()?;
     let started = Instant::now();
-    let run = runtime.block_on(scheduler::run_each_until(
+    let run = runtime.block_on(scheduler::run_pool_until(
         runs,
         jobs,
+        pool,
         stop.clone(),
         on_event,
     ));

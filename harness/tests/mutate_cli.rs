@@ -3,58 +3,34 @@
 //! gate must notice are killed, and a selection too narrow to notice one leaves it a survivor
 //! (exit 1). The recorder's rewrites are real: the driver's bytes go through the tap.
 
+// Each test crate uses its own part of the shared helpers.
+#[allow(dead_code)]
+mod common;
+
 use assert_cmd::Command;
 use serde_json::Value;
 use std::path::Path;
 
-const DRIVERS: &str = r#"[drivers.mini]
-command = "python3 {repo}/harness/examples/minimal_driver.py --cwd {workspace} --prompt {prompt} --mode {mode} --timeout 2"
-codex = "env:CODEX_PATH"
-contract = "wire"
-modes = ["planning", "standard", "ask"]
-outcome = "exit-status"
-"#;
-
 /// `harness mutate` of the minimal driver against the fake, `local`, into `dir/out`: its exit
 /// code and its stdout and stderr.
 fn run_mutate(dir: &Path, args: &[&str]) -> (Option<i32>, String) {
-    let drivers = dir.join("drivers.toml");
-    std::fs::write(&drivers, DRIVERS).unwrap();
-    let output = Command::cargo_bin("harness")
-        .unwrap()
-        .env_remove("GITHUB_STEP_SUMMARY")
-        .arg("mutate")
-        .arg("--drivers")
-        .arg(&drivers)
-        .args([
-            "--app-server",
-            "fake",
-            "--environment",
-            "local",
-            "--jobs",
-            "2",
-        ])
-        .arg("--out")
-        .arg(dir.join("out"))
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        output.status.code(),
-        format!(
-            "{}\n{}",
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        ),
+    run_mutate_without_app_server(dir, &[&["--app-server", "fake"], args].concat())
+}
+
+/// [`run_mutate`] over both app-servers' runners.
+fn run_mutate_without_app_server(dir: &Path, args: &[&str]) -> (Option<i32>, String) {
+    common::mutate::run(
+        &common::mutate::minimal_driver("mini", 2),
+        dir,
+        &[&["--environment", "local", "--jobs", "2"], args].concat(),
     )
 }
 
 /// [`run_mutate`], with its `mutation.json`.
 fn mutate(dir: &Path, args: &[&str]) -> (Option<i32>, Value, String) {
     let (code, output) = run_mutate(dir, args);
-    let report = std::fs::read_to_string(dir.join("out/mutation.json"))
-        .unwrap_or_else(|e| panic!("no mutation.json ({e}):\n{output}"));
-    (code, serde_json::from_str(&report).unwrap(), output)
+    let report = common::mutate::report(dir, &output);
+    (code, report, output)
 }
 
 fn status<'a>(report: &'a Value, operator: &str) -> &'a str {
@@ -204,4 +180,97 @@ fn a_survivor_against_an_expectation_is_exit_1_and_a_met_one_exit_0() {
     );
     assert_eq!(code, Some(1), "{output}");
     assert!(output.contains("below the expected 100%"), "{output}");
+}
+
+/// The operator's `killed_by` cells and how many of its runs its first kill left out.
+fn kills(report: &Value, operator: &str) -> (usize, usize) {
+    let mutant = report["drivers"][0]["operators"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["operator"] == operator)
+        .unwrap_or_else(|| panic!("{operator} in {report:#}"));
+    (
+        mutant["killed_by"].as_array().unwrap().len(),
+        mutant["not_run_after_kill"].as_array().unwrap().len(),
+    )
+}
+
+#[test]
+fn an_operator_stops_at_its_first_kill_unless_all_kills_are_asked() {
+    // Every server-request cell notices a dropped answer (each waits for its own answer).
+    let args = [
+        "--operator",
+        "drop-answers",
+        "protocol-server-requests.mini-fake.local.",
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let (code, report, output) = mutate(dir.path(), &args);
+    assert_eq!(status(&report, "drop-answers"), "killed", "{output}");
+    assert_eq!(code, Some(0), "{output}");
+    let (killers, left_out) = kills(&report, "drop-answers");
+    // Two run at once (`--jobs 2`): at most the two running when the first kill came finish.
+    assert!((1..=2).contains(&killers), "{output}");
+    assert!(left_out >= 5, "{output}");
+    assert_eq!(report["first_kill"], true);
+    assert_eq!(report["not_run_after_kill"], left_out);
+    assert!(
+        output.contains(&format!("(first kill; {left_out} cells not run)")),
+        "{output}"
+    );
+
+    let all = tempfile::tempdir().unwrap();
+    let (code, report, output) = mutate(all.path(), &[&["--all-kills"], &args[..]].concat());
+    assert_eq!(status(&report, "drop-answers"), "killed", "{output}");
+    assert_eq!(code, Some(0), "{output}");
+    let (every_killer, none_left_out) = kills(&report, "drop-answers");
+    assert_eq!(every_killer, killers + left_out, "{output}");
+    assert_eq!(none_left_out, 0);
+    assert_eq!(report["first_kill"], false);
+    assert!(!output.contains("first kill;"), "{output}");
+}
+
+#[test]
+fn each_driver_stops_at_its_own_first_kill() {
+    // Two drivers (the same script): a kill on one settles nothing about the other.
+    let dir = tempfile::tempdir().unwrap();
+    let twins = format!(
+        "{}\n{}",
+        common::mutate::minimal_driver("mini", 2),
+        common::mutate::minimal_driver("twin", 2)
+    );
+    let (code, said) = common::mutate::run(
+        &twins,
+        dir.path(),
+        &[
+            "--app-server",
+            "fake",
+            "--environment",
+            "local",
+            "--jobs",
+            "1",
+            "--operator",
+            "drop-answers",
+            "protocol-server-requests.mini-fake.local.command-approval",
+            "protocol-server-requests.twin-fake.local.command-approval",
+        ],
+    );
+    let report = common::mutate::report(dir.path(), &said);
+    let drivers = report["drivers"].as_array().unwrap();
+    assert_eq!(drivers.len(), 2, "{said}");
+    for driver in drivers {
+        assert_eq!(driver["operators"][0]["status"], "killed", "{said}");
+    }
+    assert_eq!(code, Some(0), "{said}");
+}
+
+#[test]
+fn fidelity_without_a_real_codex_counterpart_in_the_selection_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let (code, output) = run_mutate_without_app_server(
+        dir.path(),
+        &["--fidelity", "protocol-handshake.mini-fake.local.handshake"],
+    );
+    assert_eq!(code, Some(2), "{output}");
+    assert!(output.contains("real-Codex counterpart"), "{output}");
 }

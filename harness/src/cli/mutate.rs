@@ -1,19 +1,24 @@
 //! `harness mutate [--drivers FILE] [--app-server fake|codex] [--operator NAME]… [--expect
 //! FILE] [FILTER…]`: the selected cells once as they are (the reference), then every mutant the
-//! reference does not rule out (`harness::mutate::predict`), all in one pool; a table per driver
+//! reference does not rule out (`harness::mutate::predict`), all in one pool, each operator's
+//! queued runs left out once one killed it (`--all-kills`: every one); a table per driver
 //! per operator (killed by which cells, survived, not applicable), the score, `mutation.json`
 //! and `report.html` in the out folder. Exit 0 when every operator that applied was killed, 1
 //! when one survived, 2 when the run could not be made (or no operator applied anywhere:
 //! nothing was measured), 130 / 143 after SIGINT / SIGTERM; with `--expect`, 0 / 1 say whether
 //! every expectation is met (`harness::mutate::expect`).
 
+mod pool;
+
 use crate::mutate::expect::Expectations;
 use crate::mutate::{
-    self, predict, CellMutant, DriverMutants, ExpectationsChecked, Mutant, MutationReport,
+    self, predict, CellMutant, DriverMutants, ExpectationsChecked, FidelityChecked, Mutant,
+    MutationReport,
 };
 use anyhow::Context;
 use matrix::concurrency::Concurrency;
 use matrix::context::CellContext;
+use pool::Mutants;
 use report::outcome::CellResult;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::PathBuf;
@@ -42,6 +47,17 @@ pub struct Args {
     /// survivors it does not name are reported, not failed. See docs/mutate.md.
     #[arg(long, value_name = "FILE")]
     pub expect: Option<PathBuf>,
+    /// Run every mutant the reference does not rule out, for the complete "killed by" list;
+    /// by default an operator's remaining runs are left out once one cell killed it (its status
+    /// and the score are the same either way). See docs/mutate.md.
+    #[arg(long)]
+    pub all_kills: bool,
+    /// Run the operators against the fake and the real Codex over the cells they pair
+    /// (`harness fidelity`'s pairs: a fake runner and a real one declaring the same driver,
+    /// same suite, environment and case) and compare per operator: one killed on one side and
+    /// survived on the other is a fidelity finding about the fake (exit 1). See docs/mutate.md.
+    #[arg(long, conflicts_with = "app_server")]
+    pub fidelity: bool,
     /// Cells run at once (as for `harness run`).
     #[arg(long, short = 'j')]
     pub jobs: Option<usize>,
@@ -82,7 +98,18 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
         out: None,
         list: false,
     };
-    let cells = super::run::select(&matrix, &selection)?;
+    let mut cells = super::run::select(&matrix, &selection)?;
+    let runner_pairs = if args.fidelity {
+        let (paired, runner_pairs) = paired_cells(&matrix, &cells);
+        anyhow::ensure!(
+            !paired.is_empty(),
+            "--fidelity: no selected cell of a fake runner has a real-Codex counterpart (the same declared driver, suite, environment and case) in the selection"
+        );
+        cells = paired;
+        Some(runner_pairs)
+    } else {
+        None
+    };
     let operators = if args.operators.is_empty() {
         Operator::ALL.to_vec()
     } else {
@@ -141,7 +168,7 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
         "no selected cell ran to an outcome unmutated: nothing to compare a mutant with"
     );
     // Every mutant the reference does not rule out, in one pool: no run waits for another
-    // operator's slowest cell.
+    // operator's slowest cell (and, first kill, each operator's quickest cells first).
     let predicting = std::time::Instant::now();
     let reference_root = out.join(mutate::REFERENCE);
     let contexts: BTreeMap<Operator, CellContext> = operators
@@ -153,14 +180,10 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
             (*operator, ctx)
         })
         .collect();
-    // The longest cells of the reference first (the scheduler keeps this order among cells of
-    // the same cost), so the pool does not end waiting for one of them.
-    let mut by_length: Vec<&Cell> = compared.iter().collect();
-    by_length.sort_by_key(|c| std::cmp::Reverse(durations.get(&c.name()).copied()));
     let mut runs: Vec<(CellContext, Cell)> = Vec::new();
     let mut of_run: Vec<Operator> = Vec::new();
     let mut untouched: BTreeMap<Operator, Vec<Cell>> = BTreeMap::new();
-    for cell in by_length {
+    for cell in &compared {
         let eligible: Vec<Operator> = operators
             .iter()
             .copied()
@@ -178,35 +201,38 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     let predicted_untouched: usize = untouched.values().map(Vec::len).sum();
     eprintln!(
-        "mutants: {} runs ({} operator × cell pairs not run: their reference holds nothing the operator rewrites; predicted in {:.1} s)",
+        "mutants: {} runs ({} operator × cell pairs not run: their reference holds nothing the operator rewrites; predicted in {:.1} s){}",
         runs.len(),
         predicted_untouched,
-        predicting.elapsed().as_secs_f64()
+        predicting.elapsed().as_secs_f64(),
+        if args.all_kills { "" } else { "; an operator's runs stop at its first kill" }
     );
-    let (run, wall) = crate::shutdown::run_each(&runs, jobs, |_, _| {})?;
+    let pool = Mutants {
+        runs: &runs,
+        of_run: &of_run,
+        reference: &reference,
+        durations: &durations,
+        out: &out,
+    };
+    let ran = match pool.run(jobs, !args.all_kills)? {
+        Ok(ran) => ran,
+        Err(signal) => return Ok(stopped(signal)),
+    };
+    let wall = ran.wall;
     runs_ms.insert("mutants".into(), wall.as_millis() as u64);
-    if let Some(message) = &run.panic {
-        anyhow::bail!("mutants: a cell panicked: {message}");
-    }
-    if let Some(signal) = crate::shutdown::stopped_by() {
-        return Ok(stopped(signal));
-    }
-    anyhow::ensure!(
-        run.finished.len() == runs.len(),
-        "mutants: {} of {} runs finished",
-        run.finished.len(),
-        runs.len()
-    );
-    eprintln!(
-        "mutants: {} runs in {:.1} s",
-        runs.len(),
-        wall.as_secs_f64()
-    );
     let judging = std::time::Instant::now();
     let mut results: BTreeMap<Operator, Vec<CellResult>> = BTreeMap::new();
-    for (operator, result) in of_run.into_iter().zip(run.finished) {
-        results.entry(operator).or_default().push(result);
+    let mut not_run: BTreeMap<Operator, Vec<Cell>> = BTreeMap::new();
+    for (index, result) in ran.results.into_iter().enumerate() {
+        match result {
+            Some(result) => results.entry(of_run[index]).or_default().push(result),
+            None => not_run
+                .entry(of_run[index])
+                .or_default()
+                .push(runs[index].1.clone()),
+        }
     }
+    let mutant_runs = results.values().map(Vec::len).sum();
     let mut passes: Vec<(Operator, BTreeMap<String, Vec<CellMutant>>)> = Vec::new();
     for operator in &operators {
         let root = out.join(operator.name());
@@ -219,16 +245,10 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         let mut by_driver: BTreeMap<String, Vec<CellMutant>> = BTreeMap::new();
         for result in &results {
-            let name = result.cell.to_string();
             by_driver
                 .entry(result.cell.runner.clone())
                 .or_default()
-                .push(CellMutant {
-                    applied: mutate::applications(&root, &name)?,
-                    reference: reference.get(&name).cloned().flatten(),
-                    mutant: mutate::outcome(result),
-                    cell: name,
-                });
+                .push(pool.cell_mutant(*operator, result)?);
         }
         passes.push((*operator, by_driver));
     }
@@ -252,7 +272,15 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
                 .filter(|c| &c.id.runner == driver)
                 .map(Cell::name)
                 .collect();
-            mutants.push(Mutant::judge(operator, cells, predicted, &unsteady));
+            let mut mutant = Mutant::judge(operator, cells, predicted, &unsteady);
+            mutant.not_run_after_kill = not_run
+                .get(&operator)
+                .into_iter()
+                .flatten()
+                .filter(|c| &c.id.runner == driver)
+                .map(Cell::name)
+                .collect();
+            mutants.push(mutant);
         }
     }
     let drivers: Vec<DriverMutants> = per_driver
@@ -269,10 +297,20 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
         score: mutate::score(drivers.iter().flat_map(|d| &d.operators)),
         drivers,
         runs_ms,
-        mutant_runs: runs.len(),
+        mutant_runs,
         predicted_untouched,
+        first_kill: !args.all_kills,
+        not_run_after_kill: not_run.values().map(Vec::len).sum(),
+        fidelity: None,
         expectations: None,
     };
+    if let Some(pairs) = runner_pairs {
+        report.fidelity = Some(FidelityChecked {
+            findings: mutate::disagreements(&report.drivers, &pairs),
+            pairs,
+        });
+    }
+    let findings = report.fidelity.as_ref().map_or(0, |f| f.findings.len());
     if let Some((path, expected)) = &expectations {
         report.expectations = Some(ExpectationsChecked {
             file: path.display().to_string(),
@@ -304,14 +342,14 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
         for unmet in &checked.unmet {
             eprintln!("expectation not met: {unmet}");
         }
-        return Ok(if !checked.unmet.is_empty() {
+        return Ok(if !checked.unmet.is_empty() || findings > 0 {
             ExitCode::from(1)
         } else {
             eprintln!("every expectation of {} is met", checked.file);
             ExitCode::SUCCESS
         });
     }
-    Ok(if report.survivors() > 0 {
+    Ok(if report.survivors() > 0 || findings > 0 {
         ExitCode::from(1)
     } else if report.killed() == 0 {
         eprintln!("harness mutate: no operator applied to any selected cell: nothing was measured");
@@ -319,6 +357,23 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// `--fidelity`: of the `selected` cells, those `harness::fidelity::pairs` pairs with a
+/// selected cell of the other app-server (both sides), and the `[fake, real]` runners paired.
+fn paired_cells(matrix: &suites::Matrix, selected: &[Cell]) -> (Vec<Cell>, Vec<[String; 2]>) {
+    let chosen: BTreeSet<String> = selected.iter().map(Cell::name).collect();
+    let mut cells: BTreeMap<String, Cell> = BTreeMap::new();
+    let mut runners: BTreeSet<[String; 2]> = BTreeSet::new();
+    // Every pair of the matrix: the selection (filters, environments) chose the cells already.
+    for pair in crate::fidelity::pairs(matrix, &[]) {
+        if chosen.contains(&pair.fake.name()) && chosen.contains(&pair.real.name()) {
+            runners.insert([pair.fake.id.runner.clone(), pair.real.id.runner.clone()]);
+            cells.insert(pair.fake.name(), pair.fake);
+            cells.insert(pair.real.name(), pair.real);
+        }
+    }
+    (cells.into_values().collect(), runners.into_iter().collect())
 }
 
 /// Whether `cell`'s driver says its outcome is its exit status (`exit-zero` means nothing to

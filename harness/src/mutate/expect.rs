@@ -198,6 +198,9 @@ mod tests {
             runs_ms: BTreeMap::new(),
             mutant_runs: 0,
             predicted_untouched: 0,
+            first_kill: false,
+            not_run_after_kill: 0,
+            fidelity: None,
             expectations: None,
         }
     }

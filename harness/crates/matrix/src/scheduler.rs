@@ -40,7 +40,23 @@ pub struct MatrixRun {
     pub not_started: Vec<CellId>,
     /// The message of a panic in a cell's task, which stopped the run.
     pub panic: Option<String>,
+    /// Indices (in the runs given) of those its [`Pool::skip`] left out when their turn came.
+    pub skipped: Vec<usize>,
 }
+
+/// How [`run_pool_until`] orders and prunes its runs (`harness mutate`: each operator's
+/// likeliest killers first, an operator's queued runs left out once one of its runs killed it).
+pub struct Pool {
+    /// The order the runs start in (indices into the runs); every index exactly once.
+    pub order: Vec<usize>,
+    /// Asked when a run's turn comes (its slots taken): `true` leaves it out.
+    pub skip: Arc<dyn Fn(usize) -> bool + Send + Sync>,
+    /// Told of each finished run, by index, before a later run's [`Pool::skip`] is asked.
+    pub finished: Arc<OnFinished>,
+}
+
+/// [`Pool::finished`]: a run's index and its result.
+pub type OnFinished = dyn Fn(usize, &CellResult) + Send + Sync;
 
 /// Run `cells`, as many at once as `jobs` allows; `on_event` sees every start and finish.
 /// Results come back in the cells' order. A panic in a cell is raised again here.
@@ -80,6 +96,24 @@ pub async fn run_each_until(
     stop: CancellationToken,
     on_event: impl Fn(&Progress, Option<&CellResult>) + Send + Sync + 'static,
 ) -> MatrixRun {
+    let cells: Vec<Cell> = runs.iter().map(|(_, cell)| cell.clone()).collect();
+    let pool = Pool {
+        order: start_order(&cells, jobs),
+        skip: Arc::new(|_| false),
+        finished: Arc::new(|_, _| {}),
+    };
+    run_pool_until(runs, jobs, pool, stop, on_event).await
+}
+
+/// [`run_each_until`] in the order `pool` gives, each run left out that [`Pool::skip`] says
+/// when its turn comes (in [`MatrixRun::skipped`], not in `not_started`).
+pub async fn run_pool_until(
+    runs: &[(CellContext, Cell)],
+    jobs: Concurrency,
+    pool: Pool,
+    stop: CancellationToken,
+    on_event: impl Fn(&Progress, Option<&CellResult>) + Send + Sync + 'static,
+) -> MatrixRun {
     let semaphore = Arc::new(Semaphore::new(jobs.slots() as usize));
     let progress = Arc::new(std::sync::Mutex::new(Progress {
         total: runs.len(),
@@ -88,14 +122,15 @@ pub async fn run_each_until(
     let on_event = Arc::new(on_event);
     let mut tasks = tokio::task::JoinSet::new();
     // The semaphore is fair: cells get their permits in this order.
-    let cells: Vec<Cell> = runs.iter().map(|(_, cell)| cell.clone()).collect();
-    for index in start_order(&cells, jobs) {
+    for index in pool.order {
         let (ctx, cell) = runs[index].clone();
         let cost = jobs.cost(&cell);
         let semaphore = semaphore.clone();
         let progress = progress.clone();
         let on_event = on_event.clone();
         let stop = stop.clone();
+        let skip = pool.skip.clone();
+        let finished = pool.finished.clone();
         tasks.spawn(async move {
             let _permit = tokio::select! {
                 biased;
@@ -104,6 +139,11 @@ pub async fn run_each_until(
             };
             if stop.is_cancelled() {
                 return (index, Ran::NotStarted);
+            }
+            if skip(index) {
+                let mut p = progress.lock().expect("progress");
+                p.total -= 1;
+                return (index, Ran::Skipped);
             }
             {
                 let mut p = progress.lock().expect("progress");
@@ -115,6 +155,11 @@ pub async fn run_each_until(
                 _ = stop.cancelled() => None,
                 result = run_cell(&ctx, &cell) => Some(result),
             };
+            // Before the permit is released (at the task's end): the next run's skip sees
+            // this one's result.
+            if let Some(result) = &result {
+                finished(index, result);
+            }
             let mut p = progress.lock().expect("progress");
             p.running -= 1;
             match result {
@@ -151,8 +196,9 @@ pub async fn run_each_until(
         panic,
         ..MatrixRun::default()
     };
-    for ((_, cell), outcome) in runs.iter().zip(ran) {
+    for (index, ((_, cell), outcome)) in runs.iter().zip(ran).enumerate() {
         match outcome {
+            Some(Ran::Skipped) => run.skipped.push(index),
             Some(Ran::Finished(result)) => run.finished.push(*result),
             Some(Ran::NotStarted) => run.not_started.push(cell.id.clone()),
             // A panicked task left no outcome: it was running.
@@ -263,6 +309,7 @@ enum Ran {
     Finished(Box<CellResult>),
     Interrupted,
     NotStarted,
+    Skipped,
 }
 
 #[cfg(test)]

@@ -34,6 +34,8 @@ pub struct MutationRow {
     pub applied_in: usize,
     /// Cells not run: their reference held nothing it rewrites.
     pub predicted_untouched: usize,
+    /// Cells not run because one had killed it already (its first kill).
+    pub not_run_after_kill: usize,
 }
 
 fn percent(score: Option<f64>) -> String {
@@ -69,7 +71,15 @@ pub fn section(mutation: &MutationSection) -> String {
                             )
                         })
                         .collect();
-                    format!("by<ul>{}</ul>", cells.join(""))
+                    let first = if row.not_run_after_kill > 0 {
+                        format!(
+                            "<p class=\"hint\">first kill; {} cells not run</p>",
+                            row.not_run_after_kill
+                        )
+                    } else {
+                        String::new()
+                    };
+                    format!("by<ul>{}</ul>{first}", cells.join(""))
                 }
                 "survived" => format!(
                     "applied in {} cells, no outcome changed: {}",
@@ -109,6 +119,7 @@ mod tests {
             killed_by,
             applied_in: 2,
             predicted_untouched: 3,
+            not_run_after_kill: if status == "killed" { 4 } else { 0 },
         };
         let mutation = MutationSection {
             score: Some(0.5),
