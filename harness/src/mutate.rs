@@ -353,6 +353,13 @@ impl MutationReport {
                         .collect(),
                 })
                 .collect(),
+            fidelity: self
+                .fidelity
+                .as_ref()
+                .map(|f| report::html::MutationFidelity {
+                    pairs: f.pairs.clone(),
+                    findings: f.findings.iter().map(|d| d.describe()).collect(),
+                }),
         }
     }
 

@@ -11,7 +11,7 @@ mod mutation;
 mod timeline;
 
 pub use cell::CellPage;
-pub use mutation::{MutationDriver, MutationRow, MutationSection};
+pub use mutation::{MutationDriver, MutationFidelity, MutationRow, MutationSection};
 pub use timeline::Entry;
 
 use super::summary::{by_profile, ordered, profile_heading, Summary};

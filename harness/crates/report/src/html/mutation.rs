@@ -11,6 +11,18 @@ pub struct MutationSection {
     /// Every driver's operators together.
     pub score: Option<f64>,
     pub drivers: Vec<MutationDriver>,
+    /// `--fidelity`: the drivers compared between the fake and the real Codex, and where they
+    /// disagreed.
+    pub fidelity: Option<MutationFidelity>,
+}
+
+/// The fake and the real Codex, per operator (`harness mutate --fidelity`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct MutationFidelity {
+    /// Each `[fake runner, real-Codex runner]` compared.
+    pub pairs: Vec<[String; 2]>,
+    /// Each disagreement, in words: a finding about the fake.
+    pub findings: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -50,6 +62,9 @@ pub fn section(mutation: &MutationSection) -> String {
         "<section class=\"mutation\" id=\"mutation\"><h2>Mutation score {}</h2><p class=\"hint\">Each operator rewrites what the driver sends as a driver with that bug would (docs/mutate.md); killed: some cell noticed.</p>",
         percent(mutation.score)
     );
+    if let Some(fidelity) = &mutation.fidelity {
+        fidelity_part(&mut out, fidelity);
+    }
     for driver in &mutation.drivers {
         let _ = write!(
             out,
@@ -106,6 +121,28 @@ pub fn section(mutation: &MutationSection) -> String {
     out
 }
 
+fn fidelity_part(out: &mut String, fidelity: &MutationFidelity) {
+    let pairs: Vec<String> = fidelity
+        .pairs
+        .iter()
+        .map(|[fake, real]| format!("{} ~ {}", escape(fake), escape(real)))
+        .collect();
+    let _ = write!(
+        out,
+        "<h3>The fake and the real Codex, per operator</h3><p class=\"hint\">Compared: {}.</p>",
+        pairs.join(", ")
+    );
+    if fidelity.findings.is_empty() {
+        out.push_str("<p>Every operator has the same status against both app-servers.</p>");
+        return;
+    }
+    out.push_str("<ul class=\"findings\">");
+    for finding in &fidelity.findings {
+        let _ = write!(out, "<li class=\"m-survived\">{}</li>", escape(finding));
+    }
+    out.push_str("</ul>");
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -139,7 +176,38 @@ mod tests {
                     row("exit-zero", "not applicable", Vec::new()),
                 ],
             }],
+            fidelity: None,
         };
         insta::assert_snapshot!("mutation_section", section(&mutation));
+    }
+
+    #[test]
+    fn a_disagreement_between_the_app_servers_is_shown_as_a_finding_about_the_fake() {
+        let mut mutation = MutationSection {
+            score: Some(1.0),
+            drivers: Vec::new(),
+            fidelity: Some(MutationFidelity {
+                pairs: vec![["mini-fake".into(), "mini-codex".into()]],
+                findings: Vec::new(),
+            }),
+        };
+        let agreed = section(&mutation);
+        assert!(agreed.contains("mini-fake ~ mini-codex"), "{agreed}");
+        assert!(
+            agreed.contains("Every operator has the same status"),
+            "{agreed}"
+        );
+        mutation.fidelity.as_mut().unwrap().findings =
+            vec!["fidelity finding about the fake: `duplicate-requests` <survives>".into()];
+        let found = section(&mutation);
+        assert!(
+            !found.contains("Every operator has the same status"),
+            "{found}"
+        );
+        assert!(
+            found
+                .contains("fidelity finding about the fake: `duplicate-requests` &lt;survives&gt;"),
+            "{found}"
+        );
     }
 }
