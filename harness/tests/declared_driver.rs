@@ -76,7 +76,14 @@ async fn a_hang_is_bounded_by_the_drivers_declared_idle_timeout_not_the_harness_
     let declared = cell.runner.declared.as_mut().unwrap();
     // The driver declares it gives up after 1 s of silence, but (a bug) waits 600 s: the harness
     // ends it at its declared wait plus the shutdown and margin, well before its default 10 s.
-    declared.command = declared.command.replace("--timeout 2", "--timeout 600");
+    declared.command = declared
+        .command
+        .replace("--timeout {idle_seconds}", "--timeout 600");
+    assert!(
+        declared.command.contains("--timeout 600"),
+        "{}",
+        declared.command
+    );
     declared.idle_timeout_seconds = Some(1);
     let fake = matrix::stages::app_server::fake_timeouts();
     let bound = matrix::stages::driver::idle_bound(&fake, Some(declared));

@@ -2,8 +2,9 @@
 //! SDK and codex-acp, unmodified): for every pair of the matrix in `local` and `daytona`, `NAME-fake` against
 //! `NAME-codex` (the pinned Codex 0.169.0 with the mock model API), both sides reach the same
 //! verdict and the driver sees the same normalised message sequence — the comparison `harness
-//! fidelity --drivers drivers/published.toml` prints, asserted. A sequence its driver cut short
-//! itself (codex-acp's title side thread) compares as a prefix, as there (see
+//! fidelity --drivers drivers/published.toml` prints, asserted. A pair its driver cut short
+//! itself (codex-acp's title side thread, whose start races the client's exit on either side)
+//! compares up to the earlier of the two closings of stdin, as there (see
 //! `harness::fidelity::cut`).
 //!
 //! Every trial needs the pinned real Codex, bubblewrap and the published driver packages
@@ -81,33 +82,6 @@ fn main() {
             package.id
         );
     }
-    // A known race, not held to agreement: codex-acp's client ends the agent as soon as the
-    // prompt's turn completes, while its title side thread is starting, so where its stdin
-    // closes among Codex's answers (and the side thread's `turn/start` and warnings) varies
-    // from run to run on either side. A run in which the close leaves a request unanswered
-    // compares as a prefix (`harness::fidelity::cut`), one that does not stays strict:
-    // `harness fidelity --drivers drivers/published.toml codex-acp-fake~codex-acp-codex.`
-    // agreed on all 60 pairs (every environment) once, and this test's next run on 30 of the 33
-    // in `local` and `daytona`. The pairs are listed as ignored, by name, never dropped
-    // silently (issue 23).
-    let (pairs, races): (Vec<_>, Vec<_>) = pairs
-        .into_iter()
-        .partition(|(_, package)| package.id != "codex-acp");
-    let ignored = races.into_iter().map(|(pair, package)| {
-        eprintln!(
-            "published_fidelity: {} races its driver's own exit (ignored)",
-            pair.name()
-        );
-        libtest_mimic::Trial::test(
-            format!(
-                "driver_exit_race_{}::{}",
-                package.id.replace('-', "_"),
-                pair.name()
-            ),
-            || Ok(()),
-        )
-        .with_ignored_flag(true)
-    });
     let trials = pairs
         .into_iter()
         .map(|(pair, package)| {
@@ -128,7 +102,6 @@ fn main() {
             let options = options.clone();
             prereq::trial(name, missing, move || run_trial(&pair, &options))
         })
-        .chain(ignored)
         .collect();
     let conclusion = libtest_mimic::run(&args, trials);
     sandbox::teardown::tear_down_everything();

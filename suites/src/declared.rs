@@ -18,12 +18,16 @@ pub struct Placeholders {
     /// The harness cache root (`codex::provision::cache_root`), where `harness
     /// provision` installs the pinned Codex and the published drivers' packages.
     pub cache: String,
+    /// The cell's turn-idle bound in whole seconds, rounded up (the task envelope's
+    /// `timeouts.turn_idle_ms`): one command line can then give a driver's own idle wait for
+    /// both the fake (2 s) and the real Codex (60 s), so the two runners declare one driver.
+    pub idle_seconds: u64,
 }
 
 /// Why a command line could not be filled in.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RenderError {
-    #[error("unknown placeholder `{{{0}}}` (known: {{workspace}} {{prompt}} {{mode}} {{codex}} {{task}} {{repo}} {{cache}})")]
+    #[error("unknown placeholder `{{{0}}}` (known: {{workspace}} {{prompt}} {{mode}} {{codex}} {{task}} {{repo}} {{cache}} {{idle_seconds}})")]
     Unknown(String),
     #[error("unclosed `{{` at byte {0}")]
     Unclosed(usize),
@@ -36,6 +40,12 @@ pub enum RenderError {
 }
 
 impl Placeholders {
+    /// `{idle_seconds}` for a turn-idle bound: whole seconds, rounded up, so a driver told
+    /// this waits at least as long as the harness's own bound.
+    pub fn idle_seconds(turn_idle: std::time::Duration) -> u64 {
+        u64::try_from(turn_idle.as_millis().div_ceil(1000)).unwrap_or(u64::MAX)
+    }
+
     fn value(&self, name: &str, quote: bool) -> Result<String, RenderError> {
         let plain = |v: &str| -> Result<String, RenderError> {
             if quote {
@@ -57,6 +67,7 @@ impl Placeholders {
             "task" => plain(&self.task),
             "repo" => plain(&self.repo),
             "cache" => plain(&self.cache),
+            "idle_seconds" => Ok(self.idle_seconds.to_string()),
             other => Err(RenderError::Unknown(other.to_string())),
         }
     }
@@ -131,6 +142,7 @@ mod tests {
             task: "/t/task.json".into(),
             repo: "/r".into(),
             cache: "/c c".into(),
+            idle_seconds: 2,
         }
     }
 
@@ -157,6 +169,18 @@ mod tests {
                 "/t/codex"
             ]
         );
+    }
+
+    /// The idle bound is whole seconds rounded up: a driver told `{idle_seconds}` never gives
+    /// up before the harness's own bound (1.5 s is 2, not 1).
+    #[test]
+    fn idle_seconds_is_the_turn_idle_bound_rounded_up() {
+        use std::time::Duration;
+        assert_eq!(Placeholders::idle_seconds(Duration::from_secs(2)), 2);
+        assert_eq!(Placeholders::idle_seconds(Duration::from_millis(1500)), 2);
+        assert_eq!(Placeholders::idle_seconds(Duration::from_secs(60)), 60);
+        let d = driver("x --timeout {idle_seconds}", CodexDiscovery::Path);
+        assert_eq!(d.command_line(&values()).unwrap(), "x --timeout 2");
     }
 
     #[test]

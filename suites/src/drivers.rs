@@ -197,6 +197,7 @@ fn check_driver(driver: &DeclaredDriver) -> Result<(), String> {
         task: "/task.json".into(),
         repo: "/repo".into(),
         cache: "/cache".into(),
+        idle_seconds: 60,
     };
     driver
         .command_line(&sample)

@@ -319,6 +319,7 @@ async fn prepare(ctx: &CellContext, cell: &Cell) -> Result<Session> {
         task: path(&task_path),
         repo: ctx.repo_root.as_deref().map(path).unwrap_or_default(),
         cache: path(&codex::provision::cache_root()?),
+        idle_seconds: Placeholders::idle_seconds(app.timeouts.turn_idle),
     };
     let command = declared
         .command_line(&values)

@@ -5,11 +5,14 @@
 //! prompt has returned, ends the agent at once. How far the side thread gets before that is a
 //! race between the client's exit and the app-server's speed (measured: the real Codex 0.169
 //! answers that `thread/start` in ~30 ms and never in time; the fake answers in ~1 ms and
-//! plays the whole side turn). So a sequence that ends because of such a cut is compared as a
-//! prefix: every message up to the cut must match the other side's, and what the other side
-//! went on with is not compared — the cut side has no evidence of what its app-server would
-//! have said. Nothing the driver acted on before the cut is left out.
+//! plays the whole side turn, or part of it). So a sequence that ends because of such a cut is
+//! compared as a prefix ([`up_to_the_cut`]), and where the two sides' closes still fall at
+//! different places, up to the earlier close ([`up_to_the_earlier_close`]): every message up
+//! to there must match, and what either side went on with is not compared — a side cut there
+//! has no evidence of what its app-server would have said. Nothing the driver acted on before
+//! the earlier close is left out, and the app-servers' and drivers' exits are compared.
 
+use super::{first_divergence, Divergence, SideOutcome, Truncation};
 use graders::events::{Body, DriverEnded, Event, Source};
 use graders::wire::transcript::{Direction, Record};
 use serde_json::Value;
@@ -22,14 +25,7 @@ use std::collections::BTreeMap;
 /// app-server's last launch the driver closed stdin while requests it had sent stayed
 /// unanswered to the end.
 pub fn driver_cut(transcript: &[Record], events: &[Event]) -> Option<String> {
-    let ended_on_its_own = events.iter().any(|e| match &e.body {
-        Body::RunEnded(ended) => {
-            e.source == Source::Harness && ended.ending == graders::events::Ending::Succeeded
-        }
-        Body::DriverEnded(DriverEnded::Exited { .. }) => true,
-        _ => false,
-    });
-    if !ended_on_its_own {
+    if !ended_on_its_own(events) {
         return None;
     }
     let last = transcript.iter().map(Record::launch).max()?;
@@ -71,6 +67,18 @@ pub fn driver_cut(transcript: &[Record], events: &[Event]) -> Option<String> {
     ))
 }
 
+/// The driver ended on its own: its run ended `succeeded` (the harness's `run.ended`), or a
+/// wire driver exited by itself, with any status — never killed at the harness's bound.
+pub fn ended_on_its_own(events: &[Event]) -> bool {
+    events.iter().any(|e| match &e.body {
+        Body::RunEnded(ended) => {
+            e.source == Source::Harness && ended.ending == graders::events::Ending::Succeeded
+        }
+        Body::DriverEnded(DriverEnded::Exited { .. }) => true,
+        _ => false,
+    })
+}
+
 /// Read a cell's transcript; a transcript that cannot be read gives no cut (the comparison
 /// then stays strict).
 pub fn read_transcript(path: &std::path::Path) -> Vec<Record> {
@@ -78,6 +86,106 @@ pub fn read_transcript(path: &std::path::Path) -> Vec<Record> {
         .ok()
         .and_then(|file| graders::wire::transcript::read(std::io::BufReader::new(file)).ok())
         .unwrap_or_default()
+}
+
+/// Where comparing strictly (a cut side up to its cut) differs and both drivers ended on their
+/// own ([`ended_on_its_own`]): both sides compared up to the EARLIER of the two closings of
+/// stdin (by position in the compared sequences), then how each app-server and each driver
+/// exited (`protocol.app-server-exited`, `driver.ended`). codex-acp's client ends the agent
+/// while its title side thread is starting, on both sides, so where each side's close falls
+/// among its app-server's answers is the driver's timing: measured (0.169, `local` and
+/// `daytona`), the real Codex answered the side thread's `thread/start` and the close came
+/// before the driver sent its `turn/start`, while the fake had answered that `turn/start`
+/// too — neither side left a request unanswered, so neither is cut, and the strict comparison
+/// failed on the real side's close against the fake's `turn.submitted` (4 of 33 pairs in one
+/// run).
+///
+/// Sound because the sequences must agree up to the earlier close: the driver saw the same
+/// messages on both sides until then, so it had the same reasons to close on both; what the
+/// later side's driver saw in between arrived while it was closing. A driver that closed on a
+/// timer of its own (an app-server gone quiet) is not told apart here: the verdicts and the
+/// exits, still compared, are what show it. A side whose app-server exited on its own before
+/// its stdin was closed (a crash is behaviour), or that has no close, keeps the strict result.
+pub(super) fn up_to_the_earlier_close(
+    fake: &SideOutcome,
+    fake_all: &[Value],
+    real: &SideOutcome,
+    real_all: &[Value],
+) -> Option<(Option<Divergence>, Option<Truncation>)> {
+    if !fake.ended_on_its_own || !real.ended_on_its_own {
+        return None;
+    }
+    if exited_before_the_close(&fake.sequence) || exited_before_the_close(&real.sequence) {
+        return None;
+    }
+    let closed = |sequence: &[Value]| {
+        sequence
+            .iter()
+            .rposition(|event| event["kind"] == "protocol.stdin-closed")
+    };
+    let (fake_at, real_at) = (closed(fake_all)?, closed(real_all)?);
+    let at = fake_at.min(real_at);
+    let compared = |sequence: &[Value]| -> Vec<Value> {
+        let exits = sequence[at..].iter().filter(|event| {
+            event["kind"] == "protocol.app-server-exited" || event["kind"] == "driver.ended"
+        });
+        sequence[..at].iter().chain(exits).cloned().collect()
+    };
+    if let Some(divergence) = first_divergence(&compared(fake_all), &compared(real_all)) {
+        return Some((Some(divergence), None));
+    }
+    // The side that closed first; on a tie, the side its driver cut.
+    let fake_first = fake_at < real_at || (fake_at == real_at && fake.cut.is_some());
+    let (side, early, late, late_all) = if fake_first {
+        ("fake", fake, real, real_all)
+    } else {
+        ("real", real, fake, fake_all)
+    };
+    let reason = match (&early.cut, &late.cut) {
+        (Some(reason), _) => reason.clone(),
+        (None, Some(reason)) => format!(
+            "its driver, its task done, closed the app-server's stdin first (on the other side, later, {reason})"
+        ),
+        (None, None) => {
+            "its driver, its task done, closed the app-server's stdin first".to_string()
+        }
+    };
+    Some((
+        None,
+        Some(Truncation {
+            index: at,
+            side,
+            reason,
+            other_len: late_all.len(),
+        }),
+    ))
+}
+
+/// Whether the app-server's last exit came before the driver closed its stdin: the app-server
+/// ended on its own, which is compared whole.
+fn exited_before_the_close(sequence: &[Value]) -> bool {
+    sequence
+        .iter()
+        .rev()
+        .find(|event| event["kind"] == "protocol.app-server-exited")
+        .is_some_and(|event| event["payload"]["after_stdin_closed"] == Value::Bool(false))
+}
+
+/// A side its driver cut short ([`driver_cut`]) as compared strictly: up to the driver's
+/// closing of the app-server's stdin in its last launch. From there on the side shows how its app-server
+/// ended under the cut (the recorder's `stdin-closed` and `app-server-exited`), where the other
+/// side's app-server, answering sooner, may still have answered what the driver asked last: a
+/// race of the driver's, not a behaviour of either app-server.
+pub(super) fn up_to_the_cut(mut sequence: Vec<Value>, side: &SideOutcome) -> Vec<Value> {
+    if side.cut.is_some() {
+        if let Some(cut) = sequence
+            .iter()
+            .rposition(|event| event["kind"] == "protocol.stdin-closed")
+        {
+            sequence.truncate(cut);
+        }
+    }
+    sequence
 }
 
 #[cfg(test)]

@@ -14,8 +14,10 @@
 //! construction). Beyond ids, paths and probe ids, one thing is normalised: the line order of a
 //! command's aggregated output (see `order_output_lines`). One thing is compared as a prefix: a
 //! sequence that ends because its driver, its task done, hung up on the app-server with requests
-//! unanswered (codex-acp's title side thread; see [`cut`]) must match the other side up to there,
-//! and the table says where the comparison stopped.
+//! unanswered (codex-acp's title side thread; see [`cut`]) must match the other side up to
+//! there; where the two drivers, both ended on their own, still closed stdin at different places,
+//! the pair is compared up to the earlier close, then the app-servers' and drivers' exits; the
+//! table says where the comparison stopped.
 //!
 //! Ids are normalised, so how an app-server makes them is compared apart: per item type, the
 //! shapes of the ids in both transcripts ([`wire`]; 0.171 gives a plan item a UUID
@@ -300,6 +302,9 @@ pub struct SideOutcome {
     pub codex_span: Option<std::time::Duration>,
     /// Why the driver cut this side's sequence short itself (see [`cut`]), if it did.
     pub cut: Option<String>,
+    /// The driver ended on its own, never stopped at the harness's bound ([`cut::ended_on_its_own`]):
+    /// where it closed the app-server's stdin is then its own timing.
+    pub ended_on_its_own: bool,
     /// Item type → the shapes of the app-server's item ids in the transcript.
     pub id_shapes: wire::IdShapes,
     /// What the driver sent to the app-server, normalised ([`sent`]).
@@ -351,19 +356,25 @@ impl Truncation {
     }
 }
 
-/// Compare two graded sequences: the first divergence, unless the only difference is that one
-/// sequence ended early because its driver cut it short ([`cut`]).
+/// Compare two graded sequences: the first divergence, unless the only difference is where a
+/// driver that ended on its own closed the app-server's stdin ([`cut`]): first strictly (a
+/// side its driver cut short up to its cut), then, where that differs, up to the earlier of the
+/// two closings ([`cut::up_to_the_earlier_close`]).
 pub fn compare(fake: &SideOutcome, real: &SideOutcome) -> (Option<Divergence>, Option<Truncation>) {
+    let (fake_all, real_all) = (
+        without_requests(&fake.sequence),
+        without_requests(&real.sequence),
+    );
     let (fake_seq, real_seq) = (
-        up_to_the_cut(without_requests(&fake.sequence), fake),
-        up_to_the_cut(without_requests(&real.sequence), real),
+        cut::up_to_the_cut(fake_all.clone(), fake),
+        cut::up_to_the_cut(real_all.clone(), real),
     );
     let Some(divergence) = first_divergence(&fake_seq, &real_seq) else {
         return (None, None);
     };
     let ended = match (&divergence.fake, &divergence.real) {
-        (Some(_), None) => Some(("real", real, fake)),
-        (None, Some(_)) => Some(("fake", fake, real)),
+        (Some(_), None) => Some(("real", real, &fake_all)),
+        (None, Some(_)) => Some(("fake", fake, &real_all)),
         _ => None,
     };
     match ended {
@@ -373,28 +384,12 @@ pub fn compare(fake: &SideOutcome, real: &SideOutcome) -> (Option<Divergence>, O
                 index: divergence.index,
                 side,
                 reason: short.cut.clone().unwrap_or_default(),
-                other_len: without_requests(&long.sequence).len(),
+                other_len: long.len(),
             }),
         ),
-        _ => (Some(divergence), None),
+        _ => cut::up_to_the_earlier_close(fake, &fake_all, real, &real_all)
+            .unwrap_or((Some(divergence), None)),
     }
-}
-
-/// A side its driver cut short ([`cut::driver_cut`]) as compared: up to the driver's closing of
-/// the app-server's stdin in its last launch. From there on the side shows how its app-server
-/// ended under the cut (the recorder's `stdin-closed` and `app-server-exited`), where the other
-/// side's app-server, answering sooner, may still have answered what the driver asked last: a
-/// race of the driver's, not a behaviour of either app-server.
-fn up_to_the_cut(mut sequence: Vec<Value>, side: &SideOutcome) -> Vec<Value> {
-    if side.cut.is_some() {
-        if let Some(cut) = sequence
-            .iter()
-            .rposition(|event| event["kind"] == "protocol.stdin-closed")
-        {
-            sequence.truncate(cut);
-        }
-    }
-    sequence
 }
 
 /// The sequence as compared: without the driver's client requests and their answers, whose
@@ -484,12 +479,7 @@ pub async fn run_pair(pair: &Pair, ctx: &matrix::context::CellContext) -> PairOu
     let (id_changes, sent_difference) = if fake.graded && real.graded {
         (
             wire::id_shape_changes(&fake.id_shapes, &real.id_shapes),
-            sent::difference(
-                &fake.sent,
-                &real.sent,
-                fake.cut.is_some(),
-                real.cut.is_some(),
-            ),
+            sent_difference(&fake, &real, truncated.as_ref()),
         )
     } else {
         (Vec::new(), None)
@@ -504,6 +494,23 @@ pub async fn run_pair(pair: &Pair, ctx: &matrix::context::CellContext) -> PairOu
         id_changes,
         sent_difference,
     }
+}
+
+/// Where what the driver sent differs ([`sent`]). It may end early on a side its driver cut
+/// short, and on the side whose messages were compared only up to where it ended first
+/// (`truncated`): the driver stopped sending there for the same reason.
+pub fn sent_difference(
+    fake: &SideOutcome,
+    real: &SideOutcome,
+    truncated: Option<&Truncation>,
+) -> Option<String> {
+    let ended_first = |side: &str| truncated.is_some_and(|t| t.side == side);
+    sent::difference(
+        &fake.sent,
+        &real.sent,
+        fake.cut.is_some() || ended_first("fake"),
+        real.cut.is_some() || ended_first("real"),
+    )
 }
 
 /// Run one cell; a real-Codex cell's install folder is aliased away like the cell's own folders
@@ -533,13 +540,14 @@ async fn run_side(cell: &Cell, ctx: &matrix::context::CellContext) -> SideOutcom
         CellOutcome::NotApplicable { reason } => (format!("not applicable: {reason}"), false),
         CellOutcome::Error { message } => (format!("error: {message}"), false),
     };
-    let (sequence, cut, sent) = if graded {
+    let (sequence, cut, ended_on_its_own, sent) = if graded {
         match read_events(&evidence.events()) {
             Ok(events) => {
                 let transcript = cut::read_transcript(&evidence.transcript());
                 (
                     normalise_with(&events, &aliases),
                     cut::driver_cut(&transcript, &events),
+                    cut::ended_on_its_own(&events),
                     sent::driver_sent(&transcript, &aliases),
                 )
             }
@@ -552,13 +560,14 @@ async fn run_side(cell: &Cell, ctx: &matrix::context::CellContext) -> SideOutcom
                     wall: result.duration,
                     codex_span: None,
                     cut: None,
+                    ended_on_its_own: false,
                     id_shapes: Default::default(),
                     sent: Vec::new(),
                 }
             }
         }
     } else {
-        (Vec::new(), None, Vec::new())
+        (Vec::new(), None, false, Vec::new())
     };
     let codex_span = real
         .then(|| read_codex_span(&result.evidence_dir))
@@ -572,6 +581,7 @@ async fn run_side(cell: &Cell, ctx: &matrix::context::CellContext) -> SideOutcom
         wall: result.duration,
         codex_span,
         cut,
+        ended_on_its_own,
         id_shapes,
         sent,
     }

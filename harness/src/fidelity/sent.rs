@@ -111,7 +111,8 @@ pub fn driver_sent(transcript: &[Record], aliases: &[(String, String)]) -> Vec<V
 }
 
 /// Where two sides' sent lines first differ, described; `None` when they agree. A side its
-/// driver cut short (`cut`, see [`super::cut`]) must be a prefix of the other.
+/// driver cut short (`cut`, see [`super::cut`]), or whose messages were compared only up to
+/// its driver's earlier close, must be a prefix of the other.
 pub fn difference(
     fake: &[Value],
     real: &[Value],

@@ -169,6 +169,7 @@ fn the_first_divergence_is_named() {
 
 fn side(sequence: Vec<Value>, cut: Option<&str>) -> SideOutcome {
     SideOutcome {
+        ended_on_its_own: true,
         cell: "c".into(),
         verdict: "pass".into(),
         graded: true,
@@ -214,7 +215,11 @@ fn a_driver_cut_compares_as_a_prefix_and_nothing_else_does() {
     );
     assert_eq!(divergence, None);
     assert_eq!(truncated.unwrap().index, 2);
-    let (divergence, _) = compare(&side(long_ended, None), &side(short_ended, None));
+    // Without the cut, and with a driver the harness stopped (its close is not its own
+    // timing): strict.
+    let mut stopped = side(short_ended, None);
+    stopped.ended_on_its_own = false;
+    let (divergence, _) = compare(&side(long_ended, None), &stopped);
     assert_eq!(divergence.unwrap().index, 2, "without the cut: strict");
     // The cut side must match up to the cut.
     let mut changed = short.clone();
@@ -222,6 +227,122 @@ fn a_driver_cut_compares_as_a_prefix_and_nothing_else_does() {
     let (divergence, truncated) = compare(&side(long, None), &side(changed, Some("hung up")));
     assert_eq!(divergence.unwrap().index, 1);
     assert_eq!(truncated, None);
+}
+
+/// Where the strict comparison differs only in where two drivers that ended on their own
+/// closed stdin, the pair is compared up to the EARLIER close: a side whose driver closed later
+/// (here codex-acp's fake, which went on answering the title thread) no longer diverges on the
+/// other side's close, cut or not, while a difference before the earlier close, or in how a
+/// driver or an app-server exited, still does; a driver stopped by the harness, or an
+/// app-server that exited on its own before its close, keeps the comparison strict.
+#[test]
+fn a_pair_whose_drivers_closed_at_different_places_compares_up_to_the_earlier_close() {
+    let base = normalise(&run("t", "u", "/a", false), "/a");
+    let event = |kind: &str, payload: Value| serde_json::json!({"kind": kind, "payload": payload});
+    let ended = |app_server: i64, driver: i64, after_close: bool| {
+        vec![
+            event("protocol.stdin-closed", serde_json::json!({"launch": 1})),
+            event(
+                "protocol.app-server-exited",
+                serde_json::json!({"launch": 1, "status": app_server, "after_stdin_closed": after_close}),
+            ),
+            event(
+                "driver.ended",
+                serde_json::json!({"how": "exited", "code": driver}),
+            ),
+        ]
+    };
+    let with = |extra: usize, ending: Vec<Value>| -> Vec<Value> {
+        let title = event("turn.submitted", serde_json::json!({"index": 1}));
+        base.iter()
+            .cloned()
+            .chain(std::iter::repeat_n(title, extra))
+            .chain(ending)
+            .collect()
+    };
+    let late = with(2, ended(0, 0, true));
+    let early = with(0, ended(0, 0, true));
+    for (fake, real, side_name) in [
+        (side(late.clone(), None), side(early.clone(), None), "real"),
+        (side(early.clone(), None), side(late.clone(), None), "fake"),
+        (
+            side(late.clone(), Some("hung up")),
+            side(early.clone(), None),
+            "real",
+        ),
+        (
+            side(early.clone(), None),
+            side(late.clone(), Some("hung up")),
+            "fake",
+        ),
+    ] {
+        let (divergence, truncated) = compare(&fake, &real);
+        assert_eq!(divergence, None);
+        let truncated = truncated.expect("where the comparison stopped");
+        assert_eq!((truncated.index, truncated.side), (base.len(), side_name));
+        assert_eq!(truncated.other_len, late.len());
+        assert!(
+            truncated.describe().contains("stdin"),
+            "{}",
+            truncated.describe()
+        );
+    }
+    // A driver the harness stopped keeps the comparison strict.
+    let mut stopped = side(early.clone(), None);
+    stopped.ended_on_its_own = false;
+    let (divergence, truncated) = compare(&side(late.clone(), None), &stopped);
+    assert_eq!(divergence.unwrap().index, base.len());
+    assert_eq!(truncated, None);
+    // A real difference before the earlier close still diverges.
+    let mut changed = early.clone();
+    changed[1]["payload"]["turn_id"] = Value::String("<id-9>".into());
+    let (divergence, _) = compare(&side(late.clone(), None), &side(changed, None));
+    assert_eq!(divergence.unwrap().index, 1);
+    // So do a driver and an app-server that exited otherwise.
+    // (After the earlier close: the app-server's exit, then the driver's.)
+    for (ending, field, index) in [
+        (ended(0, 1, true), "payload.code", base.len() + 1),
+        (ended(1, 0, true), "payload.status", base.len()),
+    ] {
+        let (divergence, _) = compare(&side(late.clone(), None), &side(with(0, ending), None));
+        let divergence = divergence.unwrap();
+        assert_eq!(divergence.index, index);
+        assert!(
+            divergence.describe().contains(field),
+            "{}",
+            divergence.describe()
+        );
+    }
+    // An app-server that exited before its stdin was closed is behaviour: compared whole.
+    let crashed = with(0, ended(0, 0, false));
+    let (divergence, _) = compare(&side(late, None), &side(crashed, None));
+    assert_eq!(divergence.unwrap().index, base.len());
+}
+
+/// What the driver sent may end early on the side that ended first, as its messages do: the
+/// driver stopped sending there (codex-acp's title `turn/start`, sent to the fake only); on
+/// the other side, or without a truncation, it may not.
+#[test]
+fn what_the_driver_sent_may_end_early_on_the_side_that_ended_first() {
+    let line = |n: u64| serde_json::json!({"kind": "request", "method": "m", "params": n});
+    let mut fake = side(Vec::new(), None);
+    fake.sent = vec![line(1), line(2)];
+    let mut real = side(Vec::new(), None);
+    real.sent = vec![line(1)];
+    let truncated = |side: &'static str| Truncation {
+        index: 1,
+        side,
+        reason: "closed first".into(),
+        other_len: 2,
+    };
+    assert_eq!(
+        sent_difference(&fake, &real, Some(&truncated("real"))),
+        None
+    );
+    assert!(sent_difference(&fake, &real, Some(&truncated("fake"))).is_some());
+    assert!(sent_difference(&fake, &real, None).is_some());
+    real.sent = vec![line(9)];
+    assert!(sent_difference(&fake, &real, Some(&truncated("real"))).is_some());
 }
 
 /// The same sequence with ids made another way (0.171's plan item UUIDs against a fake playing

@@ -415,6 +415,7 @@ fn prepare(
         task: path(&task_path),
         repo: repo.map(path).unwrap_or_default(),
         cache: path(&codex::provision::cache_root()?),
+        idle_seconds: Placeholders::idle_seconds(run.timeouts.turn_idle),
     };
     let command = declared
         .command_line(&values)
