@@ -4,10 +4,12 @@
 //! diverging message. Also reports, per real-Codex cell, the time spent in Codex versus in the
 //! harness.
 
-use crate::fidelity::{self, PairOutcome};
+use crate::fidelity::{self, Pair, PairOutcome};
 use matrix::context::CellContext;
 use matrix::paths;
+use std::collections::BTreeMap;
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 
 #[derive(clap::Args, Debug)]
@@ -25,6 +27,9 @@ pub struct Args {
     /// --drivers` runs them (e.g. `drivers/published.toml`).
     #[arg(long)]
     pub drivers: Option<std::path::PathBuf>,
+    /// Pairs run at once (each runs its fake cell, then its real-Codex cell).
+    #[arg(long, short = 'j', default_value_t = 2)]
+    pub jobs: usize,
 }
 
 pub fn main(args: Args) -> ExitCode {
@@ -73,11 +78,8 @@ pub fn main(args: Args) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let mut outcomes = Vec::new();
-    for pair in &pairs {
-        eprintln!("running {}", pair.name());
-        outcomes.push(runtime.block_on(fidelity::run_pair(pair, &ctx)));
-    }
+    let ci = ctx.ci;
+    let outcomes = runtime.block_on(run_pairs(&pairs, Arc::new(ctx), args.jobs.max(1)));
     sandbox::teardown::tear_down_everything();
     print!("{}", table(&outcomes));
     let failures = outcomes.iter().filter(|o| o.failure().is_some()).count();
@@ -85,7 +87,7 @@ pub fn main(args: Args) -> ExitCode {
         .iter()
         .filter(|o| o.fake.verdict.starts_with("error") || o.real.verdict.starts_with("error"))
         .count();
-    if ctx.ci {
+    if ci {
         let ignored = outcomes.iter().filter(|o| !o.compared()).count();
         if ignored > 0 {
             eprintln!("CI=true: {ignored} pair(s) could not be compared");
@@ -97,6 +99,49 @@ pub fn main(args: Args) -> ExitCode {
     } else {
         ExitCode::SUCCESS
     }
+}
+
+/// Run `pairs`, `jobs` at a time, their outcomes in the order of `pairs`. Pairs that share a
+/// fake cell (one fake runner compared with several Codex releases) share its folder, so they
+/// run one after another.
+async fn run_pairs(pairs: &[Pair], ctx: Arc<CellContext>, jobs: usize) -> Vec<PairOutcome> {
+    let mut groups: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+    for (index, pair) in pairs.iter().enumerate() {
+        groups.entry(pair.fake.name()).or_default().push(index);
+    }
+    let mut groups: Vec<Vec<usize>> = groups.into_values().collect();
+    groups.sort_by_key(|group| group[0]);
+    let slots = Arc::new(tokio::sync::Semaphore::new(jobs));
+    let mut running = tokio::task::JoinSet::new();
+    for group in groups {
+        let group: Vec<(usize, Pair)> = group.into_iter().map(|i| (i, pairs[i].clone())).collect();
+        let (slots, ctx) = (slots.clone(), ctx.clone());
+        running.spawn(async move {
+            let _slot = slots.acquire_owned().await;
+            let mut done = Vec::new();
+            for (index, pair) in group {
+                eprintln!("running {}", pair.name());
+                done.push((index, fidelity::run_pair(&pair, &ctx).await));
+            }
+            done
+        });
+    }
+    let mut outcomes: Vec<Option<PairOutcome>> = pairs.iter().map(|_| None).collect();
+    while let Some(finished) = running.join_next().await {
+        match finished {
+            Ok(done) => {
+                for (index, outcome) in done {
+                    outcomes[index] = Some(outcome);
+                }
+            }
+            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+            Err(e) => panic!("a pair's task ended without an outcome: {e}"),
+        }
+    }
+    outcomes
+        .into_iter()
+        .map(|o| o.expect("every pair ran"))
+        .collect()
 }
 
 fn ms(duration: Duration) -> String {

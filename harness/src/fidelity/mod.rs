@@ -169,7 +169,9 @@ fn playable(scenario: &str) -> bool {
 }
 
 /// Folders that differ between the two runners by construction, each with its placeholder, most
-/// specific first: the app-server's CODEX_HOME, HOME and install folder, then the cell folder.
+/// specific (longest) first: the app-server's CODEX_HOME, HOME and install folder, and the cell
+/// folder. Longest first, so a folder below another one keeps its own name (the fake's install
+/// folder is the harness binary's, which may hold `--out`).
 pub fn side_aliases(
     cell_root: &Path,
     real: Option<&Path>,
@@ -200,6 +202,7 @@ pub fn side_aliases(
     // split, and the harness's own evidence never reaches the app-server's messages.
     aliases.push((show(&evidence.driver()), "<cell>".into()));
     aliases.push((show(cell_root), "<cell>".into()));
+    aliases.sort_by_key(|(path, _)| std::cmp::Reverse(path.len()));
     aliases
 }
 
