@@ -488,23 +488,23 @@ fn latencies_and_the_longest_lines_bytes_are_not_compared_but_the_rest_of_an_exc
             divergence.describe()
         );
     }
+}
 
-    #[test]
-    fn a_cell_below_the_fakes_install_folder_still_reads_as_the_cell() {
-        // The fake's install folder is the harness binary's: a copy in /tmp with `--out` below
-        // /tmp made every path of the cell read as `<app-server-install>/…`.
-        let cell = Path::new("/tmp/out/suite.runner-fake.local.case");
-        let aliases = side_aliases(cell, None, Path::new("/tmp/harness"));
-        let position = |alias: &str| aliases.iter().position(|(_, a)| a == alias).unwrap();
-        assert!(
-            position("<cell>") < position("<app-server-install>"),
-            "{aliases:?}"
-        );
-        let workspace = format!("{}/driver/workspace", cell.display());
-        let mut text = workspace.clone();
-        for (path, alias) in &aliases {
-            text = text.replace(path.as_str(), alias);
-        }
-        assert_eq!(text, "<cell>/workspace", "{workspace}");
+#[test]
+fn a_cell_below_the_fakes_install_folder_still_reads_as_the_cell() {
+    // The fake's install folder is the harness binary's: a copy in /tmp with `--out` below
+    // /tmp made every path of the cell read as `<app-server-install>/…`.
+    let cell = Path::new("/tmp/out/suite.runner-fake.local.case");
+    let aliases = side_aliases(cell, None, Path::new("/tmp/harness"));
+    let position = |alias: &str| aliases.iter().position(|(_, a)| a == alias).unwrap();
+    assert!(
+        position("<cell>") < position("<app-server-install>"),
+        "{aliases:?}"
+    );
+    let workspace = format!("{}/driver/workspace", cell.display());
+    let mut text = workspace.clone();
+    for (path, alias) in &aliases {
+        text = text.replace(path.as_str(), alias);
     }
+    assert_eq!(text, "<cell>/workspace", "{workspace}");
 }
