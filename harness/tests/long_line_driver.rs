@@ -3,9 +3,9 @@
 //! `StreamReader`'s default limit is 64 KiB, and a line longer than that (its newline excluded)
 //! raises instead of being read — and which exits 1 when it does. Against long legal lines its
 //! cells must not pass and their transcripts must hold the line it died on (cut off where the
-//! driver let go of it, or whole); where the line is longer than every buffer between the
-//! app-server and the driver (`line-2m`) the cell must end `transport-lost` with the size the
-//! recording holds in its reason (see [`Line`] for the 1 MB lines). The unmodified driver
+//! driver let go of it, or whole), and the cell must end `transport-lost` with the size the
+//! recording holds in its reason: the recorder writes to the driver's own pipe (the tap hands
+//! it over), so no relay's buffers hold a 1 MB line on the driver's behalf. The unmodified driver
 //! passes the same cells, and the copy passes the 64 KiB line (at its limit, not over it), so
 //! the failure is the limit's.
 //!
@@ -74,7 +74,7 @@ threading.Thread(target=read_lines, daemon=True).start()
 const CASES: &[(&str, Line)] = &[
     ("line-64k", Line::AtTheLimit),
     ("line-1m", Line::Over),
-    ("line-2m", Line::OverEveryBuffer),
+    ("line-2m", Line::Over),
 ];
 
 /// The real Codex's long line, and the fake's of the same case (a longer message would make
@@ -87,14 +87,11 @@ const LONG_MESSAGE_CASE: (&str, Line) = ("long-message", Line::Over);
 enum Line {
     /// At it, not over: read.
     AtTheLimit,
-    /// Over it: the cell is never `pass`. A line of about 1 MiB may still fit whole in the
-    /// buffers between the app-server and the driver (the relay's socket, the tap's pipe, the
-    /// driver's reader: up to 950,272 bytes measured), and then the wire shows a live
-    /// app-server blocked on its output, not a line cut off: the ending is not asserted.
+    /// Over it: the cell is never `pass`, and the line is cut off where the driver let go of
+    /// it, so the ending is `transport-lost`. (Until the tap handed its pipes to the recorder, a
+    /// line of about 1 MiB still fit whole in the relay's socket and pipes, up to 950,272 bytes
+    /// measured, and such a cell ended as the driver's own failure.)
     Over,
-    /// Over it, and past what those buffers hold (2 MiB): the line is cut off where the driver
-    /// let go of it, so the ending is `transport-lost`.
-    OverEveryBuffer,
 }
 
 /// The copy whose reader dies on a line over 64 KiB; an error when the patch no longer applies.
@@ -301,7 +298,7 @@ fn check(
         }
         // The size in the reason is the recording's own.
         let sized = kept.iter().any(|b| reason.contains(&format!("{b} bytes")));
-        if line == Line::OverEveryBuffer && (ended["ending"] != "transport-lost" || !sized) {
+        if ended["ending"] != "transport-lost" || !sized {
             failures.push(format!(
                 "{}: ended {ended}, not transport-lost naming the size of a line the transcript holds",
                 name(LIMITED)
@@ -315,7 +312,7 @@ fn check(
             ));
         }
         let declared = run_ended(&out.join(name(DECLARED)));
-        if line == Line::OverEveryBuffer && declared["ending"] != "transport-lost" {
+        if declared["ending"] != "transport-lost" {
             failures.push(format!(
                 "{}: ended {declared}, not transport-lost",
                 name(DECLARED)
