@@ -2,15 +2,18 @@
 //! A frame is a kind byte, its payload's length (u32, big-endian) and the payload.
 //!
 //! Driver side → harness: [`Kind::Hello`] first (the driver's argv, the names of its
-//! environment, its working folder, the tap's pid), then `stdin` bytes, `stdin-eof`, a signal
-//! the tap was sent, and `stdout-gone` (the driver stopped reading). Harness → driver side:
-//! `stdout` and `stderr` bytes, `stdout-eof` (the app-server closed its stdout) and the exit.
+//! environment, its working folder, the tap's pid), sent with the tap's stdin and stdout
+//! attached ([`send_with_fds`]: the harness reads and writes the driver's own pipes, so a
+//! round trip pays no hop through the tap), then a signal the tap was sent. Harness → driver
+//! side: `stderr` bytes, `stdout-eof` (the app-server closed its stdout) and the exit.
 //!
 //! Written by hand: a five-byte header between two ends that both live in this crate; a codec
 //! crate would bring an async runtime into the tap, whose whole job is to stay out of the way.
 
 use serde::{Deserialize, Serialize};
-use std::io::{self, Read, Write};
+use std::io::{self, IoSlice, IoSliceMut, Read, Write};
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::net::UnixStream;
 
 /// The largest payload a frame may carry: bytes travel in chunks of [`crate::CHUNK`], and the
 /// hello (argv and environment names) fits with room to spare.
@@ -20,12 +23,8 @@ pub const MAX_PAYLOAD: usize = 1024 * 1024;
 #[repr(u8)]
 pub enum Kind {
     Hello = 1,
-    Stdin = 2,
-    StdinEof = 3,
     /// Payload: the signal number, i32 big-endian.
     Signal = 4,
-    StdoutGone = 5,
-    Stdout = 16,
     Stderr = 17,
     StdoutEof = 18,
     /// Payload: [`ExitFrame`] as JSON.
@@ -36,11 +35,7 @@ impl Kind {
     fn from_byte(byte: u8) -> Option<Kind> {
         Some(match byte {
             1 => Kind::Hello,
-            2 => Kind::Stdin,
-            3 => Kind::StdinEof,
             4 => Kind::Signal,
-            5 => Kind::StdoutGone,
-            16 => Kind::Stdout,
             17 => Kind::Stderr,
             18 => Kind::StdoutEof,
             19 => Kind::Exit,
@@ -135,6 +130,87 @@ pub fn read(from: &mut impl Read, payload: &mut Vec<u8>) -> io::Result<Option<Ki
     Ok(Some(kind))
 }
 
+fn encode(kind: Kind, payload: &[u8]) -> io::Result<Vec<u8>> {
+    if payload.len() > MAX_PAYLOAD {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("a frame of {} bytes (most: {MAX_PAYLOAD})", payload.len()),
+        ));
+    }
+    let mut buf = Vec::with_capacity(payload.len() + 5);
+    buf.push(kind as u8);
+    buf.extend_from_slice(&(payload.len() as u32).to_be_bytes());
+    buf.extend_from_slice(payload);
+    Ok(buf)
+}
+
+/// Send one frame on `stream` with `fds` attached (SCM_RIGHTS, on the frame's first byte).
+pub fn send_with_fds(
+    stream: &UnixStream,
+    kind: Kind,
+    payload: &[u8],
+    fds: &[BorrowedFd],
+) -> io::Result<()> {
+    use nix::sys::socket::{sendmsg, ControlMessage, MsgFlags};
+    let buf = encode(kind, payload)?;
+    let raw: Vec<RawFd> = fds.iter().map(|fd| fd.as_raw_fd()).collect();
+    let sent = loop {
+        match sendmsg::<()>(
+            stream.as_raw_fd(),
+            &[IoSlice::new(&buf)],
+            &[ControlMessage::ScmRights(&raw)],
+            MsgFlags::MSG_NOSIGNAL,
+            None,
+        ) {
+            Ok(sent) => break sent,
+            Err(nix::errno::Errno::EINTR) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    };
+    (&*stream).write_all(&buf[sent..])
+}
+
+/// Read the first byte of the next frame from `stream`, with the descriptors attached to it
+/// (at most two, as the tap sends; any beyond are closed by the kernel). `None` at the end of
+/// the stream. The descriptors arrive close-on-exec, so nothing the harness starts inherits
+/// them.
+pub fn recv_first_byte_with_fds(stream: &UnixStream) -> io::Result<Option<(u8, Vec<OwnedFd>)>> {
+    use nix::sys::socket::{recvmsg, ControlMessageOwned, MsgFlags};
+    let mut byte = [0u8; 1];
+    let mut space = nix::cmsg_space!([RawFd; 2]);
+    let (bytes, fds) = loop {
+        let mut iov = [IoSliceMut::new(&mut byte)];
+        match recvmsg::<()>(
+            stream.as_raw_fd(),
+            &mut iov,
+            Some(&mut space),
+            MsgFlags::MSG_CMSG_CLOEXEC,
+        ) {
+            Ok(msg) => {
+                let mut fds = Vec::new();
+                for cmsg in msg.cmsgs()? {
+                    if let ControlMessageOwned::ScmRights(received) = cmsg {
+                        // SAFETY: the kernel just installed these descriptors in this process;
+                        // nothing else owns them.
+                        fds.extend(
+                            received
+                                .into_iter()
+                                .map(|fd| unsafe { OwnedFd::from_raw_fd(fd) }),
+                        );
+                    }
+                }
+                break (msg.bytes, fds);
+            }
+            Err(nix::errno::Errno::EINTR) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    };
+    if bytes == 0 {
+        return Ok(None);
+    }
+    Ok(Some((byte[0], fds)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -143,15 +219,15 @@ mod tests {
     fn frames_round_trip_and_garbage_is_refused() {
         let mut bytes = Vec::new();
         let mut writer = Writer::new(&mut bytes);
-        writer.send(Kind::Stdin, b"{\"id\":1}\n").unwrap();
-        writer.send(Kind::StdinEof, b"").unwrap();
+        writer.send(Kind::Stderr, b"warning\n").unwrap();
+        writer.send(Kind::StdoutEof, b"").unwrap();
         let mut reader = &bytes[..];
         let mut payload = Vec::new();
-        assert_eq!(read(&mut reader, &mut payload).unwrap(), Some(Kind::Stdin));
-        assert_eq!(payload, b"{\"id\":1}\n");
+        assert_eq!(read(&mut reader, &mut payload).unwrap(), Some(Kind::Stderr));
+        assert_eq!(payload, b"warning\n");
         assert_eq!(
             read(&mut reader, &mut payload).unwrap(),
-            Some(Kind::StdinEof)
+            Some(Kind::StdoutEof)
         );
         assert!(payload.is_empty());
         assert_eq!(read(&mut reader, &mut payload).unwrap(), None);
@@ -160,7 +236,36 @@ mod tests {
         assert!(read(&mut unknown, &mut payload).is_err());
         let mut huge = &[2u8, 0xff, 0xff, 0xff, 0xff][..];
         assert!(read(&mut huge, &mut payload).is_err());
-        let mut cut = &[2u8, 0, 0][..];
+        let mut cut = &[17u8, 0, 0][..];
         assert!(read(&mut cut, &mut payload).is_err(), "a frame cut short");
+    }
+
+    #[test]
+    fn a_frame_carries_descriptors_that_reach_the_same_pipe() {
+        use std::os::fd::AsFd;
+        let (tap, harness) = UnixStream::pair().unwrap();
+        let (pipe_read, pipe_write) = nix::unistd::pipe().unwrap();
+        send_with_fds(&tap, Kind::Hello, b"{}", &[pipe_write.as_fd()]).unwrap();
+        drop(pipe_write);
+        let (first, fds) = recv_first_byte_with_fds(&harness).unwrap().unwrap();
+        assert_eq!(first, Kind::Hello as u8);
+        assert_eq!(fds.len(), 1);
+        let flags = nix::fcntl::fcntl(&fds[0], nix::fcntl::FcntlArg::F_GETFD).unwrap();
+        assert_ne!(flags & libc::FD_CLOEXEC, 0, "received close-on-exec");
+        // The rest of the frame follows as plain bytes.
+        let mut rest = [0u8; 6];
+        (&harness).read_exact(&mut rest).unwrap();
+        assert_eq!(rest, [0, 0, 0, 2, b'{', b'}']);
+        // Writing through the received descriptor reaches the sender's pipe.
+        let mut out = std::fs::File::from(fds.into_iter().next().unwrap());
+        out.write_all(b"line\n").unwrap();
+        drop(out);
+        let mut got = String::new();
+        std::fs::File::from(pipe_read)
+            .read_to_string(&mut got)
+            .unwrap();
+        assert_eq!(got, "line\n");
+        drop(tap);
+        assert!(recv_first_byte_with_fds(&harness).unwrap().is_none());
     }
 }

@@ -1,5 +1,6 @@
 //! The wire tap. Two ends: the program a driver runs as `codex` ([`relay`], a thin relay that
-//! carries its argv, the names of its environment and its bytes over a Unix socket), and the
+//! carries its argv and the names of its environment over a Unix socket and hands over its stdin
+//! and stdout, on which the recorder then reads and writes directly), and the
 //! harness's recorder at the other end of that socket ([`session`]), which starts the cell's
 //! app-server for each launch, relays every byte both ways and records it in the cell's
 //! transcript (`transcript.jsonl`, see `docs/events.md`, "The transcript"): the driver's argv,

@@ -1,11 +1,14 @@
 //! The tap, the program a driver runs as `codex` (`harness tap --socket PATH -- ARGS…`, run by
 //! the `codex` shim): a thin relay. It connects to its cell's recorder (the harness, listening
 //! on `PATH`), says what it was run with (argv, the names of its environment, its working
-//! folder, its pid), then carries bytes: its stdin to the harness, the app-server's stdout and
-//! stderr from the harness, unchanged. The app-server closing its stdout closes the tap's (the
-//! driver sees end of input when the app-server's output ends, as without the tap); the tap
-//! ends as the app-server ended (same exit code; a signal is re-raised). SIGTERM, SIGINT and
-//! SIGHUP sent to the tap are passed on to the app-server.
+//! folder, its pid) and hands it its stdin and stdout (SCM_RIGHTS): the harness reads what the
+//! driver writes and writes what the app-server answers on the driver's own pipes, so a round
+//! trip costs the same two wake-ups of the harness as without a relay process in between, not
+//! four more (`harness bench tap`). The tap then passes on the app-server's stderr from the
+//! harness. The app-server closing its stdout closes the tap's (the driver sees end of input
+//! when the app-server's output ends, as without the tap); the tap ends as the app-server ended
+//! (same exit code; a signal is re-raised). SIGTERM, SIGINT and SIGHUP sent to the tap are
+//! passed on to the app-server.
 //!
 //! It records nothing and starts nothing: the harness starts the app-server and writes the
 //! transcript ([`crate::session`]), where the driver cannot reach either. A tap whose recorder
@@ -14,8 +17,8 @@
 use crate::frame::{self, ExitFrame, Hello, Kind};
 use crate::{socket, CHUNK};
 use std::ffi::OsString;
-use std::io::{BufReader, Read, Write};
-use std::os::fd::FromRawFd;
+use std::io::{BufReader, Write};
+use std::os::fd::{BorrowedFd, FromRawFd};
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -79,14 +82,16 @@ pub fn main(args: Vec<OsString>) -> ExitCode {
         Ok(reader) => reader,
         Err(e) => return fail(&format!("the recorder's socket: {e}")),
     };
-    let writer: SharedWriter = Arc::new(Mutex::new(frame::Writer::new(stream)));
     let hello = serde_json::to_vec(&hello).expect("JSON");
-    if let Err(e) = send(&writer, Kind::Hello, &hello) {
+    // SAFETY: fds 0 and 1 are open for the process's life (Rust's start-up opens /dev/null on
+    // any that were closed); they are only borrowed for the call.
+    let (stdin, stdout) = unsafe { (BorrowedFd::borrow_raw(0), BorrowedFd::borrow_raw(1)) };
+    if let Err(e) = frame::send_with_fds(&stream, Kind::Hello, &hello, &[stdin, stdout]) {
         return fail(&format!("telling the recorder about this launch: {e}"));
     }
-    relay_stdin(writer.clone());
+    let writer: SharedWriter = Arc::new(Mutex::new(frame::Writer::new(stream)));
     forward_signals(writer.clone());
-    relay_from_harness(reader, &writer)
+    relay_from_harness(reader)
 }
 
 fn send(writer: &SharedWriter, kind: Kind, payload: &[u8]) -> std::io::Result<()> {
@@ -94,25 +99,6 @@ fn send(writer: &SharedWriter, kind: Kind, payload: &[u8]) -> std::io::Result<()
         .lock()
         .unwrap_or_else(|p| p.into_inner())
         .send(kind, payload)
-}
-
-/// The tap's stdin, read unbuffered so what the driver writes goes on at once, to the harness.
-fn relay_stdin(writer: SharedWriter) {
-    std::thread::spawn(move || {
-        // SAFETY: fd 0 is open for the process's life; ManuallyDrop never closes it.
-        let mut stdin = std::mem::ManuallyDrop::new(unsafe { std::fs::File::from_raw_fd(0) });
-        let mut buf = vec![0u8; CHUNK];
-        loop {
-            let n = match stdin.read(&mut buf) {
-                Ok(0) | Err(_) => break,
-                Ok(n) => n,
-            };
-            if send(&writer, Kind::Stdin, &buf[..n]).is_err() {
-                return;
-            }
-        }
-        let _ = send(&writer, Kind::StdinEof, b"");
-    });
 }
 
 /// Pass SIGTERM, SIGINT and SIGHUP on to the app-server (through the harness).
@@ -128,13 +114,12 @@ fn forward_signals(writer: SharedWriter) {
     });
 }
 
-/// What the harness sends, to the tap's stdout and stderr, until the app-server's exit.
-fn relay_from_harness(reader: UnixStream, writer: &SharedWriter) -> ExitCode {
+/// What the harness sends, to the tap's stderr, until the app-server's exit.
+fn relay_from_harness(reader: UnixStream) -> ExitCode {
     let mut reader = BufReader::with_capacity(CHUNK + 5, reader);
-    // SAFETY: as for stdin; unbuffered so every chunk reaches the driver when it arrives.
-    let mut stdout = std::mem::ManuallyDrop::new(unsafe { std::fs::File::from_raw_fd(1) });
+    // SAFETY: fd 2 is open for the process's life; ManuallyDrop never closes it. Unbuffered so
+    // every chunk reaches the driver when it arrives.
     let mut stderr = std::mem::ManuallyDrop::new(unsafe { std::fs::File::from_raw_fd(2) });
-    let mut driver_gone = false;
     let mut payload = Vec::with_capacity(CHUNK);
     loop {
         let kind = match frame::read(&mut reader, &mut payload) {
@@ -145,13 +130,6 @@ fn relay_from_harness(reader: UnixStream, writer: &SharedWriter) -> ExitCode {
             Err(e) => return fail(&format!("reading from the harness's recorder: {e}")),
         };
         match kind {
-            Kind::Stdout if !driver_gone => {
-                if stdout.write_all(&payload).is_err() {
-                    driver_gone = true;
-                    let _ = send(writer, Kind::StdoutGone, b"");
-                }
-            }
-            Kind::Stdout => {}
             Kind::Stderr => {
                 let _ = stderr.write_all(&payload);
             }

@@ -6,9 +6,11 @@
 //! kept, marked partial), with the app-server's stderr (bounded), its stdout closing and its
 //! exit. The transcript is written here and nowhere else.
 //!
-//! Threads, per launch: the connection (the tap's frames → the app-server's stdin, signals),
-//! stdout and stderr (the app-server → the recorder → the tap), and the waiter (the exit,
-//! recorded once stdout has drained). The app-server's output is read and recorded whether or
+//! The tap hands over the driver's stdin and stdout with its hello, so the recorder reads and
+//! writes the driver's own pipes (a round trip wakes no relay process). Threads, per launch: the
+//! connection (the driver's stdin → the app-server's stdin, and the tap's frames: signals),
+//! stdout (the app-server → the recorder → the driver), stderr (the app-server → the recorder →
+//! the tap), and the waiter (the exit, recorded once stdout has drained). The app-server's output is read and recorded whether or
 //! not the driver reads it on: a driver that stops reading stops the relay (as a pipe would),
 //! and what the app-server had written by then is in the transcript when the cell ends.
 //!
@@ -28,6 +30,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
+mod driver_io;
 mod launch;
 mod mutate;
 

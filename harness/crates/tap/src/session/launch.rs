@@ -1,7 +1,9 @@
 //! One launch, from the tap's hello to the app-server's exit: the app-server started through
-//! the cell's [`Spawn`], its stdin fed from the tap's frames, its stdout and stderr recorded and
-//! relayed, its exit recorded once its output drained.
+//! the cell's [`Spawn`], its stdin fed from the driver's stdin (handed over with the hello), its
+//! stdout recorded and written to the driver's stdout, its stderr recorded and relayed through
+//! the tap, its exit recorded once its output drained.
 
+use super::driver_io::{self, DriverOut};
 use super::mutate::{Side, StdinSlot};
 use super::{LaunchRequest, Live, Shared, Spawned};
 use crate::argv::{app_server_args, launches_server};
@@ -11,12 +13,13 @@ use crate::record::{now_ms, Direction, LaunchLog, LineSplitter, StderrSplitter};
 use crate::CHUNK;
 use graders::wire::transcript::MAX_LAUNCHES;
 use serde_json::{json, Map, Value};
-use std::io::{BufReader, Read};
+use std::io::{BufReader, Chain, Cursor, Read};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
 use std::process::Child;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -78,6 +81,8 @@ impl Killer {
 }
 
 type SharedWriter = Arc<Mutex<frame::Writer<UnixStream>>>;
+/// The tap's frames: the first byte (read with the descriptors it carried), then the socket.
+type Control = BufReader<Chain<Cursor<Vec<u8>>, UnixStream>>;
 
 fn send(writer: &SharedWriter, kind: Kind, payload: &[u8]) -> std::io::Result<()> {
     writer
@@ -112,10 +117,24 @@ pub(super) fn run_launch(shared: &Arc<Shared>, launch: u64, stream: UnixStream, 
             &serde_json::to_vec(&exit).expect("JSON"),
         );
     };
-    let mut reader = BufReader::with_capacity(CHUNK + 5, stream);
+    let _ = stream.set_read_timeout(Some(HELLO_TIMEOUT));
+    let (first, handed) = match frame::recv_first_byte_with_fds(&stream) {
+        Ok(Some((byte, fds))) => (Ok(vec![byte]), fds),
+        Ok(None) => (
+            Err("it closed before saying anything".to_string()),
+            Vec::new(),
+        ),
+        Err(e) => (Err(e.to_string()), Vec::new()),
+    };
+    let Ok(control_stream) = stream.try_clone() else {
+        return;
+    };
+    let mut reader: Control = BufReader::with_capacity(
+        CHUNK + 5,
+        Cursor::new(first.clone().unwrap_or_default()).chain(control_stream),
+    );
     let mut payload = Vec::with_capacity(CHUNK);
-    let _ = reader.get_ref().set_read_timeout(Some(HELLO_TIMEOUT));
-    let hello = match frame::read(&mut reader, &mut payload) {
+    let hello = first.and_then(|_| match frame::read(&mut reader, &mut payload) {
         Ok(Some(Kind::Hello)) => {
             serde_json::from_slice::<Hello>(&payload).map_err(|e| e.to_string())
         }
@@ -123,10 +142,17 @@ pub(super) fn run_launch(shared: &Arc<Shared>, launch: u64, stream: UnixStream, 
             "its first frame was {other:?}, not the tap's hello"
         )),
         Err(e) => Err(e.to_string()),
-    };
-    let _ = reader.get_ref().set_read_timeout(None);
+    });
+    let _ = stream.set_read_timeout(None);
+    let hello = hello.and_then(|hello| match <[OwnedFd; 2]>::try_from(handed) {
+        Ok([driver_in, driver_out]) => Ok((hello, driver_in, DriverOut::new(driver_out))),
+        Err(handed) => Err(format!(
+            "its hello came with {} descriptors, not the tap's stdin and stdout",
+            handed.len()
+        )),
+    });
     let started = now_ms();
-    let hello = match hello {
+    let (hello, driver_in, driver_out) = match hello {
         Ok(hello) => hello,
         Err(why) => {
             // Whatever connects is recorded: a connection that is not a tap's is the driver's
@@ -231,16 +257,25 @@ pub(super) fn run_launch(shared: &Arc<Shared>, launch: u64, stream: UnixStream, 
     let stdout = child.stdout.take().expect("piped");
     let stderr = child.stderr.take().expect("piped");
     let (drained_tx, drained_rx) = mpsc::channel::<()>();
+    // Set when the tap's connection ended: the driver let go of its `codex`, so nothing more is
+    // written to its stdout (the app-server's output is still recorded).
+    let tap_gone = Arc::new(AtomicBool::new(false));
     let out = {
-        let (log, writer, shared, drained) = (
+        let (log, writer, shared, drained, tap_gone) = (
             log.clone(),
             writer.clone(),
             shared.clone(),
             drained_tx.clone(),
+            tap_gone.clone(),
         );
         let mutated = mutation.clone().map(|m| (m, stdin.clone()));
         std::thread::spawn(move || {
-            relay_stdout(stdout, &log, &writer, &shared, mutated);
+            let to_driver = ToDriver {
+                out: driver_out,
+                writer: &writer,
+                tap_gone: &tap_gone,
+            };
+            relay_stdout(stdout, &log, to_driver, &shared, mutated);
             let _ = drained.send(());
         })
     };
@@ -292,12 +327,15 @@ pub(super) fn run_launch(shared: &Arc<Shared>, launch: u64, stream: UnixStream, 
     };
     relay_stdin(
         &mut reader,
+        stream.as_fd(),
+        driver_in,
         &stdin,
         mutation.as_deref(),
         &log,
         &killer,
         shared,
     );
+    tap_gone.store(true, Ordering::SeqCst);
     let _ = waiter.join();
     let _ = out.join();
     let _ = err.join();
@@ -320,20 +358,25 @@ fn wait(child: &mut Child, killer: &Killer) -> (std::io::Result<std::process::Ex
     (child.wait(), exited_at)
 }
 
-/// The tap's frames: stdin bytes to the app-server (recorded first, so an answer is never
-/// recorded before what it answers; through the cell's operator when it is mutated), the end of
-/// stdin, signals. The connection's end before the app-server's exit means the driver let go of
-/// its `codex`: the app-server is killed.
+/// The driver's stdin to the app-server (recorded first, so an answer is never recorded before
+/// what it answers; through the cell's operator when it is mutated), its end, and the tap's
+/// frames (signals). The connection's end before the app-server's exit means the driver let go
+/// of its `codex`: the app-server is killed.
+#[allow(clippy::too_many_arguments)]
 fn relay_stdin(
-    reader: &mut BufReader<UnixStream>,
+    reader: &mut Control,
+    control: BorrowedFd,
+    driver_in: OwnedFd,
     stdin: &StdinSlot,
     mutation: Option<&Mutex<WireMutation>>,
     log: &LaunchLog,
     killer: &Killer,
     shared: &Shared,
 ) {
+    use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
     let mut split = LineSplitter::new(Direction::In);
     let mut payload = Vec::with_capacity(CHUNK);
+    let mut buf = vec![0u8; CHUNK];
     let mut refused_noted = false;
     let mut deliver = |bytes: &[u8], split: &mut LineSplitter| {
         split.feed(bytes, log);
@@ -347,54 +390,79 @@ fn relay_stdin(
         }
     };
     let mut mutated = mutation.map(|m| (m, Side::new()));
-    let mut ended = false;
-    while let Ok(Some(kind)) = frame::read(reader, &mut payload) {
-        match kind {
-            Kind::Stdin => {
-                shared
-                    .activity
-                    .fetch_add(payload.len() as u64, Ordering::Relaxed);
-                match &mut mutated {
-                    None => deliver(&payload, &mut split),
-                    Some((mutation, side)) => {
-                        side.driver_sent(&payload, mutation, shared, log, &mut |b| {
-                            deliver(b, &mut split)
-                        })
+    let mut driver_in = Some(driver_in);
+    loop {
+        // Frames the reader already holds are handled before waiting again.
+        let mut control_ready = !reader.buffer().is_empty();
+        let mut input_ready = false;
+        if !control_ready {
+            let mut fds = vec![PollFd::new(control, PollFlags::POLLIN)];
+            if let Some(fd) = &driver_in {
+                fds.push(PollFd::new(fd.as_fd(), PollFlags::POLLIN));
+            }
+            // Unbounded on purpose: the connection ends with the tap, and `Recording::finish`
+            // shuts it down when the cell ends.
+            match poll(&mut fds, PollTimeout::NONE) {
+                Ok(_) => {}
+                Err(nix::errno::Errno::EINTR) => continue,
+                Err(_) => break,
+            }
+            fn ready(f: &PollFd) -> bool {
+                f.revents().is_some_and(|r| !r.is_empty())
+            }
+            control_ready = ready(&fds[0]);
+            input_ready = fds.get(1).is_some_and(ready);
+        }
+        if input_ready {
+            let fd = driver_in.as_ref().expect("polled only while open");
+            match driver_io::read_ready(fd, &mut buf) {
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                Ok(n) if n > 0 => {
+                    let bytes = &buf[..n];
+                    shared.activity.fetch_add(n as u64, Ordering::Relaxed);
+                    match &mut mutated {
+                        None => deliver(bytes, &mut split),
+                        Some((mutation, side)) => {
+                            side.driver_sent(bytes, mutation, shared, log, &mut |b| {
+                                deliver(b, &mut split)
+                            })
+                        }
+                    }
+                }
+                // Its end (or a descriptor that cannot be read: the same to the app-server).
+                _ => {
+                    driver_in = None;
+                    if let Some((_, side)) = &mut mutated {
+                        side.finish(&mut |b| deliver(b, &mut split));
+                    }
+                    split.finish(log);
+                    if stdin.close() {
+                        log.record("stdin-closed", Map::new());
                     }
                 }
             }
-            Kind::StdinEof => {
-                if let Some((_, side)) = &mut mutated {
-                    side.finish(&mut |b| deliver(b, &mut split));
+        }
+        if control_ready {
+            match frame::read(reader, &mut payload) {
+                Ok(Some(Kind::Signal)) => {
+                    let signal = payload
+                        .get(..4)
+                        .map(|b| i32::from_be_bytes([b[0], b[1], b[2], b[3]]));
+                    // Only what the tap passes on; anything else is not the tap's to ask for.
+                    if let Some(signal @ (libc::SIGTERM | libc::SIGINT | libc::SIGHUP)) = signal {
+                        killer.signal(signal);
+                    }
                 }
-                split.finish(log);
-                ended = true;
-                if stdin.close() {
-                    log.record("stdin-closed", Map::new());
-                }
+                Ok(Some(other)) => log.note(
+                    Direction::In,
+                    &format!("the tap sent an unexpected frame ({other:?}); ignored"),
+                    None,
+                ),
+                Ok(None) | Err(_) => break,
             }
-            Kind::Signal => {
-                let signal = payload
-                    .get(..4)
-                    .map(|b| i32::from_be_bytes([b[0], b[1], b[2], b[3]]));
-                // Only what the tap passes on; anything else is not the tap's to ask for.
-                if let Some(signal @ (libc::SIGTERM | libc::SIGINT | libc::SIGHUP)) = signal {
-                    killer.signal(signal);
-                }
-            }
-            Kind::StdoutGone => log.note(
-                Direction::Out,
-                "the driver stopped reading the tap's stdout",
-                None,
-            ),
-            other => log.note(
-                Direction::In,
-                &format!("the tap sent an unexpected frame ({other:?}); ignored"),
-                None,
-            ),
         }
     }
-    if !ended {
+    if driver_in.is_some() {
         if let Some((_, side)) = &mut mutated {
             side.finish(&mut |b| deliver(b, &mut split));
         }
@@ -419,20 +487,39 @@ fn pump(mut from: impl Read, mut each: impl FnMut(&[u8])) {
     }
 }
 
-/// The app-server's stdout: recorded, then relayed to the tap (through the cell's operator when
-/// it is mutated). Recording goes on after the tap is gone, until the stream ends.
+/// Where the app-server's stdout goes: the driver's own stdout, handed over by its tap, until
+/// the tap's connection ends; then the tap is told the output ended.
+struct ToDriver<'a> {
+    out: DriverOut,
+    writer: &'a SharedWriter,
+    tap_gone: &'a AtomicBool,
+}
+
+/// The app-server's stdout: recorded, then written to the driver (through the cell's operator
+/// when it is mutated). Recording goes on after the driver stopped reading, until the stream
+/// ends.
 fn relay_stdout(
     stdout: impl Read,
     log: &LaunchLog,
-    writer: &SharedWriter,
+    to_driver: ToDriver,
     shared: &Shared,
     mutated: Option<(Arc<Mutex<WireMutation>>, Arc<StdinSlot>)>,
 ) {
     let mut split = LineSplitter::new(Direction::Out);
-    let mut tap_gone = false;
+    let mut driver_gone = false;
     let mut relay = |bytes: &[u8]| {
-        if !bytes.is_empty() && !tap_gone && send(writer, Kind::Stdout, bytes).is_err() {
-            tap_gone = true;
+        if bytes.is_empty() || driver_gone {
+            return;
+        }
+        if let Err(e) = to_driver.out.write_all(bytes, to_driver.tap_gone) {
+            driver_gone = true;
+            if e.kind() != std::io::ErrorKind::Interrupted {
+                log.note(
+                    Direction::Out,
+                    "the driver stopped reading the tap's stdout",
+                    None,
+                );
+            }
         }
     };
     let mut side = mutated.as_ref().map(|_| Side::new());
@@ -453,6 +540,10 @@ fn relay_stdout(
     }
     split.finish(log);
     log.record("stdout-closed", Map::new());
+    // The harness's copy of the driver's stdout closes before the tap closes its own, so the
+    // driver reads the end of input once the tap has.
+    let ToDriver { out, writer, .. } = to_driver;
+    drop(out);
     let _ = send(writer, Kind::StdoutEof, b"");
 }
 

@@ -339,29 +339,43 @@ mod tests {
         stream
             .set_read_timeout(Some(Duration::from_secs(10)))
             .unwrap();
-        let mut writer = frame::Writer::new(stream.try_clone().unwrap());
         let hello = Hello {
             argv: vec!["app-server".into()],
             env_names: Vec::new(),
             cwd: "/".into(),
             pid: std::process::id(),
         };
-        writer
-            .send(Kind::Hello, &serde_json::to_vec(&hello).unwrap())
+        // The driver's pipes, handed over as the tap hands over its stdin and stdout.
+        let (stdin_read, stdin_write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).unwrap();
+        let (stdout_read, stdout_write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).unwrap();
+        {
+            use std::os::fd::AsFd;
+            frame::send_with_fds(
+                &stream,
+                Kind::Hello,
+                &serde_json::to_vec(&hello).unwrap(),
+                &[stdin_read.as_fd(), stdout_write.as_fd()],
+            )
             .unwrap();
+        }
+        drop((stdin_read, stdout_write));
         // In two chunks, cutting a line: the operator sees whole lines.
         let (a, b) = sent.split_at(sent.len() / 2);
-        writer.send(Kind::Stdin, a).unwrap();
-        writer.send(Kind::Stdin, b).unwrap();
-        writer.send(Kind::StdinEof, b"").unwrap();
-        drop(writer);
+        let mut driver_stdin = std::fs::File::from(stdin_write);
+        use std::io::{Read, Write};
+        driver_stdin.write_all(a).unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+        driver_stdin.write_all(b).unwrap();
+        drop(driver_stdin);
+        let mut echoed = Vec::new();
+        std::fs::File::from(stdout_read)
+            .read_to_end(&mut echoed)
+            .unwrap();
         let mut reader = std::io::BufReader::new(stream);
-        let (mut echoed, mut payload) = (Vec::new(), Vec::new());
+        let mut payload = Vec::new();
         while let Some(kind) = frame::read(&mut reader, &mut payload).unwrap() {
-            match kind {
-                Kind::Stdout => echoed.extend_from_slice(&payload),
-                Kind::Exit => break,
-                _ => {}
+            if kind == Kind::Exit {
+                break;
             }
         }
         // The tap's end goes, so the launch is over before the recording's grace.
