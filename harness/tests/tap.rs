@@ -367,3 +367,62 @@ fn a_tap_whose_recorder_is_gone_says_so_at_once() {
         "{stderr}"
     );
 }
+
+/// A driver that kills its `codex` and then exits ends the pipe the recorder reads, but no
+/// app-server would have seen its stdin close: only the tap's word that its stdin hung up makes
+/// a `stdin-closed`. Here the pipe ends while the tap cannot speak (stopped), then it is killed.
+#[test]
+fn a_codex_killed_by_its_driver_never_saw_its_stdin_close() {
+    let dir = tempfile::tempdir().unwrap();
+    let tap = tap_into(dir.path(), "/bin/sh", &["-c", "cat", "sh"], &[]);
+    let mut child = tap.app_server();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    stdin.write_all(b"{\"id\":1}\n").unwrap();
+    let mut echoed = String::new();
+    stdout.read_line(&mut echoed).unwrap();
+    assert_eq!(echoed, "{\"id\":1}\n");
+    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGSTOP).unwrap();
+    drop(stdin);
+    // Time for the recorder to read the pipe's end while the tap is stopped.
+    std::thread::sleep(Duration::from_millis(300));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let lines = tap.finished();
+    assert!(
+        !lines.iter().any(|l| l["kind"] == "stdin-closed"),
+        "{lines:#?}"
+    );
+    let exit = lines.iter().find(|l| l["kind"] == "exit").unwrap();
+    assert!(
+        exit["killed_by_harness"]
+            .as_str()
+            .is_some_and(|why| why.contains("let go of its `codex`")),
+        "{exit}"
+    );
+}
+
+/// A stdin that cannot hang up (`/dev/null` here) ends where its reader reaches its end.
+#[test]
+fn a_codex_whose_stdin_is_dev_null_sees_it_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let tap = tap_into(dir.path(), "/bin/sh", &["-c", "cat", "sh"], &[]);
+    let mut child = Command::new(&tap.tap.codex)
+        .arg("app-server")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let status = child.wait_timeout(Duration::from_secs(20)).unwrap();
+    if status.is_none() {
+        child.kill().unwrap();
+        panic!("cat never saw its stdin end");
+    }
+    assert!(status.unwrap().success());
+    let lines = tap.finished();
+    assert!(
+        lines.iter().any(|l| l["kind"] == "stdin-closed"),
+        "{lines:#?}"
+    );
+}

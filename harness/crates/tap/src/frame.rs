@@ -4,7 +4,8 @@
 //! Driver side → harness: [`Kind::Hello`] first (the driver's argv, the names of its
 //! environment, its working folder, the tap's pid), sent with the tap's stdin and stdout
 //! attached ([`send_with_fds`]: the harness reads and writes the driver's own pipes, so a
-//! round trip pays no hop through the tap), then a signal the tap was sent. Harness → driver
+//! round trip pays no hop through the tap), then `stdin-eof` (every writer of the tap's stdin
+//! let go of it) and a signal the tap was sent. Harness → driver
 //! side: `stderr` bytes, `stdout-eof` (the app-server closed its stdout) and the exit.
 //!
 //! Written by hand: a five-byte header between two ends that both live in this crate; a codec
@@ -23,6 +24,8 @@ pub const MAX_PAYLOAD: usize = 1024 * 1024;
 #[repr(u8)]
 pub enum Kind {
     Hello = 1,
+    /// The tap saw its stdin hang up: no process holds a writing end any more.
+    StdinEof = 3,
     /// Payload: the signal number, i32 big-endian.
     Signal = 4,
     Stderr = 17,
@@ -35,6 +38,7 @@ impl Kind {
     fn from_byte(byte: u8) -> Option<Kind> {
         Some(match byte {
             1 => Kind::Hello,
+            3 => Kind::StdinEof,
             4 => Kind::Signal,
             17 => Kind::Stderr,
             18 => Kind::StdoutEof,

@@ -4,7 +4,10 @@
 //! folder, its pid) and hands it its stdin and stdout (SCM_RIGHTS): the harness reads what the
 //! driver writes and writes what the app-server answers on the driver's own pipes, so a round
 //! trip costs the same two wake-ups of the harness as without a relay process in between, not
-//! four more (`harness bench tap`). The tap then passes on the app-server's stderr from the
+//! four more (`harness bench tap`). The tap tells the harness when its stdin hangs up (every
+//! writer let go of it): the harness reading the end of the pipe it shares is not enough, since
+//! a driver that kills its `codex` and then exits also ends that pipe, and the app-server would
+//! never have seen its stdin close. The tap then passes on the app-server's stderr from the
 //! harness. The app-server closing its stdout closes the tap's (the driver sees end of input
 //! when the app-server's output ends, as without the tap); the tap ends as the app-server ended
 //! (same exit code; a signal is re-raised). SIGTERM, SIGINT and SIGHUP sent to the tap are
@@ -91,6 +94,7 @@ pub fn main(args: Vec<OsString>) -> ExitCode {
     }
     let writer: SharedWriter = Arc::new(Mutex::new(frame::Writer::new(stream)));
     forward_signals(writer.clone());
+    report_stdin_hang_up(writer.clone());
     relay_from_harness(reader)
 }
 
@@ -111,6 +115,38 @@ fn forward_signals(writer: SharedWriter) {
         for signal in signals.forever() {
             let _ = send(&writer, Kind::Signal, &signal.to_be_bytes());
         }
+    });
+}
+
+/// Send `stdin-eof` once the tap's stdin hangs up: every process holding a writing end of the
+/// pipe (or the other end of the socket) let go of it. The poll asks for the hang-up alone, so
+/// the driver's bytes, which the harness reads from the same pipe, never wake the tap. A stdin
+/// that cannot hang up (a file, `/dev/null`, a terminal) ends wherever its reader reaches the
+/// end, so it is reported at once.
+fn report_stdin_hang_up(writer: SharedWriter) {
+    use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+    std::thread::spawn(move || {
+        // SAFETY: fd 0 is open for the process's life; it is only borrowed.
+        let stdin = unsafe { BorrowedFd::borrow_raw(0) };
+        let can_hang_up = nix::sys::stat::fstat(stdin).is_ok_and(|stat| {
+            let kind = stat.st_mode & libc::S_IFMT;
+            kind == libc::S_IFIFO || kind == libc::S_IFSOCK
+        });
+        while can_hang_up {
+            // nix has no name for POLLRDHUP: a socket whose peer shut its writing side reports it.
+            let mut fds = [PollFd::new(
+                stdin,
+                PollFlags::from_bits_retain(libc::POLLRDHUP),
+            )];
+            // Unbounded on purpose: the thread ends with the tap, which ends with the
+            // app-server's exit or its recorder's going.
+            match poll(&mut fds, PollTimeout::NONE) {
+                Ok(_) if fds[0].revents().is_some_and(|r| !r.is_empty()) => break,
+                Ok(_) | Err(nix::errno::Errno::EINTR) => continue,
+                Err(_) => break,
+            }
+        }
+        let _ = send(&writer, Kind::StdinEof, b"");
     });
 }
 

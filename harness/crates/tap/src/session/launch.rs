@@ -359,8 +359,8 @@ fn wait(child: &mut Child, killer: &Killer) -> (std::io::Result<std::process::Ex
 }
 
 /// The driver's stdin to the app-server (recorded first, so an answer is never recorded before
-/// what it answers; through the cell's operator when it is mutated), its end, and the tap's
-/// frames (signals). The connection's end before the app-server's exit means the driver let go
+/// what it answers; through the cell's operator when it is mutated), its end (once the tap saw
+/// it hang up too), and the tap's frames (signals). The connection's end before the app-server's exit means the driver let go
 /// of its `codex`: the app-server is killed.
 #[allow(clippy::too_many_arguments)]
 fn relay_stdin(
@@ -391,6 +391,15 @@ fn relay_stdin(
     };
     let mut mutated = mutation.map(|m| (m, Side::new()));
     let mut driver_in = Some(driver_in);
+    // The driver closed its `codex`'s stdin when both ends agree: this end read the pipe to its
+    // end, and the tap saw it hang up. The pipe alone would also end when a driver that killed
+    // its `codex` exits, which no app-server would see as its stdin closing.
+    let mut tap_saw_hang_up = false;
+    let close_input = || {
+        if stdin.close() {
+            log.record("stdin-closed", Map::new());
+        }
+    };
     loop {
         // Frames the reader already holds are handled before waiting again.
         let mut control_ready = !reader.buffer().is_empty();
@@ -436,14 +445,20 @@ fn relay_stdin(
                         side.finish(&mut |b| deliver(b, &mut split));
                     }
                     split.finish(log);
-                    if stdin.close() {
-                        log.record("stdin-closed", Map::new());
+                    if tap_saw_hang_up {
+                        close_input();
                     }
                 }
             }
         }
         if control_ready {
             match frame::read(reader, &mut payload) {
+                Ok(Some(Kind::StdinEof)) => {
+                    tap_saw_hang_up = true;
+                    if driver_in.is_none() {
+                        close_input();
+                    }
+                }
                 Ok(Some(Kind::Signal)) => {
                     let signal = payload
                         .get(..4)

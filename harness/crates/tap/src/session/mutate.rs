@@ -367,6 +367,10 @@ mod tests {
         std::thread::sleep(Duration::from_millis(20));
         driver_stdin.write_all(b).unwrap();
         drop(driver_stdin);
+        // As the tap says once its stdin hangs up.
+        frame::Writer::new(&stream)
+            .send(Kind::StdinEof, b"")
+            .unwrap();
         let mut echoed = Vec::new();
         std::fs::File::from(stdout_read)
             .read_to_end(&mut echoed)
