@@ -235,6 +235,34 @@ fn with_profile(definition: &str) -> Vec<String> {
     ),
     Incomplete
 )]
+// Codex's feature flags stand for `-c features.NAME=…` (docs/events.md): readable, and they
+// neither make a narrow launch unverifiable nor hide an override that widens it.
+#[case::feature_flags(
+    "feature-flags",
+    planning(
+        {
+            let mut argv = narrow(&[]);
+            argv.extend(["--enable", "request_permissions_tool", "--disable=shell_snapshot"].map(String::from));
+            argv
+        },
+        Some(PROFILE),
+        read_only_sandbox()
+    ),
+    Pass
+)]
+#[case::feature_flags_then_widening(
+    "feature-flags-then-widening",
+    planning(
+        {
+            let mut argv = narrow(&[]);
+            argv.extend(["--enable", "request_permissions_tool", "-c", r#"sandbox_mode="workspace-write""#].map(String::from));
+            argv
+        },
+        Some(PROFILE),
+        read_only_sandbox()
+    ),
+    Fail
+)]
 #[case::dangling_config_option(
     "dangling-config-option",
     planning(

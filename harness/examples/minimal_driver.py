@@ -2,7 +2,10 @@
 """A minimal Codex app-server driver, written without the harness in mind: it launches
 `$CODEX_PATH app-server` with an allowlisted environment, opens a thread in --cwd, runs one
 turn with --prompt (in plan mode for --mode planning), declines every approval, prints the
-agent's messages, and exits 0 when its turn completed, 1 otherwise."""
+agent's messages, and exits 0 when its turn completed, 1 otherwise. Each `--enable FEATURE` /
+`--disable FEATURE` (repeatable) is passed on to the launch, as `codex app-server --enable
+FEATURE --disable FEATURE2`: Codex's own feature flags, which it refuses (exit 1) for a name that
+is not one of its features."""
 import argparse, json, os, queue, subprocess, sys, threading
 
 p = argparse.ArgumentParser()
@@ -10,11 +13,15 @@ p.add_argument("--prompt", required=True)
 p.add_argument("--cwd", default=os.getcwd())
 p.add_argument("--mode", default="standard", choices=["planning", "standard", "ask"])
 p.add_argument("--timeout", type=float, default=30.0)
+p.add_argument("--enable", action="append", default=[], metavar="FEATURE")
+p.add_argument("--disable", action="append", default=[], metavar="FEATURE")
 args = p.parse_args()
 
 # An allowlisted environment: the driver's own secrets never reach the model's commands.
 keep = ("PATH", "HOME", "CODEX_HOME", "LANG", "LC_ALL", "TMPDIR", "USER")
-proc = subprocess.Popen([os.environ.get("CODEX_PATH", "codex"), "app-server"],
+flags = [f for name in args.enable for f in ("--enable", name)]
+flags += [f for name in args.disable for f in ("--disable", name)]
+proc = subprocess.Popen([os.environ.get("CODEX_PATH", "codex"), "app-server"] + flags,
                         env={k: v for k, v in os.environ.items() if k in keep},
                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
 inbox = queue.Queue()

@@ -1,5 +1,6 @@
 //! Differential fidelity, one trial per pair of the matrix: the fake app-server and the real
-//! Codex (0.169.0 with the mock model API) play the same scenario through the reference driver
+//! Codex (0.169.0 with the mock model API) play the same scenario through the same driver (the
+//! reference driver, the minimal example driver with and without feature flags)
 //! in the same environment, and must reach the same verdict with the same normalised
 //! driver-visible message sequence (`harness fidelity` runs the same comparison and prints a
 //! table). Each pair's sequence is an insta snapshot named after the pair.

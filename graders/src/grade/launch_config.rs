@@ -7,7 +7,12 @@
 //! split on `.` and quotes stay part of each part; the value is parsed as a TOML value, and a
 //! value that does not parse is taken as a bare string with surrounding quotes trimmed (Codex's
 //! fallback); overrides apply in argv order, a later one replacing what an earlier one set at
-//! its key. Accepted spellings: `-c k=v`, `-ck=v`, `--config k=v`, `--config=k=v`. Anything
+//! its key. Accepted spellings: `-c k=v`, `-ck=v`, `--config k=v`, `--config=k=v`; and Codex's
+//! feature flags `--enable NAME` / `--disable NAME` (or `=NAME`), which its help calls equivalent
+//! to `-c features.NAME=true` / `=false`, applied after every `-c` and each `--enable` before
+//! each `--disable` as the fake plays them (fake-app-server's cli; measured: a feature given both
+//! ends disabled). No judgement below reads `features`, so a flag never widens or narrows the
+//! sandbox here, exactly as its `-c features.NAME` spelling does not. Anything
 //! else in the argv is an [`ArgvError`]: the grader cannot tell what it does to the sandbox.
 //!
 //! The TOML itself is parsed by the `toml` crate; only the override splitting and merging is
@@ -74,6 +79,9 @@ pub(crate) struct LaunchConfig {
 impl LaunchConfig {
     pub fn parse(argv: &[String]) -> Result<Self, ArgvError> {
         let mut config = LaunchConfig::default();
+        // `--enable` / `--disable` as (on, name, the argv element that named the feature),
+        // applied once the `-c` overrides are.
+        let mut features: Vec<(bool, String, String)> = Vec::new();
         let mut index = 0;
         while index < argv.len() {
             let arg = &argv[index];
@@ -97,6 +105,26 @@ impl LaunchConfig {
             } else if index == 0 && arg == "app-server" {
                 index += 1;
                 continue;
+            } else if let Some((on, name)) = feature_flag(arg) {
+                let name = match name {
+                    Some(name) => name.to_string(),
+                    None => {
+                        index += 1;
+                        argv.get(index)
+                            .ok_or_else(|| {
+                                error(
+                                    "the option is the last argument; its feature name is missing",
+                                )
+                            })?
+                            .clone()
+                    }
+                };
+                if name.is_empty() || name.contains('.') {
+                    return Err(error("not a feature name"));
+                }
+                features.push((on, name, arg.clone()));
+                index += 1;
+                continue;
             } else {
                 return Err(error(
                     "not a `-c key=value` override, so its effect on the sandbox is unknown",
@@ -110,6 +138,13 @@ impl LaunchConfig {
             insert_dotted(&mut config.root, &key, value);
             config.overrides.push((key, raw.to_string()));
             index += 1;
+        }
+        // Stable: every `--enable` keeps its argv order, then every `--disable` its own.
+        features.sort_by_key(|(on, _, _)| !on);
+        for (on, name, raw) in features {
+            let key = vec!["features".to_string(), name];
+            insert_dotted(&mut config.root, &key, toml::Value::Boolean(on));
+            config.overrides.push((key, raw));
         }
         Ok(config)
     }
@@ -253,6 +288,16 @@ impl LaunchConfig {
             }
         ))
     }
+}
+
+/// `--enable` / `--disable` (`true` for enable), with the name when it is given as `=NAME`.
+fn feature_flag(arg: &str) -> Option<(bool, Option<&str>)> {
+    [("--enable", true), ("--disable", false)]
+        .into_iter()
+        .find_map(|(flag, on)| match arg.strip_prefix(flag)? {
+            "" => Some((on, None)),
+            rest => rest.strip_prefix('=').map(|name| (on, Some(name))),
+        })
 }
 
 /// `key=value` → (key parts, value), by Codex's rules; an empty key part is refused here,
@@ -438,5 +483,34 @@ mod tests {
         let err = LaunchConfig::parse(&argv(&["-c", "no-equals-sign"])).unwrap_err();
         assert!(err.problem.contains("no `=`"), "{err}");
         assert!(LaunchConfig::parse(&argv(&["app-server", "-c", "a=1"])).is_ok());
+        let err = LaunchConfig::parse(&argv(&["app-server", "--enable"])).unwrap_err();
+        assert!(err.problem.contains("feature name is missing"), "{err}");
+        let err = LaunchConfig::parse(&argv(&["--enabled", "x"])).unwrap_err();
+        assert_eq!(err.arg, "--enabled");
+    }
+
+    #[test]
+    fn feature_flags_set_features_after_the_overrides_disable_last() {
+        let config = LaunchConfig::parse(&argv(&[
+            "app-server",
+            "--disable",
+            "a",
+            "--enable",
+            "a",
+            "--enable=b",
+            "-c",
+            "features.b=false",
+            "-c",
+            r#"sandbox_mode="read-only""#,
+        ]))
+        .unwrap();
+        let features = config.root["features"].as_table().unwrap();
+        assert_eq!(features["a"], toml::Value::Boolean(false));
+        assert_eq!(features["b"], toml::Value::Boolean(true));
+        assert_eq!(config.source_of(&["features", "a"]), Some("--disable"));
+        assert!(matches!(
+            config.judge_sandbox_settings(),
+            Judgement::ReadOnly(_)
+        ));
     }
 }
