@@ -132,18 +132,21 @@ fn report_stdin_hang_up(writer: SharedWriter) {
             let kind = stat.st_mode & libc::S_IFMT;
             kind == libc::S_IFIFO || kind == libc::S_IFSOCK
         });
-        while can_hang_up {
-            // nix has no name for POLLRDHUP: a socket whose peer shut its writing side reports it.
-            let mut fds = [PollFd::new(
-                stdin,
-                PollFlags::from_bits_retain(libc::POLLRDHUP),
-            )];
-            // Unbounded on purpose: the thread ends with the tap, which ends with the
-            // app-server's exit or its recorder's going.
-            match poll(&mut fds, PollTimeout::NONE) {
-                Ok(_) if fds[0].revents().is_some_and(|r| !r.is_empty()) => break,
-                Ok(_) | Err(nix::errno::Errno::EINTR) => continue,
-                Err(_) => break,
+        if can_hang_up {
+            loop {
+                // nix has no name for POLLRDHUP: a socket whose peer shut its writing side
+                // reports it.
+                let mut fds = [PollFd::new(
+                    stdin,
+                    PollFlags::from_bits_retain(libc::POLLRDHUP),
+                )];
+                // Unbounded on purpose: the thread ends with the tap, which ends with the
+                // app-server's exit or its recorder's going.
+                match poll(&mut fds, PollTimeout::NONE) {
+                    Ok(_) if fds[0].revents().is_some_and(|r| !r.is_empty()) => break,
+                    Ok(_) | Err(nix::errno::Errno::EINTR) => continue,
+                    Err(_) => break,
+                }
             }
         }
         let _ = send(&writer, Kind::StdinEof, b"");
