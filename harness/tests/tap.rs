@@ -426,3 +426,37 @@ fn a_codex_whose_stdin_is_dev_null_sees_it_end() {
         "{lines:#?}"
     );
 }
+
+/// A stdin that is a socket, as Node.js gives its children: the driver ends its input with
+/// `shutdown(SHUT_WR)` and keeps its end open (Node's `stdin.end()`), and the app-server sees
+/// its stdin end. The tap's poll for the hang-up alone must read POLLRDHUP as ready.
+#[test]
+fn a_codex_whose_stdin_socket_is_shut_down_sees_it_end() {
+    use std::io::Write;
+    use std::os::unix::net::UnixStream;
+    let dir = tempfile::tempdir().unwrap();
+    let tap = tap_into(dir.path(), "/bin/sh", &["-c", "cat", "sh"], &[]);
+    let (mut driver_end, codex_end) = UnixStream::pair().unwrap();
+    let mut child = Command::new(&tap.tap.codex)
+        .arg("app-server")
+        .stdin(Stdio::from(std::os::fd::OwnedFd::from(codex_end)))
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    driver_end
+        .write_all(b"{\"id\":1,\"method\":\"x\"}\n")
+        .unwrap();
+    driver_end.shutdown(std::net::Shutdown::Write).unwrap();
+    let status = child.wait_timeout(Duration::from_secs(20)).unwrap();
+    if status.is_none() {
+        child.kill().unwrap();
+        panic!("cat never saw its stdin end");
+    }
+    assert!(status.unwrap().success());
+    drop(driver_end);
+    let lines = tap.finished();
+    assert!(
+        lines.iter().any(|l| l["kind"] == "stdin-closed"),
+        "{lines:#?}"
+    );
+}

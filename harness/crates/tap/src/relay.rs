@@ -142,8 +142,11 @@ fn report_stdin_hang_up(writer: SharedWriter) {
                 )];
                 // Unbounded on purpose: the thread ends with the tap, which ends with the
                 // app-server's exit or its recorder's going.
+                // The count, not `revents()`: nix reads revents as known flags only, and
+                // POLLRDHUP is not one of them (a socket's hang-up read as nothing, the loop
+                // spun).
                 match poll(&mut fds, PollTimeout::NONE) {
-                    Ok(_) if fds[0].revents().is_some_and(|r| !r.is_empty()) => break,
+                    Ok(ready) if ready > 0 => break,
                     Ok(_) | Err(nix::errno::Errno::EINTR) => continue,
                     Err(_) => break,
                 }
