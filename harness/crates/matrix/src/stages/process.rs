@@ -109,6 +109,9 @@ pub async fn run(
     wire: &Path,
     telling: Option<Telling>,
 ) -> Result<Ran> {
+    // Before the spawn: a driver quick enough to write before the first look would otherwise
+    // leave no change to see, and its silence would be timed from the start-up allowance.
+    let mut last_size = size(wire);
     let spec = ProcessSpec {
         program: "/bin/sh".into(),
         args: vec!["-c".into(), process.command.clone()],
@@ -175,7 +178,6 @@ pub async fn run(
         _ => None,
     };
     let started = Instant::now();
-    let mut last_size = size(wire);
     // In the future until the allowance is spent: `elapsed()` of a future instant is zero.
     let mut last_activity = Instant::now() + DRIVER_START_ALLOWANCE;
     let end = loop {
