@@ -384,6 +384,22 @@ fn a_codex_killed_by_its_driver_never_saw_its_stdin_close() {
     assert_eq!(echoed, "{\"id\":1}\n");
     let pid = nix::unistd::Pid::from_raw(child.id() as i32);
     nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGSTOP).unwrap();
+    // kill() only queues the stop: until every thread of the tap has stopped, its hang-up
+    // thread may still see the close below and report it. Wait for the stop (bounded).
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
+        match waitpid(pid, Some(WaitPidFlag::WUNTRACED | WaitPidFlag::WNOHANG)).unwrap() {
+            WaitStatus::Stopped(..) => break,
+            WaitStatus::StillAlive => {}
+            other => panic!("the tap did not stop: {other:?}"),
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the tap never stopped"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
     drop(stdin);
     // Time for the recorder to read the pipe's end while the tap is stopped.
     std::thread::sleep(Duration::from_millis(300));
