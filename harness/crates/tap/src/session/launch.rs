@@ -395,11 +395,7 @@ fn relay_stdin(
     // end, and the tap saw it hang up. The pipe alone would also end when a driver that killed
     // its `codex` exits, which no app-server would see as its stdin closing.
     let mut tap_saw_hang_up = false;
-    let close_input = || {
-        if stdin.close() {
-            log.record("stdin-closed", Map::new());
-        }
-    };
+    let close_input = || stdin.close_recorded(log);
     loop {
         // Frames the reader already holds are handled before waiting again.
         let mut control_ready = !reader.buffer().is_empty();

@@ -41,14 +41,28 @@ impl StdinSlot {
         use std::io::Write;
         let mut stdin = self.stdin.lock().unwrap_or_else(|p| p.into_inner());
         let close_if_asked = |stdin: &mut Option<ChildStdin>| {
-            if self.close_asked.load(Ordering::SeqCst) && stdin.take().is_some() {
-                log.record("stdin-closed", Map::new());
+            if self.close_asked.load(Ordering::SeqCst) {
+                if let Some(open) = stdin.take() {
+                    // Recorded before the close: the app-server's exit on it comes after.
+                    log.record("stdin-closed", Map::new());
+                    drop(open);
+                }
             }
         };
         close_if_asked(&mut stdin);
         let delivered = stdin.as_mut().is_some_and(|s| s.write_all(bytes).is_ok());
         close_if_asked(&mut stdin);
         delivered
+    }
+
+    /// Close it as the driver's end of input, recording `stdin-closed` first: an app-server
+    /// that exits at its stdin's end cannot have its exit recorded before the close.
+    pub(super) fn close_recorded(&self, log: &LaunchLog) {
+        let open = self.stdin.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(open) = open {
+            log.record("stdin-closed", Map::new());
+            drop(open);
+        }
     }
 
     /// Close it (the driver's end of input); whether it was open.
