@@ -27,6 +27,15 @@ pub(super) struct StdinSlot {
     close_asked: AtomicBool,
 }
 
+/// Close `stdin` if open, recording `stdin-closed` before the close: an app-server that exits
+/// at its stdin's end cannot have its exit recorded first.
+fn close_recorded(stdin: &mut Option<ChildStdin>, log: &LaunchLog) {
+    if let Some(open) = stdin.take() {
+        log.record("stdin-closed", Map::new());
+        drop(open);
+    }
+}
+
 impl StdinSlot {
     pub(super) fn new(stdin: ChildStdin) -> Self {
         Self {
@@ -42,11 +51,7 @@ impl StdinSlot {
         let mut stdin = self.stdin.lock().unwrap_or_else(|p| p.into_inner());
         let close_if_asked = |stdin: &mut Option<ChildStdin>| {
             if self.close_asked.load(Ordering::SeqCst) {
-                if let Some(open) = stdin.take() {
-                    // Recorded before the close: the app-server's exit on it comes after.
-                    log.record("stdin-closed", Map::new());
-                    drop(open);
-                }
+                close_recorded(stdin, log);
             }
         };
         close_if_asked(&mut stdin);
@@ -55,23 +60,17 @@ impl StdinSlot {
         delivered
     }
 
-    /// Close it as the driver's end of input, recording `stdin-closed` first: an app-server
-    /// that exits at its stdin's end cannot have its exit recorded before the close.
+    /// Close it as the driver's end of input, recording `stdin-closed`.
     pub(super) fn close_recorded(&self, log: &LaunchLog) {
-        let open = self.stdin.lock().unwrap_or_else(|p| p.into_inner()).take();
-        if let Some(open) = open {
-            log.record("stdin-closed", Map::new());
-            drop(open);
-        }
+        close_recorded(
+            &mut self.stdin.lock().unwrap_or_else(|p| p.into_inner()),
+            log,
+        );
     }
 
-    /// Close it (the driver's end of input); whether it was open.
-    pub(super) fn close(&self) -> bool {
-        self.stdin
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .take()
-            .is_some()
+    /// Close it without a record: the driver let go of its `codex` without closing it.
+    pub(super) fn close(&self) {
+        self.stdin.lock().unwrap_or_else(|p| p.into_inner()).take();
     }
 
     pub(super) fn is_open(&self) -> bool {
