@@ -28,7 +28,7 @@
 // agent's process group is killed first). The last stdout line is a JSON summary.
 
 import { spawn } from "node:child_process";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync, readdirSync } from "node:fs";
 import { createInterface } from "node:readline";
 import { parseArgs } from "node:util";
 
@@ -247,10 +247,36 @@ try {
   log(`the run failed: ${e.message}`);
 }
 clearTimeout(runBound);
+
+// Whether the agent has no child process left: Linux lists each thread's children in
+// /proc/PID/task/TID/children. Unknown (no /proc, or a kernel without that file) is `false`.
+function childless(pid) {
+  try {
+    return readdirSync(`/proc/${pid}/task`).every(
+      (tid) => readFileSync(`/proc/${pid}/task/${tid}/children`, "utf8").trim() === "",
+    );
+  } catch {
+    return false;
+  }
+}
+
 // Closing stdin is how an ACP agent is told to stop; give it a moment, then end the group.
+// codex-acp 2.6.0 closes its app-server's stdin at its own end of input but never exits, so the
+// moment ends when its app-server is gone (the agent has no child left) rather than at the grace,
+// which every run would otherwise wait out in full.
 agent.stdin.end();
 const exited = new Promise((resolve) => agent.once("exit", resolve));
-const grace = new Promise((resolve) => setTimeout(resolve, timeouts.shutdown_ms ?? 5_000));
+let poll;
+const grace = new Promise((resolve) => {
+  const deadline = setTimeout(resolve, timeouts.shutdown_ms ?? 5_000);
+  poll = setInterval(() => {
+    if (childless(agent.pid)) {
+      clearTimeout(deadline);
+      resolve();
+    }
+  }, 10);
+});
 if (agent.exitCode === null && agent.signalCode === null) await Promise.race([exited, grace]);
+clearInterval(poll);
 killAgent();
 process.exit(exitCode);
