@@ -25,6 +25,11 @@ use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
 const WAIT: Duration = Duration::from_secs(30);
+/// The fake writes a scenario's messages within milliseconds of their cause; one that has said
+/// nothing for this long is withholding something on purpose (a request it never answers, a turn
+/// that never completes), so the wait for it ends. Five scenarios do, for each release: waiting
+/// out `WAIT` on each cost the test 150 s of its 166 s.
+const QUIET: Duration = Duration::from_secs(3);
 
 fn response_schema(method: &str) -> Option<&'static str> {
     Some(match method {
@@ -107,12 +112,13 @@ impl Session {
         }
     }
 
-    /// Read until `stop` matches a JSON line (answering server requests); false on EOF/timeout.
+    /// Read until `stop` matches a JSON line (answering server requests); false on EOF, on `QUIET`
+    /// of silence or at `WAIT`.
     fn pump(&mut self, stop: impl Fn(&Value) -> bool) -> bool {
         let deadline = Instant::now() + WAIT;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
-            let Ok(line) = self.lines.recv_timeout(left) else {
+            let Ok(line) = self.lines.recv_timeout(left.min(QUIET)) else {
                 return false;
             };
             self.emitted.push(line.clone());
