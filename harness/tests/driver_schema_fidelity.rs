@@ -19,6 +19,7 @@ mod common;
 use common::codex_schema::{self, CodexSchema};
 use common::fake_driver;
 use common::prereq;
+use futures_util::stream::{self, StreamExt};
 use graders::events::{Mode, Target};
 use matrix::cell::run_cell;
 use matrix::context::CellContext;
@@ -345,14 +346,23 @@ async fn driver_messages_match_codex_schema() {
     let mut failures = Vec::new();
     let mut coverage = Coverage::default();
     let planned = planned_runs();
-    let mut runs = Vec::new();
-    for (index, run) in planned.iter().enumerate() {
-        options.out_root = scratch.path().join(format!("run-{index}"));
-        let result = run_cell(&options, &run.cell).await;
-        let context = format!("{} [{}]", run.label, result.describe());
-        let transcript = result.evidence_dir.join("transcript.jsonl");
-        runs.push((driver_name(&run.cell), context, transcript));
-    }
+    // Cells at once, as `harness run` weighs fake cells (two per core): most of a run is its
+    // driver's waits (a hang, a request never answered), which overlap.
+    let at_once = 2 * std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut runs: Vec<_> = stream::iter(planned.iter().enumerate())
+        .map(|(index, run)| {
+            let mut options = options.clone();
+            options.out_root = scratch.path().join(format!("run-{index}"));
+            async move {
+                let result = run_cell(&options, &run.cell).await;
+                let context = format!("{} [{}]", run.label, result.describe());
+                let transcript = result.evidence_dir.join("transcript.jsonl");
+                (driver_name(&run.cell), context, transcript)
+            }
+        })
+        .buffered(at_once)
+        .collect()
+        .await;
     runs.extend(scripted_answer_runs(scratch.path()).await);
     for (version, schema) in &mut schemas {
         for (driver, context, transcript) in &runs {

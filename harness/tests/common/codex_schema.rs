@@ -5,6 +5,7 @@
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 /// Generate the schema into `out` with the pinned Codex. The caller's trial has already checked
 /// that Codex is here ([`super::prereq::codex_missing`]), so not finding it is a failure.
@@ -42,13 +43,17 @@ pub fn generate_version(version: &str, out: &Path) -> CodexSchema {
         .unwrap_or_else(|err| panic!("generating Codex {version}'s schema: {err:#}"));
     CodexSchema {
         dir: out.to_path_buf(),
+        documents: Mutex::default(),
         compiled: BTreeMap::new(),
     }
 }
 
-/// The generated schema folder, with each schema compiled once on first use.
+/// The generated schema folder, with each file parsed once and each schema compiled once on
+/// first use (a union like `ClientRequest.json` is looked up for every message checked: parsed
+/// each time, it was half of a schema test's time).
 pub struct CodexSchema {
     dir: PathBuf,
+    documents: Mutex<BTreeMap<String, Arc<Value>>>,
     compiled: BTreeMap<String, jsonschema::Validator>,
 }
 
@@ -59,8 +64,12 @@ fn read_document(dir: &Path, relative: &str) -> Value {
 }
 
 impl CodexSchema {
-    fn document(&self, relative: &str) -> Value {
-        read_document(&self.dir, relative)
+    fn document(&self, relative: &str) -> Arc<Value> {
+        let mut documents = self.documents.lock().unwrap();
+        documents
+            .entry(relative.to_string())
+            .or_insert_with(|| Arc::new(read_document(&self.dir, relative)))
+            .clone()
     }
 
     /// The index of the `oneOf` branch of `relative` (a union keyed by `method`, like
@@ -136,12 +145,13 @@ impl CodexSchema {
             ));
             return;
         };
-        let definitions = self.document(relative)["definitions"].clone();
+        let document = self.document(relative);
         let build = || {
             let mut schema = branch;
             schema["$schema"] = json!("http://json-schema.org/draft-07/schema#");
+            let definitions = &document["definitions"];
             if !definitions.is_null() {
-                schema["definitions"] = definitions;
+                schema["definitions"] = definitions.clone();
             }
             schema
         };
