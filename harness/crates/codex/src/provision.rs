@@ -86,6 +86,15 @@ pub fn prefix_for(version: &str) -> Result<PathBuf> {
 
 /// Resolve an already-installed version without installing anything.
 pub fn resolve(version: &str) -> Result<CodexInstall> {
+    if let Some(install) = already_verified(version) {
+        return Ok(install);
+    }
+    let install = resolve_uncached(version)?;
+    remember(&install);
+    Ok(install)
+}
+
+fn resolve_uncached(version: &str) -> Result<CodexInstall> {
     let prefix = prefix_for(version)?;
     let (package, triple) = platform()?;
     let package_dir = prefix
@@ -124,20 +133,28 @@ pub fn ensure(version: &str) -> Result<CodexInstall> {
     // Checked before npm is asked: a typo would otherwise cost an install attempt (and its
     // registry timeout) and leave a lock file behind.
     suites::generate::check_version(version).map_err(anyhow::Error::msg)?;
-    let cached = verified()
-        .lock()
-        .map_err(|_| anyhow::anyhow!("install cache lock poisoned"))?
-        .get(version)
-        .filter(|install| install.binary.is_file())
-        .cloned();
-    if let Some(install) = cached {
+    if let Some(install) = already_verified(version) {
         return Ok(install);
     }
     let install = ensure_uncached(version)?;
-    if let Ok(mut map) = verified().lock() {
-        map.insert(version.to_string(), install.clone());
-    }
+    remember(&install);
     Ok(install)
+}
+
+/// This process's verified install of `version`, if it is still there.
+fn already_verified(version: &str) -> Option<CodexInstall> {
+    verified()
+        .lock()
+        .ok()?
+        .get(version)
+        .filter(|install| install.binary.is_file())
+        .cloned()
+}
+
+fn remember(install: &CodexInstall) {
+    if let Ok(mut map) = verified().lock() {
+        map.insert(install.version.clone(), install.clone());
+    }
 }
 
 fn ensure_uncached(version: &str) -> Result<CodexInstall> {
