@@ -203,4 +203,9 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    status = main()
+    # The SDK has closed its app-server by now (`with codex:`); what is left is the interpreter
+    # tearing down the SDK's generated models, 0.1-0.2 s of every run that nobody waits for.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status)
