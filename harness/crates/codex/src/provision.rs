@@ -133,12 +133,21 @@ pub fn ensure(version: &str) -> Result<CodexInstall> {
     // Checked before npm is asked: a typo would otherwise cost an install attempt (and its
     // registry timeout) and leave a lock file behind.
     suites::generate::check_version(version).map_err(anyhow::Error::msg)?;
-    if let Some(install) = already_verified(version) {
+    // `resolve` keeps what it verified, so only the first call per version runs `codex --version`.
+    if let Ok(install) = resolve(version) {
         return Ok(install);
     }
-    let install = ensure_uncached(version)?;
-    remember(&install);
-    Ok(install)
+    let prefix = prefix_for(version)?;
+    std::fs::create_dir_all(&prefix)
+        .with_context(|| format!("creating the cache folder {}", prefix.display()))?;
+    // Parallel cells may ask for the same version at once: one installs, the others wait.
+    let lock = std::fs::File::create(prefix.join(".install.lock"))?;
+    lock.lock().context("locking the Codex install folder")?;
+    if let Ok(install) = resolve(version) {
+        return Ok(install);
+    }
+    npm_install(&prefix, version)?;
+    resolve(version)
 }
 
 /// This process's verified install of `version`, if it is still there.
@@ -155,23 +164,6 @@ fn remember(install: &CodexInstall) {
     if let Ok(mut map) = verified().lock() {
         map.insert(install.version.clone(), install.clone());
     }
-}
-
-fn ensure_uncached(version: &str) -> Result<CodexInstall> {
-    if let Ok(install) = resolve(version) {
-        return Ok(install);
-    }
-    let prefix = prefix_for(version)?;
-    std::fs::create_dir_all(&prefix)
-        .with_context(|| format!("creating the cache folder {}", prefix.display()))?;
-    // Parallel cells may ask for the same version at once: one installs, the others wait.
-    let lock = std::fs::File::create(prefix.join(".install.lock"))?;
-    lock.lock().context("locking the Codex install folder")?;
-    if let Ok(install) = resolve(version) {
-        return Ok(install);
-    }
-    npm_install(&prefix, version)?;
-    resolve(version)
 }
 
 fn npm_install(prefix: &Path, version: &str) -> Result<()> {
