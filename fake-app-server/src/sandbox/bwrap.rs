@@ -44,6 +44,14 @@ pub fn sandbox_args(spec: &SandboxSpec, chdir: &Path) -> Vec<String> {
             for path in paths.iter().filter(|p| p.exists()) {
                 push_bind(&mut args, "--ro-bind", path);
             }
+            // Codex binds its per-process helper alias folder too (observed with 0.169: the
+            // folder under `$CODEX_HOME/tmp/arg0-linux/`), so `~/.codex` shows in the empty root
+            // as a folder of the sandbox's own tmpfs, empty but for that folder.
+            if spec.minimal_readable {
+                if let Some(folder) = ensure_helper_alias_folder() {
+                    push_bind(&mut args, "--ro-bind", &folder);
+                }
+            }
         }
     }
     args.extend(["--dev".to_string(), "/dev".to_string()]);
@@ -81,6 +89,20 @@ pub fn sandbox_helper_alias() -> PathBuf {
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from("/nonexistent/.codex"));
     home.join("tmp/arg0-linux/codex-arg0fake00/codex-linux-sandbox")
+}
+
+/// The helper alias's folder, created as Codex creates it at start (a `.lock` beside the
+/// alias); `None` when there is no `CODEX_HOME` or it cannot be written.
+fn ensure_helper_alias_folder() -> Option<PathBuf> {
+    std::env::var_os("CODEX_HOME")?;
+    let alias = sandbox_helper_alias();
+    let folder = alias.parent()?.to_path_buf();
+    std::fs::create_dir_all(&folder).ok()?;
+    let lock = folder.join(".lock");
+    if !lock.exists() {
+        std::fs::write(&lock, "").ok()?;
+    }
+    Some(folder)
 }
 
 /// Names the bundled bubblewrap of the fake, standing for the `codex-resources/bwrap` a Codex

@@ -176,6 +176,13 @@ impl Permissions {
                 let mut spec = SandboxSpec::full_read(*network);
                 spec.writable.push(cwd.to_path_buf());
                 spec.writable.extend(writable_roots.iter().cloned());
+                // Codex's `workspace-write` also writes `/tmp` and `$TMPDIR` (its projection
+                // says so: `excludeSlashTmp` and `excludeTmpdirEnvVar` are false; observed with
+                // 0.169, a command appends to a file below `/tmp` outside the workspace).
+                spec.writable.push(PathBuf::from("/tmp"));
+                if let Some(tmpdir) = std::env::var_os("TMPDIR").filter(|t| !t.is_empty()) {
+                    spec.writable.push(PathBuf::from(tmpdir));
+                }
                 ExecPolicy::Sandboxed(spec)
             }
             Permissions::Legacy(LegacyPolicy::ExternalSandbox { .. })
