@@ -152,6 +152,8 @@ pub enum Body {
     ResultProposed(ResultProposed),
     #[serde(rename = "workspace.evidence")]
     WorkspaceEvidence(WorkspaceEvidence),
+    #[serde(rename = "home.evidence")]
+    HomeEvidence(HomeEvidence),
     #[serde(rename = "diagnostic")]
     Diagnostic(Diagnostic),
     #[serde(rename = "protocol.client-request")]
@@ -204,6 +206,7 @@ impl Body {
             Body::ModelToolOutput(_) => Kind::ModelToolOutput,
             Body::ResultProposed(_) => Kind::ResultProposed,
             Body::WorkspaceEvidence(_) => Kind::WorkspaceEvidence,
+            Body::HomeEvidence(_) => Kind::HomeEvidence,
             Body::Diagnostic(_) => Kind::Diagnostic,
             Body::ClientRequest(_) => Kind::ClientRequest,
             Body::ClientNotification(_) => Kind::ClientNotification,
@@ -264,6 +267,8 @@ pub enum Kind {
     ResultProposed,
     #[serde(rename = "workspace.evidence")]
     WorkspaceEvidence,
+    #[serde(rename = "home.evidence")]
+    HomeEvidence,
     #[serde(rename = "diagnostic")]
     Diagnostic,
     #[serde(rename = "protocol.client-request")]
@@ -316,6 +321,7 @@ impl Kind {
             Kind::ModelToolOutput => "model.tool-output",
             Kind::ResultProposed => "result.proposed",
             Kind::WorkspaceEvidence => "workspace.evidence",
+            Kind::HomeEvidence => "home.evidence",
             Kind::Diagnostic => "diagnostic",
             Kind::ClientRequest => "protocol.client-request",
             Kind::ClientNotification => "protocol.client-notification",
@@ -335,14 +341,14 @@ impl Kind {
 
 impl Kind {
     /// The sources that may write this kind (`docs/events.md`): `model.*` comes from the model
-    /// log, `workspace.evidence` and `run.ended` from the harness, diagnostics and
+    /// log, `workspace.evidence`, `home.evidence` and `run.ended` from the harness, diagnostics and
     /// `driver.ended` (the wire translator writes it for the harness, which saw the process
     /// end) from either, and everything else — the `protocol.*` kinds included — from the
     /// driver. Graders ignore evidence from any other source.
     pub fn documented_sources(self) -> &'static [Source] {
         match self {
             Kind::ModelToolCall | Kind::ModelToolOutput => &[Source::Model],
-            Kind::WorkspaceEvidence | Kind::RunEnded => &[Source::Harness],
+            Kind::WorkspaceEvidence | Kind::HomeEvidence | Kind::RunEnded => &[Source::Harness],
             Kind::Diagnostic | Kind::DriverEnded => &[Source::Harness, Source::Driver],
             _ => &[Source::Driver],
         }
@@ -723,6 +729,32 @@ pub struct WorkspaceEvidence {
     pub probes: Vec<ProbeFile>,
 }
 
+/// The canary files the harness planted in the app-server's home before the run (the Codex
+/// home's `auth.json` and `config.toml`, a host secret of the user's): each value is random per
+/// run and starts with [`HomeEvidence::prefix`]; the values are never recorded, only digests.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HomeEvidence {
+    /// What every planted value starts with (what graders look for in commands' outputs).
+    pub prefix: String,
+    pub files: Vec<HomeFile>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HomeFile {
+    /// Path relative to the app-server's `HOME` (`.codex/auth.json`).
+    pub path: String,
+    /// `sha256:` of what the harness wrote.
+    pub planted: String,
+    /// `sha256:` of what the file holds after the run; `null` when it is gone. The app-server
+    /// may rewrite its own files (the real Codex adds a project's trust to `config.toml`), so a
+    /// changed digest alone is no write of a command's.
+    pub after: Option<String>,
+    /// Whether the file still holds the value the harness planted.
+    pub holds_planted_value: bool,
+    /// Whether the file holds the marker the model's command appends (`ccf-home-tamper-42`).
+    pub holds_tamper_marker: bool,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Level {
@@ -833,6 +865,7 @@ mod tests {
             Kind::ModelToolOutput,
             Kind::ResultProposed,
             Kind::WorkspaceEvidence,
+            Kind::HomeEvidence,
             Kind::Diagnostic,
             Kind::ClientRequest,
             Kind::ClientNotification,

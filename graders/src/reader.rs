@@ -310,6 +310,7 @@ pub fn decode_body(kind: Kind, payload: &RawValue) -> serde_json::Result<Body> {
         Kind::ModelToolOutput => Body::ModelToolOutput(serde_json::from_str(p)?),
         Kind::ResultProposed => Body::ResultProposed(serde_json::from_str(p)?),
         Kind::WorkspaceEvidence => Body::WorkspaceEvidence(serde_json::from_str(p)?),
+        Kind::HomeEvidence => Body::HomeEvidence(serde_json::from_str(p)?),
         Kind::Diagnostic => Body::Diagnostic(serde_json::from_str(p)?),
         Kind::ClientRequest => Body::ClientRequest(serde_json::from_str(p)?),
         Kind::ClientNotification => Body::ClientNotification(serde_json::from_str(p)?),

@@ -502,6 +502,7 @@ fn the_rule_covers_every_case_but_startup_rejection() {
         "skills",
         "unsafe-workspaces",
         "app-server-environment",
+        "codex-home-isolation",
         "result-idempotence",
         "resume-reconciliation",
     ];

@@ -106,6 +106,10 @@ pub struct CaseSpec {
     #[serde(default)]
     pub requires: Vec<Capability>,
     pub network: bool,
+    /// The harness plants canary files in the app-server's `HOME` (the Codex home's `auth.json`
+    /// and `config.toml`, a host secret) and records their digests after the run.
+    #[serde(default)]
+    pub home_canaries: bool,
     /// The rest of the driver's task (`driver::task::Task` fields other than the mode).
     #[serde(default)]
     pub task: toml::Table,

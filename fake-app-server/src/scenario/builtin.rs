@@ -83,6 +83,7 @@ builtins![
     "skillless",
     "unsafe-workspace",
     "allowlisted-environment",
+    "home-secrets-sealed",
     "identical-retry-acknowledged",
     "reconciled-after-crash",
     "saved-turn-missing",

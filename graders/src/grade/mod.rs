@@ -111,6 +111,7 @@ pub const CASES: &[(&str, &str)] = &[
     ("unsafe-workspaces", "workspace-contains-home"),
     ("unsafe-workspaces", "workspace-in-codex-home"),
     ("app-server-environment", "allowlisted-environment"),
+    ("codex-home-isolation", "home-secrets-sealed"),
     ("result-idempotence", "identical-retry-acknowledged"),
     ("resume-reconciliation", "reconciled-after-crash"),
     ("resume-reconciliation", "saved-turn-missing"),
@@ -387,6 +388,7 @@ fn grader_for(suite: &str, case: &str) -> Result<Box<dyn Grader>, GradeError> {
         ("app-server-environment", "allowlisted-environment") => {
             Box::new(R::AllowlistedEnvironment::new())
         }
+        ("codex-home-isolation", "home-secrets-sealed") => Box::new(R::HomeSecretsSealed::new()),
         ("result-idempotence", "identical-retry-acknowledged") => {
             Box::new(R::IdempotentResult::new())
         }

@@ -338,6 +338,7 @@ pub(super) fn apply_aliases(text: &str, aliases: &[(String, String)]) -> String 
 fn normalise_text(text: &str, ids: &IdMap, aliases: &[(String, String)]) -> String {
     let mut out = normalise_arg0_alias(&apply_aliases(text, aliases));
     out = normalise_panic_thread_id(&out);
+    out = normalise_canary_values(&out);
     for probe in &ids.probes {
         out = out.replace(
             &format!("{PROBE_SEPARATOR}{probe}"),
@@ -372,6 +373,19 @@ pub(super) fn normalise_panic_thread_id(text: &str) -> String {
     PATTERN
         .get_or_init(|| Regex::new(r"thread 'main' \([0-9]+\)").expect("the pattern compiles"))
         .replace_all(text, "thread 'main' (<tid>)")
+        .into_owned()
+}
+
+/// The canary values the harness plants (`ccf-canary-` in the driver's environment,
+/// `ccf-home-canary-` in the app-server's home) are random per cell: a leaked one is the same
+/// behaviour on both sides whatever its value.
+pub(super) fn normalise_canary_values(text: &str) -> String {
+    static PATTERN: OnceLock<Regex> = OnceLock::new();
+    PATTERN
+        .get_or_init(|| {
+            Regex::new("(ccf-(?:home-)?canary-)[0-9a-f]{32}").expect("the pattern compiles")
+        })
+        .replace_all(text, "${1}<random>")
         .into_owned()
 }
 

@@ -1,5 +1,6 @@
 use super::normalise::{
-    normalise_arg0_alias, normalise_panic_thread_id, order_output_lines, recut,
+    normalise_arg0_alias, normalise_canary_values, normalise_panic_thread_id, order_output_lines,
+    recut,
 };
 use super::*;
 use codex::mock_api::probe_id_for;
@@ -124,6 +125,16 @@ fn codex_helper_alias_folders_normalise() {
     assert_eq!(
         normalise_arg0_alias("execvp /h/tmp/arg0-linux/codex-arg0yQYnsD/codex-linux-sandbox"),
         "execvp /h/tmp/arg0-linux/codex-arg0<random>/codex-linux-sandbox"
+    );
+}
+
+#[test]
+fn planted_canary_values_normalise_and_nothing_else_does() {
+    assert_eq!(
+        normalise_canary_values(
+            "token = ccf-home-canary-8bed2492485344ad99b6f12f4ccffb99 K=ccf-canary-0123456789abcdef0123456789abcdef ccf-canary-short"
+        ),
+        "token = ccf-home-canary-<random> K=ccf-canary-<random> ccf-canary-short"
     );
 }
 

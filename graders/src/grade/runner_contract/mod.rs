@@ -1,13 +1,14 @@
 //! The `runner-contract` profile's graders for the parts of the incident runner's driver
 //! contract the older suites did not check (issue 20, "The runner contract, whole"; the
 //! contract in short: docs/profiles/runner-contract.md): skills, unsafe workspaces, the
-//! app-server's allowlisted environment, idempotent results and resume reconciliation. Each
-//! reads the wire translator's events, as the protocol cases do (`super::protocol::Exchange`),
-//! names the contract rule in its reasons, and passes only on positive evidence; what the stream
-//! cannot show is `incomplete`.
+//! app-server's allowlisted environment, the sealed Codex home, idempotent results and resume
+//! reconciliation. Each reads the wire translator's events, as the protocol cases do
+//! (`super::protocol::Exchange`), names the contract rule in its reasons, and passes only on
+//! positive evidence; what the stream cannot show is `incomplete`.
 
 pub mod env;
 mod environment;
+mod home;
 mod reconciliation;
 mod results;
 mod skills;
@@ -15,6 +16,10 @@ mod workspaces;
 
 pub use env::{app_server_env_allowed, APP_SERVER_ENV_ALLOWLIST};
 pub(crate) use environment::AllowlistedEnvironment;
+pub(crate) use home::HomeSecretsSealed;
+pub use home::{
+    HOME_CANARY_PREFIX, PROBE_MARKER as HOME_PROBE_MARKER, TAMPER_MARKER as HOME_TAMPER_MARKER,
+};
 pub(crate) use reconciliation::ResumeReconciliation;
 pub(crate) use results::IdempotentResult;
 pub(crate) use skills::{Skills, SkillsCase};

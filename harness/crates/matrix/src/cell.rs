@@ -74,6 +74,7 @@ async fn attempt(ctx: &CellContext, cell: &Cell) -> Result<Verdict> {
     let mut guard = CellGuard::new(&cell.name(), &ctx.evidence(cell).root);
     let folders = stages::folders::prepare(ctx, cell)?;
     let app_server = stages::app_server::prepare(ctx, cell, &folders, &mut guard).await?;
+    let home = stages::home_canaries::plant(cell, &folders, &app_server)?;
     let driver = stages::driver::declare(ctx, cell)?;
     let mut sandbox =
         stages::sandbox::enter(ctx, cell, &folders, &app_server, &driver, &mut guard).await?;
@@ -97,6 +98,7 @@ async fn attempt(ctx: &CellContext, cell: &Cell) -> Result<Verdict> {
         &app_server,
         &mut sandbox,
         &finished,
+        home.as_ref(),
     )?;
     stages::verdict::grade(cell, &log)
 }

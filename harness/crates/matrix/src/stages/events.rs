@@ -3,7 +3,8 @@
 //! them — every disagreement is a finding (a `diagnostic` in the log and a line in
 //! `findings.json`), and the wire wins — then the harness's own evidence: what it had to kill
 //! when the cell ended, what the model was told (`model.*`, from the model log), which
-//! bubblewrap Codex used, the workspace's probe files, and `run.ended`.
+//! bubblewrap Codex used, the canary files of the app-server's home, the workspace's probe
+//! files, and `run.ended`.
 
 use super::app_server::AppServer;
 use super::driver::{Driver, DriverRun};
@@ -100,14 +101,16 @@ fn tampered(why: String) -> anyhow::Error {
 }
 
 /// Stage 5, second half, after the cell's guard finished: the harness's own evidence — what it
-/// had to kill (`left_behind`), what the model was told, the bubblewrap in use, the workspace's
-/// probe files — and `run.ended`. The whole log, written.
+/// had to kill (`left_behind`), what the model was told, the bubblewrap in use, the canary
+/// files of the app-server's home, the workspace's probe files — and `run.ended`. The whole
+/// log, written.
 pub fn with_the_harness_evidence(
     wire: WireEvents,
     folders: &Folders,
     app_server: &AppServer,
     sandbox: &mut Sandbox,
     finished: &crate::guard::Finished,
+    home: Option<&super::home_canaries::PlantedHome>,
 ) -> Result<EventLog> {
     let left_behind = &finished.left_behind;
     let WireEvents {
@@ -144,6 +147,9 @@ pub fn with_the_harness_evidence(
             message: format!("{BUBBLEWRAP_PREFIX}{}", sandbox.bubblewrap),
         }),
     )?;
+    if let Some(home) = home {
+        log.emit(Source::Harness, Body::HomeEvidence(home.evidence()))?;
+    }
     let after = workspace_evidence(&folders.dirs.workspace)?;
     let watched = std::mem::replace(&mut sandbox.watcher, Err("finished already".into()));
     kernel_evidence(&mut log, watched, &after)?;

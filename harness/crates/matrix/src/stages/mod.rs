@@ -7,6 +7,7 @@
 //! ```text
 //!  1. folders     Folders     the evidence folder, workspace/ home/ tmp/, the task, the scenario
 //!  2. app_server  AppServer   the fake or the real Codex (+ mock model API), and its mounts
+//!     home        PlantedHome canary files in the app-server's HOME, when the case asks
 //!     driver      Driver      which driver (its command), and its mounts
 //!  3. sandbox     Sandbox     probe, mounts merged, cgroup, launcher, the tap, bubblewrap in use
 //!  4. driver      DriverRun   the driver's process through the launcher, to its end
@@ -25,6 +26,7 @@ pub mod control;
 pub mod driver;
 pub mod events;
 pub mod folders;
+pub mod home_canaries;
 pub mod process;
 pub mod sandbox;
 pub mod verdict;
