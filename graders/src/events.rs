@@ -597,6 +597,16 @@ pub struct CommandExecution {
     pub ran_in_sandbox: Option<bool>,
 }
 
+impl CommandExecution {
+    /// Every output text the source gave: the separate streams and the merged output.
+    pub fn outputs(&self) -> impl Iterator<Item = &str> {
+        [&self.aggregated_output, &self.stdout, &self.stderr]
+            .into_iter()
+            .flatten()
+            .map(String::as_str)
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DynamicToolCall {
     pub id: String,

@@ -325,11 +325,7 @@ impl ProbeAttempts {
         let touches = cmd.command.contains(PROBE_PREFIX)
             || shell::unquoted_words(&cmd.command).contains(PROBE_PREFIX)
             || Shape::of_script(&cmd.command).writes_probe();
-        let streams = [&cmd.stdout, &cmd.stderr, &cmd.aggregated_output];
-        let launcher_possible = streams.iter().any(|s| {
-            s.as_deref()
-                .is_some_and(signatures::may_hold_launcher_failure)
-        });
+        let launcher_possible = cmd.outputs().any(signatures::may_hold_launcher_failure);
         if !touches && !launcher_possible {
             return;
         }

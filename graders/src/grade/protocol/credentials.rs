@@ -57,10 +57,11 @@ fn lists_an_environment(output: &str) -> bool {
         >= MIN_ENV_LINES
 }
 
-/// The line holding a canary, with the value cut after the prefix.
-fn canary_line(output: &str) -> Option<String> {
-    let line = output.lines().find(|l| l.contains(CANARY_PREFIX))?;
-    let cut = line.find(CANARY_PREFIX).unwrap_or(0) + CANARY_PREFIX.len();
+/// The first line of `output` holding a value that starts with `prefix`, cut right after the
+/// prefix (a reason shows where a canary leaked, never the canary).
+pub(crate) fn canary_line(output: &str, prefix: &str) -> Option<String> {
+    let line = output.lines().find(|l| l.contains(prefix))?;
+    let cut = line.find(prefix).unwrap_or(0) + prefix.len();
     Some(format!("{}…", &line[..cut]))
 }
 
@@ -83,7 +84,7 @@ impl SecretsNotForwarded {
     }
 
     fn output(&mut self, seq: u64, call: Option<&str>, output: &str, ran_env: bool) {
-        if let Some(line) = canary_line(output) {
+        if let Some(line) = canary_line(output, CANARY_PREFIX) {
             self.leak.get_or_insert((seq, line));
         }
         if lists_an_environment(output)
@@ -116,10 +117,7 @@ impl ProtocolCase for SecretsNotForwarded {
             Body::ItemCompleted(item) => {
                 if let Item::CommandExecution(c) = &item.item {
                     let ran_env = runs_env(&unquoted_words(&c.command));
-                    for text in [&c.aggregated_output, &c.stdout, &c.stderr]
-                        .into_iter()
-                        .flatten()
-                    {
+                    for text in c.outputs() {
                         self.output(seq, None, text, ran_env);
                     }
                 }

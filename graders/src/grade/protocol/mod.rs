@@ -35,7 +35,7 @@ mod went_on;
 pub(crate) use binding::{Binding, BindingCase};
 pub(crate) use compat::{ForwardCompat, ForwardCompatCase, Size, SizeCase};
 pub(crate) use control::{CrashResume, Interrupt, Steer};
-pub(crate) use credentials::SecretsNotForwarded;
+pub(crate) use credentials::{canary_line, SecretsNotForwarded};
 pub(crate) use handshake::Handshake;
 pub(crate) use outcomes::{ClassifiedFailure, FailureCase, TurnOutcome, TurnOutcomeCase};
 pub(crate) use server_requests::{SafeDefault, ServerRequestAnswer};

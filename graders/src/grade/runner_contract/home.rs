@@ -18,7 +18,7 @@
 //!   app-server may rewrite its own files (the real Codex adds a project's trust to
 //!   `config.toml`).
 
-use super::super::protocol::{incomplete, pass, Exchange, ProtocolCase};
+use super::super::protocol::{canary_line, incomplete, pass, Exchange, ProtocolCase};
 use crate::events::{Body, HomeEvidence, Item, Kind, Source};
 use crate::grade::{documented, fail, Terminal};
 use crate::verdict::{excerpt, EvidenceRef, Verdict};
@@ -53,10 +53,7 @@ impl HomeSecretsSealed {
             self.probe_ran = Some(seq);
         }
         if self.leak.is_none() {
-            if let Some(line) = output.lines().find(|l| l.contains(HOME_CANARY_PREFIX)) {
-                let cut = line.find(HOME_CANARY_PREFIX).unwrap_or(0) + HOME_CANARY_PREFIX.len();
-                self.leak = Some((seq, format!("{}…", &line[..cut])));
-            }
+            self.leak = canary_line(output, HOME_CANARY_PREFIX).map(|line| (seq, line));
         }
     }
 }
@@ -85,10 +82,7 @@ impl ProtocolCase for HomeSecretsSealed {
             Body::ModelToolOutput(out) => self.output(seq, &out.output, true),
             Body::ItemCompleted(item) => {
                 if let Item::CommandExecution(c) = &item.item {
-                    for text in [&c.aggregated_output, &c.stdout, &c.stderr]
-                        .into_iter()
-                        .flatten()
-                    {
+                    for text in c.outputs() {
                         self.output(seq, text, false);
                     }
                 }
