@@ -161,7 +161,26 @@ fn exchanges_in_id_order(events: &[Event]) -> Vec<&Event> {
     }
     block.sort_by_key(|e| exchange_key(e));
     out.append(&mut block);
+    answer_before_its_turn_started(&mut out);
     out
+}
+
+/// A `turn/start` answer right after the `turn/started` of the turn it names is put before it.
+/// Codex writes the two from different tasks: under load the real Codex 0.171 sent the
+/// notification first (seen once in a container, the same pair answered first on other runs),
+/// so their order is timing, not behaviour. Only this adjacent pair moves; every other order
+/// still compares.
+fn answer_before_its_turn_started(events: &mut [&Event]) {
+    for i in 1..events.len() {
+        let (Body::TurnStarted(started), Body::ClientRequestAnswered(answer)) =
+            (&events[i - 1].body, &events[i].body)
+        else {
+            continue;
+        };
+        if answer.method == "turn/start" && answer.turn_id.as_deref() == Some(&started.turn_id) {
+            events.swap(i - 1, i);
+        }
+    }
 }
 
 /// The command items Codex may or may not send, by their ids: a sandboxed command that failed

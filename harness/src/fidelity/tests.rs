@@ -519,3 +519,44 @@ fn a_cell_below_the_fakes_install_folder_still_reads_as_the_cell() {
     }
     assert_eq!(text, "<cell>/workspace", "{workspace}");
 }
+
+/// The `turn/start` answer and the `turn/started` of its turn compare in either order (the
+/// real Codex writes them from different tasks); any other move of an event still diverges.
+#[test]
+fn a_turn_start_answer_and_its_turn_started_compare_in_either_order() {
+    use graders::events::ClientRequestAnswered;
+    let answered = |turn: &str| {
+        Body::ClientRequestAnswered(ClientRequestAnswered {
+            launch: 1,
+            id: "3".into(),
+            method: "turn/start".into(),
+            error: None,
+            thread_id: None,
+            turn_id: Some(turn.into()),
+            sandbox: None,
+            latency_ms: 1,
+            cwd: None,
+            turns: None,
+            codex_home: None,
+        })
+    };
+    let started = |turn: &str| {
+        Body::TurnStarted(TurnStarted {
+            turn_id: turn.into(),
+        })
+    };
+    let sequence = |bodies: Vec<Body>| {
+        let events: Vec<Event> = bodies
+            .into_iter()
+            .enumerate()
+            .map(|(seq, body)| ev(seq as u64, Source::Driver, body))
+            .collect();
+        normalise(&events, "/a")
+    };
+    let answer_first = sequence(vec![answered("u"), started("u")]);
+    assert_eq!(answer_first[0]["kind"], "protocol.client-request-answered");
+    assert_eq!(sequence(vec![started("u"), answered("u")]), answer_first);
+    // Another turn's start stays where it was.
+    let other = sequence(vec![started("v"), answered("u")]);
+    assert_eq!(other[0]["kind"], "turn.started");
+}
