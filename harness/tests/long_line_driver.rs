@@ -3,8 +3,8 @@
 //! `StreamReader`'s default limit is 64 KiB, and a line longer than that (its newline excluded)
 //! raises instead of being read — and which exits 1 when it does. Against long legal lines its
 //! cells must not pass and their transcripts must hold the line it died on (cut off where the
-//! driver let go of it, or whole), and the cell must end `transport-lost` with the size the
-//! recording holds in its reason: the recorder writes to the driver's own pipe (the tap hands
+//! driver let go of it, or whole), and the cell must end `transport-lost` with a size the
+//! recording holds in its reason (the line's, or how far into it the driver stopped reading): the recorder writes to the driver's own pipe (the tap hands
 //! it over), so no relay's buffers hold a 1 MB line on the driver's behalf. The unmodified driver
 //! passes the same cells, and the copy passes the 64 KiB line (at its limit, not over it), so
 //! the failure is the limit's.
@@ -226,6 +226,16 @@ fn long_lines_kept(cell_dir: &Path) -> Vec<u64> {
         .collect()
 }
 
+/// The recorder's notes that the driver stopped reading in the middle of a line: how many bytes
+/// of it the driver had taken.
+fn let_go_notes(cell_dir: &Path) -> Vec<u64> {
+    json_lines(&cell_dir.join("transcript.jsonl"))
+        .iter()
+        .filter(|r| r["direction"] == "out")
+        .filter_map(|r| r["delivered"].as_u64())
+        .collect()
+}
+
 /// The drivers' `cases` against `app_server` in `environment`: the checks of the module's
 /// header; every failure is listed, then the test fails.
 fn check(
@@ -296,8 +306,13 @@ fn check(
                 name(LIMITED)
             ));
         }
-        // The size in the reason is the recording's own.
-        let sized = kept.iter().any(|b| reason.contains(&format!("{b} bytes")));
+        // The size in the reason is the recording's own: the line's, or how far into it the
+        // driver stopped reading (the recorder's note, when the app-server finished writing the
+        // line before it was stopped and the line is recorded whole).
+        let sized = kept
+            .iter()
+            .chain(&let_go_notes(&dir))
+            .any(|b| reason.contains(&format!("{b} bytes")));
         if ended["ending"] != "transport-lost" || !sized {
             failures.push(format!(
                 "{}: ended {ended}, not transport-lost naming the size of a line the transcript holds",

@@ -30,6 +30,9 @@ pub struct LaunchEnd {
     /// The app-server's output ended inside a line: the bytes of it the harness read (a lower
     /// bound of the line's size).
     pub cut_line: Option<u64>,
+    /// The driver stopped taking the app-server's output this many bytes into a line (the
+    /// recorder's note): the line's end never reached it, even when the app-server wrote it.
+    pub let_go_mid_line: Option<u64>,
     /// Methods of the driver's requests the app-server never answered.
     pub pending: Vec<String>,
     /// Turns started and never completed.
@@ -158,6 +161,15 @@ pub fn terminal(wire: &WireTerminal, driver: &DriverEnd) -> RunEnded {
                 format!("{how} after {cause}"),
             );
         }
+        if let Some(bytes) = last.let_go_mid_line {
+            return ended(
+                Ending::TransportLost,
+                "transport_lost",
+                format!(
+                    "{how} after it stopped reading the app-server's output {bytes} bytes into a line: the driver let go of its `codex` before the line's end was delivered"
+                ),
+            );
+        }
         if let (Some(exit), Some(waiting)) = (last.exited_on_its_own(), last.waiting()) {
             return ended(
                 Ending::TransportLost,
@@ -209,6 +221,7 @@ mod tests {
             stdin_closed: closed_at,
             output_ended_first: false,
             cut_line: None,
+            let_go_mid_line: None,
             exit: exit_at.map(|time| Exit {
                 time,
                 status: Some(101),
@@ -285,6 +298,21 @@ mod tests {
         let reason = lost.reason.unwrap();
         assert!(
             reason.contains("at least 524287 bytes") && reason.contains("let go"),
+            "{reason}"
+        );
+        // The app-server finished the line after the driver stopped reading it (recorded whole):
+        // the recorder's note still says the driver let go with the line in flight.
+        let mut let_go = launch(None, None, Some(5), true);
+        let_go.let_go_mid_line = Some(65_536);
+        let lost = terminal(&wire(vec![let_go]), &failed);
+        assert_eq!(
+            lost.ending,
+            Ending::TransportLost,
+            "not the live app-server's hang"
+        );
+        let reason = lost.reason.unwrap();
+        assert!(
+            reason.contains("65536 bytes into a line") && reason.contains("let go"),
             "{reason}"
         );
         let mut crashed_mid_line = launch(None, Some(5), None, false);

@@ -92,6 +92,8 @@ pub enum Record {
         time: u64,
         note: String,
         bytes: Option<u64>,
+        /// The driver stopped reading this many bytes into a line of the app-server's output.
+        delivered: Option<u64>,
     },
     StdinClosed {
         launch: u64,
@@ -249,6 +251,7 @@ fn parse_line(entry: &Value) -> Result<Record, String> {
             time,
             note,
             bytes: entry.get("bytes").and_then(Value::as_u64),
+            delivered: entry.get("delivered").and_then(Value::as_u64),
         });
     }
     Err("a direction but no `message`, `raw` or `note`".into())

@@ -225,6 +225,7 @@ mod tests {
                 time: 0,
                 note: "oversized line".into(),
                 bytes: Some(2_000_000),
+                delivered: None,
             },
         );
         assert_eq!(replay(&records, Operator::WidenSandbox), None);
@@ -235,6 +236,7 @@ mod tests {
             time: 0,
             note: "an oversized line of the app-server's".into(),
             bytes: Some(2_000_000),
+            delivered: None,
         });
         assert_eq!(
             replay(&records, Operator::WidenSandbox),

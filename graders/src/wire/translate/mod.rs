@@ -178,6 +178,13 @@ fn fold(records: &[Record], ctx: &Context) -> Fold {
             })),
             Record::Note {
                 direction: Direction::Out,
+                delivered: Some(delivered),
+                ..
+            } => {
+                state.end.let_go_mid_line.get_or_insert(*delivered);
+            }
+            Record::Note {
+                direction: Direction::Out,
                 bytes: Some(bytes),
                 ..
             } => {

@@ -248,6 +248,21 @@ impl LaunchLog {
         self.transcript.write(&line);
     }
 
+    /// The driver stopped taking the app-server's output `delivered` bytes into a line (the
+    /// line's end was never delivered to it, whatever the app-server went on to write).
+    pub fn note_let_go_mid_line(&self, delivered: u64) {
+        let entry = json!({
+            "direction": Direction::Out.as_str(),
+            "time": now_ms(),
+            "launch": self.launch,
+            "note": "the driver stopped reading the tap's stdout in the middle of a line",
+            "delivered": delivered,
+        });
+        let mut line = serde_json::to_vec(&entry).expect("JSON");
+        line.push(b'\n');
+        self.transcript.write(&line);
+    }
+
     /// Whether a line of `len` bytes is kept; a cut is noted at once.
     fn admit(&self, direction: Direction, len: usize) -> bool {
         match self.transcript.admit(len) {

@@ -518,18 +518,31 @@ fn relay_stdout(
 ) {
     let mut split = LineSplitter::new(Direction::Out);
     let mut driver_gone = false;
+    // Bytes of the line in flight the driver has taken: when it stops reading with part of a
+    // line taken, its end never reached the driver, even if the app-server finishes writing it
+    // before it is stopped (and the line is then recorded whole).
+    let mut taken_of_line: u64 = 0;
     let mut relay = |bytes: &[u8]| {
         if bytes.is_empty() || driver_gone {
             return;
         }
-        if let Err(e) = to_driver.out.write_all(bytes, to_driver.tap_gone) {
-            driver_gone = true;
-            if e.kind() != std::io::ErrorKind::Interrupted {
-                log.note(
-                    Direction::Out,
-                    "the driver stopped reading the tap's stdout",
-                    None,
-                );
+        match to_driver.out.write_all(bytes, to_driver.tap_gone) {
+            Ok(()) => match bytes.iter().rposition(|b| *b == b'\n') {
+                Some(end) => taken_of_line = (bytes.len() - end - 1) as u64,
+                None => taken_of_line += bytes.len() as u64,
+            },
+            // The driver's end of the pipe closed, or its tap (its `codex`) went away.
+            Err(e) => {
+                driver_gone = true;
+                if taken_of_line > 0 {
+                    log.note_let_go_mid_line(taken_of_line);
+                } else if e.kind() != std::io::ErrorKind::Interrupted {
+                    log.note(
+                        Direction::Out,
+                        "the driver stopped reading the tap's stdout",
+                        None,
+                    );
+                }
             }
         }
     };
