@@ -6,6 +6,10 @@
 //! The trials run one at a time: each reaping pass is machine-wide, so a parallel trial could
 //! reap another trial's leftover before that trial looks at it.
 
+// Each test crate uses its own part of the shared helpers.
+#[allow(dead_code)]
+mod common;
+
 use libtest_mimic::{Arguments, Failed, Trial};
 use sandbox::environment::{self, Runtime};
 use sandbox::launcher::EnvMounts;
@@ -64,10 +68,7 @@ fn main() {
 
 /// The scope's cgroup folders, once empty: nothing of this test's scope stays behind.
 fn remove_scope_folders(scope: &str) {
-    let relative = Path::new(sandbox::containment::ROOT_NAME).join(scope);
-    let mut folders = sandbox::cgroup::v1_mirrors(&relative);
-    folders.extend(sandbox::cgroup::unified_mount().map(|mount| mount.join(&relative)));
-    for folder in folders {
+    for folder in common::scope_folders(scope) {
         let _ = std::fs::remove_dir(folder);
     }
 }

@@ -368,7 +368,7 @@ fn leftovers(setup: &Setup, run: &Run, also_the_scope: bool) -> Vec<String> {
         }
     }
     let run_prefix = format!("run-{}-", run.pid);
-    for folder in scope_folders(setup) {
+    for folder in common::scope_folders(&setup.scope) {
         let Ok(entries) = std::fs::read_dir(&folder) else {
             continue;
         };
@@ -387,16 +387,6 @@ fn leftovers(setup: &Setup, run: &Run, also_the_scope: bool) -> Vec<String> {
         }
     }
     found
-}
-
-/// The scope's folder in the v2 hierarchy and its mirrors in the v1 ones.
-fn scope_folders(setup: &Setup) -> Vec<PathBuf> {
-    let relative = Path::new(sandbox::containment::ROOT_NAME).join(&setup.scope);
-    let mut folders = sandbox::cgroup::v1_mirrors(&relative);
-    if let Some(mount) = sandbox::cgroup::unified_mount() {
-        folders.push(mount.join(&relative));
-    }
-    folders
 }
 
 /// Remove what this test's scope still holds (only after the checks, and only this scope):
@@ -421,7 +411,7 @@ fn sweep_scope(setup: &Setup) -> Vec<String> {
             }
         }
     }
-    for folder in scope_folders(setup) {
+    for folder in common::scope_folders(&setup.scope) {
         let cgroup = sandbox::cgroup::Cgroup {
             path: folder.clone(),
         };

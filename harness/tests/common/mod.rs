@@ -8,3 +8,12 @@ pub mod mutate;
 pub mod prereq;
 pub mod procs;
 pub mod tapped;
+
+/// A containment scope's cgroup folders: its folder in the v2 hierarchy and its mirrors in the
+/// v1 ones.
+pub fn scope_folders(scope: &str) -> Vec<std::path::PathBuf> {
+    let relative = std::path::Path::new(sandbox::containment::ROOT_NAME).join(scope);
+    let mut folders = sandbox::cgroup::v1_mirrors(&relative);
+    folders.extend(sandbox::cgroup::unified_mount().map(|mount| mount.join(&relative)));
+    folders
+}

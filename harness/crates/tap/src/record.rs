@@ -234,30 +234,30 @@ impl LaunchLog {
 
     /// A remark about the stream; `bytes` is the size of a line that was not kept.
     pub fn note(&self, direction: Direction, note: &str, bytes: Option<usize>) {
+        self.note_counting(direction, note, bytes.map(|bytes| ("bytes", bytes as u64)));
+    }
+
+    /// The driver stopped taking the app-server's output `delivered` bytes into a line (the
+    /// line's end was never delivered to it, whatever the app-server went on to write).
+    pub fn note_let_go_mid_line(&self, delivered: u64) {
+        self.note_counting(
+            Direction::Out,
+            "the driver stopped reading the tap's stdout in the middle of a line",
+            Some(("delivered", delivered)),
+        );
+    }
+
+    /// A note, with a byte count under its key when there is one.
+    fn note_counting(&self, direction: Direction, note: &str, count: Option<(&str, u64)>) {
         let mut entry = json!({
             "direction": direction.as_str(),
             "time": now_ms(),
             "launch": self.launch,
             "note": note,
         });
-        if let Some(bytes) = bytes {
-            entry["bytes"] = bytes.into();
+        if let Some((key, bytes)) = count {
+            entry[key] = bytes.into();
         }
-        let mut line = serde_json::to_vec(&entry).expect("JSON");
-        line.push(b'\n');
-        self.transcript.write(&line);
-    }
-
-    /// The driver stopped taking the app-server's output `delivered` bytes into a line (the
-    /// line's end was never delivered to it, whatever the app-server went on to write).
-    pub fn note_let_go_mid_line(&self, delivered: u64) {
-        let entry = json!({
-            "direction": Direction::Out.as_str(),
-            "time": now_ms(),
-            "launch": self.launch,
-            "note": "the driver stopped reading the tap's stdout in the middle of a line",
-            "delivered": delivered,
-        });
         let mut line = serde_json::to_vec(&entry).expect("JSON");
         line.push(b'\n');
         self.transcript.write(&line);
