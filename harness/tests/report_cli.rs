@@ -92,6 +92,30 @@ fn shards_merge_into_one_report_with_a_linked_job_summary() {
     harness().arg("report").arg(a.path()).assert().success();
     assert!(a.path().join("report.html").is_file());
 
+    // As the whole matrix (`--complete`, as CI reads the `cells` test binary's folder): the
+    // shard's cells are there, every other cell is an error that names the folder.
+    let whole = tempfile::tempdir().unwrap();
+    harness()
+        .args(["report", "--complete", "--out"])
+        .arg(whole.path())
+        .arg(a.path())
+        .assert()
+        .code(1)
+        .stdout(predicate::str::contains("it did not run"))
+        .stderr(predicate::str::contains(
+            "cells differ from their expectation",
+        ));
+    let whole_summary = summary(whole.path());
+    let shard_cells = cell_names(&summary(a.path()));
+    for cell in whole_summary["cells"].as_array().unwrap() {
+        let ran = shard_cells.contains(&cell["cell"].as_str().unwrap().to_string());
+        let status = cell["status"].as_str().unwrap();
+        assert!(
+            ran || status == "error" || status == "not-applicable",
+            "{cell}"
+        );
+    }
+
     // The same shard twice is not a merge.
     harness()
         .arg("report")

@@ -1,6 +1,8 @@
 //! `harness report [--out DIR] DIR [DIR…]`: rebuild report.html, matrix.md, junit.xml and
 //! summary.json from one evidence folder (one `harness run` wrote, maybe downloaded from CI), or
-//! merge several shards' folders (`harness run --partition K/N`) into one report. Exit 0 when
+//! merge several shards' folders (`harness run --partition K/N`) into one report; with
+//! `--complete`, the folder the suites' `cells` test binary filled (every cell of the matrix must
+//! be there). Exit 0 when
 //! every cell matches its expectation, 1 when any differs, 2 when the folders cannot be read.
 
 use report::{self, folders};
@@ -23,6 +25,12 @@ pub struct Args {
     /// The extra Codex versions the run used (as `harness run --codex`).
     #[arg(long = "codex", value_name = "VERSION")]
     pub codex_versions: Vec<String>,
+    /// The folders must hold every cell of the matrix (with --drivers and --codex): a cell they
+    /// do not hold is an error cell, a not-applicable one is reported as such. For the folder
+    /// the suites' `cells` test binary fills (`cargo test -p suites`), which writes no
+    /// summary.json and skips the not-applicable cells.
+    #[arg(long)]
+    pub complete: bool,
 }
 
 pub fn main(args: Args) -> ExitCode {
@@ -54,12 +62,13 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
             .transpose()?,
         codex_versions: args.codex_versions.clone(),
     };
-    let known: Vec<String> = suites::load_with(&extras)?
-        .cells
-        .iter()
-        .map(|c| c.name())
-        .collect();
-    let loaded = folders::load(&args.dirs, &known)?;
+    let matrix = suites::load_with(&extras)?;
+    let loaded = if args.complete {
+        folders::load_complete(&args.dirs, &matrix.cells)?
+    } else {
+        let known: Vec<String> = matrix.cells.iter().map(|c| c.name()).collect();
+        folders::load(&args.dirs, &known)?
+    };
     for warning in &loaded.warnings {
         eprintln!("warning: {warning}");
     }

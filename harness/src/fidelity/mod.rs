@@ -41,6 +41,7 @@ pub use normalise::{normalise, normalise_with, NOT_COMPARED};
 use codex::mock_api::MockScript;
 use graders::events::Event;
 use report::layout::CellEvidence;
+use report::outcome::CellResult;
 use serde_json::Value;
 use std::path::Path;
 use suites::spec::{AppServerKind, RunnerSpec};
@@ -435,6 +436,21 @@ fn without_requests(sequence: &[Value]) -> Vec<Value> {
 }
 
 impl PairOutcome {
+    /// Ok when both sides were graded and agree; else why not, naming the pair: a side that
+    /// was not graded, or the first difference.
+    pub fn agreement(&self) -> Result<(), String> {
+        if !self.compared() {
+            return Err(format!(
+                "{}: not compared: fake {} / real {}",
+                self.pair, self.fake.verdict, self.real.verdict
+            ));
+        }
+        match self.failure() {
+            Some(failure) => Err(format!("{}: {failure}", self.pair)),
+            None => Ok(()),
+        }
+    }
+
     /// Both sides graded.
     pub fn compared(&self) -> bool {
         self.fake.graded && self.real.graded
@@ -468,8 +484,22 @@ impl PairOutcome {
 
 /// Run both cells of `pair` (fake first) and compare them.
 pub async fn run_pair(pair: &Pair, ctx: &matrix::context::CellContext) -> PairOutcome {
-    let mut fake = run_side(&pair.fake, ctx).await;
-    let mut real = run_side(&pair.real, ctx).await;
+    let fake = matrix::cell::run_cell(ctx, &pair.fake).await;
+    let real = matrix::cell::run_cell(ctx, &pair.real).await;
+    compare_results(pair, &fake, &real, ctx)
+}
+
+/// Compare the two cells of `pair` from their results and the evidence they left. The cells
+/// may have run for another reason first (the suites' `cells` test binary runs each cell once
+/// and compares its pairs from that run), as long as nothing has overwritten their evidence.
+pub fn compare_results(
+    pair: &Pair,
+    fake: &CellResult,
+    real: &CellResult,
+    ctx: &matrix::context::CellContext,
+) -> PairOutcome {
+    let mut fake = side_outcome(&pair.fake, fake, ctx);
+    let mut real = side_outcome(&pair.real, real, ctx);
     if pair.real.runner.codex_version.as_deref() != Some(plays(&pair.fake.runner)) {
         normalise::mask_release(&mut fake.sequence);
         normalise::mask_release(&mut real.sequence);
@@ -516,12 +546,16 @@ pub fn sent_difference(
     )
 }
 
-/// Run one cell; a real-Codex cell's install folder is aliased away like the cell's own folders
-/// (so two Codex versions compare too, as `harness drift` does).
-async fn run_side(cell: &Cell, ctx: &matrix::context::CellContext) -> SideOutcome {
+/// One side of a pair, from its cell's result and evidence; a real-Codex cell's install folder
+/// is aliased away like the cell's own folders (so two Codex versions compare too, as `harness
+/// drift` does).
+fn side_outcome(
+    cell: &Cell,
+    result: &CellResult,
+    ctx: &matrix::context::CellContext,
+) -> SideOutcome {
     use report::outcome::CellOutcome;
     let real = cell.runner.app_server == AppServerKind::Codex;
-    let result = matrix::cell::run_cell(ctx, cell).await;
     let evidence = CellEvidence::new(&result.evidence_dir);
     let install = if real {
         cell.runner

@@ -13,16 +13,7 @@ pub fn agreeing(pair: &Pair, options: &CellContext) -> Result<PairOutcome, Faile
         .build()
         .map_err(|e| format!("starting the runtime: {e}"))?;
     let outcome = runtime.block_on(fidelity::run_pair(pair, options));
-    if !outcome.compared() {
-        return Err(format!(
-            "{}: not compared: fake {} / real {}",
-            outcome.pair, outcome.fake.verdict, outcome.real.verdict
-        )
-        .into());
-    }
-    if let Some(failure) = outcome.failure() {
-        return Err(format!("{}: {failure}", outcome.pair).into());
-    }
+    outcome.agreement()?;
     Ok(outcome)
 }
 

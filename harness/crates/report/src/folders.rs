@@ -5,12 +5,13 @@
 //! summary) is read from that file; a cell folder with neither is an error cell, never dropped.
 
 use crate::layout::CellEvidence;
+use crate::outcome::{CellOutcome, CellResult};
 use crate::summary::{ordered, CellSummary, Status, Summary};
 use crate::verdict_file::VerdictFile;
 use anyhow::{bail, Context, Result};
 use graders::events::CellId;
 use serde_json::Value;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 /// What reading the folders found, and what it had to tolerate.
@@ -47,8 +48,21 @@ fn cell_folders(dir: &Path) -> Result<Vec<(CellId, PathBuf)>> {
     Ok(found)
 }
 
+/// Whether a folder's summary.json is read.
+#[derive(Debug, Clone, Copy)]
+enum Summaries {
+    Read,
+    /// Every cell from its own verdict.json: the summary.json of an earlier run in the same
+    /// folder would describe cells whose evidence has since been written again.
+    Ignore,
+}
+
 /// One folder's cells, in its summary's order, then the unlisted cell folders.
-fn load_one(dir: &Path, warnings: &mut Vec<String>) -> Result<(Vec<CellSummary>, u64)> {
+fn load_one(
+    dir: &Path,
+    summaries: Summaries,
+    warnings: &mut Vec<String>,
+) -> Result<(Vec<CellSummary>, u64)> {
     anyhow::ensure!(
         dir.is_dir(),
         "{} is not a folder of conformance evidence (it does not exist or is not a folder)",
@@ -57,7 +71,11 @@ fn load_one(dir: &Path, warnings: &mut Vec<String>) -> Result<(Vec<CellSummary>,
     let mut cells = Vec::new();
     let mut wall_ms = 0;
     let summary_path = dir.join(crate::layout::SUMMARY);
-    match read_json(&summary_path).and_then(|doc| {
+    let summary = match summaries {
+        Summaries::Read => read_json(&summary_path),
+        Summaries::Ignore => Ok(None),
+    };
+    match summary.and_then(|doc| {
         doc.map(|doc| {
             serde_json::from_value::<Summary>(doc)
                 .with_context(|| format!("{} is not a summary", summary_path.display()))
@@ -132,13 +150,17 @@ fn load_one(dir: &Path, warnings: &mut Vec<String>) -> Result<(Vec<CellSummary>,
 /// overlap; two runs of one cell cannot both be the report's). The wall time is the longest
 /// shard's, as shards run side by side.
 pub fn load(dirs: &[PathBuf], known_order: &[String]) -> Result<Loaded> {
+    load_with(dirs, known_order, Summaries::Read)
+}
+
+fn load_with(dirs: &[PathBuf], known_order: &[String], summaries: Summaries) -> Result<Loaded> {
     anyhow::ensure!(!dirs.is_empty(), "no evidence folder given");
     let mut warnings = Vec::new();
     let mut cells: Vec<CellSummary> = Vec::new();
     let mut origin: HashMap<String, PathBuf> = HashMap::new();
     let mut wall_ms = 0;
     for dir in dirs {
-        let (found, wall) = load_one(dir, &mut warnings)?;
+        let (found, wall) = load_one(dir, summaries, &mut warnings)?;
         wall_ms = wall_ms.max(wall);
         for cell in found {
             if let Some(first) = origin.get(&cell.cell) {
@@ -188,4 +210,55 @@ pub fn load(dirs: &[PathBuf], known_order: &[String]) -> Result<Loaded> {
         summary: Summary::from_cells(cells, wall_ms),
         warnings,
     })
+}
+
+/// Each cell of the folders from its own verdict.json, in the order of `matrix`, then every cell
+/// of `matrix` the folders do not hold: a not-applicable one as not applicable (such a cell never
+/// runs, so it has evidence nowhere), any other as an error cell. For folders that must hold the
+/// whole matrix, such as the one the suites' `cells` test binary fills (it writes no
+/// summary.json, skips not-applicable cells, and may share the folder with an earlier `harness
+/// run`'s summary): without this, a cell that never ran would be missing from a report that
+/// reads as complete.
+pub fn load_complete(dirs: &[PathBuf], matrix: &[suites::Cell]) -> Result<Loaded> {
+    let order: Vec<String> = matrix.iter().map(suites::Cell::name).collect();
+    let mut loaded = load_with(dirs, &order, Summaries::Ignore)?;
+    let present: HashSet<String> = loaded
+        .summary
+        .cells
+        .iter()
+        .map(|c| c.cell.clone())
+        .collect();
+    let mut cells = std::mem::take(&mut loaded.summary.cells);
+    let folders = dirs
+        .iter()
+        .map(|d| d.display().to_string())
+        .collect::<Vec<_>>()
+        .join(", ");
+    for cell in matrix.iter().filter(|c| !present.contains(&c.name())) {
+        let outcome = match &cell.not_applicable {
+            Some(reason) => CellOutcome::NotApplicable {
+                reason: reason.clone(),
+            },
+            None => CellOutcome::Error {
+                message: format!("no evidence of this cell in {folders}: it did not run"),
+            },
+        };
+        cells.push(CellSummary::from_result(&CellResult {
+            cell: cell.id.clone(),
+            profile: Some(cell.profile),
+            expected: cell.expected.clone(),
+            outcome,
+            duration: std::time::Duration::ZERO,
+            evidence_dir: dirs[0].join(cell.name()),
+        }));
+    }
+    // Stable: cells the matrix does not know keep their found order, after its own.
+    let rank: HashMap<&str, usize> = order
+        .iter()
+        .enumerate()
+        .map(|(i, name)| (name.as_str(), i))
+        .collect();
+    cells.sort_by_key(|c| rank.get(c.cell.as_str()).copied().unwrap_or(usize::MAX));
+    loaded.summary = Summary::from_cells(cells, loaded.summary.wall_ms);
+    Ok(loaded)
 }

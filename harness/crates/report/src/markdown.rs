@@ -36,7 +36,7 @@ pub fn markdown(summary: &Summary) -> String {
     let _ = writeln!(out, "## Conformance matrix\n");
     let _ = writeln!(
         out,
-        "{verdict_line}: {} cells, {} as expected, {} differ, {} stale, {} errors, {} ignored, {} not applicable ({:.1} s).\n",
+        "{verdict_line}: {} cells, {} as expected, {} differ, {} stale, {} errors, {} ignored, {} not applicable{}.\n",
         t.cells,
         t.as_expected,
         t.differs,
@@ -44,7 +44,12 @@ pub fn markdown(summary: &Summary) -> String {
         t.errors,
         t.ignored,
         t.not_applicable,
-        summary.wall_ms as f64 / 1000.0
+        // Cells read back without a summary.json have no wall time.
+        if summary.wall_ms == 0 {
+            String::new()
+        } else {
+            format!(" ({:.1} s)", summary.wall_ms as f64 / 1000.0)
+        }
     );
 
     if summary.profiles.len() > 1 {

@@ -334,3 +334,50 @@ fn a_report_is_written_whole_under_its_name_and_a_failure_names_the_file() {
         "{err}"
     );
 }
+
+#[test]
+fn a_complete_load_reads_each_verdict_and_names_every_cell_that_did_not_run() {
+    let matrix = suites::load().unwrap();
+    let mut runnable = matrix.cells.iter().filter(|c| c.not_applicable.is_none());
+    let (ran, never_ran) = (runnable.next().unwrap(), runnable.next().unwrap());
+    let not_applicable = matrix
+        .cells
+        .iter()
+        .find(|c| c.not_applicable.is_some())
+        .expect("the suites' matrix has a not-applicable cell");
+    let chosen = [not_applicable.clone(), ran.clone(), never_ran.clone()];
+    let dir = tempfile::tempdir().unwrap();
+    // An earlier run's summary.json says the cell was as expected; its evidence has since been
+    // written again by a run that failed.
+    let earlier = graded(&ran.name(), &ran.expected, ran.expected.verdict, "earlier");
+    write_all(dir.path(), &[earlier], Duration::from_millis(900)).unwrap();
+    let again = result(
+        &ran.name(),
+        ran.expected.clone(),
+        CellOutcome::Error {
+            message: "the later run failed".into(),
+        },
+    );
+    crate::verdict_file::VerdictFile::from_result(&again)
+        .write(&crate::layout::CellEvidence::of(dir.path(), &ran.name()))
+        .unwrap();
+
+    let loaded = folders::load_complete(&[dir.path().to_path_buf()], &chosen).unwrap();
+    let cells = &loaded.summary.cells;
+    let order: Vec<String> = chosen.iter().map(suites::Cell::name).collect();
+    assert_eq!(names(&loaded.summary), order);
+    assert_eq!(cells[0].status, Status::NotApplicable);
+    assert_eq!(cells[1].status, Status::Error);
+    assert_eq!(cells[1].reason, "the later run failed");
+    assert_eq!(cells[2].status, Status::Error);
+    assert!(
+        cells[2].reason.contains("it did not run"),
+        "{}",
+        cells[2].reason
+    );
+    assert_eq!(loaded.summary.totals.failures(), 2);
+    assert_eq!(
+        loaded.summary.wall_ms, 0,
+        "no run's wall time describes these cells"
+    );
+}
