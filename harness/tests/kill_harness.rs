@@ -34,8 +34,11 @@ const DELAY_MS: (u64, u64) = (200, 3500);
 const START_BOUND: Duration = Duration::from_secs(30);
 /// How long SIGINT/SIGTERM may take to end a run (the harness's own grace is 30 s).
 const STOP_BOUND: Duration = Duration::from_secs(40);
-/// How long after the next run's start the previous run's leftovers may take to disappear.
-const REAP_BOUND: Duration = Duration::from_secs(20);
+/// How long after the next run's start the previous run's leftovers may take to disappear: the
+/// runc reaper's own bound (it removes containers first, then bundle folders), then the Docker
+/// and cgroup passes. A shorter bound failed under CI's load (gate 17): a SIGKILLed run's four
+/// bundle folders were still there 20 s in, its containers already gone.
+const REAP_BOUND: Duration = Duration::from_secs(sandbox::reap::RUNC_REAP_DEADLINE.as_secs() + 15);
 /// The driver that hangs: a daemon that leaves the session and drops TMPDIR, then a long sleep.
 const HANGING_DRIVER: &str =
     "#!/bin/sh\nenv -u TMPDIR setsid sleep 600 </dev/null >/dev/null 2>&1 &\nexec sleep 600\n";

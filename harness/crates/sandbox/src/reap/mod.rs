@@ -15,7 +15,7 @@ mod runc;
 mod runs;
 
 pub use cell::after_cell;
-pub use runc::{harness_containers, ListedContainer};
+pub use runc::{harness_containers, ListedContainer, REAP_DEADLINE as RUNC_REAP_DEADLINE};
 pub use runs::StaleRuns;
 
 use crate::system::which;

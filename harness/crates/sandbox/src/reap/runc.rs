@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 /// Bound on one whole reaping pass; what is left when it runs out waits for the next start.
-const REAP_DEADLINE: Duration = Duration::from_secs(30);
+pub const REAP_DEADLINE: Duration = Duration::from_secs(30);
 
 /// One entry of `runc list --format json` (the fields the harness reads).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
