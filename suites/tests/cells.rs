@@ -86,10 +86,11 @@ fn main() -> ExitCode {
             return ExitCode::from(101);
         }
     };
+    let mut ignored_pairs: BTreeMap<String, usize> = BTreeMap::new();
     trials.extend(pairs.into_iter().map(|pair| {
         let missing = missing_here(&pair.real, &ctx).or_else(|| missing_here(&pair.fake, &ctx));
         if let Some(reason) = &missing {
-            *ignored_reasons.entry(reason.clone()).or_default() += 1;
+            *ignored_pairs.entry(reason.clone()).or_default() += 1;
         }
         let (ctx, runs) = (ctx.clone(), runs.clone());
         Trial::test(fidelity_trial_name(&pair), move || {
@@ -97,6 +98,14 @@ fn main() -> ExitCode {
         })
         .with_ignored_flag(missing.is_some())
     }));
+    if !arguments.list && !arguments.ignored && !arguments.include_ignored {
+        for (reason, count) in &ignored_reasons {
+            eprintln!("ignored {count} cells: {reason}");
+        }
+        for (reason, count) in &ignored_pairs {
+            eprintln!("ignored {count} fidelity pairs: {reason}");
+        }
+    }
     libtest_mimic::run(&arguments, trials).exit_code()
 }
 
