@@ -577,7 +577,7 @@ fn side_outcome(
         CellOutcome::NotApplicable { reason } => (format!("not applicable: {reason}"), false),
         CellOutcome::Error { message } => (format!("error: {message}"), false),
     };
-    let (sequence, cut, ended_on_its_own, sent) = if graded {
+    let (sequence, cut, ended_on_its_own, sent, racing) = if graded {
         match read_events(&evidence.events()) {
             Ok(events) => {
                 let transcript = cut::read_transcript(&evidence.transcript());
@@ -586,6 +586,7 @@ fn side_outcome(
                     cut::driver_cut(&transcript, &events),
                     cut::ended_on_its_own(&events),
                     sent::driver_sent(&transcript, &aliases),
+                    normalise::racing_denied_commands(&events),
                 )
             }
             Err(e) => {
@@ -604,12 +605,12 @@ fn side_outcome(
             }
         }
     } else {
-        (Vec::new(), None, false, Vec::new())
+        (Vec::new(), None, false, Vec::new(), Vec::new())
     };
     let codex_span = real
         .then(|| read_codex_span(&result.evidence_dir))
         .flatten();
-    let id_shapes = wire::app_server_id_shapes(&evidence.transcript());
+    let id_shapes = wire::app_server_id_shapes(&evidence.transcript(), &racing);
     SideOutcome {
         cell: cell.name(),
         verdict,

@@ -190,7 +190,7 @@ fn answer_before_its_turn_started(events: &mut [&Event]) {
 /// `lsm-mount-denied`, the same `bwrap: Failed to make / slave: Permission denied` in 18 ms
 /// gave an item on one run and none on the next. The fake sends none; the model's tool output
 /// (compared in the model log) still says what happened. Such items are not compared.
-fn racing_denied_commands(events: &[Event]) -> Vec<String> {
+pub(super) fn racing_denied_commands(events: &[Event]) -> Vec<String> {
     events
         .iter()
         .filter(|e| e.source == Source::Driver)

@@ -377,7 +377,7 @@ fn ids_made_differently_are_a_failure_and_model_made_ids_are_one_shape() {
             ),
         )
         .unwrap();
-        crate::fidelity::wire::app_server_id_shapes(&path)
+        crate::fidelity::wire::app_server_id_shapes(&path, &[])
     };
     let pin = transcript("pin.jsonl", &format!("{turn}-plan"), "msg_0123");
     let new = transcript(

@@ -33,9 +33,12 @@ pub type IdShapes = BTreeMap<String, BTreeSet<String>>;
 pub const MODEL_MADE: &str = "<model-made>";
 
 /// [`item_id_shapes`] with the ids the model made as one shape ([`MODEL_MADE`]): what the
-/// fidelity comparison holds an app-server to.
-pub fn app_server_id_shapes(transcript: &Path) -> IdShapes {
-    item_id_shapes(transcript)
+/// fidelity comparison holds an app-server to. The items of `left_out` (by id) do not count:
+/// those the driver-visible comparison leaves out as racing (a sandbox denial Codex may or may
+/// not report as an item), which the fake mirrors with the same race, so one run has such an
+/// item and the next none on either side.
+pub fn app_server_id_shapes(transcript: &Path, left_out: &[String]) -> IdShapes {
+    item_id_shapes_except(transcript, left_out)
         .into_iter()
         .map(|(kind, shapes)| {
             let shapes = shapes
@@ -55,6 +58,10 @@ pub fn app_server_id_shapes(transcript: &Path) -> IdShapes {
 
 /// Item type → the id shapes seen in `item/completed` notifications of a transcript.
 pub fn item_id_shapes(transcript: &Path) -> IdShapes {
+    item_id_shapes_except(transcript, &[])
+}
+
+fn item_id_shapes_except(transcript: &Path, left_out: &[String]) -> IdShapes {
     let mut shapes: IdShapes = BTreeMap::new();
     let Ok(text) = std::fs::read_to_string(transcript) else {
         return shapes;
@@ -74,6 +81,9 @@ pub fn item_id_shapes(transcript: &Path) -> IdShapes {
         ) else {
             continue;
         };
+        if left_out.iter().any(|l| l == id) {
+            continue;
+        }
         let turn = params["turnId"].as_str().unwrap_or_default();
         shapes
             .entry(kind.to_string())
@@ -119,5 +129,33 @@ mod tests {
             id_shape_changes(&pin, &new),
             ["plan item ids: {\"<turnId>-plan\"} → {\"<uuid>\"}"]
         );
+    }
+
+    /// Gate 19: a racing sandbox denial reported as an item on one side only (the fake's
+    /// command outlived its start-up window under load) made the pair fail on id shapes while
+    /// the sequences, which leave such items out, agreed.
+    #[test]
+    fn racing_items_left_out_of_the_shapes() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("transcript.jsonl");
+        let completed = |kind: &str, id: &str| {
+            serde_json::json!({"message": {"method": "item/completed", "params": {
+                "turnId": "t", "item": {"type": kind, "id": id}}}})
+            .to_string()
+        };
+        std::fs::write(
+            &path,
+            format!(
+                "{}\n{}\n",
+                completed("commandExecution", "call_7b96857e_0_0_0"),
+                completed("agentMessage", "msg_1")
+            ),
+        )
+        .unwrap();
+        let all = app_server_id_shapes(&path, &[]);
+        assert!(all.contains_key("commandExecution"), "{all:?}");
+        let without = app_server_id_shapes(&path, &["call_7b96857e_0_0_0".to_string()]);
+        assert!(!without.contains_key("commandExecution"), "{without:?}");
+        assert_eq!(without["agentMessage"], [MODEL_MADE.to_string()].into());
     }
 }
