@@ -87,6 +87,18 @@ fn main() {
         true,
         || codex_thread_start_works("daytona", launch::PolicyGeneration::Current),
     ));
+    trials.push(needs(
+        "prestarted_container_runs_what_it_is_told_needs_root_and_runc",
+        "daytona",
+        false,
+        prestarted_container_runs_what_it_is_told,
+    ));
+    trials.push(needs(
+        "untold_prestarted_container_ends_and_leaves_nothing_needs_root_and_runc",
+        "daytona",
+        false,
+        untold_prestarted_container_ends_and_leaves_nothing,
+    ));
     for signal in ["TERM", "INT"] {
         trials.push(needs(
             &format!(
@@ -551,6 +563,87 @@ fn cleanup_child(environment: &str) {
         tokio::time::sleep(Duration::from_secs(60)).await;
         drop(prepared.guard);
     });
+}
+
+/// A `daytona` launcher over `scratch`, and the harness binary's stand-in command.
+fn prestart_launcher(scratch: &Path) -> Result<(RuncLauncher, PathBuf, [String; 2]), Failed> {
+    let launcher = RuncLauncher::new(catalogue::spec("daytona")?, EnvMounts::scratch(scratch))?;
+    let binary = PathBuf::from(env!("CARGO_BIN_EXE_harness"));
+    let stand_in = [binary.display().to_string(), "told-exec".to_string()];
+    Ok((launcher, binary, stand_in))
+}
+
+/// The stand-in execs what it is told, in its container, with exactly the told environment (and
+/// runc's `HOME`, which a launch without one also gets), in the told folder; the bytes after
+/// the spec are the program's stdin.
+fn prestarted_container_runs_what_it_is_told() -> Result<(), Failed> {
+    use sandbox::prestart::{Prestarted, Told};
+    use std::io::{Read, Write};
+    let scratch = tempfile::tempdir()?;
+    let (launcher, binary, stand_in) = prestart_launcher(scratch.path())?;
+    let prestarted = Prestarted::start(&launcher, &binary, &stand_in, scratch.path())?;
+    let told = Told {
+        program: "/bin/sh".into(),
+        args: vec![
+            "-c".into(),
+            "echo \"$X|$HOME|$(pwd)|$(hostname)\"; read line; echo \"got:$line\"".into(),
+        ],
+        env: vec![("X".into(), "told".into())],
+        cwd: scratch.path().to_path_buf(),
+    };
+    let (mut child, guard) = prestarted.run(&told)?;
+    child
+        .stdin
+        .take()
+        .ok_or("no stdin")?
+        .write_all(b"hello\n")?;
+    let mut stdout = child.stdout.take().ok_or("no stdout")?;
+    let reader = std::thread::spawn(move || {
+        let mut out = String::new();
+        stdout.read_to_string(&mut out).map(|_| out)
+    });
+    use wait_timeout::ChildExt;
+    let status = child.wait_timeout(Duration::from_secs(30))?;
+    if status.is_none() {
+        let _ = child.kill();
+        return Err("the told program did not end within 30 s".into());
+    }
+    let out = reader.join().map_err(|_| "the reader panicked")??;
+    drop(guard);
+    let expected = format!(
+        "told|/root|{}|conformance\ngot:hello\n",
+        scratch.path().display()
+    );
+    if out != expected {
+        return Err(format!("the told program printed {out:?}, not {expected:?}").into());
+    }
+    Ok(())
+}
+
+/// A stand-in never told anything sees its stdin close, exits without running anything, and
+/// its container and bundle are gone once it is dropped.
+fn untold_prestarted_container_ends_and_leaves_nothing() -> Result<(), Failed> {
+    let scratch = tempfile::tempdir()?;
+    let (launcher, binary, stand_in) = prestart_launcher(scratch.path())?;
+    let prestarted =
+        sandbox::prestart::Prestarted::start(&launcher, &binary, &stand_in, scratch.path())?;
+    let (id, bundle) = launcher
+        .prepared()
+        .pop()
+        .ok_or("no container was prepared")?;
+    drop(prestarted);
+    let state = Command::new("runc").args(["state", &id]).output()?;
+    if state.status.success() {
+        return Err(format!(
+            "runc still has container {id}: {}",
+            String::from_utf8_lossy(&state.stdout)
+        )
+        .into());
+    }
+    if bundle.exists() {
+        return Err(format!("the bundle {} is still there", bundle.display()).into());
+    }
+    Ok(())
 }
 
 fn container_pid(id: &str) -> Option<u32> {

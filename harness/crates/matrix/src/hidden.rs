@@ -13,6 +13,9 @@ use std::process::ExitCode;
 pub const FAKE_APP_SERVER: &str = "fake-app-server";
 /// `BINARY tap --socket PATH -- ARGS…`: the wire tap (`tap::relay::main`).
 pub const TAP: &str = "tap";
+/// `BINARY told-exec`: a prestarted container's stand-in, which runs what its stdin names
+/// (`sandbox::prestart::told_exec`).
+pub const TOLD_EXEC: &str = "told-exec";
 /// `BINARY drive`: the reference driver as a driver process
 /// (`driver::reference::standalone::main`).
 pub const DRIVE: &str = "drive";
@@ -25,6 +28,7 @@ pub fn dispatch(args: &[OsString]) -> Option<ExitCode> {
         FAKE_APP_SERVER => Some(fake_app_server::cli_main(rest.iter().cloned())),
         TAP => Some(tap::relay::main(rest.to_vec())),
         DRIVE => Some(driver::reference::standalone::main()),
+        TOLD_EXEC => Some(sandbox::prestart::told_exec()),
         _ => None,
     }
 }

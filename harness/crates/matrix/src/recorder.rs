@@ -6,6 +6,7 @@
 
 use anyhow::{Context, Result};
 use sandbox::launcher::{Launcher, ProcessSpec};
+use sandbox::prestart::{Prestarted, Told};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -26,6 +27,8 @@ pub struct LauncherSpawn {
     /// Folders the app-server's environment has at their own paths (a tap's folder below one
     /// of them is kept); `None`: every folder of the host (`local`).
     visible: Option<Vec<PathBuf>>,
+    /// The first launch's container, started while the driver starts ([`Self::prestart`]).
+    prestarted: std::sync::Mutex<Option<Prestarted>>,
 }
 
 impl LauncherSpawn {
@@ -38,7 +41,55 @@ impl LauncherSpawn {
             launcher,
             workspace: workspace.to_path_buf(),
             visible,
+            prestarted: std::sync::Mutex::new(None),
         }
+    }
+
+    /// Where a launch costs a container start, start the first launch's container now, with
+    /// the harness binary standing in for `program` until the launch says what to run
+    /// ([`sandbox::prestart`]): the driver's session then does not wait for it. Only for an
+    /// app-server the harness binary serves (the fake): the stand-in is then the program the
+    /// container is set up for. A prestart that fails costs nothing but itself: the launch
+    /// starts its container as it would have.
+    pub fn prestart(&self, program: &Path, binary: &Path) {
+        if !self.launcher.prestart_pays() || program != binary {
+            return;
+        }
+        let stand_in = [
+            binary.to_string_lossy().into_owned(),
+            crate::hidden::TOLD_EXEC.to_string(),
+        ];
+        if let Ok(prestarted) =
+            Prestarted::start(self.launcher.as_ref(), program, &stand_in, &self.workspace)
+        {
+            *self
+                .prestarted
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(prestarted);
+        }
+    }
+
+    /// The launch in the prestarted container, if there is one for `request`'s program and it
+    /// takes the spec; else `None` (and an unusable one is ended).
+    fn launch_prestarted(&self, request: &LaunchRequest, cwd: &Path) -> Option<Spawned> {
+        let prestarted = self
+            .prestarted
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .take()
+            .filter(|p| p.program() == request.program)?;
+        let told = Told {
+            program: request.program.to_path_buf(),
+            args: request.args.to_vec(),
+            env: request.env.to_vec(),
+            cwd: cwd.to_path_buf(),
+        };
+        let (child, guard) = prestarted.run(&told).ok()?;
+        Some(Spawned {
+            child,
+            cwd: cwd.to_path_buf(),
+            guard,
+        })
     }
 
     /// The app-server's folder: the tap's (the driver's), as the driver's `codex` would have
@@ -59,6 +110,9 @@ impl LauncherSpawn {
 impl Spawn for LauncherSpawn {
     fn spawn(&self, request: &LaunchRequest) -> Result<Spawned> {
         let cwd = self.cwd(request.tap_cwd);
+        if let Some(spawned) = self.launch_prestarted(request, &cwd) {
+            return Ok(spawned);
+        }
         let prepared = self.launcher.prepare(&ProcessSpec {
             program: request.program.to_path_buf(),
             args: request.args.to_vec(),

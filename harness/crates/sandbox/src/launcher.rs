@@ -71,6 +71,11 @@ pub trait Launcher: Send + Sync {
     fn cannot_start(&self, _program: &std::path::Path) -> Option<String> {
         None
     }
+    /// Whether starting a process here costs enough that starting it ahead, as a stand-in told
+    /// later what to run ([`crate::prestart`]), shortens a session: a container start does.
+    fn prestart_pays(&self) -> bool {
+        false
+    }
 }
 
 /// Runs the process directly on the host.
@@ -121,6 +126,10 @@ impl Launcher for ContainedLauncher {
 
     fn cannot_start(&self, program: &std::path::Path) -> Option<String> {
         self.inner.cannot_start(program)
+    }
+
+    fn prestart_pays(&self) -> bool {
+        self.inner.prestart_pays()
     }
 
     fn prepare(&self, spec: &ProcessSpec) -> anyhow::Result<PreparedCommand> {

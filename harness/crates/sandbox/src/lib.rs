@@ -23,6 +23,7 @@ pub mod launcher;
 pub mod oci;
 pub mod overlays;
 pub mod owner;
+pub mod prestart;
 pub mod probe;
 pub mod reachable;
 pub mod reap;

@@ -129,6 +129,11 @@ impl Launcher for RuncLauncher {
         crate::reachable::container_cannot_start(self.env.name, self.container.uid, &bound, program)
     }
 
+    /// Not with kept bundles: a bundle rerun by hand must run the process itself.
+    fn prestart_pays(&self) -> bool {
+        !self.keep_bundles
+    }
+
     fn prepare(&self, process: &ProcessSpec) -> Result<PreparedCommand> {
         let id = unique_id();
         let bundle = tempfile::Builder::new()

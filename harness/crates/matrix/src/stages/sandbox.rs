@@ -109,6 +109,7 @@ pub async fn enter(
             .collect()
     });
     let spawn = crate::recorder::LauncherSpawn::new(app_launcher.clone(), &dirs.workspace, visible);
+    spawn.prestart(&app_server.program.program, &ctx.harness_binary);
     let recording = start_recording(ctx, folders, app_server, driver, &tap, spawn)?;
     let bubblewrap = bubblewrap_once(environment, app_server, app_launcher.as_ref(), dirs).await;
     // From here on the driver and its app-server may write the workspace: watched from now.
