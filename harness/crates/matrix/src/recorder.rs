@@ -7,9 +7,7 @@
 use anyhow::{Context, Result};
 use sandbox::launcher::{Launcher, ProcessSpec};
 use sandbox::prestart::{Prestarted, Told};
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
 use tap::mutation::Operator;
@@ -119,22 +117,10 @@ impl Spawn for LauncherSpawn {
             env: request.env.to_vec(),
             cwd: cwd.clone(),
         })?;
-        let mut command = prepared.command.into_std();
-        command
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            // Its own group: a signal to the harness's terminal group is not its, and killing
-            // the group takes what it started.
-            .process_group(0);
-        let child = command
-            .spawn()
+        let (child, guard) = prepared
+            .spawn_piped()
             .with_context(|| format!("starting {}", request.program.display()))?;
-        Ok(Spawned {
-            child,
-            cwd,
-            guard: Box::new(prepared.guard),
-        })
+        Ok(Spawned { child, cwd, guard })
     }
 }
 

@@ -60,6 +60,23 @@ pub struct PreparedCommand {
     pub guard: Box<dyn Send + Sync>,
 }
 
+impl PreparedCommand {
+    /// Spawn it as a cell's app-server is started: stdio piped, in its own process group (a
+    /// signal to the harness's terminal group is not its, and killing the group takes what it
+    /// started). The child and the guard to drop once it has ended.
+    pub fn spawn_piped(self) -> std::io::Result<(std::process::Child, Box<dyn Send + Sync>)> {
+        use std::os::unix::process::CommandExt;
+        use std::process::Stdio;
+        let mut command = self.command.into_std();
+        command
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0);
+        Ok((command.spawn()?, self.guard))
+    }
+}
+
 /// Where app-server processes run.
 pub trait Launcher: Send + Sync {
     /// Name of the environment, as used in cell names (`local`, `daytona`, …).

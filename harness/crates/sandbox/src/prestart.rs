@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use std::io::{Read, Write};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, ExitCode, Stdio};
+use std::process::{Child, ExitCode};
 use std::time::Duration;
 use wait_timeout::ChildExt;
 
@@ -69,19 +69,13 @@ impl Prestarted {
             env: Vec::new(),
             cwd: cwd.to_path_buf(),
         })?;
-        let mut command = prepared.command.into_std();
-        command
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0);
-        let child = command
-            .spawn()
+        let (child, guard) = prepared
+            .spawn_piped()
             .with_context(|| format!("prestarting a container for {}", program.display()))?;
         Ok(Prestarted {
             program: program.to_path_buf(),
             child: Some(child),
-            guard: Some(prepared.guard),
+            guard: Some(guard),
         })
     }
 
