@@ -565,10 +565,19 @@ fn cleanup_child(environment: &str) {
     });
 }
 
-/// A `daytona` launcher over `scratch`, and the harness binary's stand-in command.
+/// A `daytona` launcher over `scratch` with the harness binary's folder bound read-only (a
+/// container's `/tmp` is its own: a checkout there is not otherwise seen), and the binary's
+/// stand-in command.
 fn prestart_launcher(scratch: &Path) -> Result<(RuncLauncher, PathBuf, [String; 2]), Failed> {
-    let launcher = RuncLauncher::new(catalogue::spec("daytona")?, EnvMounts::scratch(scratch))?;
     let binary = PathBuf::from(env!("CARGO_BIN_EXE_harness"));
+    let folder = binary.parent().ok_or("the harness binary has no folder")?;
+    let launcher = RuncLauncher::new(
+        catalogue::spec("daytona")?,
+        EnvMounts {
+            readonly: vec![folder.to_path_buf()],
+            ..EnvMounts::scratch(scratch)
+        },
+    )?;
     let stand_in = [binary.display().to_string(), "told-exec".to_string()];
     Ok((launcher, binary, stand_in))
 }
@@ -597,11 +606,14 @@ fn prestarted_container_runs_what_it_is_told() -> Result<(), Failed> {
         .take()
         .ok_or("no stdin")?
         .write_all(b"hello\n")?;
-    let mut stdout = child.stdout.take().ok_or("no stdout")?;
-    let reader = std::thread::spawn(move || {
-        let mut out = String::new();
-        stdout.read_to_string(&mut out).map(|_| out)
-    });
+    let read_all = |mut from: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut out = String::new();
+            from.read_to_string(&mut out).map(|_| out)
+        })
+    };
+    let reader = read_all(Box::new(child.stdout.take().ok_or("no stdout")?));
+    let errors = read_all(Box::new(child.stderr.take().ok_or("no stderr")?));
     use wait_timeout::ChildExt;
     let status = child.wait_timeout(Duration::from_secs(30))?;
     if status.is_none() {
@@ -609,13 +621,17 @@ fn prestarted_container_runs_what_it_is_told() -> Result<(), Failed> {
         return Err("the told program did not end within 30 s".into());
     }
     let out = reader.join().map_err(|_| "the reader panicked")??;
+    let errors = errors.join().map_err(|_| "the reader panicked")??;
     drop(guard);
     let expected = format!(
         "told|/root|{}|conformance\ngot:hello\n",
         scratch.path().display()
     );
     if out != expected {
-        return Err(format!("the told program printed {out:?}, not {expected:?}").into());
+        return Err(format!(
+            "the told program printed {out:?}, not {expected:?} ({status:?}, stderr {errors:?})"
+        )
+        .into());
     }
     Ok(())
 }
