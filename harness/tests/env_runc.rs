@@ -568,7 +568,7 @@ fn cleanup_child(environment: &str) {
 /// A `daytona` launcher over `scratch` with the harness binary's folder bound read-only (a
 /// container's `/tmp` is its own: a checkout there is not otherwise seen), and the binary's
 /// stand-in command.
-fn prestart_launcher(scratch: &Path) -> Result<(RuncLauncher, PathBuf, [String; 2]), Failed> {
+fn prestart_launcher(scratch: &Path) -> Result<(RuncLauncher, PathBuf, [String; 1]), Failed> {
     let binary = PathBuf::from(env!("CARGO_BIN_EXE_harness"));
     let folder = binary.parent().ok_or("the harness binary has no folder")?;
     let launcher = RuncLauncher::new(
@@ -578,7 +578,7 @@ fn prestart_launcher(scratch: &Path) -> Result<(RuncLauncher, PathBuf, [String; 
             ..EnvMounts::scratch(scratch)
         },
     )?;
-    let stand_in = [binary.display().to_string(), "told-exec".to_string()];
+    let stand_in = ["told-exec".to_string()];
     Ok((launcher, binary, stand_in))
 }
 
@@ -586,12 +586,12 @@ fn prestart_launcher(scratch: &Path) -> Result<(RuncLauncher, PathBuf, [String; 
 /// runc's `HOME`, which a launch without one also gets), in the told folder; the bytes after
 /// the spec are the program's stdin.
 fn prestarted_container_runs_what_it_is_told() -> Result<(), Failed> {
-    use sandbox::prestart::{Prestarted, Told};
+    use sandbox::prestart::Prestarted;
     use std::io::{Read, Write};
     let scratch = tempfile::tempdir()?;
     let (launcher, binary, stand_in) = prestart_launcher(scratch.path())?;
     let prestarted = Prestarted::start(&launcher, &binary, &stand_in, scratch.path())?;
-    let told = Told {
+    let told = ProcessSpec {
         program: "/bin/sh".into(),
         args: vec![
             "-c".into(),

@@ -240,7 +240,10 @@ pub async fn run_matrix(pairs: &[Pair], ctx: &matrix::context::CellContext) -> V
         eprintln!("running {}", pair.name());
         let outcome = fidelity::run_pair(pair, ctx).await;
         let transcript = |cell: &Cell| {
-            wire::item_id_shapes(&CellEvidence::of(&ctx.out_root, &cell.name()).transcript())
+            wire::item_id_shapes(
+                &CellEvidence::of(&ctx.out_root, &cell.name()).transcript(),
+                &[],
+            )
         };
         let id_changes = wire::id_shape_changes(&transcript(&pair.fake), &transcript(&pair.real));
         outcomes.push(MatrixDrift {

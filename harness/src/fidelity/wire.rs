@@ -38,7 +38,7 @@ pub const MODEL_MADE: &str = "<model-made>";
 /// not report as an item), which the fake mirrors with the same race, so one run has such an
 /// item and the next none on either side.
 pub fn app_server_id_shapes(transcript: &Path, left_out: &[String]) -> IdShapes {
-    item_id_shapes_except(transcript, left_out)
+    item_id_shapes(transcript, left_out)
         .into_iter()
         .map(|(kind, shapes)| {
             let shapes = shapes
@@ -56,12 +56,9 @@ pub fn app_server_id_shapes(transcript: &Path, left_out: &[String]) -> IdShapes 
         .collect()
 }
 
-/// Item type → the id shapes seen in `item/completed` notifications of a transcript.
-pub fn item_id_shapes(transcript: &Path) -> IdShapes {
-    item_id_shapes_except(transcript, &[])
-}
-
-fn item_id_shapes_except(transcript: &Path, left_out: &[String]) -> IdShapes {
+/// Item type → the id shapes seen in `item/completed` notifications of a transcript, but for
+/// the items of `left_out` (by id).
+pub fn item_id_shapes(transcript: &Path, left_out: &[String]) -> IdShapes {
     let mut shapes: IdShapes = BTreeMap::new();
     let Ok(text) = std::fs::read_to_string(transcript) else {
         return shapes;

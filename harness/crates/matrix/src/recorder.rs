@@ -6,7 +6,7 @@
 
 use anyhow::{Context, Result};
 use sandbox::launcher::{Launcher, ProcessSpec};
-use sandbox::prestart::{Prestarted, Told};
+use sandbox::prestart::Prestarted;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -53,10 +53,7 @@ impl LauncherSpawn {
         if !self.launcher.prestart_pays() || program != binary {
             return;
         }
-        let stand_in = [
-            binary.to_string_lossy().into_owned(),
-            crate::hidden::TOLD_EXEC.to_string(),
-        ];
+        let stand_in = [crate::hidden::TOLD_EXEC.to_string()];
         if let Ok(prestarted) =
             Prestarted::start(self.launcher.as_ref(), program, &stand_in, &self.workspace)
         {
@@ -76,7 +73,7 @@ impl LauncherSpawn {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
             .take()
             .filter(|p| p.program() == request.program)?;
-        let told = Told {
+        let told = ProcessSpec {
             program: request.program.to_path_buf(),
             args: request.args.to_vec(),
             env: request.env.to_vec(),

@@ -44,8 +44,9 @@ impl EnvMounts {
 }
 
 /// A process to start: program, arguments, the complete environment (nothing is inherited),
-/// and the working directory.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// and the working directory. Serialized as what a prestarted stand-in is told to run
+/// ([`crate::prestart`]).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ProcessSpec {
     pub program: PathBuf,
     pub args: Vec<String>,

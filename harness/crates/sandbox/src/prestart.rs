@@ -2,7 +2,7 @@
 //! start (one `runc run`: about 19 ms on the idle 2-core machine), which a driver's session
 //! waits for when its `codex` asks for the app-server. A cell can start that container while
 //! its driver is still starting, with a stand-in process that waits to be told what to run:
-//! [`told_exec`] reads one [`Told`] (the program, its arguments, its whole environment and its
+//! [`told_exec`] reads one [`ProcessSpec`] (the program, its arguments, its whole environment and its
 //! folder) from its stdin and execs it, in the container and as the process the launcher
 //! started, so the process tree, stdio, namespaces, uid and cgroup are the ones a direct launch
 //! gets. The stand-in reads exactly the spec's bytes (length first, unbuffered): whatever follows
@@ -14,7 +14,6 @@
 
 use crate::launcher::{Launcher, ProcessSpec};
 use anyhow::{bail, Context, Result};
-use serde::{Deserialize, Serialize};
 use std::io::{Read, Write};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -45,27 +44,17 @@ pub struct Prestarted {
 }
 
 impl Prestarted {
-    /// Start `stand_in` (a program and its arguments that run [`told_exec`]) through
-    /// `launcher`, set up as for `program` (its mounts: the same package), in `cwd`.
+    /// Start `program` with `args` (which make it run [`told_exec`]) through `launcher`, in
+    /// `cwd`: its container is set up for `program`, the program it will be told to run.
     pub fn start(
         launcher: &dyn Launcher,
         program: &Path,
-        stand_in: &[String],
+        args: &[String],
         cwd: &Path,
     ) -> Result<Prestarted> {
-        let (first, rest) = stand_in
-            .split_first()
-            .context("the stand-in's command is empty")?;
-        if Path::new(first) != program {
-            bail!(
-                "the stand-in `{first}` is not the program `{}`: its container would be set up \
-                 for another program",
-                program.display()
-            );
-        }
         let prepared = launcher.prepare(&ProcessSpec {
             program: program.to_path_buf(),
-            args: rest.to_vec(),
+            args: args.to_vec(),
             env: Vec::new(),
             cwd: cwd.to_path_buf(),
         })?;
@@ -86,7 +75,7 @@ impl Prestarted {
 
     /// Tell the stand-in to run `told`: its process (the launcher's, now running `told`) and
     /// the launcher's guard; or why not, and the stand-in is ended.
-    pub fn run(mut self, told: &Told) -> Result<(Child, Box<dyn Send + Sync>)> {
+    pub fn run(mut self, told: &ProcessSpec) -> Result<(Child, Box<dyn Send + Sync>)> {
         let message = message(told)?;
         if message.len() > TOLD_IN_ONE_WRITE {
             bail!(
@@ -131,25 +120,16 @@ impl Drop for Prestarted {
     }
 }
 
-fn message(told: &Told) -> Result<Vec<u8>> {
+fn message(told: &ProcessSpec) -> Result<Vec<u8>> {
     let spec = serde_json::to_vec(told).context("serializing the process spec")?;
     let mut message = (spec.len() as u64).to_le_bytes().to_vec();
     message.extend_from_slice(&spec);
     Ok(message)
 }
 
-/// What the stand-in runs, as [`crate::launcher::ProcessSpec`] says it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Told {
-    pub program: PathBuf,
-    pub args: Vec<String>,
-    pub env: Vec<(String, String)>,
-    pub cwd: PathBuf,
-}
-
 /// Read a spec from `input`, exactly its bytes; `None`: `input` ended before any byte (the
 /// stand-in was never told).
-pub fn read_told(input: &mut impl Read) -> Result<Option<Told>> {
+pub fn read_told(input: &mut impl Read) -> Result<Option<ProcessSpec>> {
     let mut header = [0u8; 8];
     let mut filled = 0;
     while filled < header.len() {
@@ -214,8 +194,8 @@ pub fn told_exec() -> ExitCode {
 mod tests {
     use super::*;
 
-    fn told() -> Told {
-        Told {
+    fn told() -> ProcessSpec {
+        ProcessSpec {
             program: "/bin/cat".into(),
             args: vec!["-u".into()],
             env: vec![("LANG".into(), "C".into())],
