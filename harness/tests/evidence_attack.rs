@@ -29,11 +29,17 @@
 //!   writes and removes the probe in a folder put in its place, and moves the watched one back:
 //!   a harness error naming the workspace (nothing can show what was written at its path).
 //!
+//! - **Leaving the cell** (`local`): a driver that moves a child out of the cell's cgroup,
+//!   writes the harness binary, the cache or another run's folder, reads root-only files or
+//!   leaves a file in the host's `/tmp` (`evidence_attack/escape.rs`).
+//!
 //! The driver whose line reader dies on a long line is `long_line_driver.rs`'s.
 
 // Each test crate uses its own part of the shared helpers.
 #[allow(dead_code)]
 mod common;
+#[path = "evidence_attack/escape.rs"]
+mod escape;
 
 use common::prereq;
 use libtest_mimic::{Arguments, Failed};
@@ -431,6 +437,16 @@ fn main() {
             target.needs
         );
         let cell = target.cell();
+        if target.environment == "local" {
+            trials.push(prereq::trial(
+                format!("a_local_driver_cannot_leave_its_cell_{on}"),
+                target.missing.clone(),
+                {
+                    let cell = cell.clone();
+                    move || escape::a_local_driver_stays_in_its_cell(&cell)
+                },
+            ));
+        }
         trials.push(prereq::trial(
             format!("a_driver_copying_a_passing_cells_evidence_over_its_own_is_refused_{on}"),
             target.missing.clone(),

@@ -1,53 +1,189 @@
-//! A process on the host (`local`) in a mount namespace of its own, where some folders are
-//! read-only (the cells' evidence) except some folders below them (the driver's own part), and
-//! some files are read-only (its task). The driver under test runs this way, so it cannot
-//! rewrite the evidence it is graded from.
+//! A process on the host (`local`) given no more power than an unprivileged user's: the driver
+//! under test runs this way, so it can neither rewrite the evidence it is graded from nor leave
+//! its cell.
 //!
-//! How, between fork and exec:
-//! 1. a new mount namespace — as root directly; otherwise inside a new user namespace that maps
-//!    the caller's own uid and gid (what an unprivileged process may map);
-//! 2. the mounts made private, then bind mounts: each read-only folder on itself, each writable
-//!    folder below it on itself, then the read-only folders remounted read-only (a bind keeps
-//!    the flags of the mount it was taken from, so the writable binds are made first);
-//! 3. then a further user namespace (and mount namespace), mapping the same uid and gid: the
-//!    mounts of step 2, made in a more privileged namespace, are now locked — the process can
-//!    neither unmount them nor remount them writable, has no capability outside its own user
-//!    namespace (no `setns` back, no `/proc/PID/root` of the harness: ptrace access across
-//!    user namespaces needs a capability it lacks), and keeps its uid.
+//! What the process sees is a view of the host, made between fork and exec:
+//! - **a mount namespace** where some folders are hidden behind an empty tmpfs (the output
+//!   folder, so other cells and runs are absent; a folder the process's uid cannot enter),
+//!   some are private, empty and bounded (`/tmp`, `/var/tmp`, `/dev/shm`: nothing it leaves
+//!   there outlives it), and some appear at their own paths again on top of those, writable
+//!   (its own part of the cell folder) or read-only (its task, the tap, its program and what
+//!   its command names);
+//! - **a cgroup namespace** rooted at the cell's cgroup (joined before this step), so no
+//!   ancestor's `cgroup.procs` is reachable: a process cannot move itself out of the cell;
+//! - **an unprivileged uid**: a root harness switches the process to a uid and gid of its own
+//!   ([`DriverIds`]) with no supplementary groups and `no_new_privs`, so the harness binary, the
+//!   cache, other runs' folders and root-only files are what they are to any user; the mounts
+//!   were made by root, so that uid can undo none of them. A harness that is not root keeps its
+//!   own uid: the view is made in a user namespace of its own, then a further user namespace
+//!   locks the mounts (made in a more privileged namespace, they can be neither unmounted nor
+//!   remounted writable), and what the view shows read-only stays so.
 //!
-//! Where the kernel allows none of this (no user namespaces for an unprivileged harness),
-//! [`available`] says why and the caller falls back to what docs/prerequisites.md describes.
+//! The mounts use the kernel's mount API (`open_tree`, `move_mount`, `mount_setattr`, Linux
+//! 5.12): each folder that must appear again is cloned before anything hides it, so a clone of a
+//! folder below a hidden one needs no path through it. nix wraps none of these calls.
+//!
+//! Where the kernel allows none of this, [`available`] says why and the caller falls back to
+//! what docs/prerequisites.md describes.
 
 use crate::launcher::{Launcher, PreparedCommand, ProcessSpec};
 use anyhow::{Context, Result};
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
-/// What the process may write and what it may only read.
+mod syscalls;
+use syscalls::{
+    check, check_long, cover, place, seal, MountAttr, AT_RECURSIVE, MOUNT_ATTR_RDONLY,
+    OPEN_TREE_CLONE,
+};
+
+/// The folders every isolated process gets private: empty at its start, gone with it.
+pub const PRIVATE_FOLDERS: [&str; 3] = ["/tmp", "/var/tmp", "/dev/shm"];
+
+/// The bound on each private folder's tmpfs (memory a process could otherwise fill).
+const PRIVATE_SIZE: &str = "512m";
+
+/// The uid and gid a root harness runs one cell's local driver as: the pair is the cell's own
+/// (drawn at random from a range no system or login account uses), so drivers of cells running
+/// at once cannot signal, trace or write each other either.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DriverIds {
+    pub uid: u32,
+    pub gid: u32,
+}
+
+impl DriverIds {
+    /// The first id of the range (about 1.5 billion; the range is 2^24 wide).
+    pub const BASE: u32 = 0x5a00_0000;
+
+    /// A fresh pair for one cell.
+    pub fn fresh() -> DriverIds {
+        use std::hash::{BuildHasher, Hasher};
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static DRAWN: AtomicU64 = AtomicU64::new(0);
+        // std's hasher keys are random per process: a pid and a counter hashed with them are
+        // as good as a random number here, without a dependency for one.
+        let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+        hasher.write_u32(std::process::id());
+        hasher.write_u64(DRAWN.fetch_add(1, Ordering::Relaxed));
+        let id = Self::BASE + (hasher.finish() as u32 & 0x00ff_ffff);
+        DriverIds { uid: id, gid: id }
+    }
+
+    /// Make `folders` (and what they already hold) the driver's to write, while they stay
+    /// root's: group `gid`, group-writable, new entries inheriting the group (setgid). The
+    /// owner stays the harness's, as Git and the app-server (run as root) expect of a workspace.
+    pub fn open_to_driver(&self, folders: &[&Path]) -> Result<()> {
+        for folder in folders {
+            open_tree_to(folder, self.gid)
+                .with_context(|| format!("handing {} to gid {}", folder.display(), self.gid))?;
+        }
+        Ok(())
+    }
+}
+
+fn open_tree_to(path: &Path, gid: u32) -> std::io::Result<()> {
+    let meta = std::fs::symlink_metadata(path)?;
+    if meta.file_type().is_symlink() {
+        return Ok(());
+    }
+    std::os::unix::fs::lchown(path, None, Some(gid))?;
+    let mode = meta.permissions().mode() & 0o7777;
+    if meta.is_dir() {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode | 0o2070))?;
+        for entry in std::fs::read_dir(path)? {
+            open_tree_to(&entry?.path(), gid)?;
+        }
+    } else {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode | 0o060))?;
+    }
+    Ok(())
+}
+
+/// What the process sees (see the module). Paths are the host's; each appears at its own path.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Isolation {
-    /// Folders made read-only (recursively bound first, so what is mounted below stays).
-    pub read_only: Vec<PathBuf>,
-    /// Folders below a read-only one that stay writable.
+    /// Folders hidden behind an empty tmpfs: what is listed below one appears again.
+    pub hidden: Vec<PathBuf>,
+    /// Folders replaced by a private, empty, bounded tmpfs anyone may write (sticky), e.g.
+    /// [`PRIVATE_FOLDERS`].
+    pub private: Vec<PathBuf>,
+    /// Folders and files that appear at their own path, writable as they are on the host.
     pub writable: Vec<PathBuf>,
-    /// Files made read-only (below a writable folder).
-    pub read_only_files: Vec<PathBuf>,
+    /// Folders and files that appear at their own path read-only.
+    pub read_only: Vec<PathBuf>,
+    /// Whom a root harness runs the process as; ignored when the harness is not root (it keeps
+    /// its own uid).
+    pub run_as: Option<DriverIds>,
+}
+
+impl Isolation {
+    /// Every path that appears at its own path.
+    fn visible(&self) -> impl Iterator<Item = &PathBuf> {
+        self.writable.iter().chain(self.read_only.iter())
+    }
+}
+
+/// One step of the view, applied in order of depth (a folder before what lies below it).
+enum Step {
+    /// Mount a fresh tmpfs with these options on the folder (made first where a cover above
+    /// it left nothing: the folder is there on the host); a hiding one (`seal`) is made
+    /// read-only once what appears below it is in place, so nothing can be added beside what
+    /// it shows.
+    Cover {
+        path: CString,
+        ancestors: Vec<CString>,
+        options: CString,
+        seal: bool,
+    },
+    /// Put the cloned tree `tree` at `path`, making `path` (and its missing ancestors, inside a
+    /// tmpfs) first.
+    Place {
+        tree: usize,
+        path: CString,
+        ancestors: Vec<CString>,
+        file: bool,
+    },
 }
 
 /// Everything the child needs, prepared before the fork: no allocation happens after it.
 struct Plan {
-    /// Bind these on themselves (read-only folders, then writable ones, then files).
-    binds: Vec<(CString, libc::c_ulong)>,
-    /// Then remount these read-only, each with the flags its mount had (a mount inherited from
-    /// a more privileged namespace keeps nosuid/nodev/noexec/atime locked; leaving them out of
-    /// a remount is refused).
-    read_only: Vec<(CString, libc::c_ulong)>,
-    /// Whether the first namespace needs a user namespace of its own (not root).
-    unprivileged: bool,
+    /// Whether the harness is root (else the view is made in a user namespace of its own).
+    privileged: bool,
+    /// Cloned before anything is hidden: each path, and whether the clone is made read-only.
+    trees: Vec<(CString, bool)>,
+    tree_fds: Vec<libc::c_int>,
+    steps: Vec<Step>,
+    run_as: Option<DriverIds>,
+    /// The harness's own uid and gid mapped onto themselves (the user namespaces of a harness
+    /// that is not root, and the lock).
     uid_map: Vec<u8>,
     gid_map: Vec<u8>,
+    /// Entered again at the end: the working folder std entered before this ran is the one
+    /// under the view's covers.
+    cwd: Option<CString>,
+}
+
+/// The folders above `path`, the topmost first, `/` left out.
+fn ancestors_of(path: &Path) -> Result<Vec<CString>> {
+    let mut ancestors: Vec<&Path> = path
+        .ancestors()
+        .skip(1)
+        .filter(|a| a.components().count() > 1)
+        .collect();
+    ancestors.reverse();
+    ancestors.into_iter().map(c_path).collect()
+}
+
+/// The uid and gid this process runs as.
+fn harness_ids() -> (u32, u32) {
+    (
+        nix::unistd::geteuid().as_raw(),
+        nix::unistd::getegid().as_raw(),
+    )
 }
 
 fn c_path(path: &Path) -> Result<CString> {
@@ -55,73 +191,107 @@ fn c_path(path: &Path) -> Result<CString> {
         .with_context(|| format!("{} holds a NUL byte", path.display()))
 }
 
-/// The flags of the mount holding `path`, as mount(2) flags for a remount.
-fn mount_flags(path: &Path) -> Result<libc::c_ulong> {
-    let c = c_path(path)?;
-    // SAFETY: statvfs writes into the zeroed struct we own.
-    let mut stat: libc::statvfs = unsafe { std::mem::zeroed() };
-    if unsafe { libc::statvfs(c.as_ptr(), &mut stat) } != 0 {
-        return Err(std::io::Error::last_os_error())
-            .with_context(|| format!("statvfs {}", path.display()));
-    }
-    let pairs = [
-        (libc::ST_NOSUID, libc::MS_NOSUID),
-        (libc::ST_NODEV, libc::MS_NODEV),
-        (libc::ST_NOEXEC, libc::MS_NOEXEC),
-        (libc::ST_NOATIME, libc::MS_NOATIME),
-        (libc::ST_NODIRATIME, libc::MS_NODIRATIME),
-        (libc::ST_RELATIME, libc::MS_RELATIME),
-    ];
-    Ok(pairs
-        .iter()
-        .filter(|(st, _)| stat.f_flag & *st != 0)
-        .fold(0, |flags, (_, ms)| flags | *ms))
-}
-
 impl Plan {
-    fn new(isolation: &Isolation, uid: u32, gid: u32) -> Result<Plan> {
-        let mut binds = Vec::new();
-        let mut read_only = Vec::new();
-        for folder in &isolation.read_only {
-            binds.push((c_path(folder)?, libc::MS_BIND | libc::MS_REC));
-            read_only.push((c_path(folder)?, mount_flags(folder)?));
+    /// The plan for a process started by a harness running as `harness` (uid, gid).
+    fn new(isolation: &Isolation, cwd: Option<&Path>, harness: (u32, u32)) -> Result<Plan> {
+        let (uid, gid) = harness;
+        let privileged = uid == 0;
+        let run_as = isolation.run_as.filter(|_| privileged);
+        // Paths as the kernel resolves them (a link is placed where it leads); what is not
+        // there is not shown.
+        let canonical = |paths: &[PathBuf]| -> Vec<PathBuf> {
+            let mut found: Vec<PathBuf> = paths
+                .iter()
+                .filter_map(|path| std::fs::canonicalize(path).ok())
+                .collect();
+            found.dedup();
+            found
+        };
+        let writable = canonical(&isolation.writable);
+        let read_only = canonical(&isolation.read_only);
+        let mut hidden = canonical(&isolation.hidden);
+        if let Some(ids) = run_as {
+            // A folder the driver's uid cannot enter (a 0700 home holding the harness cache)
+            // is hidden; what it must reach below it appears again.
+            for path in writable.iter().chain(read_only.iter()) {
+                if let Some(ancestor) = crate::reachable::blocking_ancestor(path, ids.uid) {
+                    if !hidden.contains(&ancestor) {
+                        hidden.push(ancestor);
+                    }
+                }
+            }
         }
-        for folder in &isolation.writable {
-            binds.push((c_path(folder)?, libc::MS_BIND | libc::MS_REC));
+        let private = canonical(&isolation.private);
+
+        let mut trees = Vec::new();
+        // (depth, order at one depth, step)
+        let mut steps: Vec<(usize, u8, Step)> = Vec::new();
+        let depth = |path: &Path| path.components().count();
+        let visible: Vec<&PathBuf> = writable.iter().chain(read_only.iter()).collect();
+        for (path, options, hiding) in hidden
+            .iter()
+            .map(|p| (p, "mode=0755".to_string(), true))
+            .chain(
+                private
+                    .iter()
+                    .map(|p| (p, format!("mode=1777,size={PRIVATE_SIZE}"), false)),
+            )
+        {
+            steps.push((
+                depth(path),
+                0,
+                Step::Cover {
+                    path: c_path(path)?,
+                    ancestors: ancestors_of(path)?,
+                    options: CString::new(options)?,
+                    // A folder that appears again at the same path needs no seal of its own.
+                    seal: hiding && !visible.contains(&path),
+                },
+            ));
         }
-        for file in &isolation.read_only_files {
-            binds.push((c_path(file)?, libc::MS_BIND));
-            read_only.push((c_path(file)?, mount_flags(file)?));
+        for (path, read_only) in writable
+            .iter()
+            .map(|p| (p, false))
+            .chain(read_only.iter().map(|p| (p, true)))
+        {
+            let ancestors = ancestors_of(path)?;
+            steps.push((
+                depth(path),
+                1,
+                Step::Place {
+                    tree: trees.len(),
+                    path: c_path(path)?,
+                    ancestors,
+                    file: !path.is_dir(),
+                },
+            ));
+            trees.push((c_path(path)?, read_only));
         }
+        steps.sort_by_key(|(depth, order, _)| (*depth, *order));
         Ok(Plan {
-            binds,
-            read_only,
-            unprivileged: uid != 0,
+            privileged,
+            tree_fds: vec![-1; trees.len()],
+            trees,
+            steps: steps.into_iter().map(|(_, _, step)| step).collect(),
+            run_as,
             uid_map: format!("{uid} {uid} 1\n").into_bytes(),
             gid_map: format!("{gid} {gid} 1\n").into_bytes(),
+            cwd: cwd.map(c_path).transpose()?,
         })
     }
 
-    /// Between fork and exec: system calls only.
-    fn enter(&self) -> std::io::Result<()> {
-        let check = |rc: libc::c_int| {
-            if rc == 0 {
-                Ok(())
-            } else {
-                Err(std::io::Error::last_os_error())
-            }
-        };
-        // SAFETY: plain system calls on strings prepared before the fork.
+    /// Between fork and exec: system calls only, on memory prepared before the fork.
+    fn enter(&mut self) -> std::io::Result<()> {
+        // SAFETY: plain system calls on strings and buffers prepared before the fork.
         unsafe {
-            if self.unprivileged {
-                // A process whose uid was just changed (a root harness starting a driver as
-                // another user) is not dumpable, and its /proc/self files then belong to root:
-                // it could not write its own uid map.
-                check(libc::prctl(libc::PR_SET_DUMPABLE, 1, 0, 0, 0))?;
-                check(libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNS))?;
-                self.write_maps()?;
+            if self.privileged {
+                check(libc::unshare(libc::CLONE_NEWNS | libc::CLONE_NEWCGROUP))?;
             } else {
-                check(libc::unshare(libc::CLONE_NEWNS))?;
+                check(libc::prctl(libc::PR_SET_DUMPABLE, 1, 0, 0, 0))?;
+                check(libc::unshare(
+                    libc::CLONE_NEWUSER | libc::CLONE_NEWNS | libc::CLONE_NEWCGROUP,
+                ))?;
+                self.write_maps()?;
             }
             check(libc::mount(
                 std::ptr::null(),
@@ -130,32 +300,94 @@ impl Plan {
                 libc::MS_REC | libc::MS_PRIVATE,
                 std::ptr::null(),
             ))?;
-            for (path, flags) in &self.binds {
-                check(libc::mount(
-                    path.as_ptr(),
-                    path.as_ptr(),
-                    std::ptr::null(),
-                    *flags,
-                    std::ptr::null(),
-                ))?;
+            self.clone_trees()?;
+            for step in &self.steps {
+                match step {
+                    Step::Cover {
+                        path,
+                        ancestors,
+                        options,
+                        ..
+                    } => cover(path, ancestors, options)?,
+                    Step::Place {
+                        tree,
+                        path,
+                        ancestors,
+                        file,
+                    } => place(self.tree_fds[*tree], path, ancestors, *file)?,
+                }
             }
-            for (path, flags) in &self.read_only {
-                check(libc::mount(
-                    std::ptr::null(),
-                    path.as_ptr(),
-                    std::ptr::null(),
-                    libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY | *flags,
-                    std::ptr::null(),
-                ))?;
+            for fd in &self.tree_fds {
+                libc::close(*fd);
             }
-            // Lock the mounts: from here on they came from a more privileged namespace.
-            check(libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNS))?;
-            self.write_maps()
+            // The deepest first: a sealed folder's path may lie below another's.
+            for step in self.steps.iter().rev() {
+                if let Step::Cover {
+                    path, seal: true, ..
+                } = step
+                {
+                    seal(path)?;
+                }
+            }
+            match self.run_as {
+                Some(ids) => {
+                    check(libc::setgroups(0, std::ptr::null()))?;
+                    check(libc::setresgid(ids.gid, ids.gid, ids.gid))?;
+                    check(libc::setresuid(ids.uid, ids.uid, ids.uid))?;
+                    // A process whose uid was just changed is not dumpable; its /proc/self
+                    // files would then be root's, not its own.
+                    check(libc::prctl(libc::PR_SET_DUMPABLE, 1, 0, 0, 0))?;
+                }
+                None => {
+                    // Lock the mounts: from here on they came from a more privileged namespace.
+                    check(libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNS))?;
+                    self.write_maps()?;
+                }
+            }
+            // No set-uid program gives back what was taken.
+            check(libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))?;
+            if let Some(cwd) = &self.cwd {
+                check(libc::chdir(cwd.as_ptr()))?;
+            }
         }
+        Ok(())
     }
 
-    /// Map the caller's own uid and gid in its new user namespace (`setgroups` denied first, as
-    /// an unprivileged gid map requires).
+    /// Clone every tree that appears again, before anything hides its path.
+    unsafe fn clone_trees(&mut self) -> std::io::Result<()> {
+        for (index, (path, read_only)) in self.trees.iter().enumerate() {
+            let fd = libc::syscall(
+                libc::SYS_open_tree,
+                libc::AT_FDCWD,
+                path.as_ptr(),
+                OPEN_TREE_CLONE | libc::O_CLOEXEC as libc::c_uint | AT_RECURSIVE,
+            );
+            if fd < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            self.tree_fds[index] = fd as libc::c_int;
+            if *read_only {
+                let attr = MountAttr {
+                    attr_set: MOUNT_ATTR_RDONLY,
+                    attr_clr: 0,
+                    propagation: 0,
+                    userns_fd: 0,
+                };
+                check_long(libc::syscall(
+                    libc::SYS_mount_setattr,
+                    fd as libc::c_int,
+                    c"".as_ptr(),
+                    libc::AT_EMPTY_PATH as libc::c_uint | AT_RECURSIVE,
+                    &attr as *const MountAttr,
+                    std::mem::size_of::<MountAttr>(),
+                ))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Map the harness's own uid and gid in its new user namespace (`setgroups` denied first,
+    /// as an unprivileged gid map requires).
     unsafe fn write_maps(&self) -> std::io::Result<()> {
         for (file, bytes) in [
             (c"/proc/self/setgroups", &b"deny"[..]),
@@ -177,14 +409,15 @@ impl Plan {
     }
 }
 
-/// Makes `command` enter `isolation` before it execs, as `uid`/`gid` (the process's own).
+/// Makes `command` enter `isolation` before it execs (after the steps added before this one,
+/// such as joining the cell's cgroup, which happen in the harness's namespaces).
 fn isolate(
     command: &mut std::process::Command,
     isolation: &Isolation,
-    uid: u32,
-    gid: u32,
+    cwd: Option<&Path>,
+    harness: (u32, u32),
 ) -> Result<()> {
-    let plan = Plan::new(isolation, uid, gid)?;
+    let mut plan = Plan::new(isolation, cwd, harness)?;
     use std::os::unix::process::CommandExt;
     // SAFETY: `enter` only makes system calls on memory prepared before the fork.
     unsafe {
@@ -198,48 +431,34 @@ fn isolate(
 pub fn available() -> &'static Result<&'static str, String> {
     static AVAILABLE: OnceLock<Result<&'static str, String>> = OnceLock::new();
     AVAILABLE.get_or_init(|| {
-        let (uid, gid) = (
-            nix::unistd::geteuid().as_raw(),
-            nix::unistd::getegid().as_raw(),
-        );
-        probe(uid, gid).map(|()| {
-            if uid == 0 {
-                "a mount namespace (root), locked in a user namespace"
+        probe().map(|()| {
+            if nix::unistd::geteuid().is_root() {
+                "a mount and cgroup namespace and a uid of the cell's own (root)"
             } else {
-                "a user and mount namespace mapping the harness's own uid"
+                "a user, mount and cgroup namespace mapping the harness's own uid"
             }
         })
     })
 }
 
-/// Isolate `/bin/true` as `uid`/`gid` over scratch folders; why not, if it fails.
-fn probe(uid: u32, gid: u32) -> Result<(), String> {
+/// Isolate `/bin/true` over scratch folders as a driver would be; why not, if it fails.
+fn probe() -> Result<(), String> {
     let scratch = tempfile::tempdir().map_err(|e| format!("a scratch folder: {e}"))?;
     let own = scratch.path().join("own");
     std::fs::create_dir(&own).map_err(|e| e.to_string())?;
-    if uid != nix::unistd::geteuid().as_raw() {
-        // The mounts are made after the switch to `uid`, which must reach the folders (a
-        // temporary folder is private to its creator).
-        for path in [scratch.path(), own.as_path()] {
-            std::os::unix::fs::chown(path, Some(uid), Some(gid))
-                .map_err(|e| format!("handing {} to uid {uid}: {e}", path.display()))?;
-        }
-    }
     let isolation = Isolation {
-        read_only: vec![scratch.path().to_path_buf()],
-        writable: vec![own],
-        read_only_files: Vec::new(),
+        hidden: vec![scratch.path().to_path_buf()],
+        private: PRIVATE_FOLDERS.iter().map(PathBuf::from).collect(),
+        writable: vec![own.clone()],
+        read_only: Vec::new(),
+        run_as: Some(DriverIds::fresh()),
     };
     let mut command = std::process::Command::new("/bin/true");
-    if uid != nix::unistd::geteuid().as_raw() {
-        use std::os::unix::process::CommandExt;
-        command.uid(uid).gid(gid);
-    }
     command
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null());
-    isolate(&mut command, &isolation, uid, gid).map_err(|e| format!("{e:#}"))?;
+    isolate(&mut command, &isolation, Some(&own), harness_ids()).map_err(|e| format!("{e:#}"))?;
     let mut child = command
         .spawn()
         .map_err(|e| format!("entering the namespaces: {e}"))?;
@@ -269,16 +488,22 @@ impl Launcher for IsolatedLauncher {
     }
 
     fn cannot_start(&self, program: &Path) -> Option<String> {
-        self.inner.cannot_start(program)
+        let ids = self
+            .isolation
+            .run_as
+            .filter(|_| nix::unistd::geteuid().is_root());
+        match ids {
+            Some(ids) => {
+                let visible: Vec<PathBuf> = self.isolation.visible().cloned().collect();
+                crate::reachable::unreachable_program(program, ids.uid, &visible)
+            }
+            None => self.inner.cannot_start(program),
+        }
     }
 
     fn prepare(&self, spec: &ProcessSpec) -> Result<PreparedCommand> {
         let mut prepared = self.inner.prepare(spec)?;
-        let (uid, gid) = (
-            nix::unistd::geteuid().as_raw(),
-            nix::unistd::getegid().as_raw(),
-        );
-        let plan = Plan::new(&self.isolation, uid, gid)?;
+        let mut plan = Plan::new(&self.isolation, Some(&spec.cwd), harness_ids())?;
         // SAFETY: as in `isolate`. Added after the inner launcher's own steps (joining the
         // cell's cgroup happens in the harness's namespaces).
         unsafe {
@@ -289,110 +514,4 @@ impl Launcher for IsolatedLauncher {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Run `script` isolated as `uid`/`gid` over `evidence/` (read-only) with `evidence/own/`
-    /// writable and `evidence/own/task.json` read-only; its stdout.
-    fn run_isolated(root: &Path, uid: u32, gid: u32, script: &str) -> String {
-        let evidence = root.join("evidence");
-        let isolation = Isolation {
-            read_only: vec![evidence.clone()],
-            writable: vec![evidence.join("own")],
-            read_only_files: vec![evidence.join("own/task.json")],
-        };
-        let mut command = std::process::Command::new("/bin/sh");
-        command.args(["-c", script]).current_dir(root);
-        use std::os::unix::process::CommandExt;
-        command.uid(uid).gid(gid);
-        isolate(&mut command, &isolation, uid, gid).unwrap();
-        let output = command.output().unwrap();
-        assert!(output.status.success(), "{output:?}");
-        String::from_utf8(output.stdout).unwrap()
-    }
-
-    const ATTACK: &str = "
-        echo forged > evidence/transcript.jsonl 2>/dev/null && echo evidence-written
-        echo mine > evidence/own/workspace-file && echo own-written
-        echo forged > evidence/own/task.json 2>/dev/null && echo task-written
-        umount evidence 2>/dev/null && echo unmounted
-        umount -l evidence/own 2>/dev/null && echo own-unmounted
-        mount -o remount,bind,rw evidence 2>/dev/null && echo remounted
-        echo forged > evidence/transcript.jsonl 2>/dev/null && echo evidence-written-late
-        ls /proc/1/root/ >/dev/null 2>&1 && echo host-root-reached
-        id -u
-    ";
-
-    fn folders(owner: Option<u32>) -> tempfile::TempDir {
-        let root = tempfile::tempdir().unwrap();
-        let own = root.path().join("evidence/own");
-        std::fs::create_dir_all(&own).unwrap();
-        std::fs::write(root.path().join("evidence/transcript.jsonl"), "recorded\n").unwrap();
-        std::fs::write(own.join("task.json"), "{}").unwrap();
-        if let Some(uid) = owner {
-            for path in [
-                root.path(),
-                &root.path().join("evidence"),
-                &own,
-                &own.join("task.json"),
-            ] {
-                std::os::unix::fs::chown(path, Some(uid), Some(uid)).unwrap();
-            }
-            std::os::unix::fs::chown(
-                root.path().join("evidence/transcript.jsonl"),
-                Some(uid),
-                Some(uid),
-            )
-            .unwrap();
-        }
-        root
-    }
-
-    fn assert_only_its_own_part_is_written(root: &Path, said: &str, uid: u32) {
-        assert_eq!(
-            said,
-            format!("own-written\n{uid}\n"),
-            "what the isolated process managed"
-        );
-        assert_eq!(
-            std::fs::read_to_string(root.join("evidence/transcript.jsonl")).unwrap(),
-            "recorded\n"
-        );
-        assert_eq!(
-            std::fs::read_to_string(root.join("evidence/own/task.json")).unwrap(),
-            "{}"
-        );
-    }
-
-    /// Loud, and a failure where every prerequisite must be there.
-    fn ignored(why: &str) {
-        assert_ne!(std::env::var("CI").as_deref(), Ok("true"), "CI=true: {why}");
-        eprintln!("ignored: {why}");
-    }
-
-    #[test]
-    fn an_isolated_root_process_writes_its_own_part_and_cannot_undo_the_read_only_evidence_needs_root(
-    ) {
-        if !nix::unistd::geteuid().is_root() {
-            return ignored("needs root");
-        }
-        let root = folders(None);
-        let said = run_isolated(root.path(), 0, 0, ATTACK);
-        assert_only_its_own_part_is_written(root.path(), &said, 0);
-    }
-
-    /// The unprivileged path, as an unprivileged uid (set by root before the isolation, as a
-    /// harness started by that user would be).
-    #[test]
-    fn an_isolated_unprivileged_process_is_held_the_same_way_needs_root() {
-        if !nix::unistd::geteuid().is_root() {
-            return ignored("needs root (to become another uid)");
-        }
-        if let Err(why) = probe(65534, 65534) {
-            return ignored(&format!("no unprivileged user namespaces here: {why}"));
-        }
-        let root = folders(Some(65534));
-        let said = run_isolated(root.path(), 65534, 65534, ATTACK);
-        assert_only_its_own_part_is_written(root.path(), &said, 65534);
-    }
-}
+mod tests;

@@ -28,7 +28,13 @@ pub struct Folders {
 pub fn prepare(ctx: &CellContext, cell: &Cell) -> Result<Folders> {
     let evidence = ctx.evidence(cell);
     let owner = sandbox::catalogue::spec(&cell.id.environment)?.container_user();
-    let dirs = CellFolders::create(&evidence, owner)?;
+    let mut dirs = CellFolders::create(&evidence, owner)?;
+    if cell.id.environment == "local" {
+        dirs.local_driver = local_driver_ids(ctx);
+        if let Some(ids) = dirs.local_driver {
+            ids.open_to_driver(&[&dirs.driver])?;
+        }
+    }
     let task = task_for(cell)?;
     let (scenario, scenario_arg) = scenario_for(cell, &evidence)?;
     Ok(Folders {
@@ -51,6 +57,18 @@ pub struct CellFolders {
     pub tmp: PathBuf,
     /// uid/gid the environment's container runs processes as (`None`: the harness's own).
     pub owner: Option<(u32, u32)>,
+    /// The uid and gid a root harness runs this `local` cell's driver as
+    /// (`sandbox::isolation`): its own part is handed to that group.
+    pub local_driver: Option<sandbox::isolation::DriverIds>,
+}
+
+/// A uid of the cell's own for its `local` driver: where the harness is root and the driver
+/// runs isolated (stage 3).
+fn local_driver_ids(ctx: &CellContext) -> Option<sandbox::isolation::DriverIds> {
+    (ctx.local_isolation
+        && nix::unistd::geteuid().is_root()
+        && sandbox::isolation::available().is_ok())
+    .then(sandbox::isolation::DriverIds::fresh)
 }
 
 impl CellFolders {
@@ -68,6 +86,7 @@ impl CellFolders {
             home: evidence.home(),
             tmp: evidence.tmp(),
             owner,
+            local_driver: None,
         };
         for dir in [&layout.workspace, &layout.home, &layout.tmp] {
             std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;

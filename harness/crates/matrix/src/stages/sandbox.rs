@@ -98,7 +98,7 @@ pub async fn enter(
     let driver_launcher =
         contained(launcher_with(environment, &driver_mounts, &options).with_context(starting)?);
     let driver_launcher = if environment == "local" {
-        isolated_on_the_host(ctx, dirs, driver_launcher)
+        isolated_on_the_host(ctx, dirs, &driver_mounts, driver_launcher)
     } else {
         driver_launcher
     };
@@ -130,14 +130,18 @@ pub async fn enter(
     })
 }
 
-/// The driver on the host, in a mount namespace where the output folder (every cell's evidence)
-/// is read-only but its own part, and its task is read-only too
-/// ([`sandbox::isolation`]). Where the kernel allows no such namespace (or the context turned
-/// it off), said once: the cell's evidence is then checked for being its own
-/// ([`crate::own_evidence`], docs/prerequisites.md).
+/// The driver on the host with no more power than an unprivileged user's
+/// ([`sandbox::isolation`]): the output folder (every cell's evidence, other runs) hidden but
+/// its own part, writable, and what it must read (its task, the tap, its program and what its
+/// command names, the installs it reaches into) read-only; private `/tmp`, `/var/tmp` and
+/// `/dev/shm`; a cgroup namespace rooted at the cell's cgroup; under a root harness, a uid of
+/// the cell's own. Where the kernel allows none of this (or the context turned it off), said
+/// once: the cell's evidence is then checked for being its own ([`crate::own_evidence`],
+/// docs/prerequisites.md).
 fn isolated_on_the_host(
     ctx: &CellContext,
     dirs: &super::folders::CellFolders,
+    mounts: &EnvMounts,
     launcher: Arc<dyn Launcher>,
 ) -> Arc<dyn Launcher> {
     let available = if ctx.local_isolation {
@@ -152,9 +156,16 @@ fn isolated_on_the_host(
         Ok(_) => Arc::new(IsolatedLauncher::new(
             launcher,
             Isolation {
-                read_only: vec![ctx.out_root.clone()],
-                writable: vec![dirs.driver.clone()],
-                read_only_files: vec![dirs.evidence.task()],
+                hidden: vec![ctx.out_root.clone()],
+                private: sandbox::isolation::PRIVATE_FOLDERS
+                    .iter()
+                    .map(std::path::PathBuf::from)
+                    .collect(),
+                writable: std::iter::once(mounts.scratch.clone())
+                    .chain(mounts.writable.iter().cloned())
+                    .collect(),
+                read_only: mounts.readonly.clone(),
+                run_as: dirs.local_driver,
             },
         )),
         Err(why) => {

@@ -1,0 +1,183 @@
+//! What an isolated process can and cannot do, tried by a shell script under each of the two
+//! ways in: a root harness (a uid of the cell's own) and a harness that is not root (its own uid,
+//! in user namespaces).
+
+use super::*;
+
+/// The folders of one trial: `evidence/` (hidden but its `own/` part, writable, and
+/// `own/task.json`, read-only), `elsewhere/` (the harness's: its binary, its cache) and a
+/// root-only file.
+struct Folders {
+    root: tempfile::TempDir,
+}
+
+impl Folders {
+    fn new() -> Folders {
+        let root = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(root.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let own = root.path().join("evidence/own");
+        std::fs::create_dir_all(&own).unwrap();
+        std::fs::create_dir_all(root.path().join("elsewhere")).unwrap();
+        std::fs::write(root.path().join("evidence/transcript.jsonl"), "recorded\n").unwrap();
+        std::fs::write(own.join("task.json"), "{}").unwrap();
+        std::fs::write(root.path().join("elsewhere/harness"), "binary\n").unwrap();
+        std::fs::write(root.path().join("elsewhere/secret"), "secret\n").unwrap();
+        std::fs::set_permissions(
+            root.path().join("elsewhere/secret"),
+            std::fs::Permissions::from_mode(0o600),
+        )
+        .unwrap();
+        Folders { root }
+    }
+
+    fn path(&self, relative: &str) -> PathBuf {
+        self.root.path().join(relative)
+    }
+
+    fn isolation(&self, run_as: Option<DriverIds>) -> Isolation {
+        Isolation {
+            hidden: vec![self.path("evidence")],
+            private: PRIVATE_FOLDERS.iter().map(PathBuf::from).collect(),
+            writable: vec![self.path("evidence/own")],
+            read_only: vec![self.path("evidence/own/task.json")],
+            run_as,
+        }
+    }
+
+    /// Hand everything to `uid` (the harness that is not root owns its files).
+    fn chown_all(&self, uid: u32) {
+        for entry in walk(self.root.path()) {
+            std::os::unix::fs::lchown(&entry, Some(uid), Some(uid)).unwrap();
+        }
+    }
+}
+
+fn walk(path: &Path) -> Vec<PathBuf> {
+    let mut all = vec![path.to_path_buf()];
+    if path.is_dir() {
+        for entry in std::fs::read_dir(path).unwrap() {
+            all.extend(walk(&entry.unwrap().path()));
+        }
+    }
+    all
+}
+
+/// Each line says what the process managed; the test reads which lines are there. Its `/tmp`
+/// is its own: what it writes there must not reach the host's.
+const ATTACK: &str = r#"
+echo forged > evidence/transcript.jsonl 2>/dev/null && echo evidence-written
+cat evidence/transcript.jsonl 2>/dev/null && echo evidence-read
+echo mine > evidence/own/workspace-file && echo own-written
+echo forged > evidence/own/task.json 2>/dev/null && echo task-written
+umount evidence 2>/dev/null && echo unmounted
+umount -l evidence/own/task.json 2>/dev/null && echo task-unmounted
+mount -o remount,bind,rw evidence/own/task.json 2>/dev/null && echo remounted
+echo forged > elsewhere/harness 2>/dev/null && echo binary-written
+cat elsewhere/secret 2>/dev/null && echo secret-read
+echo big > /tmp/isolation-trial-left-behind && echo tmp-written
+for procs in /sys/fs/cgroup/cgroup.procs /sys/fs/cgroup/*/cgroup.procs; do
+  echo $$ > "$procs" 2>/dev/null && echo "cgroup-left $procs" && break
+done
+grep -q '^0::/$' /proc/self/cgroup && echo cgroup-namespace
+ls /proc/1/root/ >/dev/null 2>&1 && echo host-root-reached
+echo "uid $(id -u)"
+"#;
+
+fn run_isolated(folders: &Folders, isolation: &Isolation, as_uid: Option<u32>) -> String {
+    let mut command = std::process::Command::new("/bin/sh");
+    command
+        .args(["-c", ATTACK])
+        .current_dir(folders.root.path());
+    let harness = match as_uid {
+        Some(uid) => {
+            use std::os::unix::process::CommandExt;
+            command.uid(uid).gid(uid);
+            (uid, uid)
+        }
+        None => harness_ids(),
+    };
+    isolate(&mut command, isolation, Some(folders.root.path()), harness).unwrap();
+    let output = command.output().unwrap();
+    assert!(output.status.success(), "{output:?}");
+    String::from_utf8(output.stdout).unwrap()
+}
+
+fn assert_held(folders: &Folders, said: &str, uid: u32) {
+    assert_eq!(
+        said,
+        format!("own-written\ntmp-written\ncgroup-namespace\nuid {uid}\n"),
+        "what the isolated process managed"
+    );
+    assert_eq!(
+        std::fs::read_to_string(folders.path("evidence/transcript.jsonl")).unwrap(),
+        "recorded\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(folders.path("evidence/own/task.json")).unwrap(),
+        "{}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(folders.path("elsewhere/harness")).unwrap(),
+        "binary\n"
+    );
+    assert!(!Path::new("/tmp/isolation-trial-left-behind").exists());
+}
+
+/// Loud, and a failure where every prerequisite must be there.
+fn ignored(why: &str) {
+    assert_ne!(std::env::var("CI").as_deref(), Ok("true"), "CI=true: {why}");
+    eprintln!("ignored: {why}");
+}
+
+#[test]
+fn a_driver_of_a_root_harness_writes_only_its_own_part_as_a_uid_of_its_own_needs_root() {
+    if !nix::unistd::geteuid().is_root() {
+        return ignored("needs root");
+    }
+    let folders = Folders::new();
+    let ids = DriverIds::fresh();
+    ids.open_to_driver(&[&folders.path("evidence/own")])
+        .unwrap();
+    let said = run_isolated(&folders, &folders.isolation(Some(ids)), None);
+    assert_held(&folders, &said, ids.uid);
+    // Its own part is still root's, given to the cell's group.
+    let own = std::fs::metadata(folders.path("evidence/own")).unwrap();
+    use std::os::unix::fs::MetadataExt;
+    assert_eq!((own.uid(), own.gid()), (0, ids.gid));
+}
+
+/// The harness that is not root (made so by root, as a harness started by that user would be):
+/// its driver keeps its uid, and what it must not write is read-only or absent all the same.
+#[test]
+fn a_driver_of_an_unprivileged_harness_is_held_the_same_way_needs_root() {
+    if !nix::unistd::geteuid().is_root() {
+        return ignored("needs root (to become another uid)");
+    }
+    let folders = Folders::new();
+    folders.chown_all(65534);
+    let mut isolation = folders.isolation(None);
+    // Its own files: the harness's binary is made read-only by the view, not by their owner.
+    isolation.read_only.push(folders.path("elsewhere"));
+    let said = run_isolated(&folders, &isolation, Some(65534));
+    // Its own secret it may read: it is the same user.
+    assert_eq!(
+        said.replace("secret\nsecret-read\n", ""),
+        "own-written\ntmp-written\ncgroup-namespace\nuid 65534\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(folders.path("elsewhere/harness")).unwrap(),
+        "binary\n"
+    );
+    assert!(!Path::new("/tmp/isolation-trial-left-behind").exists());
+}
+
+#[test]
+fn fresh_driver_ids_lie_in_their_range_and_differ() {
+    let a = DriverIds::fresh();
+    let b = DriverIds::fresh();
+    for ids in [a, b] {
+        assert!(ids.uid >= DriverIds::BASE && ids.uid < DriverIds::BASE + (1 << 24));
+        assert_eq!(ids.uid, ids.gid);
+    }
+    assert_ne!(a, b);
+}
