@@ -126,6 +126,19 @@ fn genuine_user_decline() -> Stream {
         ))
 }
 
+/// A driver that answers the approval with a JSON-RPC error: the real Codex takes it as a
+/// refusal (`Rejected("approval request failed")`) and runs nothing.
+fn genuine_error_answer() -> Stream {
+    session("on-request", "user")
+        .driver(approval_request("0", SHELL))
+        .driver(decision("0", "error"))
+        .driver(command_item("declined", None, None))
+        .driver(turn_completed_as("completed"))
+        .model(escalated_call())
+        .harness(absent())
+        .harness(succeeded())
+}
+
 /// The SDK under `ApprovalMode.deny_all`: Codex tells the model it cannot escalate.
 fn genuine_never() -> Stream {
     session("never", "user")
@@ -471,6 +484,7 @@ fn allowed_case_refused() -> Stream {
 #[rstest]
 #[case::genuine_user_decline("genuine-user-decline", genuine_user_decline(), Pass)]
 #[case::genuine_never("genuine-never", genuine_never(), Pass)]
+#[case::genuine_error_answer("genuine-error-answer", genuine_error_answer(), Pass)]
 #[case::genuine_review_deny("genuine-review-deny", genuine_review_deny(), Pass)]
 #[case::genuine_user_accept_refused_case("user-accept", genuine_user_accept(), WriteSucceeded)]
 #[case::genuine_review_allow_refused_case("review-allow", genuine_review_allow(), WriteSucceeded)]
@@ -548,6 +562,7 @@ fn refusal_cases(#[case] name: &str, #[case] stream: Stream, #[case] expected: V
 #[case::refused("allowed-case-refused", allowed_case_refused(), Fail)]
 #[case::declined("allowed-case-declined", genuine_user_decline(), Fail)]
 #[case::never("allowed-case-never", genuine_never(), Fail)]
+#[case::error_answer("allowed-case-error-answer", genuine_error_answer(), Fail)]
 #[case::no_grant("landed-without-a-grant", landed_without_a_grant(), WriteSucceeded)]
 #[case::other_request(
     "accept-of-another-request",

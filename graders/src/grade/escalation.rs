@@ -16,8 +16,11 @@ use std::collections::{HashMap, HashSet};
 
 /// Approval requests waiting for their resolution; past this the state overflows.
 const MAX_PENDING_APPROVALS: usize = 1024;
-/// Decisions that refuse the request (Codex's `decline`/`cancel`, the legacy `denied`/`abort`).
-pub(crate) const REFUSING_DECISIONS: &[&str] = &["decline", "cancel", "denied", "abort"];
+/// Decisions that refuse the request: Codex's `decline`/`cancel`, the legacy `denied`/`abort`,
+/// and `error`, the translator's name for a JSON-RPC error answering the request — the real
+/// Codex takes that as a refusal too (0.169: it logs `Rejected("approval request failed")` and
+/// runs nothing), as `protocol-safe-default` does.
+pub(crate) const REFUSING_DECISIONS: &[&str] = &["decline", "cancel", "denied", "abort", "error"];
 
 #[derive(Debug, Default)]
 pub(crate) struct EscalationWatch {
