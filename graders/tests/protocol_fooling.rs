@@ -33,6 +33,26 @@ fn a_correct_driver_passes_every_protocol_case() {
     assert_eq!(protocol_cases().count(), 43, "the design's catalogue");
 }
 
+/// A legitimate choice is never red: the same correct runs on ephemeral threads (the Python SDKs
+/// open their session's thread so) pass too; only a thread opened beside the driver's first
+/// is a side thread.
+#[test]
+fn a_correct_driver_on_ephemeral_threads_passes_every_protocol_case() {
+    let mut failed = Vec::new();
+    for (suite, case) in protocol_cases() {
+        let verdict = healthy(suite, case)
+            .transcript(|t| t.ephemeral_threads())
+            .grade();
+        if !verdict.is_pass() {
+            failed.push(format!(
+                "{suite}/{case}: {} {}",
+                verdict.verdict, verdict.reason
+            ));
+        }
+    }
+    assert!(failed.is_empty(), "{}", failed.join("\n"));
+}
+
 /// The stream with every driver event written by `forger` instead.
 fn forged(stream: &Stream, forger: Source) -> Stream {
     stream

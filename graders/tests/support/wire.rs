@@ -216,6 +216,19 @@ impl Transcript {
             .start_turn(TURN_START_ID, THREAD, TURN)
     }
 
+    /// The same session with every thread the driver starts ephemeral (`thread/start
+    /// {ephemeral: true}`: a thread Codex does not persist), a choice the protocol leaves to it.
+    pub fn ephemeral_threads(mut self) -> Self {
+        for line in &mut self.lines {
+            let mut value: Value = serde_json::from_str(line).expect("a transcript line");
+            if value["direction"] == "in" && value["message"]["method"] == "thread/start" {
+                value["message"]["params"]["ephemeral"] = json!(true);
+                *line = value.to_string();
+            }
+        }
+        self
+    }
+
     /// What codex-acp does after its turn: it opens an ephemeral thread to title the session
     /// and starts a turn on it, and it may end before that turn completes.
     pub fn title_thread(self) -> Self {

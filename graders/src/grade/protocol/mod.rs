@@ -305,13 +305,34 @@ impl Exchange {
     /// The threads the driver opened on the side with `thread/start {ephemeral: true}` (codex-acp
     /// titles its session on one after its turn): not the session the case's scenario plays
     /// on, so neither they nor their turns are the case's. Without this, a title thread's turn,
-    /// started after the driver's own, would be taken for the case's turn.
+    /// started after the driver's own, would be taken for the case's turn. An ephemeral thread
+    /// is a legitimate session of its own too (the Python SDKs run theirs on one): where the
+    /// driver opened no other kind of thread, its first ephemeral thread is its session, and
+    /// only those after it are on the side.
     fn side_threads(&self) -> HashSet<&str> {
-        self.client_requests
+        let opened: Vec<(&str, bool)> = self
+            .client_requests
             .iter()
-            .filter(|(_, r)| r.method == "thread/start" && r.ephemeral == Some(true))
-            .filter_map(|(_, r)| self.answer_of(r))
-            .filter_map(|(_, a)| a.thread_id.as_deref())
+            .filter(|(_, r)| THREAD_OPENERS.contains(&r.method.as_str()))
+            .filter_map(|(_, r)| {
+                let ephemeral = r.method == "thread/start" && r.ephemeral == Some(true);
+                self.answer_of(r)
+                    .and_then(|(_, a)| a.thread_id.as_deref())
+                    .map(|thread| (thread, ephemeral))
+            })
+            .collect();
+        let ephemeral: Vec<&str> = opened
+            .iter()
+            .filter(|(_, ephemeral)| *ephemeral)
+            .map(|(thread, _)| *thread)
+            .collect();
+        // A resume or fork of an ephemeral thread opens nothing lasting.
+        let any_lasting = opened.iter().any(|(thread, _)| !ephemeral.contains(thread));
+        ephemeral
+            .iter()
+            .enumerate()
+            .filter(|(index, _)| any_lasting || *index > 0)
+            .map(|(_, thread)| *thread)
             .collect()
     }
 
