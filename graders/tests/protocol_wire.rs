@@ -179,6 +179,18 @@ fn a_burst_the_driver_cannot_drain_fails_and_a_short_one_shows_nothing() {
     )
     .grade();
     assert_eq!(short.verdict, Incomplete, "{short:?}");
+    // A driver that dies in the middle of the burst (its app-server killed when it let go, the
+    // turn never completed) fails: the burst was cut short by the driver, not by the server.
+    let died = case(
+        "protocol-size",
+        "delta-burst",
+        (0..10)
+            .fold(Transcript::session(), |t, _| t.recv(delta(1)))
+            .killed_by_harness(),
+    )
+    .exits(1)
+    .grade();
+    check(&died, Fail, "session-continued");
 }
 
 // --- handshake

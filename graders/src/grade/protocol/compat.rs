@@ -238,10 +238,18 @@ impl ProtocolCase for Size {
                     .find(|m| m.method == DELTA)
                     .map_or(0, |m| m.count);
                 if deltas < BURST {
-                    return incomplete(
-                        format!("the app-server sent {deltas} `{DELTA}` notifications, fewer than the case's burst of {BURST}, so the case shows nothing"),
-                        vec![EvidenceRef::at(*seq, "protocol.server-notifications")],
-                    );
+                    // Short of the burst: the driver let go in the middle of it (its session
+                    // did not go on: the finding), or the burst was never sent.
+                    return match ex.session_went_on() {
+                        Err(fault) => fault.verdict(
+                            &format!("the app-server got to send {deltas} of the case's burst of {BURST} `{DELTA}` notifications, because the driver's session did not go on"),
+                            terminal,
+                        ),
+                        Ok(_) => incomplete(
+                            format!("the app-server sent {deltas} `{DELTA}` notifications, fewer than the case's burst of {BURST}, so the case shows nothing"),
+                            vec![EvidenceRef::at(*seq, "protocol.server-notifications")],
+                        ),
+                    };
                 }
                 format!("the app-server sent a burst of {deltas} `{DELTA}` notifications")
             }
