@@ -142,6 +142,10 @@ impl Profile {
     }
 }
 
+/// The bound on a line the harness's own drivers read (the reference driver's JSON-RPC client,
+/// `driver::rpc::Limits`, and the example external driver): 4 MiB.
+pub const HARNESS_OWN_MAX_LINE_BYTES: u64 = 4 * 1024 * 1024;
+
 /// Something a case needs the driver to have told the harness, because the wire alone cannot
 /// show it or the harness cannot ask for it otherwise.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize, serde::Serialize)]
@@ -161,6 +165,10 @@ pub enum Capability {
     /// `chatgpt_tokens = true`: the driver owns ChatGPT tokens, so
     /// `account/chatgptAuthTokens/refresh` can reach it.
     ChatgptTokens,
+    /// `max_line_bytes = N`: the driver bounds the lines it reads, so a line over that bound is
+    /// a transport fault to it. Reading every legal line whole is a choice the protocol allows:
+    /// to a driver that declares no bound, no line is oversized.
+    MaxLineBytes,
 }
 
 impl Capability {
@@ -173,6 +181,7 @@ impl Capability {
             Capability::Resume => "resume = \"relaunch\"",
             Capability::DynamicTools => "dynamic_tools = true",
             Capability::ChatgptTokens => "chatgpt_tokens = true",
+            Capability::MaxLineBytes => "max_line_bytes = N (its bound on a line it reads)",
         }
     }
 }
@@ -393,7 +402,7 @@ impl DeclaredDriver {
             resume: Some(ResumeHow::Relaunch),
             dynamic_tools: true,
             chatgpt_tokens: false,
-            max_line_bytes: None,
+            max_line_bytes: Some(HARNESS_OWN_MAX_LINE_BYTES),
             idle_timeout_seconds: None,
             base_dir: None,
         }
@@ -421,6 +430,7 @@ impl DeclaredDriver {
             Capability::Resume => self.resume.is_some(),
             Capability::DynamicTools => self.dynamic_tools,
             Capability::ChatgptTokens => self.chatgpt_tokens,
+            Capability::MaxLineBytes => self.max_line_bytes.is_some(),
         }
     }
 }

@@ -43,7 +43,7 @@ pub struct Limits {
 impl Default for Limits {
     fn default() -> Self {
         Self {
-            max_line_bytes: 4 * 1024 * 1024,
+            max_line_bytes: suites::spec::HARNESS_OWN_MAX_LINE_BYTES as usize,
             max_buffered: 10_000,
             max_stderr_bytes: 16 * 1024 * 1024,
             write_timeout: Duration::from_secs(10),
