@@ -313,9 +313,13 @@ impl CellPage {
             transcript.state,
             model_log.state,
         ];
-        if let Some((tail, bytes)) = jsonl::tail(dir, layout::STDERR, STDERR_TAIL_BYTES) {
-            page.stderr_tail = Some(tail);
-            page.stderr_bytes = bytes;
+        match jsonl::tail(dir, layout::STDERR, STDERR_TAIL_BYTES) {
+            Ok(Some((tail, bytes))) => {
+                page.stderr_tail = Some(tail);
+                page.stderr_bytes = bytes;
+            }
+            Ok(None) => {}
+            Err(why) => page.notes.push(format!("stderr.log is not shown: {why}")),
         }
         page
     }
