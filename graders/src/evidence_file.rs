@@ -184,7 +184,10 @@ mod tests {
         assert!(read(&dir.path().join("absent"), 10).unwrap().is_none());
 
         let err = read(&file, 9).unwrap_err().to_string();
-        assert!(err.contains("events.jsonl") && err.contains("bound of 9"), "{err}");
+        assert!(
+            err.contains("events.jsonl") && err.contains("bound of 9"),
+            "{err}"
+        );
 
         let fifo = dir.path().join("transcript.jsonl");
         let status = std::process::Command::new("mkfifo")

@@ -8,8 +8,8 @@
 //! files only.
 
 pub mod codex_overrides;
-pub mod evidence_file;
 pub mod events;
+pub mod evidence_file;
 pub mod grade;
 pub mod protocol;
 pub mod reader;

@@ -8,8 +8,8 @@
 use crate::layout::CellEvidence;
 use crate::verdict_file::VerdictFile;
 use anyhow::{Context, Result};
-use graders::evidence_file::{self, EvidenceFileError, MAX_STREAMED_BYTES};
 use graders::events::CellId;
+use graders::evidence_file::{self, EvidenceFileError, MAX_STREAMED_BYTES};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -147,8 +147,11 @@ mod tests {
         for result in &results {
             let evidence = CellEvidence::of(dir, &result.cell.to_string());
             std::fs::create_dir_all(&evidence.root).unwrap();
-            std::fs::write(evidence.transcript(), format!("{{\"of\":\"{}\"}}\n", result.cell))
-                .unwrap();
+            std::fs::write(
+                evidence.transcript(),
+                format!("{{\"of\":\"{}\"}}\n", result.cell),
+            )
+            .unwrap();
             VerdictFile::from_result(result)
                 .bind(&evidence)
                 .unwrap()
@@ -162,7 +165,12 @@ mod tests {
     }
 
     fn status_and_reason(loaded: &folders::Loaded, name: &str) -> (Status, String) {
-        let cell = loaded.summary.cells.iter().find(|c| c.cell == name).unwrap();
+        let cell = loaded
+            .summary
+            .cells
+            .iter()
+            .find(|c| c.cell == name)
+            .unwrap();
         (cell.status, cell.reason.clone())
     }
 

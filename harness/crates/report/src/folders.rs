@@ -68,7 +68,11 @@ struct Found {
 }
 
 /// One folder's cells, in its summary's order, then the unlisted cell folders; and its wall time.
-fn load_one(dir: &Path, summaries: Summaries, warnings: &mut Vec<String>) -> Result<(Vec<Found>, u64)> {
+fn load_one(
+    dir: &Path,
+    summaries: Summaries,
+    warnings: &mut Vec<String>,
+) -> Result<(Vec<Found>, u64)> {
     anyhow::ensure!(
         dir.is_dir(),
         "{} is not a folder of conformance evidence (it does not exist or is not a folder)",
@@ -117,7 +121,10 @@ fn load_one(dir: &Path, summaries: Summaries, warnings: &mut Vec<String>) -> Res
         // folder given here instead, when it holds the cell.
         let found = match located.remove(&row.cell) {
             Some((id, path)) => listed_cell(row, &id, &path, run.as_deref(), warnings),
-            None => Found { cell: row, run: run.clone() },
+            None => Found {
+                cell: row,
+                run: run.clone(),
+            },
         };
         cells.push(found);
     }
@@ -193,7 +200,9 @@ fn listed_cell(
                 run: run.map(str::to_string),
             }
         }
-        Ok(None) => "summary.json says as-expected, but the cell's folder holds no verdict.json".into(),
+        Ok(None) => {
+            "summary.json says as-expected, but the cell's folder holds no verdict.json".into()
+        }
         Err(why) => why,
     };
     warnings.push(format!("{id}: {why}"));

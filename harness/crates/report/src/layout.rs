@@ -162,10 +162,7 @@ impl CellEvidence {
         ]
         .into_iter()
         .map(|name| (name.to_string(), self.root.join(name)))
-        .chain([(
-            format!("{DRIVER}/{DRIVER_EVENTS}"),
-            self.driver_events(),
-        )])
+        .chain([(format!("{DRIVER}/{DRIVER_EVENTS}"), self.driver_events())])
         .collect()
     }
 }

@@ -18,6 +18,7 @@ use graders::events::{
     Body, Diagnostic, Level, ModelToolCall, ModelToolOutput, ProbeFile, RunEnded, Source,
     WorkspaceEvidence,
 };
+use graders::evidence_file::{self, MAX_STREAMED_BYTES};
 use graders::tool_call::ToolArguments;
 use graders::wire::{self, DriverEnd};
 use sha2::{Digest, Sha256};
@@ -179,13 +180,10 @@ fn from_wire(
     driver_events: Option<&Path>,
     findings_file: &Path,
 ) -> Result<RunEnded> {
-    let file = match std::fs::File::open(transcript) {
-        Ok(file) => file,
-        // No launch at all: the driver never ran `codex`.
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            std::fs::File::open("/dev/null").context("opening /dev/null")?
-        }
-        Err(e) => return Err(e).with_context(|| format!("reading {}", transcript.display())),
+    // No transcript at all: the driver never ran `codex`.
+    let file: Box<dyn std::io::Read> = match evidence_file::open(transcript, MAX_STREAMED_BYTES)? {
+        Some(file) => Box::new(file),
+        None => Box::new(std::io::empty()),
     };
     let mut translation = wire::translate(std::io::BufReader::new(file), ctx, end)
         .with_context(|| format!("translating {}", transcript.display()))?;
@@ -303,14 +301,14 @@ fn kernel_evidence(
 
 /// The files a write probe creates in the workspace.
 pub const PROBE_PREFIX: &str = "plan-write-probe-";
+/// The largest probe file hashed (a probe writes a line).
+const MAX_PROBE_BYTES: u64 = 16 << 20;
 
 /// Append one `model.*` event per model-log line. A missing log means the model was never
 /// reached (e.g. the session never opened): nothing to append.
 pub fn append_model_events(log: &mut EventLog, model_log: &Path) -> Result<usize> {
-    let file = match std::fs::File::open(model_log) {
-        Ok(file) => file,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
-        Err(e) => return Err(e).with_context(|| format!("reading {}", model_log.display())),
+    let Some(file) = evidence_file::open(model_log, MAX_STREAMED_BYTES)? else {
+        return Ok(0);
     };
     let mut count = 0;
     for (index, line) in std::io::BufReader::new(file).lines().enumerate() {
@@ -365,13 +363,14 @@ pub fn workspace_evidence(workspace: &Path) -> Result<WorkspaceEvidence> {
             continue;
         }
         let path = entry.path();
-        let (size, sha256) = match std::fs::read(&path) {
-            Ok(bytes) => (
+        let (size, sha256) = match evidence_file::read(&path, MAX_PROBE_BYTES) {
+            Ok(Some(bytes)) => (
                 Some(bytes.len() as u64),
                 Some(hex::encode(Sha256::digest(&bytes))),
             ),
-            // Still evidence that something exists under that name (e.g. a directory).
-            Err(_) => (None, None),
+            // Still evidence that something exists under that name (a directory, a FIFO, a
+            // link, a file past the bound).
+            _ => (None, None),
         };
         probes.push(ProbeFile {
             path: name,
