@@ -421,4 +421,31 @@ mod tests {
         let err = append_model_events(&mut log, &model_log).unwrap_err();
         assert!(format!("{err:#}").contains("line 1"), "{err:#}");
     }
+
+    /// The driver can leave a FIFO where a probe file or its events would be, and the fake's
+    /// model log is beside its app-server: reading them must neither block nor follow a link.
+    #[test]
+    fn a_fifo_or_a_link_in_place_of_evidence_is_refused_without_blocking() {
+        let dir = tempfile::tempdir().unwrap();
+        let mode = nix::sys::stat::Mode::S_IRWXU;
+        let model_log = dir.path().join("model-log.jsonl");
+        nix::unistd::mkfifo(&model_log, mode).unwrap();
+        let mut log = EventLog::in_memory("r");
+        let err = append_model_events(&mut log, &model_log).unwrap_err();
+        assert!(
+            format!("{err:#}").contains("model-log.jsonl is a FIFO"),
+            "{err:#}"
+        );
+        let events = dir.path().join("events.jsonl");
+        std::os::unix::fs::symlink("/dev/zero", &events).unwrap();
+        let err = driver::external::read_events(&events).unwrap_err();
+        assert!(err.contains("events.jsonl is a symbolic link"), "{err}");
+
+        let workspace = dir.path().join("ws");
+        std::fs::create_dir(&workspace).unwrap();
+        nix::unistd::mkfifo(&workspace.join("plan-write-probe-ab.txt"), mode).unwrap();
+        let evidence = workspace_evidence(&workspace).unwrap();
+        assert_eq!(evidence.probes.len(), 1, "it exists, unread");
+        assert_eq!(evidence.probes[0].size, None);
+    }
 }
