@@ -279,15 +279,22 @@ mod tests {
         assert_eq!(status_and_reason(&loaded, PASSING).0, Status::AsExpected);
         assert_eq!(loaded.summary.run_id, None, "cells of two runs");
 
-        // A summary row claiming what the bound verdict does not say is an error too.
-        let failing = CellEvidence::of(dir.path(), FAILING);
-        std::fs::remove_file(failing.verdict()).unwrap();
+        // A summary row claiming what the bound verdict does not say is an error too, and so
+        // is one claiming a pass without a verdict.
         let summary = std::fs::read_to_string(dir.path().join("summary.json")).unwrap();
         std::fs::write(
             dir.path().join("summary.json"),
             summary.replace("\"status\": \"differs\"", "\"status\": \"as-expected\""),
         )
         .unwrap();
+        let loaded = folders::load(&[dir.path().to_path_buf()], &[]).unwrap();
+        let (status, reason) = status_and_reason(&loaded, FAILING);
+        assert_eq!(status, Status::Error);
+        assert_eq!(
+            reason,
+            "summary.json says as-expected but verdict.json says differs"
+        );
+        std::fs::remove_file(CellEvidence::of(dir.path(), FAILING).verdict()).unwrap();
         let loaded = folders::load(&[dir.path().to_path_buf()], &[]).unwrap();
         let (status, reason) = status_and_reason(&loaded, FAILING);
         assert_eq!(status, Status::Error);

@@ -190,8 +190,9 @@ fn listed_cell(
             }
         }
         Ok(Some(file)) => format!(
-            "summary.json says {:?} but verdict.json says {:?}",
-            row.status, file.status
+            "summary.json says {} but verdict.json says {}",
+            row.status.name(),
+            file.status.name()
         ),
         // A cell a stop left unfinished, or one that never got as far as its verdict.
         Ok(None) if row.status != Status::AsExpected => {

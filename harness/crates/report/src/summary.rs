@@ -37,6 +37,14 @@ pub enum Status {
 }
 
 impl Status {
+    /// As the JSON reports spell it (`as-expected`, …).
+    pub fn name(self) -> String {
+        serde_json::to_value(self)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default()
+    }
+
     pub fn is_failure(self) -> bool {
         matches!(self, Status::Differs | Status::Stale | Status::Error)
     }
