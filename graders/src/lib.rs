@@ -4,10 +4,12 @@
 //! call asks for, [`protocol`] holds each Codex release's protocol as data (its server requests,
 //! notifications and answer schemas), [`wire`] turns a transcript into events, and [`grade`]
 //! holds one grader per case and returns a [`verdict::Verdict`] with the evidence that decided
-//! it.
+//! it. [`evidence_file`] is how every reader of a cell's evidence opens a file: bounded, regular
+//! files only.
 
 pub mod codex_overrides;
 pub mod events;
+pub mod evidence_file;
 pub mod grade;
 pub mod protocol;
 pub mod reader;

@@ -59,10 +59,10 @@ pub fn applications(out_root: &Path, cell: &str) -> Result<usize> {
         kind: Option<String>,
     }
     let path = CellEvidence::of(out_root, cell).transcript();
-    let text = match std::fs::read(&path) {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
-        Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+    let Some(text) =
+        graders::evidence_file::read(&path, graders::evidence_file::MAX_STREAMED_BYTES)?
+    else {
+        return Ok(0);
     };
     let mut count = 0;
     let mut next_line = 0;

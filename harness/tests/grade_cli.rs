@@ -139,6 +139,27 @@ fn unreadable_input_or_unknown_case_exits_2() {
         .stderr(contains("no case `nope`"));
 }
 
+/// An events file that is a FIFO (nobody writes it) or a link to `/dev/zero` ends the command at
+/// once, naming it; a pipe is read through `-`.
+#[test]
+fn a_fifo_or_a_link_as_the_events_file_exits_2_without_waiting() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("events.jsonl");
+    let status = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    grade(&fifo, "text")
+        .code(2)
+        .stderr(contains("events.jsonl is a FIFO, not a regular file"));
+    let link = dir.path().join("zero.jsonl");
+    std::os::unix::fs::symlink("/dev/zero", &link).unwrap();
+    grade(&link, "text")
+        .code(2)
+        .stderr(contains("zero.jsonl is a symbolic link"));
+}
+
 #[test]
 fn every_option_value_is_checked() {
     let dir = tempfile::tempdir().unwrap();

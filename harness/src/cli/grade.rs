@@ -55,15 +55,24 @@ pub fn main(args: Args) -> ExitCode {
         let stdin = std::io::stdin().lock();
         grade_reader_with(&args.suite, &args.case, stdin, config)
     } else {
-        match std::fs::File::open(&args.events) {
-            Ok(file) => grade_reader_with(
+        // Opened as evidence is: a regular file (a pipe is read through `-`), bounded.
+        match graders::evidence_file::open(&args.events, graders::evidence_file::MAX_STREAMED_BYTES)
+        {
+            Ok(Some(file)) => grade_reader_with(
                 &args.suite,
                 &args.case,
                 BufReader::with_capacity(READ_BUFFER_BYTES, file),
                 config,
             ),
+            Ok(None) => {
+                eprintln!(
+                    "harness grade: cannot open {}: there is no such file",
+                    args.events.display()
+                );
+                return ExitCode::from(UNREADABLE);
+            }
             Err(e) => {
-                eprintln!("harness grade: cannot open {}: {e}", args.events.display());
+                eprintln!("harness grade: {e} (a pipe is read with `-`)");
                 return ExitCode::from(UNREADABLE);
             }
         }

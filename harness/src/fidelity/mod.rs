@@ -625,9 +625,13 @@ fn side_outcome(
     }
 }
 
+/// The largest `model-api-timing.json` read (it holds a few numbers).
+const MAX_TIMING_BYTES: u64 = 1 << 20;
+
 fn read_codex_span(evidence_dir: &std::path::Path) -> Option<std::time::Duration> {
-    let text = std::fs::read_to_string(CellEvidence::new(evidence_dir).model_api_timing()).ok()?;
-    let timing: codex::mock_api::MockTiming = serde_json::from_str(&text).ok()?;
+    let path = CellEvidence::new(evidence_dir).model_api_timing();
+    let bytes = graders::evidence_file::read(&path, MAX_TIMING_BYTES).ok()??;
+    let timing: codex::mock_api::MockTiming = serde_json::from_slice(&bytes).ok()?;
     Some(std::time::Duration::from_millis(
         u64::try_from(timing.served_ms).unwrap_or(u64::MAX),
     ))
@@ -636,8 +640,10 @@ fn read_codex_span(evidence_dir: &std::path::Path) -> Option<std::time::Duration
 /// A cell's events (the stream the cell was graded on).
 pub fn read_events(path: &std::path::Path) -> anyhow::Result<Vec<Event>> {
     use anyhow::Context;
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let bytes = graders::evidence_file::read(path, graders::evidence_file::MAX_STREAMED_BYTES)?
+        .with_context(|| format!("reading {}: there is none", path.display()))?;
+    let text = std::str::from_utf8(&bytes)
+        .with_context(|| format!("reading {}: not UTF-8", path.display()))?;
     text.lines()
         .enumerate()
         .filter(|(_, line)| !line.trim().is_empty())

@@ -60,9 +60,12 @@ pub fn app_server_id_shapes(transcript: &Path, left_out: &[String]) -> IdShapes 
 /// the items of `left_out` (by id).
 pub fn item_id_shapes(transcript: &Path, left_out: &[String]) -> IdShapes {
     let mut shapes: IdShapes = BTreeMap::new();
-    let Ok(text) = std::fs::read_to_string(transcript) else {
+    let Ok(Some(bytes)) =
+        graders::evidence_file::read(transcript, graders::evidence_file::MAX_STREAMED_BYTES)
+    else {
         return shapes;
     };
+    let text = String::from_utf8_lossy(&bytes);
     for line in text.lines() {
         let Ok(record) = serde_json::from_str::<Value>(line) else {
             continue;

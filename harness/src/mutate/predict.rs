@@ -75,10 +75,10 @@ pub fn predict(reference_root: &Path, cell: &str, operators: &[Operator]) -> Vec
 /// The transcript at `path`; none when there is none (the driver never started its
 /// app-server: nothing to rewrite).
 fn read_transcript(path: &Path) -> anyhow::Result<Vec<Record>> {
-    let file = match std::fs::File::open(path) {
-        Ok(file) => file,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+    let Some(file) =
+        graders::evidence_file::open(path, graders::evidence_file::MAX_STREAMED_BYTES)?
+    else {
+        return Ok(Vec::new());
     };
     transcript::read(std::io::BufReader::new(file))
         .with_context(|| format!("reading {}", path.display()))
@@ -128,8 +128,9 @@ pub fn replay(records: &[Record], operator: Operator) -> Option<usize> {
 /// `exit-zero`: 1 when the reference's driver exited with a status other than 0, else 0;
 /// `None` when its events do not say how it ended.
 fn exit_applications(path: &Path) -> anyhow::Result<Option<usize>> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let bytes = graders::evidence_file::read(path, graders::evidence_file::MAX_STREAMED_BYTES)?
+        .with_context(|| format!("reading {}: there is none", path.display()))?;
+    let text = String::from_utf8_lossy(&bytes);
     // Only the lines that can be it are parsed: a streamed turn's log is long.
     for line in text.lines().filter(|l| l.contains("driver.ended")) {
         let Ok(event) = serde_json::from_str::<serde_json::Value>(line) else {

@@ -22,8 +22,8 @@ pub struct RunEvidence {
 impl RunEvidence {
     /// Read and validate `events.jsonl`.
     pub fn read(path: &Path) -> Result<Self> {
-        let file =
-            std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
+        let file = graders::evidence_file::open(path, graders::evidence_file::MAX_STREAMED_BYTES)?
+            .with_context(|| format!("opening {}: there is none", path.display()))?;
         let events = read_all(std::io::BufReader::new(file), ReaderConfig::default())
             .with_context(|| format!("reading {}", path.display()))?;
         let mut found = RunEvidence {

@@ -184,9 +184,12 @@ fn render_rerun(out: &mut String, report: &Report) {
 /// The JSON-RPC messages the driver sent, up to and including `thread/start` (a transcript line
 /// is `{"direction":"in","message":…}`, "in" being towards the app-server).
 fn sent_until_thread_start(transcript: &Path) -> Vec<String> {
-    let Ok(text) = std::fs::read_to_string(transcript) else {
+    let Ok(Some(bytes)) =
+        graders::evidence_file::read(transcript, graders::evidence_file::MAX_STREAMED_BYTES)
+    else {
         return Vec::new();
     };
+    let text = String::from_utf8_lossy(&bytes);
     let mut lines = Vec::new();
     for line in text.lines() {
         let Ok(entry) = serde_json::from_str::<serde_json::Value>(line) else {

@@ -1,7 +1,8 @@
 //! Running one cell: not applicable (recorded, never run), a missing prerequisite (ignored, an
 //! error under `CI=true`), or its attempts — one pipeline of the stages in [`crate::stages`]
 //! each, retried only for the real Codex's helper pipe race ([`crate::retry`]) — judged against
-//! the baseline, and the verdict file written.
+//! the baseline, and the verdict file written, bound to the run and the evidence
+//! (`report::binding`).
 
 use crate::context::CellContext;
 use crate::guard::CellGuard;
@@ -39,7 +40,20 @@ pub async fn run_cell(ctx: &CellContext, cell: &Cell) -> CellResult {
         duration: started.elapsed(),
         evidence_dir: evidence.root.clone(),
     };
-    if let Err(e) = VerdictFile::from_result(&result).write(&evidence) {
+    // Bound to this run and to the evidence the cell was graded on, as it is now: what ran in
+    // the cell has ended.
+    let file = match VerdictFile::from_result(&result).bind(&evidence) {
+        Ok(file) => file,
+        Err(e) => {
+            return CellResult {
+                outcome: CellOutcome::Error {
+                    message: format!("binding verdict.json to the cell's evidence: {e:#}"),
+                },
+                ..result
+            }
+        }
+    };
+    if let Err(e) = file.write(&evidence) {
         return CellResult {
             outcome: CellOutcome::Error {
                 message: format!("writing verdict.json: {e:#}"),

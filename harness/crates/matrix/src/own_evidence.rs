@@ -23,6 +23,7 @@
 //! runs — a process of the harness's uid can also read and change the harness's memory, so no
 //! file check would settle that.
 
+use graders::evidence_file;
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::io::BufRead;
@@ -50,10 +51,10 @@ impl TranscriptFacts {
     /// whose driver never launched `codex`.
     pub fn read(transcript: &Path) -> Result<Self, String> {
         let mut facts = TranscriptFacts::default();
-        let file = match std::fs::File::open(transcript) {
-            Ok(file) => file,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(facts),
-            Err(e) => return Err(format!("reading {}: {e}", transcript.display())),
+        let file = match evidence_file::open(transcript, evidence_file::MAX_STREAMED_BYTES) {
+            Ok(Some(file)) => file,
+            Ok(None) => return Ok(facts),
+            Err(e) => return Err(e.to_string()),
         };
         let mut launches = BTreeSet::new();
         // The recorder bounds the lines and their count (`tap::record`); a line that is not
@@ -135,7 +136,9 @@ pub fn check_model_log(model_log: &Path, facts: &TranscriptFacts) -> Result<(), 
         .iter()
         .map(|t| fake_app_server::ids::probe_id_for(t))
         .collect();
-    let file = std::fs::File::open(model_log).map_err(|e| format!("reading {name}: {e}"))?;
+    let file = evidence_file::open(model_log, evidence_file::MAX_STREAMED_BYTES)
+        .map_err(|e| e.to_string())?
+        .ok_or_else(|| format!("reading {name}: it is gone"))?;
     for (index, line) in std::io::BufReader::new(file).split(b'\n').enumerate() {
         let line = line.map_err(|e| format!("reading {name}: {e}"))?;
         let text = String::from_utf8_lossy(&line);

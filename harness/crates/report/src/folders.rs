@@ -3,6 +3,8 @@
 //! shards' folders merged into one report. Each folder's `summary.json` lists its cells; a cell
 //! folder with a `verdict.json` that the summary does not list (a run cut off before its
 //! summary) is read from that file; a cell folder with neither is an error cell, never dropped.
+//! Every verdict.json read must be bound to where it is found (`crate::binding`): a cell whose
+//! verdict is not is an error cell saying why, whatever its summary row or verdict claim.
 
 use crate::layout::CellEvidence;
 use crate::outcome::{CellOutcome, CellResult};
@@ -22,13 +24,15 @@ pub struct Loaded {
     pub warnings: Vec<String>,
 }
 
+/// The largest `summary.json` read back: a row per cell, each reason bounded far below it.
+pub const MAX_SUMMARY_BYTES: u64 = 64 << 20;
+
 fn read_json(path: &Path) -> Result<Option<Value>> {
-    match std::fs::read(path) {
-        Ok(bytes) => serde_json::from_slice(&bytes)
+    match graders::evidence_file::read(path, MAX_SUMMARY_BYTES)? {
+        Some(bytes) => serde_json::from_slice(&bytes)
             .map(Some)
             .with_context(|| format!("{} is not valid JSON", path.display())),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(e).with_context(|| format!("reading {}", path.display())),
+        None => Ok(None),
     }
 }
 
@@ -57,18 +61,25 @@ enum Summaries {
     Ignore,
 }
 
-/// One folder's cells, in its summary's order, then the unlisted cell folders.
+/// A cell as read, with the run its verdict.json is bound to (when it has one that is).
+struct Found {
+    cell: CellSummary,
+    run: Option<String>,
+}
+
+/// One folder's cells, in its summary's order, then the unlisted cell folders; and its wall time.
 fn load_one(
     dir: &Path,
     summaries: Summaries,
     warnings: &mut Vec<String>,
-) -> Result<(Vec<CellSummary>, u64)> {
+) -> Result<(Vec<Found>, u64)> {
     anyhow::ensure!(
         dir.is_dir(),
         "{} is not a folder of conformance evidence (it does not exist or is not a folder)",
         dir.display()
     );
-    let mut cells = Vec::new();
+    let mut listed = Vec::new();
+    let mut run = None;
     let mut wall_ms = 0;
     let summary_path = dir.join(crate::layout::SUMMARY);
     let summary = match summaries {
@@ -77,14 +88,22 @@ fn load_one(
     };
     match summary.and_then(|doc| {
         doc.map(|doc| {
-            serde_json::from_value::<Summary>(doc)
-                .with_context(|| format!("{} is not a summary", summary_path.display()))
+            let summary = serde_json::from_value::<Summary>(doc)
+                .with_context(|| format!("{} is not a summary", summary_path.display()))?;
+            // Its rows are only believed with their verdicts bound to its run.
+            anyhow::ensure!(
+                summary.run_id.is_some(),
+                "{} names no run, so its cells' verdicts cannot be bound to it",
+                summary_path.display()
+            );
+            Ok(summary)
         })
         .transpose()
     }) {
         Ok(Some(summary)) => {
             wall_ms = summary.wall_ms;
-            cells = summary.cells;
+            run = summary.run_id;
+            listed = summary.cells;
         }
         Ok(None) => {}
         Err(e) => warnings.push(format!(
@@ -92,49 +111,42 @@ fn load_one(
         )),
     }
     let folders = cell_folders(dir)?;
-    let located: HashMap<String, PathBuf> = folders
+    let mut located: HashMap<String, (CellId, PathBuf)> = folders
         .iter()
-        .map(|(id, path)| (id.to_string(), path.clone()))
+        .map(|(id, path)| (id.to_string(), (id.clone(), path.clone())))
         .collect();
-    // The recorded evidence_dir is where the cell ran (maybe another machine): point at the
-    // folder given here instead, when it holds the cell.
-    for cell in &mut cells {
-        if let Some(path) = located.get(&cell.cell) {
-            cell.evidence_dir = path.display().to_string();
-        }
+    let mut cells = Vec::new();
+    for row in listed {
+        // The recorded evidence_dir is where the cell ran (maybe another machine): point at the
+        // folder given here instead, when it holds the cell.
+        let found = match located.remove(&row.cell) {
+            Some((id, path)) => listed_cell(row, &id, &path, run.as_deref(), warnings),
+            None => Found {
+                cell: row,
+                run: run.clone(),
+            },
+        };
+        cells.push(found);
     }
     for (id, path) in folders {
-        let name = id.to_string();
-        if cells.iter().any(|c| c.cell == name) {
+        if !located.contains_key(&id.to_string()) {
             continue;
         }
         let evidence = CellEvidence::new(&path);
-        let cell = match VerdictFile::read(&evidence) {
-            Ok(Some(file)) => file.summary(&id, &evidence),
+        cells.push(match bound_verdict(&id, &evidence, None) {
+            Ok(Some(file)) => Found {
+                cell: file.summary(&id, &evidence),
+                run: file.run_id,
+            },
             outcome => {
                 let why = match outcome {
-                    Err(e) => format!("{e:#}"),
+                    Err(why) => why,
                     _ => "no verdict.json: the cell did not finish".to_string(),
                 };
-                warnings.push(format!("{name}: {why}"));
-                CellSummary {
-                    cell: name,
-                    profile: None,
-                    suite: id.suite.clone(),
-                    runner: id.runner.clone(),
-                    environment: id.environment.clone(),
-                    case: id.case.clone(),
-                    status: Status::Error,
-                    expected: "pass".into(),
-                    expected_reason: None,
-                    verdict: None,
-                    reason: why,
-                    duration_ms: 0,
-                    evidence_dir: path.display().to_string(),
-                }
+                warnings.push(format!("{id}: {why}"));
+                error_cell(&id, &path, why)
             }
-        };
-        cells.push(cell);
+        });
     }
     if cells.is_empty() {
         bail!(
@@ -143,6 +155,81 @@ fn load_one(
         );
     }
     Ok((cells, wall_ms))
+}
+
+/// `verdict.json` of the cell `id` in `evidence`, bound to it (and to `run`, when given); the
+/// error says what is wrong with it.
+fn bound_verdict(
+    id: &CellId,
+    evidence: &CellEvidence,
+    run: Option<&str>,
+) -> Result<Option<VerdictFile>, String> {
+    let Some(file) = VerdictFile::read(evidence).map_err(|e| format!("{e:#}"))? else {
+        return Ok(None);
+    };
+    file.check_binding(id, evidence, run)?;
+    Ok(Some(file))
+}
+
+/// A row of `summary.json` whose cell folder is here: believed only as far as the folder's
+/// verdict.json, bound to the summary's run, bears it out.
+fn listed_cell(
+    mut row: CellSummary,
+    id: &CellId,
+    path: &Path,
+    run: Option<&str>,
+    warnings: &mut Vec<String>,
+) -> Found {
+    row.evidence_dir = path.display().to_string();
+    let evidence = CellEvidence::new(path);
+    let why = match bound_verdict(id, &evidence, run) {
+        Ok(Some(file)) if file.status == row.status => {
+            return Found {
+                cell: row,
+                run: file.run_id,
+            }
+        }
+        Ok(Some(file)) => format!(
+            "summary.json says {} but verdict.json says {}",
+            row.status.name(),
+            file.status.name()
+        ),
+        // A cell a stop left unfinished, or one that never got as far as its verdict.
+        Ok(None) if row.status != Status::AsExpected => {
+            return Found {
+                cell: row,
+                run: run.map(str::to_string),
+            }
+        }
+        Ok(None) => {
+            "summary.json says as-expected, but the cell's folder holds no verdict.json".into()
+        }
+        Err(why) => why,
+    };
+    warnings.push(format!("{id}: {why}"));
+    error_cell(id, path, why)
+}
+
+/// The error cell `id`, whose evidence is in `path`, for `why`.
+fn error_cell(id: &CellId, path: &Path, why: String) -> Found {
+    Found {
+        cell: CellSummary {
+            cell: id.to_string(),
+            profile: None,
+            suite: id.suite.clone(),
+            runner: id.runner.clone(),
+            environment: id.environment.clone(),
+            case: id.case.clone(),
+            status: Status::Error,
+            expected: "pass".into(),
+            expected_reason: None,
+            verdict: None,
+            reason: why,
+            duration_ms: 0,
+            evidence_dir: path.display().to_string(),
+        },
+        run: None,
+    }
 }
 
 /// Read and merge `dirs`. Cells are ordered by `known_order` (the matrix's cell names) where
@@ -159,10 +246,12 @@ fn load_with(dirs: &[PathBuf], known_order: &[String], summaries: Summaries) -> 
     let mut cells: Vec<CellSummary> = Vec::new();
     let mut origin: HashMap<String, PathBuf> = HashMap::new();
     let mut wall_ms = 0;
+    let mut runs: HashSet<String> = HashSet::new();
     for dir in dirs {
         let (found, wall) = load_one(dir, summaries, &mut warnings)?;
         wall_ms = wall_ms.max(wall);
-        for cell in found {
+        for Found { cell, run } in found {
+            runs.extend(run);
             if let Some(first) = origin.get(&cell.cell) {
                 bail!(
                     "cell `{}` is in both {} and {}: shards must not overlap",
@@ -206,8 +295,14 @@ fn load_with(dirs: &[PathBuf], known_order: &[String], summaries: Summaries) -> 
         .collect();
     keyed.sort_by_key(|(key, _)| *key);
     let cells: Vec<CellSummary> = keyed.into_iter().map(|(_, c)| c).collect();
+    // The run of all the cells when they are of one; a summary written from cells of several
+    // runs names none (its rows would not be bound to it).
+    let run_id = (runs.len() == 1).then(|| runs.into_iter().next()).flatten();
     Ok(Loaded {
-        summary: Summary::from_cells(cells, wall_ms),
+        summary: Summary {
+            run_id,
+            ..Summary::from_cells(cells, wall_ms)
+        },
         warnings,
     })
 }
@@ -259,6 +354,9 @@ pub fn load_complete(dirs: &[PathBuf], matrix: &[suites::Cell]) -> Result<Loaded
         .map(|(i, name)| (name.as_str(), i))
         .collect();
     cells.sort_by_key(|c| rank.get(c.cell.as_str()).copied().unwrap_or(usize::MAX));
-    loaded.summary = Summary::from_cells(cells, loaded.summary.wall_ms);
+    loaded.summary = Summary {
+        run_id: loaded.summary.run_id.take(),
+        ..Summary::from_cells(cells, loaded.summary.wall_ms)
+    };
     Ok(loaded)
 }

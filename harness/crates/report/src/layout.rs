@@ -148,4 +148,21 @@ impl CellEvidence {
     pub fn fake_codex_package(&self) -> PathBuf {
         self.root.join(FAKE_CODEX_PACKAGE)
     }
+
+    /// The evidence a cell's verdict is graded on, each by its name in the folder and its path:
+    /// `verdict.json` records the digest of each (`crate::binding`).
+    pub fn graded(&self) -> Vec<(String, PathBuf)> {
+        [
+            EVENTS,
+            TRANSCRIPT,
+            FINDINGS,
+            STDERR,
+            MODEL_LOG,
+            WORKSPACE_CHANGES,
+        ]
+        .into_iter()
+        .map(|name| (name.to_string(), self.root.join(name)))
+        .chain([(format!("{DRIVER}/{DRIVER_EVENTS}"), self.driver_events())])
+        .collect()
+    }
 }

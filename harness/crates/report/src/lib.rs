@@ -2,7 +2,8 @@
 //!
 //! Owns: the outcome of a cell ([`outcome::CellResult`], [`outcome::CellOutcome`]); the
 //! layout of a run's output and of each cell's evidence folder ([`layout`]); the one typed
-//! `verdict.json` ([`verdict_file`]) its writer and readers share; and the reports: JUnit XML
+//! `verdict.json` ([`verdict_file`]) its writer and readers share, bound to its cell, run and
+//! evidence ([`binding`]); and the reports: JUnit XML
 //! (for CI test panels), a JSON summary (for machines), a Markdown matrix (for
 //! `$GITHUB_STEP_SUMMARY` or a PR comment) and `report.html` (for people: the grid and a page
 //! per cell with its evidence). [`folders`] reads evidence folders back, so `harness report`
@@ -12,6 +13,7 @@
 //! third-party crates. Nothing of the harness: the matrix writes through it, never the
 //! reverse.
 
+pub mod binding;
 pub mod folders;
 pub mod html;
 mod job_summary;

@@ -37,6 +37,14 @@ pub enum Status {
 }
 
 impl Status {
+    /// As the JSON reports spell it (`as-expected`, …).
+    pub fn name(self) -> String {
+        serde_json::to_value(self)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default()
+    }
+
     pub fn is_failure(self) -> bool {
         matches!(self, Status::Differs | Status::Stale | Status::Error)
     }
@@ -114,6 +122,11 @@ pub struct Summary {
     #[serde(default)]
     pub profiles: BTreeMap<Profile, Totals>,
     pub wall_ms: u64,
+    /// The run whose cells these are (`crate::binding::this_run`), which each cell's
+    /// verdict.json must name; absent when the cells are of several runs (merged shards, a
+    /// folder two runs wrote) or it is not known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
     pub cells: Vec<CellSummary>,
 }
 
@@ -191,10 +204,13 @@ impl CellSummary {
 impl Summary {
     pub fn from_results(results: &[CellResult], wall: Duration) -> Self {
         let cells: Vec<CellSummary> = results.iter().map(CellSummary::from_result).collect();
-        Self::from_cells(cells, u64::try_from(wall.as_millis()).unwrap_or(u64::MAX))
+        Self {
+            run_id: Some(crate::binding::this_run().to_string()),
+            ..Self::from_cells(cells, u64::try_from(wall.as_millis()).unwrap_or(u64::MAX))
+        }
     }
 
-    /// The summary of `cells`: the totals, and each profile's.
+    /// The summary of `cells`: the totals, and each profile's; of no run named.
     pub fn from_cells(cells: Vec<CellSummary>, wall_ms: u64) -> Self {
         let profiles = Profile::ALL
             .iter()
@@ -211,6 +227,7 @@ impl Summary {
             totals: Totals::count(&cells),
             profiles,
             wall_ms,
+            run_id: None,
             cells,
         }
     }

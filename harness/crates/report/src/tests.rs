@@ -156,7 +156,10 @@ fn junit_of_the_sample() {
 
 #[test]
 fn json_summary_of_the_sample() {
-    let summary = Summary::from_results(&sample(), Duration::from_millis(1500));
+    let summary = Summary {
+        run_id: Some("the-run".into()),
+        ..Summary::from_results(&sample(), Duration::from_millis(1500))
+    };
     insta::assert_json_snapshot!("json_summary_of_the_sample", summary);
 }
 
@@ -241,11 +244,14 @@ fn cell_folders_without_a_summary_are_read_and_unfinished_cells_are_errors() {
     std::fs::create_dir_all(dir.path().join(finished)).unwrap();
     std::fs::create_dir_all(dir.path().join(cut_off)).unwrap();
     std::fs::create_dir_all(dir.path().join("_probes")).unwrap();
-    std::fs::write(
-        dir.path().join(finished).join("verdict.json"),
-        r#"{"cell":"x","status":"differs","expected":"pass","expected_reason":null,"verdict":{"verdict":"fail","reason":"r","evidence":[]},"message":"hung","duration_ms":7}"#,
-    )
-    .unwrap();
+    let text = r#"{"cell":"transport-faults.runner-fake.local.hang","status":"differs","expected":"pass","expected_reason":null,"verdict":{"verdict":"fail","reason":"r","evidence":[]},"message":"hung","duration_ms":7}"#;
+    let evidence = crate::layout::CellEvidence::of(dir.path(), finished);
+    crate::verdict_file::VerdictFile::parse(text.as_bytes(), &evidence.verdict())
+        .unwrap()
+        .bind(&evidence)
+        .unwrap()
+        .write(&evidence)
+        .unwrap();
     std::fs::write(dir.path().join("summary.json"), "{\"totals\": ").unwrap();
     let loaded = folders::load(&[dir.path().to_path_buf()], &[]).unwrap();
     let cells = &loaded.summary.cells;
@@ -358,8 +364,11 @@ fn a_complete_load_reads_each_verdict_and_names_every_cell_that_did_not_run() {
             message: "the later run failed".into(),
         },
     );
+    let evidence = crate::layout::CellEvidence::of(dir.path(), &ran.name());
     crate::verdict_file::VerdictFile::from_result(&again)
-        .write(&crate::layout::CellEvidence::of(dir.path(), &ran.name()))
+        .bind(&evidence)
+        .unwrap()
+        .write(&evidence)
         .unwrap();
 
     let loaded = folders::load_complete(&[dir.path().to_path_buf()], &chosen).unwrap();

@@ -9,6 +9,7 @@ use anyhow::{Context, Result};
 use graders::events::CellId;
 use graders::verdict::Verdict;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use suites::spec::Profile;
 
 /// The contents of `verdict.json`. Optional fields are written as `null` rather than left out,
@@ -37,6 +38,13 @@ pub struct VerdictFile {
     pub message: String,
     #[serde(default)]
     pub duration_ms: u64,
+    /// The run that graded the cell (`crate::binding::this_run`); `null` in a file not bound.
+    #[serde(default)]
+    pub run_id: Option<String>,
+    /// The SHA-256 of each evidence file the cell was graded on, by its name in the cell's
+    /// folder; `null` for one the cell did not leave (`crate::binding`).
+    #[serde(default)]
+    pub evidence_sha256: BTreeMap<String, Option<String>>,
 }
 
 /// The largest `verdict.json` read back: a verdict's evidence excerpts are bounded far below it.
@@ -63,6 +71,8 @@ impl VerdictFile {
             agreement,
             message: summary.reason,
             duration_ms: summary.duration_ms,
+            run_id: None,
+            evidence_sha256: BTreeMap::new(),
         }
     }
 
@@ -123,36 +133,14 @@ impl VerdictFile {
         Ok(())
     }
 
-    /// `verdict.json` of `evidence`; `None` when the cell left none (it did not finish). Only a
-    /// regular file of at most [`MAX_BYTES`] is read (a FIFO there must not block a report).
+    /// `verdict.json` of `evidence`; `None` when the cell left none (it did not finish). Read as
+    /// evidence is (`graders::evidence_file`): a regular file of at most [`MAX_BYTES`].
     pub fn read(evidence: &CellEvidence) -> Result<Option<Self>> {
-        use std::io::Read;
-        use std::os::unix::fs::OpenOptionsExt;
         let path = evidence.verdict();
-        let file = match std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW)
-            .open(&path)
-        {
-            Ok(file) => file,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(e).with_context(|| format!("opening {}", path.display())),
-        };
-        let meta = file
-            .metadata()
-            .with_context(|| format!("reading {}", path.display()))?;
-        anyhow::ensure!(meta.is_file(), "{} is not a regular file", path.display());
-        anyhow::ensure!(
-            meta.len() <= MAX_BYTES,
-            "{} holds {} bytes, more than a verdict file's bound of {MAX_BYTES}",
-            path.display(),
-            meta.len()
-        );
-        let mut bytes = Vec::new();
-        file.take(MAX_BYTES + 1)
-            .read_to_end(&mut bytes)
-            .with_context(|| format!("reading {}", path.display()))?;
-        Self::parse(&bytes, &path).map(Some)
+        match graders::evidence_file::read(&path, MAX_BYTES)? {
+            Some(bytes) => Self::parse(&bytes, &path).map(Some),
+            None => Ok(None),
+        }
     }
 
     /// The report's row of the cell `id`, whose evidence is in `evidence`.

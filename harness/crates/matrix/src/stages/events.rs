@@ -18,6 +18,7 @@ use graders::events::{
     Body, Diagnostic, Level, ModelToolCall, ModelToolOutput, ProbeFile, RunEnded, Source,
     WorkspaceEvidence,
 };
+use graders::evidence_file::{self, MAX_STREAMED_BYTES};
 use graders::tool_call::ToolArguments;
 use graders::wire::{self, DriverEnd};
 use sha2::{Digest, Sha256};
@@ -179,13 +180,10 @@ fn from_wire(
     driver_events: Option<&Path>,
     findings_file: &Path,
 ) -> Result<RunEnded> {
-    let file = match std::fs::File::open(transcript) {
-        Ok(file) => file,
-        // No launch at all: the driver never ran `codex`.
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            std::fs::File::open("/dev/null").context("opening /dev/null")?
-        }
-        Err(e) => return Err(e).with_context(|| format!("reading {}", transcript.display())),
+    // No transcript at all: the driver never ran `codex`.
+    let file: Box<dyn std::io::Read> = match evidence_file::open(transcript, MAX_STREAMED_BYTES)? {
+        Some(file) => Box::new(file),
+        None => Box::new(std::io::empty()),
     };
     let mut translation = wire::translate(std::io::BufReader::new(file), ctx, end)
         .with_context(|| format!("translating {}", transcript.display()))?;
@@ -303,14 +301,14 @@ fn kernel_evidence(
 
 /// The files a write probe creates in the workspace.
 pub const PROBE_PREFIX: &str = "plan-write-probe-";
+/// The largest probe file hashed (a probe writes a line).
+const MAX_PROBE_BYTES: u64 = 16 << 20;
 
 /// Append one `model.*` event per model-log line. A missing log means the model was never
 /// reached (e.g. the session never opened): nothing to append.
 pub fn append_model_events(log: &mut EventLog, model_log: &Path) -> Result<usize> {
-    let file = match std::fs::File::open(model_log) {
-        Ok(file) => file,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
-        Err(e) => return Err(e).with_context(|| format!("reading {}", model_log.display())),
+    let Some(file) = evidence_file::open(model_log, MAX_STREAMED_BYTES)? else {
+        return Ok(0);
     };
     let mut count = 0;
     for (index, line) in std::io::BufReader::new(file).lines().enumerate() {
@@ -365,13 +363,14 @@ pub fn workspace_evidence(workspace: &Path) -> Result<WorkspaceEvidence> {
             continue;
         }
         let path = entry.path();
-        let (size, sha256) = match std::fs::read(&path) {
-            Ok(bytes) => (
+        let (size, sha256) = match evidence_file::read(&path, MAX_PROBE_BYTES) {
+            Ok(Some(bytes)) => (
                 Some(bytes.len() as u64),
                 Some(hex::encode(Sha256::digest(&bytes))),
             ),
-            // Still evidence that something exists under that name (e.g. a directory).
-            Err(_) => (None, None),
+            // Still evidence that something exists under that name (a directory, a FIFO, a
+            // link, a file past the bound).
+            _ => (None, None),
         };
         probes.push(ProbeFile {
             path: name,
@@ -421,5 +420,32 @@ mod tests {
         std::fs::write(&model_log, "not json\n").unwrap();
         let err = append_model_events(&mut log, &model_log).unwrap_err();
         assert!(format!("{err:#}").contains("line 1"), "{err:#}");
+    }
+
+    /// The driver can leave a FIFO where a probe file or its events would be, and the fake's
+    /// model log is beside its app-server: reading them must neither block nor follow a link.
+    #[test]
+    fn a_fifo_or_a_link_in_place_of_evidence_is_refused_without_blocking() {
+        let dir = tempfile::tempdir().unwrap();
+        let mode = nix::sys::stat::Mode::S_IRWXU;
+        let model_log = dir.path().join("model-log.jsonl");
+        nix::unistd::mkfifo(&model_log, mode).unwrap();
+        let mut log = EventLog::in_memory("r");
+        let err = append_model_events(&mut log, &model_log).unwrap_err();
+        assert!(
+            format!("{err:#}").contains("model-log.jsonl is a FIFO"),
+            "{err:#}"
+        );
+        let events = dir.path().join("events.jsonl");
+        std::os::unix::fs::symlink("/dev/zero", &events).unwrap();
+        let err = driver::external::read_events(&events).unwrap_err();
+        assert!(err.contains("events.jsonl is a symbolic link"), "{err}");
+
+        let workspace = dir.path().join("ws");
+        std::fs::create_dir(&workspace).unwrap();
+        nix::unistd::mkfifo(&workspace.join("plan-write-probe-ab.txt"), mode).unwrap();
+        let evidence = workspace_evidence(&workspace).unwrap();
+        assert_eq!(evidence.probes.len(), 1, "it exists, unread");
+        assert_eq!(evidence.probes[0].size, None);
     }
 }

@@ -284,7 +284,7 @@ impl CellPage {
             return page;
         }
         let (verdict_state, verdict) = jsonl::whole(dir, layout::VERDICT);
-        page.read_verdict(&verdict_state, verdict);
+        page.read_verdict(&verdict_state, verdict, dir);
         let events = jsonl::read(dir, layout::EVENTS);
         let transcript = jsonl::read(dir, layout::TRANSCRIPT);
         let model_log = jsonl::read(dir, layout::MODEL_LOG);
@@ -313,14 +313,18 @@ impl CellPage {
             transcript.state,
             model_log.state,
         ];
-        if let Some((tail, bytes)) = jsonl::tail(dir, layout::STDERR, STDERR_TAIL_BYTES) {
-            page.stderr_tail = Some(tail);
-            page.stderr_bytes = bytes;
+        match jsonl::tail(dir, layout::STDERR, STDERR_TAIL_BYTES) {
+            Ok(Some((tail, bytes))) => {
+                page.stderr_tail = Some(tail);
+                page.stderr_bytes = bytes;
+            }
+            Ok(None) => {}
+            Err(why) => page.notes.push(format!("stderr.log is not shown: {why}")),
         }
         page
     }
 
-    fn read_verdict(&mut self, state: &FileState, doc: Option<Value>) {
+    fn read_verdict(&mut self, state: &FileState, doc: Option<Value>, dir: &Path) {
         let file =
             doc.map(|doc| serde_json::from_value::<VerdictFile>(doc).map_err(|e| e.to_string()));
         let file = match file {
@@ -343,6 +347,19 @@ impl CellPage {
                 return;
             }
         };
+        // A verdict not bound to this folder (another cell's, or graded on other evidence)
+        // cites nothing here.
+        let bound = self
+            .cell
+            .parse()
+            .map_err(|e| format!("{e}"))
+            .and_then(|id| file.check_binding(&id, &layout::CellEvidence::new(dir), None));
+        if let Err(why) = bound {
+            self.notes.push(format!(
+                "{why}: the evidence its verdict cites is not shown"
+            ));
+            return;
+        }
         self.agreement = file.agreement;
         if let Some(verdict) = file.verdict {
             self.evidence = verdict.evidence;

@@ -1,8 +1,10 @@
 //! Tolerant, bounded reading of one evidence file: every line comes back as JSON, as an
 //! oversized line (only its length is kept), or as text that is not JSON; a missing file, an
 //! unreadable one, or a last line cut mid-way is reported as such, never an error, because a
-//! report must show what a broken run left behind.
+//! report must show what a broken run left behind. Files are opened as all evidence is
+//! (`graders::evidence_file`): a FIFO, a link or an oversized file is shown as unreadable.
 
+use graders::evidence_file::{self, EvidenceFile, EvidenceFileError, MAX_STREAMED_BYTES};
 use serde_json::Value;
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
@@ -45,10 +47,32 @@ impl FileState {
         }
     }
 
-    fn failed_to_open(&mut self, error: &std::io::Error) {
-        let missing = error.kind() == std::io::ErrorKind::NotFound;
-        self.state = if missing { "missing" } else { "unreadable" };
-        self.note = (!missing).then(|| error.to_string());
+    fn missing(&mut self) {
+        self.state = "missing";
+    }
+
+    fn failed_to_open(&mut self, error: &EvidenceFileError) {
+        self.state = match error {
+            EvidenceFileError::TooLarge { .. } => "cut",
+            _ => "unreadable",
+        };
+        self.note = Some(error.to_string());
+    }
+}
+
+/// `dir/name` opened as evidence of at most `bound` bytes; `None` (and `state` says why) when
+/// it is missing or refused.
+fn open(dir: &Path, name: &str, bound: u64, state: &mut FileState) -> Option<EvidenceFile> {
+    match evidence_file::open(&dir.join(name), bound) {
+        Ok(Some(file)) => Some(file),
+        Ok(None) => {
+            state.missing();
+            None
+        }
+        Err(e) => {
+            state.failed_to_open(&e);
+            None
+        }
     }
 }
 
@@ -60,19 +84,14 @@ pub struct Read1 {
 
 /// Read `dir/name` line by line within the bounds.
 pub fn read(dir: &Path, name: &str) -> Read1 {
-    let path = dir.join(name);
     let mut state = FileState::ok(name);
-    let file = match std::fs::File::open(&path) {
-        Ok(file) => file,
-        Err(e) => {
-            state.failed_to_open(&e);
-            return Read1 {
-                lines: Vec::new(),
-                state,
-            };
-        }
+    let Some(file) = open(dir, name, MAX_STREAMED_BYTES, &mut state) else {
+        return Read1 {
+            lines: Vec::new(),
+            state,
+        };
     };
-    state.bytes = file.metadata().map(|m| m.len()).unwrap_or(0);
+    state.bytes = file.len();
     let mut reader = BufReader::new(file);
     let mut lines = Vec::new();
     let mut number = 0;
@@ -172,20 +191,17 @@ const MAX_WHOLE_BYTES: u64 = 16 << 20;
 /// A file that is one JSON document (pretty-printed, not JSONL): its state and its value.
 pub fn whole(dir: &Path, name: &str) -> (FileState, Option<Value>) {
     let mut state = FileState::ok(name);
+    let Some(mut file) = open(dir, name, MAX_WHOLE_BYTES, &mut state) else {
+        return (state, None);
+    };
     let mut bytes = Vec::new();
-    let opened = std::fs::File::open(dir.join(name))
-        .and_then(|file| file.take(MAX_WHOLE_BYTES + 1).read_to_end(&mut bytes));
-    if let Err(e) = opened {
-        state.failed_to_open(&e);
+    if let Err(e) = file.read_to_end(&mut bytes) {
+        state.state = "unreadable";
+        state.note = Some(e.to_string());
         return (state, None);
     }
     state.bytes = bytes.len() as u64;
     state.lines = bytes.iter().filter(|b| **b == b'\n').count();
-    if state.bytes > MAX_WHOLE_BYTES {
-        state.state = "cut";
-        state.note = Some(format!("larger than {MAX_WHOLE_BYTES} bytes: not read"));
-        return (state, None);
-    }
     match serde_json::from_slice(&bytes) {
         Ok(value) => (state, Some(value)),
         Err(e) => {
@@ -196,15 +212,21 @@ pub fn whole(dir: &Path, name: &str) -> (FileState, Option<Value>) {
     }
 }
 
-/// The last `max` bytes of a text file (stderr), lossily decoded; `None` when absent.
-pub fn tail(dir: &Path, name: &str, max: u64) -> Option<(String, u64)> {
+/// The last `max` bytes of a text file (stderr), lossily decoded, and its size; `Ok(None)`
+/// when absent, an error naming it when it is refused or unreadable.
+pub fn tail(dir: &Path, name: &str, max: u64) -> Result<Option<(String, u64)>, String> {
     use std::io::{Seek, SeekFrom};
-    let mut file = std::fs::File::open(dir.join(name)).ok()?;
-    let size = file.metadata().ok()?.len();
-    file.seek(SeekFrom::Start(size.saturating_sub(max))).ok()?;
+    let Some(mut file) =
+        evidence_file::open(&dir.join(name), MAX_STREAMED_BYTES).map_err(|e| e.to_string())?
+    else {
+        return Ok(None);
+    };
+    let size = file.len();
     let mut bytes = Vec::new();
-    file.take(max).read_to_end(&mut bytes).ok()?;
-    Some((String::from_utf8_lossy(&bytes).into_owned(), size))
+    file.seek(SeekFrom::Start(size.saturating_sub(max)))
+        .and_then(|_| file.take(max).read_to_end(&mut bytes))
+        .map_err(|e| format!("reading {}: {e}", dir.join(name).display()))?;
+    Ok(Some((String::from_utf8_lossy(&bytes).into_owned(), size)))
 }
 
 #[cfg(test)]
@@ -243,6 +265,6 @@ mod tests {
         );
         assert_eq!(read(dir.path(), "absent.jsonl").state.state, "missing");
         std::fs::write(dir.path().join("err.log"), "abcdef").unwrap();
-        assert_eq!(tail(dir.path(), "err.log", 3), Some(("def".into(), 6)));
+        assert_eq!(tail(dir.path(), "err.log", 3), Ok(Some(("def".into(), 6))));
     }
 }

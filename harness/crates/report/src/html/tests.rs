@@ -10,8 +10,9 @@ fn event(seq: u64, source: &str, kind: &str, payload: serde_json::Value) -> Stri
         .to_string()
 }
 
-/// An evidence folder like a cell's, with one line of each kind the page must tolerate.
-fn evidence_folder(dir: &Path) {
+/// An evidence folder like a cell's (of the cell `name`), with one line of each kind the page
+/// must tolerate.
+fn evidence_folder(dir: &Path, name: &str) {
     let events = [
         event(
             0,
@@ -56,20 +57,22 @@ fn evidence_folder(dir: &Path) {
     ];
     // The last line is cut off mid-way (no newline): the file is shown as truncated.
     std::fs::write(dir.join("transcript.jsonl"), transcript.join("\n")).unwrap();
-    std::fs::write(
-        dir.join("verdict.json"),
-        serde_json::to_string_pretty(&json!({
-            "cell": "codex-planning-read-only.runner-fake.local.plan-write-refused",
-            "status": "as-expected",
-            "agreement": "as expected",
-            "verdict": {"verdict": "pass", "reason": "refused", "evidence": [
-                {"seq": 1, "excerpt": "command"}, {"seq": 4, "excerpt": "run.ended"}, {"seq": 9, "excerpt": "absent"}
-            ]}
-        }))
-        .unwrap(),
-    )
-    .unwrap();
     std::fs::write(dir.join("stderr.log"), "warning: something\n").unwrap();
+    let verdict = json!({
+        "cell": name,
+        "status": "as-expected",
+        "agreement": "as expected",
+        "verdict": {"verdict": "pass", "reason": "refused", "evidence": [
+            {"seq": 1, "excerpt": "command"}, {"seq": 4, "excerpt": "run.ended"}, {"seq": 9, "excerpt": "absent"}
+        ]}
+    });
+    let evidence = crate::layout::CellEvidence::new(dir);
+    crate::verdict_file::VerdictFile::parse(verdict.to_string().as_bytes(), &evidence.verdict())
+        .unwrap()
+        .bind(&evidence)
+        .unwrap()
+        .write(&evidence)
+        .unwrap();
 }
 
 fn summary_cell(name: &str, dir: &Path, status: Status, verdict: Option<&str>) -> CellSummary {
@@ -94,13 +97,9 @@ fn summary_cell(name: &str, dir: &Path, status: Status, verdict: Option<&str>) -
 #[test]
 fn a_protocol_cell_that_did_not_pass_opens_with_its_finding_and_the_events_it_cites() {
     let dir = tempfile::tempdir().unwrap();
-    evidence_folder(dir.path());
-    let mut cell = summary_cell(
-        "protocol-server-requests.my-runner-fake.local.command-approval",
-        dir.path(),
-        Status::Differs,
-        Some("fail"),
-    );
+    let name = "protocol-server-requests.my-runner-fake.local.command-approval";
+    evidence_folder(dir.path(), name);
+    let mut cell = summary_cell(name, dir.path(), Status::Differs, Some("fail"));
     cell.profile = Some(suites::spec::Profile::Protocol);
     cell.reason = "check `answered` failed: the driver never answered item/commandExecution/requestApproval (id 7) within 10 s; every server request must be answered (ServerRequest.json)".into();
     let page = CellPage::load(&cell);
@@ -118,13 +117,23 @@ fn a_protocol_cell_that_did_not_pass_opens_with_its_finding_and_the_events_it_ci
     cell.verdict = Some("pass".into());
     assert!(CellPage::load(&cell).finding.is_none());
     let contract = summary_cell(CELL, dir.path(), Status::Differs, Some("fail"));
-    assert!(CellPage::load(&contract).finding.is_none());
+    let page = CellPage::load(&contract);
+    assert!(page.finding.is_none());
+    // The folder's verdict is the other cell's: what it cites is not marked on this cell's page.
+    assert!(
+        page.notes.iter().any(|n| n.contains(&format!(
+            "verdict.json names cell {name}, not this folder's {CELL}"
+        ))),
+        "{:?}",
+        page.notes
+    );
+    assert!(page.timeline.iter().all(|e| !e.cited));
 }
 
 #[test]
 fn a_cell_page_reads_every_file_tolerantly_and_marks_what_the_verdict_cites() {
     let dir = tempfile::tempdir().unwrap();
-    evidence_folder(dir.path());
+    evidence_folder(dir.path(), CELL);
     let page = CellPage::load(&summary_cell(
         CELL,
         dir.path(),
@@ -223,7 +232,7 @@ fn timed_events_are_merged_with_the_wire_in_time_order() {
 #[test]
 fn the_page_is_self_contained_and_its_data_cannot_end_a_script() {
     let dir = tempfile::tempdir().unwrap();
-    evidence_folder(dir.path());
+    evidence_folder(dir.path(), CELL);
     let cells = vec![
         summary_cell(CELL, dir.path(), Status::AsExpected, Some("pass")),
         summary_cell(
@@ -268,7 +277,7 @@ fn escape_covers_markup_and_quotes() {
 #[test]
 fn a_huge_cell_keeps_every_row_but_only_a_bounded_amount_of_bodies() {
     let dir = tempfile::tempdir().unwrap();
-    evidence_folder(dir.path());
+    evidence_folder(dir.path(), CELL);
     let filler = "x".repeat(2000);
     let lines: Vec<String> = (0..4000)
         .map(|i| json!({"direction": "out", "time": 2000 + i, "message": {"method": "item/agentMessage/delta", "params": {"delta": filler}}}).to_string())
