@@ -129,6 +129,18 @@ fn load(text: &str, codex: &[&str]) -> Result<suites::Matrix, SuitesError> {
     "[drivers.a]\ncommand = \"x\"\ncodex = \"path\"\nmodes = [\"ask\"]\ncontract = \"event\"\n",
     "unknown variant `event`"
 )]
+#[case::unbalanced_quote(
+    "[drivers.a]\ncommand = \"x --cwd '{workspace}\"\ncodex = \"path\"\nmodes = [\"ask\"]\n",
+    "driver `a`: command: `x --cwd '{workspace}` cannot be split into words"
+)]
+#[case::a_pipe_without_a_shell(
+    "[drivers.a]\ncommand = \"x {prompt} | tee log\"\ncodex = \"path\"\nmodes = [\"ask\"]\n",
+    "driver `a`: command: the word `|` is shell syntax, but the command is not run by a shell"
+)]
+#[case::a_redirection_without_a_shell(
+    "[drivers.a]\ncommand = \"x 2>/dev/null\"\ncodex = \"path\"\nmodes = [\"ask\"]\n",
+    "the word `2>/dev/null` is shell syntax"
+)]
 #[case::no_driver("", "declares no driver")]
 fn bad_drivers_files_are_refused_naming_what_is_wrong(#[case] text: &str, #[case] wanted: &str) {
     let err = parse(text).expect_err("must be refused").to_string();
@@ -538,4 +550,59 @@ fn a_cell_name_too_long_for_a_folder_is_refused_at_load() {
     );
     let err = load(&long, &[]).unwrap_err().to_string();
     assert!(err.contains("a cell name is a folder name"), "{err}");
+}
+
+/// The shipped drivers' command lines (drivers/*.toml, the runners of suites.toml) give their
+/// programs the argv `sh -c` gave them when every placeholder was shell-quoted in: running them
+/// without a shell changes nothing for them.
+#[test]
+fn the_shipped_drivers_get_the_argv_a_shell_gave_them() {
+    use suites::declared::Placeholders;
+    let values = Placeholders {
+        workspace: "/out dir/cell/workspace".into(),
+        prompt: "Reply with MARKER; it's \"quoted\"".into(),
+        mode: "planning".into(),
+        codex: "/out dir/cell/tap/codex".into(),
+        task: "/out dir/cell/task.json".into(),
+        repo: "/the repo".into(),
+        cache: "/the cache".into(),
+        idle_seconds: 2,
+    };
+    let as_a_shell_did = |command: &str| {
+        let mut line = command.to_string();
+        for (name, value) in [
+            ("workspace", &values.workspace),
+            ("prompt", &values.prompt),
+            ("mode", &values.mode),
+            ("codex", &values.codex),
+            ("task", &values.task),
+            ("repo", &values.repo),
+            ("cache", &values.cache),
+        ] {
+            line = line.replace(&format!("{{{name}}}"), &shlex::try_quote(value).unwrap());
+        }
+        shlex::split(&line.replace("{idle_seconds}", "2")).unwrap()
+    };
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut declared: Vec<suites::spec::DeclaredDriver> = Vec::new();
+    for file in ["drivers/published.toml", "drivers/minimal.toml"] {
+        let drivers = DriversFile::read(&root.join(file)).unwrap();
+        declared.extend(drivers.drivers.into_values());
+    }
+    for cell in suites::load().unwrap().cells {
+        declared.extend(cell.runner.declared.clone());
+        let own = cell.runner.driver_cmd.clone();
+        declared.extend(own.map(suites::spec::DeclaredDriver::harness_own));
+    }
+    assert!(declared.len() > 4, "{declared:?}");
+    for driver in declared {
+        let words = driver.command_words(&values).unwrap();
+        assert!(words.assignments.is_empty(), "{}", driver.command);
+        assert_eq!(
+            words.argv,
+            as_a_shell_did(&driver.command),
+            "{}",
+            driver.command
+        );
+    }
 }

@@ -10,6 +10,7 @@
 //! folder); any other word is looked up on `PATH`.
 
 use std::path::{Path, PathBuf};
+use suites::declared::is_assignment;
 
 /// Where a command's relative names are resolved.
 #[derive(Debug, Clone, Copy, Default)]
@@ -57,15 +58,6 @@ impl ProgramError {
     pub fn is_not_on_path(&self) -> bool {
         matches!(self, ProgramError::NotOnPath { .. })
     }
-}
-
-/// A shell word that assigns a variable (`NAME=value`).
-fn is_assignment(word: &str) -> bool {
-    word.split_once('=').is_some_and(|(name, _)| {
-        !name.is_empty()
-            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-            && !name.starts_with(|c: char| c.is_ascii_digit())
-    })
 }
 
 /// Whether `command`'s program is a path (`./venv/bin/python`, `{repo}/x`), not a name that
