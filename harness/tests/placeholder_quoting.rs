@@ -99,3 +99,32 @@ async fn quoted_placeholders_holding_shell_syntax_run_nothing_and_arrive_as_one_
     // The last word, and the leading `PROMPT_TOO='{prompt}'` (an environment entry).
     assert_eq!(argv[11..], [HOSTILE, HOSTILE]);
 }
+
+/// The fault sweep: a 3.9 MB prompt made the driver's exec fail with E2BIG, and the cell's
+/// reason was the whole command line with "Argument list too long" at its end. The reason now
+/// names the step and the sizes, and stays short.
+#[tokio::test]
+async fn a_prompt_too_long_to_exec_is_a_short_reason_naming_the_step() {
+    let out = tempfile::tempdir().unwrap();
+    let mut cell = suites::load()
+        .unwrap()
+        .cell("core-compatibility.runner-minimal-fake.local.message-marker")
+        .unwrap()
+        .clone();
+    let prompt = "x".repeat(3_900_000);
+    cell.case.task.insert("prompt".into(), prompt.into());
+    let result = run_cell(&context(out.path()), &cell).await;
+    let described = result.describe();
+    assert!(
+        described.contains("starting the driver: argument list too long"),
+        "{}",
+        &described[..described.len().min(2000)]
+    );
+    assert!(described.len() < 4096, "a {} bytes reason", described.len());
+    let events = std::fs::read_to_string(result.evidence_dir.join("events.jsonl")).unwrap();
+    assert!(
+        events.len() < 64 * 1024,
+        "events.jsonl holds {} bytes",
+        events.len()
+    );
+}
