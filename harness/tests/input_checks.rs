@@ -72,7 +72,7 @@ fn no_command_takes_zero_jobs() {
 }
 
 #[test]
-fn an_empty_driver_command_is_refused() {
+fn an_empty_driver_command_or_one_that_needs_a_shell_is_refused() {
     let scratch = tempfile::tempdir().unwrap();
     for command in ["", "   ", "\t"] {
         harness(scratch.path())
@@ -81,6 +81,22 @@ fn an_empty_driver_command_is_refused() {
             .code(2)
             .stderr(contains("is empty: give the driver's command line"));
     }
+    // Run without a shell, a pipe would be two arguments: refused before any cell starts.
+    harness(scratch.path())
+        .args([
+            "run",
+            "--environment",
+            "local",
+            "--driver-cmd",
+            "sh -c true | cat",
+        ])
+        .arg("--out")
+        .arg(scratch.path().join("run"))
+        .assert()
+        .code(2)
+        .stderr(contains(
+            "--driver-cmd: the external driver: command the word `|` is shell syntax",
+        ));
 }
 
 /// Two cases of the user's own that could only fail: a scenario that does not exist, and a

@@ -49,6 +49,8 @@ pub enum RenderError {
     NoProgram(String),
     #[error("the word `{0}` is shell syntax, but the command is not run by a shell: write `sh -c '…'` to use a pipe, a list or a redirection")]
     ShellSyntax(String),
+    #[error("`{0}` sits in the script of a shell's `-c`, which that shell would parse: give it as an argument after the script (`sh -c '… \"$0\"' {0}`)")]
+    InShellScript(String),
 }
 
 /// Words that only a shell gives a meaning to (a pipe, a list, a redirection, a subshell). The
@@ -79,7 +81,47 @@ pub fn split_words(command: &str) -> Result<Vec<String>, RenderError> {
     if let Some(operator) = words.iter().find(|word| is_shell_syntax(word)) {
         return Err(RenderError::ShellSyntax(operator.clone()));
     }
+    if let Some(placeholder) = shell_script(&words).and_then(|script| placeholder_in(script)) {
+        return Err(RenderError::InShellScript(placeholder.to_string()));
+    }
     Ok(words)
+}
+
+/// Programs that parse the word after `-c` as a script.
+const SHELLS: &[&str] = &["sh", "bash", "dash", "ash", "ksh", "zsh"];
+
+/// The script word of a command that starts a shell (`[NAME=value…] [env …] sh [-e] -c SCRIPT`).
+fn shell_script(words: &[String]) -> Option<&String> {
+    let mut rest = words
+        .iter()
+        .skip_while(|word| is_assignment(word) || word.as_str() == "env");
+    let program = rest.next()?;
+    let name = std::path::Path::new(program).file_name()?.to_str()?;
+    if !SHELLS.contains(&name) {
+        return None;
+    }
+    let mut takes_script = false;
+    while let Some(word) = rest.next() {
+        if takes_script {
+            return Some(word);
+        }
+        match word.as_str() {
+            // `-o NAME`: the name is no script.
+            "-o" | "+o" => drop(rest.next()),
+            option if option.starts_with('-') && !option.starts_with("--") => {
+                takes_script |= option.contains('c');
+            }
+            _ => return None,
+        }
+    }
+    None
+}
+
+/// The first `{name}` in `word`, if any.
+fn placeholder_in(word: &str) -> Option<&str> {
+    let open = word.find('{')?;
+    let close = word[open..].find('}')?;
+    Some(&word[open..=open + close])
 }
 
 /// A command line as the driver's process is given it: no shell, one argument per word.
@@ -315,6 +357,19 @@ mod tests {
             ),
             ["sh", "-c", "exec d \"$0\"", "it's $HOME; rm -rf /"]
         );
+        for inside in [
+            "sh -c 'exec d --prompt \"{prompt}\"'",
+            "A=1 /bin/bash -e -c 'd {workspace} | tee log'",
+            "env B=2 sh -o pipefail -ec 'd {task}'",
+        ] {
+            assert!(
+                matches!(
+                    driver(inside, CodexDiscovery::Path).command_words(&values()),
+                    Err(RenderError::InShellScript(_))
+                ),
+                "{inside}"
+            );
+        }
         for (command, word) in [
             ("d | tee log", "|"),
             ("cd x && d", "&&"),
