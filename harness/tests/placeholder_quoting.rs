@@ -128,3 +128,48 @@ async fn a_prompt_too_long_to_exec_is_a_short_reason_naming_the_step() {
         events.len()
     );
 }
+
+/// The reproduction of the issue, through the command line: a drivers file quoting every
+/// placeholder, and an `--out` folder named like a hostile branch.
+#[test]
+fn a_drivers_file_quoting_its_placeholders_and_a_hostile_out_folder_run_nothing() {
+    let scratch = tempfile::tempdir().unwrap();
+    let driver_dir = scratch.path().join("driver");
+    std::fs::create_dir(&driver_dir).unwrap();
+    std::fs::write(driver_dir.join("argv.sh"), ARGV_DRIVER).unwrap();
+    std::fs::write(
+        driver_dir.join("drivers.toml"),
+        r#"[drivers.quoting]
+command = "PROMPT_TOO='{prompt}' sh ./argv.sh --cwd \"{workspace}\" --prompt '{prompt}' \"--task={task}\" --bin '{codex}' --mode \"{mode}\""
+codex = "arg"
+modes = ["standard"]
+"#,
+    )
+    .unwrap();
+    let out = scratch.path().join(HOSTILE.replace('/', "_"));
+    let cell = "protocol-binding.quoting-fake.local.post-turn-events";
+    assert_cmd::Command::cargo_bin("harness")
+        .unwrap()
+        .env_remove("HARNESS_DRIVERS")
+        .env_remove("CI")
+        .current_dir(&driver_dir)
+        .args(["run", "--drivers", "drivers.toml", "--out"])
+        .arg(&out)
+        .arg(cell)
+        .timeout(std::time::Duration::from_secs(120))
+        .assert()
+        .code(1);
+    for injected in INJECTED {
+        for folder in [&driver_dir, &out, scratch.path()] {
+            assert!(!folder.join(injected).exists(), "`{injected}` was created");
+        }
+    }
+    let own = report::layout::CellEvidence::new(&out.join(cell));
+    let argv = std::fs::read(own.workspace().join("argv.bin")).unwrap();
+    let argv: Vec<&[u8]> = argv.split(|b| *b == 0).collect();
+    let workspace = own.workspace().display().to_string();
+    assert_eq!(argv[1], workspace.as_bytes());
+    let task = format!("--task={}", own.task().display());
+    assert_eq!(argv[4], task.as_bytes());
+    assert!(argv[6].starts_with(out.display().to_string().as_bytes()));
+}
