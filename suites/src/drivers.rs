@@ -200,7 +200,7 @@ fn check_driver(driver: &DeclaredDriver) -> Result<(), String> {
         idle_seconds: 60,
     };
     driver
-        .command_line(&sample)
+        .command_words(&sample)
         .map_err(|e| format!("command: {e}"))?;
     driver
         .environment(&sample)

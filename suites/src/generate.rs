@@ -39,10 +39,15 @@ pub fn check_version(version: &str) -> Result<(), String> {
         && numbers
             .iter()
             .all(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()));
+    // Dot-separated identifiers, none empty: the version names folders (`drift-VERSION`, the
+    // cache's install), so `..` must never be one.
     let pre_ok = pre.is_none_or(|p| {
-        !p.is_empty()
-            && p.chars()
-                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '.' || c == '-')
+        p.split('.').all(|identifier| {
+            !identifier.is_empty()
+                && identifier
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        })
     });
     if core_ok && pre_ok {
         Ok(())
@@ -330,5 +335,33 @@ fn declared_runner(
         plays: None,
         driver_cmd: None,
         declared: Some(driver.clone()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::check_version;
+
+    /// A version names folders (`drift-VERSION`, the cache's install): nothing that climbs out
+    /// of them, nothing npm would not publish.
+    #[test]
+    fn a_version_is_major_minor_patch_with_an_optional_prerelease_and_never_a_path() {
+        for good in ["0.171.0", "1.2.3-alpha.1", "0.172.0-rc-2"] {
+            assert_eq!(check_version(good), Ok(()), "{good}");
+        }
+        for bad in [
+            "../../x",
+            "0.1.0-..",
+            "0.1.0-a/b",
+            "0.1.0-.a",
+            "0.1.0-a.",
+            "0.1",
+            "0.1.0/..",
+            "",
+            "latest",
+            "0.1.0-",
+        ] {
+            assert!(check_version(bad).is_err(), "{bad}");
+        }
     }
 }

@@ -52,7 +52,7 @@ pub struct RunnerSpec {
     /// `fake_app_server::persona`); the pin when absent.
     #[serde(default)]
     pub plays: Option<String>,
-    /// For `driver = "external"`: a `sh -c` command line; `{repo}` stands for the repository
+    /// For `driver = "external"`: a command line, run as a declared driver's is; `{repo}` stands for the repository
     /// root.
     #[serde(default)]
     pub driver_cmd: Option<String>,
@@ -308,7 +308,8 @@ impl Approvals {
 pub struct DeclaredDriver {
     #[serde(default)]
     pub about: Option<String>,
-    /// A `sh -c` command line. Placeholders: `{workspace}`, `{prompt}` (shell-quoted), `{mode}`,
+    /// A command line: words split by the shell's quoting rules, run without a shell
+    /// (`crate::declared`). Placeholders: `{workspace}`, `{prompt}`, `{mode}`,
     /// `{codex}`, `{task}` (the task envelope's path), `{repo}` (the harness repository root),
     /// `{cache}` (the harness cache, where `harness provision` installs published drivers).
     pub command: String,

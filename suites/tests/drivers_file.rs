@@ -129,6 +129,22 @@ fn load(text: &str, codex: &[&str]) -> Result<suites::Matrix, SuitesError> {
     "[drivers.a]\ncommand = \"x\"\ncodex = \"path\"\nmodes = [\"ask\"]\ncontract = \"event\"\n",
     "unknown variant `event`"
 )]
+#[case::unbalanced_quote(
+    "[drivers.a]\ncommand = \"x --cwd '{workspace}\"\ncodex = \"path\"\nmodes = [\"ask\"]\n",
+    "driver `a`: command: `x --cwd '{workspace}` cannot be split into words"
+)]
+#[case::a_pipe_without_a_shell(
+    "[drivers.a]\ncommand = \"x {prompt} | tee log\"\ncodex = \"path\"\nmodes = [\"ask\"]\n",
+    "driver `a`: command: the word `|` is shell syntax, but the command is not run by a shell"
+)]
+#[case::a_redirection_without_a_shell(
+    "[drivers.a]\ncommand = \"x 2>/dev/null\"\ncodex = \"path\"\nmodes = [\"ask\"]\n",
+    "the word `2>/dev/null` is shell syntax"
+)]
+#[case::a_placeholder_in_a_shell_script(
+    "[drivers.a]\ncommand = \"sh -c 'exec x --cwd \\\"{workspace}\\\"'\"\ncodex = \"path\"\nmodes = [\"ask\"]\n",
+    "driver `a`: command: `{workspace}` sits in the script of a shell's `-c`"
+)]
 #[case::no_driver("", "declares no driver")]
 fn bad_drivers_files_are_refused_naming_what_is_wrong(#[case] text: &str, #[case] wanted: &str) {
     let err = parse(text).expect_err("must be refused").to_string();

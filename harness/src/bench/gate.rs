@@ -246,7 +246,8 @@ fn append_step_summary(markdown: &str) {
 
 /// One direct session, ready to start.
 struct Session {
-    command: String,
+    /// The driver's program and arguments, executed without a shell as a cell does.
+    argv: Vec<String>,
     env: Vec<(String, String)>,
     cwd: PathBuf,
     stdout: PathBuf,
@@ -321,8 +322,8 @@ async fn prepare(ctx: &CellContext, cell: &Cell) -> Result<Session> {
         cache: path(&codex::provision::cache_root()?),
         idle_seconds: Placeholders::idle_seconds(app.timeouts.turn_idle),
     };
-    let command = declared
-        .command_line(&values)
+    let words = declared
+        .command_words(&values)
         .map_err(|e| anyhow::anyhow!("the driver's command line: {e}"))?;
     let mut env: Vec<(String, String)> = std::env::vars().collect();
     let mut set = |key: &str, value: String| match env.iter_mut().find(|(k, _)| k == key) {
@@ -349,11 +350,15 @@ async fn prepare(ctx: &CellContext, cell: &Cell) -> Result<Session> {
     {
         set(&key, value);
     }
+    for (key, value) in words.assignments {
+        set(&key, value);
+    }
     let bound = driver::bounds(&app.timeouts, &folders.task, Some(&declared)).overall;
+    let cwd = declared.base_dir.clone().unwrap_or(folders.dirs.workspace);
     Ok(Session {
-        command,
+        argv: driver::program_from(&cwd, words.argv),
         env,
-        cwd: declared.base_dir.clone().unwrap_or(folders.dirs.workspace),
+        cwd,
         stdout: root.join("direct-stdout.log"),
         stderr: root.join("direct-stderr.log"),
         bound,
@@ -371,9 +376,12 @@ async fn run_direct(sessions: Vec<Session>, jobs: usize) -> Result<Vec<(Option<i
         tasks.spawn(async move {
             let _permit = permits.acquire_owned().await?;
             let started = Instant::now();
-            let mut child = tokio::process::Command::new("/bin/sh")
-                .arg("-c")
-                .arg(&session.command)
+            let (program, args) = session
+                .argv
+                .split_first()
+                .context("the driver's command line has no program")?;
+            let mut child = tokio::process::Command::new(program)
+                .args(args)
                 .env_clear()
                 .envs(session.env.iter().map(|(k, v)| (k, v)))
                 .current_dir(&session.cwd)
@@ -383,7 +391,7 @@ async fn run_direct(sessions: Vec<Session>, jobs: usize) -> Result<Vec<(Option<i
                 .process_group(0)
                 .kill_on_drop(true)
                 .spawn()
-                .with_context(|| format!("starting `{}`", session.command))?;
+                .with_context(|| format!("starting `{}`", session.argv.join(" ")))?;
             let group = child.id().context("a started child has a pid")?;
             let status = tokio::time::timeout(session.bound, child.wait()).await;
             // The whole group: a driver's app-server outlives a killed `sh` otherwise.

@@ -9,6 +9,7 @@ use std::process::ExitCode;
 pub struct Args {
     /// The published `@openai/codex` version to compare with the pin (installed into the cache
     /// like the pinned ones).
+    #[arg(value_parser = super::codex_version)]
     pub version: String,
     /// Only matrix cells whose pair name contains one of these (all when empty).
     pub filters: Vec<String>,

@@ -28,7 +28,7 @@ pub struct Args {
     #[arg(long)]
     pub drivers: Option<std::path::PathBuf>,
     /// Pairs run at once (each runs its fake cell, then its real-Codex cell).
-    #[arg(long, short = 'j', default_value_t = 2)]
+    #[arg(long, short = 'j', default_value_t = 2, value_parser = super::jobs)]
     pub jobs: usize,
 }
 

@@ -59,7 +59,7 @@ pub struct Args {
     #[arg(long, conflicts_with = "app_server")]
     pub fidelity: bool,
     /// Cells run at once (as for `harness run`).
-    #[arg(long, short = 'j')]
+    #[arg(long, short = 'j', value_parser = super::jobs)]
     pub jobs: Option<usize>,
     /// Evidence (one folder per run: `unmutated/`, one per operator) and `mutation.json` go
     /// here (default: `$HARNESS_OUT_DIR`, else `target/conformance`, then `mutate/`).

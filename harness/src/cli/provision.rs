@@ -9,6 +9,7 @@ use std::process::ExitCode;
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Versions of `@openai/codex` (default: every version the matrix's runners use).
+    #[arg(value_parser = super::codex_version)]
     pub versions: Vec<String>,
     /// Published driver packages to install (`python-sdk`, `codex-acp`; repeatable). Default:
     /// all of them when no Codex version is named, none otherwise.

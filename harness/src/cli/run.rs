@@ -22,11 +22,11 @@ pub struct Args {
     pub filters: Vec<String>,
     /// Cells run at once (default: weighed by kind, per core one real-Codex cell or two fake
     /// cells).
-    #[arg(long, short = 'j')]
+    #[arg(long, short = 'j', value_parser = super::jobs)]
     pub jobs: Option<usize>,
     /// Put this external driver command under the suites (replaces the example driver of
     /// `runner-external`; only external-runner cells run). See docs/driver-contract.md.
-    #[arg(long, conflicts_with = "drivers")]
+    #[arg(long, conflicts_with = "drivers", value_parser = super::command_line)]
     pub driver_cmd: Option<String>,
     /// A drivers file (`[drivers.NAME]` tables, optional cases and baseline entries): each
     /// driver runs as `NAME-fake`, `NAME-codex`, `NAME-codex-<version>` cells. Only the file's
@@ -171,7 +171,9 @@ fn list(cells: &[suites::Cell], ctx: &CellContext) {
     let mut grouped: Vec<&suites::Cell> = cells.iter().collect();
     grouped.sort_by_key(|c| c.profile);
     for cell in grouped {
-        let (status, detail) = if let Some(reason) = &cell.not_applicable {
+        let (status, detail) = if let Some(reason) = matrix::load::cell_error(cell) {
+            ("error", reason)
+        } else if let Some(reason) = &cell.not_applicable {
             ("not-applicable", reason.clone())
         } else if let Some(reason) = matrix::prereq::missing(cell, ctx) {
             // Under CI=true a cell that cannot run here fails.

@@ -7,7 +7,7 @@
 use crate::context::CellContext;
 use crate::guard::CellGuard;
 use crate::{prereq, retry, stages};
-use anyhow::Result;
+use anyhow::{Context, Result};
 use graders::verdict::Verdict;
 use report::layout::CellEvidence;
 use report::outcome::{CellOutcome, CellResult};
@@ -19,7 +19,9 @@ use suites::Cell;
 pub async fn run_cell(ctx: &CellContext, cell: &Cell) -> CellResult {
     let started = Instant::now();
     let evidence = ctx.evidence(cell);
-    let outcome = if let Some(reason) = &cell.not_applicable {
+    let outcome = if let Some(message) = crate::load::cell_error(cell) {
+        CellOutcome::Error { message }
+    } else if let Some(reason) = &cell.not_applicable {
         // Evidence of an earlier run of this cell would contradict "never run".
         match std::fs::remove_dir_all(&evidence.root) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => CellOutcome::Error {
@@ -54,9 +56,11 @@ pub async fn run_cell(ctx: &CellContext, cell: &Cell) -> CellResult {
         }
     };
     if let Err(e) = file.write(&evidence) {
+        // What failed and why (the OS error ends the chain), and how the cell had ended: on a
+        // full disk that is where the first write failed, which the verdict would have said.
         return CellResult {
             outcome: CellOutcome::Error {
-                message: format!("writing verdict.json: {e:#}"),
+                message: format!("{e:#}; the cell had ended: {}", result.describe()),
             },
             ..result
         };
@@ -86,12 +90,18 @@ async fn run_applicable(ctx: &CellContext, cell: &Cell, evidence: &CellEvidence)
 /// attempt early, dropping its guard tears down what it started.
 async fn attempt(ctx: &CellContext, cell: &Cell) -> Result<Verdict> {
     let mut guard = CellGuard::new(&cell.name(), &ctx.evidence(cell).root);
-    let folders = stages::folders::prepare(ctx, cell)?;
-    let app_server = stages::app_server::prepare(ctx, cell, &folders, &mut guard).await?;
-    let home = stages::home_canaries::plant(cell, &folders, &app_server)?;
-    let driver = stages::driver::declare(ctx, cell)?;
-    let mut sandbox =
-        stages::sandbox::enter(ctx, cell, &folders, &app_server, &driver, &mut guard).await?;
+    // Each stage's error names the stage: an OS error alone ("No space left on device") does
+    // not say which step of the cell failed.
+    let folders = stages::folders::prepare(ctx, cell).context("preparing the cell's folders")?;
+    let app_server = stages::app_server::prepare(ctx, cell, &folders, &mut guard)
+        .await
+        .context("preparing the app-server")?;
+    let home = stages::home_canaries::plant(cell, &folders, &app_server)
+        .context("planting the home canaries")?;
+    let driver = stages::driver::declare(ctx, cell).context("declaring the driver")?;
+    let mut sandbox = stages::sandbox::enter(ctx, cell, &folders, &app_server, &driver, &mut guard)
+        .await
+        .context("preparing the sandbox")?;
     let launcher = guard.launcher()?;
     let run = stages::driver::run(
         ctx,
@@ -102,8 +112,10 @@ async fn attempt(ctx: &CellContext, cell: &Cell) -> Result<Verdict> {
         &driver,
         launcher,
     )
-    .await?;
-    let wire = stages::events::from_the_wire(cell, &folders, &driver, &run)?;
+    .await
+    .context("running the driver")?;
+    let wire =
+        stages::events::from_the_wire(cell, &folders, &driver, &run).context("reading the wire")?;
     // Everything the cell started ends here, before the harness adds its own evidence.
     let finished = guard.finish().await;
     let log = stages::events::with_the_harness_evidence(
@@ -113,6 +125,7 @@ async fn attempt(ctx: &CellContext, cell: &Cell) -> Result<Verdict> {
         &mut sandbox,
         &finished,
         home.as_ref(),
-    )?;
+    )
+    .context("adding the harness's evidence")?;
     stages::verdict::grade(cell, &log)
 }

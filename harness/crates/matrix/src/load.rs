@@ -6,7 +6,7 @@ use crate::program::{self, Where};
 use anyhow::{Context, Result};
 use std::path::Path;
 use suites::spec::DeclaredDriver;
-use suites::{DriversFile, Extras, Matrix};
+use suites::{Cell, DriversFile, Extras, Matrix};
 
 /// Environment variables that do what `--drivers` and `--codex` do, for the suites test binary
 /// (`HARNESS_DRIVERS=drivers.toml cargo test -p suites --test cells`). Versions are
@@ -70,6 +70,19 @@ pub fn check_declared_program(driver: &DeclaredDriver, repo_root: Option<&Path>)
     };
     program::resolve(&driver.command, at)?;
     Ok(())
+}
+
+/// Why `cell` cannot run, known from the suites' data alone: a scenario that does not exist
+/// (`builtin:nope`) or does not parse, a `task` table the driver's task does not take. Such a
+/// cell is listed as an error and fails at once, with this reason, never runs.
+pub fn cell_error(cell: &Cell) -> Option<String> {
+    let checked = crate::stages::folders::task_for(cell)
+        .map(drop)
+        .and_then(|()| {
+            crate::stages::folders::check_scenario(cell)
+                .with_context(|| format!("case `{}`: its scenario", cell.id.case))
+        });
+    checked.err().map(|e| format!("{e:#}"))
 }
 
 #[cfg(test)]

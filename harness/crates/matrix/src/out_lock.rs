@@ -49,9 +49,11 @@ impl OutLock {
             }
         };
         // Who holds it, for the error above (the lock, not this text, is what excludes).
-        lock.set_len(0)?;
-        lock.rewind()?;
-        writeln!(lock, "pid {}", std::process::id())?;
+        let said = lock
+            .set_len(0)
+            .and_then(|()| lock.rewind())
+            .and_then(|()| writeln!(lock, "pid {}", std::process::id()));
+        said.with_context(|| format!("writing this run's pid into {}", path.display()))?;
         Ok(OutLock { _lock: lock, path })
     }
 

@@ -9,7 +9,7 @@
 
 use crate::context::CellContext;
 use crate::program::{self, Where};
-use crate::stages::driver::{external_command, external_command_line};
+use crate::stages::driver::{external_command, external_command_line, external_where};
 use codex::provision;
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
@@ -78,7 +78,7 @@ fn driver_missing(cell: &Cell, ctx: &CellContext) -> Option<String> {
         return None;
     }
     let command = external_command_line(ctx, cell).ok()?;
-    match program::resolve(&command, Where::default()) {
+    match program::resolve(&command, external_where(ctx)) {
         Err(e) if e.is_not_on_path() => Some(format!("the external driver: {e}")),
         _ => None,
     }

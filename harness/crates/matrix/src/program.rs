@@ -10,6 +10,7 @@
 //! folder); any other word is looked up on `PATH`.
 
 use std::path::{Path, PathBuf};
+use suites::declared::{is_assignment, split_words};
 
 /// Where a command's relative names are resolved.
 #[derive(Debug, Clone, Copy, Default)]
@@ -33,7 +34,8 @@ pub enum Program {
 /// user wrote it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ProgramError {
-    #[error("command `{0}` is not valid shell words")]
+    /// Not words a program can be given without a shell (`suites::declared::split_words`).
+    #[error("command {0}")]
     NotShellWords(String),
     #[error("command `{0}` names no program")]
     NoProgram(String),
@@ -59,27 +61,18 @@ impl ProgramError {
     }
 }
 
-/// A shell word that assigns a variable (`NAME=value`).
-fn is_assignment(word: &str) -> bool {
-    word.split_once('=').is_some_and(|(name, _)| {
-        !name.is_empty()
-            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-            && !name.starts_with(|c: char| c.is_ascii_digit())
-    })
-}
-
 /// Whether `command`'s program is a path (`./venv/bin/python`, `{repo}/x`), not a name that
 /// each environment looks up on its own `PATH` (a container's is not the host's).
 pub fn names_a_path(command: &str) -> bool {
-    shlex::split(command)
+    split_words(command)
+        .ok()
         .and_then(|words| words.into_iter().find(|w| !is_assignment(w)))
         .is_some_and(|program| program.contains('/'))
 }
 
 /// The program `command` starts.
 pub fn resolve(command: &str, at: Where) -> Result<Program, ProgramError> {
-    let words =
-        shlex::split(command).ok_or_else(|| ProgramError::NotShellWords(command.to_string()))?;
+    let words = split_words(command).map_err(|e| ProgramError::NotShellWords(e.to_string()))?;
     let Some(program) = words.into_iter().find(|w| !is_assignment(w)) else {
         return Err(ProgramError::NoProgram(command.to_string()));
     };

@@ -6,7 +6,8 @@
 //! then, [`SETTLE`] later:
 //!
 //! - sends the declared signal to the driver's *main process*: the process its command line
-//!   started. That is the `sh -c` process when the shell exec'd the program, else the shell's
+//!   started (no shell runs between the harness and it). When that program is a shell running a
+//!   script the drivers file wrote (`sh -c '…'`) and it has not exec'd, it is the shell's
 //!   direct child (the one the tap descends from; never the tap itself). It is found in `/proc`,
 //!   also inside a container: the harness sees the container's processes with host pids;
 //! - writes the case's `steer_text` as one line on the driver's stdin, a pipe the harness holds
@@ -104,13 +105,11 @@ pub fn signal_of(declared: InterruptSignal) -> Signal {
 /// Where the driver's process tree is seen from.
 #[derive(Debug, Clone)]
 pub struct Spawned {
-    /// The process the harness spawned: the `sh -c` itself on the host, the container runtime
-    /// (`runc run`, `docker exec`) in a container.
+    /// The process the harness spawned: the driver's program itself on the host, the container
+    /// runtime (`runc run`, `docker exec`) in a container.
     pub pid: i32,
-    /// Whether `pid` is the driver's `sh -c` (the host launcher) rather than a runtime.
-    pub is_shell: bool,
-    /// The `sh -c` command line.
-    pub command: String,
+    /// Whether `pid` is the driver's program (the host launcher) rather than a runtime.
+    pub is_driver: bool,
     /// The socket of the cell's recorder: every tap process of the cell names it.
     pub tap_socket: PathBuf,
 }
@@ -375,6 +374,16 @@ fn is_tap(argv: &[String], tap_socket: &Path) -> bool {
         .any(|w| w[0] == "--socket" && w[1] == socket.as_ref())
 }
 
+/// Whether `argv` is a shell running a script (`sh -c '…'`, which a drivers file writes to
+/// use a pipe or a list) that has not exec'd its command.
+fn is_shell_script(argv: &[String]) -> bool {
+    let shell = argv
+        .first()
+        .and_then(|program| Path::new(program).file_name())
+        .and_then(|name| name.to_str());
+    matches!(shell, Some("sh" | "bash" | "dash")) && argv.get(1).is_some_and(|a| a == "-c")
+}
+
 /// The driver's main process (module docs): from the spawned shell on the host, or from the
 /// cell's tap up to the top of the driver's tree in a container.
 pub fn main_process(spawned: &Spawned) -> Result<MainProcess> {
@@ -393,7 +402,7 @@ pub fn main_process(spawned: &Spawned) -> Result<MainProcess> {
         }
         chain
     };
-    let root = if spawned.is_shell {
+    let root = if spawned.is_driver {
         spawned.pid
     } else {
         // In a container: up from a tap to the last process before the runtime, which is the
@@ -414,12 +423,11 @@ pub fn main_process(spawned: &Spawned) -> Result<MainProcess> {
         root
     };
     let root_argv = cmdline(root).with_context(|| format!("process {root} is gone"))?;
-    let shell_argv = ["/bin/sh", "-c", spawned.command.as_str()];
-    if root_argv != shell_argv {
+    if !is_shell_script(&root_argv) {
         return Ok(MainProcess {
             pid: root,
             cmdline: root_argv.join(" "),
-            how: "the shell exec'd it",
+            how: "the program its command line starts",
         });
     }
     // The shell is still there: its direct child, preferably the one the tap descends from.
@@ -526,8 +534,7 @@ mod tests {
             let pid = child.id().unwrap() as i32;
             let spawned = Spawned {
                 pid,
-                is_shell: true,
-                command: command.into(),
+                is_driver: true,
                 tap_socket: tap_socket.clone(),
             };
             let deadline = Instant::now() + Duration::from_secs(10);

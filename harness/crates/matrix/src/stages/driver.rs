@@ -23,7 +23,7 @@ use graders::wire::DriverEnd;
 use sandbox::launcher::{EnvMounts, Launcher};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-use suites::declared::Placeholders;
+use suites::declared::{split_words, Placeholders};
 use suites::spec::{CodexDiscovery, DeclaredDriver, DriverContract, DriverKind};
 use suites::Cell;
 use tap::mutation::Operator;
@@ -67,7 +67,10 @@ pub fn declare(ctx: &CellContext, cell: &Cell) -> Result<Driver> {
         ),
         DriverKind::External => {
             let command = external_command(ctx, cell)?;
-            (command.clone(), DeclaredDriver::harness_own(command))
+            (
+                external_name(ctx, &command),
+                DeclaredDriver::harness_own(command),
+            )
         }
         DriverKind::Declared => {
             let declared = cell.runner.declared.clone().with_context(|| {
@@ -88,32 +91,42 @@ pub fn declare(ctx: &CellContext, cell: &Cell) -> Result<Driver> {
     })
 }
 
-/// The external driver's command line of `cell`'s runner (or `--driver-cmd`), with `{repo}`
-/// filled in; not checked.
+/// The external driver's command line of `cell`'s runner (or `--driver-cmd`), placeholders
+/// (`{repo}`) still in it; not checked.
 pub fn external_command_line(ctx: &CellContext, cell: &Cell) -> Result<String> {
     if let Some(command) = &ctx.driver_cmd {
         return Ok(command.clone());
     }
-    let template = cell
-        .runner
+    cell.runner
         .driver_cmd
-        .as_deref()
-        .context("runner has no driver command")?;
-    if !template.contains("{repo}") {
-        return Ok(template.to_string());
-    }
-    let root = ctx.repo_root.as_ref().context(
-        "cannot find the repository root (run from inside the repository, or pass --driver-cmd)",
-    )?;
-    Ok(template.replace("{repo}", &root.display().to_string()))
+        .clone()
+        .context("runner has no driver command")
 }
 
 /// [`external_command_line`], whose program must exist ([`crate::program`]).
 pub fn external_command(ctx: &CellContext, cell: &Cell) -> Result<String> {
     let command = external_command_line(ctx, cell)?;
-    program::resolve(&command, Where::default())
+    program::resolve(&command, external_where(ctx))
         .map_err(|e| anyhow!("the external driver: {e}"))?;
     Ok(command)
+}
+
+/// Where the external driver's command is resolved: `{repo}` is the repository, relative
+/// paths are the harness's own working folder's.
+pub fn external_where(ctx: &CellContext) -> Where<'_> {
+    Where {
+        repo_root: ctx.repo_root.as_deref(),
+        base_dir: None,
+    }
+}
+
+/// How reports name the external driver (`run.started.driver`): its command line, `{repo}`
+/// shown as the repository it stands for.
+fn external_name(ctx: &CellContext, command: &str) -> String {
+    match &ctx.repo_root {
+        Some(root) => command.replace("{repo}", &root.display().to_string()),
+        None => command.to_string(),
+    }
 }
 
 /// The driver runs inside the environment too: the tap (the harness binary), and the files its
@@ -126,15 +139,22 @@ fn mounts_for(ctx: &CellContext, declared: &DeclaredDriver) -> Result<EnvMounts>
         .as_ref()
         .map(|r| r.display().to_string())
         .unwrap_or_default();
-    mounts
-        .readonly
-        .extend(files_named_by(&declared.command.replace("{repo}", &repo)));
+    // Split before `{repo}` and `{cache}` are filled in, as the command itself is: a path
+    // holding a space or a quote stays one word.
+    let words: Vec<String> = split_words(&declared.command)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|word| word.replace("{repo}", &repo))
+        .collect();
+    mounts.readonly.extend(files_named_by(&words));
     if declared.command.contains("{cache}") {
         let cache = codex::provision::cache_root()?;
-        let command = declared
-            .command
-            .replace("{cache}", &cache.display().to_string());
-        for install in installs_named_by(&command, &cache) {
+        let cache_text = cache.display().to_string();
+        let words: Vec<String> = words
+            .iter()
+            .map(|word| word.replace("{cache}", &cache_text))
+            .collect();
+        for install in installs_named_by(&words, &cache) {
             // An install may carry Codex (a published driver's npm prefix): its bundled
             // bubblewraps are the environment's to change too. Only installs are searched.
             let bundled = sandbox::overlays::bundled_bwraps_in_install(&install);
@@ -316,12 +336,11 @@ fn set(env: &mut Vec<(String, String)>, key: &str, value: String) {
     }
 }
 
-/// The existing files a driver's command line names by absolute path (they must be visible
-/// inside the environment's container).
-pub fn files_named_by(command: &str) -> Vec<PathBuf> {
-    shlex::split(command)
-        .unwrap_or_else(|| command.split_whitespace().map(str::to_string).collect())
-        .into_iter()
+/// The existing files a driver's command line (its words) names by absolute path (they must be
+/// visible inside the environment's container).
+pub fn files_named_by(words: &[String]) -> Vec<PathBuf> {
+    words
+        .iter()
         .map(PathBuf::from)
         .filter(|word| word.is_absolute() && word.is_file())
         .collect()
@@ -335,15 +354,15 @@ pub fn files_named_by(command: &str) -> Vec<PathBuf> {
 /// library). Under a container uid that cannot enter the folder holding the cache (a 0700
 /// `/root`), the launcher hides that folder behind an empty one and binds only these on it
 /// (`env::runc`), so the installs are reachable, read-only, and nothing else of it is.
-pub fn installs_named_by(command: &str, cache: &Path) -> Vec<PathBuf> {
+pub fn installs_named_by(words: &[String], cache: &Path) -> Vec<PathBuf> {
     let mut installs = Vec::new();
     let mut add = |folder: PathBuf| {
         if folder.is_dir() && !installs.contains(&folder) {
             installs.push(folder);
         }
     };
-    for word in shlex::split(command).unwrap_or_default() {
-        let named = Path::new(&word);
+    for word in words {
+        let named = Path::new(word);
         let Ok(inside) = named.strip_prefix(cache) else {
             continue;
         };
@@ -417,9 +436,14 @@ fn prepare(
         cache: path(&codex::provision::cache_root()?),
         idle_seconds: Placeholders::idle_seconds(run.timeouts.turn_idle),
     };
-    let command = declared
-        .command_line(&values)
+    let words = declared
+        .command_words(&values)
         .map_err(|e| anyhow!("the driver's command line: {e}"))?;
+    let cwd = driver
+        .declared
+        .base_dir
+        .clone()
+        .unwrap_or_else(|| folders.workspace.clone());
     let events =
         (declared.contract == DriverContract::Events).then(|| folders.evidence.driver_events());
     let mut env = contract_env(
@@ -436,26 +460,38 @@ fn prepare(
     {
         set(&mut env, &key, value);
     }
+    // As a shell would: the command's own `NAME=value` words over the rest of its environment.
+    for (key, value) in words.assignments {
+        set(&mut env, &key, value);
+    }
     // Last, so a drivers file's `env` cannot hide them: the grader looks for these values.
     for (key, value) in driver.canaries.iter().flat_map(Canaries::env) {
         set(&mut env, key, value.clone());
     }
     Ok(Prepared {
         process: DriverProcess {
-            command,
+            argv: program_from(&cwd, words.argv),
             env,
             // A drivers file's driver runs in the file's folder; the shipped ones in the workspace.
-            cwd: driver
-                .declared
-                .base_dir
-                .clone()
-                .unwrap_or_else(|| folders.workspace.clone()),
+            cwd,
             stdout_log: folders.evidence.driver_stdout(),
             stderr_log: folders.evidence.stderr(),
             stdin: control::Stdin::of(declared),
         },
         events,
     })
+}
+
+/// `argv` with a relative program path (`./driver`, `venv/bin/python`) made absolute from the
+/// folder the driver starts in, as a shell there would find it; a bare name is left to the
+/// environment's own `PATH`.
+pub fn program_from(cwd: &Path, mut argv: Vec<String>) -> Vec<String> {
+    if let Some(program) = argv.first_mut() {
+        if program.contains('/') && Path::new(program.as_str()).is_relative() {
+            *program = cwd.join(program.as_str()).display().to_string();
+        }
+    }
+    argv
 }
 
 /// The environment the driver's contract promises (docs/driver-contract.md): under the events
@@ -533,14 +569,17 @@ mod tests {
         std::os::unix::fs::symlink(prefix.join("bin/python3.11"), venv_bin.join("python")).unwrap();
         let agent = cache.join("npm/acp-2.0/node_modules/acp/dist/index.js");
         std::fs::write(&agent, "").unwrap();
-        let command = format!(
-            "{} /repo/run.py --agent {} --missing {}",
-            venv_bin.join("python").display(),
-            agent.display(),
-            cache.join("npm/absent-1.0/x").display()
-        );
+        let words = [
+            venv_bin.join("python"),
+            "/repo/run.py".into(),
+            "--agent".into(),
+            agent,
+            "--missing".into(),
+            cache.join("npm/absent-1.0/x"),
+        ]
+        .map(|word| word.display().to_string());
         assert_eq!(
-            installs_named_by(&command, &cache),
+            installs_named_by(&words, &cache),
             vec![
                 cache.join("pypi/sdk-1.0"),
                 prefix,
@@ -548,6 +587,7 @@ mod tests {
             ]
         );
         // Nothing outside the cache is bound on its own account.
-        assert!(installs_named_by("/usr/bin/node /repo/client.mjs", &cache).is_empty());
+        let outside = ["/usr/bin/node".to_string(), "/repo/client.mjs".into()];
+        assert!(installs_named_by(&outside, &cache).is_empty());
     }
 }

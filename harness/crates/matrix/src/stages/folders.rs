@@ -91,12 +91,18 @@ impl CellFolders {
         for dir in [&layout.workspace, &layout.home, &layout.tmp] {
             std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         }
-        std::fs::create_dir_all(layout.workspace.join(".git"))?;
-        std::fs::write(layout.workspace.join("AGENTS.md"), AGENTS_MD)?;
-        std::fs::write(
-            layout.workspace.join("README.md"),
-            "# Sample project\nA workspace for one conformance cell.\n",
-        )?;
+        let git = layout.workspace.join(".git");
+        std::fs::create_dir_all(&git).with_context(|| format!("creating {}", git.display()))?;
+        for (name, text) in [
+            ("AGENTS.md", AGENTS_MD),
+            (
+                "README.md",
+                "# Sample project\nA workspace for one conformance cell.\n",
+            ),
+        ] {
+            let path = layout.workspace.join(name);
+            std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+        }
         if let Some((uid, gid)) = owner {
             // The app-server and the driver run as this user inside their containers: they must
             // own their folders (the workspace stays writable to it, so a refused write proves
@@ -121,17 +127,40 @@ pub fn task_for(cell: &Cell) -> Result<Task> {
         .with_context(|| format!("case `{}`: invalid task", cell.id.case))
 }
 
-/// The scenario, and how to name it to the fake (`builtin:NAME` or a file in the cell folder).
-pub fn scenario_for(cell: &Cell, evidence: &CellEvidence) -> Result<(Scenario, String)> {
+/// The scenario the cell's app-server plays: the case's real-Codex one against the real Codex.
+fn scenario_named(cell: &Cell) -> Result<ScenarioRef> {
     let named = match (cell.runner.app_server, &cell.case.codex_scenario) {
         (AppServerKind::Codex, Some(codex)) => codex,
         _ => &cell.case.scenario,
     };
-    match ScenarioRef::parse(named).map_err(|e| anyhow!(e))? {
+    ScenarioRef::parse(named).map_err(|e| anyhow!(e))
+}
+
+fn shipped_scenario(name: &str) -> Result<&'static str> {
+    suites::scenario_file(name)
+        .ok_or_else(|| anyhow!("scenario file `{name}` is not shipped with suites"))
+}
+
+/// The cell's scenario exists and parses, read from what the suites ship (nothing written):
+/// checked when the matrix is loaded, so a cell that could only fail is never listed as one
+/// that runs.
+pub fn check_scenario(cell: &Cell) -> Result<()> {
+    match scenario_named(cell)? {
+        ScenarioRef::Builtin(name) => drop(Scenario::builtin(&name)?),
+        ScenarioRef::File(name) => drop(Scenario::from_toml_str(
+            shipped_scenario(&name)?,
+            Path::new(&name),
+        )?),
+    }
+    Ok(())
+}
+
+/// The scenario, and how to name it to the fake (`builtin:NAME` or a file in the cell folder).
+pub fn scenario_for(cell: &Cell, evidence: &CellEvidence) -> Result<(Scenario, String)> {
+    match scenario_named(cell)? {
         ScenarioRef::Builtin(name) => Ok((Scenario::builtin(&name)?, format!("builtin:{name}"))),
         ScenarioRef::File(name) => {
-            let text = suites::scenario_file(&name)
-                .ok_or_else(|| anyhow!("scenario file `{name}` is not shipped with suites"))?;
+            let text = shipped_scenario(&name)?;
             let path = evidence.scenario();
             std::fs::write(&path, text)?;
             Ok((Scenario::from_file(&path)?, display(&path)))

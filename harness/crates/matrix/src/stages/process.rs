@@ -1,4 +1,4 @@
-//! Running a driver's process (`sh -c COMMAND`) through the cell's launcher: its stdout and
+//! Running a driver's process (its command line's words, no shell) through the cell's launcher: its stdout and
 //! stderr kept up to a cap (with a note when cut), its whole process group killed at the run's
 //! bound. The bound has two parts: the run's overall bound, and an idle bound on the wire — a
 //! driver that says nothing to its app-server for longer than its own declared idle timeout, or
@@ -25,8 +25,8 @@ pub const DRIVER_START_ALLOWANCE: Duration = Duration::from_secs(20);
 
 /// A driver process to run.
 pub struct DriverProcess {
-    /// A `sh -c` command line.
-    pub command: String,
+    /// The program and its arguments, executed as they are (`suites::declared`).
+    pub argv: Vec<String>,
     /// Its complete environment.
     pub env: Vec<(String, String)>,
     pub cwd: PathBuf,
@@ -95,6 +95,40 @@ async fn copy_capped(
     file.flush().await
 }
 
+/// Longest command line a message quotes whole; a longer one is cut, saying its length.
+const MAX_QUOTED_COMMAND_BYTES: usize = 512;
+
+/// Why the driver's process could not be started: the step, the system's reason, and the command
+/// line as far as a message should hold it (a multi-megabyte prompt is one of its words).
+fn not_started(process: &DriverProcess, error: &std::io::Error) -> String {
+    let bytes: usize = process.argv.iter().map(|word| word.len() + 1).sum();
+    if error.raw_os_error() == Some(nix::errno::Errno::E2BIG as i32) {
+        let environment: usize = process.env.iter().map(|(k, v)| k.len() + v.len() + 2).sum();
+        let longest = process.argv.iter().map(String::len).max().unwrap_or(0);
+        return format!(
+            "starting the driver: argument list too long (the command line is {bytes} bytes, its longest word {longest} bytes, its environment {environment} bytes; Linux takes at most 128 KiB in one word)"
+        );
+    }
+    let line = shlex::try_join(process.argv.iter().map(String::as_str))
+        .unwrap_or_else(|_| process.argv.join(" "));
+    format!(
+        "starting the driver `{}`: {error}",
+        cut(&line, MAX_QUOTED_COMMAND_BYTES)
+    )
+}
+
+/// `text`, or its first `max` bytes (on a character boundary) and how long it was.
+pub fn cut(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_string();
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}… ({} bytes in all)", &text[..end], text.len())
+}
+
 fn size(path: &Path) -> u64 {
     std::fs::metadata(path).map(|m| m.len()).unwrap_or(0)
 }
@@ -112,9 +146,12 @@ pub async fn run(
     // Before the spawn: a driver quick enough to write before the first look would otherwise
     // leave no change to see, and its silence would be timed from the start-up allowance.
     let mut last_size = size(wire);
+    let Some((program, args)) = process.argv.split_first() else {
+        anyhow::bail!("the driver's command line has no program");
+    };
     let spec = ProcessSpec {
-        program: "/bin/sh".into(),
-        args: vec!["-c".into(), process.command.clone()],
+        program: program.into(),
+        args: args.to_vec(),
         env: process.env.clone(),
         cwd: process.cwd.clone(),
     };
@@ -130,7 +167,7 @@ pub async fn run(
         }
     };
     let mut command = prepared.command;
-    let spawned_is_shell = command.as_std().get_program() == "/bin/sh";
+    let spawned_is_driver = command.as_std().get_program() == program.as_str();
     command
         .stdin(match process.stdin {
             Stdin::Closed => std::process::Stdio::null(),
@@ -145,7 +182,7 @@ pub async fn run(
         Err(e) => {
             return Ok(Ran {
                 end: DriverEnd::NotStarted {
-                    error: format!("starting `{}`: {e}", process.command),
+                    error: not_started(process, &e),
                 },
                 told: Vec::new(),
             })
@@ -166,8 +203,7 @@ pub async fn run(
             telling.tell,
             Spawned {
                 pid,
-                is_shell: spawned_is_shell,
-                command: process.command.clone(),
+                is_driver: spawned_is_driver,
                 tap_socket: telling.tap_socket,
             },
             wire.to_path_buf(),
@@ -242,7 +278,7 @@ mod tests {
 
     fn process(dir: &Path, command: &str) -> DriverProcess {
         DriverProcess {
-            command: command.into(),
+            argv: vec!["/bin/sh".into(), "-c".into(), command.into()],
             env: vec![("PATH".into(), "/usr/bin:/bin".into())],
             cwd: dir.to_path_buf(),
             stdout_log: dir.join("out.log"),
