@@ -4,7 +4,7 @@
 
 mod support;
 
-use graders::events::{Declarations, PlantedCanaries, Source};
+use graders::events::{Declarations, Ending, PlantedCanaries, Source};
 use graders::verdict::VerdictKind::{Fail, Incomplete, Pass};
 use serde_json::json;
 use support::wire::*;
@@ -191,6 +191,30 @@ fn a_burst_the_driver_cannot_drain_fails_and_a_short_one_shows_nothing() {
     .exits(1)
     .grade();
     check(&died, Fail, "session-continued");
+}
+
+/// A driver whose own wait ran out stops its `codex` with SIGTERM instead of closing its stdin:
+/// the app-server's death by that signal is the driver's doing (the recorder notes the signal
+/// it passed on), so the run ended timed-out; the same death with no signal of the driver's is
+/// the app-server going away on its own.
+#[test]
+fn a_driver_that_stops_its_codex_with_a_signal_timed_out_and_lost_no_transport() {
+    let signalled = case(
+        "protocol-turn-outcomes",
+        "failed-turn",
+        Transcript::session().driver_signal(15).exit_by_signal(15),
+    )
+    .exits(1)
+    .terminal();
+    assert_eq!(signalled.ending, Ending::TimedOut, "{signalled:?}");
+    let crashed = case(
+        "protocol-turn-outcomes",
+        "failed-turn",
+        Transcript::session().exit_by_signal(15),
+    )
+    .exits(1)
+    .terminal();
+    assert_eq!(crashed.ending, Ending::TransportLost, "{crashed:?}");
 }
 
 // --- handshake

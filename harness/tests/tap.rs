@@ -237,6 +237,37 @@ fn an_app_server_killed_by_a_signal_ends_the_tap_by_that_signal() {
     assert_eq!(exit["signal"], libc::SIGTERM);
 }
 
+/// A driver that stops its `codex` with SIGTERM: the signal reaches the app-server, and the
+/// transcript records that the driver sent it before the app-server's exit (so the graders do
+/// not take the exit for a crash).
+#[test]
+fn a_signal_the_driver_sends_its_codex_is_passed_on_and_recorded() {
+    let dir = tempfile::tempdir().unwrap();
+    let tap = tap_into(dir.path(), "/bin/sh", &["-c", "sleep 30", "sh"], &[]);
+    let mut child = tap.app_server();
+    // The launch is under way once the recorder wrote it.
+    let started = Instant::now();
+    while !tap.lines().iter().any(|l| l["kind"] == "launch") {
+        assert!(started.elapsed() < Duration::from_secs(10), "no launch");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let status = child.wait_timeout(Duration::from_secs(10)).unwrap();
+    assert!(status.is_some(), "the tap did not end after SIGTERM");
+    let lines = tap.finished();
+    let at = |kind: &str| lines.iter().position(|l| l["kind"] == kind);
+    let signalled = at("driver-signal").expect("the driver's signal recorded");
+    assert_eq!(lines[signalled]["signal"], libc::SIGTERM);
+    let exit = at("exit").expect("the app-server's exit");
+    assert!(signalled < exit, "{lines:?}");
+    assert_eq!(lines[exit]["signal"], libc::SIGTERM, "{lines:?}");
+}
+
 #[test]
 fn the_fake_app_server_answers_through_the_tap() {
     let dir = tempfile::tempdir().unwrap();

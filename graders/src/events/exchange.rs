@@ -268,8 +268,21 @@ pub struct AppServerExited {
     /// The app-server could not be started or waited for.
     pub error: Option<String>,
     /// Whether the driver had closed its stdin before: `false` is an app-server that went away
-    /// on its own (a crash).
+    /// on its own (a crash), unless the driver stopped it with a signal (`after_driver_signal`).
     pub after_stdin_closed: bool,
+    /// Whether the driver had sent its `codex` a signal before (SIGTERM, SIGINT or SIGHUP, which
+    /// the tap passes on): stopping the app-server so is the driver's doing, as closing its
+    /// stdin is. Absent in older streams.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub after_driver_signal: bool,
+}
+
+impl AppServerExited {
+    /// Whether the driver ended this launch itself (closed its stdin or signalled it), rather
+    /// than the app-server going away on its own.
+    pub fn ended_by_the_driver(&self) -> bool {
+        self.after_stdin_closed || self.after_driver_signal
+    }
 }
 
 /// How many notifications of one method the app-server sent.

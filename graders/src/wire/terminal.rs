@@ -22,6 +22,9 @@ pub struct LaunchEnd {
     pub fault: Option<String>,
     /// The driver closed the app-server's stdin (unix ms).
     pub stdin_closed: Option<u64>,
+    /// The driver sent its `codex` a signal, passed on to the app-server (unix ms): the
+    /// app-server's exit after it is the driver's doing, as after a closed stdin.
+    pub driver_signal: Option<u64>,
     /// The app-server closed its stdout before the driver closed its stdin (in the recorder's
     /// order, which milliseconds cannot tell: the driver is told of the close after it is
     /// recorded). Its exit then was its own, whenever it was recorded.
@@ -47,10 +50,11 @@ impl LaunchEnd {
         if self.output_ended_first {
             return Some(exit);
         }
-        match self.stdin_closed {
-            Some(closed) if closed <= exit.time => None,
-            _ => Some(exit),
-        }
+        let ended_by_driver = [self.stdin_closed, self.driver_signal]
+            .into_iter()
+            .flatten()
+            .any(|at| at <= exit.time);
+        (!ended_by_driver).then_some(exit)
     }
 
     fn waiting(&self) -> Option<String> {
@@ -219,6 +223,7 @@ mod tests {
         LaunchEnd {
             fault: fault.map(str::to_string),
             stdin_closed: closed_at,
+            driver_signal: None,
             output_ended_first: false,
             cut_line: None,
             let_go_mid_line: None,

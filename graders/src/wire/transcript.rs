@@ -99,6 +99,13 @@ pub enum Record {
         launch: u64,
         time: u64,
     },
+    /// The driver sent its `codex` (the tap) a signal, which the harness passed on to the
+    /// app-server.
+    DriverSignal {
+        launch: u64,
+        time: u64,
+        signal: i64,
+    },
     /// The app-server closed its stdout (the driver was given end of input).
     StdoutClosed {
         launch: u64,
@@ -136,6 +143,7 @@ impl Record {
             | Record::Note { time, .. }
             | Record::Stderr { time, .. }
             | Record::StdinClosed { time, .. }
+            | Record::DriverSignal { time, .. }
             | Record::StdoutClosed { time, .. }
             | Record::Exit { time, .. }
             | Record::Mutation { time, .. } => *time,
@@ -150,6 +158,7 @@ impl Record {
             | Record::Note { launch, .. }
             | Record::Stderr { launch, .. }
             | Record::StdinClosed { launch, .. }
+            | Record::DriverSignal { launch, .. }
             | Record::StdoutClosed { launch, .. }
             | Record::Exit { launch, .. }
             | Record::Mutation { launch, .. } => *launch,
@@ -193,6 +202,11 @@ fn parse_line(entry: &Value) -> Result<Record, String> {
                 added_args: strings(entry.get("added_args")),
             })),
             "stdin-closed" => Ok(Record::StdinClosed { launch, time }),
+            "driver-signal" => Ok(Record::DriverSignal {
+                launch,
+                time,
+                signal: entry.get("signal").and_then(Value::as_i64).unwrap_or(0),
+            }),
             "stdout-closed" => Ok(Record::StdoutClosed { launch, time }),
             "stderr" => Ok(Record::Stderr {
                 launch,

@@ -119,6 +119,16 @@ impl Transcript {
         self.push(json!({"kind": "exit", "status": status, "signal": null, "error": null}))
     }
 
+    /// The driver sends its `codex` `signal`, which the tap passes on (the recorder's record).
+    pub fn driver_signal(self, signal: i64) -> Self {
+        self.push(json!({"kind": "driver-signal", "signal": signal}))
+    }
+
+    /// The app-server ends by `signal`.
+    pub fn exit_by_signal(self, signal: i64) -> Self {
+        self.push(json!({"kind": "exit", "status": null, "signal": signal, "error": null}))
+    }
+
     /// The app-server dies on its own.
     pub fn crash(self) -> Self {
         self.push(json!({"kind": "exit", "status": null, "signal": 9, "error": null}))
@@ -374,6 +384,22 @@ impl Run {
             stream = stream.push(*source, body.clone());
         }
         stream.harness(Body::RunEnded(t.terminal))
+    }
+
+    /// The run's terminal, as the wire and the driver's end show it.
+    pub fn terminal(&self) -> graders::events::RunEnded {
+        let ctx = context(
+            &self.suite,
+            &self.case,
+            self.mode,
+            self.declarations.clone(),
+            self.release.as_deref(),
+            self.canaries.clone(),
+        );
+        let text = self.transcript.text();
+        wire::translate(text.as_bytes(), &ctx, &self.end)
+            .expect("a readable transcript")
+            .terminal
     }
 
     pub fn grade(&self) -> Verdict {

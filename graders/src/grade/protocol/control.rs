@@ -276,7 +276,7 @@ impl ProtocolCase for CrashResume {
         let crash = ex
             .exits
             .iter()
-            .find(|(seq, e)| !e.after_stdin_closed && !ex.live_own_turns_at(*seq).is_empty());
+            .find(|(seq, e)| !e.ended_by_the_driver() && !ex.live_own_turns_at(*seq).is_empty());
         let Some((crash_seq, crash)) = crash else {
             return incomplete(
                 "the app-server did not go away on its own while the driver's turn was running, so the case shows nothing about recovery".into(),

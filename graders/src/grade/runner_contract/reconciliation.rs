@@ -144,7 +144,7 @@ impl ProtocolCase for ResumeReconciliation {
         let ex = &self.ex;
         let crash = ex.exits.iter().find_map(|(seq, e)| {
             let live = ex.live_own_turns_at(*seq);
-            (!e.after_stdin_closed && !live.is_empty()).then(|| (*seq, e, live[0].to_string()))
+            (!e.ended_by_the_driver() && !live.is_empty()).then(|| (*seq, e, live[0].to_string()))
         });
         let Some((crash_seq, crash, saved_turn)) = crash else {
             return incomplete(

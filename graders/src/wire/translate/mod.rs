@@ -199,6 +199,9 @@ fn fold(records: &[Record], ctx: &Context) -> Fold {
                 }
             }
             Record::Note { .. } | Record::Stderr { .. } | Record::Mutation { .. } => {}
+            Record::DriverSignal { time, .. } => {
+                state.end.driver_signal.get_or_insert(*time);
+            }
             Record::StdinClosed { time, .. } => {
                 let first = state.end.stdin_closed.is_none();
                 state.end.stdin_closed.get_or_insert(*time);
@@ -223,6 +226,8 @@ fn fold(records: &[Record], ctx: &Context) -> Fold {
             } => {
                 let after_stdin_closed = !state.end.output_ended_first
                     && state.end.stdin_closed.is_some_and(|closed| closed <= *time);
+                let after_driver_signal = !state.end.output_ended_first
+                    && state.end.driver_signal.is_some_and(|sent| sent <= *time);
                 state.end.exit = Some(terminal::Exit {
                     time: *time,
                     status: *status,
@@ -235,6 +240,7 @@ fn fold(records: &[Record], ctx: &Context) -> Fold {
                     signal: *signal,
                     error: error.clone(),
                     after_stdin_closed,
+                    after_driver_signal,
                 }));
             }
         }

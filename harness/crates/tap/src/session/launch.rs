@@ -461,6 +461,11 @@ fn relay_stdin(
                         .map(|b| i32::from_be_bytes([b[0], b[1], b[2], b[3]]));
                     // Only what the tap passes on; anything else is not the tap's to ask for.
                     if let Some(signal @ (libc::SIGTERM | libc::SIGINT | libc::SIGHUP)) = signal {
+                        // Recorded before it is passed on: the app-server's exit that follows
+                        // is the driver's doing, not a crash (graders::wire reads it).
+                        let mut fields = serde_json::Map::new();
+                        fields.insert("signal".into(), signal.into());
+                        log.record("driver-signal", fields);
                         killer.signal(signal);
                     }
                 }
