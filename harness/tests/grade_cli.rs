@@ -1,5 +1,6 @@
 //! `harness grade`: verdict output and exit codes (0 pass, 1 other verdict, 2 unreadable input
-//! or unknown suite/case), on streams written with the real event log.
+//! or unknown suite/case), on streams written with the real event log, marked as the harness
+//! marks its own (driver::provenance) with the key of a cache of the test's own.
 
 use assert_cmd::Command;
 use driver::event_log::EventLog;
@@ -8,8 +9,25 @@ use predicates::prelude::PredicateBooleanExt;
 use predicates::str::contains;
 use std::path::Path;
 
+/// The harness cache of the stream at `path` (holding the key it is marked with).
+fn cache_of(path: &Path) -> std::path::PathBuf {
+    path.parent().unwrap().join("cache")
+}
+
 fn write_run(path: &Path, refused: bool) {
-    let mut log = EventLog::to_file("run-cli", path).unwrap();
+    let key = driver::provenance::Key::load_or_create(&cache_of(path)).unwrap();
+    write_run_with(
+        EventLog::to_file_marked("run-cli", path, key.into()).unwrap(),
+        refused,
+    );
+}
+
+/// The same run, written without the harness's mark (as a driver or a hand could write it).
+fn write_unmarked_run(path: &Path, refused: bool) {
+    write_run_with(EventLog::to_file("run-cli", path).unwrap(), refused);
+}
+
+fn write_run_with(mut log: EventLog, refused: bool) {
     let perm = Some("runner-read-only".to_string());
     log.emit(
         Source::Driver,
@@ -76,8 +94,33 @@ fn grade(path: &Path, format: &str) -> assert_cmd::assert::Assert {
             format,
         ])
         .arg(path)
+        .env("CODEX_DRIVER_CACHE", cache_of(path))
         .timeout(std::time::Duration::from_secs(60))
         .assert()
+}
+
+/// A stream that would pass, written by anyone but the harness (a driver under the events
+/// contract, a hand) or edited after the harness wrote it: graded, never a pass.
+#[test]
+fn a_stream_without_the_harness_s_mark_cannot_pass() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("events.jsonl");
+    driver::provenance::Key::load_or_create(&cache_of(&path)).unwrap();
+    write_unmarked_run(&path, true);
+    grade(&path, "text")
+        .code(1)
+        .stdout(contains("verdict: incomplete"))
+        .stdout(contains("carry no valid mark of this harness"))
+        .stdout(contains("would have passed"));
+
+    write_run(&path, true);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let edited = text.replacen("WRITE_REFUSED", "WRITE_REFUSES", 1);
+    assert_ne!(text, edited);
+    std::fs::write(&path, edited).unwrap();
+    grade(&path, "text")
+        .code(1)
+        .stdout(contains("the first: line 2"));
 }
 
 #[test]

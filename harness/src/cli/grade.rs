@@ -3,9 +3,10 @@
 //! truncated stream is an `incomplete` verdict), 2 when the input cannot be read or the
 //! suite/case is unknown.
 
+use driver::provenance::{Key, MarkedLines};
 use graders::grade::{grade_reader_with, GradeError};
 use graders::reader::ReaderConfig;
-use graders::verdict::Verdict;
+use graders::verdict::{Verdict, VerdictKind};
 use std::io::{BufReader, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -51,19 +52,38 @@ fn parse_line_limit(text: &str) -> Result<ReaderConfig, String> {
 
 pub fn main(args: Args) -> ExitCode {
     let config = args.max_line_bytes;
+    // The harness's own streams carry its mark (driver::provenance): without this user's key
+    // nothing verifies, and no stream can pass.
+    let key = match codex::provision::cache_root().and_then(|cache| Key::load(&cache)) {
+        Ok(key) => key,
+        Err(e) => {
+            eprintln!("harness grade: {e:#}");
+            return ExitCode::from(UNREADABLE);
+        }
+    };
+    let max_line = config.effective_max_line_bytes();
+    let marks;
     let graded = if args.events.as_os_str() == "-" {
         let stdin = std::io::stdin().lock();
-        grade_reader_with(&args.suite, &args.case, stdin, config)
+        let mut lines = MarkedLines::new(stdin, key, max_line);
+        let graded = grade_reader_with(&args.suite, &args.case, BufReader::new(&mut lines), config);
+        marks = (lines.unmarked, lines.unmarked_first);
+        graded
     } else {
         // Opened as evidence is: a regular file (a pipe is read through `-`), bounded.
         match graders::evidence_file::open(&args.events, graders::evidence_file::MAX_STREAMED_BYTES)
         {
-            Ok(Some(file)) => grade_reader_with(
-                &args.suite,
-                &args.case,
-                BufReader::with_capacity(READ_BUFFER_BYTES, file),
-                config,
-            ),
+            Ok(Some(file)) => {
+                let mut lines = MarkedLines::new(
+                    BufReader::with_capacity(READ_BUFFER_BYTES, file),
+                    key,
+                    max_line,
+                );
+                let graded =
+                    grade_reader_with(&args.suite, &args.case, BufReader::new(&mut lines), config);
+                marks = (lines.unmarked, lines.unmarked_first);
+                graded
+            }
             Ok(None) => {
                 eprintln!(
                     "harness grade: cannot open {}: there is no such file",
@@ -88,6 +108,12 @@ pub fn main(args: Args) -> ExitCode {
             return ExitCode::from(UNREADABLE);
         }
     };
+    let verdict = match marks {
+        (unmarked, Some(first)) if verdict.is_pass() && unmarked > 0 => {
+            unverified(verdict, unmarked, first)
+        }
+        _ => verdict,
+    };
     let printed = match args.format {
         Format::Text => print_text(&verdict),
         Format::Json => serde_json::to_string_pretty(&verdict)
@@ -103,6 +129,19 @@ pub fn main(args: Args) -> ExitCode {
     } else {
         ExitCode::from(1)
     }
+}
+
+/// A pass resting on lines the harness did not write: no pass (a stream written by a driver, by
+/// hand, edited, or recorded by another user's harness holds no evidence of this harness's own).
+fn unverified(verdict: Verdict, unmarked: u64, first: u64) -> Verdict {
+    Verdict::new(
+        VerdictKind::Incomplete,
+        format!(
+            "{unmarked} line(s) of the stream (the first: line {first}) carry no valid mark of this harness, so the stream is not evidence the harness recorded itself and cannot pass; graded as it is, it would have passed: {}",
+            verdict.reason
+        ),
+        verdict.evidence,
+    )
 }
 
 fn print_text(verdict: &Verdict) -> std::io::Result<()> {

@@ -20,6 +20,9 @@ pub struct EventLog {
     next_seq: u64,
     ended: bool,
     out: Option<BufWriter<std::fs::File>>,
+    /// The harness's mark on each line written (`crate::provenance`), where it writes its own
+    /// evidence.
+    key: Option<std::sync::Arc<crate::provenance::Key>>,
     /// Every event written, kept for in-process grading and reports.
     events: Vec<Event>,
 }
@@ -32,6 +35,7 @@ impl EventLog {
             next_seq: 0,
             ended: false,
             out: None,
+            key: None,
             events: Vec::new(),
         }
     }
@@ -44,6 +48,17 @@ impl EventLog {
         let file = std::fs::File::create(path)?;
         let mut log = Self::in_memory(run);
         log.out = Some(BufWriter::new(file));
+        Ok(log)
+    }
+
+    /// [`EventLog::to_file`], each line marked with `key` as the harness's own evidence.
+    pub fn to_file_marked(
+        run: &str,
+        path: &Path,
+        key: std::sync::Arc<crate::provenance::Key>,
+    ) -> std::io::Result<Self> {
+        let mut log = Self::to_file(run, path)?;
+        log.key = Some(key);
         Ok(log)
     }
 
@@ -84,7 +99,11 @@ impl EventLog {
         };
         self.next_seq += 1;
         if let Some(out) = self.out.as_mut() {
-            serde_json::to_writer(&mut *out, &event).map_err(std::io::Error::other)?;
+            let line = serde_json::to_string(&event).map_err(std::io::Error::other)?;
+            match &self.key {
+                Some(key) => out.write_all(key.mark(&line).as_bytes())?,
+                None => out.write_all(line.as_bytes())?,
+            }
             out.write_all(b"\n")?;
             if self.ended {
                 out.flush()?;

@@ -11,6 +11,7 @@
 pub mod event_log;
 pub mod external;
 pub mod launch;
+pub mod provenance;
 pub mod reference;
 pub mod rpc;
 pub mod run;

@@ -39,6 +39,21 @@ pub struct WireEvents {
     facts: TranscriptFacts,
 }
 
+/// The key the harness marks the event streams it writes with (`driver::provenance`), loaded
+/// (made the first time) once per process.
+pub fn evidence_key() -> Result<std::sync::Arc<driver::provenance::Key>> {
+    static KEY: std::sync::OnceLock<Result<std::sync::Arc<driver::provenance::Key>, String>> =
+        std::sync::OnceLock::new();
+    KEY.get_or_init(|| {
+        codex::provision::cache_root()
+            .and_then(|cache| driver::provenance::Key::load_or_create(&cache))
+            .map(std::sync::Arc::new)
+            .map_err(|e| format!("the harness's evidence key: {e:#}"))
+    })
+    .clone()
+    .map_err(anyhow::Error::msg)
+}
+
 /// Stage 5, first half: the run's events from the wire, into `events.jsonl`. Read before the
 /// cell's guard finishes, as the driver left them.
 pub fn from_the_wire(
@@ -48,7 +63,7 @@ pub fn from_the_wire(
     run: &DriverRun,
 ) -> Result<WireEvents> {
     let evidence = &folders.dirs.evidence;
-    let mut log = EventLog::to_file(&run_id(cell), &evidence.events())?;
+    let mut log = EventLog::to_file_marked(&run_id(cell), &evidence.events(), evidence_key()?)?;
     let ctx = wire::Context {
         cell: cell.id.clone(),
         driver: driver.name.clone(),

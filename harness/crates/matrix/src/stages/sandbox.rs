@@ -156,7 +156,14 @@ fn isolated_on_the_host(
         Ok(_) => Arc::new(IsolatedLauncher::new(
             launcher,
             Isolation {
-                hidden: vec![ctx.out_root.clone()],
+                // The output folder, and the key the harness marks its evidence with.
+                hidden: std::iter::once(ctx.out_root.clone())
+                    .chain(
+                        codex::provision::cache_root()
+                            .ok()
+                            .map(|cache| driver::provenance::Key::folder(&cache)),
+                    )
+                    .collect(),
                 private: sandbox::isolation::PRIVATE_FOLDERS
                     .iter()
                     .map(std::path::PathBuf::from)
