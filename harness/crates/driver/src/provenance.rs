@@ -18,9 +18,9 @@ use std::path::{Path, PathBuf};
 pub const KEY_FOLDER: &str = "keys";
 const KEY_FILE: &str = "evidence-key";
 const KEY_BYTES: usize = 32;
-/// What a mark adds before a line's closing brace: `,"mac":"` + 64 hex digits + `"`.
+/// A mark with the closing brace after it: `,"mac":"` + 64 hex digits + `"}`.
 const MARK_OPENING: &str = ",\"mac\":\"";
-const MARK_BYTES: usize = MARK_OPENING.len() + 64 + 1;
+const MARK_BYTES: usize = MARK_OPENING.len() + 64 + 2;
 
 /// The key the harness marks its streams with.
 pub struct Key([u8; KEY_BYTES]);
@@ -234,6 +234,45 @@ mod tests {
             .permissions()
             .mode();
         assert_eq!(mode & 0o777, 0o600);
+    }
+
+    /// The mark is a member the event reader ignores: a marked stream reads as the same events.
+    #[test]
+    fn a_marked_stream_reads_as_its_events() {
+        use graders::events::{Body, Ending, RunEnded, Source, WorkspaceEvidence};
+        let dir = tempfile::tempdir().unwrap();
+        let key = std::sync::Arc::new(Key::load_or_create(dir.path()).unwrap());
+        let path = dir.path().join("events.jsonl");
+        let mut log = crate::event_log::EventLog::to_file_marked("r", &path, key).unwrap();
+        log.emit(
+            Source::Harness,
+            Body::WorkspaceEvidence(WorkspaceEvidence {
+                pattern: "plan-write-probe-*".into(),
+                probes: vec![],
+            }),
+        )
+        .unwrap();
+        log.end(RunEnded {
+            ending: Ending::Succeeded,
+            retry_offered: false,
+            error_code: None,
+            reason: None,
+        })
+        .unwrap();
+        log.flush().unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(text.matches("\"mac\":\"").count(), 2, "{text}");
+        let verdict = graders::grade::grade_reader_with(
+            "codex-planning-read-only",
+            "plan-write-refused",
+            std::io::BufReader::new(std::fs::File::open(&path).unwrap()),
+            graders::reader::ReaderConfig::default(),
+        )
+        .unwrap();
+        assert!(
+            !verdict.reason.contains("invalid") && !verdict.reason.contains("malformed"),
+            "{verdict:?}"
+        );
     }
 
     #[test]
