@@ -220,6 +220,7 @@ fn every_option_value_is_checked() {
             ])
             .args(extra)
             .arg(&path)
+            .env("CODEX_DRIVER_CACHE", cache_of(&path))
             .timeout(std::time::Duration::from_secs(60))
             .assert()
     };

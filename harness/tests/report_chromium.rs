@@ -312,6 +312,14 @@ fn grid_and_cell_page() -> Result<(), String> {
         .unwrap_or_default()
         .to_string();
     std::fs::write(&summary_path, edited.to_string()).map_err(|e| e.to_string())?;
+    // The cell's own verdict.json says so too: a summary row its verdict does not bear out is
+    // an error cell, not a difference.
+    let verdict_path = out.path().join(&differing).join("verdict.json");
+    let verdict_text = std::fs::read_to_string(&verdict_path).map_err(|e| e.to_string())?;
+    let mut verdict: serde_json::Value =
+        serde_json::from_str(&verdict_text).map_err(|e| e.to_string())?;
+    verdict["status"] = "differs".into();
+    std::fs::write(&verdict_path, verdict.to_string()).map_err(|e| e.to_string())?;
     rebuild(out.path())?;
     let dom = dump_dom(&report, "#?differences=1")?;
     let marked = tags_with_class(&dom, "td", "c v-write-succeeded s-differs");
@@ -324,6 +332,7 @@ fn grid_and_cell_page() -> Result<(), String> {
         return Err("differences only does not show exactly the differing cell".into());
     }
     std::fs::write(&summary_path, summary.to_string()).map_err(|e| e.to_string())?;
+    std::fs::write(&verdict_path, verdict_text).map_err(|e| e.to_string())?;
     rebuild(out.path())?;
 
     // The cell page: opened by its link; its highlighted rows are the events the verdict cites.
