@@ -17,7 +17,7 @@ pub struct Args {
     pub network_disabled: bool,
     /// Evidence goes to `OUT/<cell>/` (default: `$HARNESS_OUT_DIR/repro-NAME`, else
     /// `target/conformance/repro-NAME`).
-    #[arg(long)]
+    #[arg(long, value_parser = super::absolute_path)]
     pub out: Option<std::path::PathBuf>,
 }
 
