@@ -177,3 +177,13 @@ fn a_reason_quoting_the_message_is_found() {
     let referred = "every command fails with the environment's message (its spec)";
     assert!(!facts_of(&env).iter().any(|fact| referred.contains(fact)));
 }
+
+/// suites.toml declares exactly the catalogue's environments: a spec without a declaration
+/// has no cells, a declaration without a spec cannot run.
+#[test]
+fn the_suites_declare_exactly_the_catalogues_environments() {
+    let declared: Vec<String> = shipped().file.environments.keys().cloned().collect();
+    let mut specified: Vec<String> = catalogue::names().into_iter().map(str::to_string).collect();
+    specified.sort();
+    assert_eq!(declared, specified);
+}
