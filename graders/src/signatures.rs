@@ -80,7 +80,9 @@ pub const SIGNATURES: &[Signature] = &[
         name: "bwrap-namespace-create-failed",
         class: LauncherFailure,
         line_prefix: None,
-        all_of: &["bwrap", "Creating new namespace failed"],
+        // The colon leaves out `Creating new namespace failed, likely because the kernel does
+        // not support user namespaces` (EINVAL), another cause with a row of its own.
+        all_of: &["bwrap", "Creating new namespace failed:"],
         indicates: "no new namespaces can be created: max_user_namespaces is 0, nesting depth \
                     exceeded, or no CAP_SYS_ADMIN in a container",
     },
@@ -115,11 +117,35 @@ pub const SIGNATURES: &[Signature] = &[
         indicates: "mount propagation cannot be changed: no mount namespace privileges",
     },
     Signature {
-        name: "bwrap-pivot-root",
+        name: "bwrap-pivot-root-denied",
         class: LauncherFailure,
         line_prefix: None,
-        all_of: &["bwrap", "pivot_root"],
+        all_of: &["bwrap", "pivot_root: Permission denied"],
         indicates: "an LSM refuses bubblewrap's pivot_root (LXC without nesting)",
+    },
+    Signature {
+        name: "bwrap-pivot-root-initramfs",
+        class: LauncherFailure,
+        line_prefix: None,
+        all_of: &["bwrap", "pivot_root: Invalid argument"],
+        indicates: "the root filesystem cannot be pivoted away from: an initramfs or rootfs root \
+                    (Unraid, some live systems)",
+    },
+    Signature {
+        name: "bwrap-mount-devpts",
+        class: LauncherFailure,
+        line_prefix: None,
+        all_of: &["bwrap", "Can't mount devpts"],
+        indicates: "a fresh devpts cannot be mounted for `--dev` (SELinux, rootless Podman with \
+                    --userns=keep-id)",
+    },
+    Signature {
+        name: "bwrap-overflowids-unreadable",
+        class: LauncherFailure,
+        line_prefix: None,
+        all_of: &["bwrap", "/proc/sys/kernel/overflow"],
+        indicates: "/proc/sys/kernel is hidden or empty (masked, Termux/Android, old gVisor): \
+                    bubblewrap stops before it reads its arguments",
     },
     Signature {
         name: "bwrap-unexpected-capabilities",
@@ -207,6 +233,11 @@ pub mod messages {
     pub const USERNS_MESSAGE: &str = "bwrap: No permissions to create new namespace, likely because the kernel does not allow non-privileged user namespaces. See <https://deb.li/bubblewrap> or <file:///usr/share/doc/bubblewrap/README.Debian.gz>.";
     pub const USERNS_LIMIT_MESSAGE: &str = "bwrap: Creating new namespace failed: nesting depth or /proc/sys/user/max_*_namespaces exceeded (ENOSPC)";
     pub const NO_USERNS_KERNEL_MESSAGE: &str = "bwrap: Creating new namespace failed, likely because the kernel does not support user namespaces.  bwrap must be installed setuid on such systems.";
+    pub const MOUNT_DEVPTS_SIGNATURE: &str =
+        "bwrap: Can't mount devpts on /newroot/dev/pts: Permission denied";
+    pub const OVERFLOWUID_SIGNATURE: &str =
+        "bwrap: Can't read /proc/sys/kernel/overflowuid: No such file or directory";
+    pub const PIVOT_ROOT_INITRAMFS_SIGNATURE: &str = "bwrap: pivot_root: Invalid argument";
     pub const AMBIENT_CAPS_SIGNATURE: &str =
         "bwrap: Unexpected capabilities but not setuid, old file caps config?";
     /// The first line of what Codex 0.169.0's sandbox helper prints (exit 101) when it finds no
@@ -220,7 +251,8 @@ pub mod messages {
 }
 
 impl Signature {
-    fn matches(&self, line: &str) -> bool {
+    /// Whether this row matches one line (whether or not an earlier row matches it too).
+    pub fn matches(&self, line: &str) -> bool {
         let trimmed = line.trim_start();
         self.line_prefix.is_none_or(|p| trimmed.starts_with(p))
             && self.all_of.iter().all(|needle| trimmed.contains(needle))
@@ -401,7 +433,11 @@ mod tests {
     fn restricted_environment_texts_are_launcher_failures() {
         let cases = [
             ("bwrap: Failed to make / slave: Permission denied", "bwrap-make-root-slave"),
-            ("bwrap: pivot_root: Permission denied", "bwrap-pivot-root"),
+            ("bwrap: pivot_root: Permission denied", "bwrap-pivot-root-denied"),
+            ("bwrap: pivot_root: Invalid argument", "bwrap-pivot-root-initramfs"),
+            ("bwrap: Can't mount devpts on /newroot/dev/pts: Permission denied", "bwrap-mount-devpts"),
+            ("bwrap: Can't read /proc/sys/kernel/overflowuid: No such file or directory", "bwrap-overflowids-unreadable"),
+            ("bwrap: Can't parse /proc/sys/kernel/overflowgid", "bwrap-overflowids-unreadable"),
             ("bwrap: Can't mount proc on /newroot/proc: Operation not permitted", "bwrap-mount-proc"),
             // bubblewrap 0.12 names the target inside the sandbox, which defeats Codex's retry.
             ("bwrap: Can't mount proc on /proc: Operation not permitted", "bwrap-mount-proc"),

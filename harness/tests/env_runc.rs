@@ -51,12 +51,18 @@ fn main() {
             move || probe_agrees(name),
         ));
     }
-    // Every environment that fails Codex at start-up with a bubblewrap message: the real
-    // Codex's restricted-read thread/start must fail with it (from the catalogue, so a new
-    // environment gets its trial without a list to keep).
+    // Every environment that fails Codex at start-up or per command with a bubblewrap message:
+    // the real Codex's restricted-read thread/start must fail with it, since its fs helper
+    // passes the per-command flags (from the catalogue, so a new environment gets its trial
+    // without a list to keep).
     let start_up_failures = catalogue::all().into_iter().filter_map(|spec| {
-        let signature = spec.expected_probe.stderr_signature?;
-        (spec.fails_at == FailsAt::StartUp && signature.starts_with("bwrap: "))
+        let signature = match spec.fails_at {
+            FailsAt::StartUp => spec.expected_probe.stderr_signature?,
+            FailsAt::PerCommand => spec.expected_command.stderr_signature?,
+            _ => return None,
+        };
+        signature
+            .starts_with("bwrap: ")
             .then_some((spec.name, signature))
     });
     for (name, signature) in start_up_failures {
@@ -65,6 +71,16 @@ fn main() {
             name,
             true,
             move || codex_restricted_thread_start_fails(name, signature),
+        ));
+    }
+    // bubblewrap's order of operations (docs/environments.md): the overflow ids are read
+    // before the arguments are parsed; `container` is the control.
+    for (environment, reads_ids_first) in [("proc-sys-kernel-masked", true), ("container", false)] {
+        trials.push(needs(
+            &format!("bubblewrap_reads_overflow_ids_before_its_arguments_{environment}_needs_root_and_runc"),
+            environment,
+            false,
+            move || bubblewrap_reads_overflow_ids_first(environment, reads_ids_first),
         ));
     }
     // The control: restricted reads work in `container` (the facts doc's profile (a)).
@@ -335,6 +351,60 @@ fn runtime() -> tokio::runtime::Runtime {
         .enable_all()
         .build()
         .expect("tokio runtime")
+}
+
+/// `bwrap ARGS` in `environment` (runc), bounded.
+fn bwrap_in(environment: &str, args: &[&str]) -> Result<std::process::Output, Failed> {
+    let scratch = tempfile::tempdir()?;
+    let scratch = std::path::absolute(scratch.path())?;
+    let launcher = RuncLauncher::new(catalogue::spec(environment)?, EnvMounts::scratch(&scratch))?;
+    let mut prepared = launcher.prepare(&ProcessSpec {
+        program: PathBuf::from("/usr/bin/bwrap"),
+        args: args.iter().map(|a| a.to_string()).collect(),
+        env: vec![("PATH".into(), "/usr/bin:/bin".into())],
+        cwd: scratch.clone(),
+    })?;
+    prepared.command.stdin(Stdio::null());
+    let output = runtime().block_on(async {
+        tokio::time::timeout(Duration::from_secs(60), prepared.command.output()).await
+    })??;
+    drop(prepared.guard);
+    Ok(output)
+}
+
+/// Where /proc/sys/kernel is masked, an unknown option fails with the overflowuid text, not
+/// `Unknown option` (the ids are read before the arguments are parsed), and a bare `--version`
+/// still answers (it comes first of all); in the control the option is what fails.
+fn bubblewrap_reads_overflow_ids_first(
+    environment: &str,
+    reads_ids_first: bool,
+) -> Result<(), Failed> {
+    use graders::signatures::messages::OVERFLOWUID_SIGNATURE;
+    let unknown = bwrap_in(environment, &["--no-such-option", "true"])?;
+    let stderr = String::from_utf8_lossy(&unknown.stderr);
+    let expected = if reads_ids_first {
+        OVERFLOWUID_SIGNATURE
+    } else {
+        "bwrap: Unknown option --no-such-option"
+    };
+    if unknown.status.success() || !stderr.contains(expected) {
+        return Err(format!(
+            "`bwrap --no-such-option` in `{environment}`: {}, stderr `{stderr}` (expected `{expected}`)",
+            unknown.status
+        )
+        .into());
+    }
+    let version = bwrap_in(environment, &["--version"])?;
+    let stdout = String::from_utf8_lossy(&version.stdout);
+    if !version.status.success() || !stdout.starts_with("bubblewrap ") {
+        return Err(format!(
+            "`bwrap --version` in `{environment}`: {}, stdout `{stdout}`, stderr `{}`",
+            version.status,
+            String::from_utf8_lossy(&version.stderr)
+        )
+        .into());
+    }
+    Ok(())
 }
 
 fn probe_agrees(name: &str) -> Result<(), Failed> {

@@ -35,6 +35,9 @@ struct Case {
     fixed_quote: &'static str,
     network_disabled: bool,
     keep: bool,
+    /// `--out` names the evidence folder relative to the current folder (runc's `cwd` must be
+    /// absolute: the command line makes it so).
+    relative_out: bool,
 }
 
 const RTM_NEWADDR: Case = Case {
@@ -46,6 +49,7 @@ const RTM_NEWADDR: Case = Case {
     fixed_quote: "Read-only file system",
     network_disabled: false,
     keep: false,
+    relative_out: false,
 };
 
 const UIDMAP: Case = Case {
@@ -57,6 +61,7 @@ const UIDMAP: Case = Case {
     fixed_quote: graders::signatures::messages::UID_MAP_SIGNATURE,
     network_disabled: false,
     keep: true,
+    relative_out: false,
 };
 
 /// A new environment, by its own name: both runs fail where bubblewrap cannot start.
@@ -69,6 +74,7 @@ const LSM_MOUNT_DENIED: Case = Case {
     fixed_quote: graders::signatures::messages::MOUNT_SLAVE_SIGNATURE,
     network_disabled: false,
     keep: false,
+    relative_out: false,
 };
 
 /// Codex's `--no-proc` retry rescues both runs.
@@ -81,6 +87,7 @@ const PROC_MASKED: Case = Case {
     fixed_quote: "Read-only file system",
     network_disabled: false,
     keep: false,
+    relative_out: false,
 };
 
 /// No bubblewrap at all: Codex's sandbox helper panics.
@@ -93,6 +100,32 @@ const NO_BWRAP: Case = Case {
     fixed_quote: graders::signatures::messages::NO_BWRAP_SIGNATURE,
     network_disabled: false,
     keep: false,
+    relative_out: false,
+};
+
+/// The three classes added by issue 39, each by its own name and exact message.
+const DEVPTS_DENIED: Case = Case {
+    failure: "devpts-denied",
+    environment: "devpts-denied",
+    signature: graders::signatures::messages::MOUNT_DEVPTS_SIGNATURE,
+    fixed_quote: graders::signatures::messages::MOUNT_DEVPTS_SIGNATURE,
+    ..LSM_MOUNT_DENIED
+};
+
+const PROC_SYS_KERNEL_MASKED: Case = Case {
+    failure: "proc-sys-kernel-masked",
+    environment: "proc-sys-kernel-masked",
+    signature: graders::signatures::messages::OVERFLOWUID_SIGNATURE,
+    fixed_quote: graders::signatures::messages::OVERFLOWUID_SIGNATURE,
+    ..LSM_MOUNT_DENIED
+};
+
+const INITRAMFS_ROOT: Case = Case {
+    failure: "initramfs-root",
+    environment: "initramfs-root",
+    signature: graders::signatures::messages::PIVOT_ROOT_INITRAMFS_SIGNATURE,
+    fixed_quote: graders::signatures::messages::PIVOT_ROOT_INITRAMFS_SIGNATURE,
+    ..LSM_MOUNT_DENIED
 };
 
 #[derive(Clone, Copy, PartialEq)]
@@ -165,6 +198,29 @@ fn main() {
             NO_BWRAP,
             AppServer::FakeFallback,
         ),
+        trial(
+            "repro_rtm_newaddr_relative_out_real_codex_needs_root_and_runc_and_codex",
+            Case {
+                relative_out: true,
+                ..RTM_NEWADDR
+            },
+            AppServer::RealCodex,
+        ),
+        trial(
+            "repro_devpts_denied_real_codex_needs_root_and_runc_and_codex",
+            DEVPTS_DENIED,
+            AppServer::RealCodex,
+        ),
+        trial(
+            "repro_proc_sys_kernel_masked_real_codex_needs_root_and_runc_and_codex",
+            PROC_SYS_KERNEL_MASKED,
+            AppServer::RealCodex,
+        ),
+        trial(
+            "repro_initramfs_root_real_codex_needs_root_and_runc_and_codex",
+            INITRAMFS_ROOT,
+            AppServer::RealCodex,
+        ),
     ];
     libtest_mimic::run(&args, trials).exit();
 }
@@ -219,8 +275,16 @@ fn check_repro(case: Case, app_server: AppServer) -> Result<(), Failed> {
     let mut command = Command::cargo_bin("harness")?;
     command
         .args(["repro", case.failure, "--out"])
-        .arg(out.path())
         .timeout(REPRO_BOUND);
+    if case.relative_out {
+        let (parent, name) = (out.path().parent(), out.path().file_name());
+        let (Some(parent), Some(name)) = (parent, name) else {
+            return Err(format!("{} has no parent folder", out.path().display()).into());
+        };
+        command.arg(name).current_dir(parent);
+    } else {
+        command.arg(out.path());
+    }
     if case.keep {
         command.arg("--keep");
     }

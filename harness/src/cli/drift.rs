@@ -18,7 +18,7 @@ pub struct Args {
     pub no_matrix: bool,
     /// Where the schemas, the cells' evidence and `drift.md` go (default:
     /// `<conformance>/drift-VERSION`).
-    #[arg(long)]
+    #[arg(long, value_parser = super::absolute_path)]
     pub out: Option<std::path::PathBuf>,
 }
 
@@ -27,14 +27,6 @@ pub fn main(args: Args) -> ExitCode {
         .out
         .clone()
         .unwrap_or_else(|| paths::conformance_root().join(format!("drift-{}", args.version)));
-    // Absolute, as `harness run` makes it: drivers run in other folders than this one.
-    let out = match std::path::absolute(&out) {
-        Ok(out) => out,
-        Err(e) => {
-            eprintln!("harness drift: --out {}: {e}", out.display());
-            return ExitCode::from(2);
-        }
-    };
     if let Err(e) = std::fs::create_dir_all(&out) {
         eprintln!("harness drift: creating {}: {e}", out.display());
         return ExitCode::from(2);

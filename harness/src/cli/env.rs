@@ -41,11 +41,12 @@ pub fn list_table() -> String {
             Err(missing) => format!("no: {missing}"),
         };
         out.push_str(&format!(
-            "{}\n  stands for:  {}\n  mechanism:   {}\n  message:     {}\n  fails Codex: {}\n  canaries:    start-up {}; per command {}{}\n  runs here:   {}\n",
+            "{}\n  stands for:  {}\n  mechanism:   {}\n  message:     {}\n  graders row: {}\n  fails Codex: {}\n  canaries:    start-up {}; per command {}{}\n  runs here:   {}\n",
             spec.name,
             spec.stands_for,
             spec.restricts,
             spec.message.unwrap_or("none (Codex works)"),
+            spec.signature_row.unwrap_or("none"),
             spec.fails_at.describe(),
             spec.expected_probe.describe(),
             spec.expected_command.describe(),

@@ -18,14 +18,14 @@ pub struct Args {
     /// these.
     pub filters: Vec<String>,
     /// Folder for the cells' evidence (default: `<conformance>/fidelity`).
-    #[arg(long)]
+    #[arg(long, value_parser = super::absolute_path)]
     pub out: Option<std::path::PathBuf>,
     /// List the pairs without running them.
     #[arg(long)]
     pub list: bool,
     /// Also pair the drivers of this drivers file (`NAME-fake` ~ `NAME-codex`), as `harness run
     /// --drivers` runs them (e.g. `drivers/published.toml`).
-    #[arg(long)]
+    #[arg(long, value_parser = super::absolute_path)]
     pub drivers: Option<std::path::PathBuf>,
     /// Pairs run at once (each runs its fake cell, then its real-Codex cell).
     #[arg(long, short = 'j', default_value_t = 2, value_parser = super::jobs)]
@@ -60,17 +60,9 @@ pub fn main(args: Args) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    // Absolute, as `harness run` makes it: drivers run in other folders than this one.
-    let out = args
+    ctx.out_root = args
         .out
         .unwrap_or_else(|| paths::conformance_root().join("fidelity"));
-    ctx.out_root = match std::path::absolute(&out) {
-        Ok(out) => out,
-        Err(e) => {
-            eprintln!("harness fidelity: --out {}: {e}", out.display());
-            return ExitCode::from(2);
-        }
-    };
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(runtime) => runtime,
         Err(e) => {

@@ -33,6 +33,7 @@ pub struct Args {
     #[arg(long, default_value_t = ReaderConfig::default(), value_parser = parse_line_limit)]
     pub max_line_bytes: ReaderConfig,
     /// The run's event stream (JSONL); `-` reads standard input.
+    #[arg(value_parser = super::absolute_path_or_stdin)]
     pub events: PathBuf,
 }
 

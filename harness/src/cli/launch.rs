@@ -47,10 +47,10 @@ pub struct Args {
     #[arg(long, value_enum, default_value = "current")]
     pub policy: PolicyArg,
     /// Default: the current directory.
-    #[arg(long)]
+    #[arg(long, value_parser = super::absolute_path)]
     pub workspace: Option<PathBuf>,
     /// The app-server program, so its install folder is named readable in restricted profiles.
-    #[arg(long)]
+    #[arg(long, value_parser = super::absolute_path)]
     pub app_server: Option<PathBuf>,
 }
 
@@ -83,7 +83,6 @@ fn run(args: Args) -> anyhow::Result<String> {
         Some(dir) => dir,
         None => std::env::current_dir()?,
     };
-    let workspace = std::path::absolute(&workspace)?;
     let request = LaunchRequest {
         mode: match args.mode {
             ModeArg::Planning => Mode::Planning,

@@ -31,7 +31,7 @@ pub struct Args {
     /// Only cells whose name (`suite.runner.environment.case`) contains one of these.
     pub filters: Vec<String>,
     /// A drivers file (as for `harness run`): its drivers' cells are the ones mutated.
-    #[arg(long, env = matrix::load::DRIVERS_VAR)]
+    #[arg(long, env = matrix::load::DRIVERS_VAR, value_parser = super::absolute_path)]
     pub drivers: Option<PathBuf>,
     /// Only runners of this app-server.
     #[arg(long, value_parser = ["fake", "codex"])]
@@ -45,7 +45,7 @@ pub struct Args {
     /// Expected scores (a TOML file: per driver, the operators that must be killed and the
     /// lowest score; this project's: drivers/mutation.toml). Exit 1 when one is not met; then
     /// survivors it does not name are reported, not failed. See docs/mutate.md.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", value_parser = super::absolute_path)]
     pub expect: Option<PathBuf>,
     /// Run every mutant the reference does not rule out, for the complete "killed by" list;
     /// by default an operator's remaining runs are left out once one cell killed it (its status
@@ -63,7 +63,7 @@ pub struct Args {
     pub jobs: Option<usize>,
     /// Evidence (one folder per run: `unmutated/`, one per operator) and `mutation.json` go
     /// here (default: `$HARNESS_OUT_DIR`, else `target/conformance`, then `mutate/`).
-    #[arg(long)]
+    #[arg(long, value_parser = super::absolute_path)]
     pub out: Option<PathBuf>,
 }
 
@@ -129,9 +129,7 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     let base = CellContext::from_env()?;
     let out = match &args.out {
-        Some(out) => {
-            std::path::absolute(out).with_context(|| format!("--out {}", out.display()))?
-        }
+        Some(out) => out.clone(),
         None => base.out_root.join("mutate"),
     };
     // The run owns its folder (created here) until it ends: a second one is refused.

@@ -12,15 +12,15 @@ use std::process::ExitCode;
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Evidence folders: each holds a summary.json and/or one folder per cell.
-    #[arg(required = true, value_name = "DIR")]
+    #[arg(required = true, value_name = "DIR", value_parser = super::absolute_path)]
     pub dirs: Vec<PathBuf>,
     /// Where the reports go (default: the folder itself when there is one; required when
     /// merging several).
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", value_parser = super::absolute_path)]
     pub out: Option<PathBuf>,
     /// The drivers file the run used (as `harness run --drivers`), so its cells are reported
     /// in matrix order too; its programs need not exist on this machine.
-    #[arg(long, env = matrix::load::DRIVERS_VAR, value_name = "FILE")]
+    #[arg(long, env = matrix::load::DRIVERS_VAR, value_name = "FILE", value_parser = super::absolute_path)]
     pub drivers: Option<PathBuf>,
     /// The extra Codex versions the run used (as `harness run --codex`).
     #[arg(long = "codex", value_name = "VERSION")]

@@ -17,7 +17,7 @@ pub struct Args {
     pub network_disabled: bool,
     /// Evidence goes to `OUT/<cell>/` (default: `$HARNESS_OUT_DIR/repro-NAME`, else
     /// `target/conformance/repro-NAME`).
-    #[arg(long)]
+    #[arg(long, value_parser = super::absolute_path)]
     pub out: Option<std::path::PathBuf>,
 }
 
@@ -41,6 +41,13 @@ pub fn main(args: Args) -> ExitCode {
     match runtime.block_on(repro::run(args.failure, &options)) {
         Ok(report) => {
             print!("{}", repro::render(&report));
+            if let Some(why) = repro::could_not_run(&report) {
+                eprintln!(
+                    "harness repro {}: could not run (this says nothing about the failure): {why}",
+                    args.failure.name()
+                );
+                return ExitCode::from(2);
+            }
             match repro::reproduced(&report) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(problems) => {

@@ -31,7 +31,7 @@ pub struct Args {
     /// A drivers file (`[drivers.NAME]` tables, optional cases and baseline entries): each
     /// driver runs as `NAME-fake`, `NAME-codex`, `NAME-codex-<version>` cells. Only the file's
     /// cells run, unless `--all-runners`. See docs/driver-contract.md.
-    #[arg(long, env = matrix::load::DRIVERS_VAR)]
+    #[arg(long, env = matrix::load::DRIVERS_VAR, value_parser = super::absolute_path)]
     pub drivers: Option<PathBuf>,
     /// With `--drivers`: also run the harness's own runners' cells.
     #[arg(long, requires = "drivers")]
@@ -55,7 +55,7 @@ pub struct Args {
     #[arg(long, value_parser = ["fake", "codex"])]
     pub app_server: Option<String>,
     /// Evidence and reports go here (default: `$HARNESS_OUT_DIR`, else `target/conformance`).
-    #[arg(long)]
+    #[arg(long, value_parser = super::absolute_path)]
     pub out: Option<PathBuf>,
     /// List the selected cells, each with its status (runs, not applicable, ignored, error)
     /// and what is expected of it, and exit.
@@ -98,10 +98,7 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
     }
     if let Some(out) = args.out {
-        // Absolute, like the default: drivers and app-servers get paths below it while running
-        // in other folders (a drivers file's driver runs in the file's folder).
-        ctx.out_root =
-            std::path::absolute(&out).with_context(|| format!("--out {}", out.display()))?;
+        ctx.out_root = out;
     }
     ctx.driver_cmd = args.driver_cmd;
     let jobs = Concurrency::from_jobs(args.jobs);

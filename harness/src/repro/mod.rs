@@ -18,7 +18,7 @@ use graders::signatures::messages::NO_BWRAP_SIGNATURE;
 use graders::verdict::VerdictKind;
 use matrix::context::CellContext;
 use report::layout::CellEvidence;
-use report::outcome::CellResult;
+use report::outcome::{CellOutcome, CellResult};
 use sandbox::environment::{check_prerequisites, select_runtime, Runtime};
 use sandbox::{catalogue, runc, spec};
 use std::path::PathBuf;
@@ -252,6 +252,27 @@ pub async fn run(failure: Failure, options: &Options) -> Result<Report> {
     })
 }
 
+/// Why a run could not be graded at all (the harness could not run it: its environment, a
+/// launch, a path), if one could not: that says nothing about the failure, so the repro must
+/// not call it "did not reproduce".
+pub fn could_not_run(report: &Report) -> Option<String> {
+    let reasons: Vec<String> = report
+        .runs
+        .iter()
+        .filter_map(|run| match &run.result.outcome {
+            CellOutcome::Error { message } => Some(format!(
+                "{}: {message}",
+                render::generation_label(run.policy)
+            )),
+            CellOutcome::Ignored { reason } | CellOutcome::NotApplicable { reason } => Some(
+                format!("{}: {reason}", render::generation_label(run.policy)),
+            ),
+            CellOutcome::Graded { .. } => None,
+        })
+        .collect();
+    (!reasons.is_empty()).then(|| reasons.join("; "))
+}
+
 /// Did the runs show what the repro promises (the baseline's verdicts, with the environment's
 /// own text as evidence)? `Err` lists what differs.
 pub fn reproduced(report: &Report) -> Result<(), String> {
@@ -317,5 +338,49 @@ fn check_verdict(run: &Run, quote: &str, problems: &mut Vec<String>) {
         }
         Some(_) => {}
         None => problems.push(format!("{label}: {}", run.result.describe())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn run(outcome: CellOutcome) -> Run {
+        let cell: graders::events::CellId = format!("{SUITE}.runner-codex.daytona.{CASE}")
+            .parse()
+            .unwrap();
+        Run {
+            policy: PolicyGeneration::Current,
+            expected: VerdictKind::Pass,
+            cell: cell.to_string(),
+            result: CellResult {
+                cell,
+                profile: None,
+                expected: suites::Expectation::pass(),
+                outcome,
+                duration: Duration::ZERO,
+                evidence_dir: PathBuf::from("/nonexistent"),
+            },
+            evidence: None,
+            bundles: Vec::new(),
+        }
+    }
+
+    /// A run the harness could not start (runc refusing a relative cwd, once) is not a failure
+    /// that did not reproduce: the repro says it could not run.
+    #[test]
+    fn a_run_that_errored_is_reported_as_not_run_not_as_not_reproduced() {
+        let report = Report {
+            failure: "rtm-newaddr".parse().unwrap(),
+            app_server: AppServer::Fake { why: "test".into() },
+            runs: vec![run(CellOutcome::Error {
+                message: "Cwd must be an absolute path".into(),
+            })],
+            kept: false,
+            network_disabled: false,
+        };
+        let why = could_not_run(&report).expect("the run could not run");
+        assert!(why.contains("Cwd must be an absolute path"), "{why}");
     }
 }

@@ -1,6 +1,6 @@
 //! The environments, one [`EnvSpec`] each. Adding an environment is one entry here plus its
-//! signature row (and its message constant) in `graders::signatures` (see
-//! docs/environments.md).
+//! signature row (and its message constant) in `graders::signatures`, then the parts of
+//! docs/environments.md generated from here (`sandbox::catalogue_doc`; see that doc).
 
 use crate::spec::*;
 use anyhow::{bail, Result};
@@ -30,6 +30,7 @@ pub fn all() -> Vec<EnvSpec> {
             restricts: "nothing (the host as it is)",
             stands_for: "a developer machine or SSH host",
             message: None,
+            signature_row: None,
             container: None,
             expected_probe: ExpectedProbe::SUCCEEDS,
             expected_command: ExpectedProbe::SUCCEEDS,
@@ -43,6 +44,7 @@ pub fn all() -> Vec<EnvSpec> {
                 "read-only host root, Docker's default capabilities (no NET_ADMIN, no SYS_ADMIN)",
             stands_for: "a plain Docker container (the control: Codex works)",
             message: None,
+            signature_row: None,
             container: Some(container_base()),
             expected_probe: ExpectedProbe::SUCCEEDS,
             expected_command: ExpectedProbe::SUCCEEDS,
@@ -57,6 +59,7 @@ it can set up loopback, mount /proc and refuse the write with a read-only bind. 
                 "as container + seccomp: sendto(addrlen=12) -> EPERM (netlink RTM_NEWADDR refused)",
             stands_for: "the Daytona sandbox where loopback set-up is refused",
             message: Some(RTM_NEWADDR_SIGNATURE),
+            signature_row: Some("bwrap-loopback-rtm-newaddr"),
             container: Some(ContainerSpec {
                 seccomp: vec![SeccompRule {
                     syscall: "sendto",
@@ -86,6 +89,7 @@ sandbox refuses it (Read-only file system). With the network disabled every comm
                 "as container + uid/gid 1000, no capabilities, execute-only (non-dumpable) bwrap",
             stands_for: "the newer Daytona image where bubblewrap cannot write its uid map",
             message: Some(UID_MAP_SIGNATURE),
+            signature_row: Some("bwrap-uid-map"),
             container: Some(ContainerSpec {
                 uid: 1000,
                 gid: 1000,
@@ -109,6 +113,7 @@ model's write never runs: Codex tells the model the bwrap error, and the grader 
                 "as container + seccomp: CLONE_NEWUSER on unshare/clone -> EPERM, clone3 -> ENOSYS",
             stands_for: "Docker's default seccomp profile (user namespaces refused)",
             message: Some(USERNS_MESSAGE),
+            signature_row: Some("bwrap-namespace-no-permission"),
             container: Some(ContainerSpec {
                 seccomp: user_namespace_rules(EPERM),
                 ..container_base()
@@ -128,6 +133,7 @@ legacy fs helper fails thread/start, and the fixed profile's commands all fail b
             stands_for: "AppArmor docker-default with seccomp unconfined, LXC without nesting, \
                          Kubernetes pods under containerd's AppArmor profile",
             message: Some(MOUNT_SLAVE_SIGNATURE),
+            signature_row: Some("bwrap-make-root-slave"),
             container: Some(ContainerSpec {
                 seccomp: vec![flags_rule("mount", 3, MS_REC_SLAVE, EACCES)],
                 ..container_base()
@@ -148,6 +154,7 @@ warning; the legacy fs helper fails thread/start and every command of the fixed 
                         namespaces allowed): a fresh proc cannot be mounted",
             stands_for: "Docker and Podman defaults (masked /proc), hardened containers",
             message: Some(MOUNT_PROC_SIGNATURE),
+            signature_row: Some("bwrap-mount-proc"),
             container: Some(ContainerSpec {
                 proc_masked: true,
                 ..container_base()
@@ -165,12 +172,87 @@ runs the command (without a fresh /proc), so the write is attempted and refused:
 simulates that wording (FAKE_APP_SERVER_BWRAP_WORDING=0.12) to show it.",
         },
         EnvSpec {
+            name: "devpts-denied",
+            restricts: "as container + seccomp: mount() with exactly MS_NOSUID|MS_NOEXEC (the \
+                        devpts mount of bubblewrap's --dev) -> EACCES, as an LSM refuses it",
+            stands_for: "SELinux hosts (Fedora) and rootless Podman with --userns=keep-id",
+            message: Some(MOUNT_DEVPTS_SIGNATURE),
+            signature_row: Some("bwrap-mount-devpts"),
+            container: Some(ContainerSpec {
+                seccomp: vec![SeccompRule {
+                    syscall: "mount",
+                    errno: EACCES,
+                    arg: Some(ArgMatch {
+                        index: 3,
+                        op: ArgOp::Equals(MS_NOSUID_NOEXEC),
+                    }),
+                }],
+                ..container_base()
+            }),
+            expected_probe: ExpectedProbe::SUCCEEDS,
+            expected_command: ExpectedProbe::fails_with(MOUNT_DEVPTS_SIGNATURE),
+            expected_retry: None,
+            fails_at: FailsAt::PerCommand,
+            cause: "bubblewrap's `--dev /dev` mounts a fresh devpts (flags MS_NOSUID|MS_NOEXEC) on /newroot/dev/pts, and an LSM \
+refuses it with EACCES (SELinux on Fedora; rootless Podman with --userns=keep-id; here: a seccomp rule on exactly \
+those flags). Codex's start-up probe passes no --dev, so it passes and nothing warns; but the fs helper of a \
+restricted-read thread/start and every sandboxed command pass --dev /dev, so thread/start fails under the \
+legacy profile and, under the fixed one, every command fails before it runs (apply_patch too).",
+        },
+        EnvSpec {
+            name: "proc-sys-kernel-masked",
+            restricts: "as container + /proc/sys/kernel masked (an empty read-only tmpfs over the \
+                        folder)",
+            stands_for: "Termux/Android, hardened services that hide kernel tunables, old gVisor",
+            message: Some(OVERFLOWUID_SIGNATURE),
+            signature_row: Some("bwrap-overflowids-unreadable"),
+            container: Some(ContainerSpec {
+                masked_paths: vec!["/proc/sys/kernel"],
+                ..container_base()
+            }),
+            expected_probe: ExpectedProbe::fails_with(OVERFLOWUID_SIGNATURE),
+            expected_command: ExpectedProbe::fails_with(OVERFLOWUID_SIGNATURE),
+            expected_retry: None,
+            fails_at: FailsAt::StartUp,
+            cause: "/proc/sys/kernel is masked (an empty read-only tmpfs over the folder; Termux/Android, hardened services and old \
+gVisor hide it too), so bubblewrap cannot read /proc/sys/kernel/overflowuid. It reads it before it parses its \
+arguments (docs/environments.md, bubblewrap's order of operations), so every bubblewrap run but a bare \
+`bwrap --version` fails the same way: Codex's start-up probe (its text is not one of the four Codex recognises, so \
+no warning), the legacy fs helper (thread/start fails) and every command of the fixed profile. Masking the file \
+alone gives `Can't parse` instead (its mask is /dev/null, which reads empty).",
+        },
+        EnvSpec {
+            name: "initramfs-root",
+            restricts: "as container + seccomp: pivot_root -> EINVAL (what the kernel answers when \
+                        the root is an initramfs)",
+            stands_for: "systems whose root filesystem is an initramfs (Unraid)",
+            message: Some(PIVOT_ROOT_INITRAMFS_SIGNATURE),
+            signature_row: Some("bwrap-pivot-root-initramfs"),
+            container: Some(ContainerSpec {
+                seccomp: vec![SeccompRule {
+                    syscall: "pivot_root",
+                    errno: EINVAL,
+                    arg: None,
+                }],
+                ..container_base()
+            }),
+            expected_probe: ExpectedProbe::fails_with(PIVOT_ROOT_INITRAMFS_SIGNATURE),
+            expected_command: ExpectedProbe::fails_with(PIVOT_ROOT_INITRAMFS_SIGNATURE),
+            expected_retry: None,
+            fails_at: FailsAt::StartUp,
+            cause: "bubblewrap pivots its new root onto a tmpfs with pivot_root(2), which the kernel answers with EINVAL when the \
+current root is an initramfs or rootfs (Unraid boots that way; here: a seccomp rule answering EINVAL). bubblewrap \
+always pivots, whatever its arguments, so Codex's start-up probe fails (no warning: not one of its four texts), \
+the legacy fs helper fails thread/start, and every command of the fixed profile fails before it runs.",
+        },
+        EnvSpec {
             name: "userns-limit",
             restricts: "as container + seccomp: CLONE_NEWUSER on unshare/clone -> ENOSPC \
                         (what the kernel answers past user.max_user_namespaces), clone3 -> ENOSYS",
             stands_for: "nested sandboxes (Codex inside a bwrap or a rootless container) and \
                          hosts with user.max_user_namespaces=0",
             message: Some(USERNS_LIMIT_MESSAGE),
+            signature_row: Some("bwrap-namespace-create-failed"),
             container: Some(ContainerSpec {
                 seccomp: user_namespace_rules(ENOSPC),
                 ..container_base()
@@ -189,6 +271,7 @@ the text; the legacy fs helper fails thread/start, and every command of the fixe
                         kernel without CONFIG_USER_NS answers), clone3 -> ENOSYS",
             stands_for: "WSL1 and kernels built without user namespaces",
             message: Some(NO_USERNS_KERNEL_MESSAGE),
+            signature_row: Some("bwrap-no-userns-kernel"),
             container: Some(ContainerSpec {
                 seccomp: user_namespace_rules(EINVAL),
                 ..container_base()
@@ -206,6 +289,7 @@ seccomp rule). bubblewrap says the kernel does not support user namespaces; noth
                         every set, ambient included (they survive exec)",
             stands_for: "hosted sandboxes that run a non-root user with capabilities",
             message: Some(AMBIENT_CAPS_SIGNATURE),
+            signature_row: Some("bwrap-unexpected-capabilities"),
             container: Some(ContainerSpec {
                 uid: 1000,
                 gid: 1000,
@@ -226,6 +310,7 @@ runs.",
                         the Codex package's codex-resources/bwrap (no bubblewrap at all)",
             stands_for: "an image without bubblewrap and a Codex package without codex-resources",
             message: Some(NO_BWRAP_MESSAGE),
+            signature_row: Some("bubblewrap-unavailable"),
             container: Some(ContainerSpec {
                 bwrap: BwrapAccess::AllHidden,
                 ..container_base()
@@ -246,6 +331,7 @@ so thread/start fails, and for every command of the fixed profile.",
             stands_for: "hardened images (non-root, cap_drop ALL, no-new-privileges, no \
                          bubblewrap installed)",
             message: Some(NO_SYSTEM_BWRAP_WARNING),
+            signature_row: None,
             container: Some(ContainerSpec {
                 uid: 1000,
                 gid: 1000,
@@ -268,43 +354,92 @@ nothing, the graders find no refusal and no probe file and never call it a pass.
 #[cfg(test)]
 mod tests {
     use super::*;
-    use graders::signatures::{classify_line, SignatureClass};
+    use graders::signatures::{classify_line, SignatureClass, SIGNATURES};
 
-    /// The safety net for a new environment: its message and its canaries' signatures must each
-    /// be classified by a row of their own in `graders::signatures` — the generic
-    /// `bwrap-fatal-other` row (any `bwrap: ` line) does not count.
+    /// The texts of an environment the graders must name: its message and its canaries'
+    /// signatures, but for the shell's `sh: 1: bwrap: Permission denied`, the canaries' own
+    /// wording that Codex never prints.
+    fn texts_of(env: &EnvSpec) -> Vec<&'static str> {
+        [
+            env.message,
+            env.expected_probe.stderr_signature,
+            env.expected_command.stderr_signature,
+        ]
+        .into_iter()
+        .flatten()
+        .filter(|s| *s != BWRAP_NOT_EXECUTABLE_SIGNATURE)
+        .collect()
+    }
+
+    /// The safety net for a new environment: its message and its canaries' signatures are each
+    /// classified by the row its spec names, a launcher-failure row of its own in
+    /// `graders::signatures` — the generic `bwrap-fatal-other` row (any `bwrap: ` line) does not
+    /// count.
     #[test]
-    fn every_message_users_see_is_a_launcher_failure_for_the_graders() {
+    fn every_message_users_see_is_named_by_its_own_signature_row() {
         for env in all().into_iter().filter(|e| e.fails_at != FailsAt::Never) {
-            let signatures = [
-                env.message,
-                env.expected_probe.stderr_signature,
-                env.expected_command.stderr_signature,
-            ];
-            // The shell's `exec: bwrap: Permission denied` is the canaries' own wording, never
-            // what Codex shows; the graders must not see it as a refusal, though.
-            for signature in signatures
-                .into_iter()
-                .flatten()
-                .filter(|s| *s != BWRAP_NOT_EXECUTABLE_SIGNATURE)
-            {
-                let found = classify_line(signature)
-                    .unwrap_or_else(|| panic!("graders do not know `{signature}`"));
+            let row = env.signature_row.unwrap_or_else(|| {
+                panic!(
+                    "{} fails Codex but names no signature row: add one in graders::signatures \
+                     (and a message constant) and name it in its spec",
+                    env.name
+                )
+            });
+            for text in texts_of(&env) {
+                let found =
+                    classify_line(text).unwrap_or_else(|| panic!("graders do not know `{text}`"));
                 assert_eq!(
                     found.class,
                     SignatureClass::LauncherFailure,
-                    "{}: `{signature}` is {}",
+                    "{}: `{text}` is {}",
                     env.name,
                     found.name
                 );
                 assert_ne!(
                     found.name, "bwrap-fatal-other",
-                    "{}: `{signature}` is only caught by the generic row: add a signature row \
+                    "{}: `{text}` is only caught by the generic row: add a signature row \
                      (and a message constant) for it in graders::signatures",
+                    env.name
+                );
+                assert_eq!(found.name, row, "{}: `{text}`", env.name);
+            }
+        }
+    }
+
+    /// A new environment's message must not be caught by an older row of another cause, even
+    /// one that comes later in the table: `pivot_root: Permission denied`'s row (an LSM) once
+    /// caught `pivot_root: Invalid argument` (an initramfs root), and every test passed.
+    #[test]
+    fn no_row_of_another_cause_matches_an_environments_message() {
+        for env in all() {
+            let Some(own) = env.signature_row else {
+                continue;
+            };
+            for text in texts_of(&env) {
+                let others: Vec<&str> = SIGNATURES
+                    .iter()
+                    .filter(|row| row.name != own && row.name != "bwrap-fatal-other")
+                    .filter(|row| row.class == SignatureClass::LauncherFailure)
+                    .filter(|row| row.matches(text))
+                    .map(|row| row.name)
+                    .collect();
+                assert!(
+                    others.is_empty(),
+                    "{}: `{text}` is also matched by {others:?}, rows of another cause than \
+                     `{own}`: narrow them",
                     env.name
                 );
             }
         }
+    }
+
+    #[test]
+    fn an_lsm_refused_pivot_root_and_an_initramfs_root_are_told_apart() {
+        let denied = classify_line("bwrap: pivot_root: Permission denied").unwrap();
+        let initramfs = classify_line(PIVOT_ROOT_INITRAMFS_SIGNATURE).unwrap();
+        assert_eq!(denied.name, "bwrap-pivot-root-denied");
+        assert_eq!(initramfs.name, "bwrap-pivot-root-initramfs");
+        assert!(!denied.matches(PIVOT_ROOT_INITRAMFS_SIGNATURE));
     }
 
     #[test]
@@ -313,21 +448,6 @@ mod tests {
             if spec.container.is_some() {
                 assert!(!spec.cause.is_empty(), "{}", spec.name);
             }
-        }
-    }
-
-    /// docs/environments.md documents every environment in its table, by name.
-    #[test]
-    fn the_environments_doc_has_a_row_for_every_environment() {
-        let doc =
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../docs/environments.md");
-        let text = std::fs::read_to_string(&doc).unwrap();
-        for name in names() {
-            assert!(
-                text.contains(&format!("| `{name}` |")),
-                "{} has no table row for `{name}`",
-                doc.display()
-            );
         }
     }
 }

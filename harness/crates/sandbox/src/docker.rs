@@ -9,7 +9,7 @@
 use crate::launcher::{EnvMounts, Launcher, PreparedCommand, ProcessSpec};
 use crate::oci;
 use crate::overlays::{bwrap_overlays, bwrap_targets, passwd_overlay, SystemBwrap};
-use crate::spec::{ContainerSpec, EnvSpec};
+use crate::spec::{ContainerSpec, EnvSpec, MASKED_PATHS};
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
@@ -219,6 +219,7 @@ struct DockerRequest {
     /// [`OVERLAYS_LABEL`]'s value: the folder to remove with a stale one.
     overlays: String,
     proc_masked: bool,
+    masked_paths: Vec<String>,
     user: String,
     capabilities: Vec<String>,
     seccomp_profile: Option<String>,
@@ -296,6 +297,11 @@ impl DockerRequest {
             owner,
             overlays: overlays.display().to_string(),
             proc_masked: container.proc_masked,
+            masked_paths: container
+                .masked_paths
+                .iter()
+                .map(|p| p.to_string())
+                .collect(),
             user: format!("{}:{}", container.uid, container.gid),
             capabilities,
             seccomp_profile,
@@ -325,9 +331,17 @@ impl DockerRequest {
             // Docker masks parts of /proc by default; the spec decides (runc: none unless
             // `proc_masked`). Empty lists, not absent ones: `docker run --security-opt
             // systempaths=unconfined` does the same through the API.
-            request = request.with_host_config_modifier(|config| {
-                config.masked_paths = Some(Vec::new());
+            let masked = self.masked_paths;
+            request = request.with_host_config_modifier(move |config| {
+                config.masked_paths = Some(masked.clone());
                 config.readonly_paths = Some(Vec::new());
+            });
+        } else if !self.masked_paths.is_empty() {
+            // A list given replaces Docker's defaults: give them back, then the spec's own.
+            let mut masked: Vec<String> = MASKED_PATHS.iter().map(|p| p.to_string()).collect();
+            masked.extend(self.masked_paths);
+            request = request.with_host_config_modifier(move |config| {
+                config.masked_paths = Some(masked.clone());
             });
         }
         for capability in self.capabilities {

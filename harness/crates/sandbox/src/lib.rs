@@ -14,6 +14,7 @@
 //! no signal handler: the binary does, and calls [`teardown::tear_down_everything`].
 
 pub mod catalogue;
+pub mod catalogue_doc;
 pub mod cgroup;
 pub mod containment;
 pub mod docker;

@@ -228,9 +228,11 @@ pub fn render(spec: &ContainerSpec, inputs: &ContainerInputs) -> Result<Spec> {
         (&[], &[])
     };
     let to_strings = |paths: &[&str]| paths.iter().map(|p| p.to_string()).collect::<Vec<_>>();
+    let mut masked = to_strings(masked);
+    masked.extend(to_strings(&spec.masked_paths));
     let mut linux = LinuxBuilder::default()
         .namespaces(namespaces)
-        .masked_paths(to_strings(masked))
+        .masked_paths(masked)
         .readonly_paths(to_strings(readonly));
     if let Some(filter) = seccomp(&spec.seccomp)? {
         linux = linux.seccomp(filter);
@@ -382,5 +384,27 @@ mod tests {
         assert_eq!(hardened["user"]["uid"], 1000);
         assert_eq!(hardened["noNewPrivileges"], true);
         assert_eq!(hardened["capabilities"]["bounding"], serde_json::json!([]));
+    }
+
+    #[test]
+    fn issue_39_environments_render_their_mechanism() {
+        let devpts = &config_of("devpts-denied")["linux"]["seccomp"]["syscalls"][0];
+        assert_eq!(
+            devpts,
+            &serde_json::json!({"names": ["mount"], "action": "SCMP_ACT_ERRNO", "errnoRet": 13,
+                "args": [{"index": 3, "value": 10, "op": "SCMP_CMP_EQ"}]})
+        );
+        let masked = config_of("proc-sys-kernel-masked");
+        assert_eq!(
+            masked["linux"]["maskedPaths"],
+            serde_json::json!(["/proc/sys/kernel"])
+        );
+        assert_eq!(masked["linux"]["readonlyPaths"], serde_json::json!([]));
+        assert!(masked["linux"].get("seccomp").is_none());
+        let pivot = &config_of("initramfs-root")["linux"]["seccomp"]["syscalls"][0];
+        assert_eq!(
+            pivot,
+            &serde_json::json!({"names": ["pivot_root"], "action": "SCMP_ACT_ERRNO", "errnoRet": 22})
+        );
     }
 }

@@ -14,6 +14,9 @@ pub const ENOSYS: u32 = 38;
 /// `MS_REC | MS_SLAVE` from `<linux/mount.h>`: bubblewrap's first mount makes `/` a recursive
 /// slave.
 pub const MS_REC_SLAVE: u64 = 0x4000 | (1 << 19);
+/// `MS_NOSUID | MS_NOEXEC` from `<linux/mount.h>`: exactly the flags of bubblewrap's devpts
+/// mount (`--dev`); no other mount of bubblewrap or of the container's processes uses them alone.
+pub const MS_NOSUID_NOEXEC: u64 = 0x2 | 0x8;
 /// `sizeof(struct sockaddr_nl)`: the address length of bubblewrap's RTM_NEWADDR `sendto`.
 pub const SOCKADDR_NL_LEN: u64 = 12;
 
@@ -78,6 +81,9 @@ pub struct EnvSpec {
     pub stands_for: &'static str,
     /// The exact message a user of Codex sees there (`None`: Codex works).
     pub message: Option<&'static str>,
+    /// The `graders::signatures` row that names this failure: the first row matching `message`
+    /// and the canaries' signatures, and the only one of a specific cause that matches them.
+    pub signature_row: Option<&'static str>,
     /// `None`: the host as it is; `Some`: an OCI container.
     pub container: Option<ContainerSpec>,
     /// What the start-up canary ([`CANARY`]) must do here.
@@ -114,7 +120,9 @@ pub enum FailsAt {
     /// texts become a `configWarning`), a restricted-read `thread/start` fails in its fs helper,
     /// and every sandboxed command fails.
     StartUp,
-    /// Per command: the start-up probe and `thread/start` pass; sandboxed commands fail.
+    /// Per command: Codex's start-up probe passes (so it never warns), and what runs bubblewrap
+    /// with the per-command flags fails: every sandboxed command, and a restricted-read
+    /// `thread/start`, whose fs helper passes `--dev /dev` as commands do.
     PerCommand,
     /// The first try of every command fails, and Codex's `--no-proc` retry runs it.
     PerCommandRescuedByRetry,
@@ -128,7 +136,9 @@ impl FailsAt {
             FailsAt::StartUp => {
                 "at start-up (Codex's start-up probe and a restricted-read thread/start fail) and on every sandboxed command"
             }
-            FailsAt::PerCommand => "per command (Codex's start-up probe passes)",
+            FailsAt::PerCommand => {
+                "per command (Codex's start-up probe passes, without a warning; a restricted-read thread/start fails in its fs helper, which passes the per-command flags)"
+            }
             FailsAt::PerCommandRescuedByRetry => {
                 "per command, then rescued: Codex retries without --proc /proc and the command runs"
             }
@@ -155,7 +165,67 @@ pub struct ContainerSpec {
     /// The masked and read-only /proc and /sys paths of the OCI / Docker / Podman defaults
     /// ([`MASKED_PATHS`], [`READONLY_PATHS`]); otherwise none.
     pub proc_masked: bool,
+    /// More masked paths, on top of those: a folder is covered by an empty read-only tmpfs, a
+    /// file by `/dev/null` (runc's and Docker's `maskedPaths`).
+    pub masked_paths: Vec<&'static str>,
 }
+
+/// One container mechanism: a field of [`ContainerSpec`] and how each runtime renders it
+/// (`sandbox::oci` for runc, `sandbox::docker` for Docker). docs/environments.md shows this list
+/// (generated); a test holds it to the struct's fields.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Mechanism {
+    pub field: &'static str,
+    pub what: &'static str,
+    pub runc: &'static str,
+    pub docker: &'static str,
+}
+
+/// Every field of [`ContainerSpec`], in declaration order.
+pub const MECHANISMS: &[Mechanism] = &[
+    Mechanism {
+        field: "uid, gid",
+        what: "the user the processes run as (root: 0, 0)",
+        runc: "`process.user`",
+        docker: "`--user`, and `docker exec --user`",
+    },
+    Mechanism {
+        field: "capabilities",
+        what: "the bounding, effective and permitted sets (base: Docker's default set, no NET_ADMIN, no SYS_ADMIN)",
+        runc: "`process.capabilities`",
+        docker: "`--cap-drop ALL` plus one `--cap-add` each",
+    },
+    Mechanism {
+        field: "ambient_capabilities",
+        what: "the same set inheritable and ambient too, so a non-root uid keeps it across `execve`",
+        runc: "`process.capabilities.inheritable` and `.ambient`",
+        docker: "none: Docker has no option for ambient capabilities (the launcher refuses it)",
+    },
+    Mechanism {
+        field: "seccomp",
+        what: "rules on a default-allow filter: a system call (whose argument matches) fails with an errno",
+        runc: "`linux.seccomp` (no rules: no filter)",
+        docker: "`--security-opt seccomp=PROFILE`, the same JSON object (no rules: `unconfined`)",
+    },
+    Mechanism {
+        field: "bwrap",
+        what: "what becomes of the system and the bundled bubblewrap: usable, execute-only (0711), or hidden under an empty non-executable file",
+        runc: "file binds over each (`sandbox::overlays`)",
+        docker: "the same files bound, also through the `/bin` alias",
+    },
+    Mechanism {
+        field: "proc_masked",
+        what: "the OCI default masked and read-only /proc and /sys paths",
+        runc: "`linux.maskedPaths`, `linux.readonlyPaths` (otherwise empty)",
+        docker: "Docker's defaults (otherwise empty lists, as `systempaths=unconfined`)",
+    },
+    Mechanism {
+        field: "masked_paths",
+        what: "more masked paths: a folder gets an empty read-only tmpfs, a file /dev/null",
+        runc: "appended to `linux.maskedPaths`",
+        docker: "the host config's `MaskedPaths`",
+    },
+];
 
 /// The bubblewraps inside a container: `/usr/bin/bwrap` (the system's, Debian's 0.8.0, which
 /// Codex prefers) and the Codex package's `codex-resources/bwrap` (its bundled one).
@@ -292,6 +362,7 @@ pub fn container_base() -> ContainerSpec {
         seccomp: Vec::new(),
         bwrap: BwrapAccess::Usable,
         proc_masked: false,
+        masked_paths: Vec::new(),
     }
 }
 
@@ -322,4 +393,36 @@ pub fn user_namespace_rules(errno: u32) -> Vec<SeccompRule> {
             arg: None,
         },
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A new `ContainerSpec` field stops this from compiling until it is destructured here, and
+    /// the test fails until [`MECHANISMS`] (and so the generated docs) lists it.
+    #[test]
+    fn every_container_field_is_a_listed_mechanism() {
+        let ContainerSpec {
+            uid: _,
+            gid: _,
+            capabilities: _,
+            ambient_capabilities: _,
+            seccomp: _,
+            bwrap: _,
+            proc_masked: _,
+            masked_paths: _,
+        } = container_base();
+        let fields = [
+            "uid, gid",
+            "capabilities",
+            "ambient_capabilities",
+            "seccomp",
+            "bwrap",
+            "proc_masked",
+            "masked_paths",
+        ];
+        let listed: Vec<&str> = MECHANISMS.iter().map(|m| m.field).collect();
+        assert_eq!(listed, fields);
+    }
 }
