@@ -6,7 +6,7 @@
 
 mod cell;
 mod grid;
-mod jsonl;
+pub(crate) mod jsonl;
 mod mutation;
 mod timeline;
 
