@@ -430,17 +430,5 @@ pub fn head(text: &str, max: usize) -> String {
     format!("{}… ({} bytes in all)", &text[..end], text.len())
 }
 
-/// `text` cut to its last `max` bytes (on a char boundary), the cut saying the whole length.
-pub fn tail(text: &str, max: usize) -> String {
-    if text.len() <= max {
-        return text.to_string();
-    }
-    let mut start = text.len() - max;
-    while !text.is_char_boundary(start) {
-        start += 1;
-    }
-    format!("(… {} bytes in all) {}", text.len(), &text[start..])
-}
-
 #[cfg(test)]
 mod tests;
