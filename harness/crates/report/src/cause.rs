@@ -176,7 +176,11 @@ fn driver_words(ended: &DriverEnded) -> String {
 }
 
 fn seconds(ms: u64) -> String {
-    format!("{:.1} s", ms as f64 / 1000.0)
+    if ms < 1000 {
+        format!("{ms} ms")
+    } else {
+        format!("{:.1} s", ms as f64 / 1000.0)
+    }
 }
 
 /// The last `driver.ended` and `run.ended` of `events.jsonl` (both are the harness's: the

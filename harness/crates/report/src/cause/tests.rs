@@ -202,7 +202,7 @@ fn the_message_the_driver_rejected_is_named_not_the_open_turn() {
     );
     let reason = reason_of(&explained);
     assert!(
-        reason.starts_with("the driver exited with status 1, 0.3 s after the app-server's last message, the `harness/unknownNotification` notification"),
+        reason.starts_with("the driver exited with status 1, 300 ms after the app-server's last message, the `harness/unknownNotification` notification"),
         "{reason}"
     );
     insta::assert_snapshot!("cause_rejected_message", reason);
