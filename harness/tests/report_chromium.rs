@@ -616,7 +616,7 @@ fn red_cell_page_leads_with_its_cause() -> Result<(), String> {
         SAID,
         "cause: ",
         "then: </b>check `session-continued` failed",
-        "the driver exited with status 1, 400 ms after",
+        "the driver exited with status 1, 397 ms after",
         "docs/profiles/protocol.md#protocol-handshake",
     ] {
         if !said.contains(text) {
