@@ -38,9 +38,11 @@ pub struct LaunchEnd {
     /// Turns started and never completed.
     pub open_turns: Vec<String>,
     pub messages: u64,
-    /// When the last JSON-RPC message of this launch, either way, went through the tap (unix
-    /// ms): a driver that let go soon after it waited for nothing long enough to time out.
-    pub last_message: Option<u64>,
+    /// When the app-server's last JSON-RPC message of this launch went through the tap (unix
+    /// ms): a driver that let go soon after waited for it too briefly to have timed out. (The
+    /// driver's own last line does not count: a driver may send `turn/interrupt` as it gives up
+    /// on a silent app-server.)
+    pub last_from_server: Option<u64>,
 }
 
 impl LaunchEnd {
@@ -56,10 +58,10 @@ impl LaunchEnd {
         }
     }
 
-    /// How long the driver waited after the last message before it closed the app-server's
-    /// stdin, when the wire shows both.
+    /// How long the driver went on after the app-server's last message before it closed the
+    /// app-server's stdin, when the wire shows both.
     fn quiet_before_letting_go(&self) -> Option<u64> {
-        Some(self.stdin_closed?.saturating_sub(self.last_message?))
+        Some(self.stdin_closed?.saturating_sub(self.last_from_server?))
     }
 
     fn waiting(&self) -> Option<String> {
@@ -194,8 +196,8 @@ pub fn terminal(wire: &WireTerminal, driver: &DriverEnd) -> RunEnded {
             );
         }
         if let Some(waiting) = last.waiting() {
-            // Exiting on its own this soon after the last message, the driver gave up on what
-            // it had just seen or sent: no bound of its can have expired by then.
+            // Exiting on its own this soon after the app-server's last message, the driver gave
+            // up on what it had just been sent: no bound of its can have expired by then.
             if let (DriverEnd::Exited { .. }, Some(quiet)) =
                 (driver, last.quiet_before_letting_go())
             {
@@ -204,7 +206,7 @@ pub fn terminal(wire: &WireTerminal, driver: &DriverEnd) -> RunEnded {
                         Ending::FailedPermanently,
                         "driver_failed",
                         format!(
-                            "{how}, {quiet} ms after the last message on the wire, while {waiting} by a live app-server: too soon for any wait of its to have expired"
+                            "{how}, {quiet} ms after the app-server's last message, while {waiting} by a live app-server: too soon for any wait of its to have expired"
                         ),
                     );
                 }
@@ -259,7 +261,7 @@ mod tests {
             pending: vec![],
             open_turns: if open { vec!["t1".into()] } else { vec![] },
             messages: 4,
-            last_message: None,
+            last_from_server: None,
         }
     }
 
@@ -410,7 +412,7 @@ mod tests {
         let failed = DriverEnd::Exited { code: 1 };
         let quiet_for = |ms: u64| {
             let mut open = launch(None, None, Some(10_000 + ms), true);
-            open.last_message = Some(10_000);
+            open.last_from_server = Some(10_000);
             terminal(&wire(vec![open]), &failed)
         };
         let quick = quiet_for(400);
@@ -421,7 +423,8 @@ mod tests {
         );
         let reason = quick.reason.unwrap();
         assert!(
-            reason.contains("400 ms after the last message") && reason.contains("turn t1"),
+            reason.contains("400 ms after the app-server's last message")
+                && reason.contains("turn t1"),
             "{reason}"
         );
         assert_eq!(
@@ -430,7 +433,7 @@ mod tests {
             "a driver that waited out a bound on a silent app-server timed out"
         );
         let mut killed = launch(None, None, Some(10_400), true);
-        killed.last_message = Some(10_000);
+        killed.last_from_server = Some(10_000);
         assert_eq!(
             terminal(&wire(vec![killed]), &DriverEnd::Signaled { signal: 9 }).ending,
             Ending::TimedOut,

@@ -166,6 +166,20 @@ fn a_driver_that_exits_within_a_second_is_not_described_as_timed_out() {
     .unwrap();
     let ended = translation.terminal;
     assert_eq!(ended.ending, Ending::FailedPermanently, "{ended:?}");
+    // A driver that gives up on a silent app-server after its bound, sending `turn/interrupt`
+    // on its way out, did time out: only the app-server's messages start the wait.
+    let elsewhere = tempfile::tempdir().unwrap();
+    let mut patient = transcript(elsewhere.path(), &[], 12_500);
+    let interrupt = json!({"direction":"in","time":12_400,"launch":1,"message":{"id":9,"method":"turn/interrupt","params":{"threadId":"th1","turnId":"t1"}}});
+    patient.insert(patient.len() - 2, interrupt.to_string());
+    let gave_up = wire::translate(
+        (patient.join("\n") + "\n").as_bytes(),
+        &ctx,
+        &DriverEnd::Exited { code: 1 },
+    )
+    .unwrap()
+    .terminal;
+    assert_eq!(gave_up.ending, Ending::TimedOut, "{gave_up:?}");
     let check = format!(
         "check `run-succeeded` failed: the run ended failed-permanently: {}",
         ended.reason.clone().unwrap()
