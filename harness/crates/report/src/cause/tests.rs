@@ -285,3 +285,25 @@ fn a_cell_that_is_not_red_or_holds_no_cause_keeps_its_reason() {
     let stale = red(dir.path(), "check `x` failed: y");
     assert_eq!(explain(stale.clone(), Some(later)), (stale, None));
 }
+
+#[test]
+fn a_harness_error_leads_with_the_cause_too() {
+    let dir = tempfile::tempdir().unwrap();
+    events(
+        dir.path(),
+        DriverEnded::NotStarted {
+            error: "starting the driver `venv/bin/python`: No such file or directory".into(),
+        },
+        failed("the driver could not be started"),
+    );
+    let mut errored = red(dir.path(), "");
+    errored.outcome = CellOutcome::Error {
+        message: "reading the wire: transcript line 3: not JSON".into(),
+    };
+    let (explained, cause) = explain(errored, None);
+    assert_eq!(
+        explained.describe(),
+        "error: the driver could not be started: starting the driver `venv/bin/python`: No such file or directory — reading the wire: transcript line 3: not JSON",
+        "{cause:?}"
+    );
+}
