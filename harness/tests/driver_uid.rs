@@ -83,6 +83,11 @@ cases = ["message-marker"]
         "the cell's error names the uid, the private folder and the program: {text}"
     );
     assert!(
+        text.contains("name the install in the drivers file through `{cache}`")
+            && text.contains("harness provision"),
+        "the cell's error names the fix: {text}"
+    );
+    assert!(
         !text.contains("status 126") && !text.contains("status 127"),
         "{text}"
     );

@@ -68,6 +68,10 @@ fn main() {
             "report_large_timeline_stays_virtualised_and_whole_matrix_opens_in_headless_chromium_needs_chromium",
             large_timeline_virtualised_and_whole_matrix_opens,
         ),
+        trial(
+            "report_red_cell_page_leads_with_its_cause_and_folds_a_near_empty_timeline_in_headless_chromium_needs_chromium",
+            red_cell_page_leads_with_its_cause,
+        ),
     ];
     libtest_mimic::run(&args, trials).exit();
 }
@@ -311,6 +315,13 @@ fn grid_and_cell_page() -> Result<(), String> {
         .as_str()
         .unwrap_or_default()
         .to_string();
+    // The row and the cell's verdict.json must agree (a row alone is not believed).
+    let verdict_path = out.path().join(&differing).join("verdict.json");
+    let verdict_text = std::fs::read_to_string(&verdict_path).map_err(|e| e.to_string())?;
+    let mut verdict: Value = serde_json::from_str(&verdict_text).map_err(|e| e.to_string())?;
+    verdict["status"] = "differs".into();
+    verdict["verdict"]["verdict"] = "write-succeeded".into();
+    std::fs::write(&verdict_path, verdict.to_string()).map_err(|e| e.to_string())?;
     std::fs::write(&summary_path, edited.to_string()).map_err(|e| e.to_string())?;
     // The cell's own verdict.json says so too: a summary row its verdict does not bear out is
     // an error cell, not a difference.
@@ -521,6 +532,114 @@ fn large_timeline_virtualised_and_whole_matrix_opens() -> Result<(), String> {
         &format!("#/cell/{CITING_CELL}"),
         "large-timeline.png",
         "1400,1900",
+    )?;
+    Ok(())
+}
+
+/// A driver that gave up at once (the issue's SDK failing `thread/start`'s validation): its
+/// evidence folder written as the harness writes one, its cause found from it, the report
+/// built by `harness report`. No cell runs: the trial takes one browser run.
+fn red_cell_page_leads_with_its_cause() -> Result<(), String> {
+    use graders::events::{Body, DriverEnded, Ending, Event, RunEnded, Source};
+    use graders::verdict::{Verdict, VerdictKind};
+    use report::outcome::{CellOutcome, CellResult};
+    const CELL: &str = "protocol-handshake.runner-sdk-fake.local.handshake";
+    const SAID: &str =
+        "response payload failed validation against ThreadStartResponse; method=thread/start";
+    let out = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let dir = out.path().join(CELL);
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let ended = [
+        Body::DriverEnded(DriverEnded::Exited { code: 1 }),
+        Body::RunEnded(RunEnded {
+            ending: Ending::FailedPermanently,
+            retry_offered: false,
+            error_code: Some("driver_failed".into()),
+            reason: Some("the driver exited with status 1".into()),
+        }),
+    ]
+    .into_iter()
+    .enumerate()
+    .map(|(i, body)| serde_json::to_string(&Event::at(1, i as u64 + 1, "r", Source::Harness, body)))
+    .collect::<Result<Vec<_>, _>>()
+    .map_err(|e| e.to_string())?;
+    let transcript = [
+        serde_json::json!({"direction":"in","time":1000,"launch":1,"message":{"id":1,"method":"initialize","params":{}}}),
+        serde_json::json!({"direction":"out","time":1001,"launch":1,"message":{"id":1,"result":{}}}),
+        serde_json::json!({"direction":"in","time":1002,"launch":1,"message":{"id":2,"method":"thread/start","params":{}}}),
+        serde_json::json!({"direction":"out","time":1003,"launch":1,"message":{"id":2,"result":{"thread":{"id":"th"}}}}),
+        serde_json::json!({"kind":"stdin-closed","launch":1,"time":1400}),
+    ]
+    .map(|l| l.to_string());
+    for (name, text) in [
+        ("events.jsonl", ended.join("\n") + "\n"),
+        ("transcript.jsonl", transcript.join("\n") + "\n"),
+        (
+            "stderr.log",
+            format!("Traceback (most recent call last):\n{SAID}\n"),
+        ),
+    ] {
+        std::fs::write(dir.join(name), text).map_err(|e| e.to_string())?;
+    }
+    let result = CellResult {
+        cell: CELL.parse().map_err(|e| format!("{e}"))?,
+        profile: Some(suites::spec::Profile::Protocol),
+        expected: suites::Expectation::pass(),
+        outcome: CellOutcome::Graded {
+            verdict: Verdict::new(
+                VerdictKind::Fail,
+                "check `session-continued` failed: the run ended failed-permanently",
+                vec![],
+            ),
+            agreement: suites::Expectation::pass().judge(VerdictKind::Fail),
+        },
+        duration: Duration::from_millis(500),
+        evidence_dir: dir.clone(),
+    };
+    let (result, cause) = report::cause::explain(result, None);
+    let cause = cause.ok_or("no cause found in the folder")?;
+    let evidence = report::layout::CellEvidence::new(&dir);
+    report::verdict_file::VerdictFile::from_result(&result)
+        .with_cause(Some(cause.clone()))
+        .bind(&evidence)
+        .and_then(|file| file.write(&evidence))
+        .map_err(|e| format!("{e:#}"))?;
+    rebuild(out.path())?;
+    let report = out.path().join("report.html");
+    let dom = dump_dom(&report, &format!("#/cell/{CELL}"))?;
+    let why = dom
+        .find("<section class=\"panel why\" id=\"why\">")
+        .ok_or("no why section")?;
+    let timeline = dom
+        .find("<details class=\"panel timeline\"")
+        .ok_or("no timeline")?;
+    let launch = dom.find("<h3>Launch").unwrap_or(usize::MAX);
+    if !(why < timeline && why < launch) {
+        return Err(format!(
+            "the why section (at {why}) does not come before the launch ({launch}) and the timeline ({timeline})"
+        ));
+    }
+    let said = html_unescape(&dom[why..timeline]);
+    for text in [
+        SAID,
+        "cause: ",
+        "then: </b>check `session-continued` failed",
+        "the driver exited with status 1, 397 ms after",
+        "docs/profiles/protocol.md#protocol-handshake",
+    ] {
+        if !said.contains(text) {
+            return Err(format!("the why section does not say `{text}`"));
+        }
+    }
+    let details = &dom[timeline..timeline + dom[timeline..].find('>').unwrap_or(0)];
+    if details.contains(" open") {
+        return Err(format!("a near-empty timeline is open: `{details}`"));
+    }
+    screenshot(
+        &report,
+        &format!("#/cell/{CELL}"),
+        "red-cell.png",
+        "1400,900",
     )?;
     Ok(())
 }

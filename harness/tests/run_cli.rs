@@ -207,3 +207,27 @@ fn the_drivers_file_can_come_from_the_environment() {
         "{listing}"
     );
 }
+
+/// A new driver's line-size cells say which declaration they are graded with: without
+/// `max_line_bytes` every legal line must work; with one, a line above it may end the run.
+#[test]
+fn list_says_what_a_line_size_cell_expects_from_the_declarations() {
+    let listing = |extra: &str| {
+        let dir = drivers_dir(&format!("{DRIVERS}{extra}"));
+        list(
+            &dir.path().join("drivers.toml"),
+            &[
+                "--app-server",
+                "fake",
+                "--environment",
+                "local",
+                "protocol-size.",
+            ],
+        )
+    };
+    insta::assert_snapshot!("run_list_protocol_size_without_a_line_bound", listing(""));
+    insta::assert_snapshot!(
+        "run_list_protocol_size_with_a_64k_line_bound",
+        listing("max_line_bytes = 65536\n")
+    );
+}

@@ -98,3 +98,23 @@ fn takes_plan_reviews(driver: &DeclaredDriver) -> bool {
 fn takes_answers(driver: &DeclaredDriver) -> bool {
     driver.answers || driver.contract == DriverContract::Events
 }
+
+/// What a declared driver's declarations make of a case it can run, when they change what
+/// passes: said beside the cell's expectation (`harness run --list`), so a driver's author knows
+/// before the run which declaration a cell is graded with.
+pub fn graded_with(cell: &Cell) -> Option<String> {
+    let driver = cell.runner.declared.as_ref()?;
+    let bytes = graders::grade::legal_line_bytes(&cell.id.suite, cell.grader_case())?;
+    // The case's size is the line's text; its JSON framing adds a little.
+    Some(match driver.max_line_bytes {
+        Some(bound) if bound < bytes => format!(
+            "its line of over {bytes} bytes is above the declared max_line_bytes = {bound}: the driver ending the run on its own with a non-zero status passes too, a hang does not"
+        ),
+        Some(bound) => format!(
+            "its line of a little over {bytes} bytes is graded against the declared max_line_bytes = {bound}: within it the session must go on, above it the driver may instead end the run on its own with a non-zero status"
+        ),
+        None => format!(
+            "the driver declares no max_line_bytes, so its line of over {bytes} bytes must work (declare the longest line the driver reads, if it has a bound)"
+        ),
+    })
+}

@@ -171,6 +171,17 @@ impl Terminal {
     }
 }
 
+/// The legal line a case sends mid-turn, in bytes, when it sends one: what a driver's declared
+/// `max_line_bytes` is held against (a line above it may end the run, classified).
+pub fn legal_line_bytes(suite: &str, case: &str) -> Option<u64> {
+    match (suite, case) {
+        ("protocol-size", "line-64k") => Some(64 << 10),
+        ("protocol-size", "line-1m") => Some(1 << 20),
+        ("protocol-size", "line-2m") => Some(2 << 20),
+        _ => None,
+    }
+}
+
 pub(crate) fn ending_name(ending: Ending) -> &'static str {
     match ending {
         Ending::Succeeded => "succeeded",
@@ -355,9 +366,9 @@ fn grader_for(suite: &str, case: &str) -> Result<Box<dyn Grader>, GradeError> {
         ("protocol-forward-compat", "unknown-fields") => {
             Box::new(P::ForwardCompat::new(P::ForwardCompatCase::UnknownFields))
         }
-        ("protocol-size", "line-64k") => Box::new(P::Size::new(P::SizeCase::Line(64 << 10))),
-        ("protocol-size", "line-1m") => Box::new(P::Size::new(P::SizeCase::Line(1 << 20))),
-        ("protocol-size", "line-2m") => Box::new(P::Size::new(P::SizeCase::Line(2 << 20))),
+        ("protocol-size", line @ ("line-64k" | "line-1m" | "line-2m")) => Box::new(P::Size::new(
+            P::SizeCase::Line(legal_line_bytes(suite, line).unwrap_or_default()),
+        )),
         ("protocol-size", "delta-burst") => Box::new(P::Size::new(P::SizeCase::DeltaBurst)),
         ("protocol-size", "stderr-flood") => Box::new(P::Size::new(P::SizeCase::StderrFlood)),
         ("protocol-control", "interrupt") => Box::new(P::Interrupt::new()),

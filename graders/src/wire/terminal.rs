@@ -41,6 +41,11 @@ pub struct LaunchEnd {
     /// Turns started and never completed.
     pub open_turns: Vec<String>,
     pub messages: u64,
+    /// When the app-server's last JSON-RPC message of this launch went through the tap (unix
+    /// ms): a driver that let go soon after waited for it too briefly to have timed out. (The
+    /// driver's own last line does not count: a driver may send `turn/interrupt` as it gives up
+    /// on a silent app-server.)
+    pub last_from_server: Option<u64>,
 }
 
 impl LaunchEnd {
@@ -55,6 +60,12 @@ impl LaunchEnd {
             .flatten()
             .any(|at| at <= exit.time);
         (!ended_by_driver).then_some(exit)
+    }
+
+    /// How long the driver went on after the app-server's last message before it closed the
+    /// app-server's stdin, when the wire shows both.
+    fn quiet_before_letting_go(&self) -> Option<u64> {
+        Some(self.stdin_closed?.saturating_sub(self.last_from_server?))
     }
 
     fn waiting(&self) -> Option<String> {
@@ -94,6 +105,10 @@ pub enum DriverEnd {
         error: String,
     },
 }
+
+/// The shortest wait a driver is given or may declare (`idle_timeout_seconds` is at least 1):
+/// a driver that let go of a live app-server sooner did not time out.
+pub const SHORTEST_BOUND_MS: u64 = 1_000;
 
 fn ended(ending: Ending, code: &str, reason: String) -> RunEnded {
     RunEnded {
@@ -185,6 +200,21 @@ pub fn terminal(wire: &WireTerminal, driver: &DriverEnd) -> RunEnded {
             );
         }
         if let Some(waiting) = last.waiting() {
+            // Exiting on its own this soon after the app-server's last message, the driver gave
+            // up on what it had just been sent: no bound of its can have expired by then.
+            if let (DriverEnd::Exited { .. }, Some(quiet)) =
+                (driver, last.quiet_before_letting_go())
+            {
+                if quiet < SHORTEST_BOUND_MS {
+                    return ended(
+                        Ending::FailedPermanently,
+                        "driver_failed",
+                        format!(
+                            "{how}, {quiet} ms after the app-server's last message, while {waiting} by a live app-server: too soon for any wait of its to have expired"
+                        ),
+                    );
+                }
+            }
             return ended(
                 Ending::TimedOut,
                 "timed_out",
@@ -236,6 +266,7 @@ mod tests {
             pending: vec![],
             open_turns: if open { vec!["t1".into()] } else { vec![] },
             messages: 4,
+            last_from_server: None,
         }
     }
 
@@ -378,6 +409,40 @@ mod tests {
         assert_eq!(
             terminal(&rejected, &failed).ending,
             Ending::RetriesExhausted
+        );
+    }
+
+    #[test]
+    fn a_driver_that_exits_soon_after_the_last_message_did_not_time_out() {
+        let failed = DriverEnd::Exited { code: 1 };
+        let quiet_for = |ms: u64| {
+            let mut open = launch(None, None, Some(10_000 + ms), true);
+            open.last_from_server = Some(10_000);
+            terminal(&wire(vec![open]), &failed)
+        };
+        let quick = quiet_for(400);
+        assert_eq!(
+            (quick.ending, quick.error_code.as_deref()),
+            (Ending::FailedPermanently, Some("driver_failed")),
+            "{quick:?}"
+        );
+        let reason = quick.reason.unwrap();
+        assert!(
+            reason.contains("400 ms after the app-server's last message")
+                && reason.contains("turn t1"),
+            "{reason}"
+        );
+        assert_eq!(
+            quiet_for(2_500).ending,
+            Ending::TimedOut,
+            "a driver that waited out a bound on a silent app-server timed out"
+        );
+        let mut killed = launch(None, None, Some(10_400), true);
+        killed.last_from_server = Some(10_000);
+        assert_eq!(
+            terminal(&wire(vec![killed]), &DriverEnd::Signaled { signal: 9 }).ending,
+            Ending::TimedOut,
+            "only a driver's own exit is its giving up"
         );
     }
 }

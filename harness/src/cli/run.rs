@@ -182,6 +182,10 @@ fn list(cells: &[suites::Cell], ctx: &CellContext) {
                 Some(reason) => format!("expects {} (baseline: {reason})", expected.verdict),
                 None => format!("expects {}", expected.verdict),
             };
+            let detail = match suites::applicability::graded_with(cell) {
+                Some(note) => format!("{detail}; {note}"),
+                None => detail,
+            };
             ("runs", detail)
         };
         // Where a driver runs as another user, its install must be readable by that user.

@@ -137,6 +137,9 @@ fn fold(records: &[Record], ctx: &Context) -> Fold {
                 direction, message, ..
             } => {
                 state.messages += 1;
+                if *direction == Direction::Out {
+                    state.end.last_from_server = Some(fold.now);
+                }
                 match direction {
                     Direction::In => fold.driver_line(launch, message, ctx),
                     Direction::Out => fold.server_line(launch, message),

@@ -12,12 +12,15 @@ use graders::verdict::Verdict;
 use report::layout::CellEvidence;
 use report::outcome::{CellOutcome, CellResult};
 use report::verdict_file::VerdictFile;
-use std::time::Instant;
+use std::time::{Duration, Instant, SystemTime};
 use suites::Cell;
 
 /// Run one cell and leave its evidence in `<out_root>/<cell>/`.
 pub async fn run_cell(ctx: &CellContext, cell: &Cell) -> CellResult {
     let started = Instant::now();
+    // Evidence older than this is an earlier run's (a folder that could not be cleared); the
+    // margin covers the file system's coarser clock.
+    let fresh_since = SystemTime::now().checked_sub(Duration::from_secs(1));
     let evidence = ctx.evidence(cell);
     let outcome = if let Some(message) = crate::load::cell_error(cell) {
         CellOutcome::Error { message }
@@ -42,9 +45,14 @@ pub async fn run_cell(ctx: &CellContext, cell: &Cell) -> CellResult {
         duration: started.elapsed(),
         evidence_dir: evidence.root.clone(),
     };
+    // A red cell's reason leads with its cause, once judged: the graders' reason stays theirs.
+    let (result, cause) = report::cause::explain(result, fresh_since);
     // Bound to this run and to the evidence the cell was graded on, as it is now: what ran in
     // the cell has ended.
-    let file = match VerdictFile::from_result(&result).bind(&evidence) {
+    let file = match VerdictFile::from_result(&result)
+        .with_cause(cause)
+        .bind(&evidence)
+    {
         Ok(file) => file,
         Err(e) => {
             return CellResult {

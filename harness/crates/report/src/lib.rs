@@ -14,6 +14,7 @@
 //! reverse.
 
 pub mod binding;
+pub mod cause;
 pub mod folders;
 pub mod html;
 mod job_summary;

@@ -33,9 +33,14 @@ pub struct VerdictFile {
     /// How the verdict compares with the baseline, in words, when the cell was graded.
     #[serde(default)]
     pub agreement: Option<String>,
-    /// The grader's reason, the ignore or not-applicable reason, or the error.
+    /// The grader's reason, the ignore or not-applicable reason, or the error; a red cell's
+    /// leads with its cause.
     #[serde(default)]
     pub message: String,
+    /// A red cell's cause, as it leads `message` (`crate::cause`); `null` when the evidence
+    /// holds none, for a cell that is not red, and in files written before causes.
+    #[serde(default)]
+    pub cause: Option<String>,
     #[serde(default)]
     pub duration_ms: u64,
     /// The run that graded the cell (`crate::binding::this_run`); `null` in a file not bound.
@@ -70,10 +75,17 @@ impl VerdictFile {
             verdict: result.verdict().cloned(),
             agreement,
             message: summary.reason,
+            cause: None,
             duration_ms: summary.duration_ms,
             run_id: None,
             evidence_sha256: BTreeMap::new(),
         }
+    }
+
+    /// The same file, keeping the red cell's cause its message leads with.
+    pub fn with_cause(mut self, cause: Option<String>) -> Self {
+        self.cause = cause;
+        self
     }
 
     /// Write `verdict.json` into `evidence` (created if needed).

@@ -63,7 +63,7 @@ pub fn unreachable_program(program: &Path, uid: u32, bound: &[PathBuf]) -> Optio
                 format!(" (it resolves to {})", target.display())
             };
             return Some(format!(
-                "uid {uid} cannot start {what}{resolved}: it lies below {} ({}), a folder uid {uid} cannot enter, in the container as on the host; install it where uid {uid} can read it (a virtualenv whose interpreter links into a private home is the usual cause)",
+                "uid {uid} cannot start {what}{resolved}: it lies below {} ({}), a folder uid {uid} cannot enter, in the container as on the host (a virtualenv whose interpreter links into a private home is the usual cause). To fix it, name the install in the drivers file through `{{cache}}` (`harness provision` installs published drivers there, and the harness binds what a command names below it, with the interpreter a virtualenv links to, readable at its own path), or install it below a folder uid {uid} can enter",
                 ancestor.display(),
                 describe(ancestor),
             ));
@@ -141,6 +141,12 @@ mod tests {
         assert!(why.contains("uid 1000"), "{why}");
         assert!(why.contains(&home.display().to_string()), "{why}");
         assert!(why.contains("it resolves to"), "{why}");
+        assert!(
+            why.contains("To fix it, name the install in the drivers file through `{cache}`")
+                && why.contains("harness provision")
+                && why.contains("a folder uid 1000 can enter"),
+            "the error names the fix: {why}"
+        );
         let why = unreachable_program(&venv_python, 1000, &[root.path().into()])
             .expect("a private folder below a bound one stays private");
         assert!(why.contains(&home.display().to_string()), "{why}");

@@ -118,16 +118,7 @@ fn not_started(process: &DriverProcess, error: &std::io::Error) -> String {
 }
 
 /// `text`, or its first `max` bytes (on a character boundary) and how long it was.
-pub fn cut(text: &str, max: usize) -> String {
-    if text.len() <= max {
-        return text.to_string();
-    }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}… ({} bytes in all)", &text[..end], text.len())
-}
+pub use report::cause::head as cut;
 
 fn size(path: &Path) -> u64 {
     std::fs::metadata(path).map(|m| m.len()).unwrap_or(0)

@@ -2,6 +2,7 @@
 //! built from the evidence folder (events.jsonl, transcript.jsonl, model-log.jsonl), with the
 //! events the verdict cites marked. Every file is read tolerantly (see [`super::jsonl`]).
 
+use super::about::{self, CaseAbout};
 use super::jsonl::{self, FileState, Line};
 use super::timeline::{
     body_of, compact, event_text, model_log_entries, not_json, one_line, str_of, time_of,
@@ -51,6 +52,13 @@ pub struct CellPage {
     pub timeline: Vec<Entry>,
     pub stderr_tail: Option<String>,
     pub stderr_bytes: u64,
+    /// A red cell's cause, as verdict.json keeps it (`crate::cause`): shown first, then the
+    /// check that failed (`check_reason`).
+    pub cause: Option<String>,
+    /// The reason without the cause that leads it: the grader's own words.
+    pub check_reason: String,
+    /// What the case checks and where its profile's page lists it.
+    pub about: Option<CaseAbout>,
     pub notes: Vec<String>,
     /// For a protocol cell whose verdict is not `pass`: the finding about the driver, shown
     /// first on its page.
@@ -77,18 +85,18 @@ pub struct FindingLine {
 }
 
 impl Finding {
-    fn of(cell: &CellSummary, entries: &[Entry]) -> Option<Self> {
+    /// `reason`: the grader's, without the cause that leads it.
+    fn of(cell: &CellSummary, reason: &str, entries: &[Entry]) -> Option<Self> {
         let verdict = cell.verdict.as_deref()?;
         if cell.profile != Some(Profile::Protocol) || verdict == "pass" {
             return None;
         }
-        let (check, what) = match cell
-            .reason
+        let (check, what) = match reason
             .strip_prefix("check `")
             .and_then(|rest| rest.split_once("` failed: "))
         {
             Some((check, what)) => (Some(check.to_string()), what.to_string()),
-            None => (None, cell.reason.clone()),
+            None => (None, reason.to_string()),
         };
         let lines = entries
             .iter()
@@ -273,6 +281,9 @@ impl CellPage {
             timeline: Vec::new(),
             stderr_tail: None,
             stderr_bytes: 0,
+            cause: None,
+            check_reason: cell.reason.clone(),
+            about: about::of(&cell.suite, &cell.case),
             notes: Vec::new(),
             finding: None,
         };
@@ -303,7 +314,17 @@ impl CellPage {
         };
         let (timed, mut entries) = timeline.merge();
         page.mark_cited(&mut entries);
-        page.finding = Finding::of(cell, &entries);
+        let graders_reason = page
+            .cause
+            .as_ref()
+            .and_then(|cause| {
+                cell.reason
+                    .strip_prefix(cause.as_str())?
+                    .strip_prefix(crate::cause::SEPARATOR)
+            })
+            .unwrap_or(&cell.reason);
+        page.check_reason = graders_reason.to_string();
+        page.finding = Finding::of(cell, graders_reason, &entries);
         page.keep_bodies_within_budget(&mut entries);
         page.timed = timed;
         page.timeline = entries;
@@ -361,6 +382,7 @@ impl CellPage {
             return;
         }
         self.agreement = file.agreement;
+        self.cause = file.cause;
         if let Some(verdict) = file.verdict {
             self.evidence = verdict.evidence;
         }

@@ -4,12 +4,14 @@
 //! opened, so the whole matrix opens fast however much evidence the cells hold, and the cell
 //! timeline is virtualised (only the rows on screen exist in the DOM).
 
+mod about;
 mod cell;
 mod grid;
-mod jsonl;
+pub(crate) mod jsonl;
 mod mutation;
 mod timeline;
 
+pub use about::CaseAbout;
 pub use cell::CellPage;
 pub use mutation::{MutationDriver, MutationFidelity, MutationRow, MutationSection};
 pub use timeline::Entry;
@@ -169,6 +171,12 @@ fn render_page(
     out.push_str(&grid::grid(summary));
     out.push_str("</main><main id=\"cell-view\" hidden></main>");
     let names: Vec<&str> = summary.cells.iter().map(|c| c.cell.as_str()).collect();
+    let base = about::repository_base(|name| std::env::var(name).ok());
+    let _ = write!(
+        out,
+        "<script type=\"application/json\" id=\"repository-base\">{}</script>",
+        script_json(&base)
+    );
     let _ = write!(
         out,
         "<script type=\"application/json\" id=\"cells-index\">{}</script>",

@@ -5,6 +5,9 @@
   "use strict";
   const ROW = 26;
   const OVERSCAN = 12;
+  // A timeline of this many entries or fewer starts folded: it holds little, and open it would
+  // push what the page says below a tall empty panel.
+  const NEAR_EMPTY = 8;
   const $ = (sel, root) => (root || document).querySelector(sel);
   const $$ = (sel, root) => Array.from((root || document).querySelectorAll(sel));
   const names = JSON.parse(document.getElementById("cells-index").textContent);
@@ -13,6 +16,10 @@
   const matrixView = $("#matrix-view");
   const cellView = $("#cell-view");
   const baseTitle = document.title;
+  const repositoryBase = (() => {
+    const block = document.getElementById("repository-base");
+    try { return block ? JSON.parse(block.textContent) : null; } catch (e) { return null; }
+  })();
 
   function cellData(i) {
     if (!parsed.has(i)) {
@@ -304,10 +311,16 @@
       }), " " + label + " (" + (counts[src] || 0) + ")")),
       h("label", {}, citedBox, " cited only"), search, count);
     const note = d.timed ? null : h("p.note", {}, "events.jsonl carries no timestamps (event schema v1): its events come first, in sequence order, then the wire messages in time order.");
-    const panel = section("Timeline", note, toolbar, h("div.tl-body", {}, viewport, detail));
+    const folded = entries.length <= NEAR_EMPTY;
+    const panel = h("details.panel.timeline", folded ? {} : { open: true },
+      h("summary", {}, h("h3", {}, "Timeline"), " ", h("span.dim", {}, entries.length + " entries" + (folded ? " (folded: click to open)" : ""))),
+      note, toolbar, h("div.tl-body", {}, viewport, detail));
+    // Folded, the viewport has no height: render its rows when it opens.
+    panel.addEventListener("toggle", () => { if (panel.open) refilter(); });
 
     function selectSeq(seq) {
       const k = entries.findIndex((e) => e.file === "events.jsonl" && e.seq === seq);
+      if (k >= 0 && !panel.open) panel.open = true;
       if (k >= 0) select(k, true);
       return k >= 0;
     }
@@ -367,8 +380,21 @@
       h("h2", {}, d.cell),
       h("p", {}, h("span.badge.big.v-" + verdict, {}, verdict), " ", h("span.status", {}, STATUS_TEXT[d.status] || d.status || ""),
         d.duration_ms !== undefined ? h("span.dim", {}, " · " + d.duration_ms + " ms") : null));
+    // First what a reader sorts the cell by: the reason (its cause leading it), the cause on
+    // its own, the driver's stderr tail, and what the case checks.
+    const about = d.about;
+    const aboutLink = about ? (repositoryBase
+      ? h("a", { href: repositoryBase + about.page }, about.page)
+      : h("code", {}, about.page)) : null;
+    const why = h("section.panel.why#why", {},
+      d.cause
+        ? [h("p.cause", {}, h("b", {}, "cause: "), d.cause), h("p.reason", {}, h("b", {}, "then: "), d.check_reason || "")]
+        : h("p.reason", {}, d.reason || ""),
+      d.stderr_tail !== null && d.stderr_tail !== undefined
+        ? [h("h4", {}, "the driver's stderr.log (last " + d.stderr_tail.length + " of " + d.stderr_bytes + " bytes)"), h("pre.stderr", {}, d.stderr_tail)]
+        : h("p.dim", {}, "the driver left no stderr.log"),
+      about ? h("p.about", {}, h("b", {}, "the case checks: "), about.case, " · ", aboutLink) : null);
     const verdictPanel = section("Verdict",
-      h("p.reason", {}, d.reason || ""),
       h("h4", {}, "the baseline expects"),
       h("p", {}, h("span.badge.v-" + d.expected, {}, d.expected || "?"), " ",
         d.expected_reason ? d.expected_reason : (d.expected === "pass" ? "no baseline entry: every cell is expected to pass" : "")),
@@ -394,9 +420,8 @@
         " ", h("strong", {}, l.title), " ", h("span.excerpt", {}, l.text)))) : h("p.dim", {}, "the verdict cites no event")) : null;
     const files = section("Evidence files",
       h("p.dim", {}, d.evidence_dir || ""),
-      h("table.kv", {}, (d.files || []).map((f) => h("tr.file-" + f.state, {}, h("th", {}, f.name), h("td", {}, f.state + (f.state === "missing" ? "" : " · " + f.lines + " lines · " + f.bytes + " bytes") + (f.note ? " · " + f.note : ""))))),
-      d.stderr_tail !== null && d.stderr_tail !== undefined ? [h("h4", {}, "stderr.log (last " + d.stderr_tail.length + " of " + d.stderr_bytes + " bytes)"), h("pre.stderr", {}, d.stderr_tail)] : h("p.dim", {}, "no stderr.log"));
-    cellView.replaceChildren(nav, head, ...notes, ...(finding ? [finding] : []), h("div.columns", {}, verdictPanel, evidencePanel), launchPanel(d), timeline.panel, files);
+      h("table.kv", {}, (d.files || []).map((f) => h("tr.file-" + f.state, {}, h("th", {}, f.name), h("td", {}, f.state + (f.state === "missing" ? "" : " · " + f.lines + " lines · " + f.bytes + " bytes") + (f.note ? " · " + f.note : ""))))));
+    cellView.replaceChildren(nav, head, why, ...notes, ...(finding ? [finding] : []), h("div.columns", {}, verdictPanel, evidencePanel), launchPanel(d), timeline.panel, files);
     timeline.refilter();
     const first = evidence.find((ev) => ev.seq !== null && ev.seq !== undefined);
     const target = seq !== null ? seq : first ? first.seq : null;

@@ -253,8 +253,8 @@ fn the_page_is_self_contained_and_its_data_cannot_end_a_script() {
     // The evidence holds `</script><!--`; inside the data blocks no `<` survives.
     assert_eq!(
         page.matches("</script>").count(),
-        4,
-        "index, two cells, the script"
+        5,
+        "index, the repository's base, two cells, the script"
     );
     assert_eq!(page.matches("data-cell=").count(), 2);
     assert!(page.contains("class=\"c v-sandbox-failed-to-start s-differs\""));
@@ -307,4 +307,45 @@ fn a_huge_cell_keeps_every_row_but_only_a_bounded_amount_of_bodies() {
         .notes
         .iter()
         .any(|n| n.contains("show only their summary")));
+}
+
+#[test]
+fn a_red_cells_page_carries_its_cause_its_stderr_and_what_the_case_checks() {
+    let dir = tempfile::tempdir().unwrap();
+    let name = "protocol-server-requests.my-runner-fake.local.command-approval";
+    evidence_folder(dir.path(), name);
+    let evidence = crate::layout::CellEvidence::new(dir.path());
+    let cause = "the driver exited with status 1, saying on stderr (the end of its 20 bytes of stderr.log): `warning: something`";
+    let grader =
+        "check `answered` failed: the driver never answered item/commandExecution/requestApproval";
+    let file = crate::verdict_file::VerdictFile::parse(
+        &std::fs::read(evidence.verdict()).unwrap(),
+        &evidence.verdict(),
+    )
+    .unwrap()
+    .with_cause(Some(cause.into()));
+    file.write(&evidence).unwrap();
+    let mut cell = summary_cell(name, dir.path(), Status::Differs, Some("fail"));
+    cell.profile = Some(suites::spec::Profile::Protocol);
+    cell.reason = crate::cause::lead(cause, grader);
+    let page = CellPage::load(&cell);
+    assert_eq!(page.cause.as_deref(), Some(cause));
+    assert_eq!(page.stderr_tail.as_deref(), Some("warning: something\n"));
+    let finding = page.finding.expect("a finding");
+    assert_eq!(
+        finding.check.as_deref(),
+        Some("answered"),
+        "the check is found behind the cause"
+    );
+    let about = page.about.expect("a shipped case");
+    assert!(about.case.contains("ServerRequest.json"), "{}", about.case);
+    assert_eq!(
+        about.page,
+        "docs/profiles/protocol.md#protocol-server-requests"
+    );
+    let html = render_pages(
+        &Summary::from_cells(vec![cell.clone()], 0),
+        &[CellPage::load(&cell)],
+    );
+    assert!(html.contains("id=\"repository-base\""));
 }
