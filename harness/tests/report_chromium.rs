@@ -323,14 +323,6 @@ fn grid_and_cell_page() -> Result<(), String> {
     verdict["verdict"]["verdict"] = "write-succeeded".into();
     std::fs::write(&verdict_path, verdict.to_string()).map_err(|e| e.to_string())?;
     std::fs::write(&summary_path, edited.to_string()).map_err(|e| e.to_string())?;
-    // The cell's own verdict.json says so too: a summary row its verdict does not bear out is
-    // an error cell, not a difference.
-    let verdict_path = out.path().join(&differing).join("verdict.json");
-    let verdict_text = std::fs::read_to_string(&verdict_path).map_err(|e| e.to_string())?;
-    let mut verdict: serde_json::Value =
-        serde_json::from_str(&verdict_text).map_err(|e| e.to_string())?;
-    verdict["status"] = "differs".into();
-    std::fs::write(&verdict_path, verdict.to_string()).map_err(|e| e.to_string())?;
     rebuild(out.path())?;
     let dom = dump_dom(&report, "#?differences=1")?;
     let marked = tags_with_class(&dom, "td", "c v-write-succeeded s-differs");
