@@ -43,6 +43,7 @@ pub struct Persona {
     features: &'static str,
     startup_config: &'static str,
     static_answers: &'static str,
+    thread_answers: &'static str,
     unimplemented: &'static str,
     parsed: OnceLock<Parsed>,
 }
@@ -54,6 +55,7 @@ struct Parsed {
     system_skills: Value,
     collaboration_modes: Value,
     static_answers: Value,
+    thread_answers: Value,
     unimplemented: std::collections::BTreeMap<String, String>,
 }
 
@@ -85,6 +87,7 @@ macro_rules! persona {
             features: include_str!(concat!("../personas/", $version, "/features.txt")),
             startup_config: include_str!(concat!("../personas/", $version, "/startup_config.json")),
             static_answers: include_str!(concat!("../personas/", $version, "/static_answers.json")),
+            thread_answers: include_str!(concat!("../personas/", $version, "/thread_answers.json")),
             unimplemented: include_str!(concat!("../personas/", $version, "/unimplemented.toml")),
             parsed: OnceLock::new(),
         }
@@ -159,6 +162,7 @@ impl Persona {
                 system_skills: json(self.system_skills, "system_skills.json"),
                 collaboration_modes: json(self.collaboration_modes, "collaboration_modes.json"),
                 static_answers: json(self.static_answers, "static_answers.json"),
+                thread_answers: json(self.thread_answers, "thread_answers.json"),
                 unimplemented: toml::from_str(self.unimplemented).unwrap_or_else(|e| {
                     panic!("personas/{}/unimplemented.toml: {e}", self.version)
                 }),
@@ -277,6 +281,34 @@ impl Persona {
             .as_object()
             .into_iter()
             .flat_map(|answers| answers.keys().map(String::as_str))
+    }
+
+    /// The release's recorded answers to the requests that make and run a thread
+    /// (`thread_answers.json`, recorded by `harness drift`): `thread/start`, `turn/start` and
+    /// `thread/resume` results, and the `serviceTier` table.
+    pub fn thread_answers(&self) -> &Value {
+        &self.parsed().thread_answers
+    }
+
+    /// The recorded result of `method` (`thread/start`, `turn/start`, `thread/resume`): the
+    /// shape and the default values of the fake's own answer.
+    pub fn answer_template(&self, method: &str) -> &Value {
+        &self.thread_answers()[method]
+    }
+
+    /// What `thread/start` answers in `serviceTier` when asked with `asked` (`None`: the
+    /// request had no `serviceTier`), as recorded; a value never recorded is answered as a
+    /// request without one.
+    pub fn service_tier_answer(&self, asked: Option<&Value>) -> Value {
+        let table = self.thread_answers()["serviceTier"].as_array();
+        let entry = |asked: Option<&Value>| {
+            table
+                .into_iter()
+                .flatten()
+                .find(|entry| entry.get("asked") == asked)
+                .map(|entry| entry["answered"].clone())
+        };
+        entry(asked).or_else(|| entry(None)).unwrap_or(Value::Null)
     }
 
     /// `codex app-server --print-startup-config`'s output, verbatim.

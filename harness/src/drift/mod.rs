@@ -87,10 +87,16 @@ pub fn protocol_drift(version: &str, scratch: &std::path::Path) -> Result<Protoc
         )?);
     }
     let persona_dir = scratch.join(format!("fake-persona-{version}"));
+    let thread_answers = persona::thread_answers(
+        &other.binary,
+        &["app-server"],
+        &scratch.join(format!("threads-{version}")),
+    )?;
     let recording = persona::record(
         listed[1].clone(),
         protocols[1].notifications.clone(),
         &answers[1],
+        thread_answers,
     )?;
     recording.write(&persona_dir)?;
     let persona_differences = fake_app_server::persona::find(version)

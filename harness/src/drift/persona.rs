@@ -25,13 +25,14 @@ fn questions(cwd: &str) -> Vec<(&'static str, Value)> {
     ]
 }
 
-/// Method → result (or `{"error": …}`) of `program ARGS… app-server` answering [`questions`],
-/// with the scratch folders written `{cwd}`, `{codex_home}` and `{home}`.
-pub fn settings_answers(
+/// `program ARGS… app-server` with the cells' provider, in a fresh home, CODEX_HOME, workspace
+/// and TMPDIR under `scratch`; with the placeholders of those folders (CODEX_HOME, home,
+/// workspace: most specific first).
+fn scratch_command(
     program: &Path,
     leading_args: &[&str],
     scratch: &Path,
-) -> Result<BTreeMap<String, Value>> {
+) -> Result<(Command, [(String, &'static str); 3])> {
     let home = scratch.join("home");
     let codex_home = home.join(".codex");
     let (cwd, tmp) = (scratch.join("ws"), scratch.join("tmp"));
@@ -45,7 +46,23 @@ pub fn settings_answers(
         .env_clear()
         .envs(codex_runner::allowlisted_env(&home, &codex_home, &tmp))
         .current_dir(&cwd);
-    let cwd_text = cwd.display().to_string();
+    let aliases = [
+        (codex_home.display().to_string(), "{codex_home}"),
+        (home.display().to_string(), "{home}"),
+        (cwd.display().to_string(), "{cwd}"),
+    ];
+    Ok((command, aliases))
+}
+
+/// Method → result (or `{"error": …}`) of `program ARGS… app-server` answering [`questions`],
+/// with the scratch folders written `{cwd}`, `{codex_home}` and `{home}`.
+pub fn settings_answers(
+    program: &Path,
+    leading_args: &[&str],
+    scratch: &Path,
+) -> Result<BTreeMap<String, Value>> {
+    let (command, aliases) = scratch_command(program, leading_args, scratch)?;
+    let cwd_text = aliases[2].0.clone();
     let asked = questions(&cwd_text);
     let responses = super::ask::ask(command, &asked)?;
     let mut answers = BTreeMap::new();
@@ -56,15 +73,78 @@ pub fn settings_answers(
         };
         answers.insert(method.to_string(), answer);
     }
-    let aliases = [
-        (codex_home.display().to_string(), "{codex_home}"),
-        (home.display().to_string(), "{home}"),
-        (cwd_text, "{cwd}"),
-    ];
     for answer in answers.values_mut() {
         replace_paths(answer, &aliases);
     }
     Ok(answers)
+}
+
+/// The `serviceTier` values a `thread/start` asks with, besides none: JSON `null` (which
+/// Codex 0.169 answers `"default"`), the tiers a catalogue entry or the config names, and one
+/// no catalogue entry of a custom provider offers.
+const SERVICE_TIERS_ASKED: &[&str] = &[
+    "null",
+    r#""default""#,
+    r#""flex""#,
+    r#""priority""#,
+    r#""fast""#,
+];
+
+/// What the release answers to the requests that make and run a thread, recorded for the fake
+/// to build its answers from (`thread_answers.json`): `thread/start` (with the cells' provider
+/// and only `cwd` given), `turn/start` and `thread/resume` of that thread (after the turn's
+/// user message is recorded), each answer's paths written as placeholders, and `serviceTier`:
+/// what `thread/start` answers in `serviceTier` for each value it is asked with (`asked`
+/// absent: asked with none).
+pub fn thread_answers(program: &Path, leading_args: &[&str], scratch: &Path) -> Result<Value> {
+    use super::ask::Step;
+    let (command, aliases) = scratch_command(program, leading_args, scratch)?;
+    let cwd_text = aliases[2].0.clone();
+    let mut steps: Vec<Step> = SERVICE_TIERS_ASKED
+        .iter()
+        .map(|tier| {
+            let tier: Value = serde_json::from_str(tier).expect("the asked tiers are JSON");
+            Step::Request(
+                "thread/start",
+                json!({"cwd": cwd_text, "serviceTier": tier}),
+            )
+        })
+        .collect();
+    steps.extend([
+        Step::Request("thread/start", json!({"cwd": cwd_text})),
+        Step::Request(
+            "turn/start",
+            json!({"threadId": "{thread_id}", "input": [{"type": "text", "text": "recording"}]}),
+        ),
+        Step::Notification("item/completed"),
+        Step::Request("thread/resume", json!({"threadId": "{thread_id}"})),
+    ]);
+    let answers = super::ask::converse(command, &steps)?;
+    let result = |index: usize, method: &str| -> Result<Value> {
+        answers[index]
+            .get("result")
+            .cloned()
+            .with_context(|| format!("{method} answered {}", answers[index]))
+    };
+    let tiers = SERVICE_TIERS_ASKED.len();
+    let mut service_tier: Vec<Value> = SERVICE_TIERS_ASKED
+        .iter()
+        .enumerate()
+        .map(|(index, asked)| {
+            let asked: Value = serde_json::from_str(asked).expect("the asked tiers are JSON");
+            Ok(json!({"asked": asked, "answered": result(index, "thread/start")?["serviceTier"]}))
+        })
+        .collect::<Result<_>>()?;
+    let start = result(tiers, "thread/start")?;
+    service_tier.push(json!({"answered": start["serviceTier"]}));
+    let mut recorded = json!({
+        "thread/start": start,
+        "turn/start": result(tiers + 1, "turn/start")?,
+        "thread/resume": result(tiers + 2, "thread/resume")?,
+        "serviceTier": service_tier,
+    });
+    replace_paths(&mut recorded, &aliases);
+    Ok(recorded)
 }
 
 fn replace_paths(value: &mut Value, aliases: &[(String, &str)]) {
@@ -88,6 +168,8 @@ pub struct Recording {
     pub model_catalog: Value,
     pub config_defaults: Value,
     pub system_skills: Value,
+    /// [`thread_answers`].
+    pub thread_answers: Value,
 }
 
 /// The persona of a Codex, from what `harness drift` already learnt of it: the methods its
@@ -96,6 +178,7 @@ pub fn record(
     client_methods: Vec<String>,
     server_notifications: BTreeSet<String>,
     answers: &BTreeMap<String, Value>,
+    thread_answers: Value,
 ) -> Result<Recording> {
     let (model_catalog, config_defaults, system_skills) = from_answers(answers)?;
     Ok(Recording {
@@ -104,6 +187,7 @@ pub fn record(
         model_catalog,
         config_defaults,
         system_skills,
+        thread_answers,
     })
 }
 
@@ -181,6 +265,7 @@ impl Recording {
             ("model_catalog.json", json(&self.model_catalog)?),
             ("config_defaults.json", json(&self.config_defaults)?),
             ("system_skills.json", json(&self.system_skills)?),
+            ("thread_answers.json", json(&self.thread_answers)?),
         ];
         for (name, text) in files {
             let path = dir.join(name);
@@ -216,7 +301,34 @@ pub fn differences(fake: &fake_app_server::persona::Persona, recording: &Recordi
     if fake.system_skills() != &recording.system_skills {
         out.push("system_skills.json".to_string());
     }
+    // Ids and times differ from recording to recording: the shape and the tier table compare.
+    let shape = |answers: &Value| {
+        let mut answers = answers.clone();
+        blank_leaves(&mut answers, &["serviceTier"]);
+        answers
+    };
+    if shape(fake.thread_answers()) != shape(&recording.thread_answers) {
+        out.push("thread_answers.json".to_string());
+    }
     out
+}
+
+/// `value` with every string and number replaced by its type (`<string>`, `<number>`), but
+/// under the keys of `kept`: what stays the same from one recording to the next.
+fn blank_leaves(value: &mut Value, kept: &[&str]) {
+    match value {
+        Value::String(_) => *value = Value::String("<string>".into()),
+        Value::Number(_) => *value = Value::String("<number>".into()),
+        Value::Array(items) => items.iter_mut().for_each(|v| blank_leaves(v, kept)),
+        Value::Object(map) => {
+            for (key, item) in map.iter_mut() {
+                if !kept.contains(&key.as_str()) {
+                    blank_leaves(item, kept);
+                }
+            }
+        }
+        _ => {}
+    }
 }
 
 /// Each method whose answers differ between two sets, with the first differing path.

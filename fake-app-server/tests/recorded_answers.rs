@@ -1,0 +1,97 @@
+//! The fake's `thread/start`, `turn/start` and `thread/resume` answers are built from the
+//! answers recorded from the real release (`personas/VERSION/thread_answers.json`, recorded by
+//! `harness drift`): every field the release sends, with its default value where the fake's
+//! state does not say otherwise. The fake once answered `serviceTier: null` to a `thread/start`
+//! asking `serviceTier: null`, where Codex 0.169 answers `"default"` (a driver whose models
+//! reject `null` passed on the fake and failed on every real cell).
+
+mod common;
+
+use common::{Client, Lab};
+use serde_json::{json, Value};
+use std::collections::BTreeSet;
+
+fn recorded(release: &str) -> Value {
+    let path = format!(
+        "{}/personas/{release}/thread_answers.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap()
+}
+
+fn keys(value: &Value) -> BTreeSet<String> {
+    value.as_object().unwrap().keys().cloned().collect()
+}
+
+fn client(release: &str, lab: &Lab) -> Client {
+    let mut client = Client::spawn(&["--codex-version", release, "app-server"], &lab.home());
+    client.initialize(true);
+    client
+}
+
+#[test]
+fn service_tier_is_answered_as_the_release_answers_it() {
+    for release in ["0.169.0", "0.171.0"] {
+        let table = recorded(release)["serviceTier"].clone();
+        let lab = Lab::new();
+        let mut client = client(release, &lab);
+        for entry in table.as_array().unwrap() {
+            let mut params = json!({"cwd": lab.ws_str()});
+            if let Some(asked) = entry.get("asked") {
+                params["serviceTier"] = asked.clone();
+            }
+            let answer = client.request("thread/start", params.clone());
+            assert_eq!(
+                answer["result"]["serviceTier"], entry["answered"],
+                "{release}: thread/start {params}"
+            );
+        }
+        let asked_null = client.request(
+            "thread/start",
+            json!({"cwd": lab.ws_str(), "serviceTier": null}),
+        );
+        assert_eq!(asked_null["result"]["serviceTier"], "default", "{release}");
+    }
+}
+
+#[test]
+fn thread_and_turn_answers_have_the_recorded_fields() {
+    for release in ["0.169.0", "0.171.0"] {
+        let recorded = recorded(release);
+        let lab = Lab::new();
+        let mut client = client(release, &lab);
+        let (thread, started) = client.start_thread(&lab.ws_str());
+        assert_eq!(
+            keys(&started["result"]),
+            keys(&recorded["thread/start"]),
+            "{release}: thread/start"
+        );
+        assert_eq!(
+            keys(&started["result"]["thread"]),
+            keys(&recorded["thread/start"]["thread"]),
+            "{release}: thread/start thread"
+        );
+        for field in ["multiAgentMode", "disabledPluginIds", "reasoningEffort"] {
+            assert_eq!(
+                started["result"][field], recorded["thread/start"][field],
+                "{release}: {field}"
+            );
+        }
+        let turn = client.request(
+            "turn/start",
+            json!({"threadId": thread, "input": [{"type": "text", "text": "hi"}]}),
+        );
+        assert_eq!(
+            keys(&turn["result"]["turn"]),
+            keys(&recorded["turn/start"]["turn"]),
+            "{release}: turn/start"
+        );
+        client.wait_for("the turn's end", |m| m["method"] == "turn/completed");
+        let resumed = client.request("thread/resume", json!({"threadId": thread}));
+        assert_eq!(
+            keys(&resumed["result"]),
+            keys(&recorded["thread/resume"]),
+            "{release}: thread/resume {resumed}"
+        );
+    }
+}
