@@ -44,6 +44,7 @@ pub struct Persona {
     startup_config: &'static str,
     static_answers: &'static str,
     thread_answers: &'static str,
+    experimental_notifications: &'static str,
     unimplemented: &'static str,
     parsed: OnceLock<Parsed>,
 }
@@ -88,6 +89,11 @@ macro_rules! persona {
             startup_config: include_str!(concat!("../personas/", $version, "/startup_config.json")),
             static_answers: include_str!(concat!("../personas/", $version, "/static_answers.json")),
             thread_answers: include_str!(concat!("../personas/", $version, "/thread_answers.json")),
+            experimental_notifications: include_str!(concat!(
+                "../personas/",
+                $version,
+                "/experimental_notifications.txt"
+            )),
             unimplemented: include_str!(concat!("../personas/", $version, "/unimplemented.toml")),
             parsed: OnceLock::new(),
         }
@@ -288,6 +294,19 @@ impl Persona {
     /// `thread/resume` results, and the `serviceTier` table.
     pub fn thread_answers(&self) -> &Value {
         &self.parsed().thread_answers
+    }
+
+    /// The notifications the release sends only to a client that declared
+    /// `capabilities.experimentalApi` at `initialize` (`experimental_notifications.txt`,
+    /// measured by `harness drift`: the schema lists them with and without `--experimental`).
+    pub fn experimental_notifications(&self) -> impl Iterator<Item = &'static str> {
+        self.experimental_notifications
+            .lines()
+            .filter(|l| !l.is_empty())
+    }
+
+    pub fn is_experimental_notification(&self, method: &str) -> bool {
+        self.experimental_notifications().any(|m| m == method)
     }
 
     /// The recorded result of `method` (`thread/start`, `turn/start`, `thread/resume`): the

@@ -95,3 +95,46 @@ fn thread_and_turn_answers_have_the_recorded_fields() {
         );
     }
 }
+
+/// The notification methods one turn on a non-ephemeral thread sends, up to `turn/completed`.
+fn turn_notifications(experimental_api: bool) -> Vec<String> {
+    let lab = Lab::new();
+    let mut client = Client::spawn(&["app-server"], &lab.home());
+    client.initialize(experimental_api);
+    let (thread, _) = client.start_thread(&lab.ws_str());
+    client.request(
+        "turn/start",
+        json!({"threadId": thread, "input": [{"type": "text", "text": "hi"}]}),
+    );
+    let mut methods = Vec::new();
+    loop {
+        let message = client.wait_for("turn traffic", |m| m.get("method").is_some());
+        let method = message["method"].as_str().unwrap().to_string();
+        methods.push(method.clone());
+        if method == "turn/completed" {
+            return methods;
+        }
+    }
+}
+
+/// Codex 0.169 sends `thread/readState/changed` only to a client that declared
+/// `capabilities.experimentalApi` (measured; `personas/VERSION/experimental_notifications.txt`,
+/// recorded by `harness drift`); the fake once sent it to every client.
+#[test]
+fn experimental_notifications_go_only_to_a_client_that_declared_the_experimental_api() {
+    let experimental = turn_notifications(true);
+    assert!(
+        experimental.iter().any(|m| m == "thread/readState/changed"),
+        "{experimental:?}"
+    );
+    let stable = turn_notifications(false);
+    assert!(
+        !stable.iter().any(|m| m == "thread/readState/changed"),
+        "{stable:?}"
+    );
+    let without: Vec<&String> = experimental
+        .iter()
+        .filter(|m| *m != "thread/readState/changed")
+        .collect();
+    assert_eq!(without, stable.iter().collect::<Vec<_>>());
+}

@@ -190,6 +190,7 @@ fn initialize(shared: &Arc<Shared>, params: Option<&Value>) -> Reply {
         state.initialized = true;
         state.experimental_api = params.capabilities.is_some_and(|c| c.experimental_api);
         state.client_name = params.client_info.name.clone();
+        shared.out.declare_client(state.experimental_api);
     }
     let terminal = std::env::var("TERM")
         .ok()

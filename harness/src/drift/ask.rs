@@ -84,9 +84,21 @@ pub enum Step {
     Notification(&'static str),
 }
 
+/// What a [`converse`] heard: each request's response, in order, and the method of every
+/// notification, in order.
+pub struct Conversation {
+    pub answers: Vec<Value>,
+    pub notifications: Vec<String>,
+}
+
 /// Like [`ask`], one step at a time: each request waits for the answer before it, so that
-/// a `turn/start` can name the thread a `thread/start` made. Each request's response, in order.
-pub fn converse(mut command: Command, steps: &[Step]) -> Result<Vec<Value>> {
+/// a `turn/start` can name the thread a `thread/start` made. `experimental_api`: what the
+/// client declares at `initialize`.
+pub fn converse(
+    mut command: Command,
+    steps: &[Step],
+    experimental_api: bool,
+) -> Result<Conversation> {
     let (program, mut child, mut stdin, stdout) = spawn(&mut command)?;
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
@@ -97,12 +109,16 @@ pub fn converse(mut command: Command, steps: &[Step]) -> Result<Vec<Value>> {
         }
     });
     let deadline = Instant::now() + ANSWERS_BOUND;
+    let heard = std::cell::RefCell::new(Vec::new());
     let next = |wanted: &dyn Fn(&Value) -> bool, what: &str| -> Result<Value> {
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             let message = rx
                 .recv_timeout(left)
                 .map_err(|_| anyhow::anyhow!("{program}: no {what} within {ANSWERS_BOUND:?}"))?;
+            if let (Some(method), None) = (message["method"].as_str(), message.get("id")) {
+                heard.borrow_mut().push(method.to_string());
+            }
             if wanted(&message) {
                 return Ok(message);
             }
@@ -115,7 +131,7 @@ pub fn converse(mut command: Command, steps: &[Step]) -> Result<Vec<Value>> {
     };
     let mut run = || -> Result<Vec<Value>> {
         send(
-            json!({"id": 0, "method": "initialize", "params": {"clientInfo": {"name": "harness-drift", "version": "0"}, "capabilities": {"experimentalApi": true}}}),
+            json!({"id": 0, "method": "initialize", "params": {"clientInfo": {"name": "harness-drift", "version": "0"}, "capabilities": {"experimentalApi": experimental_api}}}),
         )?;
         next(
             &|m| m["id"] == 0 && m.get("method").is_none(),
@@ -151,5 +167,8 @@ pub fn converse(mut command: Command, steps: &[Step]) -> Result<Vec<Value>> {
     let answers = run();
     drop(stdin);
     sandbox::system::wait_bounded(&mut child, Duration::from_secs(5))?;
-    answers
+    Ok(Conversation {
+        answers: answers?,
+        notifications: heard.into_inner(),
+    })
 }

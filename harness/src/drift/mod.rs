@@ -92,11 +92,16 @@ pub fn protocol_drift(version: &str, scratch: &std::path::Path) -> Result<Protoc
         &["app-server"],
         &scratch.join(format!("threads-{version}")),
     )?;
+    let experimental_notifications = persona::experimental_notifications(
+        &other.binary,
+        &scratch.join(format!("experimental-{version}")),
+    )?;
     let recording = persona::record(
         listed[1].clone(),
         protocols[1].notifications.clone(),
         &answers[1],
         thread_answers,
+        experimental_notifications,
     )?;
     recording.write(&persona_dir)?;
     let persona_differences = fake_app_server::persona::find(version)

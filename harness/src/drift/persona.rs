@@ -32,6 +32,7 @@ fn scratch_command(
     program: &Path,
     leading_args: &[&str],
     scratch: &Path,
+    model_url: &str,
 ) -> Result<(Command, [(String, &'static str); 3])> {
     let home = scratch.join("home");
     let codex_home = home.join(".codex");
@@ -42,7 +43,7 @@ fn scratch_command(
     let mut command = Command::new(program);
     command
         .args(leading_args)
-        .args(codex_runner::provider_args(UNUSED_MODEL_URL))
+        .args(codex_runner::provider_args(model_url))
         .env_clear()
         .envs(codex_runner::allowlisted_env(&home, &codex_home, &tmp))
         .current_dir(&cwd);
@@ -61,7 +62,7 @@ pub fn settings_answers(
     leading_args: &[&str],
     scratch: &Path,
 ) -> Result<BTreeMap<String, Value>> {
-    let (command, aliases) = scratch_command(program, leading_args, scratch)?;
+    let (command, aliases) = scratch_command(program, leading_args, scratch, UNUSED_MODEL_URL)?;
     let cwd_text = aliases[2].0.clone();
     let asked = questions(&cwd_text);
     let responses = super::ask::ask(command, &asked)?;
@@ -98,7 +99,7 @@ const SERVICE_TIERS_ASKED: &[&str] = &[
 /// absent: asked with none).
 pub fn thread_answers(program: &Path, leading_args: &[&str], scratch: &Path) -> Result<Value> {
     use super::ask::Step;
-    let (command, aliases) = scratch_command(program, leading_args, scratch)?;
+    let (command, aliases) = scratch_command(program, leading_args, scratch, UNUSED_MODEL_URL)?;
     let cwd_text = aliases[2].0.clone();
     let mut steps: Vec<Step> = SERVICE_TIERS_ASKED
         .iter()
@@ -119,7 +120,7 @@ pub fn thread_answers(program: &Path, leading_args: &[&str], scratch: &Path) -> 
         Step::Notification("item/completed"),
         Step::Request("thread/resume", json!({"threadId": "{thread_id}"})),
     ]);
-    let answers = super::ask::converse(command, &steps)?;
+    let answers = super::ask::converse(command, &steps, true)?.answers;
     let result = |index: usize, method: &str| -> Result<Value> {
         answers[index]
             .get("result")
@@ -147,6 +148,51 @@ pub fn thread_answers(program: &Path, leading_args: &[&str], scratch: &Path) -> 
     Ok(recorded)
 }
 
+/// The notifications the release sends only to a client that declared
+/// `capabilities.experimentalApi`: one plain turn (the `healthy` scenario on the mock
+/// model API) played twice, with and without it, and the methods heard only the first time.
+/// Measured, not read from the schema: `generate-json-schema` lists the same notifications
+/// with and without `--experimental` (0.169: `thread/readState/changed` among them).
+pub fn experimental_notifications(program: &Path, scratch: &Path) -> Result<BTreeSet<String>> {
+    use super::ask::Step;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .context("starting the mock model API's runtime")?;
+    let scenario = fake_app_server::scenario::Scenario::builtin("healthy")
+        .map_err(|e| anyhow::anyhow!("the healthy scenario: {e}"))?;
+    let mut heard: Vec<BTreeSet<String>> = Vec::new();
+    for experimental_api in [true, false] {
+        let folder = scratch.join(format!("experimental-{experimental_api}"));
+        std::fs::create_dir_all(&folder)
+            .with_context(|| format!("creating {}", folder.display()))?;
+        let script = codex::mock_api::MockScript::from_scenario(&scenario)
+            .map_err(|e| anyhow::anyhow!("the healthy scenario: {e:?}"))?;
+        let mock = runtime.block_on(codex::mock_api::MockModelApi::start_with(
+            codex::mock_api::MockConfig {
+                script,
+                model_log: folder.join("model-log.jsonl"),
+                request_log: None,
+            },
+        ))?;
+        let (command, aliases) =
+            scratch_command(program, &["app-server"], &folder, &mock.base_url())?;
+        let steps = [
+            Step::Request("thread/start", json!({"cwd": aliases[2].0})),
+            Step::Request(
+                "turn/start",
+                json!({"threadId": "{thread_id}", "input": [{"type": "text", "text": scenario.name}]}),
+            ),
+            Step::Notification("turn/completed"),
+        ];
+        let conversation = super::ask::converse(command, &steps, experimental_api);
+        runtime.block_on(mock.shutdown());
+        heard.push(conversation?.notifications.into_iter().collect());
+    }
+    Ok(heard[0].difference(&heard[1]).cloned().collect())
+}
+
 fn replace_paths(value: &mut Value, aliases: &[(String, &str)]) {
     match value {
         Value::String(text) => {
@@ -170,6 +216,8 @@ pub struct Recording {
     pub system_skills: Value,
     /// [`thread_answers`].
     pub thread_answers: Value,
+    /// [`experimental_notifications`].
+    pub experimental_notifications: BTreeSet<String>,
 }
 
 /// The persona of a Codex, from what `harness drift` already learnt of it: the methods its
@@ -179,6 +227,7 @@ pub fn record(
     server_notifications: BTreeSet<String>,
     answers: &BTreeMap<String, Value>,
     thread_answers: Value,
+    experimental_notifications: BTreeSet<String>,
 ) -> Result<Recording> {
     let (model_catalog, config_defaults, system_skills) = from_answers(answers)?;
     Ok(Recording {
@@ -188,6 +237,7 @@ pub fn record(
         config_defaults,
         system_skills,
         thread_answers,
+        experimental_notifications,
     })
 }
 
@@ -266,6 +316,10 @@ impl Recording {
             ("config_defaults.json", json(&self.config_defaults)?),
             ("system_skills.json", json(&self.system_skills)?),
             ("thread_answers.json", json(&self.thread_answers)?),
+            (
+                "experimental_notifications.txt",
+                lines(&mut self.experimental_notifications.iter()),
+            ),
         ];
         for (name, text) in files {
             let path = dir.join(name);
@@ -309,6 +363,13 @@ pub fn differences(fake: &fake_app_server::persona::Persona, recording: &Recordi
     };
     if shape(fake.thread_answers()) != shape(&recording.thread_answers) {
         out.push("thread_answers.json".to_string());
+    }
+    let experimental: BTreeSet<String> = fake
+        .experimental_notifications()
+        .map(str::to_string)
+        .collect();
+    if experimental != recording.experimental_notifications {
+        out.push("experimental_notifications.txt".to_string());
     }
     out
 }
