@@ -8,8 +8,9 @@
 //! Normalised as what the driver sent ([`super::sent`]): UUIDs and model-made ids as numbered
 //! placeholders, the app-server's folders as placeholders. Besides: the mock model API's port
 //! (each real cell serves its own), content digests (`sha256:…`, over config layers that hold
-//! that port and the cell's paths), the date in a rollout's file name, and the numbers of
-//! fields that measure time (`createdAt`, `startedAtMs`, `durationMs`, …). A release named in
+//! that port and the cell's paths), the date in a rollout's file name, the numbers of fields
+//! that measure time (`createdAt`, `startedAtMs`, `durationMs`, …), and opaque paging cursors
+//! (whether there is one still compares). A release named in
 //! an answer (`cliVersion`, the user agent) is masked when the fake plays another release.
 //!
 //! Answers pair by the position of their request among the driver's requests; a request the
@@ -57,10 +58,20 @@ fn volatile_patterns() -> &'static [(Regex, &'static str)] {
     })
 }
 
+/// Keys whose string values are opaque paging cursors (`thread/resume`'s
+/// `turnsBackwardsCursor`): the client hands them back as they are; inside, they count the
+/// lines of the app-server's own rollout file, which the fake does not write line for line.
+fn is_cursor_key(key: &str) -> bool {
+    key.ends_with("Cursor")
+}
+
 fn mask(value: &mut Value, key: Option<&str>, releases: &[&str]) {
     match value {
         Value::Number(_) if key.is_some_and(is_time_key) => {
             *value = Value::String("<time>".into());
+        }
+        Value::String(_) if key.is_some_and(is_cursor_key) => {
+            *value = Value::String("<cursor>".into());
         }
         Value::String(text) => {
             for (pattern, placeholder) in volatile_patterns() {
@@ -223,6 +234,26 @@ mod tests {
             &[],
         );
         assert_eq!(difference(&same, &real), None, "ids, times, ports, dates");
+        let resumed = |cursor: Value| {
+            vec![
+                json!({"launch": 1, "method": "thread/resume", "result": {"turnsBackwardsCursor": cursor}}),
+            ]
+        };
+        let (fake, real) = (
+            resumed(json!("{\"rolloutOrdinal\":2}")),
+            resumed(json!("{\"rolloutOrdinal\":9}")),
+        );
+        let mask_all = |answers: Vec<Value>| -> Vec<Value> {
+            answers
+                .into_iter()
+                .map(|mut a| {
+                    mask(&mut a, None, &[]);
+                    a
+                })
+                .collect()
+        };
+        assert_eq!(difference(&mask_all(fake), &mask_all(real.clone())), None);
+        assert!(difference(&mask_all(resumed(Value::Null)), &mask_all(real)).is_some());
     }
 
     #[test]
