@@ -45,6 +45,7 @@ pub struct Persona {
     static_answers: &'static str,
     thread_answers: &'static str,
     experimental_notifications: &'static str,
+    feature_aliases: &'static str,
     unimplemented: &'static str,
     parsed: OnceLock<Parsed>,
 }
@@ -93,6 +94,11 @@ macro_rules! persona {
                 "../personas/",
                 $version,
                 "/experimental_notifications.txt"
+            )),
+            feature_aliases: include_str!(concat!(
+                "../personas/",
+                $version,
+                "/feature_aliases.txt"
             )),
             unimplemented: include_str!(concat!("../personas/", $version, "/unimplemented.toml")),
             parsed: OnceLock::new(),
@@ -235,12 +241,20 @@ impl Persona {
     }
 
     /// Whether `--enable NAME` / `--disable NAME` names a feature of this release (`codex
-    /// features list`, any stage, removed ones included).
+    /// features list`, any stage, removed ones included) or one of its legacy names
+    /// (`feature_aliases.txt`).
     pub fn is_feature(&self, name: &str) -> bool {
         self.features
             .lines()
             .filter_map(|line| line.split_whitespace().next())
+            .chain(self.feature_aliases())
             .any(|feature| feature == name)
+    }
+
+    /// The legacy feature names the release accepts besides those `codex features list`
+    /// lists (`feature_aliases.txt`, found in the binary by `harness drift`).
+    pub fn feature_aliases(&self) -> impl Iterator<Item = &'static str> {
+        self.feature_aliases.lines().filter(|l| !l.is_empty())
     }
 
     /// Whether feature `name` is on when no configuration sets it (`codex features list`'s last

@@ -1,4 +1,5 @@
-//! The fake's `thread/start`, `turn/start` and `thread/resume` answers are built from the
+//! What the fake does as the real release does, from data recorded from that release
+//! (`harness drift`). Its `thread/start`, `turn/start` and `thread/resume` answers are built from the
 //! answers recorded from the real release (`personas/VERSION/thread_answers.json`, recorded by
 //! `harness drift`): every field the release sends, with its default value where the fake's
 //! state does not say otherwise. The fake once answered `serviceTier: null` to a `thread/start`
@@ -137,4 +138,34 @@ fn experimental_notifications_go_only_to_a_client_that_declared_the_experimental
         .filter(|m| *m != "thread/readState/changed")
         .collect();
     assert_eq!(without, stable.iter().collect::<Vec<_>>());
+}
+
+/// Codex 0.169 accepts the legacy feature name in `app-server --disable web_search` (found in
+/// the binary by `harness drift`: `personas/VERSION/feature_aliases.txt`); the fake exited
+/// "Unknown feature flag". An unknown name is still refused.
+#[test]
+fn legacy_feature_names_the_release_accepts_are_accepted() {
+    for release in ["0.169.0", "0.171.0"] {
+        let run = |feature: &str| {
+            common::fake_command()
+                .args([
+                    "--codex-version",
+                    release,
+                    "app-server",
+                    "--disable",
+                    feature,
+                ])
+                .arg("--print-startup-config")
+                .output()
+                .unwrap()
+        };
+        let legacy = run("web_search");
+        assert!(legacy.status.success(), "{release}: {legacy:?}");
+        let unknown = run("no_such_feature");
+        assert_eq!(unknown.status.code(), Some(1), "{release}: {unknown:?}");
+        assert!(
+            String::from_utf8_lossy(&unknown.stderr).contains("Unknown feature flag"),
+            "{unknown:?}"
+        );
+    }
 }

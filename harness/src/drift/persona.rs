@@ -214,10 +214,17 @@ pub struct Recording {
     pub model_catalog: Value,
     pub config_defaults: Value,
     pub system_skills: Value,
-    /// [`thread_answers`].
+    /// The files recorded by running the release (not from its answers around threads).
+    pub recorded: Recorded,
+}
+
+/// What [`record`] takes as recorded: [`thread_answers`], [`experimental_notifications`] and
+/// [`super::features::feature_aliases`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Recorded {
     pub thread_answers: Value,
-    /// [`experimental_notifications`].
     pub experimental_notifications: BTreeSet<String>,
+    pub feature_aliases: BTreeSet<String>,
 }
 
 /// The persona of a Codex, from what `harness drift` already learnt of it: the methods its
@@ -226,8 +233,7 @@ pub fn record(
     client_methods: Vec<String>,
     server_notifications: BTreeSet<String>,
     answers: &BTreeMap<String, Value>,
-    thread_answers: Value,
-    experimental_notifications: BTreeSet<String>,
+    recorded: Recorded,
 ) -> Result<Recording> {
     let (model_catalog, config_defaults, system_skills) = from_answers(answers)?;
     Ok(Recording {
@@ -236,8 +242,7 @@ pub fn record(
         model_catalog,
         config_defaults,
         system_skills,
-        thread_answers,
-        experimental_notifications,
+        recorded,
     })
 }
 
@@ -315,10 +320,14 @@ impl Recording {
             ("model_catalog.json", json(&self.model_catalog)?),
             ("config_defaults.json", json(&self.config_defaults)?),
             ("system_skills.json", json(&self.system_skills)?),
-            ("thread_answers.json", json(&self.thread_answers)?),
+            ("thread_answers.json", json(&self.recorded.thread_answers)?),
             (
                 "experimental_notifications.txt",
-                lines(&mut self.experimental_notifications.iter()),
+                lines(&mut self.recorded.experimental_notifications.iter()),
+            ),
+            (
+                "feature_aliases.txt",
+                lines(&mut self.recorded.feature_aliases.iter()),
             ),
         ];
         for (name, text) in files {
@@ -361,15 +370,19 @@ pub fn differences(fake: &fake_app_server::persona::Persona, recording: &Recordi
         blank_leaves(&mut answers, &["serviceTier"]);
         answers
     };
-    if shape(fake.thread_answers()) != shape(&recording.thread_answers) {
+    if shape(fake.thread_answers()) != shape(&recording.recorded.thread_answers) {
         out.push("thread_answers.json".to_string());
     }
     let experimental: BTreeSet<String> = fake
         .experimental_notifications()
         .map(str::to_string)
         .collect();
-    if experimental != recording.experimental_notifications {
+    if experimental != recording.recorded.experimental_notifications {
         out.push("experimental_notifications.txt".to_string());
+    }
+    let aliases: BTreeSet<String> = fake.feature_aliases().map(str::to_string).collect();
+    if aliases != recording.recorded.feature_aliases {
+        out.push("feature_aliases.txt".to_string());
     }
     out
 }
