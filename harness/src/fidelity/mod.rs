@@ -28,6 +28,11 @@
 //! app-server, normalised, must be the same on both sides (a prefix where the driver cut a side
 //! short).
 //!
+//! What the app-server answered to the driver's requests is compared too ([`answers`]), every
+//! launch of the cell: a differing answer is named first, by method and field path with both
+//! values, since it is why a driver goes on otherwise. A sequence is compared through every
+//! launch: only a close in the last launch, the same on both sides, ends it early ([`cut`]).
+//!
 //! A real Codex is compared with the fake that plays its release (a runner's `plays`), else with
 //! the fake that plays the pin.
 
