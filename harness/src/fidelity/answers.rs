@@ -145,9 +145,32 @@ pub fn app_server_answers(
     answers
 }
 
+/// `a` and `b` with only the object fields both have, at every depth: what two releases'
+/// answers share (a field one release added is the release's, not the fake's).
+fn shared_fields(a: &mut Value, b: &mut Value) {
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            x.retain(|key, _| y.contains_key(key));
+            y.retain(|key, _| x.contains_key(key));
+            for (key, value) in x.iter_mut() {
+                if let Some(other) = y.get_mut(key) {
+                    shared_fields(value, other);
+                }
+            }
+        }
+        (Value::Array(x), Value::Array(y)) => {
+            for (p, q) in x.iter_mut().zip(y.iter_mut()) {
+                shared_fields(p, q);
+            }
+        }
+        _ => {}
+    }
+}
+
 /// The first answer that differs between the sides, as `METHOD PATH: REAL ≠ FAKE (…)`, or
-/// `None` when every answer both sides gave agrees.
-pub fn difference(fake: &[Answer], real: &[Answer]) -> Option<String> {
+/// `None` when every answer both sides gave agrees. `same_release`: the fake plays the real
+/// Codex's release; else (no fake plays it) only the fields both answers have compare.
+pub fn difference(fake: &[Answer], real: &[Answer], same_release: bool) -> Option<String> {
     for (index, (f, r)) in fake.iter().zip(real).enumerate() {
         if f["method"] != r["method"] || f["launch"] != r["launch"] {
             return None;
@@ -164,15 +187,19 @@ pub fn difference(fake: &[Answer], real: &[Answer]) -> Option<String> {
             }
             a
         };
-        if let Some(found) = super::field_diff::first(&strip(r), &strip(f)) {
+        let (mut r, mut f) = (strip(r), strip(f));
+        if !same_release {
+            shared_fields(&mut r, &mut f);
+        }
+        if let Some(found) = super::field_diff::first(&r, &f) {
             return Some(format!(
                 "{} {}: {} ≠ {} (the real Codex's answer ≠ the fake's; request {} of what the driver asked, launch {})",
-                r["method"].as_str().unwrap_or("?"),
+                real[index]["method"].as_str().unwrap_or("?"),
                 found.path,
                 found.show_left(),
                 found.show_right(),
                 index,
-                r["launch"]
+                real[index]["launch"]
             ));
         }
     }
@@ -222,7 +249,7 @@ mod tests {
             &[],
             &[],
         );
-        let told = difference(&fake, &real).expect("a difference");
+        let told = difference(&fake, &real, true).expect("a difference");
         assert!(
             told.starts_with(r#"thread/start result.serviceTier: "default" ≠ null"#),
             "{told}"
@@ -233,7 +260,11 @@ mod tests {
             &[],
             &[],
         );
-        assert_eq!(difference(&same, &real), None, "ids, times, ports, dates");
+        assert_eq!(
+            difference(&same, &real, true),
+            None,
+            "ids, times, ports, dates"
+        );
         let resumed = |cursor: Value| {
             vec![
                 json!({"launch": 1, "method": "thread/resume", "result": {"turnsBackwardsCursor": cursor}}),
@@ -252,23 +283,31 @@ mod tests {
                 })
                 .collect()
         };
-        assert_eq!(difference(&mask_all(fake), &mask_all(real.clone())), None);
-        assert!(difference(&mask_all(resumed(Value::Null)), &mask_all(real)).is_some());
+        assert_eq!(
+            difference(&mask_all(fake), &mask_all(real.clone()), true),
+            None
+        );
+        assert!(difference(&mask_all(resumed(Value::Null)), &mask_all(real), true).is_some());
     }
 
     #[test]
     fn a_field_one_side_lacks_is_named_absent() {
         let answer =
             |result: Value| vec![json!({"launch": 1, "method": "turn/start", "result": result})];
-        let told = difference(
-            &answer(json!({"turn": {"id": "x"}})),
-            &answer(json!({"turn": {"id": "x", "items": []}})),
-        )
-        .expect("a difference");
+        let (fake, real) = (
+            answer(json!({"turn": {"id": "x"}, "status": "a"})),
+            answer(json!({"turn": {"id": "x", "items": []}, "status": "a"})),
+        );
+        let told = difference(&fake, &real, true).expect("a difference");
         assert!(
             told.starts_with("turn/start result.turn.items: [] ≠ absent"),
             "{told}"
         );
+        // Against a fake playing another release, a field one release lacks is the release's;
+        // a value both have still compares.
+        assert_eq!(difference(&fake, &real, false), None);
+        let other = answer(json!({"turn": {"id": "x"}, "status": "b"}));
+        assert!(difference(&other, &real, false).is_some());
     }
 
     #[test]
@@ -286,9 +325,9 @@ mod tests {
         let releases = ["0.169.0", "0.171.0"];
         let fake = app_server_answers(&record("0.169.0"), &[], &releases);
         let real = app_server_answers(&record("0.171.0"), &[], &releases);
-        assert_eq!(difference(&fake, &real), None);
+        assert_eq!(difference(&fake, &real, true), None);
         let real = app_server_answers(&record("0.171.0"), &[], &[]);
         let fake = app_server_answers(&record("0.169.0"), &[], &[]);
-        assert!(difference(&fake, &real).is_some());
+        assert!(difference(&fake, &real, true).is_some());
     }
 }

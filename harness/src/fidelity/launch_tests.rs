@@ -88,7 +88,7 @@ fn outcome(fake: SideOutcome, real: SideOutcome) -> PairOutcome {
         truncated,
         id_changes: Vec::new(),
         sent_difference: sent_difference(&fake, &real, None),
-        answer_difference: answers::difference(&fake.answers, &real.answers),
+        answer_difference: answers::difference(&fake.answers, &real.answers, true),
         fake,
         real,
     }
