@@ -10,8 +10,7 @@
 //! (each real cell serves its own), content digests (`sha256:…`, over config layers that hold
 //! that port and the cell's paths), the date in a rollout's file name, the numbers of fields
 //! that measure time (`createdAt`, `startedAtMs`, `durationMs`, …), and opaque paging cursors
-//! (whether there is one still compares). A release named in
-//! an answer (`cliVersion`, the user agent) is masked when the fake plays another release.
+//! (whether there is one still compares).
 //!
 //! Answers pair by the position of their request among the driver's requests; a request the
 //! other side never got, or that one side left unanswered (a driver that hung up), is what the
@@ -65,7 +64,7 @@ fn is_cursor_key(key: &str) -> bool {
     key.ends_with("Cursor")
 }
 
-fn mask(value: &mut Value, key: Option<&str>, releases: &[&str]) {
+fn mask(value: &mut Value, key: Option<&str>) {
     match value {
         Value::Number(_) if key.is_some_and(is_time_key) => {
             *value = Value::String("<time>".into());
@@ -79,16 +78,11 @@ fn mask(value: &mut Value, key: Option<&str>, releases: &[&str]) {
                     *text = pattern.replace_all(text, *placeholder).into_owned();
                 }
             }
-            for release in releases.iter().filter(|r| !r.is_empty()) {
-                if text.contains(release) {
-                    *text = text.replace(release, "<release>");
-                }
-            }
         }
-        Value::Array(items) => items.iter_mut().for_each(|v| mask(v, None, releases)),
+        Value::Array(items) => items.iter_mut().for_each(|v| mask(v, None)),
         Value::Object(map) => {
             for (k, v) in map.iter_mut() {
-                mask(v, Some(k), releases);
+                mask(v, Some(k));
             }
         }
         _ => {}
@@ -96,13 +90,8 @@ fn mask(value: &mut Value, key: Option<&str>, releases: &[&str]) {
 }
 
 /// The app-server's answers to the driver's requests, every launch, in the order of the
-/// requests, normalised; an unanswered request gives `{launch, method}` alone. `releases`:
-/// release strings to mask (empty when both sides play the same release).
-pub fn app_server_answers(
-    transcript: &[Record],
-    aliases: &[(String, String)],
-    releases: &[&str],
-) -> Vec<Answer> {
+/// requests, normalised; an unanswered request gives `{launch, method}` alone.
+pub fn app_server_answers(transcript: &[Record], aliases: &[(String, String)]) -> Vec<Answer> {
     let mut asked: HashMap<(u64, String), usize> = HashMap::new();
     let mut answers: Vec<Answer> = Vec::new();
     for record in transcript {
@@ -140,37 +129,16 @@ pub fn app_server_answers(
     let mut placeholders = super::sent::Placeholders::default();
     for answer in &mut answers {
         placeholders.value(answer, aliases);
-        mask(answer, None, releases);
+        mask(answer, None);
     }
     answers
 }
 
-/// `a` and `b` with only the object fields both have, at every depth: what two releases'
-/// answers share (a field one release added is the release's, not the fake's).
-fn shared_fields(a: &mut Value, b: &mut Value) {
-    match (a, b) {
-        (Value::Object(x), Value::Object(y)) => {
-            x.retain(|key, _| y.contains_key(key));
-            y.retain(|key, _| x.contains_key(key));
-            for (key, value) in x.iter_mut() {
-                if let Some(other) = y.get_mut(key) {
-                    shared_fields(value, other);
-                }
-            }
-        }
-        (Value::Array(x), Value::Array(y)) => {
-            for (p, q) in x.iter_mut().zip(y.iter_mut()) {
-                shared_fields(p, q);
-            }
-        }
-        _ => {}
-    }
-}
-
 /// The first answer that differs between the sides, as `METHOD PATH: REAL ≠ FAKE (…)`, or
-/// `None` when every answer both sides gave agrees. `same_release`: the fake plays the real
-/// Codex's release; else (no fake plays it) only the fields both answers have compare.
-pub fn difference(fake: &[Answer], real: &[Answer], same_release: bool) -> Option<String> {
+/// `None` when every answer both sides gave agrees. Only for a fake that plays the real
+/// Codex's release: another release's answers differ by construction (its fields, its feature
+/// defaults, its model catalogue), so a pair whose release no fake plays is not compared here.
+pub fn difference(fake: &[Answer], real: &[Answer]) -> Option<String> {
     for (index, (f, r)) in fake.iter().zip(real).enumerate() {
         if f["method"] != r["method"] || f["launch"] != r["launch"] {
             return None;
@@ -187,11 +155,7 @@ pub fn difference(fake: &[Answer], real: &[Answer], same_release: bool) -> Optio
             }
             a
         };
-        let (mut r, mut f) = (strip(r), strip(f));
-        if !same_release {
-            shared_fields(&mut r, &mut f);
-        }
-        if let Some(found) = super::field_diff::first(&r, &f) {
+        if let Some(found) = super::field_diff::first(&strip(r), &strip(f)) {
             return Some(format!(
                 "{} {}: {} ≠ {} (the real Codex's answer ≠ the fake's; request {} of what the driver asked, launch {})",
                 real[index]["method"].as_str().unwrap_or("?"),
@@ -242,14 +206,12 @@ mod tests {
         let fake = app_server_answers(
             &transcript(Value::Null, "01a2310e-f7aa-71a2-b7e9-e659bfd286b5", 9),
             &[],
-            &[],
         );
         let real = app_server_answers(
             &transcript(json!("default"), "01a2310e-0000-71a2-b7e9-e659bfd286b5", 40),
             &[],
-            &[],
         );
-        let told = difference(&fake, &real, true).expect("a difference");
+        let told = difference(&fake, &real).expect("a difference");
         assert!(
             told.starts_with(r#"thread/start result.serviceTier: "default" ≠ null"#),
             "{told}"
@@ -258,13 +220,8 @@ mod tests {
         let same = app_server_answers(
             &transcript(json!("default"), "01a2310e-f7aa-71a2-b7e9-e659bfd286b5", 9),
             &[],
-            &[],
         );
-        assert_eq!(
-            difference(&same, &real, true),
-            None,
-            "ids, times, ports, dates"
-        );
+        assert_eq!(difference(&same, &real), None, "ids, times, ports, dates");
         let resumed = |cursor: Value| {
             vec![
                 json!({"launch": 1, "method": "thread/resume", "result": {"turnsBackwardsCursor": cursor}}),
@@ -278,16 +235,13 @@ mod tests {
             answers
                 .into_iter()
                 .map(|mut a| {
-                    mask(&mut a, None, &[]);
+                    mask(&mut a, None);
                     a
                 })
                 .collect()
         };
-        assert_eq!(
-            difference(&mask_all(fake), &mask_all(real.clone()), true),
-            None
-        );
-        assert!(difference(&mask_all(resumed(Value::Null)), &mask_all(real), true).is_some());
+        assert_eq!(difference(&mask_all(fake), &mask_all(real.clone())), None);
+        assert!(difference(&mask_all(resumed(Value::Null)), &mask_all(real)).is_some());
     }
 
     #[test]
@@ -298,36 +252,10 @@ mod tests {
             answer(json!({"turn": {"id": "x"}, "status": "a"})),
             answer(json!({"turn": {"id": "x", "items": []}, "status": "a"})),
         );
-        let told = difference(&fake, &real, true).expect("a difference");
+        let told = difference(&fake, &real).expect("a difference");
         assert!(
             told.starts_with("turn/start result.turn.items: [] ≠ absent"),
             "{told}"
         );
-        // Against a fake playing another release, a field one release lacks is the release's;
-        // a value both have still compares.
-        assert_eq!(difference(&fake, &real, false), None);
-        let other = answer(json!({"turn": {"id": "x"}, "status": "b"}));
-        assert!(difference(&other, &real, false).is_some());
-    }
-
-    #[test]
-    fn a_release_of_another_fake_is_masked() {
-        let record = |version: &str| {
-            vec![
-                message(1, Direction::In, json!({"id": 0, "method": "initialize"})),
-                message(
-                    1,
-                    Direction::Out,
-                    json!({"id": 0, "result": {"userAgent": format!("d/{version} (Debian)")}}),
-                ),
-            ]
-        };
-        let releases = ["0.169.0", "0.171.0"];
-        let fake = app_server_answers(&record("0.169.0"), &[], &releases);
-        let real = app_server_answers(&record("0.171.0"), &[], &releases);
-        assert_eq!(difference(&fake, &real, true), None);
-        let real = app_server_answers(&record("0.171.0"), &[], &[]);
-        let fake = app_server_answers(&record("0.169.0"), &[], &[]);
-        assert!(difference(&fake, &real, true).is_some());
     }
 }

@@ -75,7 +75,7 @@ fn side_of(service_tier: Value, warns: bool, driver_code: i32, verdict: &str) ->
         ended_on_its_own: cut::ended_on_its_own(&events),
         id_shapes: Default::default(),
         sent: sent::driver_sent(&records, &[]),
-        answers: answers::app_server_answers(&records, &[], &[]),
+        answers: answers::app_server_answers(&records, &[]),
     }
 }
 
@@ -88,7 +88,7 @@ fn outcome(fake: SideOutcome, real: SideOutcome) -> PairOutcome {
         truncated,
         id_changes: Vec::new(),
         sent_difference: sent_difference(&fake, &real, None),
-        answer_difference: answers::difference(&fake.answers, &real.answers, true),
+        answer_difference: answers::difference(&fake.answers, &real.answers),
         fake,
         real,
     }

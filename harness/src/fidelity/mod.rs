@@ -322,7 +322,8 @@ pub struct PairOutcome {
     pub id_changes: Vec<String>,
     /// Where what the driver sent differs between the sides ([`sent`]).
     pub sent_difference: Option<String>,
-    /// The first answer of the app-server that differs between the sides ([`answers`]).
+    /// The first answer of the app-server that differs between the sides ([`answers`]); only
+    /// where the fake plays the real Codex's release.
     pub answer_difference: Option<String>,
 }
 
@@ -506,15 +507,10 @@ pub fn compare_results(
     real: &CellResult,
     ctx: &matrix::context::CellContext,
 ) -> PairOutcome {
-    let played = plays(&pair.fake.runner);
-    let real_release = pair.real.runner.codex_version.as_deref();
-    let releases: Vec<&str> = match real_release {
-        Some(release) if release != played => vec![release, played],
-        _ => Vec::new(),
-    };
-    let mut fake = side_outcome(&pair.fake, fake, ctx, &releases);
-    let mut real = side_outcome(&pair.real, real, ctx, &releases);
-    if real_release != Some(played) {
+    let mut fake = side_outcome(&pair.fake, fake, ctx);
+    let mut real = side_outcome(&pair.real, real, ctx);
+    let same_release = pair.real.runner.codex_version.as_deref() == Some(plays(&pair.fake.runner));
+    if !same_release {
         normalise::mask_release(&mut fake.sequence);
         normalise::mask_release(&mut real.sequence);
     }
@@ -527,7 +523,10 @@ pub fn compare_results(
         (
             wire::id_shape_changes(&fake.id_shapes, &real.id_shapes),
             sent_difference(&fake, &real, truncated.as_ref()),
-            answers::difference(&fake.answers, &real.answers, releases.is_empty()),
+            // Held to the release the fake plays only ([`answers::difference`]).
+            same_release
+                .then(|| answers::difference(&fake.answers, &real.answers))
+                .flatten(),
         )
     } else {
         (Vec::new(), None, None)

@@ -15,7 +15,6 @@ pub(super) fn side_outcome(
     cell: &Cell,
     result: &CellResult,
     ctx: &matrix::context::CellContext,
-    releases: &[&str],
 ) -> SideOutcome {
     use report::outcome::CellOutcome;
     let real = cell.runner.app_server == AppServerKind::Codex;
@@ -49,7 +48,7 @@ pub(super) fn side_outcome(
                     cut::driver_cut(&transcript, &events),
                     cut::ended_on_its_own(&events),
                     sent::driver_sent(&transcript, &aliases),
-                    answers::app_server_answers(&transcript, &aliases, releases),
+                    answers::app_server_answers(&transcript, &aliases),
                     normalise::racing_denied_commands(&events),
                 )
             }
