@@ -9,8 +9,9 @@
 //! placeholders, the app-server's folders as placeholders. Besides: the mock model API's port
 //! (each real cell serves its own), content digests (`sha256:…`, over config layers that hold
 //! that port and the cell's paths), the date in a rollout's file name, the numbers of fields
-//! that measure time (`createdAt`, `startedAtMs`, `durationMs`, …), and opaque paging cursors
-//! (whether there is one still compares).
+//! that measure time (`createdAt`, `startedAtMs`, `durationMs`, …), opaque paging cursors
+//! (whether there is one still compares), and the fields of `NOT_COMPARED_FIELDS`, each with
+//! its reason.
 //!
 //! Answers pair by the position of their request among the driver's requests; a request the
 //! other side never got, or that one side left unanswered (a driver that hung up), is what the
@@ -64,7 +65,20 @@ fn is_cursor_key(key: &str) -> bool {
     key.ends_with("Cursor")
 }
 
+/// Answer fields whose values are not compared (whether the field is there still is), with why.
+const NOT_COMPARED_FIELDS: &[(&str, &str)] = &[(
+    "gitInfo",
+    "the git repository around the cell's workspace: on thread/resume the real Codex 0.169 \
+     reports the repository enclosing the harness's output folder (measured: the checkout's \
+     branch and commit), which is where the harness runs, not the scenario; the fake reports \
+     none",
+)];
+
 fn mask(value: &mut Value, key: Option<&str>) {
+    if key.is_some_and(|k| NOT_COMPARED_FIELDS.iter().any(|(field, _)| *field == k)) {
+        *value = Value::String("<not compared>".into());
+        return;
+    }
     match value {
         Value::Number(_) if key.is_some_and(is_time_key) => {
             *value = Value::String("<time>".into());
@@ -222,6 +236,17 @@ mod tests {
             &[],
         );
         assert_eq!(difference(&same, &real), None, "ids, times, ports, dates");
+        let git = |info: Value| {
+            let mut answers = vec![
+                json!({"launch": 1, "method": "thread/resume", "result": {"thread": {"gitInfo": info}}}),
+            ];
+            mask(&mut answers[0], None);
+            answers
+        };
+        assert_eq!(
+            difference(&git(Value::Null), &git(json!({"branch": "b"}))),
+            None
+        );
         let resumed = |cursor: Value| {
             vec![
                 json!({"launch": 1, "method": "thread/resume", "result": {"turnsBackwardsCursor": cursor}}),
