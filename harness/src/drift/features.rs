@@ -13,6 +13,9 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+/// The longest feature name taken for a candidate.
+const MAX_NAME: usize = 64;
+
 /// The longest a probe may take (an accepted name prints the start-up config and exits).
 const PROBE_BOUND: Duration = Duration::from_secs(10);
 
@@ -35,16 +38,17 @@ pub fn listed_features(program: &Path, home: &Path) -> Result<BTreeSet<String>> 
         .collect())
 }
 
-/// The feature keys the binary's own text names, bounded on the right (`[features].NAME`,
-/// `features.NAME`), but those `listed`.
+/// The feature keys the binary's own text names (`[features].NAME`, `features.NAME`, as long
+/// as the lowercase run goes), but those `listed`.
 pub fn candidates(binary: &[u8], listed: &BTreeSet<String>) -> BTreeSet<String> {
-    let pattern =
-        Regex::new(r"(?:\[features\]\.|features\.)([a-z][a-z0-9_]{1,63})(?:[^a-z0-9_]|$)")
-            .expect("the feature-key pattern compiles");
+    let pattern = Regex::new(r"(?:\[features\]\.|features\.)([a-z][a-z0-9_]*)")
+        .expect("the feature-key pattern compiles");
     pattern
         .captures_iter(binary)
         .filter_map(|found| std::str::from_utf8(&found[1]).ok().map(str::to_string))
-        .filter(|name| !listed.contains(name))
+        // Where the text runs on into a neighbour (`…_requestfeatures`), the match is no
+        // name: the binary refuses it when probed.
+        .filter(|name| name.len() <= MAX_NAME && !listed.contains(name))
         .collect()
 }
 
