@@ -8,6 +8,7 @@ use crate::transcript::{Direction, Transcript};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::io::{BufWriter, Stdout, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -16,6 +17,8 @@ pub struct Output {
     faults: BTreeMap<String, NotificationFault>,
     /// Add fields no release defines to every message (the scenario's `extra_fields`).
     extra_fields: bool,
+    /// The client declared `capabilities.experimentalApi` at `initialize`.
+    experimental_client: AtomicBool,
 }
 
 /// The extra field the scenario's `extra_fields` adds (its value an object, so a client that
@@ -45,6 +48,7 @@ impl Output {
             }),
             faults,
             extra_fields: false,
+            experimental_client: AtomicBool::new(false),
         }
     }
 
@@ -52,6 +56,24 @@ impl Output {
     pub fn with_extra_fields(mut self, extra: bool) -> Self {
         self.extra_fields = extra;
         self
+    }
+
+    /// What the client declared at `initialize`: without `capabilities.experimentalApi`, the
+    /// notifications the release sends only to experimental clients are not sent
+    /// ([`crate::persona::Persona::is_experimental_notification`]).
+    pub fn declare_client(&self, experimental_api: bool) {
+        self.experimental_client
+            .store(experimental_api, Ordering::SeqCst);
+    }
+
+    /// A notification this client must not get: one the release sends only to a client that
+    /// declared the experimental API, to one that did not.
+    fn withheld(&self, message: &Value) -> bool {
+        let notification = message.get("id").is_none();
+        let method = message.get("method").and_then(Value::as_str);
+        notification
+            && method.is_some_and(|m| crate::persona::current().is_experimental_notification(m))
+            && !self.experimental_client.load(Ordering::SeqCst)
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
@@ -96,6 +118,9 @@ impl Output {
     }
 
     fn send_unchecked(&self, message: &Value) {
+        if self.withheld(message) {
+            return;
+        }
         let extended;
         let message = if self.extra_fields {
             extended = with_extra_fields(message);

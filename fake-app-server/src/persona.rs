@@ -43,6 +43,9 @@ pub struct Persona {
     features: &'static str,
     startup_config: &'static str,
     static_answers: &'static str,
+    thread_answers: &'static str,
+    experimental_notifications: &'static str,
+    feature_aliases: &'static str,
     unimplemented: &'static str,
     parsed: OnceLock<Parsed>,
 }
@@ -54,6 +57,7 @@ struct Parsed {
     system_skills: Value,
     collaboration_modes: Value,
     static_answers: Value,
+    thread_answers: Value,
     unimplemented: std::collections::BTreeMap<String, String>,
 }
 
@@ -85,6 +89,17 @@ macro_rules! persona {
             features: include_str!(concat!("../personas/", $version, "/features.txt")),
             startup_config: include_str!(concat!("../personas/", $version, "/startup_config.json")),
             static_answers: include_str!(concat!("../personas/", $version, "/static_answers.json")),
+            thread_answers: include_str!(concat!("../personas/", $version, "/thread_answers.json")),
+            experimental_notifications: include_str!(concat!(
+                "../personas/",
+                $version,
+                "/experimental_notifications.txt"
+            )),
+            feature_aliases: include_str!(concat!(
+                "../personas/",
+                $version,
+                "/feature_aliases.txt"
+            )),
             unimplemented: include_str!(concat!("../personas/", $version, "/unimplemented.toml")),
             parsed: OnceLock::new(),
         }
@@ -159,6 +174,7 @@ impl Persona {
                 system_skills: json(self.system_skills, "system_skills.json"),
                 collaboration_modes: json(self.collaboration_modes, "collaboration_modes.json"),
                 static_answers: json(self.static_answers, "static_answers.json"),
+                thread_answers: json(self.thread_answers, "thread_answers.json"),
                 unimplemented: toml::from_str(self.unimplemented).unwrap_or_else(|e| {
                     panic!("personas/{}/unimplemented.toml: {e}", self.version)
                 }),
@@ -225,12 +241,20 @@ impl Persona {
     }
 
     /// Whether `--enable NAME` / `--disable NAME` names a feature of this release (`codex
-    /// features list`, any stage, removed ones included).
+    /// features list`, any stage, removed ones included) or one of its legacy names
+    /// (`feature_aliases.txt`).
     pub fn is_feature(&self, name: &str) -> bool {
         self.features
             .lines()
             .filter_map(|line| line.split_whitespace().next())
+            .chain(self.feature_aliases())
             .any(|feature| feature == name)
+    }
+
+    /// The legacy feature names the release accepts besides those `codex features list`
+    /// lists (`feature_aliases.txt`, found in the binary by `harness drift`).
+    pub fn feature_aliases(&self) -> impl Iterator<Item = &'static str> {
+        self.feature_aliases.lines().filter(|l| !l.is_empty())
     }
 
     /// Whether feature `name` is on when no configuration sets it (`codex features list`'s last
@@ -277,6 +301,47 @@ impl Persona {
             .as_object()
             .into_iter()
             .flat_map(|answers| answers.keys().map(String::as_str))
+    }
+
+    /// The release's recorded answers to the requests that make and run a thread
+    /// (`thread_answers.json`, recorded by `harness drift`): `thread/start`, `turn/start` and
+    /// `thread/resume` results, and the `serviceTier` table.
+    pub fn thread_answers(&self) -> &Value {
+        &self.parsed().thread_answers
+    }
+
+    /// The notifications the release sends only to a client that declared
+    /// `capabilities.experimentalApi` at `initialize` (`experimental_notifications.txt`,
+    /// measured by `harness drift`: the schema lists them with and without `--experimental`).
+    pub fn experimental_notifications(&self) -> impl Iterator<Item = &'static str> {
+        self.experimental_notifications
+            .lines()
+            .filter(|l| !l.is_empty())
+    }
+
+    pub fn is_experimental_notification(&self, method: &str) -> bool {
+        self.experimental_notifications().any(|m| m == method)
+    }
+
+    /// The recorded result of `method` (`thread/start`, `turn/start`, `thread/resume`): the
+    /// shape and the default values of the fake's own answer.
+    pub fn answer_template(&self, method: &str) -> &Value {
+        &self.thread_answers()[method]
+    }
+
+    /// What `thread/start` answers in `serviceTier` when asked with `asked` (`None`: the
+    /// request had no `serviceTier`), as recorded; a value never recorded is answered as a
+    /// request without one.
+    pub fn service_tier_answer(&self, asked: Option<&Value>) -> Value {
+        let table = self.thread_answers()["serviceTier"].as_array();
+        let entry = |asked: Option<&Value>| {
+            table
+                .into_iter()
+                .flatten()
+                .find(|entry| entry.get("asked") == asked)
+                .map(|entry| entry["answered"].clone())
+        };
+        entry(asked).or_else(|| entry(None)).unwrap_or(Value::Null)
     }
 
     /// `codex app-server --print-startup-config`'s output, verbatim.

@@ -1,7 +1,7 @@
 //! The JSON shapes of Codex 0.169.0's results, notifications and items (copied field by field
 //! from recorded real messages; the fidelity test validates them against the real schema).
 
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// The version of the Codex the fake plays (`--version`, the user agent, `cliVersion`).
@@ -80,6 +80,7 @@ pub struct ThreadSettingsView<'a> {
     pub cwd: &'a str,
     pub model: &'a str,
     pub model_provider: &'a str,
+    pub service_tier: &'a Value,
     pub instruction_sources: Vec<String>,
     pub approval_policy: &'a Value,
     pub approvals_reviewer: &'a str,
@@ -87,13 +88,26 @@ pub struct ThreadSettingsView<'a> {
     pub active_permission_profile: Value,
 }
 
-pub fn thread_start_result(thread: Value, settings: &ThreadSettingsView) -> Value {
+/// The release's recorded answer to `method` (the persona's `thread_answers.json`) with the
+/// fields the fake knows from its state written over it: every other field, and its value,
+/// is the real release's.
+fn from_recorded(method: &str, known: Value) -> Value {
+    let mut result = match crate::persona::current().answer_template(method) {
+        Value::Object(recorded) => recorded.clone(),
+        _ => Map::new(),
+    };
+    if let Value::Object(known) = known {
+        result.extend(known);
+    }
+    Value::Object(result)
+}
+
+fn known_thread_settings(thread: Value, settings: &ThreadSettingsView) -> Value {
     json!({
         "thread": thread,
         "model": settings.model,
         "modelProvider": settings.model_provider,
-        "serviceTier": null,
-        "disabledPluginIds": [],
+        "serviceTier": settings.service_tier,
         "cwd": settings.cwd,
         "runtimeWorkspaceRoots": [settings.cwd],
         "instructionSources": settings.instruction_sources,
@@ -101,22 +115,38 @@ pub fn thread_start_result(thread: Value, settings: &ThreadSettingsView) -> Valu
         "approvalsReviewer": settings.approvals_reviewer,
         "sandbox": settings.sandbox,
         "activePermissionProfile": settings.active_permission_profile,
-        "reasoningEffort": null,
-        "multiAgentMode": "explicitRequestOnly",
     })
 }
 
+pub fn thread_start_result(thread: Value, settings: &ThreadSettingsView) -> Value {
+    from_recorded("thread/start", known_thread_settings(thread, settings))
+}
+
 pub fn thread_resume_result(thread: Value, settings: &ThreadSettingsView) -> Value {
-    let mut result = thread_start_result(thread, settings);
-    let object = result.as_object_mut().expect("object");
+    let mut known = known_thread_settings(thread, settings);
+    let object = known.as_object_mut().expect("object");
     object.insert(
         "collaborationMode".into(),
         json!({"mode": "default", "settings": {"model": settings.model, "reasoning_effort": null, "developer_instructions": null}}),
     );
+    // The fake pages no history: the real release's cursors name its own rollout.
     object.insert("initialTurnsPage".into(), Value::Null);
     object.insert("turnsBackwardsCursor".into(), Value::Null);
     object.insert("itemsBackwardsCursor".into(), Value::Null);
-    result
+    from_recorded("thread/resume", known)
+}
+
+/// A `turn/start` answer: the recorded one's turn, with the fake's turn written over it.
+pub fn turn_start_result(turn: Value) -> Value {
+    let recorded_turn = match &crate::persona::current().answer_template("turn/start")["turn"] {
+        Value::Object(recorded) => recorded.clone(),
+        _ => Map::new(),
+    };
+    let mut merged = recorded_turn;
+    if let Value::Object(known) = turn {
+        merged.extend(known);
+    }
+    from_recorded("turn/start", json!({"turn": merged}))
 }
 
 /// A turn object. `started_at` / `completed_at` are seconds, like Codex.

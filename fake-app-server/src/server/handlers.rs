@@ -190,6 +190,7 @@ fn initialize(shared: &Arc<Shared>, params: Option<&Value>) -> Reply {
         state.initialized = true;
         state.experimental_api = params.capabilities.is_some_and(|c| c.experimental_api);
         state.client_name = params.client_info.name.clone();
+        shared.out.declare_client(state.experimental_api);
     }
     let terminal = std::env::var("TERM")
         .ok()
@@ -272,7 +273,9 @@ fn turn_start(shared: &Arc<Shared>, params: Option<&Value>) -> Reply {
         if let Some(active) = &thread.active {
             // Codex folds input sent during a running turn into that turn.
             let _ = active.signals.send(TurnSignal::Steer(json!(params.input)));
-            return Ok(Reply::ok(json!({"turn": in_progress_turn(&active.id)})));
+            return Ok(Reply::ok(shapes::turn_start_result(in_progress_turn(
+                &active.id,
+            ))));
         }
         if params.settings.apply(shared, thread)? {
             // Codex 0.169 reports changed settings before it answers (measured: a new
@@ -340,7 +343,7 @@ fn turn_start(shared: &Arc<Shared>, params: Option<&Value>) -> Reply {
             after: Some(Box::new(move || {
                 std::thread::spawn(move || turn::play(shared_for_turn, plan));
             })),
-            ..Reply::ok(json!({"turn": in_progress_turn(&turn_id)}))
+            ..Reply::ok(shapes::turn_start_result(in_progress_turn(&turn_id)))
         })
     };
     run().unwrap_or_else(Reply::err)

@@ -111,6 +111,7 @@ pub(super) fn settings_view<'a>(
         cwd: thread.cwd.to_str().unwrap_or(""),
         model,
         model_provider: provider,
+        service_tier: &thread.model_settings.service_tier,
         instruction_sources: thread.instruction_sources.clone(),
         approval_policy: &thread.approval_policy,
         approvals_reviewer: &thread.approvals_reviewer,
@@ -180,6 +181,9 @@ fn resolve_permissions_in(
 }
 
 pub(super) fn thread_start(shared: &Arc<Shared>, params: Option<&Value>) -> Reply {
+    // Whether `serviceTier` was sent at all, and as what: the release answers a JSON `null`
+    // otherwise than no field (the persona's recorded table).
+    let asked_tier = params.and_then(|p| p.get("serviceTier")).cloned();
     let run = || -> Result<(Value, Value), RpcError> {
         let params: ThreadStartParams = parse_params(params)?;
         require_initialized(shared)?;
@@ -224,7 +228,10 @@ pub(super) fn thread_start(shared: &Arc<Shared>, params: Option<&Value>) -> Repl
             approvals_reviewer: params.approvals_reviewer.unwrap_or_else(|| "user".into()),
             model: params.model,
             collaboration_mode: None,
-            model_settings: Default::default(),
+            model_settings: super::state::ModelSettings {
+                service_tier: crate::persona::current().service_tier_answer(asked_tier.as_ref()),
+                ..Default::default()
+            },
             name: None,
             forked_from: None,
             tokens_used: 0,

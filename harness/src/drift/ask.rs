@@ -5,15 +5,13 @@
 use anyhow::{bail, Context, Result};
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Write};
-use std::process::{Command, Stdio};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
 const ANSWERS_BOUND: Duration = Duration::from_secs(30);
 
-/// Start `command` (its program, arguments, environment and folder set by the caller), send
-/// `requests` after the handshake and return each one's response message (`result` or `error`),
-/// in the order asked.
-pub fn ask(mut command: Command, requests: &[(&str, Value)]) -> Result<Vec<Value>> {
+/// Start `command` with piped stdin and stdout: its program's name, the child, its pipes.
+fn spawn(command: &mut Command) -> Result<(String, Child, ChildStdin, ChildStdout)> {
     let program = command.get_program().to_string_lossy().into_owned();
     let mut child = command
         .stdin(Stdio::piped())
@@ -21,8 +19,16 @@ pub fn ask(mut command: Command, requests: &[(&str, Value)]) -> Result<Vec<Value
         .stderr(Stdio::null())
         .spawn()
         .with_context(|| format!("starting {program}"))?;
-    let mut stdin = child.stdin.take().context("child stdin")?;
+    let stdin = child.stdin.take().context("child stdin")?;
     let stdout = child.stdout.take().context("child stdout")?;
+    Ok((program, child, stdin, stdout))
+}
+
+/// Start `command` (its program, arguments, environment and folder set by the caller), send
+/// `requests` after the handshake and return each one's response message (`result` or `error`),
+/// in the order asked.
+pub fn ask(mut command: Command, requests: &[(&str, Value)]) -> Result<Vec<Value>> {
+    let (program, mut child, mut stdin, stdout) = spawn(&mut command)?;
     let mut lines = vec![
         json!({"id": 0, "method": "initialize", "params": {"clientInfo": {"name": "harness-drift", "version": "0"}, "capabilities": {"experimentalApi": true}}}),
         json!({"method": "initialized"}),
@@ -69,4 +75,100 @@ pub fn ask(mut command: Command, requests: &[(&str, Value)]) -> Result<Vec<Value
         bail!("{program} did not answer {missing:?} within {ANSWERS_BOUND:?}");
     }
     Ok(answers.into_iter().flatten().collect())
+}
+
+/// One step of a [`converse`]: a request (its params may hold `{thread_id}`, the id of the
+/// thread the last answer named), or a wait for a notification.
+pub enum Step {
+    Request(&'static str, Value),
+    Notification(&'static str),
+}
+
+/// What a [`converse`] heard: each request's response, in order, and the method of every
+/// notification, in order.
+pub struct Conversation {
+    pub answers: Vec<Value>,
+    pub notifications: Vec<String>,
+}
+
+/// Like [`ask`], one step at a time: each request waits for the answer before it, so that
+/// a `turn/start` can name the thread a `thread/start` made. `experimental_api`: what the
+/// client declares at `initialize`.
+pub fn converse(
+    mut command: Command,
+    steps: &[Step],
+    experimental_api: bool,
+) -> Result<Conversation> {
+    let (program, mut child, mut stdin, stdout) = spawn(&mut command)?;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if let Ok(message) = serde_json::from_str::<Value>(&line) {
+                let _ = tx.send(message);
+            }
+        }
+    });
+    let deadline = Instant::now() + ANSWERS_BOUND;
+    let heard = std::cell::RefCell::new(Vec::new());
+    let next = |wanted: &dyn Fn(&Value) -> bool, what: &str| -> Result<Value> {
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let message = rx
+                .recv_timeout(left)
+                .map_err(|_| anyhow::anyhow!("{program}: no {what} within {ANSWERS_BOUND:?}"))?;
+            if let (Some(method), None) = (message["method"].as_str(), message.get("id")) {
+                heard.borrow_mut().push(method.to_string());
+            }
+            if wanted(&message) {
+                return Ok(message);
+            }
+        }
+    };
+    let mut send = |line: Value| -> Result<()> {
+        writeln!(stdin, "{line}")
+            .and_then(|()| stdin.flush())
+            .with_context(|| format!("writing to {program}"))
+    };
+    let mut run = || -> Result<Vec<Value>> {
+        send(
+            json!({"id": 0, "method": "initialize", "params": {"clientInfo": {"name": "harness-drift", "version": "0"}, "capabilities": {"experimentalApi": experimental_api}}}),
+        )?;
+        next(
+            &|m| m["id"] == 0 && m.get("method").is_none(),
+            "initialize answer",
+        )?;
+        send(json!({"method": "initialized"}))?;
+        let mut thread_id = String::new();
+        let mut answers = Vec::new();
+        for (index, step) in steps.iter().enumerate() {
+            match step {
+                Step::Request(method, params) => {
+                    let id = index + 1;
+                    let params: Value = serde_json::from_str(
+                        &params.to_string().replace("{thread_id}", &thread_id),
+                    )?;
+                    send(json!({"id": id, "method": method, "params": params}))?;
+                    let answer = next(
+                        &|m| m["id"] == id && m.get("method").is_none(),
+                        &format!("answer to {method}"),
+                    )?;
+                    if let Some(thread) = answer["result"]["thread"]["id"].as_str() {
+                        thread_id = thread.to_string();
+                    }
+                    answers.push(answer);
+                }
+                Step::Notification(method) => {
+                    next(&|m| m["method"] == *method, method)?;
+                }
+            }
+        }
+        Ok(answers)
+    };
+    let answers = run();
+    drop(stdin);
+    sandbox::system::wait_bounded(&mut child, Duration::from_secs(5))?;
+    Ok(Conversation {
+        answers: answers?,
+        notifications: heard.into_inner(),
+    })
 }

@@ -6,6 +6,7 @@
 //! driver-visible message sequence). It also records the fake's persona of VERSION.
 
 pub mod ask;
+pub mod features;
 pub mod persona;
 pub mod schema;
 pub mod unknown;
@@ -87,10 +88,26 @@ pub fn protocol_drift(version: &str, scratch: &std::path::Path) -> Result<Protoc
         )?);
     }
     let persona_dir = scratch.join(format!("fake-persona-{version}"));
+    let thread_answers = persona::thread_answers(
+        &other.binary,
+        &["app-server"],
+        &scratch.join(format!("threads-{version}")),
+    )?;
+    let experimental_notifications = persona::experimental_notifications(
+        &other.binary,
+        &scratch.join(format!("experimental-{version}")),
+    )?;
+    let feature_aliases =
+        features::feature_aliases(&other.binary, &scratch.join(format!("features-{version}")))?;
     let recording = persona::record(
         listed[1].clone(),
         protocols[1].notifications.clone(),
         &answers[1],
+        persona::Recorded {
+            thread_answers,
+            experimental_notifications,
+            feature_aliases,
+        },
     )?;
     recording.write(&persona_dir)?;
     let persona_differences = fake_app_server::persona::find(version)

@@ -25,13 +25,15 @@ fn questions(cwd: &str) -> Vec<(&'static str, Value)> {
     ]
 }
 
-/// Method → result (or `{"error": …}`) of `program ARGS… app-server` answering [`questions`],
-/// with the scratch folders written `{cwd}`, `{codex_home}` and `{home}`.
-pub fn settings_answers(
+/// `program ARGS… app-server` with the cells' provider, in a fresh home, CODEX_HOME, workspace
+/// and TMPDIR under `scratch`; with the placeholders of those folders (CODEX_HOME, home,
+/// workspace: most specific first).
+fn scratch_command(
     program: &Path,
     leading_args: &[&str],
     scratch: &Path,
-) -> Result<BTreeMap<String, Value>> {
+    model_url: &str,
+) -> Result<(Command, [(String, &'static str); 3])> {
     let home = scratch.join("home");
     let codex_home = home.join(".codex");
     let (cwd, tmp) = (scratch.join("ws"), scratch.join("tmp"));
@@ -41,11 +43,27 @@ pub fn settings_answers(
     let mut command = Command::new(program);
     command
         .args(leading_args)
-        .args(codex_runner::provider_args(UNUSED_MODEL_URL))
+        .args(codex_runner::provider_args(model_url))
         .env_clear()
         .envs(codex_runner::allowlisted_env(&home, &codex_home, &tmp))
         .current_dir(&cwd);
-    let cwd_text = cwd.display().to_string();
+    let aliases = [
+        (codex_home.display().to_string(), "{codex_home}"),
+        (home.display().to_string(), "{home}"),
+        (cwd.display().to_string(), "{cwd}"),
+    ];
+    Ok((command, aliases))
+}
+
+/// Method → result (or `{"error": …}`) of `program ARGS… app-server` answering [`questions`],
+/// with the scratch folders written `{cwd}`, `{codex_home}` and `{home}`.
+pub fn settings_answers(
+    program: &Path,
+    leading_args: &[&str],
+    scratch: &Path,
+) -> Result<BTreeMap<String, Value>> {
+    let (command, aliases) = scratch_command(program, leading_args, scratch, UNUSED_MODEL_URL)?;
+    let cwd_text = aliases[2].0.clone();
     let asked = questions(&cwd_text);
     let responses = super::ask::ask(command, &asked)?;
     let mut answers = BTreeMap::new();
@@ -56,15 +74,123 @@ pub fn settings_answers(
         };
         answers.insert(method.to_string(), answer);
     }
-    let aliases = [
-        (codex_home.display().to_string(), "{codex_home}"),
-        (home.display().to_string(), "{home}"),
-        (cwd_text, "{cwd}"),
-    ];
     for answer in answers.values_mut() {
         replace_paths(answer, &aliases);
     }
     Ok(answers)
+}
+
+/// The `serviceTier` values a `thread/start` asks with, besides none: JSON `null` (which
+/// Codex 0.169 answers `"default"`), the tiers a catalogue entry or the config names, and one
+/// no catalogue entry of a custom provider offers.
+const SERVICE_TIERS_ASKED: &[&str] = &[
+    "null",
+    r#""default""#,
+    r#""flex""#,
+    r#""priority""#,
+    r#""fast""#,
+];
+
+/// What the release answers to the requests that make and run a thread, recorded for the fake
+/// to build its answers from (`thread_answers.json`): `thread/start` (with the cells' provider
+/// and only `cwd` given), `turn/start` and `thread/resume` of that thread (after the turn's
+/// user message is recorded), each answer's paths written as placeholders, and `serviceTier`:
+/// what `thread/start` answers in `serviceTier` for each value it is asked with (`asked`
+/// absent: asked with none).
+pub fn thread_answers(program: &Path, leading_args: &[&str], scratch: &Path) -> Result<Value> {
+    use super::ask::Step;
+    let (command, aliases) = scratch_command(program, leading_args, scratch, UNUSED_MODEL_URL)?;
+    let cwd_text = aliases[2].0.clone();
+    let mut steps: Vec<Step> = SERVICE_TIERS_ASKED
+        .iter()
+        .map(|tier| {
+            let tier: Value = serde_json::from_str(tier).expect("the asked tiers are JSON");
+            Step::Request(
+                "thread/start",
+                json!({"cwd": cwd_text, "serviceTier": tier}),
+            )
+        })
+        .collect();
+    steps.extend([
+        Step::Request("thread/start", json!({"cwd": cwd_text})),
+        Step::Request(
+            "turn/start",
+            json!({"threadId": "{thread_id}", "input": [{"type": "text", "text": "recording"}]}),
+        ),
+        Step::Notification("item/completed"),
+        Step::Request("thread/resume", json!({"threadId": "{thread_id}"})),
+    ]);
+    let answers = super::ask::converse(command, &steps, true)?.answers;
+    let result = |index: usize, method: &str| -> Result<Value> {
+        answers[index]
+            .get("result")
+            .cloned()
+            .with_context(|| format!("{method} answered {}", answers[index]))
+    };
+    let tiers = SERVICE_TIERS_ASKED.len();
+    let mut service_tier: Vec<Value> = SERVICE_TIERS_ASKED
+        .iter()
+        .enumerate()
+        .map(|(index, asked)| {
+            let asked: Value = serde_json::from_str(asked).expect("the asked tiers are JSON");
+            Ok(json!({"asked": asked, "answered": result(index, "thread/start")?["serviceTier"]}))
+        })
+        .collect::<Result<_>>()?;
+    let start = result(tiers, "thread/start")?;
+    service_tier.push(json!({"answered": start["serviceTier"]}));
+    let mut recorded = json!({
+        "thread/start": start,
+        "turn/start": result(tiers + 1, "turn/start")?,
+        "thread/resume": result(tiers + 2, "thread/resume")?,
+        "serviceTier": service_tier,
+    });
+    replace_paths(&mut recorded, &aliases);
+    Ok(recorded)
+}
+
+/// The notifications the release sends only to a client that declared
+/// `capabilities.experimentalApi`: one plain turn (the `healthy` scenario on the mock
+/// model API) played twice, with and without it, and the methods heard only the first time.
+/// Measured, not read from the schema: `generate-json-schema` lists the same notifications
+/// with and without `--experimental` (0.169: `thread/readState/changed` among them).
+pub fn experimental_notifications(program: &Path, scratch: &Path) -> Result<BTreeSet<String>> {
+    use super::ask::Step;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .context("starting the mock model API's runtime")?;
+    let scenario = fake_app_server::scenario::Scenario::builtin("healthy")
+        .map_err(|e| anyhow::anyhow!("the healthy scenario: {e}"))?;
+    let mut heard: Vec<BTreeSet<String>> = Vec::new();
+    for experimental_api in [true, false] {
+        let folder = scratch.join(format!("experimental-{experimental_api}"));
+        std::fs::create_dir_all(&folder)
+            .with_context(|| format!("creating {}", folder.display()))?;
+        let script = codex::mock_api::MockScript::from_scenario(&scenario)
+            .map_err(|e| anyhow::anyhow!("the healthy scenario: {e:?}"))?;
+        let mock = runtime.block_on(codex::mock_api::MockModelApi::start_with(
+            codex::mock_api::MockConfig {
+                script,
+                model_log: folder.join("model-log.jsonl"),
+                request_log: None,
+            },
+        ))?;
+        let (command, aliases) =
+            scratch_command(program, &["app-server"], &folder, &mock.base_url())?;
+        let steps = [
+            Step::Request("thread/start", json!({"cwd": aliases[2].0})),
+            Step::Request(
+                "turn/start",
+                json!({"threadId": "{thread_id}", "input": [{"type": "text", "text": scenario.name}]}),
+            ),
+            Step::Notification("turn/completed"),
+        ];
+        let conversation = super::ask::converse(command, &steps, experimental_api);
+        runtime.block_on(mock.shutdown());
+        heard.push(conversation?.notifications.into_iter().collect());
+    }
+    Ok(heard[0].difference(&heard[1]).cloned().collect())
 }
 
 fn replace_paths(value: &mut Value, aliases: &[(String, &str)]) {
@@ -88,6 +214,17 @@ pub struct Recording {
     pub model_catalog: Value,
     pub config_defaults: Value,
     pub system_skills: Value,
+    /// The files recorded by running the release (not from its answers around threads).
+    pub recorded: Recorded,
+}
+
+/// What [`record`] takes as recorded: [`thread_answers`], [`experimental_notifications`] and
+/// [`super::features::feature_aliases`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Recorded {
+    pub thread_answers: Value,
+    pub experimental_notifications: BTreeSet<String>,
+    pub feature_aliases: BTreeSet<String>,
 }
 
 /// The persona of a Codex, from what `harness drift` already learnt of it: the methods its
@@ -96,6 +233,7 @@ pub fn record(
     client_methods: Vec<String>,
     server_notifications: BTreeSet<String>,
     answers: &BTreeMap<String, Value>,
+    recorded: Recorded,
 ) -> Result<Recording> {
     let (model_catalog, config_defaults, system_skills) = from_answers(answers)?;
     Ok(Recording {
@@ -104,6 +242,7 @@ pub fn record(
         model_catalog,
         config_defaults,
         system_skills,
+        recorded,
     })
 }
 
@@ -181,6 +320,15 @@ impl Recording {
             ("model_catalog.json", json(&self.model_catalog)?),
             ("config_defaults.json", json(&self.config_defaults)?),
             ("system_skills.json", json(&self.system_skills)?),
+            ("thread_answers.json", json(&self.recorded.thread_answers)?),
+            (
+                "experimental_notifications.txt",
+                lines(&mut self.recorded.experimental_notifications.iter()),
+            ),
+            (
+                "feature_aliases.txt",
+                lines(&mut self.recorded.feature_aliases.iter()),
+            ),
         ];
         for (name, text) in files {
             let path = dir.join(name);
@@ -216,7 +364,45 @@ pub fn differences(fake: &fake_app_server::persona::Persona, recording: &Recordi
     if fake.system_skills() != &recording.system_skills {
         out.push("system_skills.json".to_string());
     }
+    // Ids and times differ from recording to recording: the shape and the tier table compare.
+    let shape = |answers: &Value| {
+        let mut answers = answers.clone();
+        blank_leaves(&mut answers, &["serviceTier"]);
+        answers
+    };
+    if shape(fake.thread_answers()) != shape(&recording.recorded.thread_answers) {
+        out.push("thread_answers.json".to_string());
+    }
+    let experimental: BTreeSet<String> = fake
+        .experimental_notifications()
+        .map(str::to_string)
+        .collect();
+    if experimental != recording.recorded.experimental_notifications {
+        out.push("experimental_notifications.txt".to_string());
+    }
+    let aliases: BTreeSet<String> = fake.feature_aliases().map(str::to_string).collect();
+    if aliases != recording.recorded.feature_aliases {
+        out.push("feature_aliases.txt".to_string());
+    }
     out
+}
+
+/// `value` with every string and number replaced by its type (`<string>`, `<number>`), but
+/// under the keys of `kept`: what stays the same from one recording to the next.
+fn blank_leaves(value: &mut Value, kept: &[&str]) {
+    match value {
+        Value::String(_) => *value = Value::String("<string>".into()),
+        Value::Number(_) => *value = Value::String("<number>".into()),
+        Value::Array(items) => items.iter_mut().for_each(|v| blank_leaves(v, kept)),
+        Value::Object(map) => {
+            for (key, item) in map.iter_mut() {
+                if !kept.contains(&key.as_str()) {
+                    blank_leaves(item, kept);
+                }
+            }
+        }
+        _ => {}
+    }
 }
 
 /// Each method whose answers differ between two sets, with the first differing path.

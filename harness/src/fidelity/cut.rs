@@ -119,12 +119,17 @@ pub(super) fn up_to_the_earlier_close(
     if exited_before_the_close(&fake.sequence) || exited_before_the_close(&real.sequence) {
         return None;
     }
-    let closed = |sequence: &[Value]| {
-        sequence
-            .iter()
-            .rposition(|event| event["kind"] == "protocol.stdin-closed")
-    };
-    let (fake_at, real_at) = (closed(fake_all)?, closed(real_all)?);
+    // Only a close of the last launch, the same launch on both sides: a short probe launch
+    // (`codex --version` before the app-server) closes too, and stopping there would leave
+    // every later launch uncompared.
+    let last = last_launch(fake_all);
+    if last != last_launch(real_all) {
+        return None;
+    }
+    let (fake_at, real_at) = (
+        last_launch_close(fake_all, last?)?,
+        last_launch_close(real_all, last?)?,
+    );
     let at = fake_at.min(real_at);
     let compared = |sequence: &[Value]| -> Vec<Value> {
         let exits = sequence[at..].iter().filter(|event| {
@@ -179,14 +184,30 @@ fn exited_before_the_close(sequence: &[Value]) -> bool {
 /// race of the driver's, not a behaviour of either app-server.
 pub(super) fn up_to_the_cut(mut sequence: Vec<Value>, side: &SideOutcome) -> Vec<Value> {
     if side.cut.is_some() {
-        if let Some(cut) = sequence
-            .iter()
-            .rposition(|event| event["kind"] == "protocol.stdin-closed")
+        if let Some(cut) =
+            last_launch(&sequence).and_then(|last| last_launch_close(&sequence, last))
         {
             sequence.truncate(cut);
         }
     }
     sequence
+}
+
+/// The highest launch number a sequence's events name (`payload.launch`): the app-server the
+/// driver talked to last.
+pub(super) fn last_launch(sequence: &[Value]) -> Option<u64> {
+    sequence
+        .iter()
+        .filter_map(|event| event["payload"]["launch"].as_u64())
+        .max()
+}
+
+/// Where the driver closed the stdin of launch `launch`, by position in `sequence`.
+fn last_launch_close(sequence: &[Value], launch: u64) -> Option<usize> {
+    sequence.iter().rposition(|event| {
+        event["kind"] == "protocol.stdin-closed"
+            && event["payload"]["launch"].as_u64() == Some(launch)
+    })
 }
 
 #[cfg(test)]

@@ -28,18 +28,27 @@
 //! app-server, normalised, must be the same on both sides (a prefix where the driver cut a side
 //! short).
 //!
+//! What the app-server answered to the driver's requests is compared too ([`answers`]), every
+//! launch of the cell: a differing answer is named first, by method and field path with both
+//! values, since it is why a driver goes on otherwise. A sequence is compared through every
+//! launch: only a close in the last launch, the same on both sides, ends it early ([`cut`]).
+//!
 //! A real Codex is compared with the fake that plays its release (a runner's `plays`), else with
 //! the fake that plays the pin.
 
+pub mod answers;
 pub mod cut;
+pub mod field_diff;
 mod normalise;
 pub mod sent;
+mod side;
 pub mod wire;
 
 pub use normalise::{normalise, normalise_with, NOT_COMPARED};
+pub use side::read_events;
+use side::side_outcome;
 
 use codex::mock_api::MockScript;
-use graders::events::Event;
 use report::layout::CellEvidence;
 use report::outcome::CellResult;
 use serde_json::Value;
@@ -221,15 +230,19 @@ impl Divergence {
         let kind = |v: &Value| v["kind"].as_str().unwrap_or("?").to_string();
         match (&self.fake, &self.real) {
             (Some(fake), Some(real)) => {
-                let (path, f, r) = first_difference(fake, real, String::new())
-                    .unwrap_or_else(|| (String::new(), fake.clone(), real.clone()));
+                let found = field_diff::first(fake, real).unwrap_or(field_diff::FieldDifference {
+                    path: String::new(),
+                    left: Some(fake.clone()),
+                    right: Some(real.clone()),
+                });
                 format!(
-                    "message {} (fake {}, real {}) differs at `{path}`: fake {} | real {}",
+                    "message {} (fake {}, real {}) differs at `{}`: fake {} | real {}",
                     self.index,
                     kind(fake),
                     kind(real),
-                    driver::rpc::excerpt(&f.to_string(), 240),
-                    driver::rpc::excerpt(&r.to_string(), 240)
+                    found.path,
+                    found.show_left(),
+                    found.show_right()
                 )
             }
             (Some(fake), None) => format!(
@@ -247,38 +260,6 @@ impl Divergence {
     }
 }
 
-/// The JSON path of the first difference inside two values, and the differing parts.
-fn first_difference(a: &Value, b: &Value, path: String) -> Option<(String, Value, Value)> {
-    if a == b {
-        return None;
-    }
-    match (a, b) {
-        (Value::Object(x), Value::Object(y)) => {
-            let mut keys: Vec<&String> = x.keys().chain(y.keys()).collect();
-            keys.sort();
-            keys.dedup();
-            keys.into_iter().find_map(|k| {
-                let next = if path.is_empty() {
-                    k.clone()
-                } else {
-                    format!("{path}.{k}")
-                };
-                first_difference(
-                    x.get(k).unwrap_or(&Value::Null),
-                    y.get(k).unwrap_or(&Value::Null),
-                    next,
-                )
-            })
-        }
-        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => x
-            .iter()
-            .zip(y)
-            .enumerate()
-            .find_map(|(i, (p, q))| first_difference(p, q, format!("{path}[{i}]"))),
-        _ => Some((path, a.clone(), b.clone())),
-    }
-}
-
 pub fn first_divergence(fake: &[Value], real: &[Value]) -> Option<Divergence> {
     let longest = fake.len().max(real.len());
     (0..longest)
@@ -290,6 +271,8 @@ pub fn first_divergence(fake: &[Value], real: &[Value]) -> Option<Divergence> {
         })
 }
 
+#[cfg(test)]
+mod launch_tests;
 #[cfg(test)]
 mod tests;
 
@@ -313,6 +296,8 @@ pub struct SideOutcome {
     pub id_shapes: wire::IdShapes,
     /// What the driver sent to the app-server, normalised ([`sent`]).
     pub sent: Vec<Value>,
+    /// What the app-server answered to it, every launch, normalised ([`answers`]).
+    pub answers: Vec<Value>,
 }
 
 impl SideOutcome {
@@ -337,6 +322,9 @@ pub struct PairOutcome {
     pub id_changes: Vec<String>,
     /// Where what the driver sent differs between the sides ([`sent`]).
     pub sent_difference: Option<String>,
+    /// The first answer of the app-server that differs between the sides ([`answers`]); only
+    /// where the fake plays the real Codex's release.
+    pub answer_difference: Option<String>,
 }
 
 /// A sequence the driver cut short: the messages before `index` matched, the other side's
@@ -461,11 +449,32 @@ impl PairOutcome {
         if !self.compared() {
             return None;
         }
-        if self.fake.verdict != self.real.verdict {
-            return Some(format!(
+        // What the app-server said, first: a driver that ends otherwise on one side (its exit
+        // code, its events) does so because of an answer, which is what to name; the verdicts
+        // are named too when they differ.
+        let Some(answer) = &self.answer_difference else {
+            return self.consequence();
+        };
+        Some(match self.verdicts_differ() {
+            Some(verdicts) => format!("{answer}; {verdicts}"),
+            None => answer.clone(),
+        })
+    }
+
+    fn verdicts_differ(&self) -> Option<String> {
+        (self.fake.verdict != self.real.verdict).then(|| {
+            format!(
                 "verdicts differ: fake {} vs real {}",
                 self.fake.verdict, self.real.verdict
-            ));
+            )
+        })
+    }
+
+    /// How the sides differ beyond the app-server's answers: the verdicts, the driver's
+    /// sequence, what it sent, how ids are made (the first of these).
+    fn consequence(&self) -> Option<String> {
+        if let Some(verdicts) = self.verdicts_differ() {
+            return Some(verdicts);
         }
         if let Some(divergence) = &self.divergence {
             return Some(divergence.describe());
@@ -500,7 +509,8 @@ pub fn compare_results(
 ) -> PairOutcome {
     let mut fake = side_outcome(&pair.fake, fake, ctx);
     let mut real = side_outcome(&pair.real, real, ctx);
-    if pair.real.runner.codex_version.as_deref() != Some(plays(&pair.fake.runner)) {
+    let same_release = pair.real.runner.codex_version.as_deref() == Some(plays(&pair.fake.runner));
+    if !same_release {
         normalise::mask_release(&mut fake.sequence);
         normalise::mask_release(&mut real.sequence);
     }
@@ -509,13 +519,17 @@ pub fn compare_results(
     } else {
         (None, None)
     };
-    let (id_changes, sent_difference) = if fake.graded && real.graded {
+    let (id_changes, sent_difference, answer_difference) = if fake.graded && real.graded {
         (
             wire::id_shape_changes(&fake.id_shapes, &real.id_shapes),
             sent_difference(&fake, &real, truncated.as_ref()),
+            // Held to the release the fake plays only ([`answers::difference`]).
+            same_release
+                .then(|| answers::difference(&fake.answers, &real.answers))
+                .flatten(),
         )
     } else {
-        (Vec::new(), None)
+        (Vec::new(), None, None)
     };
     PairOutcome {
         pair: pair.name(),
@@ -526,6 +540,7 @@ pub fn compare_results(
         truncated,
         id_changes,
         sent_difference,
+        answer_difference,
     }
 }
 
@@ -544,112 +559,4 @@ pub fn sent_difference(
         fake.cut.is_some() || ended_first("fake"),
         real.cut.is_some() || ended_first("real"),
     )
-}
-
-/// One side of a pair, from its cell's result and evidence; a real-Codex cell's install folder
-/// is aliased away like the cell's own folders (so two Codex versions compare too, as `harness
-/// drift` does).
-fn side_outcome(
-    cell: &Cell,
-    result: &CellResult,
-    ctx: &matrix::context::CellContext,
-) -> SideOutcome {
-    use report::outcome::CellOutcome;
-    let real = cell.runner.app_server == AppServerKind::Codex;
-    let evidence = CellEvidence::new(&result.evidence_dir);
-    let install = if real {
-        cell.runner
-            .codex_version
-            .as_deref()
-            .and_then(|v| codex::provision::resolve(v).ok())
-            .map(|install| install.package_dir)
-    } else {
-        None
-    };
-    let aliases = side_aliases(
-        &result.evidence_dir,
-        install.as_deref(),
-        &ctx.harness_binary,
-    );
-    let (verdict, graded) = match &result.outcome {
-        CellOutcome::Graded { verdict, .. } => (verdict.verdict.to_string(), true),
-        CellOutcome::Ignored { reason } => (format!("ignored: {reason}"), false),
-        CellOutcome::NotApplicable { reason } => (format!("not applicable: {reason}"), false),
-        CellOutcome::Error { message } => (format!("error: {message}"), false),
-    };
-    let (sequence, cut, ended_on_its_own, sent, racing) = if graded {
-        match read_events(&evidence.events()) {
-            Ok(events) => {
-                let transcript = cut::read_transcript(&evidence.transcript());
-                (
-                    normalise_with(&events, &aliases),
-                    cut::driver_cut(&transcript, &events),
-                    cut::ended_on_its_own(&events),
-                    sent::driver_sent(&transcript, &aliases),
-                    normalise::racing_denied_commands(&events),
-                )
-            }
-            Err(e) => {
-                return SideOutcome {
-                    cell: cell.name(),
-                    verdict: format!("error: {e:#}"),
-                    graded: false,
-                    sequence: Vec::new(),
-                    wall: result.duration,
-                    codex_span: None,
-                    cut: None,
-                    ended_on_its_own: false,
-                    id_shapes: Default::default(),
-                    sent: Vec::new(),
-                }
-            }
-        }
-    } else {
-        (Vec::new(), None, false, Vec::new(), Vec::new())
-    };
-    let codex_span = real
-        .then(|| read_codex_span(&result.evidence_dir))
-        .flatten();
-    let id_shapes = wire::app_server_id_shapes(&evidence.transcript(), &racing);
-    SideOutcome {
-        cell: cell.name(),
-        verdict,
-        graded,
-        sequence,
-        wall: result.duration,
-        codex_span,
-        cut,
-        ended_on_its_own,
-        id_shapes,
-        sent,
-    }
-}
-
-/// The largest `model-api-timing.json` read (it holds a few numbers).
-const MAX_TIMING_BYTES: u64 = 1 << 20;
-
-fn read_codex_span(evidence_dir: &std::path::Path) -> Option<std::time::Duration> {
-    let path = CellEvidence::new(evidence_dir).model_api_timing();
-    let bytes = graders::evidence_file::read(&path, MAX_TIMING_BYTES).ok()??;
-    let timing: codex::mock_api::MockTiming = serde_json::from_slice(&bytes).ok()?;
-    Some(std::time::Duration::from_millis(
-        u64::try_from(timing.served_ms).unwrap_or(u64::MAX),
-    ))
-}
-
-/// A cell's events (the stream the cell was graded on).
-pub fn read_events(path: &std::path::Path) -> anyhow::Result<Vec<Event>> {
-    use anyhow::Context;
-    let bytes = graders::evidence_file::read(path, graders::evidence_file::MAX_STREAMED_BYTES)?
-        .with_context(|| format!("reading {}: there is none", path.display()))?;
-    let text = std::str::from_utf8(&bytes)
-        .with_context(|| format!("reading {}: not UTF-8", path.display()))?;
-    text.lines()
-        .enumerate()
-        .filter(|(_, line)| !line.trim().is_empty())
-        .map(|(index, line)| {
-            serde_json::from_str(line)
-                .with_context(|| format!("{} line {}", path.display(), index + 1))
-        })
-        .collect()
 }

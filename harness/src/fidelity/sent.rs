@@ -31,7 +31,7 @@ fn model_id_pattern() -> &'static Regex {
 }
 
 #[derive(Default)]
-struct Placeholders {
+pub(super) struct Placeholders {
     ids: HashMap<String, String>,
     model_ids: HashMap<String, String>,
 }
@@ -43,7 +43,7 @@ impl Placeholders {
         numbered(model_id_pattern(), &out, &mut self.model_ids, "model-id")
     }
 
-    fn value(&mut self, value: &mut Value, aliases: &[(String, String)]) {
+    pub(super) fn value(&mut self, value: &mut Value, aliases: &[(String, String)]) {
         match value {
             Value::String(text) => *text = self.text(text, aliases),
             Value::Array(items) => items.iter_mut().for_each(|v| self.value(v, aliases)),

@@ -4,7 +4,7 @@ use super::normalise::{
 };
 use super::*;
 use codex::mock_api::probe_id_for;
-use graders::events::{Body, Source};
+use graders::events::{Body, Event, Source};
 
 /// The published drivers' cells pair `NAME-fake` with each `NAME-codex*` runner, case by
 /// case; a case a driver cannot express is no pair.
@@ -190,6 +190,7 @@ fn side(sequence: Vec<Value>, cut: Option<&str>) -> SideOutcome {
         cut: cut.map(String::from),
         id_shapes: Default::default(),
         sent: Vec::new(),
+        answers: Vec::new(),
     }
 }
 
@@ -408,6 +409,7 @@ fn ids_made_differently_are_a_failure_and_model_made_ids_are_one_shape() {
             divergence: None,
             truncated: None,
             sent_difference: None,
+            answer_difference: None,
         }
     };
     let failure = outcome(&pin, &new).failure().expect("a failure");
