@@ -366,16 +366,7 @@ impl Run {
     /// The run's event stream: the translator's events (written as the harness writes them:
     /// source `driver`), the harness's extras, and the terminal.
     pub fn stream(&self) -> Stream {
-        let ctx = context(
-            &self.suite,
-            &self.case,
-            self.mode,
-            self.declarations.clone(),
-            self.release.as_deref(),
-            self.canaries.clone(),
-        );
-        let text = self.transcript.text();
-        let t = wire::translate(text.as_bytes(), &ctx, &self.end).expect("a readable transcript");
+        let t = self.translated();
         let mut stream = Stream::new();
         for body in t.events {
             stream = stream.driver(body);
@@ -388,6 +379,11 @@ impl Run {
 
     /// The run's terminal, as the wire and the driver's end show it.
     pub fn terminal(&self) -> graders::events::RunEnded {
+        self.translated().terminal
+    }
+
+    /// The transcript translated as the harness translates it.
+    fn translated(&self) -> wire::Translation {
         let ctx = context(
             &self.suite,
             &self.case,
@@ -397,9 +393,7 @@ impl Run {
             self.canaries.clone(),
         );
         let text = self.transcript.text();
-        wire::translate(text.as_bytes(), &ctx, &self.end)
-            .expect("a readable transcript")
-            .terminal
+        wire::translate(text.as_bytes(), &ctx, &self.end).expect("a readable transcript")
     }
 
     pub fn grade(&self) -> Verdict {
