@@ -11,6 +11,9 @@
 //!   its command names);
 //! - **a cgroup namespace** rooted at the cell's cgroup (joined before this step), so no
 //!   ancestor's `cgroup.procs` is reachable: a process cannot move itself out of the cell;
+//! - **a network namespace** with only its own loopback: no service of the host's or of another
+//!   cell's (a real-Codex cell's mock model API, an abstract socket) is in reach; the tap is a
+//!   socket file, reached through the view;
 //! - **an unprivileged uid**: a root harness switches the process to a uid and gid of its own
 //!   ([`DriverIds`]) with no supplementary groups and `no_new_privs`, so the harness binary, the
 //!   cache, other runs' folders and root-only files are what they are to any user; the mounts
@@ -36,7 +39,7 @@ use std::sync::{Arc, OnceLock};
 
 mod syscalls;
 use syscalls::{
-    check, check_long, cover, place, seal, MountAttr, AT_RECURSIVE, MOUNT_ATTR_RDONLY,
+    check, check_long, cover, loopback_up, place, seal, MountAttr, AT_RECURSIVE, MOUNT_ATTR_RDONLY,
     OPEN_TREE_CLONE,
 };
 
@@ -284,15 +287,15 @@ impl Plan {
     fn enter(&mut self) -> std::io::Result<()> {
         // SAFETY: plain system calls on strings and buffers prepared before the fork.
         unsafe {
+            let namespaces = libc::CLONE_NEWNS | libc::CLONE_NEWCGROUP | libc::CLONE_NEWNET;
             if self.privileged {
-                check(libc::unshare(libc::CLONE_NEWNS | libc::CLONE_NEWCGROUP))?;
+                check(libc::unshare(namespaces))?;
             } else {
                 check(libc::prctl(libc::PR_SET_DUMPABLE, 1, 0, 0, 0))?;
-                check(libc::unshare(
-                    libc::CLONE_NEWUSER | libc::CLONE_NEWNS | libc::CLONE_NEWCGROUP,
-                ))?;
+                check(libc::unshare(libc::CLONE_NEWUSER | namespaces))?;
                 self.write_maps()?;
             }
+            loopback_up()?;
             check(libc::mount(
                 std::ptr::null(),
                 c"/".as_ptr(),

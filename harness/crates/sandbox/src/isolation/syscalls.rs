@@ -103,3 +103,22 @@ pub(super) unsafe fn place(
         MOVE_MOUNT_F_EMPTY_PATH,
     ))
 }
+
+/// The new network namespace's loopback interface up: the process keeps `127.0.0.1` of its own,
+/// and reaches no service of the host's or another cell's over it.
+pub(super) unsafe fn loopback_up() -> std::io::Result<()> {
+    let fd = libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0);
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    let mut request: libc::ifreq = std::mem::zeroed();
+    request.ifr_name[0] = b'l' as libc::c_char;
+    request.ifr_name[1] = b'o' as libc::c_char;
+    let mut result = check(libc::ioctl(fd, libc::SIOCGIFFLAGS as _, &mut request));
+    if result.is_ok() {
+        request.ifr_ifru.ifru_flags |= (libc::IFF_UP | libc::IFF_RUNNING) as libc::c_short;
+        result = check(libc::ioctl(fd, libc::SIOCSIFFLAGS as _, &request));
+    }
+    libc::close(fd);
+    result
+}

@@ -79,14 +79,19 @@ for procs in /sys/fs/cgroup/cgroup.procs /sys/fs/cgroup/*/cgroup.procs; do
   echo $$ > "$procs" 2>/dev/null && echo "cgroup-left $procs" && break
 done
 grep -q '^0::/$' /proc/self/cgroup && echo cgroup-namespace
+python3 -c "import socket; socket.create_connection(('127.0.0.1', $HOST_PORT), 2)" 2>/dev/null && echo host-port-reached
+python3 -c "import socket; s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen(); socket.create_connection(s.getsockname(), 2)" 2>/dev/null && echo own-loopback
 ls /proc/1/root/ >/dev/null 2>&1 && echo host-root-reached
 echo "uid $(id -u)"
 "#;
 
 fn run_isolated(folders: &Folders, isolation: &Isolation, as_uid: Option<u32>) -> String {
+    // A service of the host's, on its loopback: out of the process's reach.
+    let host = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let mut command = std::process::Command::new("/bin/sh");
     command
         .args(["-c", ATTACK])
+        .env("HOST_PORT", host.local_addr().unwrap().port().to_string())
         .current_dir(folders.root.path());
     let harness = match as_uid {
         Some(uid) => {
@@ -105,7 +110,7 @@ fn run_isolated(folders: &Folders, isolation: &Isolation, as_uid: Option<u32>) -
 fn assert_held(folders: &Folders, said: &str, uid: u32) {
     assert_eq!(
         said,
-        format!("own-written\ntmp-written\ncgroup-namespace\nuid {uid}\n"),
+        format!("own-written\ntmp-written\ncgroup-namespace\nown-loopback\nuid {uid}\n"),
         "what the isolated process managed"
     );
     assert_eq!(
@@ -162,7 +167,7 @@ fn a_driver_of_an_unprivileged_harness_is_held_the_same_way_needs_root() {
     // Its own secret it may read: it is the same user.
     assert_eq!(
         said.replace("secret\nsecret-read\n", ""),
-        "own-written\ntmp-written\ncgroup-namespace\nuid 65534\n"
+        "own-written\ntmp-written\ncgroup-namespace\nown-loopback\nuid 65534\n"
     );
     assert_eq!(
         std::fs::read_to_string(folders.path("elsewhere/harness")).unwrap(),
