@@ -271,8 +271,8 @@ pub struct AppServerExited {
     /// on its own (a crash), unless the driver stopped it with a signal (`after_driver_signal`).
     pub after_stdin_closed: bool,
     /// Whether the driver had sent its `codex` a signal before (SIGTERM, SIGINT or SIGHUP, which
-    /// the tap passes on): stopping the app-server so is the driver's doing, as closing its
-    /// stdin is. Absent in older streams.
+    /// the tap passes on) without closing its stdin first: stopping the app-server so is the
+    /// driver's doing, as closing its stdin is. Absent in older streams.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub after_driver_signal: bool,
 }

@@ -229,7 +229,11 @@ fn fold(records: &[Record], ctx: &Context) -> Fold {
             } => {
                 let after_stdin_closed = !state.end.output_ended_first
                     && state.end.stdin_closed.is_some_and(|closed| closed <= *time);
+                // Only where the driver had not closed its stdin first: a driver that closes
+                // it and then signals a slow app-server ended it by the close either way (the
+                // fake exits before the signal comes, the real Codex after).
                 let after_driver_signal = !state.end.output_ended_first
+                    && !after_stdin_closed
                     && state.end.driver_signal.is_some_and(|sent| sent <= *time);
                 state.end.exit = Some(terminal::Exit {
                     time: *time,
