@@ -152,17 +152,21 @@ fn isolated_on_the_host(
             crate::context::LOCAL_ISOLATION_VAR
         ))
     };
+    // The key the harness marks its evidence with is made before any driver runs, so its
+    // folder exists to be hidden (a driver of the harness's own uid could otherwise plant a key
+    // of its choosing before the first cell's events are written).
+    let key_folder = super::events::evidence_key().ok().and_then(|_| {
+        codex::provision::cache_root()
+            .ok()
+            .map(|cache| driver::provenance::Key::folder(&cache))
+    });
     match available {
         Ok(_) => Arc::new(IsolatedLauncher::new(
             launcher,
             Isolation {
                 // The output folder, and the key the harness marks its evidence with.
                 hidden: std::iter::once(ctx.out_root.clone())
-                    .chain(
-                        codex::provision::cache_root()
-                            .ok()
-                            .map(|cache| driver::provenance::Key::folder(&cache)),
-                    )
+                    .chain(key_folder)
                     .collect(),
                 private: sandbox::isolation::PRIVATE_FOLDERS
                     .iter()
