@@ -46,6 +46,12 @@ fn volatile_patterns() -> &'static [(Regex, &'static str)] {
                 r"/sessions/[0-9]{4}/[0-9]{2}/[0-9]{2}/",
                 "/sessions/<date>/",
             ),
+            // A Rust panic names its thread's OS id (the real Codex's helper, the fake's
+            // stand-in for it): which thread it was, not what went wrong.
+            (
+                r"thread '([^']*)' \([0-9]+\) panicked",
+                "thread '$1' (<tid>) panicked",
+            ),
         ]
         .into_iter()
         .map(|(pattern, placeholder)| {
@@ -267,6 +273,19 @@ mod tests {
         };
         assert_eq!(difference(&mask_all(fake), &mask_all(real.clone())), None);
         assert!(difference(&mask_all(resumed(Value::Null)), &mask_all(real)).is_some());
+    }
+
+    #[test]
+    fn a_panic_message_compares_without_its_thread_id() {
+        let mut real = json!({"message": "helper failed: thread 'main' (92) panicked at x.rs:1:2"});
+        let mut fake = json!({"message": "helper failed: thread 'main' (2) panicked at x.rs:1:2"});
+        mask(&mut real, None);
+        mask(&mut fake, None);
+        assert_eq!(real, fake);
+        assert_eq!(
+            real["message"],
+            "helper failed: thread 'main' (<tid>) panicked at x.rs:1:2"
+        );
     }
 
     #[test]
