@@ -279,7 +279,13 @@ impl Plan {
             run_as,
             uid_map: format!("{uid} {uid} 1\n").into_bytes(),
             gid_map: format!("{gid} {gid} 1\n").into_bytes(),
-            cwd: cwd.map(c_path).transpose()?,
+            // As the kernel resolves it, as the view's paths are: a `..` through a folder the
+            // view does not show (`repo/harness/../drivers`) would not resolve there.
+            cwd: cwd
+                .map(|cwd| std::fs::canonicalize(cwd).unwrap_or_else(|_| cwd.to_path_buf()))
+                .as_deref()
+                .map(c_path)
+                .transpose()?,
         })
     }
 

@@ -186,3 +186,32 @@ fn fresh_driver_ids_lie_in_their_range_and_differ() {
     }
     assert_ne!(a, b);
 }
+
+/// A working folder named through a folder the view hides (`hidden/../evidence/own`, as a
+/// drivers file's folder given as `repo/harness/../drivers` is) is entered as the kernel
+/// resolves it.
+#[test]
+fn a_working_folder_named_through_a_hidden_folder_is_entered_needs_root() {
+    if !nix::unistd::geteuid().is_root() {
+        return ignored("needs root");
+    }
+    let folders = Folders::new();
+    std::fs::create_dir_all(folders.path("elsewhere/hidden")).unwrap();
+    let ids = DriverIds::fresh();
+    ids.open_to_driver(&[&folders.path("evidence/own")])
+        .unwrap();
+    let mut isolation = folders.isolation(Some(ids));
+    isolation.hidden.push(folders.path("elsewhere"));
+    let through = folders.path("elsewhere/hidden/../../evidence/own");
+    let mut command = std::process::Command::new("/bin/pwd");
+    isolate(&mut command, &isolation, Some(&through), harness_ids()).unwrap();
+    let output = command.output().unwrap();
+    assert!(output.status.success(), "{output:?}");
+    assert_eq!(
+        String::from_utf8(output.stdout).unwrap().trim(),
+        std::fs::canonicalize(folders.path("evidence/own"))
+            .unwrap()
+            .display()
+            .to_string()
+    );
+}
