@@ -44,7 +44,12 @@ use syscalls::{
 };
 
 /// The folders every isolated process gets private: empty at its start, gone with it.
-pub const PRIVATE_FOLDERS: [&str; 3] = ["/tmp", "/var/tmp", "/dev/shm"];
+const PRIVATE_FOLDERS: [&str; 3] = ["/tmp", "/var/tmp", "/dev/shm"];
+
+/// [`PRIVATE_FOLDERS`] as paths, for [`Isolation::private`].
+pub fn private_folders() -> Vec<PathBuf> {
+    PRIVATE_FOLDERS.iter().map(PathBuf::from).collect()
+}
 
 /// The bound on each private folder's tmpfs (memory a process could otherwise fill).
 const PRIVATE_SIZE: &str = "512m";
@@ -457,7 +462,7 @@ fn probe() -> Result<(), String> {
     std::fs::create_dir(&own).map_err(|e| e.to_string())?;
     let isolation = Isolation {
         hidden: vec![scratch.path().to_path_buf()],
-        private: PRIVATE_FOLDERS.iter().map(PathBuf::from).collect(),
+        private: private_folders(),
         writable: vec![own.clone()],
         read_only: Vec::new(),
         run_as: Some(DriverIds::fresh()),

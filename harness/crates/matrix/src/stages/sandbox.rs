@@ -155,11 +155,10 @@ fn isolated_on_the_host(
     // The key the harness marks its evidence with is made before any driver runs, so its
     // folder exists to be hidden (a driver of the harness's own uid could otherwise plant a key
     // of its choosing before the first cell's events are written).
-    let key_folder = super::events::evidence_key().ok().and_then(|_| {
-        codex::provision::cache_root()
-            .ok()
-            .map(|cache| driver::provenance::Key::folder(&cache))
-    });
+    let key_folder = codex::provision::cache_root()
+        .ok()
+        .filter(|_| super::events::evidence_key().is_ok())
+        .map(|cache| driver::provenance::Key::folder(&cache));
     match available {
         Ok(_) => Arc::new(IsolatedLauncher::new(
             launcher,
@@ -168,10 +167,7 @@ fn isolated_on_the_host(
                 hidden: std::iter::once(ctx.out_root.clone())
                     .chain(key_folder)
                     .collect(),
-                private: sandbox::isolation::PRIVATE_FOLDERS
-                    .iter()
-                    .map(std::path::PathBuf::from)
-                    .collect(),
+                private: sandbox::isolation::private_folders(),
                 writable: std::iter::once(mounts.scratch.clone())
                     .chain(mounts.writable.iter().cloned())
                     .collect(),

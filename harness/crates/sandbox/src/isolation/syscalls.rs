@@ -36,9 +36,7 @@ pub(super) unsafe fn cover(
     ancestors: &[CString],
     options: &CString,
 ) -> std::io::Result<()> {
-    for ancestor in ancestors.iter().chain(std::iter::once(path)) {
-        made_or_there(libc::mkdir(ancestor.as_ptr(), 0o755))?;
-    }
+    make_folders(ancestors.iter().chain(std::iter::once(path)))?;
     check(libc::mount(
         c"tmpfs".as_ptr(),
         path.as_ptr(),
@@ -57,6 +55,14 @@ pub(super) unsafe fn seal(path: &CString) -> std::io::Result<()> {
         libc::MS_REMOUNT | libc::MS_BIND | libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV,
         std::ptr::null(),
     ))
+}
+
+/// Each folder made (0755) where it is not there yet, in order.
+unsafe fn make_folders<'a>(folders: impl Iterator<Item = &'a CString>) -> std::io::Result<()> {
+    for folder in folders {
+        made_or_there(libc::mkdir(folder.as_ptr(), 0o755))?;
+    }
+    Ok(())
 }
 
 /// A `mkdir` or an exclusive create that made the entry or found it there.
@@ -78,9 +84,7 @@ pub(super) unsafe fn place(
     ancestors: &[CString],
     file: bool,
 ) -> std::io::Result<()> {
-    for ancestor in ancestors {
-        made_or_there(libc::mkdir(ancestor.as_ptr(), 0o755))?;
-    }
+    make_folders(ancestors.iter())?;
     if file {
         let made = libc::open(
             path.as_ptr(),
@@ -92,7 +96,7 @@ pub(super) unsafe fn place(
             libc::close(made);
         }
     } else {
-        made_or_there(libc::mkdir(path.as_ptr(), 0o755))?;
+        make_folders(std::iter::once(path))?;
     }
     check_long(libc::syscall(
         libc::SYS_move_mount,

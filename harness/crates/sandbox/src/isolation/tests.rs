@@ -37,7 +37,7 @@ impl Folders {
     fn isolation(&self, run_as: Option<DriverIds>) -> Isolation {
         Isolation {
             hidden: vec![self.path("evidence")],
-            private: PRIVATE_FOLDERS.iter().map(PathBuf::from).collect(),
+            private: private_folders(),
             writable: vec![self.path("evidence/own")],
             read_only: vec![self.path("evidence/own/task.json")],
             run_as,
