@@ -24,6 +24,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
 use suites::spec::{AppServerKind, Profile, ScenarioRef};
 
+pub mod by_driver;
+mod by_driver_text;
+
+/// How the coverage marks a server request no release has (the unknown-request case's).
+pub const NO_RELEASE: &str = " (no release has it)";
+
 /// What a dynamic tool's name stands for in a scenario (the first tool the driver registered).
 const DYNAMIC_TOOL: &str = "{dynamic_tool}";
 
@@ -297,7 +303,7 @@ pub fn coverage(release: &str) -> Result<Coverage> {
                 method: if known {
                     method
                 } else {
-                    format!("{method} (no release has it)")
+                    format!("{method}{NO_RELEASE}")
                 },
                 cases: cases.into_iter().collect(),
                 unexercised,

@@ -20,7 +20,7 @@ const MAX_PENDING_APPROVALS: usize = 1024;
 /// and `error`, the translator's name for a JSON-RPC error answering the request — the real
 /// Codex takes that as a refusal too (0.169: it logs `Rejected("approval request failed")` and
 /// runs nothing), as `protocol-safe-default` does.
-pub(crate) const REFUSING_DECISIONS: &[&str] = &["decline", "cancel", "denied", "abort", "error"];
+pub const REFUSING_DECISIONS: &[&str] = &["decline", "cancel", "denied", "abort", "error"];
 
 #[derive(Debug, Default)]
 pub(crate) struct EscalationWatch {

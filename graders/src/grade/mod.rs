@@ -28,6 +28,8 @@ use crate::reader::{EventReader, ReadError, ReaderConfig, StreamError, StreamVal
 use crate::verdict::{EvidenceRef, Verdict, VerdictKind};
 use std::io::BufRead;
 
+pub use escalation::REFUSING_DECISIONS;
+
 #[derive(Debug, thiserror::Error)]
 pub enum GradeError {
     #[error("unknown suite `{0}` (known: {known})", known = known_suites().join(", "))]

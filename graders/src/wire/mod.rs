@@ -16,6 +16,7 @@ use crate::events::{
 };
 pub use terminal::DriverEnd;
 pub use transcript::TranscriptError;
+pub use translate::decision_of;
 
 /// What the wire cannot show about a run: the cell, the launch the cell asked for, the release
 /// whose protocol applies and what the driver declared.

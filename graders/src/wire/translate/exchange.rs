@@ -109,7 +109,7 @@ fn rpc_error(error: &Value) -> RpcError {
 }
 
 /// An approval's decision: a string, or the key of an object decision.
-pub(super) fn decision_of(result: &Value) -> Option<String> {
+pub fn decision_of(result: &Value) -> Option<String> {
     match result.get("decision")? {
         Value::String(s) => Some(s.clone()),
         Value::Object(map) => map.keys().next().cloned(),

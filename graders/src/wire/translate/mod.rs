@@ -17,6 +17,8 @@ mod exchange;
 mod from_driver;
 mod from_server;
 
+pub use exchange::decision_of;
+
 /// Longest user text kept in `turn.submitted.input_excerpt`, and plan text in a plan approval.
 const EXCERPT_CHARS: usize = 500;
 
