@@ -573,10 +573,15 @@ fn red_cell_page_leads_with_its_cause() -> Result<(), String> {
     ] {
         std::fs::write(dir.join(name), text).map_err(|e| e.to_string())?;
     }
+    // What the driver's declarations make of the cell is said at the top too.
+    const DECLARED: &str = "graded against the declared max_line_bytes = 65536";
     let result = CellResult {
         cell: CELL.parse().map_err(|e| format!("{e}"))?,
         profile: Some(suites::spec::Profile::Protocol),
-        expected: suites::Expectation::pass(),
+        expected: suites::Expectation {
+            declarations: Some(DECLARED.into()),
+            ..suites::Expectation::pass()
+        },
         outcome: CellOutcome::Graded {
             verdict: Verdict::new(
                 VerdictKind::Fail,
@@ -618,6 +623,7 @@ fn red_cell_page_leads_with_its_cause() -> Result<(), String> {
         "then: </b>check `session-continued` failed",
         "the driver exited with status 1, 397 ms after",
         "docs/profiles/protocol.md#protocol-handshake",
+        &format!("expected with the driver's declarations: </b>{DECLARED}"),
     ] {
         if !said.contains(text) {
             return Err(format!("the why section does not say `{text}`"));

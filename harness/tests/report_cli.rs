@@ -25,6 +25,43 @@ fn summary(dir: &Path) -> Value {
     serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap()
 }
 
+/// `drivers.toml` in `dir`, declaring the minimal example driver as `mini` (no
+/// `max_line_bytes`), held to both profiles.
+fn mini_drivers(dir: &Path) -> std::path::PathBuf {
+    let drivers = dir.join("drivers.toml");
+    std::fs::write(
+        &drivers,
+        r#"[drivers.mini]
+command = "python3 {repo}/harness/examples/minimal_driver.py --cwd {workspace} --prompt {prompt} --mode {mode} --timeout 2"
+codex = "env:CODEX_PATH"
+contract = "wire"
+modes = ["standard"]
+profiles = ["protocol", "runner-contract"]
+"#,
+    )
+    .unwrap();
+    drivers
+}
+
+/// `harness run ARGS --drivers DRIVERS --out OUT`: whether the driver passes is not these
+/// tests' business; that the run ran is.
+fn run_drivers(drivers: &Path, out: &Path, args: &[&str]) {
+    let output = harness()
+        .arg("run")
+        .args(args)
+        .arg("--drivers")
+        .arg(drivers)
+        .arg("--out")
+        .arg(out)
+        .output()
+        .unwrap();
+    assert!(
+        matches!(output.status.code(), Some(0 | 1)),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
 fn cell_names(summary: &Value) -> Vec<String> {
     summary["cells"]
         .as_array()
@@ -163,40 +200,13 @@ fn merged_shards_of_a_drivers_file_follow_its_matrix_order() {
         tempfile::tempdir().unwrap(),
         tempfile::tempdir().unwrap(),
     );
-    let drivers = dir.path().join("drivers.toml");
-    std::fs::write(
-        &drivers,
-        r#"[drivers.mini]
-command = "python3 {repo}/harness/examples/minimal_driver.py --cwd {workspace} --prompt {prompt} --mode {mode} --timeout 2"
-codex = "env:CODEX_PATH"
-contract = "wire"
-modes = ["standard"]
-profiles = ["protocol", "runner-contract"]
-"#,
-    )
-    .unwrap();
+    let drivers = mini_drivers(dir.path());
     let filter = "core-compatibility.mini-fake.local.";
     for (shard, out) in [("1/2", a.path()), ("2/2", b.path())] {
-        let output = harness()
-            .args([
-                "run",
-                filter,
-                "--jobs",
-                "2",
-                "--partition",
-                shard,
-                "--drivers",
-            ])
-            .arg(&drivers)
-            .arg("--out")
-            .arg(out)
-            .output()
-            .unwrap();
-        // Whether the driver passes is not this test's business; that the run ran is.
-        assert!(
-            matches!(output.status.code(), Some(0 | 1)),
-            "{}",
-            String::from_utf8_lossy(&output.stderr)
+        run_drivers(
+            &drivers,
+            out,
+            &[filter, "--jobs", "2", "--partition", shard],
         );
     }
     let listed = harness()
@@ -223,4 +233,66 @@ profiles = ["protocol", "runner-contract"]
         .unwrap();
     assert!(matches!(output.status.code(), Some(0 | 1)));
     assert_eq!(cell_names(&summary(merged.path())), in_matrix_order);
+}
+
+/// What the declarations make of a cell reaches the reports of a real run and survives
+/// `harness report`: a legal long line of a driver that declares no `max_line_bytes` must work,
+/// and the case that needs the declaration is not applicable naming it.
+#[test]
+fn the_reports_say_what_a_drivers_declarations_make_of_its_cells() {
+    let (dir, out, rebuilt) = (
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+    );
+    let drivers = mini_drivers(dir.path());
+    let line = "protocol-size.mini-fake.local.line-64k";
+    let oversized = "transport-faults.mini-fake.local.oversized-line";
+    run_drivers(&drivers, out.path(), &[line, oversized]);
+    let note = "the driver declares no max_line_bytes, so its line of over 65536 bytes must work";
+    let row = |summary: &Value, name: &str| -> Value {
+        summary["cells"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["cell"] == name)
+            .unwrap()
+            .clone()
+    };
+    for folder in [out.path(), rebuilt.path()] {
+        if folder == rebuilt.path() {
+            let status = harness()
+                .arg("report")
+                .arg("--out")
+                .arg(rebuilt.path())
+                .arg(out.path())
+                .output()
+                .unwrap()
+                .status;
+            assert!(matches!(status.code(), Some(0 | 1)));
+        }
+        let summary = summary(folder);
+        let expected = row(&summary, line)["expected_declarations"].clone();
+        assert!(expected.as_str().unwrap().starts_with(note), "{expected}");
+        assert_eq!(row(&summary, oversized)["status"], "not-applicable");
+        let matrix = std::fs::read_to_string(folder.join("matrix.md")).unwrap();
+        assert!(
+            matrix.contains(&format!("- `{line}` expects pass ({note}")),
+            "{matrix}"
+        );
+        assert!(matrix.contains("the case needs the driver to declare max_line_bytes = N"));
+        let junit = std::fs::read_to_string(folder.join("junit.xml")).unwrap();
+        assert!(junit
+            .contains("not applicable: the case needs the driver to declare max_line_bytes = N"));
+        let html = std::fs::read_to_string(folder.join("report.html")).unwrap();
+        assert!(html.contains(note));
+    }
+    let verdict: Value = serde_json::from_str(
+        &std::fs::read_to_string(out.path().join(line).join("verdict.json")).unwrap(),
+    )
+    .unwrap();
+    assert!(verdict["expected_declarations"]
+        .as_str()
+        .unwrap()
+        .starts_with(note));
 }

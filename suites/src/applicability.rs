@@ -100,8 +100,9 @@ fn takes_answers(driver: &DeclaredDriver) -> bool {
 }
 
 /// What a declared driver's declarations make of a case it can run, when they change what
-/// passes: said beside the cell's expectation (`harness run --list`), so a driver's author knows
-/// before the run which declaration a cell is graded with.
+/// passes: kept in the cell's expectation (`Expectation::declarations`) and said beside it by
+/// `harness run --list` and every report, so a driver's author knows which declaration a cell
+/// is graded with.
 pub fn graded_with(cell: &Cell) -> Option<String> {
     let driver = cell.runner.declared.as_ref()?;
     let bytes = graders::grade::legal_line_bytes(&cell.id.suite, cell.grader_case())?;

@@ -101,6 +101,10 @@ pub struct Expectation {
     pub reason: Option<String>,
     /// The signature that must decide the verdict (`None`: any cause).
     pub signature: Option<String>,
+    /// What the driver's declarations make of the cell, when they change what passes
+    /// ([`crate::applicability::graded_with`]): said beside the expected verdict by
+    /// `harness run --list` and by every report.
+    pub declarations: Option<String>,
 }
 
 impl Expectation {
@@ -109,7 +113,22 @@ impl Expectation {
             verdict: VerdictKind::Pass,
             reason: None,
             signature: None,
+            declarations: None,
         }
+    }
+
+    /// What is expected, in words: the verdict, the baseline's reason, what the declarations
+    /// make of the cell (`expects pass; its line of …`).
+    pub fn describe(&self) -> String {
+        let mut text = match &self.reason {
+            Some(reason) => format!("expects {} (baseline: {reason})", self.verdict),
+            None => format!("expects {}", self.verdict),
+        };
+        if let Some(note) = &self.declarations {
+            text.push_str("; ");
+            text.push_str(note);
+        }
+        text
     }
 
     pub fn is_pass(&self) -> bool {
@@ -265,7 +284,7 @@ mod tests {
         let known_failure = Expectation {
             verdict: VerdictKind::StartupRejected,
             reason: Some("legacy".into()),
-            signature: None,
+            ..Expectation::pass()
         };
         assert_eq!(
             known_failure.judge(VerdictKind::StartupRejected),
@@ -300,6 +319,7 @@ mod tests {
             verdict: VerdictKind::SandboxFailedToStart,
             reason: Some("userns blocked".into()),
             signature: Some("bwrap-namespace-no-permission".into()),
+            declarations: None,
         };
         let verdict = |sig: Option<&str>| {
             let v = Verdict::new(VerdictKind::SandboxFailedToStart, "r", vec![]);

@@ -158,7 +158,10 @@ impl Matrix {
             entries: entries.into_iter().map(|(k, (e, _))| (k, e)).collect(),
         };
         for cell in &mut cells {
-            cell.expected = baseline.expectation(&cell.name());
+            cell.expected = Expectation {
+                declarations: crate::applicability::graded_with(cell),
+                ..baseline.expectation(&cell.name())
+            };
         }
         Ok(Self {
             file,
@@ -366,6 +369,7 @@ fn check_entry_verdict(entry: &BaselineEntry, source: &str) -> Result<Expectatio
         verdict,
         reason: Some(entry.reason.clone()),
         signature: entry.signature.clone(),
+        declarations: None,
     })
 }
 

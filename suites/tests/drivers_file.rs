@@ -497,6 +497,58 @@ fn a_case_needing_a_declaration_the_driver_lacks_is_not_applicable_naming_the_ke
     );
 }
 
+/// What a driver's declarations make of a cell is part of its expectation, computed once when
+/// the matrix is built: `harness run --list` and every report read it from there. A case that
+/// needs an undeclared capability is not applicable, naming the key to declare.
+#[test]
+fn a_cell_graded_with_the_drivers_declarations_carries_it_in_its_expectation() {
+    let matrix = load(GOOD, &[]).unwrap();
+    let line = matrix
+        .cell("protocol-size.my-runner-fake.local.line-1m")
+        .unwrap();
+    let note = line.expected.declarations.as_deref().unwrap();
+    assert_eq!(
+        Some(note.to_string()),
+        suites::applicability::graded_with(line)
+    );
+    assert!(note.contains("declares no max_line_bytes"), "{note}");
+    assert_eq!(line.expected.describe(), format!("expects pass; {note}"));
+    let oversized = matrix
+        .cell("transport-faults.my-runner-fake.local.oversized-line")
+        .unwrap();
+    assert!(oversized
+        .not_applicable
+        .as_deref()
+        .unwrap()
+        .contains("max_line_bytes = N"));
+    assert_eq!(oversized.expected.declarations, None);
+
+    let bounded = load(
+        &GOOD.replace("modes = [", "max_line_bytes = 65536\nmodes = ["),
+        &[],
+    )
+    .unwrap();
+    let line = bounded
+        .cell("protocol-size.my-runner-fake.local.line-1m")
+        .unwrap();
+    assert!(line
+        .expected
+        .describe()
+        .contains("above the declared max_line_bytes = 65536"));
+    // The harness's own drivers are graded without a note, and a cell with no legal line has none.
+    for name in [
+        "protocol-size.runner-fake.local.line-1m",
+        "protocol-size.my-runner-fake.local.delta-burst",
+    ] {
+        if let Some(cell) = bounded.cell(name) {
+            assert_eq!(cell.expected.declarations, None, "{name}");
+        }
+    }
+    assert!(bounded
+        .cell("protocol-size.my-runner-fake.local.delta-burst")
+        .is_some());
+}
+
 #[test]
 fn one_baseline_pattern_gives_one_reason_to_every_cell_it_matches() {
     let with_pattern = format!(

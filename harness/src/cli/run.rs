@@ -177,16 +177,7 @@ fn list(cells: &[suites::Cell], ctx: &CellContext) {
             let status = if ctx.ci { "error" } else { "ignored" };
             (status, reason)
         } else {
-            let expected = &cell.expected;
-            let detail = match &expected.reason {
-                Some(reason) => format!("expects {} (baseline: {reason})", expected.verdict),
-                None => format!("expects {}", expected.verdict),
-            };
-            let detail = match suites::applicability::graded_with(cell) {
-                Some(note) => format!("{detail}; {note}"),
-                None => detail,
-            };
-            ("runs", detail)
+            ("runs", cell.expected.describe())
         };
         // Where a driver runs as another user, its install must be readable by that user.
         let detail = match sandbox::catalogue::spec(cell.id.environment.as_str())

@@ -179,6 +179,7 @@ mod tests {
             verdict: VerdictKind::StartupRejected,
             reason: Some("userns blocked".into()),
             signature: Some("bwrap-namespace-no-permission".into()),
+            declarations: None,
         }
     }
 

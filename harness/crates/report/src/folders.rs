@@ -223,6 +223,7 @@ fn error_cell(id: &CellId, path: &Path, why: String) -> Found {
             status: Status::Error,
             expected: "pass".into(),
             expected_reason: None,
+            expected_declarations: None,
             verdict: None,
             reason: why,
             duration_ms: 0,

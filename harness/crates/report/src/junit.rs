@@ -36,6 +36,10 @@ pub fn junit_xml(summary: &Summary) -> Result<String> {
                 } else {
                     format!("expected `{}`, got `{got}`", cell.expected)
                 };
+                let what = match &cell.expected_declarations {
+                    Some(note) => format!("{what}; declarations: {note}"),
+                    None => what,
+                };
                 status.set_message(what);
                 status.set_type(got);
                 status.set_description(format!("{}\nevidence: {}", cell.reason, cell.evidence_dir));

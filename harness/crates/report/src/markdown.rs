@@ -82,7 +82,7 @@ pub fn markdown(summary: &Summary) -> String {
                 out,
                 "| `{}` | {} | {} | {} | `{}` |",
                 cell.cell,
-                cell.expected,
+                escape(&cell.expected_with_declarations()),
                 got,
                 escape(&cell.reason),
                 cell.evidence_dir
@@ -113,6 +113,27 @@ pub fn markdown(summary: &Summary) -> String {
         for reason in ordered(listed.iter().map(|c| c.reason.as_str())) {
             let count = listed.iter().filter(|c| c.reason == reason).count();
             let _ = writeln!(out, "- {count} cells: {}", escape(reason));
+        }
+        let _ = writeln!(out);
+    }
+
+    let graded_with: Vec<&CellSummary> = summary
+        .cells
+        .iter()
+        .filter(|c| c.expected_declarations.is_some())
+        .collect();
+    if !graded_with.is_empty() {
+        let _ = writeln!(
+            out,
+            "### What the driver's declarations make of these cells\n"
+        );
+        for cell in graded_with {
+            let _ = writeln!(
+                out,
+                "- `{}` expects {}",
+                cell.cell,
+                escape(&cell.expected_with_declarations())
+            );
         }
         let _ = writeln!(out);
     }

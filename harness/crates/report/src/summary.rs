@@ -65,6 +65,10 @@ pub struct CellSummary {
     /// Why a non-pass verdict is expected (from the baseline).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expected_reason: Option<String>,
+    /// What the driver's declarations make of the cell, when they change what passes
+    /// (`suites::Expectation::declarations`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected_declarations: Option<String>,
     /// The verdict, when the cell was graded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verdict: Option<String>,
@@ -165,6 +169,15 @@ pub(crate) fn by_profile(cells: &[CellSummary]) -> Vec<(Option<Profile>, Vec<&Ce
 }
 
 impl CellSummary {
+    /// The expected verdict, with what the driver's declarations make of the cell when they
+    /// change what passes: `pass (the driver declares no max_line_bytes, so …)`.
+    pub fn expected_with_declarations(&self) -> String {
+        match &self.expected_declarations {
+            Some(note) => format!("{} ({note})", self.expected),
+            None => self.expected.clone(),
+        }
+    }
+
     pub fn from_result(result: &CellResult) -> Self {
         let (status, verdict, reason) = match &result.outcome {
             CellOutcome::Graded { verdict, agreement } => {
@@ -193,6 +206,7 @@ impl CellSummary {
             status,
             expected: result.expected.verdict.to_string(),
             expected_reason: result.expected.reason.clone(),
+            expected_declarations: result.expected.declarations.clone(),
             verdict,
             reason,
             duration_ms: u64::try_from(result.duration.as_millis()).unwrap_or(u64::MAX),

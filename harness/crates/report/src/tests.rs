@@ -36,7 +36,7 @@ fn sample() -> Vec<CellResult> {
     let rejected = Expectation {
         verdict: VerdictKind::StartupRejected,
         reason: Some("legacy planning runs the fs helper; loopback set-up is refused".into()),
-        signature: None,
+        ..Expectation::pass()
     };
     vec![
         graded(
@@ -389,4 +389,76 @@ fn a_complete_load_reads_each_verdict_and_names_every_cell_that_did_not_run() {
         loaded.summary.wall_ms, 0,
         "no run's wall time describes these cells"
     );
+}
+
+/// A cell graded with the driver's declarations (a legal line above or without a declared
+/// `max_line_bytes`) says so in every report — beside its expected verdict in the Markdown's
+/// differences and a section of its own, in the JUnit failure's message, in summary.json, in
+/// verdict.json (and back), and on report.html — not only in `harness run --list`.
+#[test]
+fn what_the_declarations_make_of_a_cell_is_said_in_every_report() {
+    let note = "the driver declares no max_line_bytes, so its line of over 1048576 bytes must work";
+    let expected = Expectation {
+        declarations: Some(note.into()),
+        ..Expectation::pass()
+    };
+    let results = vec![
+        graded(
+            "protocol-size.my-runner-fake.local.line-1m",
+            &expected,
+            VerdictKind::Fail,
+            "check `line-read-whole` failed: the run ended transport-lost",
+        ),
+        graded(
+            "protocol-size.my-runner-fake.local.line-64k",
+            &Expectation {
+                declarations: Some("within the declared max_line_bytes = 65536".into()),
+                ..Expectation::pass()
+            },
+            VerdictKind::Pass,
+            "the session went on",
+        ),
+    ];
+    let summary = Summary::from_results(&results, Duration::from_millis(10));
+    assert_eq!(
+        summary.cells[0].expected_declarations.as_deref(),
+        Some(note)
+    );
+
+    let matrix = markdown(&summary);
+    assert!(
+        matrix.contains(&format!(
+            "| `protocol-size.my-runner-fake.local.line-1m` | pass ({note}) | fail |"
+        )),
+        "{matrix}"
+    );
+    assert!(matrix.contains("### What the driver's declarations make of these cells"));
+    assert!(matrix.contains(
+        "- `protocol-size.my-runner-fake.local.line-64k` expects pass (within the declared max_line_bytes = 65536)"
+    ));
+    let junit = junit_xml(&summary).unwrap();
+    assert!(
+        junit.contains(&format!(
+            "message=\"expected `pass`, got `fail`; declarations: {note}\""
+        )),
+        "{junit}"
+    );
+    let json = serde_json::to_value(&summary).unwrap();
+    assert_eq!(json["cells"][0]["expected_declarations"], note);
+    assert!(json["cells"][0].get("expected_reason").is_none());
+
+    let dir = tempfile::tempdir().unwrap();
+    let evidence = crate::layout::CellEvidence::new(dir.path());
+    let file = crate::verdict_file::VerdictFile::from_result(&results[0]);
+    file.write(&evidence).unwrap();
+    let read = crate::verdict_file::VerdictFile::read(&evidence)
+        .unwrap()
+        .unwrap();
+    assert_eq!(read.expected_declarations.as_deref(), Some(note));
+    let row = read.summary(&results[0].cell, &evidence);
+    assert_eq!(row.expected_declarations.as_deref(), Some(note));
+
+    let page = crate::html::render(&summary);
+    assert!(page.contains(note), "the page's data holds the note");
+    assert!(page.contains("expected with the driver's declarations"));
 }

@@ -27,6 +27,9 @@ pub struct VerdictFile {
     /// Why the baseline expects it.
     #[serde(default)]
     pub expected_reason: Option<String>,
+    /// What the driver's declarations make of the cell, when they change what passes.
+    #[serde(default)]
+    pub expected_declarations: Option<String>,
     /// The verdict, when the cell was graded.
     #[serde(default)]
     pub verdict: Option<Verdict>,
@@ -72,6 +75,7 @@ impl VerdictFile {
             status: summary.status,
             expected: summary.expected,
             expected_reason: summary.expected_reason,
+            expected_declarations: summary.expected_declarations,
             verdict: result.verdict().cloned(),
             agreement,
             message: summary.reason,
@@ -167,6 +171,7 @@ impl VerdictFile {
             status: self.status,
             expected: self.expected.clone(),
             expected_reason: self.expected_reason.clone(),
+            expected_declarations: self.expected_declarations.clone(),
             verdict: self.verdict.as_ref().map(|v| v.verdict.to_string()),
             reason: self.message.clone(),
             duration_ms: self.duration_ms,

@@ -33,6 +33,8 @@ pub struct CellPage {
     pub reason: String,
     pub expected: String,
     pub expected_reason: Option<String>,
+    /// What the driver's declarations make of the cell, when they change what passes.
+    pub expected_declarations: Option<String>,
     pub agreement: Option<String>,
     pub duration_ms: u64,
     pub evidence_dir: String,
@@ -269,6 +271,7 @@ impl CellPage {
             reason: cell.reason.clone(),
             expected: cell.expected.clone(),
             expected_reason: cell.expected_reason.clone(),
+            expected_declarations: cell.expected_declarations.clone(),
             agreement: None,
             duration_ms: cell.duration_ms,
             evidence_dir: cell.evidence_dir.clone(),

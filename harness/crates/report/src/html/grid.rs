@@ -51,6 +51,9 @@ fn tooltip(cell: &CellSummary) -> String {
     if let Some(why) = &cell.expected_reason {
         let _ = write!(text, "\nbaseline: {why}");
     }
+    if let Some(note) = &cell.expected_declarations {
+        let _ = write!(text, "\ndeclarations: {note}");
+    }
     text
 }
 

@@ -393,7 +393,8 @@
       d.stderr_tail !== null && d.stderr_tail !== undefined
         ? [h("h4", {}, "the driver's stderr.log (last " + d.stderr_tail.length + " of " + d.stderr_bytes + " bytes)"), h("pre.stderr", {}, d.stderr_tail)]
         : h("p.dim", {}, "the driver left no stderr.log"),
-      about ? h("p.about", {}, h("b", {}, "the case checks: "), about.case, " · ", aboutLink) : null);
+      about ? h("p.about", {}, h("b", {}, "the case checks: "), about.case, " · ", aboutLink) : null,
+      d.expected_declarations ? h("p.declarations", {}, h("b", {}, "expected with the driver's declarations: "), d.expected_declarations) : null);
     const verdictPanel = section("Verdict",
       h("h4", {}, "the baseline expects"),
       h("p", {}, h("span.badge.v-" + d.expected, {}, d.expected || "?"), " ",

@@ -87,6 +87,7 @@ fn summary_cell(name: &str, dir: &Path, status: Status, verdict: Option<&str>) -
         status,
         expected: "pass".into(),
         expected_reason: None,
+        expected_declarations: None,
         verdict: verdict.map(str::to_string),
         reason: "the write was refused".into(),
         duration_ms: 12,
