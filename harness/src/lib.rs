@@ -3,7 +3,8 @@
 //! Owns: the subcommands ([`cli`]); the run orchestration of `harness run` — the process's one
 //! SIGINT/SIGTERM handler, running the scheduler to its end or to a stop, writing the reports
 //! of what finished, the exit code ([`shutdown`]); and the tools built on the matrix: protocol
-//! coverage of a release by the protocol profile ([`coverage`]), protocol drift between Codex
+//! coverage of a release by the protocol profile, and of a run by each declared driver
+//! ([`coverage`]), protocol drift between Codex
 //! versions ([`drift`]), differential fidelity of the fake against the real Codex
 //! ([`fidelity`]), reproducing a sandbox failure ([`repro`]), the power of the cells over a
 //! driver's bugs ([`mutate`]) and the benchmarks ([`bench`]).

@@ -373,6 +373,15 @@ fn status_without_transcript(evidence: &CellEvidence) -> String {
     }
 }
 
+/// One runner's cells in the folder: those read, those without a transcript (by status), and
+/// the tallies of the transcripts.
+#[derive(Debug, Default)]
+struct Gathered {
+    cells: Vec<String>,
+    without: BTreeMap<String, u64>,
+    tallies: Tallies,
+}
+
 /// What each driver of the drivers file at `drivers` was exercised on in the evidence folder
 /// `out`.
 pub fn exercised(drivers: &Path, out: &Path) -> Result<Exercised> {
@@ -387,11 +396,6 @@ pub fn exercised(drivers: &Path, out: &Path) -> Result<Exercised> {
         codex_versions: Vec::new(),
     })?;
     // Per driver, per runner: its cells and tallies.
-    struct Gathered {
-        cells: Vec<String>,
-        without: BTreeMap<String, u64>,
-        tallies: Tallies,
-    }
     let mut gathered: BTreeMap<&str, BTreeMap<String, Gathered>> = BTreeMap::new();
     for id in cell_folders(out)? {
         let Some(driver) = driver_of(&id.runner, &file.drivers) else {
@@ -401,11 +405,7 @@ pub fn exercised(drivers: &Path, out: &Path) -> Result<Exercised> {
             .entry(driver)
             .or_default()
             .entry(id.runner.clone())
-            .or_insert_with(|| Gathered {
-                cells: Vec::new(),
-                without: BTreeMap::new(),
-                tallies: Tallies::default(),
-            });
+            .or_default();
         let evidence = CellEvidence::of(out, &id.to_string());
         match read_transcript(&evidence)? {
             Some(records) => {
@@ -431,15 +431,7 @@ pub fn exercised(drivers: &Path, out: &Path) -> Result<Exercised> {
                     .or_insert_with(|| coverage(release).map_err(|e| format!("{e:#}")))
                     .clone()
             });
-            runs.push(run(
-                runner,
-                kind,
-                release,
-                found.cells,
-                found.without,
-                found.tallies,
-                profile,
-            ));
+            runs.push(run(runner, kind, release, found, profile));
         }
         // The fake first, then the real Codex by version.
         runs.sort_by_key(|r| (r.app_server != "fake", r.runner.clone()));
@@ -486,11 +478,14 @@ fn run(
     runner: String,
     kind: AppServerKind,
     release: Option<String>,
-    cells: Vec<String>,
-    without_transcript: BTreeMap<String, u64>,
-    tallies: Tallies,
+    found: Gathered,
     profile: Option<std::result::Result<Coverage, String>>,
 ) -> Run {
+    let Gathered {
+        cells,
+        without: without_transcript,
+        tallies,
+    } = found;
     let profile_missing = match &profile {
         None => Some("the runner's release is not known: it is not in the matrix the drivers file builds (a `--codex` version with a pre-release?)".to_string()),
         Some(Err(why)) => Some(why.clone()),
