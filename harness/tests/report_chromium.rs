@@ -11,6 +11,7 @@
 #[allow(dead_code)]
 mod common;
 
+use common::harness_cli::{rebuild, run_cells};
 use common::prereq;
 use libtest_mimic::{Arguments, Failed};
 use serde_json::Value;
@@ -33,7 +34,8 @@ const FILTERS: &[&str] = &[
 ];
 /// A cell whose verdict cites several events.
 const CITING_CELL: &str = "codex-planning-read-only.runner-fake.local.plan-write-refused";
-/// Transcript lines of the large cell.
+/// Transcript lines of the large cell (its page keeps `report::html::MAX_TIMELINE_ENTRIES` of
+/// them, head and tail, and a note for the rest).
 const LARGE_TIMELINE: usize = 10_000;
 /// Most timeline rows a virtualised page keeps in the DOM: a tall window's rows plus overscan
 /// (report.js renders the visible rows and 12 either side).
@@ -208,27 +210,6 @@ fn attribute<'a>(tag: &'a str, name: &str) -> Option<&'a str> {
     let start = tag.find(&needle)? + needle.len();
     let end = start + tag[start..].find('"')?;
     Some(&tag[start..end])
-}
-
-/// `harness run FILTER… --out DIR`: real cells, real evidence.
-fn run_cells(out: &Path, filters: &[&str]) -> Result<(), String> {
-    let output = Command::new(assert_cmd::cargo::cargo_bin("harness"))
-        .arg("run")
-        .args(filters)
-        .args(["--jobs", "2", "--out"])
-        .arg(out)
-        .env_remove("GITHUB_STEP_SUMMARY")
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| format!("running harness run: {e}"))?;
-    if !output.status.success() {
-        return Err(format!(
-            "harness run {} failed: {}",
-            filters.join(" "),
-            String::from_utf8_lossy(&output.stderr)
-        ));
-    }
-    Ok(())
 }
 
 fn cited_seqs(cell_dir: &Path) -> Result<Vec<u64>, String> {
@@ -463,7 +444,22 @@ fn large_timeline_virtualised_and_whole_matrix_opens() -> Result<(), String> {
     .map_err(|e| format!("the measurement: {e}"))?;
     eprintln!("large timeline ({LARGE_TIMELINE} transcript lines): {measure}");
     let number = |key: &str| measure[key].as_f64().unwrap_or(f64::INFINITY);
-    if number("entries") < LARGE_TIMELINE as f64 {
+    let kept = report::html::MAX_TIMELINE_ENTRIES;
+    // What the page leaves out it says, and it links the file that holds it.
+    let left_out = dom_slice_after(&dom, "not in the report: ")
+        .split('<')
+        .next()
+        .unwrap_or("");
+    if !left_out.contains("transcript.jsonl lines ") {
+        return Err("the page does not say which transcript lines it left out".into());
+    }
+    let link = format!("<a href=\"{CITING_CELL}/transcript.jsonl\">transcript.jsonl</a>");
+    if !dom.contains(&link) {
+        return Err(format!(
+            "the page does not link the transcript: no `{link}`"
+        ));
+    }
+    if number("entries") < kept as f64 {
         return Err(format!("the timeline holds {} entries", number("entries")));
     }
     // Deterministic: virtualised scrolling keeps a bounded window of rows in the DOM at every
@@ -491,9 +487,9 @@ fn large_timeline_virtualised_and_whole_matrix_opens() -> Result<(), String> {
             number("rows_in_dom")
         ));
     }
-    if number("scroll_height_px") < LARGE_TIMELINE as f64 * ROW_PX {
+    if number("scroll_height_px") < kept as f64 * ROW_PX {
         return Err(format!(
-            "the timeline scrolls over {} px, less than {LARGE_TIMELINE} rows of {ROW_PX} px",
+            "the timeline scrolls over {} px, less than {kept} rows of {ROW_PX} px",
             number("scroll_height_px")
         ));
     }
@@ -616,7 +612,22 @@ fn red_cell_page_leads_with_its_cause() -> Result<(), String> {
             "the why section (at {why}) does not come before the launch ({launch}) and the timeline ({timeline})"
         ));
     }
+    // The verdict first, then the why section: the cause, and the driver's stderr tail itself.
+    let verdict = dom
+        .find("<span class=\"badge big v-fail\">fail</span>")
+        .ok_or("no verdict badge")?;
+    if verdict > why {
+        return Err(format!(
+            "the verdict (at {verdict}) comes after the why section ({why})"
+        ));
+    }
     let said = html_unescape(&dom[why..timeline]);
+    let stderr = said
+        .find("<pre class=\"stderr\">Traceback (most recent call last):")
+        .ok_or("the why section shows no stderr tail")?;
+    if !said[stderr..].contains(SAID) {
+        return Err("the stderr tail does not end with what the driver said".into());
+    }
     for text in [
         SAID,
         "cause: ",
@@ -639,25 +650,6 @@ fn red_cell_page_leads_with_its_cause() -> Result<(), String> {
         "red-cell.png",
         "1400,900",
     )?;
-    Ok(())
-}
-
-/// `harness report DIR`: rebuild the reports from the folder (no summary.json: from the cells).
-fn rebuild(dir: &Path) -> Result<(), String> {
-    let output = Command::new(assert_cmd::cargo::cargo_bin("harness"))
-        .arg("report")
-        .arg(dir)
-        .env_remove("GITHUB_STEP_SUMMARY")
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| format!("running harness report: {e}"))?;
-    // Exit 1 (cells differ) is still a report; 2 is not.
-    if output.status.code() == Some(2) || !dir.join("report.html").is_file() {
-        return Err(format!(
-            "harness report failed: {}",
-            String::from_utf8_lossy(&output.stderr)
-        ));
-    }
     Ok(())
 }
 

@@ -4,6 +4,7 @@ pub mod codex_schema;
 pub mod driver_copies;
 pub mod fake_driver;
 pub mod fidelity;
+pub mod harness_cli;
 pub mod mutate;
 pub mod prereq;
 pub mod procs;

@@ -63,6 +63,14 @@ pub async fn run_cell(ctx: &CellContext, cell: &Cell) -> CellResult {
             }
         }
     };
+    // What ran in the cell has ended: the copies and caches it left go (none is graded, so
+    // the binding above holds). A folder that stays larger is no wrong verdict: said, not failed.
+    if let Err(why) = report::trim::after_cell(&evidence) {
+        eprintln!(
+            "harness: {}: trimming its evidence folder: {why}",
+            cell.name()
+        );
+    }
     if let Err(e) = file.write(&evidence) {
         // What failed and why (the OS error ends the chain), and how the cell had ended: on a
         // full disk that is where the first write failed, which the verdict would have said.

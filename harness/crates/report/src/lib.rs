@@ -7,7 +7,8 @@
 //! (for CI test panels), a JSON summary (for machines), a Markdown matrix (for
 //! `$GITHUB_STEP_SUMMARY` or a PR comment) and `report.html` (for people: the grid and a page
 //! per cell with its evidence). [`folders`] reads evidence folders back, so `harness report`
-//! can rebuild the reports of a downloaded run or merge shards.
+//! can rebuild the reports of a downloaded run or merge shards; [`trim`] drops what a cell's
+//! folder need not keep once the cell ended.
 //!
 //! May use: `graders` (events, verdicts), `suites` (cells' names and expectations) and
 //! third-party crates. Nothing of the harness: the matrix writes through it, never the
@@ -23,6 +24,7 @@ pub mod layout;
 mod markdown;
 pub mod outcome;
 mod summary;
+pub mod trim;
 pub mod verdict_file;
 
 pub use job_summary::{append_job_summary, job_summary};

@@ -18,10 +18,6 @@ use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
 use suites::spec::Profile;
 
-/// Body text kept per cell: past it, entries keep their one-line summary and point at their
-/// file and line, so one huge cell cannot make the whole report slow to open. The bodies of
-/// cited events are always kept.
-const MAX_CELL_BODY_BYTES: usize = 4 << 20;
 /// How much of stderr.log the page shows (its end: where failures are).
 const STDERR_TAIL_BYTES: u64 = 8 * 1024;
 
@@ -51,6 +47,8 @@ pub struct CellPage {
     /// Entries are in time order when the events carry times (`ts_ms`); otherwise the events
     /// come first in sequence order, then the wire in time order.
     pub timed: bool,
+    /// Every entry when loaded; in report.html, what the report's budget keeps
+    /// (`super::budget`).
     pub timeline: Vec<Entry>,
     pub stderr_tail: Option<String>,
     pub stderr_bytes: u64,
@@ -328,7 +326,6 @@ impl CellPage {
             .unwrap_or(&cell.reason);
         page.check_reason = graders_reason.to_string();
         page.finding = Finding::of(cell, graders_reason, &entries);
-        page.keep_bodies_within_budget(&mut entries);
         page.timed = timed;
         page.timeline = entries;
         page.files = vec![
@@ -388,33 +385,6 @@ impl CellPage {
         self.cause = file.cause;
         if let Some(verdict) = file.verdict {
             self.evidence = verdict.evidence;
-        }
-    }
-
-    fn keep_bodies_within_budget(&mut self, entries: &mut [Entry]) {
-        let mut used: usize = entries
-            .iter()
-            .filter(|e| e.cited)
-            .map(|e| e.body.len())
-            .sum();
-        let mut dropped = 0;
-        for entry in entries.iter_mut().filter(|e| !e.cited) {
-            used += entry.body.len();
-            if used > MAX_CELL_BODY_BYTES {
-                entry.body = format!(
-                    "(not kept in the report: this cell's evidence is over {} MiB; see {} line {})",
-                    MAX_CELL_BODY_BYTES >> 20,
-                    entry.file,
-                    entry.line
-                );
-                dropped += 1;
-            }
-        }
-        if dropped > 0 {
-            self.notes.push(format!(
-                "{dropped} timeline entries show only their summary: the cell's evidence is over {} MiB (the files hold everything)",
-                MAX_CELL_BODY_BYTES >> 20
-            ));
         }
     }
 

@@ -6,12 +6,13 @@
 
 use graders::evidence_file::{self, EvidenceFile, EvidenceFileError, MAX_STREAMED_BYTES};
 use serde_json::Value;
+use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 
 /// Longest line decoded; a longer one is skipped in bounded memory and shown by its length.
 pub const MAX_LINE_BYTES: usize = 1 << 20;
-/// Most lines read from one file; the rest is counted, not kept.
+/// Most lines kept from one file (its head and its tail); the rest is counted, not kept.
 pub const MAX_LINES: usize = 50_000;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -82,7 +83,8 @@ pub struct Read1 {
     pub state: FileState,
 }
 
-/// Read `dir/name` line by line within the bounds.
+/// Read `dir/name` line by line within the bounds: past [`MAX_LINES`], its first and its last
+/// `MAX_LINES / 2` lines (where a run starts and where it ended), the rest counted.
 pub fn read(dir: &Path, name: &str) -> Read1 {
     let mut state = FileState::ok(name);
     let Some(file) = open(dir, name, MAX_STREAMED_BYTES, &mut state) else {
@@ -94,13 +96,10 @@ pub fn read(dir: &Path, name: &str) -> Read1 {
     state.bytes = file.len();
     let mut reader = BufReader::new(file);
     let mut lines = Vec::new();
+    let mut tail: VecDeque<(usize, RawLine)> = VecDeque::new();
     let mut number = 0;
     loop {
-        let RawLine {
-            bytes,
-            length,
-            ended,
-        } = match read_bounded_line(&mut reader) {
+        let raw = match read_bounded_line(&mut reader) {
             Ok(Some(line)) => line,
             Ok(None) => break,
             Err(e) => {
@@ -110,35 +109,48 @@ pub fn read(dir: &Path, name: &str) -> Read1 {
             }
         };
         number += 1;
-        if number > MAX_LINES {
-            state.state = "cut";
-            state.note = Some(format!("only the first {MAX_LINES} lines are shown"));
-            // Count the rest without keeping it.
-            while let Ok(Some(_)) = read_bounded_line(&mut reader) {
-                number += 1;
-            }
-            break;
+        if number <= MAX_LINES / 2 {
+            lines.extend(decode(number, raw, &mut state));
+            continue;
         }
-        let line = match bytes {
-            None => Line::Oversized(length),
-            Some(bytes) if bytes.iter().all(u8::is_ascii_whitespace) => continue,
-            Some(bytes) => match serde_json::from_slice::<Value>(&bytes) {
-                Ok(value) => Line::Json(value),
-                Err(_) => {
-                    if !ended {
-                        state.state = "truncated";
-                        state.note = Some(format!(
-                            "line {number} ends without a newline and is not JSON (the writer was cut off)"
-                        ));
-                    }
-                    Line::Text(String::from_utf8_lossy(&bytes).into_owned())
-                }
-            },
-        };
-        lines.push((number, line));
+        if tail.len() == MAX_LINES / 2 {
+            tail.pop_front();
+        }
+        tail.push_back((number, raw));
+    }
+    if number > MAX_LINES {
+        state.state = "cut";
+        state.note = Some(format!(
+            "the report reads its first and its last {} lines",
+            MAX_LINES / 2
+        ));
+    }
+    for (at, raw) in tail {
+        lines.extend(decode(at, raw, &mut state));
     }
     state.lines = number;
     Read1 { lines, state }
+}
+
+/// Line `number` as the report keeps it; `None` for a blank one.
+fn decode(number: usize, raw: RawLine, state: &mut FileState) -> Option<(usize, Line)> {
+    let line = match raw.bytes {
+        None => Line::Oversized(raw.length),
+        Some(bytes) if bytes.iter().all(u8::is_ascii_whitespace) => return None,
+        Some(bytes) => match serde_json::from_slice::<Value>(&bytes) {
+            Ok(value) => Line::Json(value),
+            Err(_) => {
+                if !raw.ended {
+                    state.state = "truncated";
+                    state.note = Some(format!(
+                        "line {number} ends without a newline and is not JSON (the writer was cut off)"
+                    ));
+                }
+                Line::Text(String::from_utf8_lossy(&bytes).into_owned())
+            }
+        },
+    };
+    Some((number, line))
 }
 
 /// One line without its newline.

@@ -1,10 +1,12 @@
 //! `report.html`: one self-contained page (no network, no CDN: the style, the script and every
-//! cell's evidence are inside it, so it works from a downloaded CI artifact). The matrix grid
+//! cell's page are inside it, so it works from a downloaded CI artifact; each page embeds a
+//! bounded part of its cell's evidence, [`budget`], and links the files). The matrix grid
 //! is plain HTML; each cell's page data is a JSON block the script parses only when that cell is
 //! opened, so the whole matrix opens fast however much evidence the cells hold, and the cell
 //! timeline is virtualised (only the rows on screen exist in the DOM).
 
 mod about;
+mod budget;
 mod cell;
 mod grid;
 pub(crate) mod jsonl;
@@ -12,6 +14,7 @@ mod mutation;
 mod timeline;
 
 pub use about::CaseAbout;
+pub use budget::{MAX_TIMELINE_ENTRIES, MIN_ENTRIES_EACH_END, REPORT_TIMELINE_BYTES};
 pub use cell::CellPage;
 pub use mutation::{MutationDriver, MutationFidelity, MutationRow, MutationSection};
 pub use timeline::Entry;
@@ -70,24 +73,27 @@ fn zero(count: usize) -> &'static str {
 /// The page for `summary`, with each cell's evidence read from its `evidence_dir`.
 pub fn render(summary: &Summary) -> String {
     let pages: Vec<CellPage> = summary.cells.iter().map(CellPage::load).collect();
-    render_pages(summary, &pages)
+    render_pages(summary, pages)
 }
 
-pub fn render_pages(summary: &Summary, pages: &[CellPage]) -> String {
+/// The page for `summary` with these cells' pages, fitted to the report's budget
+/// ([`budget`]).
+pub fn render_pages(summary: &Summary, pages: Vec<CellPage>) -> String {
     render_page(summary, pages, None)
 }
 
 /// [`render`], with `harness mutate`'s section above the matrix (the reference run's cells).
 pub fn render_with_mutation(summary: &Summary, mutation: &MutationSection) -> String {
     let pages: Vec<CellPage> = summary.cells.iter().map(CellPage::load).collect();
-    render_page(summary, &pages, Some(mutation))
+    render_page(summary, pages, Some(mutation))
 }
 
 fn render_page(
     summary: &Summary,
-    pages: &[CellPage],
+    mut pages: Vec<CellPage>,
     mutation: Option<&MutationSection>,
 ) -> String {
+    budget::fit(&mut pages);
     let t = &summary.totals;
     let mut out = String::with_capacity(64 * 1024);
     let _ = write!(

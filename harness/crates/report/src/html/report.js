@@ -26,6 +26,10 @@
       let data;
       try {
         data = JSON.parse(document.getElementById("cell-" + i).textContent);
+        // Rows are arrays in the page (timeline::Entry): named again here.
+        data.timeline = (data.timeline || []).map((r) => ({
+          t: r[0], src: r[1], seq: r[2], file: r[3], line: r[4], title: r[5], text: r[6], body: r[7], cited: r[8] === 1,
+        }));
       } catch (e) {
         data = { cell: names[i], notes: ["this cell's data in the report is broken: " + e] };
       }
@@ -299,7 +303,7 @@
           e.cited ? h("span.badge", {}, "cited by the verdict") : null,
           h("b", {}, e.title), " · ", e.src, e.seq === null || e.seq === undefined ? "" : " · event #" + e.seq,
           " · ", e.file + " line " + e.line, e.t ? " · " + formatTime(e.t, base) : ""),
-        h("pre.body", {}, e.body));
+        h("pre.body", {}, e.body || "(not in the report, which keeps a bounded share of each cell's messages: see " + e.file + " line " + e.line + ")"));
     }
 
     const citedBox = h("input", { type: "checkbox", onchange: (ev) => { citedOnly = ev.target.checked; refilter(); } });
@@ -421,7 +425,7 @@
         " ", h("strong", {}, l.title), " ", h("span.excerpt", {}, l.text)))) : h("p.dim", {}, "the verdict cites no event")) : null;
     const files = section("Evidence files",
       h("p.dim", {}, d.evidence_dir || ""),
-      h("table.kv", {}, (d.files || []).map((f) => h("tr.file-" + f.state, {}, h("th", {}, f.name), h("td", {}, f.state + (f.state === "missing" ? "" : " · " + f.lines + " lines · " + f.bytes + " bytes") + (f.note ? " · " + f.note : ""))))));
+      h("table.kv", {}, (d.files || []).map((f) => h("tr.file-" + f.state, {}, h("th", {}, f.state === "missing" ? f.name : h("a", { href: encodeURI(d.cell + "/" + f.name) }, f.name)), h("td", {}, f.state + (f.state === "missing" ? "" : " · " + f.lines + " lines · " + f.bytes + " bytes") + (f.note ? " · " + f.note : ""))))));
     cellView.replaceChildren(nav, head, why, ...notes, ...(finding ? [finding] : []), h("div.columns", {}, verdictPanel, evidencePanel), launchPanel(d), timeline.panel, files);
     timeline.refilter();
     const first = evidence.find((ev) => ev.seq !== null && ev.seq !== undefined);

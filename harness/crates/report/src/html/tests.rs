@@ -75,6 +75,21 @@ fn evidence_folder(dir: &Path, name: &str) {
         .unwrap();
 }
 
+/// `dir`'s transcript replaced by `text`, its verdict bound to it again.
+fn with_transcript(dir: &Path, text: &str) {
+    std::fs::write(dir.join("transcript.jsonl"), text).unwrap();
+    let evidence = crate::layout::CellEvidence::new(dir);
+    crate::verdict_file::VerdictFile::parse(
+        &std::fs::read(evidence.verdict()).unwrap(),
+        &evidence.verdict(),
+    )
+    .unwrap()
+    .bind(&evidence)
+    .unwrap()
+    .write(&evidence)
+    .unwrap();
+}
+
 fn summary_cell(name: &str, dir: &Path, status: Status, verdict: Option<&str>) -> CellSummary {
     let id: graders::events::CellId = name.parse().unwrap();
     CellSummary {
@@ -275,39 +290,105 @@ fn escape_covers_markup_and_quotes() {
     );
 }
 
+/// A delta burst's cell: 100 000 transcript lines (24 MB). Its page was 24.6 MB; now it keeps
+/// the timeline's head and tail with a note saying what is left out, its cited events, and
+/// bodies within the report's budget.
 #[test]
-fn a_huge_cell_keeps_every_row_but_only_a_bounded_amount_of_bodies() {
+fn a_cell_with_a_24_mb_transcript_renders_within_a_bound() {
     let dir = tempfile::tempdir().unwrap();
     evidence_folder(dir.path(), CELL);
-    let filler = "x".repeat(2000);
-    let lines: Vec<String> = (0..4000)
+    let delta = json!({"direction": "out", "time": 2000, "launch": 1, "message": {"method": "item/agentMessage/delta", "params": {"threadId": "01a24603-0ae5-74b8-857e-adab14104e10", "turnId": "01a24603-0ae6-732d-bd21-d62b4d47f9c9", "itemId": "01a24603-0ae7-734c-a652-edc0c9775362", "delta": "x".repeat(60)}}}).to_string();
+    let mut transcript = (delta + "\n").repeat(100_000);
+    transcript.push_str(&(json!({"direction": "out", "time": 3000, "message": {"method": "turn/completed", "params": {}}}).to_string() + "\n"));
+    assert!(transcript.len() > 24_000_000, "{}", transcript.len());
+    with_transcript(dir.path(), &transcript);
+    let cell = summary_cell(CELL, dir.path(), Status::AsExpected, Some("pass"));
+    let html = render(&Summary::from_cells(vec![cell], 0));
+    let bound = 5 << 20;
+    assert!(
+        html.len() < bound,
+        "report.html is {} bytes, over {bound}",
+        html.len()
+    );
+    let data = cell_data(&html, 0);
+    let rows = data["timeline"].as_array().unwrap();
+    // Head and tail, the cited rows, and one note for the rest, naming the file's lines it
+    // left out.
+    let cited: Vec<_> = rows.iter().filter(|r| r[8] == 1).collect();
+    assert_eq!(rows.len(), MAX_TIMELINE_ENTRIES + cited.len() + 1);
+    let note = rows
+        .iter()
+        .find(|r| r[1] == "note" && r[5] == "not in the report")
+        .expect("a note where the entries left out were");
+    let text = note[6].as_str().unwrap();
+    assert!(
+        text == "not in the report: transcript.jsonl lines 998–99001 (48003 entries); the evidence files hold them",
+        "{text}"
+    );
+    // The tail is the file's: its last line is the last row.
+    let last = rows.last().unwrap();
+    assert_eq!(
+        (last[3].as_str(), last[4].as_u64()),
+        (Some("transcript.jsonl"), Some(100_001)),
+        "{last}"
+    );
+    assert_eq!(data["files"][2]["lines"], 100_001);
+    assert_eq!(data["files"][2]["state"], "cut");
+    // Cited rows keep their whole message.
+    assert!(!cited.is_empty());
+    assert!(cited
+        .iter()
+        .all(|r| r[7].as_str().unwrap().contains("\"seq\"")));
+}
+
+/// The report's budget goes to the red cells first: a red cell keeps its whole timeline, the
+/// others share what is left, and the whole report stays bounded however many cells there are.
+#[test]
+fn the_timeline_budget_goes_to_red_cells_first_and_bounds_the_report() {
+    let root = tempfile::tempdir().unwrap();
+    let filler = "y".repeat(2000);
+    let lines: Vec<String> = (0..100)
         .map(|i| json!({"direction": "out", "time": 2000 + i, "message": {"method": "item/agentMessage/delta", "params": {"delta": filler}}}).to_string())
         .collect();
-    std::fs::write(dir.path().join("transcript.jsonl"), lines.join("\n") + "\n").unwrap();
-    let page = CellPage::load(&summary_cell(
-        CELL,
-        dir.path(),
-        Status::AsExpected,
-        Some("pass"),
-    ));
-    assert_eq!(page.timeline.len(), 5 + 4000, "every line keeps its row");
-    let bodies: usize = page.timeline.iter().map(|e| e.body.len()).sum();
-    assert!(bodies < (4 << 20) + 200 * 4000, "{bodies} bytes of bodies");
-    assert!(page
-        .timeline
-        .iter()
-        .filter(|e| e.cited)
-        .all(|e| e.body.contains("\"seq\"")));
-    let last = page.timeline.last().unwrap();
-    assert!(
-        last.body.contains("transcript.jsonl line 4000"),
-        "{}",
-        last.body
-    );
-    assert!(page
-        .notes
-        .iter()
-        .any(|n| n.contains("show only their summary")));
+    let mut cells = Vec::new();
+    let count = 150;
+    for i in 0..count {
+        let name = format!("core-compatibility.runner-fake.local.case-{i}");
+        let dir = root.path().join(&name);
+        std::fs::create_dir_all(&dir).unwrap();
+        evidence_folder(&dir, &name);
+        with_transcript(&dir, &(lines.join("\n") + "\n"));
+        let (status, verdict) = if i == 7 {
+            (Status::Differs, "fail")
+        } else {
+            (Status::AsExpected, "pass")
+        };
+        cells.push(summary_cell(&name, &dir, status, Some(verdict)));
+    }
+    let html = render(&Summary::from_cells(cells, 0));
+    let rows = |index: usize| {
+        cell_data(&html, index)["timeline"]
+            .as_array()
+            .unwrap()
+            .clone()
+    };
+    let with_body = |rows: &[serde_json::Value]| rows.iter().filter(|r| r[7] != "").count();
+    let red = rows(7);
+    assert_eq!(red.len(), 105, "the red cell keeps every entry");
+    assert_eq!(with_body(&red), 105, "and every body");
+    let green = rows(8);
+    assert!(with_body(&green) < 20, "{} bodies", with_body(&green));
+    assert!(green.len() >= 2 * MIN_ENTRIES_EACH_END, "{}", green.len());
+    let bound = REPORT_TIMELINE_BYTES + count * 8 * 1024;
+    assert!(html.len() < bound, "report.html is {} bytes", html.len());
+}
+
+/// The JSON data block of cell `index` in `html`.
+fn cell_data(html: &str, index: usize) -> serde_json::Value {
+    let marker = format!("id=\"cell-{index}\">");
+    let start = html.find(&marker).unwrap() + marker.len();
+    let end = start + html[start..].find("</script>").unwrap();
+    serde_json::from_str(&html[start..end]).unwrap()
 }
 
 #[test]
@@ -346,7 +427,7 @@ fn a_red_cells_page_carries_its_cause_its_stderr_and_what_the_case_checks() {
     );
     let html = render_pages(
         &Summary::from_cells(vec![cell.clone()], 0),
-        &[CellPage::load(&cell)],
+        vec![CellPage::load(&cell)],
     );
     assert!(html.contains("id=\"repository-base\""));
 }

@@ -11,7 +11,10 @@ const MAX_BODY_CHARS: usize = 8 * 1024;
 /// Longest one-line summary of an entry.
 const MAX_TEXT_CHARS: usize = 200;
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// One row of a cell's timeline. In report.html each is a JSON array, `[t, src, seq, file,
+/// line, title, text, body, cited]` (report.js names the fields again): a report holds tens of
+/// thousands of rows, and their keys were a fifth of it.
+#[derive(Debug, Clone, PartialEq)]
 pub struct Entry {
     /// Unix milliseconds, when the line carries a time.
     pub t: Option<u64>,
@@ -24,8 +27,26 @@ pub struct Entry {
     pub line: usize,
     pub title: String,
     pub text: String,
+    /// The whole line, bounded; empty when the report's budget left it out (`super::budget`).
     pub body: String,
     pub cited: bool,
+}
+
+impl Serialize for Entry {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        (
+            self.t,
+            self.src,
+            self.seq,
+            self.file,
+            self.line,
+            &self.title,
+            &self.text,
+            &self.body,
+            u8::from(self.cited),
+        )
+            .serialize(serializer)
+    }
 }
 
 pub(super) fn cut(text: &str, max: usize) -> String {
