@@ -9,7 +9,8 @@
 //! for a round, runs it, and tells it what each run showed.
 //!
 //! The cost in the steady case is one second run per killed operator (and driver): its cheapest
-//! killing cell (by the reference's duration). Only when a kill does not hold is another tried
+//! killing cell (the one whose first mutated run took least: a mutant may wait out a driver's
+//! timeout where the reference did not). Only when a kill does not hold is another tried
 //! — the next killing cell, or the runs its kill left out, whose kills are confirmed in turn —
 //! at most [`MAX_CONFIRMATIONS`] second runs per operator.
 
@@ -54,8 +55,8 @@ enum Standing {
 /// one kill settles).
 pub struct Ledger<K> {
     keys: Vec<K>,
-    /// Each run's cost (the reference's duration of its cell): the cheapest kill is confirmed.
-    costs: Vec<Duration>,
+    /// How long each first run took: the cheapest kill is the one made again.
+    took: Vec<Duration>,
     first_kill: bool,
     first: Vec<Option<CellMutant>>,
     again: BTreeMap<usize, Again>,
@@ -64,15 +65,14 @@ pub struct Ledger<K> {
 }
 
 impl<K: Ord + Clone> Ledger<K> {
-    /// `keys[i]` and `costs[i]`: run `i`'s operator on its driver and its cost. `first_kill`:
-    /// an operator's runs are left out once one killed it.
-    pub fn new(keys: Vec<K>, costs: Vec<Duration>, first_kill: bool) -> Self {
-        assert_eq!(keys.len(), costs.len());
+    /// `keys[i]`: run `i`'s operator on its driver. `first_kill`: an operator's runs are left
+    /// out once one killed it.
+    pub fn new(keys: Vec<K>, first_kill: bool) -> Self {
         Self {
             first: vec![None; keys.len()],
+            took: vec![Duration::ZERO; keys.len()],
             waiting: (0..keys.len()).collect(),
             keys,
-            costs,
             first_kill,
             again: BTreeMap::new(),
         }
@@ -116,10 +116,14 @@ impl<K: Ord + Clone> Ledger<K> {
         (!round.runs.is_empty() || !round.again.is_empty()).then_some(round)
     }
 
-    /// Run `run`'s first outcome; `None`: it was left out (its operator killed in this round).
-    pub fn ran(&mut self, run: usize, judged: Option<CellMutant>) {
+    /// Run `run`'s first outcome and how long it took; `None`: it was left out (its operator
+    /// killed in this round).
+    pub fn ran(&mut self, run: usize, judged: Option<(CellMutant, Duration)>) {
         match judged {
-            Some(judged) => self.first[run] = Some(judged),
+            Some((judged, took)) => {
+                self.first[run] = Some(judged);
+                self.took[run] = took;
+            }
             None => {
                 self.waiting.insert(run);
             }
@@ -191,7 +195,7 @@ impl<K: Ord + Clone> Ledger<K> {
             return Standing::Spent;
         }
         // The cheapest kill first (stable: equal costs keep the runs' order).
-        untried.sort_by_key(|&run| self.costs[run]);
+        untried.sort_by_key(|&run| self.took[run]);
         untried
             .first()
             .map_or(Standing::Open, |&run| Standing::ToConfirm(run))
@@ -221,6 +225,7 @@ mod tests {
     fn play(
         ledger: &mut Ledger<Operator>,
         cells: &[&str],
+        took: &[u64],
         script: impl Fn(usize, u8) -> &'static str,
     ) -> Vec<(usize, u8)> {
         let mut made = Vec::new();
@@ -242,7 +247,7 @@ mod tests {
                 if judged.kills() {
                     killed_now.insert(key);
                 }
-                ledger.ran(run, Some(judged));
+                ledger.ran(run, Some((judged, Duration::from_millis(took[run]))));
             }
         }
         made
@@ -273,14 +278,16 @@ mod tests {
         // c. Runs 5–6: `Steady`, killed by a every time.
         let of = [Flaky, Flaky, Rescued, Rescued, Rescued, Steady, Steady];
         let cells = ["a", "b", "a", "b", "c", "a", "b"];
-        let costs = [1, 2, 1, 2, 3, 1, 2].map(Duration::from_millis).to_vec();
-        let mut ledger = Ledger::new(of.to_vec(), costs, true);
-        let made = play(&mut ledger, &cells, |run, attempt| match (run, attempt) {
-            (0 | 2, 1) => "fail: answered",
-            (0 | 2, 2) => "pass",
-            (4, _) => "incomplete",
-            (5, _) => "fail: exit-status",
-            _ => "pass",
+        let mut ledger = Ledger::new(of.to_vec(), true);
+        let took = [1, 2, 1, 2, 3, 1, 2];
+        let made = play(&mut ledger, &cells, &took, |run, attempt| {
+            match (run, attempt) {
+                (0 | 2, 1) => "fail: answered",
+                (0 | 2, 2) => "pass",
+                (4, _) => "incomplete",
+                (5, _) => "fail: exit-status",
+                _ => "pass",
+            }
         });
         let (judged, second_runs) = ledger.finish();
 
@@ -323,9 +330,8 @@ mod tests {
         // Every run of one operator kills once and never again (--all-kills: all run first).
         let of = [Operator::DropAnswers; 5];
         let cells = ["a", "b", "c", "d", "e"];
-        let costs = [5, 1, 4, 2, 3].map(Duration::from_millis).to_vec();
-        let mut ledger = Ledger::new(of.to_vec(), costs, false);
-        let made = play(&mut ledger, &cells, |_, attempt| {
+        let mut ledger = Ledger::new(of.to_vec(), false);
+        let made = play(&mut ledger, &cells, &[5, 1, 4, 2, 3], |_, attempt| {
             if attempt == 1 {
                 "fail: answered"
             } else {
@@ -336,7 +342,7 @@ mod tests {
         assert_eq!(
             again,
             vec![1, 3, 4],
-            "cheapest first, {MAX_CONFIRMATIONS} at most"
+            "the quickest first runs first, {MAX_CONFIRMATIONS} at most"
         );
         let (judged, _) = ledger.finish();
         let mutant = judge(Operator::DropAnswers, &judged, &of);
@@ -351,8 +357,8 @@ mod tests {
     #[test]
     fn a_survivor_and_an_operator_that_applied_nowhere_get_no_second_run() {
         let of = [Operator::DropAnswers, Operator::ExitZero];
-        let mut ledger = Ledger::new(of.to_vec(), vec![Duration::ZERO; 2], true);
-        let made = play(&mut ledger, &["a", "a"], |_, _| "pass");
+        let mut ledger = Ledger::new(of.to_vec(), true);
+        let made = play(&mut ledger, &["a", "a"], &[0, 0], |_, _| "pass");
         assert_eq!(made, vec![(0, 1), (1, 1)]);
         let (judged, second_runs) = ledger.finish();
         assert_eq!(second_runs, 0);

@@ -53,8 +53,7 @@ impl Mutants<'_> {
         first_kill: bool,
     ) -> anyhow::Result<Result<Ran, i32>> {
         let keys = (0..self.runs.len()).map(|i| self.operator_on(i)).collect();
-        let costs = self.runs.iter().map(|(_, cell)| self.cost(cell)).collect();
-        let mut ledger = Ledger::new(keys, costs, first_kill);
+        let mut ledger = Ledger::new(keys, first_kill);
         let mut results: Vec<Option<CellResult>> = vec![None; self.runs.len()];
         let mut wall = std::time::Duration::ZERO;
         while let Some(round) = ledger.next_round() {
@@ -158,7 +157,8 @@ impl Mutants<'_> {
                     continue;
                 }
                 let result = finished.next().expect("counted above");
-                ledger.ran(index, Some(self.cell_mutant(self.of_run[index], &result)?));
+                let judged = self.cell_mutant(self.of_run[index], &result)?;
+                ledger.ran(index, Some((judged, result.duration)));
                 results[index] = Some(result);
             }
             eprintln!(
