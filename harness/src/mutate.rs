@@ -19,14 +19,20 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use tap::mutation::Operator;
 
+pub mod confirm;
 pub mod expect;
 pub mod fidelity;
 pub mod predict;
+mod table;
 
+pub use confirm::Again;
 pub use fidelity::{disagreements, Disagreement, FidelityChecked};
 
 /// The folder of the reference run below the out folder (each operator's is its name).
 pub const REFERENCE: &str = "unmutated";
+
+/// The folder of the second runs of killing cells below the out folder (then one per operator).
+pub const AGAIN: &str = "again";
 
 /// How a cell ended, as `harness mutate` compares it: the verdict, and the check that failed
 /// (`check \`NAME\` failed: …`, what `verdict.json` records), or why it has none.
@@ -88,38 +94,66 @@ pub struct CellMutant {
     pub applied: usize,
     pub reference: Option<String>,
     pub mutant: Option<String>,
+    /// Its second run, made when this one killed ([`confirm`]): the kill counts only when the
+    /// second run kills too.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub again: Option<Again>,
 }
 
 impl CellMutant {
-    /// `CELL (unmutated → mutated)`.
+    /// `CELL (unmutated → mutated[, again → …])`.
     pub fn describe(&self) -> String {
         format!("{} ({})", self.cell, self.change())
     }
 
-    /// `unmutated → mutated` (`-`: no outcome).
+    /// `unmutated → mutated` (`-`: no outcome), and the second run's outcome when it was made.
     pub fn change(&self) -> String {
-        format!(
+        let mut change = format!(
             "{} → {}",
             self.reference.as_deref().unwrap_or("-"),
             self.mutant.as_deref().unwrap_or("-")
-        )
+        );
+        if let Some(again) = &self.again {
+            let how = if self.confirmed() { "again" } else { "then" };
+            change.push_str(&format!(
+                ", {how} {}",
+                again.mutant.as_deref().unwrap_or("-")
+            ));
+        }
+        change
     }
 
     /// The operator applied here and the cell noticed: its outcome changed.
     pub fn kills(&self) -> bool {
-        self.applied > 0
-            && self.reference.is_some()
-            && self.mutant.is_some()
-            && self.reference != self.mutant
+        changed(self.applied, &self.reference, &self.mutant)
     }
 
-    /// The outcome changed though nothing was rewritten: the cell is not deterministic.
-    pub fn unsteady(&self) -> bool {
-        self.applied == 0
-            && self.reference.is_some()
-            && self.mutant.is_some()
-            && self.reference != self.mutant
+    /// It killed, and its second run killed too.
+    pub fn confirmed(&self) -> bool {
+        self.kills()
+            && self
+                .again
+                .as_ref()
+                .is_some_and(|again| changed(again.applied, &self.reference, &again.mutant))
     }
+
+    /// The outcome changed though nothing was rewritten (in either run): the cell is not
+    /// deterministic.
+    pub fn unsteady(&self) -> bool {
+        let without_rewrite = |applied: usize, mutant: &Option<String>| {
+            applied == 0 && changed(1, &self.reference, mutant)
+        };
+        without_rewrite(self.applied, &self.mutant)
+            || self
+                .again
+                .as_ref()
+                .is_some_and(|again| without_rewrite(again.applied, &again.mutant))
+    }
+}
+
+/// Whether a run that rewrote `applied` lines ended otherwise than the reference.
+fn changed(applied: usize, reference: &Option<String>, mutant: &Option<String>) -> bool {
+    applied > 0 && reference.is_some() && mutant.is_some() && reference != mutant
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -128,6 +162,9 @@ pub enum Status {
     Killed,
     Survived,
     NotApplicable,
+    /// Some cell killed it once, and no second run of a killing cell killed it again: neither
+    /// killed nor survived, and not in the score.
+    Unsteady,
 }
 
 impl Status {
@@ -136,6 +173,7 @@ impl Status {
             Status::Killed => "killed",
             Status::Survived => "survived",
             Status::NotApplicable => "not applicable",
+            Status::Unsteady => "unsteady",
         }
     }
 }
@@ -146,8 +184,12 @@ pub struct Mutant {
     pub operator: String,
     pub bug: String,
     pub status: Status,
-    /// The cells whose outcome changed where it applied.
+    /// The cells whose outcome changed where it applied, when one of them changed again in a
+    /// second run (the others were not run again; [`confirm`]).
     pub killed_by: Vec<CellMutant>,
+    /// Cells that killed it once and not in their second run (or, when it is unsteady, were
+    /// not run again): no kill of theirs counts.
+    pub unconfirmed: Vec<CellMutant>,
     /// The cells where it applied.
     pub applied_in: Vec<String>,
     /// Cells whose outcome changed where it did not apply: a cell that varies from run to
@@ -162,9 +204,10 @@ pub struct Mutant {
 }
 
 impl Mutant {
-    /// `operator` over the `cells` it ran in (`predicted_untouched`: those it was not run in);
-    /// a cell in `unsteady` (its outcome changed in some run where nothing was rewritten) kills
-    /// nothing: its change proves nothing about the operator.
+    /// `operator` over the `cells` it ran in (`predicted_untouched`: those it was not run in).
+    /// A kill counts when its cell's second run killed too; a cell in `unsteady` (its outcome
+    /// changed in some run where nothing was rewritten) kills nothing: its change proves
+    /// nothing about the operator.
     pub fn judge(
         operator: Operator,
         cells: Vec<CellMutant>,
@@ -176,23 +219,31 @@ impl Mutant {
             .filter(|c| c.applied > 0)
             .map(|c| c.cell.clone())
             .collect();
-        let killed_by: Vec<CellMutant> = cells
+        let killers: Vec<&CellMutant> = cells
             .iter()
             .filter(|c| c.kills() && !unsteady.contains(&c.cell))
-            .cloned()
             .collect();
-        let status = if !killed_by.is_empty() {
+        let status = if killers.iter().any(|c| c.confirmed()) {
             Status::Killed
+        } else if !killers.is_empty() {
+            Status::Unsteady
         } else if applied_in.is_empty() {
             Status::NotApplicable
         } else {
             Status::Survived
         };
+        // Killed: every killer but those whose second run did not kill (the others were not
+        // run again). Unsteady: no killer counts.
+        let (killed_by, unconfirmed): (Vec<CellMutant>, Vec<CellMutant>) = killers
+            .into_iter()
+            .cloned()
+            .partition(|c| status == Status::Killed && (c.confirmed() || c.again.is_none()));
         Self {
             operator: operator.name().into(),
             bug: operator.bug().into(),
             status,
             killed_by,
+            unconfirmed,
             applied_in,
             unsteady: cells.into_iter().filter(CellMutant::unsteady).collect(),
             predicted_untouched,
@@ -239,14 +290,15 @@ pub fn first_kill_order(runs: &[(Operator, std::time::Duration)]) -> Vec<usize> 
         .collect()
 }
 
-/// Killed / (killed + survived); `None` when no operator applied.
+/// Killed / (killed + survived); `None` when no operator applied. An unsteady operator is in
+/// neither (its count is beside the score).
 pub fn score<'a>(mutants: impl IntoIterator<Item = &'a Mutant>) -> Option<f64> {
     let (mut killed, mut survived) = (0usize, 0usize);
     for mutant in mutants {
         match mutant.status {
             Status::Killed => killed += 1,
             Status::Survived => survived += 1,
-            Status::NotApplicable => {}
+            Status::NotApplicable | Status::Unsteady => {}
         }
     }
     (killed + survived > 0).then(|| killed as f64 / (killed + survived) as f64)
@@ -261,6 +313,8 @@ pub struct DriverMutants {
     pub killed: usize,
     pub survived: usize,
     pub not_applicable: usize,
+    /// Operators whose kills no second run reproduced: not in the score.
+    pub unsteady: usize,
     pub operators: Vec<Mutant>,
 }
 
@@ -274,6 +328,7 @@ impl DriverMutants {
             killed: count(Status::Killed),
             survived: count(Status::Survived),
             not_applicable: count(Status::NotApplicable),
+            unsteady: count(Status::Unsteady),
             operators,
         }
     }
@@ -294,6 +349,8 @@ pub struct MutationReport {
     /// the operator rewrites.
     pub mutant_runs: usize,
     pub predicted_untouched: usize,
+    /// Second runs of killing cells ([`confirm`]): what confirming the kills cost.
+    pub confirmation_runs: usize,
     /// Whether an operator stopped at its first kill (the default), and the mutants that left
     /// out (each operator's `not_run_after_kill`).
     pub first_kill: bool,
@@ -324,145 +381,32 @@ impl MutationReport {
         self.drivers.iter().map(|d| d.killed).sum()
     }
 
-    /// What report.html's mutation section shows.
-    pub fn section(&self) -> report::html::MutationSection {
-        report::html::MutationSection {
-            score: self.score,
-            drivers: self
-                .drivers
-                .iter()
-                .map(|d| report::html::MutationDriver {
-                    driver: d.driver.clone(),
-                    score: d.score,
-                    operators: d
-                        .operators
-                        .iter()
-                        .map(|m| report::html::MutationRow {
-                            operator: m.operator.clone(),
-                            bug: m.bug.clone(),
-                            status: m.status.as_str().into(),
-                            killed_by: m
-                                .killed_by
-                                .iter()
-                                .map(|c| (c.cell.clone(), c.change()))
-                                .collect(),
-                            applied_in: m.applied_in.len(),
-                            predicted_untouched: m.predicted_untouched.len(),
-                            not_run_after_kill: m.not_run_after_kill.len(),
-                        })
-                        .collect(),
-                })
-                .collect(),
-            fidelity: self
-                .fidelity
-                .as_ref()
-                .map(|f| report::html::MutationFidelity {
-                    pairs: f.pairs.clone(),
-                    findings: f.findings.iter().map(|d| d.describe()).collect(),
-                }),
-        }
+    pub fn unsteady(&self) -> usize {
+        self.drivers.iter().map(|d| d.unsteady).sum()
     }
-
-    /// The terminal table: one row per driver per operator.
-    pub fn table(&self) -> String {
-        let mut out = String::new();
-        for driver in &self.drivers {
-            out.push_str(&format!(
-                "{} ({} cells): score {} — {} killed, {} survived, {} not applicable\n",
-                driver.driver,
-                driver.cells,
-                percent(driver.score),
-                driver.killed,
-                driver.survived,
-                driver.not_applicable
-            ));
-            let width = driver
-                .operators
-                .iter()
-                .map(|m| m.operator.len())
-                .max()
-                .unwrap_or(0);
-            for mutant in &driver.operators {
-                let detail = match mutant.status {
-                    Status::Killed => {
-                        let cells: Vec<String> =
-                            mutant.killed_by.iter().map(CellMutant::describe).collect();
-                        format!("by {}{}", cells.join(", "), mutant.first_kill_note())
-                    }
-                    Status::Survived => format!(
-                        "applied in {} cells, no outcome changed: {}",
-                        mutant.applied_in.len(),
-                        mutant.bug
-                    ),
-                    Status::NotApplicable => format!(
-                        "applied in no cell (in {} of them predicted from the reference, not run)",
-                        mutant.predicted_untouched.len()
-                    ),
-                };
-                out.push_str(&format!(
-                    "  {:<width$}  {:<14}  {detail}\n",
-                    mutant.operator,
-                    mutant.status.as_str()
-                ));
-                for unsteady in &mutant.unsteady {
-                    out.push_str(&format!(
-                        "  {:<width$}  {:<14}  {} changed without a rewrite ({} → {}): it kills nothing\n",
-                        "",
-                        "unsteady",
-                        unsteady.cell,
-                        unsteady.reference.as_deref().unwrap_or("-"),
-                        unsteady.mutant.as_deref().unwrap_or("-")
-                    ));
-                }
-            }
-        }
-        if let Some(fidelity) = &self.fidelity {
-            for [fake, real] in &fidelity.pairs {
-                out.push_str(&format!("compared per operator: {fake} with {real}\n"));
-            }
-            for finding in &fidelity.findings {
-                out.push_str(&finding.describe());
-                out.push('\n');
-            }
-            if fidelity.findings.is_empty() {
-                out.push_str("the fake and the real Codex agree on every operator\n");
-            }
-        }
-        out.push_str(&format!(
-            "mutation score {} ({} killed, {} survived); {} mutants run, {} predicted from the reference (nothing to rewrite there), not run{}\n",
-            percent(self.score),
-            self.killed(),
-            self.survivors(),
-            self.mutant_runs,
-            self.predicted_untouched,
-            if self.first_kill {
-                format!(
-                    ", {} not run after their operator's first kill (--all-kills runs them)",
-                    self.not_run_after_kill
-                )
-            } else {
-                String::new()
-            }
-        ));
-        out
-    }
-}
-
-fn percent(score: Option<f64>) -> String {
-    score.map_or_else(|| "n/a".into(), |s| format!("{:.0}%", s * 100.0))
 }
 
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
 
+    /// A cell run under an operator; when it killed, its second run killed alike (a steady
+    /// cell).
     pub(crate) fn cell(name: &str, applied: usize, reference: &str, mutant: &str) -> CellMutant {
-        CellMutant {
+        let mut cell = CellMutant {
             cell: name.into(),
             applied,
             reference: Some(reference.into()),
             mutant: Some(mutant.into()),
+            again: None,
+        };
+        if cell.kills() {
+            cell.again = Some(Again {
+                applied,
+                mutant: cell.mutant.clone(),
+            });
         }
+        cell
     }
 
     #[test]

@@ -33,15 +33,18 @@ fn mutate(dir: &Path, args: &[&str]) -> (Option<i32>, Value, String) {
     (code, report, output)
 }
 
-fn status<'a>(report: &'a Value, operator: &str) -> &'a str {
+/// The operator's entry in `mutation.json`.
+fn operator<'a>(report: &'a Value, name: &str) -> &'a Value {
     report["drivers"][0]["operators"]
         .as_array()
         .unwrap()
         .iter()
-        .find(|m| m["operator"] == operator)
-        .unwrap_or_else(|| panic!("{operator} in {report:#}"))["status"]
-        .as_str()
-        .unwrap()
+        .find(|m| m["operator"] == name)
+        .unwrap_or_else(|| panic!("{name} in {report:#}"))
+}
+
+fn status<'a>(report: &'a Value, name: &str) -> &'a str {
+    operator(report, name)["status"].as_str().unwrap()
 }
 
 #[test]
@@ -183,13 +186,8 @@ fn a_survivor_against_an_expectation_is_exit_1_and_a_met_one_exit_0() {
 }
 
 /// The operator's `killed_by` cells and how many of its runs its first kill left out.
-fn kills(report: &Value, operator: &str) -> (usize, usize) {
-    let mutant = report["drivers"][0]["operators"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["operator"] == operator)
-        .unwrap_or_else(|| panic!("{operator} in {report:#}"));
+fn kills(report: &Value, name: &str) -> (usize, usize) {
+    let mutant = operator(report, name);
     (
         mutant["killed_by"].as_array().unwrap().len(),
         mutant["not_run_after_kill"].as_array().unwrap().len(),
@@ -273,4 +271,86 @@ fn fidelity_without_a_real_codex_counterpart_in_the_selection_is_an_error() {
     );
     assert_eq!(code, Some(2), "{output}");
     assert!(output.contains("real-Codex counterpart"), "{output}");
+}
+
+#[test]
+fn a_kill_counts_once_a_second_run_of_its_cell_kills_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let cell = "protocol-handshake.mini-fake.local.handshake";
+    let (code, report, output) = mutate(dir.path(), &["--operator", "drop-initialized", cell]);
+    let mutant = operator(&report, "drop-initialized");
+    assert_eq!(mutant["status"], "killed", "{output}");
+    let killer = &mutant["killed_by"][0];
+    assert_eq!(killer["cell"], cell);
+    assert_ne!(killer["mutant"], killer["reference"]);
+    assert_eq!(
+        killer["again"]["mutant"], killer["mutant"],
+        "the second run killed alike: {output}"
+    );
+    assert!(killer["again"]["applied"].as_u64().unwrap() > 0);
+    assert_eq!(report["confirmation_runs"], 1, "one second run: {output}");
+    assert!(mutant["unconfirmed"].as_array().unwrap().is_empty());
+    assert!(
+        output.contains("(pass → fail: initialized-sent, again fail: initialized-sent)"),
+        "{output}"
+    );
+    // The second run's evidence is kept beside the first's.
+    let again = dir
+        .path()
+        .join("out/again/drop-initialized")
+        .join(cell)
+        .join("verdict.json");
+    assert!(again.is_file(), "{}", again.display());
+    assert_eq!(code, Some(0), "{output}");
+}
+
+#[test]
+fn close_after_turn_start_ends_each_cell_alike_in_every_run() {
+    // Cells it was once killed in and then survived, or killed with another check: the fake's
+    // turn raced the close of its stdin.
+    let cells = [
+        "protocol-turn-outcomes.mini-fake.local.failed-turn-no-error",
+        "protocol-turn-outcomes.mini-fake.local.interrupted-turn",
+        "protocol-safe-default.mini-fake.local.file-change-refused",
+        "protocol-safe-default.mini-fake.local.command-escalation-refused",
+    ];
+    let args = [
+        &["--all-kills", "--operator", "close-after-turn-start"][..],
+        &cells[..],
+    ]
+    .concat();
+    let mut seen: Vec<Vec<(String, String)>> = Vec::new();
+    for _ in 0..3 {
+        let dir = tempfile::tempdir().unwrap();
+        let (_, report, output) = mutate(dir.path(), &args);
+        let mutant = operator(&report, "close-after-turn-start");
+        assert_eq!(mutant["status"], "killed", "{output}");
+        assert!(
+            mutant["unconfirmed"].as_array().unwrap().is_empty()
+                && mutant["unsteady"].as_array().unwrap().is_empty(),
+            "{output}"
+        );
+        // Every cell it applied in, with how it ended (a survivor: as the reference).
+        let mut ended: Vec<(String, String)> = mutant["applied_in"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|cell| {
+                let killed = mutant["killed_by"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|k| k["cell"] == *cell);
+                let how = killed.map_or("survived".to_string(), |k| k["mutant"].to_string());
+                (cell.as_str().unwrap().to_string(), how)
+            })
+            .collect();
+        ended.sort();
+        assert_eq!(ended.len(), cells.len(), "it applies in each: {output}");
+        seen.push(ended);
+    }
+    assert!(
+        seen.windows(2).all(|pair| pair[0] == pair[1]),
+        "the same outcome in every run: {seen:#?}"
+    );
 }

@@ -2,11 +2,12 @@
 //! FILE] [FILTER…]`: the selected cells once as they are (the reference), then every mutant the
 //! reference does not rule out (`harness::mutate::predict`), all in one pool, each operator's
 //! queued runs left out once one killed it (`--all-kills`: every one); a table per driver
-//! per operator (killed by which cells, survived, not applicable), the score, `mutation.json`
-//! and `report.html` in the out folder. Exit 0 when every operator that applied was killed, 1
-//! when one survived, 2 when the run could not be made (or no operator applied anywhere:
-//! nothing was measured), 130 / 143 after SIGINT / SIGTERM; with `--expect`, 0 / 1 say whether
-//! every expectation is met (`harness::mutate::expect`).
+//! per operator (killed by which cells, survived, unsteady, not applicable), the score,
+//! `mutation.json` and `report.html` in the out folder. A kill counts once a second run of its
+//! cell kills again (`harness::mutate::confirm`). Exit 0 when every operator that applied was
+//! killed, 1 when one survived or is unsteady, 2 when the run could not be made (or no operator
+//! applied anywhere: nothing was measured), 130 / 143 after SIGINT / SIGTERM; with `--expect`,
+//! 0 / 1 say whether every expectation is met (`harness::mutate::expect`).
 
 mod pool;
 
@@ -220,12 +221,22 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
     runs_ms.insert("mutants".into(), wall.as_millis() as u64);
     let judging = std::time::Instant::now();
     let mut results: BTreeMap<Operator, Vec<CellResult>> = BTreeMap::new();
+    let mut judged: BTreeMap<Operator, BTreeMap<String, Vec<CellMutant>>> = BTreeMap::new();
     let mut not_run: BTreeMap<Operator, Vec<Cell>> = BTreeMap::new();
-    for (index, result) in ran.results.into_iter().enumerate() {
-        match result {
-            Some(result) => results.entry(of_run[index]).or_default().push(result),
-            None => not_run
-                .entry(of_run[index])
+    for (index, (cell, result)) in ran.judged.into_iter().zip(ran.results).enumerate() {
+        let operator = of_run[index];
+        match (cell, result) {
+            (Some(cell), Some(result)) => {
+                judged
+                    .entry(operator)
+                    .or_default()
+                    .entry(result.cell.runner.clone())
+                    .or_default()
+                    .push(cell);
+                results.entry(operator).or_default().push(result);
+            }
+            _ => not_run
+                .entry(operator)
                 .or_default()
                 .push(runs[index].1.clone()),
         }
@@ -233,20 +244,16 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mutant_runs = results.values().map(Vec::len).sum();
     let mut passes: Vec<(Operator, BTreeMap<String, Vec<CellMutant>>)> = Vec::new();
     for operator in &operators {
-        let root = out.join(operator.name());
         let mut results = results.remove(operator).unwrap_or_default();
         results.sort_by_key(|r| r.cell.to_string());
         if !results.is_empty() {
             // Each operator's reports but its report.html (the evidence folders are there).
             let summary = report::Summary::from_results(&results, wall);
-            report::write_text_reports(&root, &summary)?;
+            report::write_text_reports(&out.join(operator.name()), &summary)?;
         }
-        let mut by_driver: BTreeMap<String, Vec<CellMutant>> = BTreeMap::new();
-        for result in &results {
-            by_driver
-                .entry(result.cell.runner.clone())
-                .or_default()
-                .push(pool.cell_mutant(*operator, result)?);
+        let mut by_driver = judged.remove(operator).unwrap_or_default();
+        for cells in by_driver.values_mut() {
+            cells.sort_by(|a, b| a.cell.cmp(&b.cell));
         }
         passes.push((*operator, by_driver));
     }
@@ -297,6 +304,7 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
         runs_ms,
         mutant_runs,
         predicted_untouched,
+        confirmation_runs: ran.second_runs,
         first_kill: !args.all_kills,
         not_run_after_kill: not_run.values().map(Vec::len).sum(),
         fidelity: None,
@@ -337,6 +345,11 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
         for unclaimed in &checked.unclaimed {
             eprintln!("killed, though no expectation asks it (the expectation could be raised): {unclaimed}");
         }
+        if let Some((_, expected)) = &expectations {
+            for unsteady in expected.unsteady_unnamed(&report) {
+                eprintln!("UNSTEADY, not counted (no expectation names it; its kills did not come back in a second run): {unsteady}");
+            }
+        }
         for unmet in &checked.unmet {
             eprintln!("expectation not met: {unmet}");
         }
@@ -347,14 +360,24 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
             ExitCode::SUCCESS
         });
     }
-    Ok(if report.survivors() > 0 || findings > 0 {
-        ExitCode::from(1)
-    } else if report.killed() == 0 {
-        eprintln!("harness mutate: no operator applied to any selected cell: nothing was measured");
-        ExitCode::from(2)
-    } else {
-        ExitCode::SUCCESS
-    })
+    if report.unsteady() > 0 {
+        eprintln!(
+            "harness mutate: {} operators are unsteady (a kill that did not come back in a second run): no verdict on them, exit 1",
+            report.unsteady()
+        );
+    }
+    Ok(
+        if report.survivors() > 0 || findings > 0 || report.unsteady() > 0 {
+            ExitCode::from(1)
+        } else if report.killed() == 0 {
+            eprintln!(
+                "harness mutate: no operator applied to any selected cell: nothing was measured"
+            );
+            ExitCode::from(2)
+        } else {
+            ExitCode::SUCCESS
+        },
+    )
 }
 
 /// `--fidelity`: of the `selected` cells, those `harness::fidelity::pairs` pairs with a

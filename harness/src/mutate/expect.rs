@@ -5,8 +5,9 @@
 //!
 //! Fails closed: an unknown operator, a driver the run does not select, an operator the run
 //! leaves out, a score outside 0..=1 or an unknown key is an error before anything runs; an
-//! operator expected killed that survived **or applied nowhere** (the gate lost that power
-//! either way) is an unmet expectation.
+//! operator expected killed that survived, applied nowhere (the gate lost that power either
+//! way) **or is unsteady** (its kill did not come back in a second run: a power that does not
+//! reproduce is none) is an unmet expectation.
 
 use super::{MutationReport, Status};
 use anyhow::{Context, Result};
@@ -126,6 +127,10 @@ impl Expectations {
                         "{name}: `{operator}` is expected killed but survived: the selected cells no longer notice that {}",
                         operator.bug()
                     )),
+                    Some(Status::Unsteady) => unmet.push(format!(
+                        "{name}: `{operator}` is expected killed but is unsteady: no cell that killed it killed it again in a second run ({})",
+                        unconfirmed(driver, *operator)
+                    )),
                     Some(Status::NotApplicable) | None => unmet.push(format!(
                         "{name}: `{operator}` is expected killed but applied in no cell: the selection no longer exercises it"
                     )),
@@ -149,6 +154,33 @@ impl Expectations {
         unmet
     }
 
+    /// Unsteady operators that no expectation names: not failed, but said (their cells vary
+    /// from run to run).
+    pub fn unsteady_unnamed(&self, report: &MutationReport) -> Vec<String> {
+        let mut out = Vec::new();
+        for driver in &report.drivers {
+            let expected = self.drivers.get(&driver.driver);
+            for mutant in &driver.operators {
+                let named = expected
+                    .is_some_and(|e| e.killed.iter().any(|op| op.name() == mutant.operator));
+                if mutant.status == Status::Unsteady && !named {
+                    out.push(format!(
+                        "{}: `{}` ({})",
+                        driver.driver,
+                        mutant.operator,
+                        mutant
+                            .unconfirmed
+                            .iter()
+                            .map(|c| c.describe())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ));
+                }
+            }
+        }
+        out
+    }
+
     /// Operators killed that no expectation names: the expectation could be raised.
     pub fn unclaimed(&self, report: &MutationReport) -> Vec<String> {
         let mut out = Vec::new();
@@ -170,6 +202,18 @@ impl Expectations {
     }
 }
 
+/// The cells that killed `operator` once and not again, with both outcomes.
+fn unconfirmed(driver: &super::DriverMutants, operator: Operator) -> String {
+    driver
+        .operators
+        .iter()
+        .filter(|m| m.operator == operator.name())
+        .flat_map(|m| &m.unconfirmed)
+        .map(|c| c.describe())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -184,6 +228,10 @@ mod tests {
                     applied,
                     reference: Some("pass".into()),
                     mutant: Some(if changed { "fail: x" } else { "pass" }.into()),
+                    again: changed.then(|| crate::mutate::confirm::Again {
+                        applied,
+                        mutant: Some("fail: x".into()),
+                    }),
                 };
                 Mutant::judge(op, vec![cell], Vec::new(), &BTreeSet::new())
             })
@@ -198,6 +246,7 @@ mod tests {
             runs_ms: BTreeMap::new(),
             mutant_runs: 0,
             predicted_untouched: 0,
+            confirmation_runs: 0,
             first_kill: false,
             not_run_after_kill: 0,
             fidelity: None,
@@ -258,5 +307,42 @@ mod tests {
         assert!(unmet[0].contains("`approval-never`") && unmet[0].contains("survived"));
         assert!(unmet[1].contains("`drop-initialized`") && unmet[1].contains("no cell"));
         assert!(unmet[2].contains("below"), "{unmet:?}");
+    }
+
+    #[test]
+    fn an_unsteady_operator_expected_killed_is_unmet_and_one_unnamed_is_said() {
+        let expected =
+            Expectations::parse("[drivers.mini]\nkilled = [\"drop-answers\"]\nscore = 1.0\n")
+                .unwrap();
+        let mut flaky = report(&[
+            (Operator::DropAnswers, 1, true),
+            (Operator::ApprovalNever, 1, true),
+        ]);
+        let rejudged = flaky.drivers[0]
+            .operators
+            .iter()
+            .map(|mutant| {
+                let mut cells = mutant.killed_by.clone();
+                cells[0].again = Some(crate::mutate::confirm::Again {
+                    applied: 1,
+                    mutant: Some("pass".into()),
+                });
+                let operator = mutant.operator.parse().unwrap();
+                Mutant::judge(operator, cells, Vec::new(), &BTreeSet::new())
+            })
+            .collect();
+        flaky.drivers[0] = DriverMutants::new("mini", 1, rejudged);
+        let unmet = expected.unmet(&flaky);
+        assert_eq!(unmet.len(), 2, "{unmet:?}");
+        assert!(
+            unmet[0].contains("`drop-answers` is expected killed but is unsteady")
+                && unmet[0].contains("s.mini.local.c (pass → fail: x, then pass)"),
+            "{unmet:?}"
+        );
+        assert!(unmet[1].contains("no score"), "nothing counted: {unmet:?}");
+        assert_eq!(
+            expected.unsteady_unnamed(&flaky),
+            vec!["mini: `approval-never` (s.mini.local.c (pass → fail: x, then pass))"]
+        );
     }
 }

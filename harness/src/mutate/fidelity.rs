@@ -47,8 +47,10 @@ impl Disagreement {
 }
 
 /// Per operator, each `[fake, real]` pair of drivers where one killed it and the other let it
-/// survive. Not applicable on a side is no disagreement: the operator found nothing to rewrite
-/// there, so that side says nothing about it.
+/// survive — confirmed statuses only (a kill whose second run killed too). Not applicable on a
+/// side is no disagreement: the operator found nothing to rewrite there, so that side says
+/// nothing about it; nor is unsteady, which is no status to compare (the run reports it and
+/// fails on it).
 pub fn disagreements(drivers: &[DriverMutants], pairs: &[[String; 2]]) -> Vec<Disagreement> {
     let find = |name: &str| drivers.iter().find(|d| d.driver == name);
     let mut out = Vec::new();
@@ -138,11 +140,23 @@ mod tests {
         assert_eq!(found[0].fake_status, Status::Survived);
         let said = found[0].describe();
         assert!(
-            said.contains("killed on mini-codex by s.mini-codex.local.c (pass → incomplete)")
+            said.contains(
+                "killed on mini-codex by s.mini-codex.local.c (pass → incomplete, again incomplete)"
+            )
                 && said.contains("survives on mini-fake (applied in s.mini-fake.local.c"),
             "{said}"
         );
         let agreeing = [driver("mini-fake", true), driver("mini-codex", true)];
         assert!(disagreements(&agreeing, &pairs).is_empty());
+        // A kill on the real Codex that its second run did not reproduce is no confirmed
+        // status: nothing to compare (the run reports it as unsteady).
+        let mut flaky = driver("mini-codex", true);
+        let duplicate = &mut flaky.operators[0];
+        let mut cells = duplicate.killed_by.clone();
+        cells[0].again.as_mut().unwrap().mutant = Some("pass".into());
+        *duplicate = Mutant::judge(Operator::DuplicateRequests, cells, Vec::new(), &steady);
+        assert_eq!(duplicate.status, Status::Unsteady);
+        let unsteady = [driver("mini-fake", false), flaky];
+        assert!(disagreements(&unsteady, &pairs).is_empty());
     }
 }

@@ -105,7 +105,7 @@ pub fn replay(records: &[Record], operator: Operator) -> Option<usize> {
                     Direction::In => state.driver_sent(message) != Sent::Unchanged,
                     // Counted whether or not the driver had closed the app-server's stdin
                     // already (the recorder then leaves it): a needless run, never a missed one.
-                    Direction::Out => state.server_sent(message) == Received::ForwardThenCloseStdin,
+                    Direction::Out => state.server_sent(message) == Received::ForwardThenCut,
                 };
                 applied += usize::from(rewrites);
             }

@@ -39,7 +39,8 @@ pub enum Operator {
     ApprovalNever,
     /// The `initialized` notification is not forwarded.
     DropInitialized,
-    /// The app-server's stdin is closed right after the `turn/start` answer reached the driver.
+    /// The app-server's stdin is closed right after the `turn/start` answer reached the driver,
+    /// and the app-server's part ends there ([`Received::ForwardThenCut`]).
     CloseAfterTurnStart,
     /// Every request is sent twice (the copy with a fresh id; its answer is not forwarded).
     DuplicateRequests,
@@ -361,8 +362,12 @@ pub enum Received {
     Forward,
     /// Not forwarded: the answer to a copy the relay sent (`duplicate-requests`).
     Swallow,
-    /// Forwarded, then the app-server's stdin is closed (`close-after-turn-start`).
-    ForwardThenCloseStdin,
+    /// Forwarded, then the app-server's part ends at once (`close-after-turn-start`): its stdin
+    /// is closed, it is stopped, and nothing it sent after this line reaches the driver or the
+    /// transcript's messages. A defined point of the wire: how much of the turn an app-server
+    /// would still play after its input ended (the fake up to 250 ms of it, against the turn's
+    /// own length) is a race, and a mutant's verdict must not rest on one.
+    ForwardThenCut,
 }
 
 /// One launch's mutation: the operator and the context its rewrites need.
@@ -449,7 +454,7 @@ impl WireMutation {
             && self.operator == Operator::CloseAfterTurnStart
             && message.get("result").is_some()
         {
-            return Received::ForwardThenCloseStdin;
+            return Received::ForwardThenCut;
         }
         Received::Forward
     }
@@ -699,7 +704,7 @@ mod tests {
         );
         assert_eq!(
             mutation.server_sent(&json!({"id": 9, "result": {"turn": {}}})),
-            Received::ForwardThenCloseStdin
+            Received::ForwardThenCut
         );
         let mut refused = WireMutation::new(Operator::CloseAfterTurnStart);
         refused.driver_sent(&turn);

@@ -1,14 +1,16 @@
 //! The mutants' pool of `harness mutate`: every run the reference does not rule out, each
-//! operator (per driver) left out once one of its runs killed it (first kill), and the rounds
-//! that rerun what a kill from an unsteady cell left out. See docs/mutate.md, "How it runs".
+//! operator (per driver) left out once one of its runs killed it (first kill), in rounds the
+//! [`Ledger`] plans: a killing run is made a second time, and a kill that does not come back
+//! puts the runs it left out back in. See docs/mutate.md, "How it runs".
 
+use crate::mutate::confirm::{Again, Ledger};
 use crate::mutate::{self, CellMutant};
 use matrix::concurrency::Concurrency;
 use matrix::context::CellContext;
 use matrix::scheduler;
 use report::outcome::CellResult;
 use std::collections::{BTreeSet, HashMap};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use suites::Cell;
 use tap::mutation::Operator;
@@ -22,77 +24,83 @@ pub(super) struct Mutants<'a> {
     /// Each cell's unmutated outcome and duration.
     pub(super) reference: &'a HashMap<String, Option<String>>,
     pub(super) durations: &'a HashMap<String, std::time::Duration>,
-    pub(super) out: &'a std::path::Path,
+    pub(super) out: &'a Path,
 }
 
 /// An operator against one driver (the runner's name): one kill settles it.
 type OperatorOn = (Operator, String);
 
-/// What the mutants' pool gave: each run's result (`None`: left out after its operator's
-/// first kill), and its wall time.
+/// What the mutants' pool gave, per run: its first run judged (`None`: left out after its
+/// operator's first kill) with its second attached when it killed, and its result; the second
+/// runs made, and the wall time.
 pub(super) struct Ran {
+    pub(super) judged: Vec<Option<CellMutant>>,
     pub(super) results: Vec<Option<CellResult>>,
+    pub(super) second_runs: usize,
     pub(super) wall: std::time::Duration,
 }
 
 impl Mutants<'_> {
-    /// One mutant's cell as it is judged: the rewrites its transcript records, its outcome and
-    /// the reference's.
-    pub(super) fn cell_mutant(
-        &self,
-        operator: Operator,
-        result: &CellResult,
-    ) -> anyhow::Result<CellMutant> {
-        cell_mutant(self.out, self.reference, operator, result)
-    }
-
-    /// Every run (`first_kill`: each operator's left out once one of its runs killed it, the
-    /// order [`mutate::first_kill_order`]; else the reference's longest cells first);
-    /// `Err(signal)` when a signal stopped it.
+    /// Every round the ledger plans (`first_kill`: each operator's runs left out once one of
+    /// them killed it, in the order [`mutate::first_kill_order`]; else the reference's longest
+    /// cells first), each round's second runs first; `Err(signal)` when a signal stopped it.
     ///
-    /// A kill seen while the pool runs is taken at its word; a cell found unsteady afterwards
-    /// (its outcome changed in a run that rewrote nothing) kills nothing, so the operators whose
-    /// every kill came from such a cell get their left-out runs in another round: an
-    /// operator's status never rests on a run that was not made.
+    /// A kill seen while a round runs leaves its operator's queued runs out at once; whether it
+    /// counts is settled by its second run, in the next round.
     pub(super) fn run(
         &self,
         jobs: Concurrency,
         first_kill: bool,
     ) -> anyhow::Result<Result<Ran, i32>> {
+        let keys = (0..self.runs.len()).map(|i| self.operator_on(i)).collect();
+        let mut ledger = Ledger::new(keys, first_kill);
         let mut results: Vec<Option<CellResult>> = vec![None; self.runs.len()];
         let mut wall = std::time::Duration::ZERO;
-        let mut pending: Vec<usize> = (0..self.runs.len()).collect();
-        while !pending.is_empty() {
-            let killed: Arc<Mutex<BTreeSet<OperatorOn>>> =
-                Arc::new(Mutex::new(self.killed(&results)?));
-            let round: Vec<(CellContext, Cell)> =
-                pending.iter().map(|&i| self.runs[i].clone()).collect();
-            let of_round: Arc<Vec<OperatorOn>> =
-                Arc::new(pending.iter().map(|&i| self.operator_on(i)).collect());
-            let order = if first_kill {
-                let timed: Vec<(Operator, std::time::Duration)> = pending
+        while let Some(round) = ledger.next_round() {
+            let seconds = round.again.len();
+            let mut planned: Vec<(CellContext, Cell)> = round
+                .again
+                .iter()
+                .map(|&i| {
+                    let (ctx, cell) = &self.runs[i];
+                    let mut ctx = ctx.clone();
+                    ctx.out_root = self.again_root(self.of_run[i]);
+                    (ctx, cell.clone())
+                })
+                .collect();
+            planned.extend(round.runs.iter().map(|&i| self.runs[i].clone()));
+            let of_round: Arc<Vec<OperatorOn>> = Arc::new(
+                round
+                    .again
                     .iter()
-                    .map(|&i| {
-                        let cell = self.runs[i].1.name();
-                        (
-                            self.of_run[i],
-                            self.durations.get(&cell).copied().unwrap_or_default(),
-                        )
-                    })
+                    .chain(&round.runs)
+                    .map(|&i| self.operator_on(i))
+                    .collect(),
+            );
+            // The second runs first: one cell each, and each settles an operator.
+            let firsts = if first_kill {
+                let timed: Vec<(Operator, std::time::Duration)> = round
+                    .runs
+                    .iter()
+                    .map(|&i| (self.of_run[i], self.cost(&self.runs[i].1)))
                     .collect();
                 mutate::first_kill_order(&timed)
             } else {
                 // The longest cells of the reference first (stable among equals), so the pool
                 // does not end waiting for one of them.
-                let mut order: Vec<usize> = (0..round.len()).collect();
-                order.sort_by_key(|&i| {
-                    std::cmp::Reverse(self.durations.get(&round[i].1.name()).copied())
-                });
+                let mut order: Vec<usize> = (0..round.runs.len()).collect();
+                order.sort_by_key(|&at| std::cmp::Reverse(self.cost(&self.runs[round.runs[at]].1)));
                 order
             };
+            let order = (0..seconds)
+                .chain(firsts.into_iter().map(|at| at + seconds))
+                .collect();
+            let killed: Arc<Mutex<BTreeSet<OperatorOn>>> = Arc::default();
             let skip = {
                 let (killed, of_round) = (killed.clone(), of_round.clone());
-                Arc::new(move |i: usize| first_kill && lock(&killed).contains(&of_round[i]))
+                Arc::new(move |at: usize| {
+                    first_kill && at >= seconds && lock(&killed).contains(&of_round[at])
+                })
             };
             let finished = {
                 let (killed, of_round) = (killed.clone(), of_round.clone());
@@ -100,9 +108,9 @@ impl Mutants<'_> {
                     reference: self.reference.clone(),
                     out: self.out.to_path_buf(),
                 };
-                Arc::new(move |i: usize, result: &CellResult| {
-                    if judge.kills(of_round[i].0, result) {
-                        lock(&killed).insert(of_round[i].clone());
+                Arc::new(move |at: usize, result: &CellResult| {
+                    if at >= seconds && judge.kills(of_round[at].0, result) {
+                        lock(&killed).insert(of_round[at].clone());
                     }
                 })
             };
@@ -111,7 +119,7 @@ impl Mutants<'_> {
                 skip,
                 finished,
             };
-            let (run, took) = crate::shutdown::run_pool(&round, jobs, pool, |_, _| {})?;
+            let (run, took) = crate::shutdown::run_pool(&planned, jobs, pool, |_, _| {})?;
             wall += took;
             if let Some(message) = &run.panic {
                 anyhow::bail!("mutants: a cell panicked: {message}");
@@ -120,61 +128,78 @@ impl Mutants<'_> {
                 return Ok(Err(signal));
             }
             anyhow::ensure!(
-                run.finished.len() + run.skipped.len() == round.len(),
+                run.finished.len() + run.skipped.len() == planned.len(),
                 "mutants: {} of {} runs finished",
                 run.finished.len(),
-                round.len()
+                planned.len()
             );
             let skipped: BTreeSet<usize> = run.skipped.iter().copied().collect();
             let mut finished = run.finished.into_iter();
-            for (at, &index) in pending.iter().enumerate() {
-                if !skipped.contains(&at) {
-                    results[index] = finished.next();
+            for at in 0..planned.len() {
+                if at < seconds {
+                    anyhow::ensure!(!skipped.contains(&at), "mutants: a second run was left out");
+                    let index = round.again[at];
+                    let result = finished.next().expect("counted above");
+                    let operator = self.of_run[index];
+                    let again = Again {
+                        applied: mutate::applications(
+                            &self.again_root(operator),
+                            &result.cell.to_string(),
+                        )?,
+                        mutant: mutate::outcome(&result),
+                    };
+                    ledger.ran_again(index, again);
+                    continue;
                 }
+                let index = round.runs[at - seconds];
+                if skipped.contains(&at) {
+                    ledger.ran(index, None);
+                    continue;
+                }
+                let result = finished.next().expect("counted above");
+                let judged = self.cell_mutant(self.of_run[index], &result)?;
+                ledger.ran(index, Some((judged, result.duration)));
+                results[index] = Some(result);
             }
             eprintln!(
-                "mutants: {} runs in {:.1} s ({} left out after their operator's first kill)",
-                round.len() - skipped.len(),
+                "mutants: {} runs and {} second runs of killing cells in {:.1} s ({} left out after their operator's first kill)",
+                round.runs.len() - skipped.len(),
+                seconds,
                 took.as_secs_f64(),
                 skipped.len()
             );
-            // Left out, though the kill that left them out came from an unsteady cell.
-            let killed = self.killed(&results)?;
-            pending = skipped
-                .into_iter()
-                .map(|at| pending[at])
-                .filter(|&index| !killed.contains(&self.operator_on(index)))
-                .collect();
         }
-        Ok(Ok(Ran { results, wall }))
+        let (judged, second_runs) = ledger.finish();
+        Ok(Ok(Ran {
+            judged,
+            results,
+            second_runs,
+            wall,
+        }))
+    }
+
+    /// One mutant's cell as it is judged: the rewrites its transcript records, its outcome and
+    /// the reference's.
+    fn cell_mutant(&self, operator: Operator, result: &CellResult) -> anyhow::Result<CellMutant> {
+        cell_mutant(self.out, self.reference, operator, result)
+    }
+
+    /// Where `operator`'s second runs keep their evidence.
+    fn again_root(&self, operator: Operator) -> PathBuf {
+        self.out.join(mutate::AGAIN).join(operator.name())
+    }
+
+    /// The reference's duration of `cell`: what a run of it is expected to cost.
+    fn cost(&self, cell: &Cell) -> std::time::Duration {
+        self.durations
+            .get(&cell.name())
+            .copied()
+            .unwrap_or_default()
     }
 
     /// Run `index`'s operator and driver: what one kill settles.
     fn operator_on(&self, index: usize) -> OperatorOn {
         (self.of_run[index], self.runs[index].1.id.runner.clone())
-    }
-
-    /// The operators (per driver) some finished run killed, by a cell no run found unsteady.
-    fn killed(&self, results: &[Option<CellResult>]) -> anyhow::Result<BTreeSet<OperatorOn>> {
-        let mut judged = Vec::new();
-        for (index, result) in results.iter().enumerate() {
-            if let Some(result) = result {
-                judged.push((
-                    self.operator_on(index),
-                    self.cell_mutant(self.of_run[index], result)?,
-                ));
-            }
-        }
-        let unsteady: BTreeSet<&str> = judged
-            .iter()
-            .filter(|(_, c)| c.unsteady())
-            .map(|(_, c)| c.cell.as_str())
-            .collect();
-        Ok(judged
-            .iter()
-            .filter(|(_, c)| c.kills() && !unsteady.contains(c.cell.as_str()))
-            .map(|(operator_on, _)| operator_on.clone())
-            .collect())
     }
 }
 
@@ -196,7 +221,7 @@ impl Judge {
 /// One mutant's cell as it is judged: the rewrites its transcript (below `out`'s folder of
 /// `operator`) records, its outcome and the reference's.
 fn cell_mutant(
-    out: &std::path::Path,
+    out: &Path,
     reference: &HashMap<String, Option<String>>,
     operator: Operator,
     result: &CellResult,
@@ -207,6 +232,7 @@ fn cell_mutant(
         reference: reference.get(&name).cloned().flatten(),
         mutant: mutate::outcome(result),
         cell: name,
+        again: None,
     })
 }
 

@@ -1,5 +1,5 @@
 //! The mutation section of report.html (`harness mutate`, docs/mutate.md): per driver, per
-//! operator, killed (by which cells) / survived / not applicable, and the score. The harness
+//! operator, killed (by which cells) / survived / unsteady / not applicable, and the score. The harness
 //! judges the mutants; this module only shows what it was given.
 
 use super::escape;
@@ -38,10 +38,12 @@ pub struct MutationRow {
     pub operator: String,
     /// The driver bug it plays, in words.
     pub bug: String,
-    /// `killed`, `survived` or `not applicable`.
+    /// `killed`, `survived`, `unsteady` or `not applicable`.
     pub status: String,
-    /// Each killing cell, with its outcome unmutated → mutated.
+    /// Each killing cell, with its outcome unmutated → mutated (and its second run's).
     pub killed_by: Vec<(String, String)>,
+    /// Each cell whose kill a second run did not reproduce, with both outcomes.
+    pub unconfirmed: Vec<(String, String)>,
     /// Cells where it rewrote something.
     pub applied_in: usize,
     /// Cells not run: their reference held nothing it rewrites.
@@ -75,17 +77,6 @@ pub fn section(mutation: &MutationSection) -> String {
         for row in &driver.operators {
             let detail = match row.status.as_str() {
                 "killed" => {
-                    let cells: Vec<String> = row
-                        .killed_by
-                        .iter()
-                        .map(|(cell, change)| {
-                            format!(
-                                "<li>{} <span class=\"hint\">{}</span></li>",
-                                escape(cell),
-                                escape(change)
-                            )
-                        })
-                        .collect();
                     let first = if row.not_run_after_kill > 0 {
                         format!(
                             "<p class=\"hint\">first kill; {} cells not run</p>",
@@ -94,8 +85,20 @@ pub fn section(mutation: &MutationSection) -> String {
                     } else {
                         String::new()
                     };
-                    format!("by<ul>{}</ul>{first}", cells.join(""))
+                    let mut detail = format!("by{}{first}", cells(&row.killed_by));
+                    if !row.unconfirmed.is_empty() {
+                        let _ = write!(
+                            detail,
+                            "not reproduced by a second run{}",
+                            cells(&row.unconfirmed)
+                        );
+                    }
+                    detail
                 }
+                "unsteady" => format!(
+                    "killed once, not again in a second run (not in the score){}",
+                    cells(&row.unconfirmed)
+                ),
                 "survived" => format!(
                     "applied in {} cells, no outcome changed: {}",
                     row.applied_in,
@@ -119,6 +122,21 @@ pub fn section(mutation: &MutationSection) -> String {
     }
     out.push_str("</section>");
     out
+}
+
+/// Cells with their outcomes, as a list.
+fn cells(cells: &[(String, String)]) -> String {
+    let items: Vec<String> = cells
+        .iter()
+        .map(|(cell, change)| {
+            format!(
+                "<li>{} <span class=\"hint\">{}</span></li>",
+                escape(cell),
+                escape(change)
+            )
+        })
+        .collect();
+    format!("<ul>{}</ul>", items.join(""))
 }
 
 fn fidelity_part(out: &mut String, fidelity: &MutationFidelity) {
@@ -154,6 +172,7 @@ mod tests {
             bug: format!("the driver <{operator}>"),
             status: status.into(),
             killed_by,
+            unconfirmed: Vec::new(),
             applied_in: 2,
             predicted_untouched: 3,
             not_run_after_kill: if status == "killed" { 4 } else { 0 },
@@ -208,6 +227,41 @@ mod tests {
             found
                 .contains("fidelity finding about the fake: `duplicate-requests` &lt;survives&gt;"),
             "{found}"
+        );
+    }
+
+    #[test]
+    fn an_unsteady_operator_names_its_cells_and_both_outcomes() {
+        let row = MutationRow {
+            operator: "close-after-turn-start".into(),
+            bug: "the driver closes".into(),
+            status: "unsteady".into(),
+            killed_by: Vec::new(),
+            unconfirmed: vec![(
+                "protocol-turn-outcomes.mini-fake.local.interrupted-turn".into(),
+                "pass → incomplete, then pass".into(),
+            )],
+            applied_in: 1,
+            predicted_untouched: 0,
+            not_run_after_kill: 0,
+        };
+        let mutation = MutationSection {
+            score: None,
+            drivers: vec![MutationDriver {
+                driver: "mini-fake".into(),
+                score: None,
+                operators: vec![row],
+            }],
+            fidelity: None,
+        };
+        let html = section(&mutation);
+        assert!(
+            html.contains("<tr class=\"m-unsteady\">")
+                && html.contains("not again in a second run (not in the score)")
+                && html.contains(
+                    "interrupted-turn <span class=\"hint\">pass → incomplete, then pass</span>"
+                ),
+            "{html}"
         );
     }
 }

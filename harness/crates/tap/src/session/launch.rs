@@ -4,7 +4,7 @@
 //! the tap, its exit recorded once its output drained.
 
 use super::driver_io::{self, DriverOut};
-use super::mutate::{Side, StdinSlot};
+use super::mutate::{Mutated, Side, StdinSlot};
 use super::{LaunchRequest, Live, Shared, Spawned};
 use crate::argv::{app_server_args, launches_server};
 use crate::frame::{self, ExitFrame, Hello, Kind};
@@ -268,7 +268,7 @@ pub(super) fn run_launch(shared: &Arc<Shared>, launch: u64, stream: UnixStream, 
             drained_tx.clone(),
             tap_gone.clone(),
         );
-        let mutated = mutation.clone().map(|m| (m, stdin.clone()));
+        let mutated = mutation.as_ref().map(|m| Mutated::new(m, &stdin, &killer));
         std::thread::spawn(move || {
             let to_driver = ToDriver {
                 out: driver_out,
@@ -512,14 +512,14 @@ struct ToDriver<'a> {
 }
 
 /// The app-server's stdout: recorded, then written to the driver (through the cell's operator
-/// when it is mutated). Recording goes on after the driver stopped reading, until the stream
-/// ends.
+/// when it is mutated; `close-after-turn-start` ends both at its cut). Recording goes on after
+/// the driver stopped reading, until the stream ends.
 fn relay_stdout(
     stdout: impl Read,
     log: &LaunchLog,
     to_driver: ToDriver,
     shared: &Shared,
-    mutated: Option<(Arc<Mutex<WireMutation>>, Arc<StdinSlot>)>,
+    mutated: Option<Mutated>,
 ) {
     let mut split = LineSplitter::new(Direction::Out);
     let mut driver_gone = false;
@@ -556,16 +556,24 @@ fn relay_stdout(
         shared
             .activity
             .fetch_add(chunk.len() as u64, Ordering::Relaxed);
-        split.feed(chunk, log);
         match (&mutated, &mut side) {
-            (Some((mutation, stdin)), Some(side)) => {
-                side.server_sent(chunk, mutation, stdin, shared, log, &mut relay)
+            // The operator decides what is recorded too: nothing after a cut.
+            (Some(mutated), Some(side)) => side.server_sent(
+                chunk,
+                mutated,
+                shared,
+                log,
+                &mut |bytes| split.feed(bytes, log),
+                &mut relay,
+            ),
+            _ => {
+                split.feed(chunk, log);
+                relay(chunk);
             }
-            _ => relay(chunk),
         }
     });
     if let Some(side) = &mut side {
-        side.finish(&mut relay);
+        side.finish_server(log, &mut |bytes| split.feed(bytes, log), &mut relay);
     }
     split.finish(log);
     log.record("stdout-closed", Map::new());

@@ -6,6 +6,7 @@
 //! a `mutation` record: the operator, an excerpt of what the driver sent, what it became. What
 //! the app-server sent is recorded whole, whatever of it reaches the driver.
 
+use super::launch::Killer;
 use super::Shared;
 use crate::mutation::{Operator, Received, Sent, WireMutation};
 use crate::record::{Direction, LaunchLog};
@@ -13,7 +14,7 @@ use graders::wire::transcript::{MAX_KEPT_LINE_BYTES, MAX_MUTATION_RECORDS};
 use serde_json::{json, Map, Value};
 use std::process::ChildStdin;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 /// Longest excerpt of a message in a `mutation` record, in characters.
 const EXCERPT_CHARS: usize = 400;
@@ -200,6 +201,8 @@ fn line_of(message: &Value) -> Vec<u8> {
 pub(super) struct Side {
     lines: Lines,
     held: Vec<u8>,
+    /// Set at `close-after-turn-start`'s cut: what the app-server wrote since.
+    cut: Option<AfterCut>,
 }
 
 /// What the operator does with a JSON line: `line`, the parsed `message`, the bytes held so
@@ -211,6 +214,7 @@ impl Side {
         Self {
             lines: Lines::default(),
             held: Vec::new(),
+            cut: None,
         }
     }
 
@@ -278,37 +282,163 @@ impl Side {
         });
     }
 
-    /// The app-server's `chunk` (recorded whole already), of which `send` gets what reaches
-    /// the driver; the operator sees each line before the driver can.
+    /// The app-server's `chunk`: `record` gets what the transcript keeps of it (each piece
+    /// before the driver can see it), `send` what reaches the driver; the operator sees each
+    /// line before the driver can. After a cut ([`Received::ForwardThenCut`]) neither gets
+    /// anything more: it is counted for [`Side::finish_server`].
     pub(super) fn server_sent(
         &mut self,
         chunk: &[u8],
-        mutation: &Mutex<WireMutation>,
-        stdin: &StdinSlot,
+        mutated: &Mutated,
         shared: &Shared,
         log: &LaunchLog,
+        record: &mut dyn FnMut(&[u8]),
         send: &mut dyn FnMut(&[u8]),
     ) {
-        self.pass(chunk, send, &mut |line, message, held, send| {
-            let mut mutation = mutation.lock().unwrap_or_else(|p| p.into_inner());
+        let (held, cut) = (&mut self.held, &mut self.cut);
+        // What the transcript is owed, written before anything held goes to the driver.
+        let mut unrecorded = Vec::new();
+        let mut deliver = |held: &mut Vec<u8>, unrecorded: &mut Vec<u8>| {
+            if !unrecorded.is_empty() {
+                record(unrecorded);
+                unrecorded.clear();
+            }
+            flush(held, send);
+        };
+        self.lines.feed(chunk, &mut |piece| {
+            if let Some(after) = cut.as_mut() {
+                after.count(&piece);
+                return;
+            }
+            let line = match piece {
+                Piece::Through(bytes) => {
+                    unrecorded.extend_from_slice(bytes);
+                    held.extend_from_slice(bytes);
+                    return;
+                }
+                Piece::Line(line) => line,
+            };
+            unrecorded.extend_from_slice(line);
+            let Some(message) = parse(line) else {
+                held.extend_from_slice(line);
+                return;
+            };
+            let mut mutation = mutated.mutation.lock().unwrap_or_else(|p| p.into_inner());
             let operator = mutation.operator();
             let received = mutation.server_sent(&message);
             drop(mutation);
             match received {
                 Received::Forward => held.extend_from_slice(line),
                 Received::Swallow => {}
-                Received::ForwardThenCloseStdin => {
+                Received::ForwardThenCut => {
                     held.extend_from_slice(line);
-                    flush(held, send);
-                    if stdin.is_open() {
-                        let became =
-                            "forwarded to the driver, then the app-server's stdin was closed";
+                    deliver(held, &mut unrecorded);
+                    // A driver that closed the stdin itself already is no mutant of it.
+                    if mutated.stdin.is_open() {
+                        let became = "forwarded to the driver; then the app-server's stdin was closed and it was stopped: nothing it sent after reached the driver";
                         record_mutation(shared, log, operator, &text(line), became);
-                        stdin.close_soon(log);
+                        mutated.stdin.close_soon(log);
+                        mutated.killer.kill(CUT);
+                        *cut = Some(AfterCut::default());
                     }
                 }
             }
         });
+        deliver(held, &mut unrecorded);
+    }
+
+    /// The end of the app-server's stream: as [`Side::finish`], and what came after a cut said
+    /// in one note.
+    pub(super) fn finish_server(
+        &mut self,
+        log: &LaunchLog,
+        record: &mut dyn FnMut(&[u8]),
+        send: &mut dyn FnMut(&[u8]),
+    ) {
+        match &mut self.cut {
+            Some(after) => {
+                self.lines.finish(&mut |piece| after.count(&piece));
+                if after.bytes > 0 {
+                    log.note(Direction::Out, &after.describe(), None);
+                }
+            }
+            None => self.finish(&mut |bytes| {
+                record(bytes);
+                send(bytes);
+            }),
+        }
+    }
+}
+
+/// Why the app-server was stopped at a cut (its `exit` record's `killed_by_harness`).
+const CUT: &str = "harness mutate's close-after-turn-start: the app-server's part ended with the answer that started the turn";
+
+/// How many methods a cut's note names.
+const NAMED_AFTER_CUT: usize = 8;
+
+/// What the app-server wrote after a cut: kept out of the messages (no grader may read a line
+/// the driver never got), said in one note.
+#[derive(Default)]
+struct AfterCut {
+    lines: usize,
+    bytes: usize,
+    methods: Vec<String>,
+}
+
+impl AfterCut {
+    fn count(&mut self, piece: &Piece) {
+        let bytes = match piece {
+            Piece::Line(bytes) => {
+                self.lines += 1;
+                if self.methods.len() < NAMED_AFTER_CUT {
+                    if let Some(method) = parse(bytes)
+                        .as_ref()
+                        .and_then(|m| m.get("method"))
+                        .and_then(Value::as_str)
+                    {
+                        self.methods.push(method.to_string());
+                    }
+                }
+                bytes
+            }
+            Piece::Through(bytes) => bytes,
+        };
+        self.bytes += bytes.len();
+    }
+
+    fn describe(&self) -> String {
+        format!(
+            "close-after-turn-start: after its cut the app-server wrote {} bytes ({} lines{}), delivered to no one and not kept",
+            self.bytes,
+            self.lines,
+            if self.methods.is_empty() {
+                String::new()
+            } else {
+                format!("; methods: {}", self.methods.join(", "))
+            }
+        )
+    }
+}
+
+/// What the relay of a mutated launch's app-server works with: the operator's state, and what
+/// ends the app-server's part at a cut (its stdin and its process).
+pub(super) struct Mutated {
+    mutation: Arc<Mutex<WireMutation>>,
+    stdin: Arc<StdinSlot>,
+    killer: Arc<Killer>,
+}
+
+impl Mutated {
+    pub(super) fn new(
+        mutation: &Arc<Mutex<WireMutation>>,
+        stdin: &Arc<StdinSlot>,
+        killer: &Arc<Killer>,
+    ) -> Self {
+        Self {
+            mutation: mutation.clone(),
+            stdin: stdin.clone(),
+            killer: killer.clone(),
+        }
     }
 }
 
@@ -320,182 +450,4 @@ fn flush(held: &mut Vec<u8>, out: &mut dyn FnMut(&[u8])) {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::frame::{self, Hello, Kind};
-    use crate::session::{AppServerSetup, HostSpawn, Recording};
-    use std::sync::Arc;
-    use std::time::Duration;
-
-    /// A launch through a mutated recorder whose app-server is `cat`: what the driver's
-    /// lines became comes back, and the transcript says what was rewritten.
-    fn through_cat(operator: Operator, sent: &[u8]) -> (Vec<u8>, Vec<Value>, u64) {
-        let dir = tempfile::tempdir().unwrap();
-        let socket = dir.path().join("s.sock");
-        let transcript = dir.path().join("t.jsonl");
-        let setup = AppServerSetup {
-            program: "/bin/sh".into(),
-            prefix: vec!["-c".into(), "exec cat".into()],
-            server_args: Vec::new(),
-            env: vec![("PATH".into(), "/usr/bin:/bin".into())],
-            inherit_env: Vec::new(),
-        };
-        let recording = Recording::start_mutated(
-            &socket,
-            &transcript,
-            setup,
-            Arc::new(HostSpawn),
-            Some(operator),
-        )
-        .unwrap();
-        let stream = std::os::unix::net::UnixStream::connect(&socket).unwrap();
-        stream
-            .set_read_timeout(Some(Duration::from_secs(10)))
-            .unwrap();
-        let hello = Hello {
-            argv: vec!["app-server".into()],
-            env_names: Vec::new(),
-            cwd: "/".into(),
-            pid: std::process::id(),
-        };
-        // The driver's pipes, handed over as the tap hands over its stdin and stdout.
-        let (stdin_read, stdin_write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).unwrap();
-        let (stdout_read, stdout_write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).unwrap();
-        {
-            use std::os::fd::AsFd;
-            frame::send_with_fds(
-                &stream,
-                Kind::Hello,
-                &serde_json::to_vec(&hello).unwrap(),
-                &[stdin_read.as_fd(), stdout_write.as_fd()],
-            )
-            .unwrap();
-        }
-        drop((stdin_read, stdout_write));
-        // In two chunks, cutting a line: the operator sees whole lines.
-        let (a, b) = sent.split_at(sent.len() / 2);
-        let mut driver_stdin = std::fs::File::from(stdin_write);
-        use std::io::{Read, Write};
-        driver_stdin.write_all(a).unwrap();
-        std::thread::sleep(Duration::from_millis(20));
-        driver_stdin.write_all(b).unwrap();
-        drop(driver_stdin);
-        // As the tap says once its stdin hangs up.
-        frame::Writer::new(&stream)
-            .send(Kind::StdinEof, b"")
-            .unwrap();
-        let mut echoed = Vec::new();
-        std::fs::File::from(stdout_read)
-            .read_to_end(&mut echoed)
-            .unwrap();
-        let mut reader = std::io::BufReader::new(stream);
-        let mut payload = Vec::new();
-        while let Some(kind) = frame::read(&mut reader, &mut payload).unwrap() {
-            if kind == Kind::Exit {
-                break;
-            }
-        }
-        // The tap's end goes, so the launch is over before the recording's grace.
-        drop(reader);
-        recording.finish(Duration::from_secs(5));
-        let records = std::fs::read_to_string(&transcript)
-            .unwrap()
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect();
-        (echoed, records, recording.mutations_applied())
-    }
-
-    #[test]
-    fn a_mutated_launch_delivers_the_rewrite_and_records_it() {
-        let sent = b"{\"id\":0,\"method\":\"initialize\",\"params\":{}}\n{\"method\":\"initialized\"}\n{\"id\":1,\"method\":\"thread/start\",\"params\":{}}\n";
-        let (echoed, records, applied) = through_cat(Operator::DropInitialized, sent);
-        assert_eq!(
-            String::from_utf8(echoed).unwrap(),
-            "{\"id\":0,\"method\":\"initialize\",\"params\":{}}\n{\"id\":1,\"method\":\"thread/start\",\"params\":{}}\n"
-        );
-        assert_eq!(applied, 1);
-        let mutation = records
-            .iter()
-            .position(|r| r["kind"] == "mutation")
-            .expect("a mutation record");
-        assert_eq!(records[mutation]["operator"], "drop-initialized");
-        assert_eq!(
-            records[mutation]["original"],
-            "{\"method\":\"initialized\"}"
-        );
-        assert_eq!(records[mutation]["became"], "not forwarded");
-        let delivered: Vec<&Value> = records
-            .iter()
-            .filter(|r| r["direction"] == "in")
-            .map(|r| &r["message"])
-            .collect();
-        assert_eq!(
-            delivered.len(),
-            2,
-            "the transcript holds what the app-server got"
-        );
-        assert!(
-            records[..mutation]
-                .iter()
-                .any(|r| r["message"]["method"] == "initialize")
-                && records[mutation..]
-                    .iter()
-                    .any(|r| r["direction"] == "in" && r["message"]["method"] == "thread/start"),
-            "in order: {records:?}"
-        );
-        graders::wire::transcript::read(
-            records
-                .iter()
-                .map(|r| r.to_string() + "\n")
-                .collect::<String>()
-                .as_bytes(),
-        )
-        .expect("the reader takes the mutation record");
-
-        let (echoed, _, applied) = through_cat(Operator::ApprovalNever, sent);
-        let echoed = String::from_utf8(echoed).unwrap();
-        assert!(echoed.contains("\"approvalPolicy\":\"never\""), "{echoed}");
-        assert_eq!(applied, 1);
-        let (echoed, _, applied) =
-            through_cat(Operator::WidenSandbox, b"{\"method\":\"initialized\"}\n");
-        assert_eq!(
-            echoed, b"{\"method\":\"initialized\"}\n",
-            "nothing to rewrite"
-        );
-        assert_eq!(applied, 0);
-    }
-
-    fn pieces(chunks: &[&[u8]]) -> Vec<(bool, Vec<u8>)> {
-        let mut lines = Lines::default();
-        let mut got = Vec::new();
-        for chunk in chunks {
-            lines.feed(chunk, &mut |piece| match piece {
-                Piece::Line(b) => got.push((true, b.to_vec())),
-                Piece::Through(b) => got.push((false, b.to_vec())),
-            });
-        }
-        lines.finish(&mut |piece| match piece {
-            Piece::Line(b) | Piece::Through(b) => got.push((false, b.to_vec())),
-        });
-        got
-    }
-
-    #[test]
-    fn lines_are_cut_across_chunks_and_the_rest_passes_through() {
-        let got = pieces(&[b"{\"a\":1}\n{\"b\"", b":2}\n{\"c\""]);
-        assert_eq!(
-            got,
-            vec![
-                (true, b"{\"a\":1}\n".to_vec()),
-                (true, b"{\"b\":2}\n".to_vec()),
-                (false, b"{\"c\"".to_vec()),
-            ]
-        );
-        let long = vec![b'x'; MAX_KEPT_LINE_BYTES + 10];
-        let got = pieces(&[&long[..100], &long[100..], b"yy\n{}\n"]);
-        let through: usize = got.iter().filter(|p| !p.0).map(|p| p.1.len()).sum();
-        assert_eq!(through, long.len() + 3, "an over-long line passes whole");
-        assert_eq!(got.last().unwrap(), &(true, b"{}\n".to_vec()));
-    }
-}
+mod tests;

@@ -1,0 +1,261 @@
+use super::*;
+use crate::frame::{self, Hello, Kind};
+use crate::session::{AppServerSetup, HostSpawn, Recording};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// A launch through a mutated recorder whose app-server is `cat`: what the driver's
+/// lines became comes back, and the transcript says what was rewritten.
+fn through_cat(operator: Operator, sent: &[u8]) -> (Vec<u8>, Vec<Value>, u64) {
+    let (echoed, records, applied, _) = through("exec cat", operator, sent, true);
+    (echoed, records, applied)
+}
+
+/// A launch through a mutated recorder whose app-server is the shell script `server`: the
+/// driver sends `sent` and (`hang_up_first`) closes its end, then reads its stdout to the end
+/// (bounded: 20 s); what it read, the transcript, the applications counted and how long the
+/// read took.
+fn through(
+    server: &str,
+    operator: Operator,
+    sent: &[u8],
+    hang_up_first: bool,
+) -> (Vec<u8>, Vec<Value>, u64, Duration) {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("s.sock");
+    let transcript = dir.path().join("t.jsonl");
+    let setup = AppServerSetup {
+        program: "/bin/sh".into(),
+        prefix: vec!["-c".into(), server.into()],
+        server_args: Vec::new(),
+        env: vec![("PATH".into(), "/usr/bin:/bin".into())],
+        inherit_env: Vec::new(),
+    };
+    let recording = Recording::start_mutated(
+        &socket,
+        &transcript,
+        setup,
+        Arc::new(HostSpawn),
+        Some(operator),
+    )
+    .unwrap();
+    let stream = std::os::unix::net::UnixStream::connect(&socket).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let hello = Hello {
+        argv: vec!["app-server".into()],
+        env_names: Vec::new(),
+        cwd: "/".into(),
+        pid: std::process::id(),
+    };
+    // The driver's pipes, handed over as the tap hands over its stdin and stdout.
+    let (stdin_read, stdin_write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).unwrap();
+    let (stdout_read, stdout_write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).unwrap();
+    {
+        use std::os::fd::AsFd;
+        frame::send_with_fds(
+            &stream,
+            Kind::Hello,
+            &serde_json::to_vec(&hello).unwrap(),
+            &[stdin_read.as_fd(), stdout_write.as_fd()],
+        )
+        .unwrap();
+    }
+    drop((stdin_read, stdout_write));
+    // In two chunks, cutting a line: the operator sees whole lines.
+    let (a, b) = sent.split_at(sent.len() / 2);
+    let mut driver_stdin = std::fs::File::from(stdin_write);
+    use std::io::{Read, Write};
+    driver_stdin.write_all(a).unwrap();
+    std::thread::sleep(Duration::from_millis(20));
+    driver_stdin.write_all(b).unwrap();
+    let hang_up = |driver_stdin: std::fs::File| {
+        drop(driver_stdin);
+        // As the tap says once its stdin hangs up.
+        frame::Writer::new(&stream)
+            .send(Kind::StdinEof, b"")
+            .unwrap();
+    };
+    let mut driver_stdin = Some(driver_stdin);
+    if hang_up_first {
+        hang_up(driver_stdin.take().unwrap());
+    }
+    let reading = std::time::Instant::now();
+    let (read_tx, read_rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut echoed = Vec::new();
+        let _ = std::fs::File::from(stdout_read).read_to_end(&mut echoed);
+        let _ = read_tx.send(echoed);
+    });
+    let echoed = read_rx
+        .recv_timeout(Duration::from_secs(20))
+        .expect("the driver's stdout ends");
+    let took = reading.elapsed();
+    if let Some(driver_stdin) = driver_stdin {
+        hang_up(driver_stdin);
+    }
+    let mut reader = std::io::BufReader::new(stream);
+    let mut payload = Vec::new();
+    while let Some(kind) = frame::read(&mut reader, &mut payload).unwrap() {
+        if kind == Kind::Exit {
+            break;
+        }
+    }
+    // The tap's end goes, so the launch is over before the recording's grace.
+    drop(reader);
+    recording.finish(Duration::from_secs(5));
+    let records = std::fs::read_to_string(&transcript)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    (echoed, records, recording.mutations_applied(), took)
+}
+
+#[test]
+fn a_mutated_launch_delivers_the_rewrite_and_records_it() {
+    let sent = b"{\"id\":0,\"method\":\"initialize\",\"params\":{}}\n{\"method\":\"initialized\"}\n{\"id\":1,\"method\":\"thread/start\",\"params\":{}}\n";
+    let (echoed, records, applied) = through_cat(Operator::DropInitialized, sent);
+    assert_eq!(
+        String::from_utf8(echoed).unwrap(),
+        "{\"id\":0,\"method\":\"initialize\",\"params\":{}}\n{\"id\":1,\"method\":\"thread/start\",\"params\":{}}\n"
+    );
+    assert_eq!(applied, 1);
+    let mutation = records
+        .iter()
+        .position(|r| r["kind"] == "mutation")
+        .expect("a mutation record");
+    assert_eq!(records[mutation]["operator"], "drop-initialized");
+    assert_eq!(
+        records[mutation]["original"],
+        "{\"method\":\"initialized\"}"
+    );
+    assert_eq!(records[mutation]["became"], "not forwarded");
+    let delivered: Vec<&Value> = records
+        .iter()
+        .filter(|r| r["direction"] == "in")
+        .map(|r| &r["message"])
+        .collect();
+    assert_eq!(
+        delivered.len(),
+        2,
+        "the transcript holds what the app-server got"
+    );
+    assert!(
+        records[..mutation]
+            .iter()
+            .any(|r| r["message"]["method"] == "initialize")
+            && records[mutation..]
+                .iter()
+                .any(|r| r["direction"] == "in" && r["message"]["method"] == "thread/start"),
+        "in order: {records:?}"
+    );
+    graders::wire::transcript::read(
+        records
+            .iter()
+            .map(|r| r.to_string() + "\n")
+            .collect::<String>()
+            .as_bytes(),
+    )
+    .expect("the reader takes the mutation record");
+
+    let (echoed, _, applied) = through_cat(Operator::ApprovalNever, sent);
+    let echoed = String::from_utf8(echoed).unwrap();
+    assert!(echoed.contains("\"approvalPolicy\":\"never\""), "{echoed}");
+    assert_eq!(applied, 1);
+    let (echoed, _, applied) =
+        through_cat(Operator::WidenSandbox, b"{\"method\":\"initialized\"}\n");
+    assert_eq!(
+        echoed, b"{\"method\":\"initialized\"}\n",
+        "nothing to rewrite"
+    );
+    assert_eq!(applied, 0);
+}
+
+fn pieces(chunks: &[&[u8]]) -> Vec<(bool, Vec<u8>)> {
+    let mut lines = Lines::default();
+    let mut got = Vec::new();
+    for chunk in chunks {
+        lines.feed(chunk, &mut |piece| match piece {
+            Piece::Line(b) => got.push((true, b.to_vec())),
+            Piece::Through(b) => got.push((false, b.to_vec())),
+        });
+    }
+    lines.finish(&mut |piece| match piece {
+        Piece::Line(b) | Piece::Through(b) => got.push((false, b.to_vec())),
+    });
+    got
+}
+
+#[test]
+fn lines_are_cut_across_chunks_and_the_rest_passes_through() {
+    let got = pieces(&[b"{\"a\":1}\n{\"b\"", b":2}\n{\"c\""]);
+    assert_eq!(
+        got,
+        vec![
+            (true, b"{\"a\":1}\n".to_vec()),
+            (true, b"{\"b\":2}\n".to_vec()),
+            (false, b"{\"c\"".to_vec()),
+        ]
+    );
+    let long = vec![b'x'; MAX_KEPT_LINE_BYTES + 10];
+    let got = pieces(&[&long[..100], &long[100..], b"yy\n{}\n"]);
+    let through: usize = got.iter().filter(|p| !p.0).map(|p| p.1.len()).sum();
+    assert_eq!(through, long.len() + 3, "an over-long line passes whole");
+    assert_eq!(got.last().unwrap(), &(true, b"{}\n".to_vec()));
+}
+
+#[test]
+fn close_after_turn_start_ends_the_app_servers_part_with_the_answer_whatever_follows() {
+    let answer = r#"{"id":7,"result":{"turn":{"id":"t1"}}}"#;
+    let rest =
+        r#"{"method":"turn/started","params":{}}\n{"method":"turn/completed","params":{}}\n"#;
+    // The turn written with the answer (one chunk: it can only be cut inside the chunk), and
+    // after it: the driver and the transcript see the same either way.
+    let together = format!("read -r line; printf '%s\\n{rest}' '{answer}'; exec sleep 30");
+    let later = format!(
+        "read -r line; printf '%s\\n' '{answer}'; sleep 0.1; printf '{rest}'; exec sleep 30"
+    );
+    let sent = br#"{"id":7,"method":"turn/start","params":{"threadId":"t"}}
+"#;
+    for server in [&together, &later, &together] {
+        let (echoed, records, applied, took) =
+            through(server, Operator::CloseAfterTurnStart, sent, false);
+        assert_eq!(String::from_utf8(echoed).unwrap(), format!("{answer}\n"));
+        assert_eq!(applied, 1);
+        assert!(
+            took < Duration::from_secs(10),
+            "the app-server was stopped at the cut, not waited out ({took:?})"
+        );
+        let out: Vec<&Value> = records
+            .iter()
+            .filter(|r| r["direction"] == "out" && r.get("message").is_some())
+            .map(|r| &r["message"])
+            .collect();
+        assert_eq!(out.len(), 1, "only the answer is a message: {records:?}");
+        let at = |kind: &str| records.iter().position(|r| r["kind"] == kind);
+        let mutation = at("mutation").expect("a mutation record");
+        assert_eq!(records[mutation]["operator"], "close-after-turn-start");
+        assert!(at("stdin-closed").is_some_and(|closed| closed > mutation));
+        let exit = &records[at("exit").expect("an exit record")];
+        assert!(
+            exit["killed_by_harness"]
+                .as_str()
+                .is_some_and(|why| why.contains("close-after-turn-start")),
+            "{exit}"
+        );
+        if std::ptr::eq(server, &later) {
+            continue;
+        }
+        // Written with the answer, the turn was read: said in a note, not kept.
+        let note = records
+            .iter()
+            .find_map(|r| r["note"].as_str().filter(|n| n.contains("after its cut")))
+            .unwrap_or_else(|| panic!("a note of what came after the cut: {records:?}"));
+        assert!(
+            note.contains("2 lines") && note.contains("turn/started, turn/completed"),
+            "{note}"
+        );
+    }
+}
