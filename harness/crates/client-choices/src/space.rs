@@ -192,6 +192,7 @@ impl Space {
             ]),
             words(&["at-once", "after-pending"]),
             words(&["integer", "string"]),
+            words(&["inherit", "drain", "null"]),
         ];
         let dimensions = DIMENSIONS
             .iter()
@@ -334,7 +335,7 @@ mod tests {
             err.unwrap_err().to_string(),
             "setting: `stop=kill` is not a value of `stop`"
         );
-        let err = good.replace(",request-ids=integer", "").parse::<Setting>();
+        let err = good.replace("request-ids=integer,", "").parse::<Setting>();
         assert_eq!(
             err.unwrap_err().to_string(),
             "setting: `request-ids` is missing"
