@@ -35,15 +35,85 @@ fn main() -> ExitCode {
         return code;
     }
     let arguments = Arguments::from_args();
+    let setup = match Setup::load() {
+        Ok(setup) => Arc::new(setup),
+        Err(e) => {
+            eprintln!("error: the population's matrix does not load: {e}");
+            return ExitCode::from(101);
+        }
+    };
+    let trial = |name: &str, app_server: &'static str, pairs: usize| {
+        let setup = setup.clone();
+        // A real Codex that is not provisioned here: ignored with the reason (a failure under
+        // CI=true), as every `…_needs_real_codex` test.
+        let missing = setup.missing(app_server);
+        if let Some(reason) = &missing {
+            eprintln!("{name}: ignored: {reason}");
+        }
+        Trial::test(name, move || population(&setup, app_server, pairs))
+            .with_ignored_flag(missing.is_some())
+    };
     let trials = vec![
-        Trial::test("legitimate_population_is_green_against_the_fake", || {
-            population("fake", env_number("HARNESS_POPULATION_PAIRS", 200))
-        }),
-        Trial::test("legitimate_population_is_green_needs_real_codex", || {
-            population("codex", env_number("HARNESS_POPULATION_REAL_PAIRS", 12))
-        }),
+        trial(
+            "legitimate_population_is_green_against_the_fake",
+            "fake",
+            env_number("HARNESS_POPULATION_PAIRS", 200),
+        ),
+        trial(
+            "legitimate_population_is_green_needs_real_codex",
+            "codex",
+            env_number("HARNESS_POPULATION_REAL_PAIRS", 12),
+        ),
     ];
     libtest_mimic::run(&arguments, trials).exit_code()
+}
+
+/// The population driver's protocol cells in `local`, and the context they run in.
+struct Setup {
+    /// Holds the drivers file.
+    _dir: tempfile::TempDir,
+    cells: Vec<Cell>,
+    ctx: CellContext,
+}
+
+impl Setup {
+    fn load() -> Result<Self, String> {
+        let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+        let repo_root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../..");
+        let matrix =
+            matrix::load::load_matrix(Some(&drivers_file(dir.path())), &[], Some(&repo_root))
+                .map_err(|e| format!("{e:#}"))?;
+        let cells = matrix
+            .cells
+            .into_iter()
+            .filter(|c| c.profile == Profile::Protocol && c.id.environment == "local")
+            .filter(|c| c.not_applicable.is_none())
+            .collect();
+        let mut ctx = CellContext::from_env().map_err(|e| format!("{e:#}"))?;
+        ctx.repo_root = Some(repo_root);
+        Ok(Self {
+            _dir: dir,
+            cells,
+            ctx,
+        })
+    }
+
+    fn cells(&self, app_server: &str) -> Vec<Cell> {
+        let runner = format!("{DRIVER}-{app_server}");
+        self.cells
+            .iter()
+            .filter(|c| c.id.runner == runner)
+            .cloned()
+            .collect()
+    }
+
+    /// Why the cells against `app_server` cannot run here (never under CI=true).
+    fn missing(&self, app_server: &str) -> Option<String> {
+        if self.ctx.ci {
+            return None;
+        }
+        matrix::prereq::missing(self.cells(app_server).first()?, &self.ctx)
+    }
 }
 
 fn env_number(name: &str, default: usize) -> usize {
@@ -104,22 +174,11 @@ fn pair_cell(cell: &Cell, setting: &Setting) -> Cell {
     cell
 }
 
-fn population(app_server: &str, count: usize) -> Result<(), Failed> {
+fn population(setup: &Setup, app_server: &str, count: usize) -> Result<(), Failed> {
     let seed = seed();
-    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
-    let repo_root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../..");
-    let matrix = matrix::load::load_matrix(Some(&drivers_file(dir.path())), &[], Some(&repo_root))
-        .map_err(|e| format!("{e:#}"))?;
-    let runner = format!("{DRIVER}-{app_server}");
-    let cells: Vec<Cell> = matrix
-        .cells
-        .into_iter()
-        .filter(|c| c.profile == Profile::Protocol)
-        .filter(|c| c.id.runner == runner && c.id.environment == "local")
-        .filter(|c| c.not_applicable.is_none())
-        .collect();
+    let cells = setup.cells(app_server);
     if cells.is_empty() {
-        return Err(format!("no protocol cell of `{runner}` in local").into());
+        return Err(format!("no protocol cell of `{DRIVER}-{app_server}` in local").into());
     }
     let space = Space::of(VERSION, Scope::Task).map_err(|e| e.to_string())?;
     let settings = settings(&space, seed, count)?;
@@ -140,10 +199,12 @@ fn population(app_server: &str, count: usize) -> Result<(), Failed> {
         space.len(),
         cells.len()
     );
-    let mut ctx = CellContext::from_env().map_err(|e| format!("{e:#}"))?;
-    ctx.out_root = dir.path().join("out");
-    ctx.repo_root = Some(repo_root);
-    ctx.ci = std::env::var("CI").as_deref() == Ok("true");
+    // Under the target folder, so a red pair's evidence outlives the run; a green pair's is
+    // removed as soon as it is graded.
+    let mut ctx = setup.ctx.clone();
+    ctx.out_root = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("population")
+        .join(format!("{app_server}-{seed}"));
     let started = Instant::now();
     let red = run_pairs(Arc::new(ctx), pairs)?;
     eprintln!(
@@ -153,12 +214,9 @@ fn population(app_server: &str, count: usize) -> Result<(), Failed> {
     if red.is_empty() {
         return Ok(());
     }
-    // Kept for whoever reads the failure.
-    let kept = dir.keep();
     Err(format!(
-        "{} red pairs (seed {seed}; evidence under {}):\n{}",
+        "{} red pairs (seed {seed}; HARNESS_POPULATION_SEED={seed} draws them again):\n{}",
         red.len(),
-        kept.display(),
         red.join("\n")
     )
     .into())
