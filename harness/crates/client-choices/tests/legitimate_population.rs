@@ -134,13 +134,20 @@ fn seed() -> u64 {
     }
 }
 
+/// The population driver's idle wait, declared: the same on both app-servers. Not the cell's
+/// `{idle_seconds}` (2 s against the fake): the tap relays the stderr-flood case's 4 MiB to a
+/// driver that inherits its app-server's stderr at a fraction of a MB/s on a loaded machine,
+/// seconds without a line on the wire.
+const IDLE_SECONDS: u64 = 15;
+
 /// The drivers file declaring the population driver; `SETTING` in its command is replaced per
 /// pair.
 fn drivers_file(dir: &Path) -> PathBuf {
     let driver = env!("CARGO_BIN_EXE_population-driver");
     let text = format!(
         "[drivers.{DRIVER}]\n\
-         command = \"{driver} --setting SETTING --cwd {{workspace}} --prompt {{prompt}} --mode {{mode}} --timeout {{idle_seconds}}\"\n\
+         command = \"{driver} --setting SETTING --cwd {{workspace}} --prompt {{prompt}} --mode {{mode}} --timeout {IDLE_SECONDS}\"\n\
+         idle_timeout_seconds = {IDLE_SECONDS}\n\
          codex = \"env:CODEX_PATH\"\n\
          modes = [\"planning\", \"standard\", \"ask\"]\n\
          outcome = \"exit-status\"\n"
