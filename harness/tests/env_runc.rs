@@ -43,9 +43,14 @@ fn main() {
     }
     let args = Arguments::from_args();
     let mut trials = Vec::new();
+    // A virtual machine's environment (sandbox::kvm) runs the same trials on its own runtime.
+    let runs_on = |name: &str| match catalogue::spec(name).map(|s| s.vm.is_some()) {
+        Ok(true) => "kvm",
+        _ => "root_and_runc",
+    };
     for name in catalogue::names() {
         trials.push(needs(
-            &format!("probe_agrees_with_spec_{name}_needs_root_and_runc"),
+            &format!("probe_agrees_with_spec_{name}_needs_{}", runs_on(name)),
             name,
             false,
             move || probe_agrees(name),
@@ -67,7 +72,10 @@ fn main() {
     });
     for (name, signature) in start_up_failures {
         trials.push(needs(
-            &format!("codex_restricted_thread_start_fails_{name}_needs_root_and_runc_and_codex"),
+            &format!(
+                "codex_restricted_thread_start_fails_{name}_needs_{}_and_codex",
+                runs_on(name)
+            ),
             name,
             true,
             move || codex_restricted_thread_start_fails(name, signature),
