@@ -62,6 +62,11 @@ impl Machine {
         self.state.join("token")
     }
 
+    /// QEMU's pid.
+    pub fn pid(&self) -> u32 {
+        self.pid
+    }
+
     pub fn state_folder(&self) -> &Path {
         &self.state
     }
