@@ -120,11 +120,21 @@ pub fn for_environment(environment: &str, vm: &VmSpec) -> Result<Arc<Machine>> {
 
 /// Ends every machine this process booted and removes their state folders.
 pub fn shut_down_all() {
-    let slots: Vec<Slot> =
-        std::mem::take(&mut *machines().lock().unwrap_or_else(|p| p.into_inner()))
-            .into_values()
-            .collect();
-    for slot in slots {
+    let mut listed = machines().lock().unwrap_or_else(|p| p.into_inner());
+    shut_down(std::mem::take(&mut *listed));
+}
+
+/// [`shut_down_all`] when the process exits (`atexit`): a test binary or `harness env probe`
+/// ends without a teardown, and its QEMU would die with it but leave its state folder. It never
+/// waits for a lock another thread may hold at exit.
+extern "C" fn shut_down_at_exit() {
+    if let Ok(mut listed) = machines().try_lock() {
+        shut_down(std::mem::take(&mut *listed));
+    }
+}
+
+fn shut_down(listed: BTreeMap<String, Slot>) {
+    for slot in listed.into_values() {
         if let Some(Ok(machine)) = slot.get() {
             let _ = nix::sys::signal::kill(
                 nix::unistd::Pid::from_raw(machine.pid as i32),
@@ -173,6 +183,11 @@ fn write_private(path: &Path, text: &str, mode: u32) -> Result<()> {
 }
 
 fn boot(environment: &str, vm: &VmSpec) -> Result<Machine> {
+    static AT_EXIT: OnceLock<()> = OnceLock::new();
+    AT_EXIT.get_or_init(|| {
+        // SAFETY: registers a plain function that runs once, at exit.
+        unsafe { libc::atexit(shut_down_at_exit) };
+    });
     let accel = accelerator().map_err(anyhow::Error::msg)?;
     let guest = guest_folder();
     let state = tempfile::Builder::new()
