@@ -90,8 +90,9 @@ pub const SIGNATURES: &[Signature] = &[
         name: "bwrap-namespace-no-permission",
         class: LauncherFailure,
         line_prefix: None,
-        all_of: &["bwrap", "No permissions to create new namespace"],
-        indicates: "the kernel does not allow unprivileged user namespaces here",
+        // bubblewrap 0.8 says `create new namespace`, 0.12 `create a new namespace`.
+        all_of: &["bwrap", "No permissions to create", "new namespace"],
+        indicates: "the kernel does not let this bubblewrap create its namespaces here (a sysctl, a seccomp filter or an AppArmor user-namespace restriction)",
     },
     Signature {
         name: "bwrap-missing-sandbox-helper",
@@ -232,6 +233,8 @@ pub mod messages {
     /// The full texts of Debian's bubblewrap 0.8.0 where the canary signature is a prefix.
     pub const USERNS_MESSAGE: &str = "bwrap: No permissions to create new namespace, likely because the kernel does not allow non-privileged user namespaces. See <https://deb.li/bubblewrap> or <file:///usr/share/doc/bubblewrap/README.Debian.gz>.";
     pub const USERNS_LIMIT_MESSAGE: &str = "bwrap: Creating new namespace failed: nesting depth or /proc/sys/user/max_*_namespaces exceeded (ENOSPC)";
+    /// Debian 13's bubblewrap 0.12.0, where user namespaces are refused (EPERM or EACCES).
+    pub const USERNS_MESSAGE_BWRAP_012: &str = "bwrap: No permissions to create a new namespace, likely because the kernel does not allow non-privileged user namespaces. See <https://deb.li/bubblewrap> or <file:///usr/share/doc/bubblewrap/README.Debian.gz>.";
     pub const NO_USERNS_KERNEL_MESSAGE: &str = "bwrap: Creating new namespace failed, likely because the kernel does not support user namespaces.  bwrap must be installed setuid on such systems.";
     pub const MOUNT_DEVPTS_SIGNATURE: &str =
         "bwrap: Can't mount devpts on /newroot/dev/pts: Permission denied";

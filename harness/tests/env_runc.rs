@@ -13,9 +13,13 @@
 #[allow(dead_code)]
 mod common;
 
+use common::codex_cell::runtime;
+use common::codex_cell::{
+    self, codex_thread_start, codex_thread_start_with, FACTS_PROFILE, HELPER_PIPE_RACE,
+    PIPE_RACE_ATTEMPTS,
+};
 use common::prereq;
-use driver::launch::{self, profiles::HostPaths, LaunchRequest};
-use harness::repro::session::Session;
+use driver::launch;
 use libtest_mimic::{Arguments, Failed, Trial};
 use sandbox::launcher::EnvMounts;
 use sandbox::launcher::{Launcher, ProcessSpec};
@@ -43,9 +47,14 @@ fn main() {
     }
     let args = Arguments::from_args();
     let mut trials = Vec::new();
+    // A virtual machine's environment (sandbox::kvm) runs the same trials on its own runtime.
+    let runs_on = |name: &str| match catalogue::spec(name).map(|s| s.vm.is_some()) {
+        Ok(true) => "kvm",
+        _ => "root_and_runc",
+    };
     for name in catalogue::names() {
         trials.push(needs(
-            &format!("probe_agrees_with_spec_{name}_needs_root_and_runc"),
+            &format!("probe_agrees_with_spec_{name}_needs_{}", runs_on(name)),
             name,
             false,
             move || probe_agrees(name),
@@ -67,7 +76,10 @@ fn main() {
     });
     for (name, signature) in start_up_failures {
         trials.push(needs(
-            &format!("codex_restricted_thread_start_fails_{name}_needs_root_and_runc_and_codex"),
+            &format!(
+                "codex_restricted_thread_start_fails_{name}_needs_{}_and_codex",
+                runs_on(name)
+            ),
             name,
             true,
             move || codex_restricted_thread_start_fails(name, signature),
@@ -345,14 +357,6 @@ fn needs(
     prereq::trial(name, missing, body)
 }
 
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("tokio runtime")
-}
-
 /// `bwrap ARGS` in `environment` (runc), bounded.
 fn bwrap_in(environment: &str, args: &[&str]) -> Result<std::process::Output, Failed> {
     let scratch = tempfile::tempdir()?;
@@ -416,137 +420,18 @@ fn probe_agrees(name: &str) -> Result<(), Failed> {
     Ok(())
 }
 
-/// Per-test folders: workspace (with AGENTS.md and .git), HOME, CODEX_HOME, TMPDIR (not a parent
-/// of CODEX_HOME). The launcher hands them to the container's uid.
-struct CodexCell {
-    _dir: tempfile::TempDir,
-    root: PathBuf,
-    workspace: PathBuf,
-    env: Vec<(String, String)>,
-}
-
-impl Drop for CodexCell {
-    fn drop(&mut self) {
-        // Codex's helpers can outlive it on the host (see `sandbox::reap`).
-        sandbox::reap::after_cell(None, &self.root);
-    }
-}
-
-fn codex_cell() -> Result<CodexCell, Failed> {
-    let dir = tempfile::Builder::new().prefix("ccf-test-").tempdir()?;
-    let root = dir.path().to_path_buf();
-    let workspace = root.join("workspace");
-    let home = root.join("home");
-    let codex_home = root.join("codex-home");
-    let tmp = root.join("tmp");
-    for folder in [&workspace, &home, &codex_home, &tmp] {
-        std::fs::create_dir_all(folder)?;
-    }
-    std::fs::create_dir_all(workspace.join(".git"))?;
-    std::fs::write(
-        workspace.join("AGENTS.md"),
-        "# Project agents\nAlways be terse.\n",
-    )?;
-    let env = vec![
-        (
-            "PATH".to_string(),
-            "/usr/local/bin:/usr/bin:/bin".to_string(),
-        ),
-        ("HOME".to_string(), home.display().to_string()),
-        ("CODEX_HOME".to_string(), codex_home.display().to_string()),
-        ("TMPDIR".to_string(), tmp.display().to_string()),
-    ];
-    Ok(CodexCell {
-        _dir: dir,
-        root,
-        workspace,
-        env,
-    })
-}
-
-/// thread/start of a planning run in an external sandbox under `policy`, in `environment`.
-fn codex_thread_start(
-    environment: &str,
-    policy: launch::PolicyGeneration,
-) -> Result<Result<serde_json::Value, driver::rpc::RpcError>, Failed> {
-    codex_thread_start_with(environment, policy, false)
-}
-
-/// Profile (a) of the facts doc: workspace read, root none, network off.
-const FACTS_PROFILE: &str = "lab-restricted-ro";
-
 fn codex_facts_profile_thread_start_works(environment: &str) -> Result<(), Failed> {
-    match codex_thread_start_with(environment, launch::PolicyGeneration::Legacy, true)? {
+    match codex_thread_start_with(
+        environment,
+        launch::PolicyGeneration::Legacy,
+        true,
+        codex_cell::DEFAULT_PATH,
+    )? {
         Ok(result) if result["activePermissionProfile"]["id"] == FACTS_PROFILE => Ok(()),
         Ok(result) => Err(format!("thread/start answered with another profile: {result}").into()),
         Err(err) => Err(format!("thread/start failed in `{environment}`: {err}").into()),
     }
 }
-
-fn codex_thread_start_with(
-    environment: &str,
-    policy: launch::PolicyGeneration,
-    facts_profile: bool,
-) -> Result<Result<serde_json::Value, driver::rpc::RpcError>, Failed> {
-    let codex = codex::provision::resolve(codex::provision::PINNED)?;
-    let cell = codex_cell()?;
-    let request = LaunchRequest {
-        mode: launch::Mode::Planning,
-        target: launch::Target::ExternalSandbox,
-        network_enabled: true,
-        policy,
-        workspace: cell.workspace.clone(),
-    };
-    let mut plan = launch::plan_with(
-        &request,
-        &HostPaths::from_env_pairs(&cell.env, Some(&codex.binary)),
-    );
-    if facts_profile {
-        plan.argv = vec![
-            "-c".into(),
-            format!("default_permissions=\"{FACTS_PROFILE}\""),
-            "-c".into(),
-            format!("permissions.{FACTS_PROFILE}={{filesystem={{\":root\"=\"none\",\":workspace_roots\"={{\".\"=\"read\"}}}},network={{enabled=false}}}}"),
-        ];
-        plan.thread_params =
-            serde_json::json!({"cwd": cell.workspace, "permissions": FACTS_PROFILE});
-    }
-    let launcher = environment::launcher(
-        environment,
-        &EnvMounts {
-            scratch: cell.root.clone(),
-            writable: Vec::new(),
-            readonly: vec![codex.package_dir.clone()],
-            bundled_bwraps: vec![codex.bundled_bwrap()],
-        },
-    )?;
-    let process = ProcessSpec {
-        program: codex.binary.clone(),
-        args: std::iter::once("app-server".to_string())
-            .chain(plan.argv.iter().cloned())
-            .collect(),
-        env: cell.env.clone(),
-        cwd: cell.workspace.clone(),
-    };
-    let stderr_log = cell.root.join("stderr.log");
-    runtime()
-        .block_on(async {
-            let mut session = Session::start(launcher.as_ref(), &process, &stderr_log).await?;
-            let answer = session
-                .request("thread/start", plan.thread_params.clone())
-                .await?;
-            session.close().await;
-            Ok::<_, anyhow::Error>(answer)
-        })
-        .map_err(|err| Failed::from(format!("{err:#}")))
-}
-
-/// When bubblewrap dies at once, Codex sometimes writes the helper's request into the closed
-/// pipe first and reports `Broken pipe (os error 32)` instead of bubblewrap's message (seen
-/// once in userns-blocked). That race is Codex's; a fresh app-server gets another try.
-const HELPER_PIPE_RACE: &str =
-    "failed to load AGENTS.md instructions for environment `local`: Broken pipe (os error 32)";
-const PIPE_RACE_ATTEMPTS: usize = 3;
 
 fn codex_restricted_thread_start_fails(environment: &str, signature: &str) -> Result<(), Failed> {
     let mut outcome = codex_thread_start(environment, launch::PolicyGeneration::Legacy)?;

@@ -200,6 +200,13 @@ pub async fn run(failure: Failure, options: &Options) -> Result<Report> {
     if let Err(missing) = check_prerequisites(environment) {
         bail!("environment `{environment}` cannot run here: {missing}");
     }
+    if select_runtime(environment)? == Runtime::Kvm {
+        bail!(
+            "environment `{environment}` runs in a virtual machine: a repro runs whole cells, whose \
+             driver reaches the tap through a Unix socket that does not cross into the guest; its \
+             real-Codex reproduction is `cargo test -p harness --test env_kvm`"
+        );
+    }
     if options.keep && select_runtime(environment)? != Runtime::Runc {
         bail!("harness repro --keep needs runc (root and runc installed); the Docker runtime has no bundles to rerun by hand");
     }

@@ -1,5 +1,6 @@
 //! Helpers shared by several integration tests (each test crate includes this with `mod common;`).
 
+pub mod codex_cell;
 pub mod codex_schema;
 pub mod driver_copies;
 pub mod fake_driver;

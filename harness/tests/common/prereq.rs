@@ -51,10 +51,10 @@ pub fn matrix_codex_missing() -> Option<String> {
 
 /// Why `environment` cannot run here, if it cannot: its own prerequisites (bubblewrap; root and
 /// a runtime for a container environment), and for a container environment the runc runtime,
-/// which is what these tests exercise.
+/// which is what these tests exercise (a virtual machine's environment: the kvm runtime's).
 pub fn environment_missing(environment: &str) -> Option<String> {
     match sandbox::environment::select_runtime(environment) {
-        Ok(Runtime::Host | Runtime::Runc) => None,
+        Ok(Runtime::Host | Runtime::Runc | Runtime::Kvm) => None,
         Ok(other) => Some(format!(
             "environment `{environment}` needs runc, the runtime selected here is {}",
             other.as_str()

@@ -2,6 +2,7 @@
 //! signature row (and its message constant) in `graders::signatures`, then the parts of
 //! docs/environments.md generated from here (`sandbox::catalogue_doc`; see that doc).
 
+use crate::kvm::{BWRAP_USERNS_RESTRICT, USERNS_RESTRICTED_PROFILE};
 use crate::spec::*;
 use anyhow::{bail, Result};
 use graders::signatures::messages::*;
@@ -32,6 +33,7 @@ pub fn all() -> Vec<EnvSpec> {
             message: None,
             signature_row: None,
             container: None,
+            vm: None,
             expected_probe: ExpectedProbe::SUCCEEDS,
             expected_command: ExpectedProbe::SUCCEEDS,
             expected_retry: None,
@@ -46,6 +48,7 @@ pub fn all() -> Vec<EnvSpec> {
             message: None,
             signature_row: None,
             container: Some(container_base()),
+            vm: None,
             expected_probe: ExpectedProbe::SUCCEEDS,
             expected_command: ExpectedProbe::SUCCEEDS,
             expected_retry: None,
@@ -71,6 +74,7 @@ it can set up loopback, mount /proc and refuse the write with a read-only bind. 
                 }],
                 ..container_base()
             }),
+            vm: None,
             expected_probe: ExpectedProbe::fails_with(RTM_NEWADDR_SIGNATURE),
             expected_command: ExpectedProbe::fails_with(RTM_NEWADDR_SIGNATURE),
             expected_retry: None,
@@ -97,6 +101,7 @@ sandbox refuses it (Read-only file system). With the network disabled every comm
                 bwrap: BwrapAccess::ExecuteOnly,
                 ..container_base()
             }),
+            vm: None,
             expected_probe: ExpectedProbe::fails_with(UID_MAP_SIGNATURE),
             expected_command: ExpectedProbe::fails_with(UID_MAP_SIGNATURE),
             expected_retry: None,
@@ -118,6 +123,7 @@ model's write never runs: Codex tells the model the bwrap error, and the grader 
                 seccomp: user_namespace_rules(EPERM),
                 ..container_base()
             }),
+            vm: None,
             expected_probe: ExpectedProbe::fails_with(USERNS_SIGNATURE),
             expected_command: ExpectedProbe::fails_with(USERNS_SIGNATURE),
             expected_retry: None,
@@ -138,6 +144,7 @@ legacy fs helper fails thread/start, and the fixed profile's commands all fail b
                 seccomp: vec![flags_rule("mount", 3, MS_REC_SLAVE, EACCES)],
                 ..container_base()
             }),
+            vm: None,
             expected_probe: ExpectedProbe::fails_with(MOUNT_SLAVE_SIGNATURE),
             expected_command: ExpectedProbe::fails_with(MOUNT_SLAVE_SIGNATURE),
             expected_retry: None,
@@ -159,6 +166,7 @@ warning; the legacy fs helper fails thread/start and every command of the fixed 
                 proc_masked: true,
                 ..container_base()
             }),
+            vm: None,
             expected_probe: ExpectedProbe::SUCCEEDS,
             expected_command: ExpectedProbe::fails_with(MOUNT_PROC_SIGNATURE),
             // Without `--proc /proc` nothing is mounted on /proc, so the command runs.
@@ -189,6 +197,7 @@ simulates that wording (FAKE_APP_SERVER_BWRAP_WORDING=0.12) to show it.",
                 }],
                 ..container_base()
             }),
+            vm: None,
             expected_probe: ExpectedProbe::SUCCEEDS,
             expected_command: ExpectedProbe::fails_with(MOUNT_DEVPTS_SIGNATURE),
             expected_retry: None,
@@ -210,6 +219,7 @@ legacy profile and, under the fixed one, every command fails before it runs (app
                 masked_paths: vec!["/proc/sys/kernel"],
                 ..container_base()
             }),
+            vm: None,
             expected_probe: ExpectedProbe::fails_with(OVERFLOWUID_SIGNATURE),
             expected_command: ExpectedProbe::fails_with(OVERFLOWUID_SIGNATURE),
             expected_retry: None,
@@ -236,6 +246,7 @@ alone gives `Can't parse` instead (its mask is /dev/null, which reads empty).",
                 }],
                 ..container_base()
             }),
+            vm: None,
             expected_probe: ExpectedProbe::fails_with(PIVOT_ROOT_INITRAMFS_SIGNATURE),
             expected_command: ExpectedProbe::fails_with(PIVOT_ROOT_INITRAMFS_SIGNATURE),
             expected_retry: None,
@@ -257,6 +268,7 @@ the legacy fs helper fails thread/start, and every command of the fixed profile 
                 seccomp: user_namespace_rules(ENOSPC),
                 ..container_base()
             }),
+            vm: None,
             expected_probe: ExpectedProbe::fails_with(USERNS_LIMIT_SIGNATURE),
             expected_command: ExpectedProbe::fails_with(USERNS_LIMIT_SIGNATURE),
             expected_retry: None,
@@ -276,6 +288,7 @@ the text; the legacy fs helper fails thread/start, and every command of the fixe
                 seccomp: user_namespace_rules(EINVAL),
                 ..container_base()
             }),
+            vm: None,
             expected_probe: ExpectedProbe::fails_with(NO_USERNS_KERNEL_SIGNATURE),
             expected_command: ExpectedProbe::fails_with(NO_USERNS_KERNEL_SIGNATURE),
             expected_retry: None,
@@ -296,6 +309,7 @@ seccomp rule). bubblewrap says the kernel does not support user namespaces; noth
                 ambient_capabilities: true,
                 ..container_base()
             }),
+            vm: None,
             expected_probe: ExpectedProbe::fails_with(AMBIENT_CAPS_SIGNATURE),
             expected_command: ExpectedProbe::fails_with(AMBIENT_CAPS_SIGNATURE),
             expected_retry: None,
@@ -315,6 +329,7 @@ runs.",
                 bwrap: BwrapAccess::AllHidden,
                 ..container_base()
             }),
+            vm: None,
             expected_probe: ExpectedProbe::exits_with(127, BWRAP_NOT_EXECUTABLE_SIGNATURE),
             expected_command: ExpectedProbe::exits_with(127, BWRAP_NOT_EXECUTABLE_SIGNATURE),
             expected_retry: None,
@@ -339,6 +354,7 @@ so thread/start fails, and for every command of the fixed profile.",
                 bwrap: BwrapAccess::SystemHidden,
                 ..container_base()
             }),
+            vm: None,
             expected_probe: ExpectedProbe::exits_with(127, BWRAP_NOT_EXECUTABLE_SIGNATURE),
             expected_command: ExpectedProbe::exits_with(127, BWRAP_NOT_EXECUTABLE_SIGNATURE),
             expected_retry: None,
@@ -347,6 +363,98 @@ so thread/start fails, and for every command of the fixed profile.",
 not find bubblewrap on PATH and uses its bundled one; this kernel allows unprivileged user namespaces, so the \
 bundled bubblewrap works: the write runs and is refused (pass). Where a command does not run at all and says \
 nothing, the graders find no refusal and no probe file and never call it a pass.",
+        },
+        EnvSpec {
+            name: "apparmor-userns",
+            restricts: "a virtual machine on Debian 13's kernel 6.12 with AppArmor 4.1: uid 1000 \
+                        confined by a profile that may create user namespaces but holds no \
+                        capability in them; no bwrap profile",
+            stands_for: "Ubuntu 24.04 hosts and GitHub's ubuntu-24.04 runners \
+                         (kernel.apparmor_restrict_unprivileged_userns=1), without the \
+                         bwrap-userns-restrict profile",
+            message: Some(USERNS_MESSAGE_BWRAP_012),
+            signature_row: Some("bwrap-namespace-no-permission"),
+            container: None,
+            vm: Some(VmSpec {
+                apparmor_profiles: &[USERNS_RESTRICTED_PROFILE],
+                confined_by: Some(USERNS_RESTRICTED_PROFILE),
+                ..vm_base()
+            }),
+            expected_probe: ExpectedProbe::fails_with(USERNS_MESSAGE_BWRAP_012),
+            expected_command: ExpectedProbe::fails_with(USERNS_MESSAGE_BWRAP_012),
+            expected_retry: None,
+            fails_at: FailsAt::StartUp,
+            cause: "A real AppArmor decision on a real kernel. Ubuntu's kernel attaches the `unprivileged_userns` profile \
+(`audit deny capability`) to an unconfined task that creates a user namespace; Debian's kernel has AppArmor 4's \
+user-namespace mediation but not that sysctl, so every process here runs under a profile with the same rules \
+(sandbox::kvm, `userns-restricted.apparmor`). bubblewrap creates its user namespace together with the mount and \
+network namespaces it needs CAP_SYS_ADMIN in; AppArmor refuses the capability (audit: `capname=\"sys_admin\"`), \
+so the clone fails and bubblewrap says it has no permission. Ubuntu's users report the later steps failing instead \
+(`loopback: Failed RTM_NEWADDR`, `setting up uid map`): there the profile is attached while the namespaces are \
+created, here before.",
+        },
+        EnvSpec {
+            name: "apparmor-userns-bwrap-profile",
+            restricts: "as apparmor-userns + Debian 13's bwrap-userns-restrict profile, which \
+                        exempts /usr/bin/bwrap (and not Codex's bundled bubblewrap)",
+            stands_for: "Ubuntu 24.04 with apparmor-profiles' bwrap-userns-restrict loaded (what \
+                         openai/codex's own smoke workflow runs)",
+            message: None,
+            signature_row: None,
+            container: None,
+            vm: Some(VmSpec {
+                apparmor_profiles: &[USERNS_RESTRICTED_PROFILE, BWRAP_USERNS_RESTRICT],
+                confined_by: Some(USERNS_RESTRICTED_PROFILE),
+                ..vm_base()
+            }),
+            expected_probe: ExpectedProbe::SUCCEEDS,
+            expected_command: ExpectedProbe::SUCCEEDS,
+            expected_retry: None,
+            fails_at: FailsAt::Never,
+            cause: "The `bwrap` profile attaches to /usr/bin/bwrap by path and allows it capabilities and user namespaces, so \
+Codex works while it finds the system bubblewrap on PATH (it prefers it). A bubblewrap at any other path, such \
+as the Codex package's codex-resources/bwrap that Codex falls back to when /usr/bin is not on the app-server's \
+PATH, stays under the restriction and fails as in apparmor-userns.",
+        },
+        EnvSpec {
+            name: "max-userns-zero",
+            restricts: "a virtual machine on Debian 13's kernel 6.12, uid 1000, \
+                        user.max_user_namespaces=0",
+            stands_for: "hosts that set user.max_user_namespaces=0 (hardening guides, some hosted \
+                         sandboxes)",
+            message: Some(USERNS_LIMIT_MESSAGE),
+            signature_row: Some("bwrap-namespace-create-failed"),
+            container: None,
+            vm: Some(VmSpec {
+                sysctls: &[("user.max_user_namespaces", "0")],
+                ..vm_base()
+            }),
+            expected_probe: ExpectedProbe::fails_with(USERNS_LIMIT_MESSAGE),
+            expected_command: ExpectedProbe::fails_with(USERNS_LIMIT_MESSAGE),
+            expected_retry: None,
+            fails_at: FailsAt::StartUp,
+            cause: "The kernel's limit on user namespaces is zero, for every user, root included: bubblewrap's clone with \
+CLONE_NEWUSER fails with ENOSPC, which bubblewrap reports as the nesting depth or the limit exceeded.",
+        },
+        EnvSpec {
+            name: "userns-clone-off",
+            restricts: "a virtual machine on Debian 13's kernel 6.12, uid 1000, \
+                        kernel.unprivileged_userns_clone=0",
+            stands_for: "Debian hosts with unprivileged user namespaces turned off (Debian's own \
+                         sysctl; the default before Debian 11)",
+            message: Some(USERNS_MESSAGE_BWRAP_012),
+            signature_row: Some("bwrap-namespace-no-permission"),
+            container: None,
+            vm: Some(VmSpec {
+                sysctls: &[("kernel.unprivileged_userns_clone", "0")],
+                ..vm_base()
+            }),
+            expected_probe: ExpectedProbe::fails_with(USERNS_MESSAGE_BWRAP_012),
+            expected_command: ExpectedProbe::fails_with(USERNS_MESSAGE_BWRAP_012),
+            expected_retry: None,
+            fails_at: FailsAt::StartUp,
+            cause: "Debian's kernel patch refuses CLONE_NEWUSER to a task without CAP_SYS_ADMIN when \
+kernel.unprivileged_userns_clone is 0: bubblewrap (not setuid) gets EPERM and says it has no permission.",
         },
     ]
 }

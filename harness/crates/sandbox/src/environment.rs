@@ -1,12 +1,13 @@
 //! Which runtime an environment runs on here, whether it can run at all, and a launcher for it:
-//! the host for `local`, runc from a generated OCI bundle, or Docker through testcontainers.
+//! the host for `local`, runc from a generated OCI bundle, Docker through testcontainers, or a
+//! virtual machine for an environment of a real kernel.
 //!
 //! See `docs/environments.md` for what each environment restricts and what it stands for.
 
 use crate::catalogue::spec;
 use crate::launcher::{EnvMounts, Launcher, LocalLauncher};
 use crate::system::which;
-use crate::{docker, runc};
+use crate::{docker, kvm, runc};
 use anyhow::Result;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -25,6 +26,8 @@ pub enum Runtime {
     Host,
     Runc,
     Docker,
+    /// A virtual machine on a real Debian kernel ([`crate::kvm`]).
+    Kvm,
 }
 
 impl Runtime {
@@ -33,6 +36,7 @@ impl Runtime {
             Runtime::Host => "host",
             Runtime::Runc => "runc",
             Runtime::Docker => "docker",
+            Runtime::Kvm => "kvm",
         }
     }
 }
@@ -65,6 +69,13 @@ pub fn select_runtime(name: &str) -> Result<Runtime, Missing> {
         return Err(Missing {
             reason: "bubblewrap is not installed (apt-get install bubblewrap)".into(),
         });
+    }
+    if spec.vm.is_some() {
+        return kvm::prerequisites()
+            .map(|_| Runtime::Kvm)
+            .map_err(|reason| Missing {
+                reason: format!("environment `{name}` runs in a virtual machine: {reason}"),
+            });
     }
     if spec.container.is_none() {
         return Ok(Runtime::Host);
@@ -130,5 +141,6 @@ pub fn launcher_with(
             Arc::new(launcher)
         }
         Runtime::Docker => Arc::new(docker::DockerLauncher::start(spec, mounts, &[])?),
+        Runtime::Kvm => Arc::new(kvm::KvmLauncher::new(spec, mounts.clone())?),
     })
 }

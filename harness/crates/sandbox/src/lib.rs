@@ -2,7 +2,8 @@
 //!
 //! Owns: the [`launcher::Launcher`] trait (host, runc, Docker) and the mounts it binds; the
 //! restricted environments as data ([`spec`], [`catalogue`]) and their runtimes ([`oci`],
-//! [`overlays`], [`runc`], [`docker`], [`environment`], [`probe`]); a host process in a mount
+//! [`overlays`], [`runc`], [`docker`], [`kvm`]: a virtual machine on a real kernel,
+//! [`environment`], [`probe`]); a host process in a mount
 //! namespace where the evidence is read-only ([`isolation`]); whether a container's uid can start a program at all ([`reachable`]); process containment (one
 //! cgroup per cell: [`cgroup`], [`containment`]); who owns a container ([`owner`]); what the
 //! process must tear down before it ends ([`teardown`]); every reaper ([`reap`]); and the small
@@ -20,6 +21,7 @@ pub mod containment;
 pub mod docker;
 pub mod environment;
 pub mod isolation;
+pub mod kvm;
 pub mod launcher;
 pub mod oci;
 pub mod overlays;

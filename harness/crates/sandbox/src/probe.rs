@@ -108,11 +108,24 @@ impl ExpectedProbe {
 }
 
 /// Run `sh -c SCRIPT sh ARGS…` in the environment (bounded), with a minimal PATH.
+/// The PATH the canaries and the lookup run with: the one Codex is started with in a cell.
+pub const CANARY_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+
 async fn run_shell(
     launcher: &dyn Launcher,
     script: &str,
     args: &[&str],
     cwd: &Path,
+) -> Result<std::process::Output> {
+    run_shell_on(launcher, script, args, cwd, CANARY_PATH).await
+}
+
+async fn run_shell_on(
+    launcher: &dyn Launcher,
+    script: &str,
+    args: &[&str],
+    cwd: &Path,
+    path: &str,
 ) -> Result<std::process::Output> {
     let process = ProcessSpec {
         program: SHELL.into(),
@@ -121,10 +134,7 @@ async fn run_shell(
             .chain(args.iter().copied())
             .map(str::to_string)
             .collect(),
-        env: vec![(
-            "PATH".to_string(),
-            "/usr/local/bin:/usr/bin:/bin".to_string(),
-        )],
+        env: vec![("PATH".to_string(), path.to_string())],
         cwd: cwd.to_path_buf(),
     };
     let mut prepared = launcher.prepare(&process)?;
@@ -255,13 +265,24 @@ pub async fn bubblewrap_in_use(
     bundled: &Path,
     cwd: &Path,
 ) -> Result<BubblewrapInUse> {
+    bubblewrap_in_use_on(launcher, bundled, cwd, CANARY_PATH).await
+}
+
+/// [`bubblewrap_in_use`] for an app-server started with `path` as its PATH (a driver chooses
+/// it: without the system bubblewrap's folder Codex takes its bundled one).
+pub async fn bubblewrap_in_use_on(
+    launcher: &dyn Launcher,
+    bundled: &Path,
+    cwd: &Path,
+    path: &str,
+) -> Result<BubblewrapInUse> {
     // The first line says which; the rest is its `--version`.
     const LOOKUP: &str = r#"sys=$(command -v bwrap 2>/dev/null)
 if [ -n "$sys" ] && [ -x "$sys" ]; then printf 'system %s\n' "$sys"; "$sys" --version 2>&1
 elif [ -x "$1" ]; then echo bundled; "$1" --version 2>&1
 else echo none; fi"#;
     let bundled = bundled.display().to_string();
-    let output = run_shell(launcher, LOOKUP, &[&bundled], cwd).await?;
+    let output = run_shell_on(launcher, LOOKUP, &[&bundled], cwd, path).await?;
     let stdout = String::from_utf8_lossy(&output.stdout);
     let (first, rest) = stdout.split_once('\n').unwrap_or((&stdout, ""));
     let version = rest.trim().to_string();

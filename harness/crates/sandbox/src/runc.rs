@@ -307,7 +307,7 @@ impl RuncLauncher {
 pub use crate::reachable::blocking_ancestor;
 
 /// Give a folder (recursively) to the container's uid so the process can write there.
-fn hand_over(folder: &Path, uid: u32, gid: u32) -> Result<()> {
+pub(crate) fn hand_over(folder: &Path, uid: u32, gid: u32) -> Result<()> {
     let owner = Some(nix::unistd::Uid::from_raw(uid));
     let group = Some(nix::unistd::Gid::from_raw(gid));
     let mut pending = vec![folder.to_path_buf()];

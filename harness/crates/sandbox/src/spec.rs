@@ -86,6 +86,8 @@ pub struct EnvSpec {
     pub signature_row: Option<&'static str>,
     /// `None`: the host as it is; `Some`: an OCI container.
     pub container: Option<ContainerSpec>,
+    /// `Some`: a virtual machine with a kernel of its own ([`crate::kvm`]); `container` is `None`.
+    pub vm: Option<VmSpec>,
     /// What the start-up canary ([`CANARY`]) must do here.
     pub expected_probe: ExpectedProbe,
     /// What the per-command canary ([`COMMAND_CANARY`]) must do here.
@@ -104,10 +106,37 @@ impl EnvSpec {
     /// The uid and gid its container runs processes as, when not root (`None`: the host, or a
     /// root container): the folders those processes write must be theirs.
     pub fn container_user(&self) -> Option<(u32, u32)> {
-        self.container
-            .as_ref()
-            .map(|c| (c.uid, c.gid))
-            .filter(|&(uid, _)| uid != 0)
+        let container = self.container.as_ref().map(|c| (c.uid, c.gid));
+        let vm = self.vm.as_ref().map(|v| (v.uid, v.gid));
+        container.or(vm).filter(|&(uid, _)| uid != 0)
+    }
+}
+
+/// A virtual machine on a real Debian kernel: the guest image of `ci/kvm-guest-image` (Debian 13,
+/// kernel 6.12 with AppArmor 4.1), booted once per process and environment by [`crate::kvm`].
+/// Each field is kernel state set at boot, before any process of a cell runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VmSpec {
+    /// The uid and gid the processes run as: the kernel's user-namespace restrictions apply to
+    /// unprivileged users only.
+    pub uid: u32,
+    pub gid: u32,
+    /// `(name, value)` written to `/proc/sys` at boot.
+    pub sysctls: &'static [(&'static str, &'static str)],
+    /// AppArmor profiles loaded at boot: a guest path, or one of [`crate::kvm`]'s own profiles.
+    pub apparmor_profiles: &'static [&'static str],
+    /// The AppArmor profile every process runs under (`None`: unconfined).
+    pub confined_by: Option<&'static str>,
+}
+
+/// What every virtual machine starts from: uid and gid 1000, no sysctl, no profile.
+pub fn vm_base() -> VmSpec {
+    VmSpec {
+        uid: 1000,
+        gid: 1000,
+        sysctls: &[],
+        apparmor_profiles: &[],
+        confined_by: None,
     }
 }
 

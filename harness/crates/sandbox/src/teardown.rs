@@ -1,5 +1,6 @@
 //! What this process must tear down before it ends: every runc container a launcher prepared
-//! (until its guard has removed it) and every cell cgroup (until its owner has released it).
+//! (until its guard has removed it), every cell cgroup (until its owner has released it) and
+//! every virtual machine it booted (`crate::kvm::machine`).
 //! Guards and owners remove their own entries; [`tear_down_everything`] removes whatever is
 //! still listed, for the one caller that cannot wait for them: the binary's signal handler (and
 //! the end of a run, as a last sweep). Nothing here installs a signal handler: that is the
@@ -130,6 +131,7 @@ pub fn tear_down_everything() {
     for id in live_container_ids() {
         remove_container(&id, false);
     }
+    crate::kvm::machine::shut_down_all();
 }
 
 /// `runc kill` + `runc delete -f`, retried while runc may still be creating the container

@@ -7,10 +7,12 @@
 //! - **before the first cell of a process** ([`stale_once`]): what harnesses that were killed
 //!   left behind (SIGKILL runs no cleanup) — runc containers and bundle folders ([`stale_runc`]),
 //!   Docker containers ([`stale_docker`]), run cgroups ([`stale_runs`]) — but only what belongs
-//!   to this containment scope and to an owner ([`crate::owner`]) that is gone.
+//!   to this containment scope and to an owner ([`crate::owner`]) that is gone; and virtual
+//!   machines of the kvm runtime with their state folders ([`stale_kvm`]).
 
 mod cell;
 mod docker;
+mod kvm;
 mod runc;
 mod runs;
 
@@ -45,6 +47,11 @@ pub fn stale_docker() -> ReapReport {
     docker::reap_stale()
 }
 
+/// One pass over the virtual machines (QEMU and state folders) of killed harnesses.
+pub fn stale_kvm() -> ReapReport {
+    kvm::reap_stale(&std::env::temp_dir())
+}
+
 /// One pass over the run cgroups of killed harnesses.
 pub fn stale_runs() -> StaleRuns {
     runs::reap_stale_runs()
@@ -68,6 +75,12 @@ pub fn stale_once() {
                     "reaping Docker leftovers of killed harness runs stopped short: {reason}"
                 );
             }
+        }
+        let report = stale_kvm();
+        if let Some(reason) = &report.incomplete {
+            tracing::warn!(
+                "reaping virtual machines of killed harness runs stopped short: {reason}"
+            );
         }
         let report = stale_runs();
         for (path, why) in &report.left_alone {
