@@ -1,0 +1,559 @@
+//! `protocol-task-binding`: the task's choices are what the driver's requests carry, on every
+//! turn of its own, over every launch. A choice is a thread setting, and Codex takes a thread
+//! setting from the last request that set it (`turn/start` and `thread/settings/update` set it
+//! "for this turn and subsequent turns", TurnStartParams / ThreadSettingsUpdateParams), else from
+//! the request that opened the thread — as its answer reports it, Codex's defaults and the
+//! launch's `-c` configuration included — else from the launch. So each legitimate spelling
+//! passes: the `cwd` on `thread/start` or on `turn/start`, or none and the app-server started in
+//! the workspace; a sandbox mode, a sandbox policy or a permission profile; the task's path as
+//! told or as the kernel resolves it.
+//!
+//! - `workspace-cwd`: every turn's working folder is the task's workspace.
+//! - `mode-planning`: every turn runs without write access. The plan collaboration mode alone
+//!   is not enough: Codex runs the model's tools in plan mode (observed, 0.169), only the
+//!   sandbox keeps a planning turn from writing.
+//! - `mode-standard`, `mode-ask`: no turn runs in the plan collaboration mode
+//!   (`collaborationMode.mode: "plan"`, CollaborationMode): Codex would then plan instead of
+//!   doing or answering what was asked.
+//! - `approvals-*`: every turn's approval policy and reviewer are the task's (`never`:
+//!   approvalPolicy `never`; `auto-review`: approvalsReviewer `auto_review`; a user reviewer:
+//!   approvalsReviewer `user`, Codex's default, under a policy that can ask).
+//!
+//! Whatever the stream cannot show — no record of the task, a setting nobody reported — is
+//! `incomplete`, never `pass`.
+
+use super::{incomplete, pass, Exchange, ProtocolCase};
+use crate::events::{
+    Body, ClientRequest, ClientRequestAnswered, Kind, Mode, SettingsSent, Source, TaskChoices,
+};
+use crate::grade::launch_config::{Judgement, LaunchConfig};
+use crate::grade::legacy_sandbox::{judge_mode, judge_policy};
+use crate::grade::{fail, Terminal};
+use crate::verdict::{EvidenceRef, Verdict};
+use serde_json::Value;
+use std::collections::HashMap;
+use std::path::{Component, Path, PathBuf};
+
+const TURN_START: &str = "turn/start";
+const SETTINGS_UPDATE: &str = "thread/settings/update";
+const OPENERS: &[&str] = &["thread/start", "thread/resume", "thread/fork"];
+/// The reviewers that are Codex's automatic one (`guardian_subagent`: the legacy name).
+const AUTO_REVIEWERS: &[&str] = &["auto_review", "guardian_subagent"];
+const USER_REVIEWER: &str = "user";
+const NEVER: &str = "never";
+
+/// Which of the task's choices a case checks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Choice {
+    Workspace,
+    Mode(Mode),
+    Approvals,
+}
+
+pub(crate) struct TaskBinding {
+    ex: Exchange,
+    choice: Choice,
+    /// The mode and argv of `run.started.launch`.
+    mode: Option<Mode>,
+    argv: Vec<String>,
+    /// The folder each launch's app-server was started in.
+    launch_cwd: HashMap<u64, String>,
+}
+
+impl TaskBinding {
+    pub fn new(choice: Choice) -> Self {
+        Self {
+            ex: Exchange::default(),
+            choice,
+            mode: None,
+            argv: Vec::new(),
+            launch_cwd: HashMap::new(),
+        }
+    }
+}
+
+/// Where a turn's setting came from.
+enum Origin<'a> {
+    /// A request that set it.
+    Sent(u64, &'a ClientRequest),
+    /// The app-server's answer to the request that opened the thread.
+    Reported(u64, &'a ClientRequestAnswered),
+    /// Nothing set it: the launch's (its folder, its configuration, Codex's default).
+    Launch,
+}
+
+impl Origin<'_> {
+    fn describe(&self) -> String {
+        match self {
+            Origin::Sent(_, r) => format!("its `{}` (request {})", r.method, r.id),
+            Origin::Reported(_, a) => format!(
+                "the app-server's answer to its `{}` (request {})",
+                a.method, a.id
+            ),
+            Origin::Launch => "the launch (no request set it)".into(),
+        }
+    }
+
+    fn evidence(&self, what: &str) -> Vec<EvidenceRef> {
+        match self {
+            Origin::Sent(seq, _) | Origin::Reported(seq, _) => vec![EvidenceRef::at(*seq, what)],
+            Origin::Launch => Vec::new(),
+        }
+    }
+}
+
+/// A turn of the driver's own and the requests that shaped its thread.
+struct TurnRequests<'a> {
+    turn: &'a str,
+    seq: u64,
+    /// The requests on its thread, from the one that opened it (last first), up to the
+    /// turn's own `turn/start`.
+    chain: Vec<(u64, &'a ClientRequest)>,
+    /// The thread's opening request and its answer.
+    opener: Option<(u64, &'a ClientRequest, u64, &'a ClientRequestAnswered)>,
+    launch: u64,
+}
+
+impl<'a> TurnRequests<'a> {
+    /// The last setting `pick` finds: in a request on the thread, else in the opener's answer
+    /// (`reported`), else in the opener's request.
+    fn setting<T>(
+        &self,
+        sent: impl Fn(&'a ClientRequest) -> Option<T>,
+        reported: impl Fn(&'a ClientRequestAnswered) -> Option<T>,
+    ) -> Option<(T, Origin<'a>)> {
+        for (seq, request) in &self.chain {
+            if let Some(value) = sent(request) {
+                return Some((value, Origin::Sent(*seq, request)));
+            }
+        }
+        let (seq, request, answered_at, answer) = self.opener?;
+        if let Some(value) = reported(answer) {
+            return Some((value, Origin::Reported(answered_at, answer)));
+        }
+        sent(request).map(|value| (value, Origin::Sent(seq, request)))
+    }
+}
+
+fn settings(r: &ClientRequest) -> &SettingsSent {
+    &r.settings
+}
+
+impl TaskBinding {
+    /// The driver's own turns, each with the requests on its thread before it.
+    fn turns(&self) -> Vec<TurnRequests<'_>> {
+        let ex = &self.ex;
+        let thread_of = |r: &ClientRequest| -> Option<String> {
+            if OPENERS.contains(&r.method.as_str()) {
+                ex.answer_of(r)
+                    .filter(|(_, a)| a.error.is_none())
+                    .and_then(|(_, a)| a.thread_id.clone())
+            } else {
+                r.thread_id.clone()
+            }
+        };
+        ex.own_turns()
+            .into_iter()
+            .filter_map(|own| {
+                let (_, answer) = ex
+                    .client_answers
+                    .iter()
+                    .find(|(seq, _)| *seq == own.answered_at)?;
+                let (seq, request) = ex
+                    .client_requests
+                    .iter()
+                    .find(|(_, r)| r.launch == answer.launch && r.id == answer.id)?;
+                let thread = request.thread_id.clone();
+                let mut chain = Vec::new();
+                let mut opener = None;
+                for (at, r) in ex.client_requests.iter().rev() {
+                    if *at > *seq || r.launch != own.launch || thread_of(r) != thread {
+                        continue;
+                    }
+                    if OPENERS.contains(&r.method.as_str()) {
+                        opener = ex
+                            .answer_of(r)
+                            .map(|(answered_at, a)| (*at, r, answered_at, a));
+                        break;
+                    }
+                    if r.method == TURN_START || r.method == SETTINGS_UPDATE {
+                        chain.push((*at, r));
+                    }
+                }
+                Some(TurnRequests {
+                    turn: own.id,
+                    seq: *seq,
+                    chain,
+                    opener,
+                    launch: own.launch,
+                })
+            })
+            .collect()
+    }
+
+    fn task(&self) -> Option<&TaskChoices> {
+        self.ex.setup.as_ref().and_then(|(_, s)| s.task.as_ref())
+    }
+
+    fn config(&self) -> Result<LaunchConfig, String> {
+        LaunchConfig::parse(&self.argv).map_err(|e| e.to_string())
+    }
+
+    fn workspace(&self, turns: &[TurnRequests<'_>]) -> Verdict {
+        let Some(task) = self.task().filter(|t| !t.workspace.is_empty()) else {
+            return no_task_record("the workspace");
+        };
+        let spellings: Vec<PathBuf> = task.workspace.iter().map(|w| normal(w)).collect();
+        let told = &task.workspace[0];
+        for turn in turns {
+            let launch_cwd = self.launch_cwd.get(&turn.launch);
+            let found = turn.setting(|r| settings(r).cwd.clone(), |a| a.cwd.clone());
+            let (cwd, origin) = match found {
+                Some((cwd, origin)) => (cwd, origin),
+                None => match launch_cwd {
+                    Some(cwd) => (cwd.clone(), Origin::Launch),
+                    None => {
+                        return incomplete(
+                            format!("no request sets the working folder of turn {} and the stream does not say which folder its app-server was started in", turn.turn),
+                            vec![EvidenceRef::at(turn.seq, TURN_START)],
+                        )
+                    }
+                },
+            };
+            // A relative `cwd` is the app-server's folder's.
+            let resolved = match (Path::new(&cwd).is_absolute(), launch_cwd) {
+                (true, _) => normal(&cwd),
+                (false, Some(base)) => normal(&format!("{base}/{cwd}")),
+                (false, None) => {
+                    return incomplete(
+                        format!("turn {} runs in the relative folder `{cwd}` and the stream does not say which folder its app-server was started in", turn.turn),
+                        origin.evidence(&cwd),
+                    )
+                }
+            };
+            if !spellings.contains(&resolved) {
+                let mut evidence = origin.evidence(&cwd);
+                evidence.push(EvidenceRef::at(turn.seq, TURN_START));
+                return fail(
+                    "task-workspace",
+                    format!(
+                        "turn {} runs in `{cwd}`, from {}, but the task's workspace is `{told}`: the thread's `cwd` (ThreadStartParams.cwd, TurnStartParams.cwd; without one, the folder the app-server was started in) is where Codex runs the model's commands and reads AGENTS.md",
+                        turn.turn,
+                        origin.describe()
+                    ),
+                    evidence,
+                );
+            }
+        }
+        pass(
+            format!(
+                "each of the driver's {} turn(s) runs in the task's workspace `{told}`",
+                turns.len()
+            ),
+            turns
+                .iter()
+                .map(|t| EvidenceRef::at(t.seq, TURN_START))
+                .collect(),
+        )
+    }
+
+    /// The sandbox `turn` runs under, judged for writes (network is not the mode's choice).
+    fn sandbox_of(&self, turn: &TurnRequests<'_>) -> (Judgement, String, Vec<EvidenceRef>) {
+        let config = self.config();
+        let judge_profile = |name: &str| match &config {
+            Ok(c) => c.judge_profile(name, true),
+            Err(e) => Judgement::Unverifiable(format!("the launch argv is unreadable: {e}")),
+        };
+        // A turn-level override: a sandbox policy or a profile, whichever the request sent.
+        for (seq, r) in &turn.chain {
+            let judged = match (&r.sandbox_policy, &settings(r).permissions) {
+                (Some(policy), _) => Some(judge_policy(policy, true)),
+                (None, Some(profile)) => Some(judge_profile(profile)),
+                (None, None) => None,
+            };
+            if let Some(j) = judged {
+                let origin = Origin::Sent(*seq, r);
+                return (j, origin.describe(), origin.evidence(&r.method));
+            }
+        }
+        let Some((seq, request, answered_at, answer)) = turn.opener else {
+            return (
+                Judgement::Unverifiable(
+                    "the request that opened the thread is not recorded".into(),
+                ),
+                String::new(),
+                Vec::new(),
+            );
+        };
+        if let Some(reported) = &answer.sandbox {
+            let origin = Origin::Reported(answered_at, answer);
+            return (
+                judge_policy(reported, true),
+                origin.describe(),
+                origin.evidence(&reported.to_string()),
+            );
+        }
+        let origin = Origin::Sent(seq, request);
+        let judged = match (&request.sandbox, &settings(request).permissions) {
+            (Some(mode), _) => judge_mode(mode),
+            (None, Some(profile)) => judge_profile(profile),
+            (None, None) => match &config {
+                Ok(c) if c.selects_no_profile(None) => c.judge_sandbox_settings(),
+                Ok(c) => match c.selected_profile(None) {
+                    Ok(name) => c.judge_profile(&name, true),
+                    Err(e) => Judgement::Unverifiable(e),
+                },
+                Err(e) => Judgement::Unverifiable(format!("the launch argv is unreadable: {e}")),
+            },
+        };
+        (judged, origin.describe(), origin.evidence(&request.method))
+    }
+
+    fn planning(&self, turns: &[TurnRequests<'_>]) -> Verdict {
+        let mut evidence = Vec::new();
+        for turn in turns {
+            let (judged, origin, mut at) = self.sandbox_of(turn);
+            at.push(EvidenceRef::at(turn.seq, TURN_START));
+            match judged {
+                Judgement::ReadOnly(_) => evidence.extend(at.into_iter().take(1)),
+                Judgement::Widens(why) => {
+                    return fail(
+                        "planning-read-only",
+                        format!(
+                            "the planning turn {} runs with write access: {why} (from {origin}); a planning task changes nothing, and only the sandbox keeps a turn from writing: Codex runs the model's tools in the plan collaboration mode too (observed, 0.169), so the thread or turn needs a read-only sandbox (SandboxMode `read-only`, SandboxPolicy `readOnly`, or a permission profile without writes)",
+                            turn.turn
+                        ),
+                        at,
+                    )
+                }
+                Judgement::Unverifiable(why) => {
+                    return incomplete(
+                        format!(
+                            "whether the planning turn {} can write is not shown: {why}",
+                            turn.turn
+                        ),
+                        at,
+                    )
+                }
+            }
+        }
+        pass(
+            format!(
+                "each of the driver's {} planning turn(s) runs under a sandbox without write access",
+                turns.len()
+            ),
+            evidence,
+        )
+    }
+
+    fn not_planning(&self, mode: Mode, turns: &[TurnRequests<'_>]) -> Verdict {
+        for turn in turns {
+            let found = turn.setting(|r| settings(r).collaboration_mode.clone(), |_| None);
+            if let Some((kind, origin)) = found.filter(|(kind, _)| kind == "plan") {
+                let mut evidence = origin.evidence(&kind);
+                evidence.push(EvidenceRef::at(turn.seq, TURN_START));
+                return fail(
+                    "mode-not-plan",
+                    format!(
+                        "the {} task's turn {} runs in the plan collaboration mode, set by {}: Codex then gives the model its Plan Mode instructions and it proposes a plan instead of doing what was asked (CollaborationMode; observed: thread/settings/updated and the Plan Mode developer message)",
+                        mode.as_str(),
+                        turn.turn,
+                        origin.describe()
+                    ),
+                    evidence,
+                );
+            }
+        }
+        pass(
+            format!(
+                "none of the driver's {} turn(s) of the {} task runs in the plan collaboration mode",
+                turns.len(),
+                mode.as_str()
+            ),
+            turns
+                .iter()
+                .map(|t| EvidenceRef::at(t.seq, TURN_START))
+                .collect(),
+        )
+    }
+
+    fn approvals(&self, turns: &[TurnRequests<'_>]) -> Verdict {
+        let Some(asked) = self.task().and_then(|t| t.approvals.clone()) else {
+            return no_task_record("approvals");
+        };
+        let config = self.config();
+        let from_argv = |key: &str| -> Option<String> {
+            config
+                .as_ref()
+                .ok()
+                .and_then(|c| c.string_setting(key).ok().flatten().map(str::to_string))
+        };
+        // (value, where it came from, evidence) of the setting in force, by `argv_key` of the
+        // launch's `-c` when no request set it and no answer reported it, else Codex's default.
+        let in_force =
+            |found: Option<(String, Origin<'_>)>, name: &str, argv_key: &str, default: &str| {
+                found
+                    .map(|(value, origin)| {
+                        let evidence = origin.evidence(&format!("{name} `{value}`"));
+                        (value, origin.describe(), evidence)
+                    })
+                    .or_else(|| {
+                        from_argv(argv_key).map(|value| {
+                            (value, format!("the launch's `-c {argv_key}`"), Vec::new())
+                        })
+                    })
+                    .unwrap_or_else(|| (default.to_string(), "Codex's default".into(), Vec::new()))
+            };
+        for turn in turns {
+            let policy = in_force(
+                turn.setting(
+                    |r| settings(r).approval_policy.as_ref().map(policy_name),
+                    |a| a.approval_policy.as_ref().map(policy_name),
+                ),
+                "approvalPolicy",
+                "approval_policy",
+                "on-request",
+            );
+            let reviewer = in_force(
+                turn.setting(
+                    |r| settings(r).approvals_reviewer.clone(),
+                    |a| a.approvals_reviewer.clone(),
+                ),
+                "approvalsReviewer",
+                "approvals_reviewer",
+                USER_REVIEWER,
+            );
+            let wrong = match asked.as_str() {
+                "never" => (policy.0 != NEVER).then(|| {
+                    format!("the approval policy is `{}` (from {}), where the task says nothing may escalate: approvalPolicy `never` (AskForApproval)", policy.0, policy.1)
+                }),
+                "auto-review" => (!AUTO_REVIEWERS.contains(&reviewer.0.as_str())).then(|| {
+                    format!("approvals go to `{}` (from {}), where the task hands them to Codex's automatic reviewer: approvalsReviewer `auto_review` (ApprovalsReviewer)", reviewer.0, reviewer.1)
+                }),
+                user if user.starts_with("user-") => {
+                    if reviewer.0 != USER_REVIEWER {
+                        Some(format!("approvals go to `{}` (from {}), where the task's reviewer is the user: approvalsReviewer `user` (ApprovalsReviewer, Codex's default)", reviewer.0, reviewer.1))
+                    } else if policy.0 == NEVER {
+                        Some(format!("the approval policy is `never` (from {}), so the user the task names is never asked (AskForApproval)", policy.1))
+                    } else {
+                        None
+                    }
+                }
+                other => {
+                    return incomplete(
+                        format!("the task's approvals `{other}` are not ones this case knows"),
+                        Vec::new(),
+                    )
+                }
+            };
+            if let Some(why) = wrong {
+                let mut evidence = policy.2;
+                evidence.extend(reviewer.2);
+                evidence.push(EvidenceRef::at(turn.seq, TURN_START));
+                return fail(
+                    "task-approvals",
+                    format!("turn {}: {why}", turn.turn),
+                    evidence,
+                );
+            }
+        }
+        pass(
+            format!(
+                "each of the driver's {} turn(s) runs with the task's approvals `{asked}`",
+                turns.len()
+            ),
+            turns
+                .iter()
+                .map(|t| EvidenceRef::at(t.seq, TURN_START))
+                .collect(),
+        )
+    }
+}
+
+/// An approval policy as one word: its name, or the key of an object policy (`granular`).
+fn policy_name(policy: &Value) -> String {
+    match policy {
+        Value::String(s) => s.clone(),
+        Value::Object(map) => map.keys().next().cloned().unwrap_or_default(),
+        other => other.to_string(),
+    }
+}
+
+/// A path without `.` components, `..` applied, and no trailing slash: how the kernel would
+/// read it, links aside (the harness records the linked spelling too).
+fn normal(path: &str) -> PathBuf {
+    let mut out = PathBuf::new();
+    for part in Path::new(path).components() {
+        match part {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+fn no_task_record(what: &str) -> Verdict {
+    incomplete(
+        format!("the stream does not record the task's {what} (`run.started.protocol.task`), so what the driver's requests had to carry is not known"),
+        Vec::new(),
+    )
+}
+
+impl ProtocolCase for TaskBinding {
+    exchange_in_field_ex!();
+
+    fn wants_more(&self, kind: Kind) -> bool {
+        kind == Kind::AppServerLaunched
+    }
+
+    fn observe_more(&mut self, _seq: u64, source: Source, body: &Body) {
+        if !crate::grade::documented(source, body) {
+            return;
+        }
+        match body {
+            Body::RunStarted(run) if self.mode.is_none() => {
+                self.mode = Some(run.launch.mode);
+                self.argv = run.launch.argv.clone();
+            }
+            Body::AppServerLaunched(l) => {
+                if let Some(cwd) = &l.cwd {
+                    self.launch_cwd
+                        .entry(l.launch)
+                        .or_insert_with(|| cwd.clone());
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn decide(&self, _terminal: &Terminal) -> Verdict {
+        if let (Choice::Mode(case), Some(run)) = (self.choice, self.mode) {
+            if case != run {
+                return incomplete(
+                    format!(
+                        "the case checks a {} task, and the run was given a {} one",
+                        case.as_str(),
+                        run.as_str()
+                    ),
+                    Vec::new(),
+                );
+            }
+        }
+        let turns = self.turns();
+        if turns.is_empty() {
+            return incomplete(
+                "no `turn/start` of the driver's own was answered with a turn id, so no turn shows the settings it ran with".into(),
+                Vec::new(),
+            );
+        }
+        match self.choice {
+            Choice::Workspace => self.workspace(&turns),
+            Choice::Mode(Mode::Planning) => self.planning(&turns),
+            Choice::Mode(mode) => self.not_planning(mode, &turns),
+            Choice::Approvals => self.approvals(&turns),
+        }
+    }
+}
