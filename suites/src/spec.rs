@@ -419,6 +419,7 @@ impl DeclaredDriver {
             dynamic_tools: self.dynamic_tools,
             chatgpt_tokens: self.chatgpt_tokens,
             max_line_bytes: self.max_line_bytes,
+            own_events: self.contract == DriverContract::Events,
         }
     }
 

@@ -80,6 +80,10 @@ pub struct Declarations {
     /// classified failure.
     #[serde(default)]
     pub max_line_bytes: Option<u64>,
+    /// The driver also writes run events (`contract = "events"`): what the wire cannot show,
+    /// such as the Retry it offers its user, is then its own events' to say.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub own_events: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
