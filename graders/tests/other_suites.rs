@@ -468,50 +468,39 @@ fn with_protocol_record(stream: Stream, own_events: bool) -> Stream {
 /// A Retry offer is nothing a driver can say on the wire: a wire driver that ends at once as a
 /// permanent provider rejection passes without one (the old rule failed it `retry-offered`),
 /// while a driver that writes its own events must still offer it, and every other check holds.
-#[test]
-fn a_retry_offer_is_asked_only_where_the_stream_can_show_one() {
-    let no_offer = rejected(
-        1,
-        Ending::FailedPermanently,
-        false,
-        Some("provider_startup_rejected"),
-    );
-    let wire = grade_both(
-        "startup-rejection",
-        "deterministic-rejection",
-        &with_protocol_record(no_offer.clone(), false),
-    );
-    assert_eq!(wire.verdict, Pass, "{wire:?}");
-    assert!(
-        wire.reason.contains("the wire cannot show one"),
-        "{}",
-        wire.reason
-    );
-    let own = grade_both(
-        "startup-rejection",
-        "deterministic-rejection",
-        &with_protocol_record(no_offer, true),
-    );
-    assert_eq!(own.verdict, Fail, "{own:?}");
-    let exhausted = rejected(3, Ending::RetriesExhausted, false, Some("retry_exhausted"));
-    let wire = grade_both(
-        "startup-rejection",
-        "transient-startup-failure",
-        &with_protocol_record(exhausted, false),
-    );
-    assert_eq!(wire.verdict, Pass, "{wire:?}");
-    let retried = rejected(
-        2,
-        Ending::FailedPermanently,
-        false,
-        Some("provider_startup_rejected"),
-    );
-    let wire = grade_both(
-        "startup-rejection",
-        "deterministic-rejection",
-        &with_protocol_record(retried, false),
-    );
-    assert_eq!(wire.verdict, Fail, "{wire:?}");
+#[rstest]
+#[case::wire_no_offer("deterministic-rejection", 1, Ending::FailedPermanently, false, Pass)]
+#[case::own_events_no_offer("deterministic-rejection", 1, Ending::FailedPermanently, true, Fail)]
+#[case::wire_exhausted("transient-startup-failure", 3, Ending::RetriesExhausted, false, Pass)]
+#[case::wire_retried_a_permanent_one(
+    "deterministic-rejection",
+    2,
+    Ending::FailedPermanently,
+    false,
+    Fail
+)]
+fn a_retry_offer_is_asked_only_where_the_stream_can_show_one(
+    #[case] case: &str,
+    #[case] attempts: u32,
+    #[case] ending: Ending,
+    #[case] own_events: bool,
+    #[case] expected: VerdictKind,
+) {
+    let code = if attempts == 1 {
+        "provider_startup_rejected"
+    } else {
+        "retry_exhausted"
+    };
+    let stream = with_protocol_record(rejected(attempts, ending, false, Some(code)), own_events);
+    let verdict = grade_both("startup-rejection", case, &stream);
+    assert_eq!(verdict.verdict, expected, "{verdict:?}");
+    if expected == Pass {
+        assert!(
+            verdict.reason.contains("the wire cannot show one"),
+            "{}",
+            verdict.reason
+        );
+    }
 }
 
 /// The real Codex refuses a start on its own only where its fs helper cannot run (the legacy
