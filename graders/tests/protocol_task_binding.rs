@@ -277,3 +277,32 @@ fn the_tasks_approvals_in_every_spelling(
         assert_eq!(verdict.verdict, expected, "{verdict:?}");
     }
 }
+
+// ---- the model -----------------------------------------------------------------------------
+
+/// On the thread, on the turn, or as Codex reported it: the task's model passes; the app-server's
+/// default kept by a driver that ignores the task, or another model on a later turn, fails.
+#[rstest]
+#[case::on_thread_start(json!({"model": "mock-model"}), json!({"model": "mock-model"}), json!({}), Pass)]
+#[case::on_turn_start(json!({}), json!({"model": "gpt-5.5"}), json!({"model": "mock-model"}), Pass)]
+#[case::the_default_kept(json!({}), json!({"model": "gpt-5.5"}), json!({}), Fail)]
+#[case::another_on_the_turn(json!({"model": "mock-model"}), json!({"model": "mock-model"}), json!({"model": "gpt-5.5"}), Fail)]
+fn the_tasks_model_in_every_spelling(
+    #[case] thread: Value,
+    #[case] reported: Value,
+    #[case] turn: Value,
+    #[case] expected: VerdictKind,
+) {
+    let task = TaskChoices {
+        model: Some("mock-model".into()),
+        ..task_in_workspace(None)
+    };
+    let verdict = binding("model", plain(thread, reported, turn))
+        .with_task(Some(task))
+        .grade();
+    if expected == Fail {
+        check(&verdict, Fail, "task-model");
+    } else {
+        assert_eq!(verdict.verdict, expected, "{verdict:?}");
+    }
+}

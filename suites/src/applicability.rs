@@ -118,6 +118,10 @@ fn untold_choice(cell: &Cell, driver: &DeclaredDriver) -> Option<String> {
             "the case checks what the driver sends for the task's mode, and the driver is never told it: its command line and environment name neither `{mode}` nor `{task}` (the task envelope)"
                 .into(),
         ),
+        TaskChoice::Model if !names("{model}") => Some(
+            "the case checks the model the driver runs against the task's, and the driver is never told it: its command line and environment name no `{model}`"
+                .into(),
+        ),
         _ => None,
     }
 }

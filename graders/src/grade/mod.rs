@@ -112,6 +112,7 @@ pub const CASES: &[(&str, &str)] = &[
     ("protocol-task-binding", "approvals-never"),
     ("protocol-task-binding", "approvals-auto-review"),
     ("protocol-task-binding", "approvals-user"),
+    ("protocol-task-binding", "model"),
     ("skills", "explicit-skill"),
     ("skills", "skillless"),
     ("unsafe-workspaces", "workspace-root"),
@@ -199,6 +200,8 @@ pub enum TaskChoice {
     Mode,
     /// The approvals (the task envelope's `approvals`, as the driver declares it can take them).
     Approvals,
+    /// The model (`{model}`, or the task envelope's `model` under the events contract).
+    Model,
 }
 
 /// The task choice `suite/case` checks, if it checks one.
@@ -212,6 +215,7 @@ pub fn task_choice(suite: &str, case: &str) -> Option<TaskChoice> {
             "protocol-task-binding",
             "approvals-never" | "approvals-auto-review" | "approvals-user",
         ) => Some(TaskChoice::Approvals),
+        ("protocol-task-binding", "model") => Some(TaskChoice::Model),
         _ => None,
     }
 }
@@ -440,6 +444,7 @@ fn grader_for(suite: &str, case: &str) -> Result<Box<dyn Grader>, GradeError> {
             "protocol-task-binding",
             "approvals-never" | "approvals-auto-review" | "approvals-user",
         ) => Box::new(P::TaskBinding::new(P::Choice::Approvals)),
+        ("protocol-task-binding", "model") => Box::new(P::TaskBinding::new(P::Choice::Model)),
         ("skills", "explicit-skill") => Box::new(R::Skills::new(R::SkillsCase::Explicit)),
         ("skills", "skillless") => Box::new(R::Skills::new(R::SkillsCase::Skillless)),
         (

@@ -706,6 +706,12 @@ pub fn healthy(suite: &str, case: &str) -> Run {
         }
         ("protocol-task-binding", "approvals-user") => run(Transcript::session().finish())
             .with_task(Some(task_in_workspace(Some("user-accept")))),
+        ("protocol-task-binding", "model") => run(thread_setting("model", "mock-model")).with_task(
+            Some(TaskChoices {
+                model: Some("mock-model".into()),
+                ..task_in_workspace(None)
+            }),
+        ),
         other => panic!("no healthy run for {other:?}"),
     }
 }

@@ -18,6 +18,8 @@
 //! - `approvals-*`: every turn's approval policy and reviewer are the task's (`never`:
 //!   approvalPolicy `never`; `auto-review`: approvalsReviewer `auto_review`; a user reviewer:
 //!   approvalsReviewer `user`, Codex's default, under a policy that can ask).
+//! - `model`: every turn's model is the task's (`model` on a thread opener, `turn/start` or
+//!   `thread/settings/update`, or the launch's `-c model`; the opener's answer reports it).
 //!
 //! Whatever the stream cannot show — no record of the task, a setting nobody reported — is
 //! `incomplete`, never `pass`.
@@ -48,6 +50,7 @@ pub(crate) enum Choice {
     Workspace,
     Mode(Mode),
     Approvals,
+    Model,
 }
 
 pub(crate) struct TaskBinding {
@@ -199,6 +202,13 @@ impl TaskBinding {
         LaunchConfig::parse(&self.argv).map_err(|e| e.to_string())
     }
 
+    /// A top-level string the launch's `-c` sets (`approval_policy`, `model`, …).
+    fn argv_setting(&self, key: &str) -> Option<String> {
+        self.config()
+            .ok()
+            .and_then(|c| c.string_setting(key).ok().flatten().map(str::to_string))
+    }
+
     fn workspace(&self, turns: &[TurnRequests<'_>]) -> Verdict {
         let Some(task) = self.task().filter(|t| !t.workspace.is_empty()) else {
             return no_task_record("the workspace");
@@ -245,15 +255,12 @@ impl TaskBinding {
                 );
             }
         }
-        pass(
+        every_turn(
+            turns,
             format!(
                 "each of the driver's {} turn(s) runs in the task's workspace `{told}`",
                 turns.len()
             ),
-            turns
-                .iter()
-                .map(|t| EvidenceRef::at(t.seq, TURN_START))
-                .collect(),
         )
     }
 
@@ -364,29 +371,19 @@ impl TaskBinding {
                 );
             }
         }
-        pass(
+        every_turn(
+            turns,
             format!(
                 "none of the driver's {} turn(s) of the {} task runs in the plan collaboration mode",
                 turns.len(),
                 mode.as_str()
             ),
-            turns
-                .iter()
-                .map(|t| EvidenceRef::at(t.seq, TURN_START))
-                .collect(),
         )
     }
 
     fn approvals(&self, turns: &[TurnRequests<'_>]) -> Verdict {
         let Some(asked) = self.task().and_then(|t| t.approvals.clone()) else {
             return no_task_record("approvals");
-        };
-        let config = self.config();
-        let from_argv = |key: &str| -> Option<String> {
-            config
-                .as_ref()
-                .ok()
-                .and_then(|c| c.string_setting(key).ok().flatten().map(str::to_string))
         };
         // (value, where it came from, evidence) of the setting in force, by `argv_key` of the
         // launch's `-c` when no request set it and no answer reported it, else Codex's default.
@@ -398,7 +395,7 @@ impl TaskBinding {
                         (value, origin.describe(), evidence)
                     })
                     .or_else(|| {
-                        from_argv(argv_key).map(|value| {
+                        self.argv_setting(argv_key).map(|value| {
                             (value, format!("the launch's `-c {argv_key}`"), Vec::new())
                         })
                     })
@@ -447,25 +444,59 @@ impl TaskBinding {
                 }
             };
             if let Some(why) = wrong {
-                let mut evidence = policy.2;
-                evidence.extend(reviewer.2);
-                evidence.push(EvidenceRef::at(turn.seq, TURN_START));
-                return fail(
+                let evidence = policy.2.into_iter().chain(reviewer.2).collect();
+                return turn_fails(
                     "task-approvals",
+                    turn,
                     format!("turn {}: {why}", turn.turn),
                     evidence,
                 );
             }
         }
-        pass(
+        every_turn(
+            turns,
             format!(
                 "each of the driver's {} turn(s) runs with the task's approvals `{asked}`",
                 turns.len()
             ),
-            turns
-                .iter()
-                .map(|t| EvidenceRef::at(t.seq, TURN_START))
-                .collect(),
+        )
+    }
+
+    fn model(&self, turns: &[TurnRequests<'_>]) -> Verdict {
+        let Some(asked) = self.task().and_then(|t| t.model.clone()) else {
+            return no_task_record("model");
+        };
+        let from_argv = self.argv_setting("model");
+        for turn in turns {
+            let found = turn.setting(|r| settings(r).model.clone(), |a| a.model.clone());
+            let (model, origin, evidence) = match (found, &from_argv) {
+                (Some((model, origin)), _) => {
+                    let evidence = origin.evidence(&format!("model `{model}`"));
+                    (model, origin.describe(), evidence)
+                }
+                (None, Some(model)) => (model.clone(), "the launch's `-c model`".into(), Vec::new()),
+                (None, None) => {
+                    return incomplete(
+                        format!("no request sets the model of turn {}, the app-server reported none and the launch configures none, so which model it ran is not shown", turn.turn),
+                        vec![EvidenceRef::at(turn.seq, TURN_START)],
+                    )
+                }
+            };
+            if model != asked {
+                return turn_fails(
+                    "task-model",
+                    turn,
+                    format!("turn {} runs the model `{model}` (from {origin}), where the task names `{asked}`: the model is a thread setting (ThreadStartParams.model, TurnStartParams.model for that turn and the next; observed: Codex 0.169 echoes it in its thread/start answer)", turn.turn),
+                    evidence,
+                );
+            }
+        }
+        every_turn(
+            turns,
+            format!(
+                "each of the driver's {} turn(s) runs the task's model `{asked}`",
+                turns.len()
+            ),
         )
     }
 }
@@ -493,6 +524,28 @@ fn normal(path: &str) -> PathBuf {
         }
     }
     out
+}
+
+/// The check failed for `turn`: `evidence`, then its `turn/start`.
+fn turn_fails(
+    check: &str,
+    turn: &TurnRequests<'_>,
+    why: String,
+    mut evidence: Vec<EvidenceRef>,
+) -> Verdict {
+    evidence.push(EvidenceRef::at(turn.seq, TURN_START));
+    fail(check, why, evidence)
+}
+
+/// A pass citing every turn's `turn/start`.
+fn every_turn(turns: &[TurnRequests<'_>], reason: String) -> Verdict {
+    pass(
+        reason,
+        turns
+            .iter()
+            .map(|t| EvidenceRef::at(t.seq, TURN_START))
+            .collect(),
+    )
 }
 
 fn no_task_record(what: &str) -> Verdict {
@@ -554,6 +607,7 @@ impl ProtocolCase for TaskBinding {
             Choice::Mode(Mode::Planning) => self.planning(&turns),
             Choice::Mode(mode) => self.not_planning(mode, &turns),
             Choice::Approvals => self.approvals(&turns),
+            Choice::Model => self.model(&turns),
         }
     }
 }

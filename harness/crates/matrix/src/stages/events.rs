@@ -126,7 +126,7 @@ fn task_choices(workspace: &Path, task: &driver::task::Task) -> graders::events:
     graders::events::TaskChoices {
         workspace: spellings,
         approvals: task.approvals.map(|a| a.name().to_string()),
-        model: None,
+        model: task.model.clone(),
     }
 }
 
