@@ -30,6 +30,7 @@ mod credentials;
 mod handshake;
 mod outcomes;
 mod server_requests;
+mod settings_in_force;
 mod task_binding;
 mod went_on;
 
