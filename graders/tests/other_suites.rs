@@ -2,7 +2,7 @@
 
 mod support;
 
-use graders::events::{Ending, Mode, Outcome};
+use graders::events::{Body, Declarations, Ending, Mode, Outcome, ProtocolSetup};
 use graders::verdict::VerdictKind::{self, *};
 use rstest::rstest;
 use support::*;
@@ -445,4 +445,111 @@ fn every_case_grades_an_invalid_stream_incomplete() {
         let v = graders::grade::grade_reader(suite, case, truncated.as_bytes()).unwrap();
         assert_eq!(v.verdict, Incomplete, "{suite}/{case}");
     }
+}
+
+/// The stream's `run.started` with a protocol record: a driver graded from the wire (writing no
+/// run events of its own), or one that also writes its own.
+fn with_protocol_record(stream: Stream, own_events: bool) -> Stream {
+    let mut stream = stream;
+    for event in &mut stream.events {
+        if let Body::RunStarted(run) = &mut event.body {
+            run.protocol = Some(ProtocolSetup {
+                declarations: Declarations {
+                    own_events,
+                    ..Declarations::default()
+                },
+                ..ProtocolSetup::default()
+            });
+        }
+    }
+    stream
+}
+
+/// A Retry offer is nothing a driver can say on the wire: a wire driver that ends at once as a
+/// permanent provider rejection passes without one (the old rule failed it `retry-offered`),
+/// while a driver that writes its own events must still offer it, and every other check holds.
+#[rstest]
+#[case::wire_no_offer("deterministic-rejection", 1, Ending::FailedPermanently, false, Pass)]
+#[case::own_events_no_offer("deterministic-rejection", 1, Ending::FailedPermanently, true, Fail)]
+#[case::wire_exhausted("transient-startup-failure", 3, Ending::RetriesExhausted, false, Pass)]
+#[case::wire_retried_a_permanent_one(
+    "deterministic-rejection",
+    2,
+    Ending::FailedPermanently,
+    false,
+    Fail
+)]
+fn a_retry_offer_is_asked_only_where_the_stream_can_show_one(
+    #[case] case: &str,
+    #[case] attempts: u32,
+    #[case] ending: Ending,
+    #[case] own_events: bool,
+    #[case] expected: VerdictKind,
+) {
+    let code = if attempts == 1 {
+        "provider_startup_rejected"
+    } else {
+        "retry_exhausted"
+    };
+    let stream = with_protocol_record(rejected(attempts, ending, false, Some(code)), own_events);
+    let verdict = grade_both("startup-rejection", case, &stream);
+    assert_eq!(verdict.verdict, expected, "{verdict:?}");
+    if expected == Pass {
+        assert!(
+            verdict.reason.contains("the wire cannot show one"),
+            "{}",
+            verdict.reason
+        );
+    }
+}
+
+/// The real Codex refuses a start on its own only where its fs helper cannot run (the legacy
+/// planning profile in daytona): a driver whose start it accepted had no rejection to handle,
+/// and its run is held to what follows an accepted start (the old rule failed it
+/// `session-never-opens`). A session after a rejection is still a retry.
+#[test]
+fn an_accepted_start_is_held_to_the_run_it_gets() {
+    let accepted = |end: Body| {
+        Stream::new()
+            .driver(run_started(Mode::Planning, None))
+            .driver(session_open(None))
+            .driver(session_started("thread-1"))
+            .harness(end)
+    };
+    let verdict = grade_both(
+        "startup-rejection",
+        "deterministic-rejection",
+        &accepted(succeeded()),
+    );
+    assert_eq!(verdict.verdict, Pass, "{verdict:?}");
+    let failed = ended(
+        Ending::FailedPermanently,
+        false,
+        Some("driver_failed"),
+        None,
+    );
+    let verdict = grade_both(
+        "startup-rejection",
+        "deterministic-rejection",
+        &accepted(failed),
+    );
+    assert_eq!(verdict.verdict, Fail, "{verdict:?}");
+    let after_rejection = Stream::new()
+        .driver(run_started(Mode::Planning, PERM))
+        .driver(session_open(PERM))
+        .driver(session_rejected(REJECTION, 1))
+        .driver(session_open(PERM))
+        .driver(session_started("thread-1"))
+        .harness(succeeded());
+    let verdict = grade_both(
+        "startup-rejection",
+        "deterministic-rejection",
+        &after_rejection,
+    );
+    assert_eq!(verdict.verdict, Fail, "{verdict:?}");
+    assert!(
+        verdict.reason.contains("session-never-opens"),
+        "{}",
+        verdict.reason
+    );
 }

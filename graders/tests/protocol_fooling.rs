@@ -30,7 +30,7 @@ fn a_correct_driver_passes_every_protocol_case() {
         }
     }
     assert!(failed.is_empty(), "{}", failed.join("\n"));
-    assert_eq!(protocol_cases().count(), 43, "the design's catalogue");
+    assert_eq!(protocol_cases().count(), 51, "the design's catalogue");
 }
 
 /// A legitimate choice is never red: the same correct runs on ephemeral threads (the Python SDKs

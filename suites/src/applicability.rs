@@ -11,6 +11,11 @@ pub fn not_applicable(cell: &Cell) -> Option<String> {
         // The harness's own drivers take every task; what they declare still decides the
         // cases that need a declaration.
         let own = DeclaredDriver::harness_own(String::new());
+        if let Some(asked) = cell.case.task.get("approvals").and_then(|v| v.as_str()) {
+            return Some(format!(
+                "the case has escalations answered as `{asked}`, and the harness's own drivers answer approval requests their own way (they refuse a task that names approvals)"
+            ));
+        }
         return cell
             .case
             .requires
@@ -23,6 +28,9 @@ pub fn not_applicable(cell: &Cell) -> Option<String> {
                 )
             });
     };
+    if let Some(why) = untold_choice(cell, driver) {
+        return Some(why);
+    }
     let task = &cell.case.task;
     if !driver.modes.contains(&cell.case.mode) {
         let declared: Vec<&str> = driver.modes.iter().map(|m| m.as_str()).collect();
@@ -88,6 +96,34 @@ pub fn not_applicable(cell: &Cell) -> Option<String> {
         );
     }
     None
+}
+
+/// Why a driver cannot be held to the task choice its case checks: it is never told it.
+fn untold_choice(cell: &Cell, driver: &DeclaredDriver) -> Option<String> {
+    use graders::grade::TaskChoice;
+    let choice = graders::grade::task_choice(&cell.id.suite, cell.grader_case())?;
+    if driver.contract == DriverContract::Events {
+        // The events contract's environment and task envelope say the workspace and the mode.
+        return None;
+    }
+    let names = |placeholder: &str| {
+        driver.command.contains(placeholder) || driver.env.values().any(|v| v.contains(placeholder))
+    };
+    match choice {
+        TaskChoice::Workspace if !names("{workspace}") => Some(
+            "the case checks the thread's working folder against the task's workspace, and the driver is never told it: its command line and environment name no `{workspace}`"
+                .into(),
+        ),
+        TaskChoice::Mode if !names("{mode}") && !names("{task}") => Some(
+            "the case checks what the driver sends for the task's mode, and the driver is never told it: its command line and environment name neither `{mode}` nor `{task}` (the task envelope)"
+                .into(),
+        ),
+        TaskChoice::Model if !names("{model}") => Some(
+            "the case checks the model the driver runs against the task's, and the driver is never told it: its command line and environment name no `{model}`"
+                .into(),
+        ),
+        _ => None,
+    }
 }
 
 /// A driver under the events contract reads the task envelope, which carries the reviews.

@@ -28,12 +28,14 @@ pub struct Placeholders {
     /// `timeouts.turn_idle_ms`): one command line can then give a driver's own idle wait for
     /// both the fake (2 s) and the real Codex (60 s), so the two runners declare one driver.
     pub idle_seconds: u64,
+    /// The model the task names (`{model}`), empty when it names none.
+    pub model: String,
 }
 
 /// Why a command line could not be filled in.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RenderError {
-    #[error("unknown placeholder `{{{0}}}` (known: {{workspace}} {{prompt}} {{mode}} {{codex}} {{task}} {{repo}} {{cache}} {{idle_seconds}})")]
+    #[error("unknown placeholder `{{{0}}}` (known: {{workspace}} {{prompt}} {{mode}} {{model}} {{codex}} {{task}} {{repo}} {{cache}} {{idle_seconds}})")]
     Unknown(String),
     #[error("unclosed `{{` in `{0}`")]
     Unclosed(String),
@@ -168,6 +170,7 @@ impl Placeholders {
             "workspace" => ("workspace", &self.workspace),
             "prompt" => ("prompt", &self.prompt),
             "mode" => ("mode", &self.mode),
+            "model" => ("model", &self.model),
             "codex" => ("codex", &self.codex),
             "task" => ("task", &self.task),
             "repo" => ("repo", &self.repo),
@@ -249,6 +252,7 @@ mod tests {
             repo: "/r".into(),
             cache: "/c c".into(),
             idle_seconds: 2,
+            model: String::new(),
         }
     }
 

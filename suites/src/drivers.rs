@@ -198,6 +198,7 @@ fn check_driver(driver: &DeclaredDriver) -> Result<(), String> {
         repo: "/repo".into(),
         cache: "/cache".into(),
         idle_seconds: 60,
+        model: "gpt-5.5".into(),
     };
     driver
         .command_words(&sample)

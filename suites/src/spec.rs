@@ -309,7 +309,7 @@ pub struct DeclaredDriver {
     #[serde(default)]
     pub about: Option<String>,
     /// A command line: words split by the shell's quoting rules, run without a shell
-    /// (`crate::declared`). Placeholders: `{workspace}`, `{prompt}`, `{mode}`,
+    /// (`crate::declared`). Placeholders: `{workspace}`, `{prompt}`, `{mode}`, `{model}`,
     /// `{codex}`, `{task}` (the task envelope's path), `{repo}` (the harness repository root),
     /// `{cache}` (the harness cache, where `harness provision` installs published drivers).
     pub command: String,
@@ -419,6 +419,7 @@ impl DeclaredDriver {
             dynamic_tools: self.dynamic_tools,
             chatgpt_tokens: self.chatgpt_tokens,
             max_line_bytes: self.max_line_bytes,
+            own_events: self.contract == DriverContract::Events,
         }
     }
 

@@ -310,12 +310,59 @@ fn cases_a_driver_cannot_express_are_not_applicable_with_the_reason() {
         .unwrap();
     assert_eq!(cell.not_applicable, None);
     // The harness's own drivers take every task: only a declaration they lack (e.g. how to be
-    // told to interrupt) makes a cell of theirs not applicable.
+    // told to interrupt), or approvals they do not take, make a cell of theirs not applicable.
     assert!(matrix
         .cells
         .iter()
         .filter(|c| c.runner.declared.is_none())
-        .all(|c| c.not_applicable.is_none() || !c.case.requires.is_empty()));
+        .all(|c| c.not_applicable.is_none()
+            || !c.case.requires.is_empty()
+            || c.case.task.contains_key("approvals")));
+}
+
+/// A task choice the driver is never told cannot be checked against its requests: a driver
+/// whose command line names no `{workspace}` is not held to the thread's working folder, one
+/// that names neither `{mode}` nor `{task}` not to the mode; one told them is.
+#[test]
+fn a_task_choice_the_driver_is_never_told_is_not_applicable() {
+    let matrix = load(GOOD, &[]).unwrap();
+    let reason = |matrix: &suites::Matrix, name: &str| {
+        matrix
+            .cell(name)
+            .unwrap_or_else(|| panic!("no cell {name}"))
+            .not_applicable
+            .clone()
+    };
+    for case in ["workspace-cwd", "mode-planning", "mode-standard"] {
+        let name = format!("protocol-task-binding.my-runner-fake.local.{case}");
+        assert_eq!(reason(&matrix, &name), None, "{name}");
+    }
+    let untold = GOOD
+        .replace("--cwd {workspace} ", "")
+        .replace("--mode {mode}", "");
+    let matrix = load(&untold, &[]).unwrap();
+    let workspace = reason(
+        &matrix,
+        "protocol-task-binding.my-runner-fake.local.workspace-cwd",
+    );
+    assert!(workspace.unwrap().contains("no `{workspace}`"));
+    for case in ["mode-planning", "mode-standard"] {
+        let name = format!("protocol-task-binding.my-runner-codex.local.{case}");
+        assert!(
+            reason(&matrix, &name).unwrap().contains("`{mode}`"),
+            "{name}"
+        );
+    }
+    // The task envelope carries the mode.
+    let envelope = untold.replace("--prompt {prompt}", "--task {task}");
+    let matrix = load(&envelope, &[]).unwrap();
+    assert_eq!(
+        reason(
+            &matrix,
+            "protocol-task-binding.my-runner-fake.local.mode-planning"
+        ),
+        None
+    );
 }
 
 #[test]

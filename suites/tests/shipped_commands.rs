@@ -18,6 +18,7 @@ fn the_shipped_drivers_get_the_argv_a_shell_gave_them() {
         repo: "/the repo".into(),
         cache: "/the cache".into(),
         idle_seconds: 2,
+        model: String::new(),
     };
     let as_a_shell_did = |command: &str| {
         let mut line = command.to_string();

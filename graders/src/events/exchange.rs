@@ -25,6 +25,28 @@ pub struct ProtocolSetup {
     /// `harness drift`, kept with the fake's persona of the release).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub experimental_only_notifications: Vec<String>,
+    /// The choices of the task the driver was given, as the task-binding cases check them
+    /// against its requests. `None` in older streams.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<TaskChoices>,
+}
+
+/// What the task chose (beyond the mode, `run.started.launch.mode`), as the harness told the
+/// driver: what its requests must carry.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct TaskChoices {
+    /// The workspace, the thread's working folder: the path the driver was told
+    /// (`{workspace}`, `HARNESS_WORKSPACE`) and the same folder as the kernel resolves it
+    /// (symbolic links followed), when that differs. Either spelling names it.
+    #[serde(default)]
+    pub workspace: Vec<String>,
+    /// The task's `approvals` (`auto-review`, `never`, `user-accept`, `user-decline`,
+    /// `user-default`), when it names them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approvals: Option<String>,
+    /// The model the task names, when it names one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
 }
 
 /// The canary secrets the harness planted in the driver's environment (values starting
@@ -63,6 +85,10 @@ pub struct Declarations {
     /// classified failure.
     #[serde(default)]
     pub max_line_bytes: Option<u64>,
+    /// The driver also writes run events (`contract = "events"`): what the wire cannot show,
+    /// such as the Retry it offers its user, is then its own events' to say.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub own_events: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -131,6 +157,39 @@ pub struct ClientRequest {
     /// title generation), not the session's; absent when not sent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ephemeral: Option<bool>,
+    /// The thread settings the request sets (`thread/start`, `thread/resume`, `turn/start`,
+    /// `thread/settings/update`; sticky for the turns after it), verbatim.
+    #[serde(default, skip_serializing_if = "SettingsSent::is_empty")]
+    pub settings: SettingsSent,
+}
+
+/// The thread settings a request sets, each as sent (`None`: not sent, or `null`).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct SettingsSent {
+    /// `params.cwd`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    /// `params.permissions`: a permission profile's id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub permissions: Option<String>,
+    /// `params.approvalPolicy` (`AskForApproval`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval_policy: Option<Value>,
+    /// `params.approvalsReviewer` (`ApprovalsReviewer`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approvals_reviewer: Option<String>,
+    /// `params.collaborationMode.mode` (`ModeKind`: `plan`, `default`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub collaboration_mode: Option<String>,
+    /// `params.model`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+}
+
+impl SettingsSent {
+    pub fn is_empty(&self) -> bool {
+        self == &Self::default()
+    }
 }
 
 /// One part of a turn's input (`UserInput`): its `type`, and its text (an excerpt) or the
@@ -163,6 +222,9 @@ pub struct AppServerLaunched {
     pub env_names: Vec<String>,
     #[serde(default)]
     pub env_names_left_out: u64,
+    /// The folder the driver started it in (the app-server's own when no `cwd` is sent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
 }
 
 /// A notification the driver sent the app-server (`initialized`, or a request sent without an
@@ -202,6 +264,15 @@ pub struct ClientRequestAnswered {
     /// `result.codexHome` (`initialize`): the app-server's Codex home.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub codex_home: Option<String>,
+    /// `result.approvalPolicy`, `result.approvalsReviewer` and `result.model` (`thread/start`,
+    /// `thread/resume`, `thread/fork`): the thread's settings as the app-server took them, its
+    /// defaults and the launch's configuration included.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval_policy: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approvals_reviewer: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
 }
 
 /// A request the app-server sent the driver.

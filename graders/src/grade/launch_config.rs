@@ -159,7 +159,7 @@ impl LaunchConfig {
     }
 
     /// A top-level string setting (`default_permissions`, `sandbox_mode`).
-    fn string_setting(&self, key: &str) -> Result<Option<&str>, String> {
+    pub fn string_setting(&self, key: &str) -> Result<Option<&str>, String> {
         match self.root.get(key) {
             None => Ok(None),
             Some(toml::Value::String(s)) => Ok(Some(s)),

@@ -107,6 +107,14 @@ pub const CASES: &[(&str, &str)] = &[
     ("protocol-control", "crash-resume"),
     ("protocol-handshake", "handshake"),
     ("protocol-credentials", "secrets-not-forwarded"),
+    ("protocol-task-binding", "workspace-cwd"),
+    ("protocol-task-binding", "mode-planning"),
+    ("protocol-task-binding", "mode-standard"),
+    ("protocol-task-binding", "mode-ask"),
+    ("protocol-task-binding", "approvals-never"),
+    ("protocol-task-binding", "approvals-auto-review"),
+    ("protocol-task-binding", "approvals-user"),
+    ("protocol-task-binding", "model"),
     ("skills", "explicit-skill"),
     ("skills", "skillless"),
     ("unsafe-workspaces", "workspace-root"),
@@ -180,6 +188,36 @@ pub fn legal_line_bytes(suite: &str, case: &str) -> Option<u64> {
         ("protocol-size", "line-64k") => Some(64 << 10),
         ("protocol-size", "line-1m") => Some(1 << 20),
         ("protocol-size", "line-2m") => Some(2 << 20),
+        _ => None,
+    }
+}
+
+/// A choice of the task that a case binds to the driver's requests (`protocol-task-binding`):
+/// the case applies only to a driver told that choice.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TaskChoice {
+    /// The workspace (`{workspace}`, `HARNESS_WORKSPACE`).
+    Workspace,
+    /// The mode (`{mode}`, or the task envelope's `mode`).
+    Mode,
+    /// The approvals (the task envelope's `approvals`, as the driver declares it can take them).
+    Approvals,
+    /// The model (`{model}`, or the task envelope's `model` under the events contract).
+    Model,
+}
+
+/// The task choice `suite/case` checks, if it checks one.
+pub fn task_choice(suite: &str, case: &str) -> Option<TaskChoice> {
+    match (suite, case) {
+        ("protocol-task-binding", "workspace-cwd") => Some(TaskChoice::Workspace),
+        ("protocol-task-binding", "mode-planning" | "mode-standard" | "mode-ask") => {
+            Some(TaskChoice::Mode)
+        }
+        (
+            "protocol-task-binding",
+            "approvals-never" | "approvals-auto-review" | "approvals-user",
+        ) => Some(TaskChoice::Approvals),
+        ("protocol-task-binding", "model") => Some(TaskChoice::Model),
         _ => None,
     }
 }
@@ -392,6 +430,23 @@ fn grader_for(suite: &str, case: &str) -> Result<Box<dyn Grader>, GradeError> {
         ("protocol-credentials", "secrets-not-forwarded") => {
             Box::new(P::SecretsNotForwarded::new())
         }
+        ("protocol-task-binding", "workspace-cwd") => {
+            Box::new(P::TaskBinding::new(P::Choice::Workspace))
+        }
+        ("protocol-task-binding", "mode-planning") => {
+            Box::new(P::TaskBinding::new(P::Choice::Mode(Mode::Planning)))
+        }
+        ("protocol-task-binding", "mode-standard") => {
+            Box::new(P::TaskBinding::new(P::Choice::Mode(Mode::Standard)))
+        }
+        ("protocol-task-binding", "mode-ask") => {
+            Box::new(P::TaskBinding::new(P::Choice::Mode(Mode::Ask)))
+        }
+        (
+            "protocol-task-binding",
+            "approvals-never" | "approvals-auto-review" | "approvals-user",
+        ) => Box::new(P::TaskBinding::new(P::Choice::Approvals)),
+        ("protocol-task-binding", "model") => Box::new(P::TaskBinding::new(P::Choice::Model)),
         ("skills", "explicit-skill") => Box::new(R::Skills::new(R::SkillsCase::Explicit)),
         ("skills", "skillless") => Box::new(R::Skills::new(R::SkillsCase::Skillless)),
         (

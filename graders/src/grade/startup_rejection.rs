@@ -8,6 +8,17 @@
 //!
 //! The only suite exempt from the never-opened rule (`docs/events.md`): here a session that never
 //! opens is the case under test, so it is judged by the checks above, not as `startup-rejected`.
+//!
+//! What the wire cannot show is not asked of a driver graded from it alone: a driver that writes
+//! no run events (`run.started.protocol.declarations.own_events` false) has no way to say it
+//! offers its user a Retry, so `retry-offered` is checked only where its own events could say it.
+//!
+//! The real Codex cannot be scripted to refuse `thread/start`: it refuses on its own only a start
+//! that needs its bubblewrap fs helper where bubblewrap cannot set up loopback (restricted reads,
+//! the harness's legacy planning profile, in `daytona`). A start the app-server accepted with no
+//! rejection before it is the real Codex's answer to the driver's actual request, so the case
+//! expects what follows an accepted start: a run that goes on and succeeds. (The fake's scenario
+//! refuses every `thread/start`, so there a session always follows a rejection: a retry.)
 
 use super::{ending_name, fail, Grader, Terminal};
 use crate::events::{Body, Ending, Kind, Source};
@@ -30,6 +41,9 @@ pub(crate) struct StartupRejection {
     first_rejection: Option<(u64, String)>,
     last_open: Option<u64>,
     started: Option<(u64, String)>,
+    /// Whether the stream can show a Retry offer: `false` for a driver graded from the wire
+    /// alone (it writes no run events).
+    retry_shown: bool,
 }
 
 impl StartupRejection {
@@ -41,6 +55,7 @@ impl StartupRejection {
             first_rejection: None,
             last_open: None,
             started: None,
+            retry_shown: true,
         }
     }
     pub fn deterministic() -> Self {
@@ -55,7 +70,10 @@ impl Grader for StartupRejection {
     fn wants(&self, kind: Kind) -> bool {
         matches!(
             kind,
-            Kind::SessionOpenRequested | Kind::SessionRejected | Kind::SessionStarted
+            Kind::RunStarted
+                | Kind::SessionOpenRequested
+                | Kind::SessionRejected
+                | Kind::SessionStarted
         )
     }
 
@@ -64,6 +82,11 @@ impl Grader for StartupRejection {
             return;
         }
         match body {
+            Body::RunStarted(run) => {
+                if let Some(protocol) = &run.protocol {
+                    self.retry_shown = protocol.declarations.own_events;
+                }
+            }
             Body::SessionOpenRequested(_) => {
                 self.opens += 1;
                 self.last_open = Some(seq);
@@ -87,6 +110,9 @@ impl Grader for StartupRejection {
             .map(|(seq, text)| EvidenceRef::at(*seq, text))
             .collect();
         evidence.push(terminal.evidence());
+        if let (Some((seq, thread)), 0) = (&self.started, self.rejections) {
+            return accepted_start(*seq, thread, terminal);
+        }
         if let Some((seq, thread)) = &self.started {
             return fail(
                 "session-never-opens",
@@ -139,7 +165,7 @@ impl Grader for StartupRejection {
                 evidence,
             );
         }
-        if !ended.retry_offered {
+        if self.retry_shown && !ended.retry_offered {
             return fail(
                 "retry-offered",
                 "the terminal does not offer a retry",
@@ -161,14 +187,37 @@ impl Grader for StartupRejection {
                 evidence,
             );
         }
+        let retry = if self.retry_shown {
+            "with a retry offered"
+        } else {
+            "(a Retry offer is not judged: the driver writes no run events, and the wire cannot show one)"
+        };
         Verdict::new(
             VerdictKind::Pass,
             format!(
-                "{} open attempt(s), all rejected; the run ended {} with a retry offered",
+                "{} open attempt(s), all rejected; the run ended {} {retry}",
                 self.opens,
                 terminal.ending_name()
             ),
             evidence,
         )
     }
+}
+
+/// The app-server accepted the driver's first start: what follows an accepted start is a run
+/// that goes on and succeeds.
+fn accepted_start(seq: u64, thread: &str, terminal: &Terminal) -> Verdict {
+    let accepted = EvidenceRef::at(seq, thread);
+    if let Some(failed) =
+        terminal.fail_unless_succeeded(|| vec![accepted.clone(), terminal.evidence()])
+    {
+        return failed;
+    }
+    Verdict::new(
+        VerdictKind::Pass,
+        format!(
+            "the app-server accepted the driver's start (thread {thread}) and the run succeeded: the real Codex refuses a start on its own only where it needs its fs helper and bubblewrap cannot set up loopback (the harness's legacy planning profile in daytona), and this driver's request is not such a start, so there was no rejection to handle"
+        ),
+        vec![accepted, terminal.evidence()],
+    )
 }

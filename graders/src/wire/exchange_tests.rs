@@ -21,6 +21,7 @@ fn ctx(release: Option<&str>) -> Context {
             declarations: Default::default(),
             canaries: None,
             experimental_only_notifications: Vec::new(),
+            task: None,
         },
     }
 }

@@ -58,12 +58,22 @@ impl Transcript {
     }
 
     /// The next launch of the app-server, started with an environment of these names.
-    pub fn relaunch_with(mut self, env_names: &[&str]) -> Self {
+    pub fn relaunch_with(self, env_names: &[&str]) -> Self {
+        self.launch_as(&["app-server"], env_names, WORKSPACE)
+    }
+
+    /// The next launch of the app-server, started with `argv` in the folder `cwd`.
+    pub fn launch_as(mut self, argv: &[&str], env_names: &[&str], cwd: &str) -> Self {
         self.launch += 1;
         self.push(
-            json!({"kind": "launch", "argv": ["app-server"], "env_names": env_names,
-            "cwd": "/w", "added_args": []}),
+            json!({"kind": "launch", "argv": argv, "env_names": env_names,
+            "cwd": cwd, "added_args": []}),
         )
+    }
+
+    /// A transcript whose first launch is `codex app-server` started in the folder `cwd`.
+    pub fn started_in(cwd: &str) -> Self {
+        Self::nothing().launch_as(&["app-server"], &["PATH"], cwd)
     }
 
     /// A transcript with no launch at all: the driver never ran `codex`.
@@ -160,6 +170,17 @@ impl Transcript {
         )
         .result(INITIALIZE_ID, json!({"userAgent": "codex"}))
         .send(json!({"method": "initialized"}))
+    }
+
+    /// `thread/start` with `params`, answered for [`THREAD`] with a read-only sandbox and the
+    /// `reported` settings.
+    pub fn open_thread_with(self, params: Value, reported: Value) -> Self {
+        let mut result = json!({"thread": {"id": THREAD, "cwd": WORKSPACE}, "sandbox": {"type": "readOnly"}, "approvalPolicy": "on-request"});
+        for (key, value) in reported.as_object().into_iter().flatten() {
+            result[key] = value.clone();
+        }
+        self.request(THREAD_START_ID, "thread/start", params)
+            .result(THREAD_START_ID, result)
     }
 
     pub fn open_thread(self, thread: &str) -> Self {
@@ -298,6 +319,7 @@ pub fn context(
             declarations,
             canaries,
             experimental_only_notifications,
+            task: None,
         },
     }
 }
@@ -318,6 +340,20 @@ pub struct Run {
     pub canaries: Option<PlantedCanaries>,
     /// What the release sends only to experimental clients (the persona's measured list).
     pub experimental_only: Vec<String>,
+    /// The task's choices the harness recorded (`run.started.protocol.task`).
+    pub task: Option<TaskChoices>,
+}
+
+/// The workspace every transcript here runs in.
+pub const WORKSPACE: &str = "/w";
+
+/// The task of a run in [`WORKSPACE`], naming `approvals` when given.
+pub fn task_in_workspace(approvals: Option<&str>) -> TaskChoices {
+    TaskChoices {
+        workspace: vec![WORKSPACE.into()],
+        approvals: approvals.map(str::to_string),
+        model: None,
+    }
 }
 
 /// The record of the canaries a harness plants (names and a digest, never the values).
@@ -341,7 +377,18 @@ impl Run {
             extras: Vec::new(),
             canaries: Some(planted()),
             experimental_only: vec![EXPERIMENTAL_ONLY.into()],
+            task: Some(task_in_workspace(None)),
         }
+    }
+
+    pub fn in_mode(mut self, mode: Mode) -> Self {
+        self.mode = mode;
+        self
+    }
+
+    pub fn with_task(mut self, task: Option<TaskChoices>) -> Self {
+        self.task = task;
+        self
     }
 
     pub fn declaring(mut self, declarations: Declarations) -> Self {
@@ -401,6 +448,13 @@ impl Run {
             self.canaries.clone(),
             self.experimental_only.clone(),
         );
+        let ctx = Context {
+            protocol: ProtocolSetup {
+                task: self.task.clone(),
+                ..ctx.protocol
+            },
+            ..ctx
+        };
         let text = self.transcript.text();
         wire::translate(text.as_bytes(), &ctx, &self.end).expect("a readable transcript")
     }
@@ -644,8 +698,41 @@ pub fn healthy(suite: &str, case: &str) -> Run {
                     &codex_exec_output(0, "PATH=/usr/bin\nHOME=/home/codex\nLANG=C.UTF-8\n"),
                 ),
             ),
+        ("protocol-task-binding", "workspace-cwd") => run(Transcript::session().finish()),
+        ("protocol-task-binding", "mode-planning") => {
+            run(Transcript::session().finish()).in_mode(Mode::Planning)
+        }
+        ("protocol-task-binding", "mode-standard") => run(Transcript::session().finish()),
+        ("protocol-task-binding", "mode-ask") => {
+            run(Transcript::session().finish()).in_mode(Mode::Ask)
+        }
+        ("protocol-task-binding", "approvals-never") => {
+            run(thread_setting("approvalPolicy", "never")).with_task(Some(task_in_workspace(Some("never"))))
+        }
+        ("protocol-task-binding", "approvals-auto-review") => {
+            run(thread_setting("approvalsReviewer", "auto_review"))
+                .with_task(Some(task_in_workspace(Some("auto-review"))))
+        }
+        ("protocol-task-binding", "approvals-user") => run(Transcript::session().finish())
+            .with_task(Some(task_in_workspace(Some("user-accept")))),
+        ("protocol-task-binding", "model") => run(thread_setting("model", "mock-model")).with_task(
+            Some(TaskChoices {
+                model: Some("mock-model".into()),
+                ..task_in_workspace(None)
+            }),
+        ),
         other => panic!("no healthy run for {other:?}"),
     }
+}
+
+/// The driver's session on a thread started in the workspace with `key: value`, which the
+/// app-server's answer reports back.
+fn thread_setting(key: &str, value: &str) -> Transcript {
+    Transcript::new()
+        .handshake()
+        .open_thread_with(json!({"cwd": WORKSPACE, key: value}), json!({key: value}))
+        .start_turn(TURN_START_ID, THREAD, TURN)
+        .finish()
 }
 
 /// A legal `item/agentMessage/delta` whose delta is `bytes` long.

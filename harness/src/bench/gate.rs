@@ -321,6 +321,7 @@ async fn prepare(ctx: &CellContext, cell: &Cell) -> Result<Session> {
         repo: ctx.repo_root.as_deref().map(path).unwrap_or_default(),
         cache: path(&codex::provision::cache_root()?),
         idle_seconds: Placeholders::idle_seconds(app.timeouts.turn_idle),
+        model: folders.task.model.clone().unwrap_or_default(),
     };
     let words = declared
         .command_words(&values)

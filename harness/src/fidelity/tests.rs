@@ -443,6 +443,9 @@ fn latencies_and_the_longest_lines_bytes_are_not_compared_but_the_rest_of_an_exc
                     cwd: None,
                     turns: None,
                     codex_home: None,
+                    approval_policy: None,
+                    approvals_reviewer: None,
+                    model: None,
                 }),
             ),
             ev(
@@ -541,6 +544,9 @@ fn a_turn_start_answer_and_its_turn_started_compare_in_either_order() {
             cwd: None,
             turns: None,
             codex_home: None,
+            approval_policy: None,
+            approvals_reviewer: None,
+            model: None,
         })
     };
     let started = |turn: &str| {

@@ -228,6 +228,7 @@ pub async fn run(scenario: &str, task: Task, deliver: Deliver) -> TappedRun {
             declarations: suites::spec::DeclaredDriver::harness_own(String::new()).declarations(),
             canaries: None,
             experimental_only_notifications: Vec::new(),
+            task: None,
         },
     };
     let seal = recording.finish(matrix::recorder::FINISH_GRACE);

@@ -30,6 +30,8 @@ mod credentials;
 mod handshake;
 mod outcomes;
 mod server_requests;
+mod settings_in_force;
+mod task_binding;
 mod went_on;
 
 pub(crate) use binding::{Binding, BindingCase};
@@ -39,6 +41,7 @@ pub(crate) use credentials::{canary_line, SecretsNotForwarded};
 pub(crate) use handshake::Handshake;
 pub(crate) use outcomes::{ClassifiedFailure, FailureCase, TurnOutcome, TurnOutcomeCase};
 pub(crate) use server_requests::{SafeDefault, ServerRequestAnswer};
+pub(crate) use task_binding::{Choice, TaskBinding};
 pub(crate) use went_on::{End, SessionFault, WentOn};
 
 use super::session::SessionWatch;

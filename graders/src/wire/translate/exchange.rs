@@ -7,7 +7,7 @@ use super::{text, text_at, Fold};
 use crate::events::{
     AppServerLaunched, Body, ClientNotification, ClientRequest, ClientRequestAnswered, InputPart,
     Kind, NotRecorded, NotificationCount, RpcError, SchemaVerdict, ServerNotifications,
-    ServerRequest, ServerRequestAnswered, TurnStatus,
+    ServerRequest, ServerRequestAnswered, SettingsSent, TurnStatus,
 };
 use crate::protocol::Release;
 use crate::wire::items::excerpt;
@@ -172,11 +172,22 @@ impl Fold {
                 .pointer("/config/skills/include_instructions")
                 .cloned(),
             ephemeral: params.get("ephemeral").and_then(Value::as_bool),
+            settings: SettingsSent {
+                cwd: text(params, "cwd"),
+                permissions: text(params, "permissions"),
+                approval_policy: params
+                    .get("approvalPolicy")
+                    .filter(|v| !v.is_null())
+                    .cloned(),
+                approvals_reviewer: text(params, "approvalsReviewer"),
+                collaboration_mode: text_at(params, "/collaborationMode/mode"),
+                model: text(params, "model"),
+            },
         }));
     }
 
     /// A launch record of the tap: the names of the environment the driver passed.
-    pub(super) fn record_launch(&mut self, launch: u64, env_names: &[String]) {
+    pub(super) fn record_launch(&mut self, launch: u64, env_names: &[String], cwd: Option<&str>) {
         let mut names = env_names.to_vec();
         names.sort();
         names.dedup();
@@ -186,6 +197,7 @@ impl Fold {
             launch,
             env_names: names,
             env_names_left_out: left_out,
+            cwd: cwd.map(str::to_string),
         }));
     }
 
@@ -220,6 +232,12 @@ impl Fold {
             cwd: text_at(result, "/thread/cwd"),
             turns: turn_statuses(result),
             codex_home: text(result, "codexHome"),
+            approval_policy: result
+                .get("approvalPolicy")
+                .filter(|v| !v.is_null())
+                .cloned(),
+            approvals_reviewer: text(result, "approvalsReviewer"),
+            model: text(result, "model"),
         }));
     }
 

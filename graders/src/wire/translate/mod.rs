@@ -142,7 +142,7 @@ fn fold(records: &[Record], ctx: &Context) -> Fold {
         match record {
             Record::Launch(l) => {
                 state.record = Some(l.clone());
-                fold.record_launch(launch, &l.env_names);
+                fold.record_launch(launch, &l.env_names, l.cwd.as_deref());
             }
             Record::Message {
                 direction, message, ..

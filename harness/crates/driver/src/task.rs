@@ -57,6 +57,10 @@ pub struct Task {
     /// Codex's own defaults.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context: Option<ContextBoundary>,
+    /// The model the run is to use (`model` on `thread/start` and `thread/resume`, or on every
+    /// `turn/start`). `None`: the app-server's configured model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
 }
 
 /// The runner contract's context boundary: no automatic instruction blocks — no skill
@@ -145,6 +149,7 @@ impl Task {
             resume_on_crash: false,
             workspace: None,
             context: None,
+            model: None,
         }
     }
 

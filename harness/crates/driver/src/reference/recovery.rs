@@ -281,7 +281,7 @@ async fn resume(
     let opening = Opening::Resume {
         thread_id: thread_id.to_string(),
     };
-    let params = opening.params(plan, config.run.task.context.as_ref());
+    let params = opening.params(plan, &config.run.task);
     let result = match client
         .request("thread/resume", params, config.run.timeouts.request)
         .await

@@ -6,7 +6,7 @@ use super::{emit, DriverConfig, Stop};
 use crate::event_log::EventLog;
 use crate::launch::{LaunchPlan, Target};
 use crate::rpc::{self, RpcClient, RpcError, TransportError};
-use crate::task::ContextBoundary;
+use crate::task::{ContextBoundary, Task};
 use graders::events::{Body, SandboxFacts, SessionOpenRequested, SessionRejected, SessionStarted};
 use sandbox::launcher::ProcessSpec;
 use serde_json::{json, Value};
@@ -99,9 +99,9 @@ impl Opening {
         }
     }
 
-    /// The request's params; `context` (the task's context boundary) adds its thread
-    /// configuration, on `thread/start` and `thread/resume` alike.
-    pub(crate) fn params(&self, plan: &LaunchPlan, context: Option<&ContextBoundary>) -> Value {
+    /// The request's params; the task's context boundary adds its thread configuration, and
+    /// the task's model its `model`, on `thread/start` and `thread/resume` alike.
+    pub(crate) fn params(&self, plan: &LaunchPlan, task: &Task) -> Value {
         let mut params = match self {
             Opening::Start { persist } => {
                 let mut params = plan.thread_params.clone();
@@ -122,8 +122,11 @@ impl Opening {
                 })
             }
         };
-        if let Some(context) = context {
+        if let Some(context) = &task.context {
             params["config"] = context_config(context);
+        }
+        if let Some(model) = &task.model {
+            params["model"] = json!(model);
         }
         params
     }
@@ -192,11 +195,7 @@ pub async fn open(
     .map_err(OpenFailure::Stop)?;
     let method = opening.method();
     let result = match client
-        .request(
-            method,
-            opening.params(plan, config.run.task.context.as_ref()),
-            t.request,
-        )
+        .request(method, opening.params(plan, &config.run.task), t.request)
         .await
     {
         Ok(Ok(result)) => result,

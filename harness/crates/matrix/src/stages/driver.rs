@@ -435,6 +435,7 @@ fn prepare(
         repo: repo.map(path).unwrap_or_default(),
         cache: path(&codex::provision::cache_root()?),
         idle_seconds: Placeholders::idle_seconds(run.timeouts.turn_idle),
+        model: run.task.model.clone().unwrap_or_default(),
     };
     let words = declared
         .command_words(&values)

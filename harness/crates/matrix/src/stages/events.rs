@@ -88,6 +88,7 @@ pub fn from_the_wire(
                 .map(|p| p.experimental_notifications().map(str::to_string).collect())
                 .unwrap_or_default(),
             release: Some(release),
+            task: Some(task_choices(&folders.dirs.workspace, &folders.task)),
         },
     };
     let transcript = evidence.transcript();
@@ -114,6 +115,24 @@ pub fn from_the_wire(
         )?;
     }
     Ok(WireEvents { log, ended, facts })
+}
+
+/// What the task chose, as the driver was told it: the workspace as `{workspace}` and
+/// `HARNESS_WORKSPACE` name it, and as the kernel resolves it (a driver may canonicalise it).
+fn task_choices(workspace: &Path, task: &driver::task::Task) -> graders::events::TaskChoices {
+    let told = workspace.display().to_string();
+    let mut spellings = vec![told.clone()];
+    if let Ok(resolved) = std::fs::canonicalize(workspace) {
+        let resolved = resolved.display().to_string();
+        if resolved != told {
+            spellings.push(resolved);
+        }
+    }
+    graders::events::TaskChoices {
+        workspace: spellings,
+        approvals: task.approvals.map(|a| a.name().to_string()),
+        model: task.model.clone(),
+    }
 }
 
 /// Evidence that is not the cell's own: a harness error naming the file, never a verdict.
