@@ -8,7 +8,17 @@
 //! for a writer; a link is refused by the kernel), checked through its descriptor to be a
 //! regular file no larger than the bound, and read through a reader that fails rather than read
 //! past the bound (a file growing after the check).
+//!
+//! A large file the harness compressed once its cell was graded ([`compress`]) is `NAME.gz`
+//! beside where `NAME` was: opening `NAME` when there is none opens `NAME.gz` the same way and
+//! reads it decompressed, the bound then bounding what it decompresses to (a gzip bomb fails
+//! the read, naming the file and the bound). Compressed or not, its bytes are whoever wrote
+//! them: a reader trusts a `.gz` no more than the file it stands for.
 
+mod compress;
+
+pub use compress::{compress, Compressed};
+use flate2::read::GzDecoder;
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
@@ -17,6 +27,9 @@ use std::path::{Path, PathBuf};
 /// The bound of an evidence file streamed line by line, whose readers hold one line at a time:
 /// it bounds the time a reader spends on it (a sparse file of a terabyte is a regular file).
 pub const MAX_STREAMED_BYTES: u64 = 4 << 30;
+
+/// What a compressed evidence file's name adds to the name it stands for.
+pub const COMPRESSED_SUFFIX: &str = ".gz";
 
 /// Why an evidence file was not read; each names the file.
 #[derive(Debug, thiserror::Error)]
@@ -29,20 +42,71 @@ pub enum EvidenceFileError {
     TooLarge { path: PathBuf, len: u64, bound: u64 },
     #[error("reading {}: {source}", path.display())]
     Read { path: PathBuf, source: io::Error },
+    #[error("writing {}: {source}", path.display())]
+    Write { path: PathBuf, source: io::Error },
 }
 
-/// An opened evidence file: a regular file, read at most to its bound.
+/// An opened evidence file: a regular file, read (decompressed when it is `NAME.gz`) at most to
+/// its bound.
 #[derive(Debug)]
 pub struct EvidenceFile {
-    file: File,
+    source: Source,
     path: PathBuf,
     bound: u64,
     len: u64,
     position: u64,
 }
 
-/// Open `path` as an evidence file of at most `bound` bytes; `Ok(None)` when there is none.
+enum Source {
+    Plain(File),
+    Gzip(Box<GzDecoder<File>>),
+}
+
+impl std::fmt::Debug for Source {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Source::Plain(_) => "Plain",
+            Source::Gzip(_) => "Gzip",
+        })
+    }
+}
+
+/// `path` with [`COMPRESSED_SUFFIX`] added to its name.
+pub fn compressed_path(path: &Path) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(COMPRESSED_SUFFIX);
+    PathBuf::from(name)
+}
+
+/// Open `path` as an evidence file of at most `bound` bytes — or, when there is none,
+/// `path.gz`, of at most `bound` bytes on disk and decompressed; `Ok(None)` when there is
+/// neither.
 pub fn open(path: &Path, bound: u64) -> Result<Option<EvidenceFile>, EvidenceFileError> {
+    if let Some((file, len)) = open_regular(path, bound)? {
+        return Ok(Some(EvidenceFile {
+            source: Source::Plain(file),
+            path: path.to_path_buf(),
+            bound,
+            len,
+            position: 0,
+        }));
+    }
+    let compressed = compressed_path(path);
+    let Some((file, len)) = open_regular(&compressed, bound)? else {
+        return Ok(None);
+    };
+    Ok(Some(EvidenceFile {
+        source: Source::Gzip(Box::new(GzDecoder::new(file))),
+        path: compressed,
+        bound,
+        len,
+        position: 0,
+    }))
+}
+
+/// `path` opened without following a link or blocking on a FIFO, checked to be a regular file
+/// of at most `bound` bytes, and its size; `Ok(None)` when there is none.
+fn open_regular(path: &Path, bound: u64) -> Result<Option<(File, u64)>, EvidenceFileError> {
     let opened = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW)
@@ -100,16 +164,11 @@ pub fn open(path: &Path, bound: u64) -> Result<Option<EvidenceFile>, EvidenceFil
             bound,
         });
     }
-    Ok(Some(EvidenceFile {
-        file,
-        path: path.to_path_buf(),
-        bound,
-        len: meta.len(),
-        position: 0,
-    }))
+    Ok(Some((file, meta.len())))
 }
 
-/// The whole of the evidence file `path` (at most `bound` bytes); `Ok(None)` when there is none.
+/// The whole of the evidence file `path` (at most `bound` bytes, decompressed when it is
+/// `path.gz`); `Ok(None)` when there is none.
 pub fn read(path: &Path, bound: u64) -> Result<Option<Vec<u8>>, EvidenceFileError> {
     let Some(mut file) = open(path, bound)? else {
         return Ok(None);
@@ -117,14 +176,14 @@ pub fn read(path: &Path, bound: u64) -> Result<Option<Vec<u8>>, EvidenceFileErro
     let mut bytes = Vec::with_capacity(usize::try_from(file.len()).unwrap_or(0));
     file.read_to_end(&mut bytes)
         .map_err(|source| EvidenceFileError::Read {
-            path: path.to_path_buf(),
+            path: file.path.clone(),
             source,
         })?;
     Ok(Some(bytes))
 }
 
 impl EvidenceFile {
-    /// Its size when it was opened.
+    /// Its size on disk when it was opened (compressed, when it is).
     pub fn len(&self) -> u64 {
         self.len
     }
@@ -133,16 +192,46 @@ impl EvidenceFile {
         self.len == 0
     }
 
+    /// The file opened: `NAME.gz` when the file is compressed.
     pub fn path(&self) -> &Path {
         &self.path
     }
 
+    /// Whether it is read decompressed (it can then only be read from its start).
+    pub fn is_compressed(&self) -> bool {
+        matches!(self.source, Source::Gzip(_))
+    }
+
+    /// How many bytes (decompressed) have been read so far.
+    pub fn position(&self) -> u64 {
+        self.position
+    }
+
     fn past_bound(&self) -> io::Error {
-        io::Error::other(format!(
-            "{} grew past its bound of {} bytes while it was read",
-            self.path.display(),
-            self.bound
-        ))
+        io::Error::other(match self.source {
+            Source::Plain(_) => format!(
+                "{} grew past its bound of {} bytes while it was read",
+                self.path.display(),
+                self.bound
+            ),
+            Source::Gzip(_) => format!(
+                "{} decompresses to more than its bound of {} bytes: refused (a gzip bomb?)",
+                self.path.display(),
+                self.bound
+            ),
+        })
+    }
+
+    fn read_source(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match &mut self.source {
+            Source::Plain(file) => file.read(buf),
+            Source::Gzip(decoder) => decoder.read(buf).map_err(|e| {
+                io::Error::new(
+                    e.kind(),
+                    format!("decompressing {}: {e}", self.path.display()),
+                )
+            }),
+        }
     }
 }
 
@@ -152,13 +241,13 @@ impl Read for EvidenceFile {
         if left == 0 {
             // At the bound: the file must end here.
             let mut probe = [0u8; 1];
-            return match self.file.read(&mut probe)? {
+            return match self.read_source(&mut probe)? {
                 0 => Ok(0),
                 _ => Err(self.past_bound()),
             };
         }
         let want = buf.len().min(usize::try_from(left).unwrap_or(usize::MAX));
-        let n = self.file.read(&mut buf[..want])?;
+        let n = self.read_source(&mut buf[..want])?;
         self.position += n as u64;
         Ok(n)
     }
@@ -166,8 +255,19 @@ impl Read for EvidenceFile {
 
 impl Seek for EvidenceFile {
     fn seek(&mut self, to: SeekFrom) -> io::Result<u64> {
-        self.position = self.file.seek(to)?;
-        Ok(self.position)
+        match &mut self.source {
+            Source::Plain(file) => {
+                self.position = file.seek(to)?;
+                Ok(self.position)
+            }
+            Source::Gzip(_) => Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                format!(
+                    "{} is compressed: it is read from its start, not sought",
+                    self.path.display()
+                ),
+            )),
+        }
     }
 }
 

@@ -49,7 +49,7 @@ fn codex_flag_runs_an_unpinned_version() -> Result<(), libtest_mimic::Failed> {
     assert_eq!(only["status"], "as-expected", "{only}");
     assert_eq!(only["verdict"], "pass", "{only}");
     // The app-server that answered is that version.
-    let transcript = std::fs::read_to_string(out.path().join(cell).join("transcript.jsonl"))
+    let transcript = common::evidence::read_text(&out.path().join(cell).join("transcript.jsonl"))
         .map_err(|e| e.to_string())?;
     assert!(
         transcript.contains(EXTRA),

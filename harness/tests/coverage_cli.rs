@@ -53,11 +53,11 @@ fn coverage(drivers: &Path, out: &Path, args: &[&str]) -> assert_cmd::assert::As
         .assert()
 }
 
-#[test]
-fn coverage_names_what_a_driver_exchanged_with_the_fake_in_its_cells() {
-    let dir = tempfile::tempdir().unwrap();
-    let drivers = drivers_file(dir.path(), MINI);
-    let out = dir.path().join("out");
+/// `harness run` of [`CELLS`] with the driver [`MINI`] into `dir/out`: the drivers file and the
+/// evidence folder.
+fn run_mini_cells(dir: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
+    let drivers = drivers_file(dir, MINI);
+    let out = dir.join("out");
     harness()
         .args(["run", "--drivers"])
         .arg(&drivers)
@@ -67,12 +67,24 @@ fn coverage_names_what_a_driver_exchanged_with_the_fake_in_its_cells() {
         .timeout(std::time::Duration::from_secs(120))
         .assert()
         .success();
+    (drivers, out)
+}
 
-    let json = coverage(&drivers, &out, &["--json"])
+/// What `harness coverage --drivers FILE --out DIR --json` printed.
+fn coverage_json(drivers: &Path, out: &Path) -> Vec<u8> {
+    coverage(drivers, out, &["--json"])
         .success()
         .get_output()
         .stdout
-        .clone();
+        .clone()
+}
+
+#[test]
+fn coverage_names_what_a_driver_exchanged_with_the_fake_in_its_cells() {
+    let dir = tempfile::tempdir().unwrap();
+    let (drivers, out) = run_mini_cells(dir.path());
+
+    let json = coverage_json(&drivers, &out);
     let json: serde_json::Value = serde_json::from_slice(&json).unwrap();
     let run = &json["drivers"][0]["runs"][0];
     assert_eq!(run["runner"], "mini-fake");
@@ -176,4 +188,86 @@ fn a_driver_with_nothing_recorded_is_said_so_and_a_bad_transcript_is_an_error() 
         ))
         .and(contains("line 1")),
     );
+}
+
+/// Compress every log and JSON Lines file of the run's cell folders, as the harness does to a
+/// large one once its cell was graded (docs/events.md, "What a cell's folder keeps"); how many.
+fn compress_all(dir: &Path) -> usize {
+    let mut compressed = 0;
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if entry.file_type().unwrap().is_dir() {
+            compressed += compress_all(&path);
+        } else if name.ends_with(".jsonl") || name.ends_with(".log") {
+            let done = graders::evidence_file::compress(&path, 0).unwrap();
+            compressed += usize::from(done.is_some());
+        }
+    }
+    compressed
+}
+
+#[test]
+fn coverage_report_and_grade_read_a_run_whose_evidence_was_compressed() {
+    let dir = tempfile::tempdir().unwrap();
+    let (drivers, out) = run_mini_cells(dir.path());
+    let before = coverage_json(&drivers, &out);
+    let summary = |out: &Path| -> Vec<(String, String)> {
+        let text = std::fs::read_to_string(out.join("summary.json")).unwrap();
+        let summary: serde_json::Value = serde_json::from_str(&text).unwrap();
+        summary["cells"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| (c["cell"].to_string(), c["status"].to_string()))
+            .collect()
+    };
+    let statuses = summary(&out);
+    let grade = || {
+        let output = harness()
+            .args([
+                "grade",
+                "--suite",
+                "protocol-server-requests",
+                "--case",
+                "command-approval",
+            ])
+            .arg(out.join(CELLS[0]).join("events.jsonl"))
+            .timeout(std::time::Duration::from_secs(60))
+            .output()
+            .unwrap();
+        (output.status.code(), output.stdout)
+    };
+    let graded = grade();
+    assert_ne!(graded.0, Some(2), "the events are readable");
+
+    assert!(
+        compress_all(&out) >= 2 * 4,
+        "each cell's transcript, events and logs"
+    );
+    let transcript = out.join(CELLS[0]).join("transcript.jsonl");
+    assert!(!transcript.exists() && out.join(CELLS[0]).join("transcript.jsonl.gz").is_file());
+
+    let after = coverage_json(&drivers, &out);
+    assert_eq!(
+        String::from_utf8(after).unwrap(),
+        String::from_utf8(before).unwrap()
+    );
+    // `harness report` still finds each verdict bound to the evidence it was graded on.
+    harness()
+        .args(["report", "--drivers"])
+        .arg(&drivers)
+        .arg(&out)
+        .timeout(std::time::Duration::from_secs(60))
+        .assert()
+        .success()
+        .stderr(contains("changed after grading").not());
+    assert_eq!(summary(&out), statuses);
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(
+        html.contains("transcript.jsonl.gz"),
+        "the page links the file on disk"
+    );
+    // And `harness grade` reads a cell's events through their name, to the same verdict.
+    assert_eq!(grade(), graded);
 }

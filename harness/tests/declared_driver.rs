@@ -1,6 +1,9 @@
 //! Declared drivers through the cell executor, against the fake app-server: the tap where the
 //! declaration says, a hung driver ended by the wire's idle bound in seconds.
 
+#[allow(dead_code)]
+mod common;
+
 use matrix::cell::run_cell;
 use matrix::context::CellContext;
 use report::outcome::CellOutcome;
@@ -38,7 +41,8 @@ async fn a_driver_finding_codex_through_its_command_line_is_graded_from_the_wire
         panic!("{:?}", result.outcome)
     };
     assert!(verdict.is_pass(), "{verdict:?}");
-    let transcript = std::fs::read_to_string(result.evidence_dir.join("transcript.jsonl")).unwrap();
+    let transcript =
+        common::evidence::read_text(&result.evidence_dir.join("transcript.jsonl")).unwrap();
     assert!(
         transcript.contains("\"kind\":\"launch\""),
         "the tap recorded the launch"
@@ -65,7 +69,7 @@ async fn a_hung_driver_against_the_fake_ends_in_seconds_and_is_credited_nothing(
         panic!("{:?}", result.outcome)
     };
     assert!(!verdict.is_pass(), "{verdict:?}");
-    let events = std::fs::read_to_string(result.evidence_dir.join("events.jsonl")).unwrap();
+    let events = common::evidence::read_text(&result.evidence_dir.join("events.jsonl")).unwrap();
     assert!(events.contains("driver_hung"), "{events}");
 }
 
@@ -97,7 +101,7 @@ async fn a_hang_is_bounded_by_the_drivers_declared_idle_timeout_not_the_harness_
         panic!("{:?}", result.outcome)
     };
     assert!(!verdict.is_pass(), "{verdict:?}");
-    let events = std::fs::read_to_string(result.evidence_dir.join("events.jsonl")).unwrap();
+    let events = common::evidence::read_text(&result.evidence_dir.join("events.jsonl")).unwrap();
     assert!(
         events.contains(&format!("nothing on the wire for {bound:?}")),
         "the harness's kill names the declared bound ({bound:?}): {events}"

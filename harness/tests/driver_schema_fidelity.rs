@@ -183,7 +183,7 @@ fn validate_transcript(
     coverage: &mut Coverage,
     failures: &mut Vec<String>,
 ) -> usize {
-    let text = match std::fs::read_to_string(transcript) {
+    let text = match common::evidence::read_text(transcript) {
         Ok(text) => text,
         Err(e) => {
             failures.push(format!(

@@ -184,7 +184,7 @@ fn forged_evidence_does_not_land(cell_name: &str) -> Result<(), Failed> {
         tokio::runtime::Runtime::new()?.block_on(run_cell(&context(out.path()), &dishonest));
 
     let own = CellEvidence::new(&result.evidence_dir);
-    let said = std::fs::read_to_string(own.driver_stdout()).unwrap_or_default();
+    let said = common::evidence::read_text(&own.driver_stdout()).unwrap_or_default();
     eprintln!(
         "{cell_name}: the dishonest driver said {said:?}; the cell: {:?}",
         result.outcome

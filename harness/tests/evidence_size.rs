@@ -1,8 +1,9 @@
 //! What a run leaves is sized for a CI artifact (docs/events.md, "What a cell's folder
 //! keeps"): a real cell's folder keeps no copy or cache (the real Codex's SQLite databases and
 //! their write-ahead logs, its bundled skills, the fake's copy of bubblewrap) and its verdict
-//! stays bound to what is left; a delta-burst cell (100 000 transcript lines, 24 MB) makes a
-//! report.html of a bounded size, not 24.6 MB.
+//! stays bound to what is left; a delta-burst cell (100 000 transcript lines, 30 MB) keeps its
+//! transcript compressed (`transcript.jsonl.gz`, which `harness report` and `harness grade` read
+//! through its name) and makes a report.html of a bounded size, not 24.6 MB.
 //!
 //! Needs bubblewrap (the `local` environment) and, for the real-Codex cell, the pinned Codex:
 //! without them a trial is ignored with the reason; under `CI=true` it fails.
@@ -20,6 +21,8 @@ const REAL_CODEX: &str = "protocol-handshake.runner-codex.local.handshake";
 /// report.html of the one delta-burst cell: its page's timeline within the report's budget,
 /// the grid, the style and the script.
 const DELTA_BURST_REPORT_BYTES: u64 = 6 << 20;
+/// The delta-burst cell's folder, its transcript compressed (30 MB plain).
+const DELTA_BURST_FOLDER_BYTES: u64 = 5 << 20;
 
 fn main() {
     let args = Arguments::from_args();
@@ -55,6 +58,20 @@ fn find(dir: &Path, wanted: &dyn Fn(&str) -> bool, found: &mut Vec<String>) {
     }
 }
 
+/// The bytes of the files below `dir`.
+fn folder_bytes(dir: &Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .map(|entry| match entry.file_type() {
+            Ok(t) if t.is_dir() => folder_bytes(&entry.path()),
+            _ => entry.metadata().map_or(0, |m| m.len()),
+        })
+        .sum()
+}
+
 /// `harness report DIR` believes the cell: its verdict is still bound to its evidence.
 fn still_bound(out: &Path, cell: &str) -> Result<(), String> {
     rebuild(out)?;
@@ -70,9 +87,25 @@ fn still_bound(out: &Path, cell: &str) -> Result<(), String> {
 fn delta_burst() -> Result<(), String> {
     let out = tempfile::tempdir().map_err(|e| e.to_string())?;
     run_cells(out.path(), &[DELTA_BURST])?;
-    let transcript = std::fs::metadata(out.path().join(DELTA_BURST).join("transcript.jsonl"))
-        .map_err(|e| e.to_string())?
-        .len();
+    let cell = out.path().join(DELTA_BURST);
+    if cell.join("transcript.jsonl").exists() {
+        return Err("transcript.jsonl was left uncompressed".into());
+    }
+    // Read as every reader reads it: through its name, decompressed.
+    let transcript = graders::evidence_file::read(
+        &cell.join("transcript.jsonl"),
+        graders::evidence_file::MAX_STREAMED_BYTES,
+    )
+    .map_err(|e| e.to_string())?
+    .ok_or("the cell left no transcript")?
+    .len() as u64;
+    let folder = folder_bytes(&cell);
+    eprintln!("{DELTA_BURST}: its folder {folder} bytes");
+    if folder > DELTA_BURST_FOLDER_BYTES {
+        return Err(format!(
+            "the cell's folder holds {folder} bytes, over {DELTA_BURST_FOLDER_BYTES}"
+        ));
+    }
     let report = std::fs::metadata(out.path().join("report.html"))
         .map_err(|e| e.to_string())?
         .len();

@@ -188,8 +188,8 @@ fn run(
 
 /// Each line of a JSON Lines file.
 fn json_lines(path: &Path) -> Vec<Value> {
-    let text =
-        std::fs::read_to_string(path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+    let text = common::evidence::read_text(path)
+        .unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
     text.lines()
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{}: {e}", path.display())))
         .collect()

@@ -74,8 +74,8 @@ fn approving_everything_and_widening_the_sandbox_are_killed() {
         "{html}"
     );
     // The mutant's evidence says it is one: the transcript records the rewrite.
-    let transcript = std::fs::read_to_string(
-        dir.path()
+    let transcript = common::evidence::read_text(
+        &dir.path()
             .join("out/approve-everything/protocol-safe-default.mini-fake.local.file-change-refused/transcript.jsonl"),
     )
     .unwrap();

@@ -4,6 +4,9 @@
 //! put in, and executed without a shell: nothing runs, and the driver receives every value as
 //! one exact argument.
 
+#[allow(dead_code)]
+mod common;
+
 use matrix::cell::run_cell;
 use matrix::context::CellContext;
 use std::path::Path;
@@ -121,7 +124,7 @@ async fn a_prompt_too_long_to_exec_is_a_short_reason_naming_the_step() {
         &described[..described.len().min(2000)]
     );
     assert!(described.len() < 4096, "a {} bytes reason", described.len());
-    let events = std::fs::read_to_string(result.evidence_dir.join("events.jsonl")).unwrap();
+    let events = common::evidence::read_text(&result.evidence_dir.join("events.jsonl")).unwrap();
     assert!(
         events.len() < 64 * 1024,
         "events.jsonl holds {} bytes",

@@ -390,18 +390,22 @@ fn dom_slice_after<'a>(dom: &'a str, marker: &str) -> &'a str {
     dom.split(marker).nth(1).unwrap_or("")
 }
 
-/// Copy `from` (one folder level of files) to `to`.
+/// Copy `from` (one folder level of files, compressed or not) to `to`.
 fn copy_cell(from: &Path, to: &Path) -> Result<(), String> {
     std::fs::create_dir_all(to).map_err(|e| e.to_string())?;
-    for name in [
+    let names = [
         "events.jsonl",
         "transcript.jsonl",
         "model-log.jsonl",
         "verdict.json",
         "stderr.log",
-    ] {
-        if from.join(name).is_file() {
-            std::fs::copy(from.join(name), to.join(name)).map_err(|e| format!("{name}: {e}"))?;
+    ];
+    for name in names
+        .iter()
+        .flat_map(|n| [n.to_string(), format!("{n}.gz")])
+    {
+        if from.join(&name).is_file() {
+            std::fs::copy(from.join(&name), to.join(&name)).map_err(|e| format!("{name}: {e}"))?;
         }
     }
     Ok(())
@@ -416,7 +420,7 @@ fn large_timeline_virtualised_and_whole_matrix_opens() -> Result<(), String> {
     let large = tempfile::tempdir().map_err(|e| e.to_string())?;
     let large_cell = large.path().join(CITING_CELL);
     copy_cell(&source, &large_cell)?;
-    let lines: Vec<String> = std::fs::read_to_string(source.join("transcript.jsonl"))
+    let lines: Vec<String> = common::evidence::read_text(&source.join("transcript.jsonl"))
         .map_err(|e| e.to_string())?
         .lines()
         .map(str::to_string)
@@ -432,6 +436,7 @@ fn large_timeline_virtualised_and_whole_matrix_opens() -> Result<(), String> {
         repeated.join("\n") + "\n",
     )
     .map_err(|e| e.to_string())?;
+    let _ = std::fs::remove_file(large_cell.join("transcript.jsonl.gz"));
     rebuild(large.path())?;
     let dom = dump_dom(
         &large.path().join("report.html"),

@@ -402,9 +402,11 @@ fn codex_share(name: &str, per_line_ms: f64, startup_overhead_ms: f64) -> Result
             result.outcome
         );
     }
-    let transcript = std::fs::read_to_string(
-        report::layout::CellEvidence::new(&result.evidence_dir).transcript(),
-    )?;
+    // Read as every reader reads it: compressed once the cell was graded.
+    let path = report::layout::CellEvidence::new(&result.evidence_dir).transcript();
+    let bytes = graders::evidence_file::read(&path, graders::evidence_file::MAX_STREAMED_BYTES)?
+        .with_context(|| format!("the cell left no transcript at {}", path.display()))?;
+    let transcript = String::from_utf8_lossy(&bytes);
     let launches = transcript
         .lines()
         .filter(|l| l.contains("\"kind\":\"launch\""))

@@ -3,6 +3,7 @@
 pub mod codex_cell;
 pub mod codex_schema;
 pub mod driver_copies;
+pub mod evidence;
 pub mod fake_driver;
 pub mod fidelity;
 pub mod harness_cli;

@@ -63,8 +63,9 @@ pub async fn run_cell(ctx: &CellContext, cell: &Cell) -> CellResult {
             }
         }
     };
-    // What ran in the cell has ended: the copies and caches it left go (none is graded, so
-    // the binding above holds). A folder that stays larger is no wrong verdict: said, not failed.
+    // What ran in the cell has ended: the copies and caches it left go (none is graded) and its
+    // large logs are compressed (read back decompressed), so the binding above holds. A folder
+    // that stays larger is no wrong verdict: said, not failed.
     if let Err(why) = report::trim::after_cell(&evidence) {
         eprintln!(
             "harness: {}: trimming its evidence folder: {why}",

@@ -31,10 +31,14 @@ pub struct FileState {
     /// `ok`, `missing`, `unreadable`, `truncated` (last line without its newline and not JSON)
     /// or `cut` (more lines than the report keeps).
     pub state: &'static str,
+    /// Its size, decompressed when it is compressed.
     pub bytes: u64,
     pub lines: usize,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// Its name on disk when that is not `name` (`NAME.gz`, compressed once the cell ended).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stored: Option<String>,
 }
 
 impl FileState {
@@ -45,6 +49,7 @@ impl FileState {
             bytes: 0,
             lines: 0,
             note: None,
+            stored: None,
         }
     }
 
@@ -65,7 +70,12 @@ impl FileState {
 /// it is missing or refused.
 fn open(dir: &Path, name: &str, bound: u64, state: &mut FileState) -> Option<EvidenceFile> {
     match evidence_file::open(&dir.join(name), bound) {
-        Ok(Some(file)) => Some(file),
+        Ok(Some(file)) => {
+            if file.is_compressed() {
+                state.stored = Some(format!("{name}{}", evidence_file::COMPRESSED_SUFFIX));
+            }
+            Some(file)
+        }
         Ok(None) => {
             state.missing();
             None
@@ -129,6 +139,9 @@ pub fn read(dir: &Path, name: &str) -> Read1 {
         lines.extend(decode(at, raw, &mut state));
     }
     state.lines = number;
+    if reader.get_ref().is_compressed() {
+        state.bytes = reader.get_ref().position();
+    }
     Read1 { lines, state }
 }
 
@@ -233,11 +246,32 @@ pub fn tail(dir: &Path, name: &str, max: u64) -> Result<Option<(String, u64)>, S
     else {
         return Ok(None);
     };
+    let reading = |e: std::io::Error| format!("reading {}: {e}", dir.join(name).display());
+    if file.is_compressed() {
+        // Read from its start, keeping the last `max` bytes.
+        let keep = usize::try_from(max).unwrap_or(usize::MAX);
+        let mut bytes = VecDeque::new();
+        let mut chunk = vec![0u8; 64 * 1024];
+        loop {
+            let n = file.read(&mut chunk).map_err(reading)?;
+            if n == 0 {
+                break;
+            }
+            bytes.extend(&chunk[..n]);
+            let over = bytes.len().saturating_sub(keep);
+            bytes.drain(..over);
+        }
+        let bytes: Vec<u8> = bytes.into();
+        return Ok(Some((
+            String::from_utf8_lossy(&bytes).into_owned(),
+            file.position(),
+        )));
+    }
     let size = file.len();
     let mut bytes = Vec::new();
     file.seek(SeekFrom::Start(size.saturating_sub(max)))
         .and_then(|_| file.take(max).read_to_end(&mut bytes))
-        .map_err(|e| format!("reading {}: {e}", dir.join(name).display()))?;
+        .map_err(reading)?;
     Ok(Some((String::from_utf8_lossy(&bytes).into_owned(), size)))
 }
 
@@ -278,5 +312,31 @@ mod tests {
         assert_eq!(read(dir.path(), "absent.jsonl").state.state, "missing");
         std::fs::write(dir.path().join("err.log"), "abcdef").unwrap();
         assert_eq!(tail(dir.path(), "err.log", 3), Ok(Some(("def".into(), 6))));
+    }
+
+    #[test]
+    fn a_compressed_file_is_read_through_its_name_and_linked_by_its_name_on_disk() {
+        let dir = tempfile::tempdir().unwrap();
+        let lines: String = (0..1000).map(|n| format!("{{\"n\":{n}}}\n")).collect();
+        std::fs::write(dir.path().join("transcript.jsonl"), &lines).unwrap();
+        let stderr: String = (0..5000).map(|n| format!("line {n}\n")).collect();
+        std::fs::write(dir.path().join("stderr.log"), &stderr).unwrap();
+        for name in ["transcript.jsonl", "stderr.log"] {
+            evidence_file::compress(&dir.path().join(name), 0)
+                .unwrap()
+                .unwrap();
+        }
+
+        let read1 = read(dir.path(), "transcript.jsonl");
+        assert_eq!(read1.state.state, "ok", "{:?}", read1.state);
+        assert_eq!(read1.state.lines, 1000);
+        assert_eq!(
+            read1.state.bytes,
+            lines.len() as u64,
+            "its size decompressed"
+        );
+        assert_eq!(read1.state.stored.as_deref(), Some("transcript.jsonl.gz"));
+        let (tail, bytes) = tail(dir.path(), "stderr.log", 10).unwrap().unwrap();
+        assert_eq!((tail.as_str(), bytes), ("line 4999\n", stderr.len() as u64));
     }
 }

@@ -425,7 +425,7 @@
         " ", h("strong", {}, l.title), " ", h("span.excerpt", {}, l.text)))) : h("p.dim", {}, "the verdict cites no event")) : null;
     const files = section("Evidence files",
       h("p.dim", {}, d.evidence_dir || ""),
-      h("table.kv", {}, (d.files || []).map((f) => h("tr.file-" + f.state, {}, h("th", {}, f.state === "missing" ? f.name : h("a", { href: encodeURI(d.cell + "/" + f.name) }, f.name)), h("td", {}, f.state + (f.state === "missing" ? "" : " · " + f.lines + " lines · " + f.bytes + " bytes") + (f.note ? " · " + f.note : ""))))));
+      h("table.kv", {}, (d.files || []).map((f) => h("tr.file-" + f.state, {}, h("th", {}, f.state === "missing" ? f.name : h("a", { href: encodeURI(d.cell + "/" + (f.stored || f.name)) }, f.stored || f.name)), h("td", {}, f.state + (f.state === "missing" ? "" : " · " + f.lines + " lines · " + f.bytes + " bytes") + (f.stored ? " · gzip-compressed" : "") + (f.note ? " · " + f.note : ""))))));
     cellView.replaceChildren(nav, head, why, ...notes, ...(finding ? [finding] : []), h("div.columns", {}, verdictPanel, evidencePanel), launchPanel(d), timeline.panel, files);
     timeline.refilter();
     const first = evidence.find((ev) => ev.seq !== null && ev.seq !== undefined);
