@@ -244,11 +244,16 @@ impl Persona {
     /// features list`, any stage, removed ones included) or one of its legacy names
     /// (`feature_aliases.txt`).
     pub fn is_feature(&self, name: &str) -> bool {
+        self.listed_features()
+            .chain(self.feature_aliases())
+            .any(|feature| feature == name)
+    }
+
+    /// The feature names `codex features list` prints.
+    pub fn listed_features(&self) -> impl Iterator<Item = &'static str> {
         self.features
             .lines()
             .filter_map(|line| line.split_whitespace().next())
-            .chain(self.feature_aliases())
-            .any(|feature| feature == name)
     }
 
     /// The legacy feature names the release accepts besides those `codex features list`

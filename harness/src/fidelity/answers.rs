@@ -154,6 +154,72 @@ pub fn app_server_answers(transcript: &[Record], aliases: &[(String, String)]) -
     answers
 }
 
+/// Everything the app-server said in `transcript`, every launch in order, normalised as its
+/// answers are ([`app_server_answers`]), with each thread's probe id as `<probe>`: its messages
+/// (`{launch, message}`), the lines that were not JSON (`{launch, raw}`) and how each launch
+/// ended (`{launch, exit}`; a harness's kill at its bound named). What `harness explore`
+/// compares.
+pub fn app_server_messages(transcript: &[Record], aliases: &[(String, String)]) -> Vec<Value> {
+    let mut probes: Vec<(String, String)> = Vec::new();
+    let mut shown = Vec::new();
+    for record in transcript {
+        let entry = match record {
+            Record::Message {
+                direction: Direction::Out,
+                message,
+                launch,
+                ..
+            } => {
+                for found in super::sent::uuids(&message.to_string()) {
+                    let probe = codex::mock_api::probe_id_for(&found);
+                    if !probes.iter().any(|(p, _)| *p == probe) {
+                        probes.push((probe, "<probe>".into()));
+                    }
+                }
+                json!({"launch": launch, "message": message})
+            }
+            Record::Raw {
+                direction: Direction::Out,
+                text,
+                launch,
+                ..
+            } => json!({"launch": launch, "raw": text}),
+            Record::Exit {
+                launch,
+                status,
+                signal,
+                killed_by_harness,
+                ..
+            } => {
+                json!({"launch": launch, "exit": {"status": status, "signal": signal, "killed": killed_by_harness}})
+            }
+            _ => continue,
+        };
+        shown.push(entry);
+    }
+    let mut placeholders = super::sent::Placeholders::default();
+    for entry in &mut shown {
+        placeholders.value(entry, aliases);
+        // After the ids: a model-made id holds the probe id on one side only.
+        replace_in_strings(entry, &probes);
+        mask(entry, None);
+    }
+    shown
+}
+
+fn replace_in_strings(value: &mut Value, aliases: &[(String, String)]) {
+    match value {
+        Value::String(text) => *text = super::normalise::apply_aliases(text, aliases),
+        Value::Array(items) => items
+            .iter_mut()
+            .for_each(|v| replace_in_strings(v, aliases)),
+        Value::Object(map) => map
+            .values_mut()
+            .for_each(|v| replace_in_strings(v, aliases)),
+        _ => {}
+    }
+}
+
 /// The first answer that differs between the sides, as `METHOD PATH: REAL ≠ FAKE (…)`, or
 /// `None` when every answer both sides gave agrees. Only for a fake that plays the real
 /// Codex's release: another release's answers differ by construction (its fields, its feature
