@@ -22,7 +22,8 @@ pub struct Args {
     #[arg(long, value_parser = super::absolute_path)]
     pub out: Option<std::path::PathBuf>,
     /// Write each shrunk divergence as a regression scenario into this folder (the
-    /// repository's corpus is `harness/explore-corpus/`).
+    /// repository's corpus is `harness/explore-corpus/`); with `--replay`, write each replayed
+    /// scenario there with what the real Codex said this time.
     #[arg(long, value_parser = super::absolute_path)]
     pub corpus: Option<std::path::PathBuf>,
     /// Generate nothing: replay these regression scenarios (files, or folders of them) on
@@ -63,7 +64,7 @@ pub fn main(args: Args) -> ExitCode {
         codex: Some(codex),
     };
     if !args.replay.is_empty() {
-        return replay(&players, &args.replay, &out);
+        return replay(&players, &args.replay, &out, args.corpus.as_deref());
     }
     let options = Options {
         seed,
@@ -96,7 +97,14 @@ pub fn main(args: Args) -> ExitCode {
     }
 }
 
-fn replay(players: &Players, paths: &[std::path::PathBuf], out: &std::path::Path) -> ExitCode {
+/// Replay `paths` on both sides; with `record_into`, write each scenario there again with what
+/// the real Codex said this time (how a hand-written session joins the corpus).
+fn replay(
+    players: &Players,
+    paths: &[std::path::PathBuf],
+    out: &std::path::Path,
+    record_into: Option<&std::path::Path>,
+) -> ExitCode {
     let mut scenarios = Vec::new();
     for path in paths {
         let read = if path.is_dir() {
@@ -115,7 +123,22 @@ fn replay(players: &Players, paths: &[std::path::PathBuf], out: &std::path::Path
     let mut diverging = 0;
     for (index, (name, scenario)) in scenarios.iter().enumerate() {
         let root = out.join("replay").join(format!("{index:04}"));
-        match explore::corpus::replay_on_both(players, scenario, &root) {
+        let played = explore::diverges(players, &scenario.session, &root);
+        if let (Some(dir), Ok((_, real))) = (record_into, &played) {
+            let recorded = explore::corpus::Scenario {
+                real: real.clone(),
+                ..scenario.clone()
+            };
+            let file = std::path::Path::new(name.as_str())
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_else(|| name.clone());
+            if let Err(e) = explore::corpus::write(dir, &file, &recorded) {
+                eprintln!("harness explore: {e:#}");
+                return ExitCode::from(2);
+            }
+        }
+        match played.map(|(divergence, _)| divergence) {
             Ok(None) => println!("- `{name}`: the same"),
             Ok(Some(divergence)) => {
                 diverging += 1;

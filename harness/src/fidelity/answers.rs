@@ -80,6 +80,23 @@ const NOT_COMPARED_FIELDS: &[(&str, &str)] = &[(
      none",
 )];
 
+/// Keys whose string values are process ids: which process, not what it did.
+fn is_process_key(key: &str) -> bool {
+    key == "processId"
+}
+
+/// Keys whose string values name the host the app-server runs on, with their placeholder:
+/// where the harness runs, not what the app-server said (a recorded answer replays elsewhere).
+const HOST_KEYS: &[(&str, &str)] = &[("serverName", "<host>")];
+
+/// `initialize`'s `userAgent` names the host's operating system in its first parentheses
+/// (`name/0.169.0 (Debian 12.0.0; x86_64) …`).
+fn user_agent_os() -> &'static Regex {
+    static PATTERN: OnceLock<Regex> = OnceLock::new();
+    PATTERN
+        .get_or_init(|| Regex::new(r"^([^ ]+) \([^)]*\)").expect("the user agent pattern compiles"))
+}
+
 fn mask(value: &mut Value, key: Option<&str>) {
     if key.is_some_and(|k| NOT_COMPARED_FIELDS.iter().any(|(field, _)| *field == k)) {
         *value = Value::String("<not compared>".into());
@@ -91,6 +108,19 @@ fn mask(value: &mut Value, key: Option<&str>) {
         }
         Value::String(_) if key.is_some_and(is_cursor_key) => {
             *value = Value::String("<cursor>".into());
+        }
+        Value::String(_) if key.is_some_and(is_process_key) => {
+            *value = Value::String("<pid>".into());
+        }
+        Value::String(_) if HOST_KEYS.iter().any(|(k, _)| Some(*k) == key) => {
+            let placeholder = HOST_KEYS
+                .iter()
+                .find(|(k, _)| Some(*k) == key)
+                .map(|(_, p)| *p);
+            *value = Value::String(placeholder.unwrap_or_default().into());
+        }
+        Value::String(text) if key == Some("userAgent") => {
+            *text = user_agent_os().replace(text, "$1 (<os>)").into_owned();
         }
         Value::String(text) => {
             for (pattern, placeholder) in volatile_patterns() {
