@@ -130,40 +130,24 @@ impl TurnRun {
                 "item/fileChange/requestApproval",
                 json!({"threadId": thread_id, "turnId": turn_id, "itemId": call_id, "startedAtMs": shapes::now_ms(), "reason": null, "grantRoot": null}),
             );
-            match answer {
-                Approval::Decision(d) if d == "accept" || d == "acceptForSession" => {}
+            let told = match answer {
+                Approval::Decision(d) if d == "accept" || d == "acceptForSession" => None,
+                Approval::Decision(d) if d == "decline" => Some(apply_patch::DECLINED_OUTPUT),
                 // An error answer, or a result without a decision the release knows, declines
                 // the change: the model is told the approval failed and the turn goes on
                 // (measured with 0.169 and `harness explore`).
-                Approval::Failed => {
-                    let completed = shapes::now_ms();
-                    let done = self.file_change_item(
-                        &call_id,
-                        &changes,
-                        "declined",
-                        started,
-                        Some(completed),
-                    );
-                    self.complete_item(done, completed);
-                    self.tell(call_id, super::commands::APPROVAL_FAILED.into());
-                    return Flow::Continue;
-                }
-                Approval::Decision(d) if d == "decline" => {
-                    let completed = shapes::now_ms();
-                    let done = self.file_change_item(
-                        &call_id,
-                        &changes,
-                        "declined",
-                        started,
-                        Some(completed),
-                    );
-                    self.complete_item(done, completed);
-                    self.tell(call_id, apply_patch::DECLINED_OUTPUT.into());
-                    return Flow::Continue;
-                }
+                Approval::Failed => Some(super::commands::APPROVAL_FAILED),
                 // cancel or no answer: the item never completes and the turn is interrupted
                 // (measured for cancel).
                 _ => return Flow::Interrupted,
+            };
+            if let Some(told) = told {
+                let completed = shapes::now_ms();
+                let done =
+                    self.file_change_item(&call_id, &changes, "declined", started, Some(completed));
+                self.complete_item(done, completed);
+                self.tell(call_id, told.into());
+                return Flow::Continue;
             }
         }
         let status = match apply_patch::apply(&changes) {
