@@ -108,6 +108,17 @@ pub fn releases() -> Vec<&'static str> {
     RELEASE_FILES.iter().map(|f| f.version).collect()
 }
 
+/// The committed text of a release's `<response_type>.json` (`CommandExecutionRequestApprovalResponse`),
+/// for a client that builds its answers from the schema (`client-choices`).
+pub fn response_schema_text(version: &str, response_type: &str) -> Option<&'static str> {
+    let files = RELEASE_FILES.iter().find(|f| f.version == version)?;
+    files
+        .responses
+        .iter()
+        .find(|(name, _)| *name == response_type)
+        .map(|(_, text)| *text)
+}
+
 /// Why a release's protocol cannot be had.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ReleaseError {

@@ -11,7 +11,7 @@ use std::path::Path;
 /// The layers, bottom first: each crate's place.
 const LAYERS: &[&[&str]] = &[
     &["graders"],
-    &["suites", "fake-app-server"],
+    &["suites", "fake-app-server", "client-choices"],
     &["sandbox", "tap", "report"],
     &["driver"],
     &["codex"],

@@ -1,0 +1,18 @@
+//! The choices the protocol leaves a client of `codex app-server`, as data: the vocabulary read
+//! from a release's JSON Schema ([`Vocabulary`]), the space of client settings over it
+//! ([`Space`]: its whole cross product by index, and deterministic seeded samples), the answer
+//! a setting gives each server request ([`answers`]), and `population-driver`, a legitimate
+//! driver that makes any setting's choices (docs/population.md).
+//!
+//! Two users: the legitimate population (a setting × a protocol cell must never be red) and the
+//! protocol explorer (sessions generated over the same choices, compared fake against real).
+//!
+//! Layer 1: uses `graders` (the answers' schemas), nothing above it.
+
+pub mod answers;
+pub mod schema;
+pub mod setting;
+pub mod space;
+
+pub use setting::{Setting, SettingError, DIMENSIONS};
+pub use space::{Scope, Space, Vocabulary};
