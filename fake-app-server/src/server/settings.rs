@@ -71,7 +71,7 @@ pub fn feature_enabled(shared: &Shared, thread: &ThreadState, name: &str) -> boo
         .unwrap_or_else(|| crate::persona::current().feature_default(name))
 }
 
-/// `warning` on a thread's first turn/start when its configuration enables features under
+/// `warning` as a thread starts (`thread/start`) when its configuration enables features under
 /// development (Codex 0.169's text, measured: after `thread/started`, before the answer, once
 /// per thread, the features sorted). `None` when it enables none.
 pub fn unstable_features_warning(shared: &Shared, thread: &ThreadState) -> Option<Value> {

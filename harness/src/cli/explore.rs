@@ -26,6 +26,10 @@ pub struct Args {
     /// scenario there with what the real Codex said this time.
     #[arg(long, value_parser = super::absolute_path)]
     pub corpus: Option<std::path::PathBuf>,
+    /// Divergences known and open (`[[open]]` tables of `matches` and `reason`): reported,
+    /// not failing (default: the repository's `harness/explore-open.toml`).
+    #[arg(long, value_parser = super::absolute_path)]
+    pub open: Option<std::path::PathBuf>,
     /// Generate nothing: replay these regression scenarios (files, or folders of them) on
     /// both sides, and report which still diverge.
     #[arg(long, value_parser = super::absolute_path)]
@@ -66,7 +70,15 @@ pub fn main(args: Args) -> ExitCode {
     if !args.replay.is_empty() {
         return replay(&players, &args.replay, &out, args.corpus.as_deref());
     }
+    let open_file = args.open.clone().unwrap_or_else(|| {
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("explore-open.toml")
+    });
+    let open = match explore::read_open(&open_file) {
+        Ok(open) => open,
+        Err(e) => return fail(format!("{e:#}")),
+    };
     let options = Options {
+        open,
         seed,
         budget: Duration::from_secs(args.budget),
         sessions: args.sessions,
@@ -90,7 +102,7 @@ pub fn main(args: Args) -> ExitCode {
         }
     }
     eprintln!("report: {}", path.display());
-    if report.findings.is_empty() && report.errors.is_empty() {
+    if report.failures() == 0 {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE

@@ -66,6 +66,9 @@ pub struct Surface {
     pub features: Vec<String>,
     /// Permission profile ids (`permissions`).
     pub permission_profiles: Vec<String>,
+    /// What the release's schema leaves a client to choose (`client_choices`, shared with the
+    /// legitimate population): approval policies, sandbox modes, collaboration modes.
+    pub vocabulary: client_choices::Vocabulary,
 }
 
 impl Surface {
@@ -82,7 +85,9 @@ impl Surface {
             .chain(persona.feature_aliases())
             .map(str::to_string)
             .collect();
+        let vocabulary = client_choices::Vocabulary::of(version).map_err(|e| e.to_string())?;
         Ok(Surface {
+            vocabulary,
             schema,
             answered,
             notifications: persona.server_notifications().map(str::to_string).collect(),
@@ -299,6 +304,20 @@ impl<'a> Generator<'a> {
             "permissions" => {
                 let profiles = self.surface.permission_profiles.clone();
                 json!(self.pick(&profiles)?)
+            }
+            // The string choices from the shared vocabulary; `approvalPolicy`'s granular
+            // object is the schema's (sampled below) a quarter of the time.
+            "approvalPolicy" if !self.chance(4) => {
+                let policies = self.surface.vocabulary.approval_policies.clone();
+                json!(self.pick(&policies)?)
+            }
+            "sandbox" => {
+                let modes = self.surface.vocabulary.sandbox_modes.clone();
+                json!(self.pick(&modes)?)
+            }
+            "collaborationMode" => {
+                let modes = self.surface.vocabulary.collaboration_modes.clone();
+                json!({"mode": self.pick(&modes)?, "settings": {"model": codex::runner::MODEL}})
             }
             _ => return None,
         })

@@ -35,6 +35,34 @@ pub struct Options {
     pub out: PathBuf,
     /// Where shrunk divergences are written as regression scenarios (`None`: not written).
     pub corpus: Option<PathBuf>,
+    /// Divergences known and not fixed yet: a finding whose description contains one of these
+    /// texts is reported with its reason and does not fail the exploration.
+    pub open: Vec<OpenDivergence>,
+}
+
+/// A divergence of the fake known and not fixed yet (`harness/explore-open.toml`).
+#[derive(Debug, Clone, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OpenDivergence {
+    /// Text the divergence's description contains.
+    pub matches: String,
+    /// Why it is open.
+    pub reason: String,
+}
+
+/// The open divergences of a TOML file (`[[open]]` tables).
+pub fn read_open(path: &Path) -> Result<Vec<OpenDivergence>> {
+    #[derive(serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct File {
+        #[serde(default)]
+        open: Vec<OpenDivergence>,
+    }
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let file: File =
+        toml::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
+    Ok(file.open)
 }
 
 /// A divergence found, and its shrunk form.
@@ -49,6 +77,8 @@ pub struct Finding {
     pub replays: usize,
     /// Where its regression scenario was written.
     pub scenario_file: Option<PathBuf>,
+    /// Why it is known and open ([`Options::open`]); `None`: a new divergence.
+    pub open: Option<String>,
 }
 
 /// What an exploration did.
@@ -64,6 +94,8 @@ pub struct Report {
     pub findings: Vec<Finding>,
     /// Sessions a side could not play (its error).
     pub errors: Vec<String>,
+    /// Divergences that did not come back when their shrunk form was played again.
+    pub unrepeated: Vec<String>,
     pub elapsed: Duration,
 }
 
@@ -163,8 +195,8 @@ pub fn explore(players: &Players, options: &Options) -> Result<Report> {
         let (shrunk_divergence, real) = match diverges(players, &shrunk, &shrink_root) {
             Ok((Some(found), real)) => (found, real),
             Ok((None, _)) => {
-                report.errors.push(format!(
-                    "session {index}: its shrunk form did not diverge again (a nondeterministic divergence: {})",
+                report.unrepeated.push(format!(
+                    "session {index}: {} (its shrunk form did not diverge again)",
                     divergence.describe()
                 ));
                 continue;
@@ -186,7 +218,14 @@ pub fn explore(players: &Players, options: &Options) -> Result<Report> {
             }
             None => None,
         };
+        let described = format!("{} {}", divergence.describe(), shrunk_divergence.describe());
+        let open = options
+            .open
+            .iter()
+            .find(|o| described.contains(&o.matches))
+            .map(|o| o.reason.clone());
         report.findings.push(Finding {
+            open,
             session_index: index,
             session,
             divergence,
@@ -214,9 +253,10 @@ pub fn render(report: &Report) -> String {
     );
     let _ = writeln!(
         out,
-        "- diverging sessions: {}; divergence classes: {}",
+        "- diverging sessions: {}; divergence classes: {} ({} new, the others known and open)",
         report.diverging_sessions,
-        report.findings.len()
+        report.findings.len(),
+        report.findings.iter().filter(|f| f.open.is_none()).count()
     );
     let _ = writeln!(
         out,
@@ -225,6 +265,9 @@ pub fn render(report: &Report) -> String {
     );
     for finding in &report.findings {
         let _ = writeln!(out, "### Session {}\n", finding.session_index);
+        if let Some(reason) = &finding.open {
+            let _ = writeln!(out, "- known and open: {reason}");
+        }
         let _ = writeln!(out, "- found: {}", finding.divergence.describe());
         let _ = writeln!(out, "- generated: {}", finding.session.summary());
         let _ = writeln!(
@@ -246,5 +289,15 @@ pub fn render(report: &Report) -> String {
     for error in &report.errors {
         let _ = writeln!(out, "- error: {error}");
     }
+    for divergence in &report.unrepeated {
+        let _ = writeln!(out, "- did not repeat: {divergence}");
+    }
     out
+}
+
+impl Report {
+    /// New divergences, and sessions a side could not play: what fails an exploration.
+    pub fn failures(&self) -> usize {
+        self.findings.iter().filter(|f| f.open.is_none()).count() + self.errors.len()
+    }
 }
