@@ -11,6 +11,9 @@ use std::time::Instant;
 /// The most replays one shrink makes.
 pub const MAX_REPLAYS: usize = 16;
 
+/// The parameters a request needs whatever else it has: its thread, its input.
+const KEPT_PARAMS: &[&str] = &["threadId", "input"];
+
 /// The simpler sessions to try next, simplest change first.
 pub fn candidates(session: &Session) -> Vec<Session> {
     let mut out = Vec::new();
@@ -37,6 +40,15 @@ pub fn candidates(session: &Session) -> Vec<Session> {
                 }
             });
         }
+    }
+    // Every optional parameter of a step at once (what a request needs to name its thread and
+    // its input is kept), before one at a time.
+    for index in 0..session.steps.len() {
+        with(&|s| {
+            if let Some(map) = s.steps[index].params.as_object_mut() {
+                map.retain(|key, _| KEPT_PARAMS.contains(&key.as_str()));
+            }
+        });
     }
     for index in (0..session.steps.len()).rev() {
         with(&|s| {
