@@ -203,6 +203,57 @@ fn a_right_answer_then_a_session_that_does_not_go_on_fails() {
     check(&crashed, Fail, "exit-status");
 }
 
+/// `cancel` is a refusal the schema documents as interrupting the turn, and the app-server may
+/// end the turn on an error answer to an approval: a driver that refused so and then ends its
+/// run as not successful went on exactly as it chose (found by the legitimate population: such
+/// drivers were failed `session-continued` for their turn ending `interrupted`). A turn
+/// interrupted after a `decline`, or a refusal followed by a claim of success, still fails.
+#[rstest]
+#[case("command-approval", "item/commandExecution/requestApproval", "cancel", json!("decline"))]
+#[case("file-change-approval", "item/fileChange/requestApproval", "cancel", json!("decline"))]
+#[case("legacy-exec-command-approval", "execCommandApproval", "abort", json!({"denied": {"rejection": "no"}}))]
+fn an_answer_that_interrupts_the_turn_ends_it_as_the_driver_chose(
+    #[case] c: &str,
+    #[case] method: &str,
+    #[case] decision: &str,
+    #[case] goes_on: serde_json::Value,
+) {
+    let answered_with = |decision: serde_json::Value| {
+        requests(
+            c,
+            Transcript::session()
+                .server_request(7, method)
+                .answer(7, json!({"decision": decision}))
+                .complete_turn(THREAD, TURN, "interrupted")
+                .close(),
+        )
+    };
+    let cancelled = answered_with(json!(decision)).exits(1).grade();
+    assert_eq!(cancelled.verdict, Pass, "{cancelled:?}");
+    assert!(
+        cancelled
+            .reason
+            .contains("ended `interrupted` as its answer asked"),
+        "{cancelled:?}"
+    );
+    let claimed_success = answered_with(json!(decision)).exits(0).grade();
+    check(&claimed_success, Fail, "exit-status");
+    let declined = answered_with(goes_on).exits(1).grade();
+    check(&declined, Fail, "session-continued");
+    // A JSON-RPC error is a refusal too; the fake ends the turn on it as on `cancel`.
+    let refused_with_error = requests(
+        c,
+        Transcript::session()
+            .server_request(7, method)
+            .answer_error(7, -32000, "the user did not approve")
+            .complete_turn(THREAD, TURN, "interrupted")
+            .close(),
+    );
+    let errored = refused_with_error.clone().exits(1).grade();
+    assert_eq!(errored.verdict, Pass, "{errored:?}");
+    check(&refused_with_error.exits(0).grade(), Fail, "exit-status");
+}
+
 fn safe(case: &str, method: &str, decision: &str) -> Run {
     Run {
         transcript: answered(method, Some(json!({"result": {"decision": decision}})), 3),

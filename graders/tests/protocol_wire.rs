@@ -60,6 +60,63 @@ fn forward_compat_cases_without_their_evidence_show_nothing() {
     assert_eq!(unknown_release.grade().verdict, Incomplete);
 }
 
+/// What a release sends only to experimental clients, or what a client opted out of, is not
+/// owed to a client whose `initialize` did not ask for it (found by the legitimate population:
+/// a driver without `experimentalApi` was graded `incomplete` for the `thread/readState/changed`
+/// Codex 0.169 never sends it).
+#[test]
+fn every_notification_owes_a_driver_only_what_its_initialize_asked_for() {
+    let release = graders::protocol::release(RELEASE).unwrap();
+    let run = |capabilities: serde_json::Value, left_out: &[&str]| {
+        let transcript = Transcript::new()
+            .request(
+                INITIALIZE_ID,
+                "initialize",
+                json!({"clientInfo": {"name": "t"}, "capabilities": capabilities}),
+            )
+            .result(INITIALIZE_ID, json!({"userAgent": "codex"}))
+            .send(json!({"method": "initialized"}))
+            .open_thread(THREAD)
+            .start_turn(TURN_START_ID, THREAD, TURN);
+        let transcript = release
+            .notifications()
+            .filter(|m| !left_out.contains(m))
+            .fold(transcript, |t, m| {
+                t.recv(json!({"method": m, "params": {"threadId": "thr-9"}}))
+            });
+        Run::new(
+            "protocol-forward-compat",
+            "every-notification",
+            transcript.finish(),
+        )
+        .declaring(outcome())
+        .grade()
+    };
+    let plain = run(json!({"experimentalApi": false}), &[EXPERIMENTAL_ONLY]);
+    assert_eq!(plain.verdict, Pass, "{plain:?}");
+    assert!(
+        plain.reason.contains("not owed to this driver"),
+        "{plain:?}"
+    );
+    let experimental = run(json!({"experimentalApi": true}), &[EXPERIMENTAL_ONLY]);
+    assert_eq!(
+        experimental.verdict, Incomplete,
+        "owed, and missing: {experimental:?}"
+    );
+    assert!(
+        experimental.reason.contains(EXPERIMENTAL_ONLY),
+        "{experimental:?}"
+    );
+    let quiet = ["thread/tokenUsage/updated", "item/agentMessage/delta"];
+    let opted_out = run(
+        json!({"experimentalApi": true, "optOutNotificationMethods": quiet}),
+        &quiet,
+    );
+    assert_eq!(opted_out.verdict, Pass, "{opted_out:?}");
+    let missing_anyway = run(json!({"experimentalApi": true}), &quiet);
+    assert_eq!(missing_anyway.verdict, Incomplete, "{missing_anyway:?}");
+}
+
 // --- size
 
 #[test]

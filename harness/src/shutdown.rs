@@ -49,6 +49,19 @@ fn current_run() -> &'static Mutex<Option<CancellationToken>> {
     RUN.get_or_init(Default::default)
 }
 
+/// The start of a test binary that runs cells (the suites' `cells`, the legitimate population):
+/// it is also the hidden subcommands of its cells — their fake app-server, tap and reference
+/// driver — and, as the harness binary does, tears down what its running cells started on a
+/// signal. `Some(code)`: the process ran a hidden subcommand and is done.
+pub fn start_cells_binary() -> Option<ExitCode> {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+    if let Some(code) = matrix::hidden::dispatch(&args) {
+        return Some(code);
+    }
+    install_signal_handler();
+    None
+}
+
 /// Install the process's SIGINT/SIGTERM handler (once; later calls do nothing).
 pub fn install_signal_handler() {
     static INSTALLED: OnceLock<()> = OnceLock::new();

@@ -33,12 +33,9 @@ use std::time::Duration;
 use suites::Cell;
 
 fn main() -> ExitCode {
-    let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
-    if let Some(code) = matrix::hidden::dispatch(&args) {
+    if let Some(code) = harness::shutdown::start_cells_binary() {
         return code;
     }
-    // As the harness binary does: a signal tears down what the running cells started.
-    harness::shutdown::install_signal_handler();
     let arguments = Arguments::from_args();
     let repo_root = matrix::paths::repo_root();
     let matrix = match matrix::load::load_matrix_from_env(repo_root.as_deref()) {

@@ -20,6 +20,11 @@ pub struct ProtocolSetup {
     /// The canary secrets the harness put in the driver's environment, if it planted any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub canaries: Option<PlantedCanaries>,
+    /// The notifications the release sends only to a client that declared
+    /// `capabilities.experimentalApi` at `initialize` (measured from the real binary by
+    /// `harness drift`, kept with the fake's persona of the release).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub experimental_only_notifications: Vec<String>,
 }
 
 /// The canary secrets the harness planted in the driver's environment (values starting
@@ -317,6 +322,11 @@ pub struct ServerNotifications {
     /// the bytes of that line the harness read, a lower bound of its size.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cut_line_bytes: Option<u64>,
+    /// Notifications of the release the app-server does not owe this client, sorted: in every
+    /// launch the driver initialized, one it opted out of (`optOutNotificationMethods`) or one
+    /// the release sends only to clients that declared `experimentalApi`, which it did not.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_owed: Vec<String>,
 }
 
 /// Events the translator did not write because a bound was reached: graders that need every

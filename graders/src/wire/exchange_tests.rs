@@ -20,6 +20,7 @@ fn ctx(release: Option<&str>) -> Context {
             release: release.map(str::to_string),
             declarations: Default::default(),
             canaries: None,
+            experimental_only_notifications: Vec::new(),
         },
     }
 }

@@ -267,6 +267,9 @@ impl Transcript {
     }
 }
 
+/// Codex 0.169's one notification for experimental clients only (measured by `harness drift`).
+pub const EXPERIMENTAL_ONLY: &str = "thread/readState/changed";
+
 pub fn outcome() -> Declarations {
     Declarations {
         outcome: Some(OutcomeDeclaration::ExitStatus),
@@ -281,6 +284,7 @@ pub fn context(
     declarations: Declarations,
     release: Option<&str>,
     canaries: Option<PlantedCanaries>,
+    experimental_only_notifications: Vec<String>,
 ) -> Context {
     Context {
         cell: CellId::new(suite, "my-runner-fake", "local", case),
@@ -293,6 +297,7 @@ pub fn context(
             release: release.map(str::to_string),
             declarations,
             canaries,
+            experimental_only_notifications,
         },
     }
 }
@@ -311,6 +316,8 @@ pub struct Run {
     pub extras: Vec<(Source, Body)>,
     /// What the harness recorded planting in the driver's environment (every protocol cell).
     pub canaries: Option<PlantedCanaries>,
+    /// What the release sends only to experimental clients (the persona's measured list).
+    pub experimental_only: Vec<String>,
 }
 
 /// The record of the canaries a harness plants (names and a digest, never the values).
@@ -333,6 +340,7 @@ impl Run {
             end: DriverEnd::Exited { code: 0 },
             extras: Vec::new(),
             canaries: Some(planted()),
+            experimental_only: vec![EXPERIMENTAL_ONLY.into()],
         }
     }
 
@@ -391,6 +399,7 @@ impl Run {
             self.declarations.clone(),
             self.release.as_deref(),
             self.canaries.clone(),
+            self.experimental_only.clone(),
         );
         let text = self.transcript.text();
         wire::translate(text.as_bytes(), &ctx, &self.end).expect("a readable transcript")

@@ -471,6 +471,7 @@ fn latencies_and_the_longest_lines_bytes_are_not_compared_but_the_rest_of_an_exc
                     unlisted: 0,
                     largest_line_bytes: largest,
                     cut_line_bytes: None,
+                    not_owed: Vec::new(),
                 }),
             ),
         ]

@@ -227,6 +227,7 @@ pub async fn run(scenario: &str, task: Task, deliver: Deliver) -> TappedRun {
             release: Some(fake_app_server::persona::DEFAULT_VERSION.to_string()),
             declarations: suites::spec::DeclaredDriver::harness_own(String::new()).declarations(),
             canaries: None,
+            experimental_only_notifications: Vec::new(),
         },
     };
     let seal = recording.finish(matrix::recorder::FINISH_GRACE);

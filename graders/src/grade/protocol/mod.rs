@@ -468,6 +468,18 @@ impl Exchange {
 
     /// Whether the session went on (see [`WentOn`]).
     pub fn session_went_on(&self) -> Result<WentOn, SessionFault> {
+        self.session_ended_with("completed")
+    }
+
+    /// Whether the session went on to the end its driver chose: after an answer of its own that
+    /// interrupts its turn (`cancel`: "the turn will also be immediately interrupted"), the
+    /// turn ends `interrupted`; the driver then ends on its own, with a non-zero status when it
+    /// declares its outcome (an interrupted turn is not success).
+    pub fn session_went_on_interrupted(&self) -> Result<WentOn, SessionFault> {
+        self.session_ended_with("interrupted")
+    }
+
+    fn session_ended_with(&self, status: &str) -> Result<WentOn, SessionFault> {
         let turns = self.own_turns();
         let Some(turn) = turns.last() else {
             return Err(SessionFault::NoTurn);
@@ -478,7 +490,7 @@ impl Exchange {
                 seq: turn.answered_at,
             });
         };
-        if done.status != "completed" {
+        if done.status != status {
             return Err(SessionFault::EndedOtherwise {
                 turn: turn.id.to_string(),
                 status: done.status.clone(),
@@ -495,15 +507,18 @@ impl Exchange {
             End::OnItsOwn { seq, code } => (seq, code),
             end => return Err(SessionFault::NotOnItsOwn(end)),
         };
-        if code != 0 && self.outcome_declared() {
+        let success = status == "completed";
+        if (code != 0) == success && self.outcome_declared() {
             return Err(SessionFault::ExitStatus {
                 turn: turn.id.to_string(),
+                status: status.to_string(),
                 code,
                 seq: ended_at,
             });
         }
         Ok(WentOn {
             turn: turn.id.to_string(),
+            status: status.to_string(),
             completed_at: done_at,
             code,
             ended_at,

@@ -20,6 +20,7 @@
 //! failure, still no write). With no approval request at all, only a reported approval policy
 //! `never` shows the escalation could not be granted.
 
+use super::went_on::SessionFault;
 use super::{incomplete, pass, Exchange, Needs, ProtocolCase, ANSWER_BOUND_MS};
 use crate::events::{Body, Kind, SchemaVerdict, ServerRequest, ServerRequestAnswered, Source};
 use crate::grade::workspace::{Shown, WorkspaceWatch};
@@ -239,9 +240,33 @@ impl ProtocolCase for ServerRequestAnswer {
                 return v;
             }
         }
-        let went_on = match ex.session_went_on() {
-            Ok(went_on) => went_on,
-            Err(fault) => {
+        let interrupting = answered
+            .iter()
+            .find_map(|a| match (&a.error, a.decision.as_deref()) {
+                (Some(_), _) if is_approval(self.method) => Some("a JSON-RPC error".to_string()),
+                (None, Some(d)) if interrupts_turn(d) => Some(format!("`{d}`")),
+                _ => None,
+            });
+        let went_on = match (ex.session_went_on(), interrupting) {
+            (Ok(went_on), _) => went_on,
+            // The driver's own answer ended its turn: the session went on to the end it chose.
+            (Err(SessionFault::EndedOtherwise { status, .. }), Some(decision))
+                if status == "interrupted" =>
+            {
+                match ex.session_went_on_interrupted() {
+                    Ok(went_on) => went_on,
+                    Err(fault) => {
+                        return fault.verdict(
+                            &format!(
+                                "the driver answered `{}` with {decision}, after which the app-server interrupted the turn",
+                                self.method
+                            ),
+                            terminal,
+                        )
+                    }
+                }
+            }
+            (Err(fault), _) => {
                 return fault.verdict(&format!("the driver answered `{}`", self.method), terminal)
             }
         };
@@ -265,6 +290,25 @@ impl ProtocolCase for ServerRequestAnswer {
             evidence,
         )
     }
+}
+
+/// Decisions whose schema says the turn ends with the refusal: `cancel` ("the turn will also be
+/// immediately interrupted", CommandExecutionApprovalDecision, FileChangeApprovalDecision) and
+/// the legacy `abort` (ReviewDecision).
+fn interrupts_turn(decision: &str) -> bool {
+    matches!(decision, "cancel" | "abort")
+}
+
+/// The approval requests, whose JSON-RPC error answer is a refusal the app-server may end the
+/// turn on (the fake interrupts it, as for `cancel`).
+fn is_approval(method: &str) -> bool {
+    matches!(
+        method,
+        "item/commandExecution/requestApproval"
+            | "item/fileChange/requestApproval"
+            | "execCommandApproval"
+            | "applyPatchApproval"
+    )
 }
 
 /// Decisions that grant an approval (v2 `accept…`, legacy `approved…`).

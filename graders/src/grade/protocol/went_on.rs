@@ -62,8 +62,14 @@ pub(crate) enum SessionFault {
     ClosedEarly { turn: String, closed: u64 },
     /// The driver did not end on its own (killed at the bound, died of a signal, …).
     NotOnItsOwn(End),
-    /// Its turn completed, but it exited non-zero although it declared its outcome.
-    ExitStatus { turn: String, code: i32, seq: u64 },
+    /// Its turn completed, but it exited non-zero although it declared its outcome (or its
+    /// turn was interrupted, and it exited 0).
+    ExitStatus {
+        turn: String,
+        status: String,
+        code: i32,
+        seq: u64,
+    },
 }
 
 /// "The session went on": the driver's own last turn completed, the driver did not close the
@@ -72,6 +78,8 @@ pub(crate) enum SessionFault {
 #[derive(Debug, Clone)]
 pub(crate) struct WentOn {
     pub turn: String,
+    /// How the turn ended: `completed`, or `interrupted` by the driver's own answer.
+    pub status: String,
     pub completed_at: u64,
     pub code: i32,
     pub ended_at: u64,
@@ -80,8 +88,14 @@ pub(crate) struct WentOn {
 impl WentOn {
     pub fn describe(&self) -> String {
         format!(
-            "its turn {} completed and it then exited on its own with status {}",
-            self.turn, self.code
+            "its turn {} {} and it then exited on its own with status {}",
+            self.turn,
+            if self.status == "completed" {
+                "completed".to_string()
+            } else {
+                format!("ended `{}` as its answer asked", self.status)
+            },
+            self.code
         )
     }
 
@@ -89,7 +103,7 @@ impl WentOn {
         vec![
             EvidenceRef::at(
                 self.completed_at,
-                &format!("turn.completed {} completed", self.turn),
+                &format!("turn.completed {} {}", self.turn, self.status),
             ),
             EvidenceRef::at(self.ended_at, &format!("driver.ended exited {}", self.code)),
         ]
@@ -132,9 +146,14 @@ impl SessionFault {
             SessionFault::NotOnItsOwn(end) => end.verdict(context).unwrap_or_else(|| {
                 Verdict::new(VerdictKind::Incomplete, "the driver's end is not known", vec![])
             }),
-            SessionFault::ExitStatus { turn, code, seq } => fail(
+            SessionFault::ExitStatus { turn, status, code, seq } if status == "completed" => fail(
                 "exit-status",
                 format!("{lead}the driver's turn {turn} completed, yet the driver exited with status {code}: with `outcome = \"exit-status\"` a non-zero status says the task failed"),
+                vec![EvidenceRef::at(seq, &format!("driver.ended exited {code}"))],
+            ),
+            SessionFault::ExitStatus { turn, status, code, seq } => fail(
+                "exit-status",
+                format!("{lead}the driver's turn {turn} ended `{status}`, yet the driver exited with status {code}: with `outcome = \"exit-status\"` status 0 says the task succeeded, and a turn that did not complete is not success"),
                 vec![EvidenceRef::at(seq, &format!("driver.ended exited {code}"))],
             ),
         }

@@ -358,8 +358,36 @@ impl Fold {
         *cut = (*cut).max(bytes);
     }
 
+    /// The release's notifications the app-server owed none of the launches the driver
+    /// initialized: each opted out of it, or did not declare the experimental API it needs.
+    /// Empty when no launch was initialized.
+    pub(super) fn not_owed(&self, experimental_only: &[String]) -> Vec<String> {
+        let declared: Vec<_> = self
+            .launches
+            .values()
+            .filter_map(|l| l.initialized.as_ref())
+            .collect();
+        let Some(first) = declared.first() else {
+            return Vec::new();
+        };
+        let withheld = |d: &super::InitializeDeclared, method: &str| {
+            d.opted_out.iter().any(|m| m == method)
+                || (!d.experimental_api && experimental_only.iter().any(|m| m == method))
+        };
+        let candidates = first
+            .opted_out
+            .iter()
+            .chain(experimental_only)
+            .cloned()
+            .collect::<std::collections::BTreeSet<String>>();
+        candidates
+            .into_iter()
+            .filter(|method| declared.iter().all(|d| withheld(d, method)))
+            .collect()
+    }
+
     /// The summary of notifications and what was left out: the fold's last protocol events.
-    pub(super) fn finish_exchange(&mut self, release: Option<&str>) {
+    pub(super) fn finish_exchange(&mut self, release: Option<&str>, not_owed: Vec<String>) {
         let summary = ServerNotifications {
             release: release.map(str::to_string),
             methods: std::mem::take(&mut self.exchange.notifications)
@@ -368,6 +396,7 @@ impl Fold {
             unlisted: self.exchange.unlisted,
             largest_line_bytes: self.exchange.largest_line,
             cut_line_bytes: self.exchange.cut_line,
+            not_owed,
         };
         self.push(Body::ServerNotifications(summary));
         for (what, count) in std::mem::take(&mut self.exchange.left_out) {

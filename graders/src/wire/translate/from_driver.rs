@@ -54,7 +54,19 @@ impl Fold {
                     .pointer("/capabilities/experimentalApi")
                     .and_then(Value::as_bool)
                     .unwrap_or(false);
-                self.launches.entry(launch).or_default().experimental_api = experimental;
+                let opted_out = params
+                    .pointer("/capabilities/optOutNotificationMethods")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|m| m.as_str().map(str::to_string))
+                    .collect();
+                let state = self.launches.entry(launch).or_default();
+                state.experimental_api = experimental;
+                state.initialized = Some(super::InitializeDeclared {
+                    experimental_api: experimental,
+                    opted_out,
+                });
             }
             "thread/start" | "thread/resume" => {
                 self.note_relaunch(launch, method, params, ctx);

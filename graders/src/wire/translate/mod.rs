@@ -62,6 +62,8 @@ impl Default for AnswerSchemas {
 struct LaunchState {
     record: Option<Launch>,
     experimental_api: bool,
+    /// What the driver's `initialize` of this launch declared it does not want, if it sent one.
+    initialized: Option<InitializeDeclared>,
     /// Client requests by id.
     requests: HashMap<String, Pending>,
     /// Server requests by id.
@@ -69,6 +71,13 @@ struct LaunchState {
     relaunch_noted: bool,
     messages: u64,
     end: LaunchEnd,
+}
+
+/// What a driver's `initialize` declared about the notifications it gets.
+#[derive(Debug, Clone, Default)]
+struct InitializeDeclared {
+    experimental_api: bool,
+    opted_out: Vec<String>,
 }
 
 /// What a turn carried, by turn id.
@@ -252,7 +261,8 @@ fn fold(records: &[Record], ctx: &Context) -> Fold {
             }
         }
     }
-    fold.finish_exchange(ctx.protocol.release.as_deref());
+    let not_owed = fold.not_owed(&ctx.protocol.experimental_only_notifications);
+    fold.finish_exchange(ctx.protocol.release.as_deref(), not_owed);
     for state in fold.launches.values_mut() {
         state.end.pending = state.requests.values().map(|p| p.method.clone()).collect();
         state.end.pending.sort();

@@ -77,6 +77,18 @@ impl Launches {
     }
 }
 
+/// Where the app-server's stderr goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum StderrChoice {
+    /// The driver's own stderr.
+    Inherit,
+    /// A pipe the driver reads and drops, on a thread of its own.
+    Drain,
+    /// `/dev/null`.
+    Null,
+}
+
 /// When a server request is answered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -120,6 +132,7 @@ pub struct Setting {
     pub launches: Launches,
     pub answer_order: AnswerOrder,
     pub request_ids: RequestIds,
+    pub stderr: StderrChoice,
 }
 
 /// The dimensions' names, in their order.
@@ -136,6 +149,7 @@ pub const DIMENSIONS: &[&str] = &[
     "launches",
     "answer-order",
     "request-ids",
+    "stderr",
 ];
 
 /// Why a setting's text does not parse.
@@ -200,6 +214,7 @@ impl Setting {
             word(&self.launches),
             word(&self.answer_order),
             word(&self.request_ids),
+            word(&self.stderr),
         ]
     }
 
@@ -213,7 +228,7 @@ impl Setting {
             ));
         }
         let optional = |v: &str| (v != ABSENT).then(|| v.to_string());
-        let [exp, opt_out, title, eph, policy, sandbox, approval, other, stop, launches, order, ids] =
+        let [exp, opt_out, title, eph, policy, sandbox, approval, other, stop, launches, order, ids, stderr] =
             values
         else {
             unreachable!("the length was checked")
@@ -234,6 +249,7 @@ impl Setting {
             launches: from_word(DIMENSIONS[9], launches)?,
             answer_order: from_word(DIMENSIONS[10], order)?,
             request_ids: from_word(DIMENSIONS[11], ids)?,
+            stderr: from_word(DIMENSIONS[12], stderr)?,
         })
     }
 }

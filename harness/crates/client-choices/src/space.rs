@@ -135,12 +135,15 @@ pub enum Scope {
     Schema,
     /// The values that keep what the task asks (the legitimate population's space): no
     /// `approvalPolicy: never` (nothing is ever asked, so no case about answering a request can
-    /// happen: it changes the task, not how it is driven).
+    /// happen) and no `untrusted` (every command not known safe is asked first, and a client
+    /// nobody told to grant refuses it, so the model's commands — what the credentials case
+    /// reads — never run: measured with Codex 0.169). Both change what the task can show, not
+    /// how it is driven.
     Task,
 }
 
 /// Approval policies that change what the task asks (see [`Scope::Task`]).
-const POLICIES_OUTSIDE_THE_TASK: &[&str] = &["never"];
+const POLICIES_OUTSIDE_THE_TASK: &[&str] = &["never", "untrusted"];
 
 /// One dimension: its name and its values, as [`Setting`]'s text spells them.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -192,6 +195,7 @@ impl Space {
             ]),
             words(&["at-once", "after-pending"]),
             words(&["integer", "string"]),
+            words(&["inherit", "drain", "null"]),
         ];
         let dimensions = DIMENSIONS
             .iter()
@@ -297,7 +301,7 @@ mod tests {
     fn every_index_of_the_cross_product_is_a_distinct_setting_that_round_trips_as_text() {
         let space = Space::of("0.169.0", Scope::Task).unwrap();
         assert!(space.len() > 10_000, "{}", space.len());
-        assert!(!space.dimensions[4].values.contains(&"never".to_string()));
+        assert_eq!(space.dimensions[4].values, ["absent", "on-request"]);
         let mut seen = BTreeSet::new();
         for index in (0..space.len()).step_by(97) {
             let setting = space.nth(index).unwrap();
@@ -334,7 +338,7 @@ mod tests {
             err.unwrap_err().to_string(),
             "setting: `stop=kill` is not a value of `stop`"
         );
-        let err = good.replace(",request-ids=integer", "").parse::<Setting>();
+        let err = good.replace("request-ids=integer,", "").parse::<Setting>();
         assert_eq!(
             err.unwrap_err().to_string(),
             "setting: `request-ids` is missing"

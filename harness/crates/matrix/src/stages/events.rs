@@ -64,6 +64,14 @@ pub fn from_the_wire(
 ) -> Result<WireEvents> {
     let evidence = &folders.dirs.evidence;
     let mut log = EventLog::to_file_marked(&run_id(cell), &evidence.events(), evidence_key()?)?;
+    // The release whose schema the driver's answers are checked against: the real Codex's
+    // version, or the release the fake plays.
+    let release = cell
+        .runner
+        .codex_version
+        .clone()
+        .or_else(|| cell.runner.plays.clone())
+        .unwrap_or_else(|| fake_app_server::persona::DEFAULT_VERSION.to_string());
     let ctx = wire::Context {
         cell: cell.id.clone(),
         driver: driver.name.clone(),
@@ -72,17 +80,14 @@ pub fn from_the_wire(
         network_enabled: cell.case.network,
         policy: cell.runner.policy,
         protocol: graders::events::ProtocolSetup {
-            // The release whose schema the driver's answers are checked against: the real
-            // Codex's version, or the release the fake plays.
-            release: Some(
-                cell.runner
-                    .codex_version
-                    .clone()
-                    .or_else(|| cell.runner.plays.clone())
-                    .unwrap_or_else(|| fake_app_server::persona::DEFAULT_VERSION.to_string()),
-            ),
             declarations: driver.declared.declarations(),
             canaries: driver.canaries.as_ref().map(|c| c.record()),
+            // What the release sends only to clients that declared the experimental API, as
+            // measured from its binary (none known for a release without a persona).
+            experimental_only_notifications: fake_app_server::persona::find(&release)
+                .map(|p| p.experimental_notifications().map(str::to_string).collect())
+                .unwrap_or_default(),
+            release: Some(release),
         },
     };
     let transcript = evidence.transcript();
