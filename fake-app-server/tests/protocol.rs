@@ -492,3 +492,21 @@ fn feature_flags_are_session_flags() {
         "sessionFlags"
     );
 }
+
+/// The legacy reviewer name is kept as the current one: Codex 0.169 answers and reports
+/// `auto_review` for `guardian_subagent` (found by `harness explore`; the fake echoed it, and
+/// its reviewer, which runs for `auto_review` only, never ran).
+#[test]
+fn the_legacy_reviewer_name_is_auto_review() {
+    let lab = Lab::new();
+    let mut client = Client::spawn(&["--sandbox", "simulated"], &lab.home());
+    client.initialize(true);
+    let answer = client.request(
+        "thread/start",
+        json!({"cwd": lab.ws_str(), "approvalsReviewer": "guardian_subagent"}),
+    );
+    assert_eq!(
+        answer["result"]["approvalsReviewer"], "auto_review",
+        "{answer}"
+    );
+}

@@ -414,7 +414,7 @@ impl SettingsChange {
         if let Some(policy) = self.approval_policy {
             thread.approval_policy = policy;
         }
-        if let Some(reviewer) = self.approvals_reviewer {
+        if let Some(reviewer) = reviewer(self.approvals_reviewer) {
             thread.approvals_reviewer = reviewer;
         }
         if let Some(permissions) = permissions {
@@ -541,4 +541,14 @@ pub fn config_batch_write(shared: &Arc<Shared>, params: Option<&Value>) -> Reply
         )
     };
     Reply::from(run())
+}
+
+/// An `approvalsReviewer` as the release keeps it: the legacy `guardian_subagent` (which the
+/// schema accepts "for compatibility") is `auto_review` (measured with 0.169 by `harness
+/// explore`: the answer and the thread's settings say `auto_review`, and the reviewer runs).
+pub fn reviewer(asked: Option<String>) -> Option<String> {
+    asked.map(|name| match name.as_str() {
+        "guardian_subagent" => "auto_review".to_string(),
+        _ => name,
+    })
 }

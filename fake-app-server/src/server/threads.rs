@@ -225,7 +225,8 @@ pub(super) fn thread_start(shared: &Arc<Shared>, params: Option<&Value>) -> Repl
             approval_policy: params
                 .approval_policy
                 .unwrap_or_else(|| json!("on-request")),
-            approvals_reviewer: params.approvals_reviewer.unwrap_or_else(|| "user".into()),
+            approvals_reviewer: super::settings::reviewer(params.approvals_reviewer)
+                .unwrap_or_else(|| "user".into()),
             model: params.model,
             collaboration_mode: None,
             model_settings: super::state::ModelSettings {
