@@ -46,6 +46,7 @@ pub struct Persona {
     thread_answers: &'static str,
     experimental_notifications: &'static str,
     feature_aliases: &'static str,
+    experimental_gate: &'static str,
     unimplemented: &'static str,
     parsed: OnceLock<Parsed>,
 }
@@ -99,6 +100,11 @@ macro_rules! persona {
                 "../personas/",
                 $version,
                 "/feature_aliases.txt"
+            )),
+            experimental_gate: include_str!(concat!(
+                "../personas/",
+                $version,
+                "/experimental_gate.txt"
             )),
             unimplemented: include_str!(concat!("../personas/", $version, "/unimplemented.toml")),
             parsed: OnceLock::new(),
@@ -244,11 +250,16 @@ impl Persona {
     /// features list`, any stage, removed ones included) or one of its legacy names
     /// (`feature_aliases.txt`).
     pub fn is_feature(&self, name: &str) -> bool {
+        self.listed_features()
+            .chain(self.feature_aliases())
+            .any(|feature| feature == name)
+    }
+
+    /// The feature names `codex features list` prints.
+    pub fn listed_features(&self) -> impl Iterator<Item = &'static str> {
         self.features
             .lines()
             .filter_map(|line| line.split_whitespace().next())
-            .chain(self.feature_aliases())
-            .any(|feature| feature == name)
     }
 
     /// The legacy feature names the release accepts besides those `codex features list`
@@ -317,6 +328,36 @@ impl Persona {
         self.experimental_notifications
             .lines()
             .filter(|l| !l.is_empty())
+    }
+
+    /// What the release refuses a client that did not declare `capabilities.experimentalApi`
+    /// (`experimental_gate.txt`, recorded by `harness drift` from the schema's experimental
+    /// markers): `METHOD` for a method, `METHOD FIELD` for a request field, the fields of a
+    /// method in the order the release checks them.
+    pub fn experimental_gate(&self) -> impl Iterator<Item = &'static str> {
+        self.experimental_gate.lines().filter(|l| !l.is_empty())
+    }
+
+    /// Why the release refuses `method` with `params` to a client without the experimental
+    /// API: the method, or its first gated field that is set (present, not `null`, not
+    /// `false`), as Codex words it (`thread/start.multiAgentMode requires experimentalApi
+    /// capability`); `None` when it does not.
+    pub fn experimental_refusal(&self, method: &str, params: Option<&Value>) -> Option<String> {
+        let set = |field: &str| {
+            params
+                .and_then(|p| p.get(field))
+                .is_some_and(|v| !v.is_null() && *v != Value::Bool(false))
+        };
+        self.experimental_gate()
+            .find_map(|line| match line.split_once(' ') {
+                None if line == method => {
+                    Some(format!("{method} requires experimentalApi capability"))
+                }
+                Some((gated, field)) if gated == method && set(field) => Some(format!(
+                    "{method}.{field} requires experimentalApi capability"
+                )),
+                _ => None,
+            })
     }
 
     pub fn is_experimental_notification(&self, method: &str) -> bool {

@@ -100,6 +100,52 @@ fn requests_before_initialize_and_the_experimental_gate() {
     );
 }
 
+/// Every method and request field the release has only in its experimental schema is refused
+/// to a client that did not declare `experimentalApi` (the persona's `experimental_gate.txt`,
+/// recorded by `harness drift`), the first of several in the release's own order; `false` and
+/// `null` are not set. The fake gated a hand-picked few and answered the rest (found by
+/// `harness explore`: `thread/start.multiAgentMode`, `collaborationMode/list`, …).
+#[test]
+fn the_experimental_gate_is_the_releases_whole_gate() {
+    let lab = Lab::new();
+    let mut client = Client::spawn(&["--sandbox", "simulated"], &lab.home());
+    client.initialize(false);
+    let refused = |client: &mut Client, method: &str, params: Value| {
+        error_message(&client.request(method, params)).to_string()
+    };
+    assert_eq!(
+        refused(&mut client, "collaborationMode/list", json!({})),
+        "collaborationMode/list requires experimentalApi capability"
+    );
+    assert_eq!(
+        refused(
+            &mut client,
+            "thread/start",
+            json!({"multiAgentMode": "none"})
+        ),
+        "thread/start.multiAgentMode requires experimentalApi capability"
+    );
+    // Several: the release names `runtimeWorkspaceRoots` before `historyMode`.
+    assert_eq!(
+        refused(
+            &mut client,
+            "thread/start",
+            json!({"historyMode": "legacy", "runtimeWorkspaceRoots": []})
+        ),
+        "thread/start.runtimeWorkspaceRoots requires experimentalApi capability"
+    );
+    let unset = client.request(
+        "thread/start",
+        json!({"experimentalRawEvents": false, "projectId": null}),
+    );
+    assert!(unset["result"]["thread"]["id"].is_string(), "{unset}");
+    // A client that declared it is not gated.
+    let mut declared = Client::spawn(&["--sandbox", "simulated"], &lab.home());
+    declared.initialize(true);
+    let modes = declared.request("collaborationMode/list", json!({}));
+    assert!(modes.get("result").is_some(), "{modes}");
+}
+
 #[test]
 fn thread_start_results_per_profile_and_permission_errors() {
     let lab = Lab::new();
@@ -444,5 +490,23 @@ fn feature_flags_are_session_flags() {
     assert_eq!(
         result["origins"]["features.goals"]["name"]["type"],
         "sessionFlags"
+    );
+}
+
+/// The legacy reviewer name is kept as the current one: Codex 0.169 answers and reports
+/// `auto_review` for `guardian_subagent` (found by `harness explore`; the fake echoed it, and
+/// its reviewer, which runs for `auto_review` only, never ran).
+#[test]
+fn the_legacy_reviewer_name_is_auto_review() {
+    let lab = Lab::new();
+    let mut client = Client::spawn(&["--sandbox", "simulated"], &lab.home());
+    client.initialize(true);
+    let answer = client.request(
+        "thread/start",
+        json!({"cwd": lab.ws_str(), "approvalsReviewer": "guardian_subagent"}),
+    );
+    assert_eq!(
+        answer["result"]["approvalsReviewer"], "auto_review",
+        "{answer}"
     );
 }

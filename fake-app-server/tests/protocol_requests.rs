@@ -345,9 +345,10 @@ fn request_permissions_is_not_offered_without_its_feature() {
 }
 
 #[test]
-fn features_under_development_are_warned_about_on_a_threads_first_turn() {
-    // Codex 0.169 (measured): once per thread, before the first turn/start's answer, the
-    // features sorted; `-c features.X=true` and `--enable X` alike; a stable feature is quiet.
+fn features_under_development_are_warned_about_as_a_thread_starts() {
+    // Codex 0.169 (measured, `harness explore`): once per thread, as it starts (after
+    // `thread/started`), a turn or none; the features sorted; `-c features.X=true` and
+    // `--enable X` alike; a stable feature is quiet. The fake warned on the first turn only.
     let (mut client, _, lab) = spawn(
         "healthy",
         Lab::new(),
@@ -362,6 +363,7 @@ fn features_under_development_are_warned_about_on_a_threads_first_turn() {
     );
     client.initialize(true);
     let thread = start_thread(&mut client, &lab, "fullread");
+    client.wait_for("warning", |m| m["method"] == "warning");
     for _ in 0..2 {
         client.send_request(
             "turn/start",
@@ -380,13 +382,10 @@ fn features_under_development_are_warned_about_on_a_threads_first_turn() {
         warnings[0]["params"],
         json!({"threadId": thread, "message": format!("Under-development features enabled: exec_permission_approvals, request_permissions_tool. Under-development features are incomplete and may behave unpredictably. To suppress this warning, set `suppress_unstable_features_warning = true` in {}.", config.display())})
     );
-    let answered = messages
-        .iter()
-        .position(|m| m["result"]["turn"]["id"].is_string())
-        .unwrap();
-    let warned = messages
-        .iter()
-        .position(|m| m["method"] == "warning")
-        .unwrap();
-    assert!(warned < answered, "the warning comes before the answer");
+    let position = |wanted: &dyn Fn(&Value) -> bool| messages.iter().position(wanted).unwrap();
+    let started = position(&|m| m["method"] == "thread/started");
+    let warned = position(&|m| m["method"] == "warning");
+    let turn_answered = position(&|m| m["result"]["turn"]["id"].is_string());
+    assert!(started < warned, "the warning follows thread/started");
+    assert!(warned < turn_answered, "the warning comes before any turn");
 }

@@ -140,9 +140,10 @@ fn experimental_notifications_go_only_to_a_client_that_declared_the_experimental
     assert_eq!(without, stable.iter().collect::<Vec<_>>());
 }
 
-/// Codex 0.169 accepts the legacy feature name in `app-server --disable web_search` (found in
-/// the binary by `harness drift`: `personas/VERSION/feature_aliases.txt`); the fake exited
-/// "Unknown feature flag". An unknown name is still refused.
+/// Codex 0.169 accepts the legacy feature names in `app-server --disable web_search` (and
+/// `connectors`, `collab`, `memory_tool`, …: found in the binary by `harness drift`,
+/// `personas/VERSION/feature_aliases.txt`); the fake exited "Unknown feature flag". An unknown
+/// name is still refused.
 #[test]
 fn legacy_feature_names_the_release_accepts_are_accepted() {
     for release in ["0.169.0", "0.171.0"] {
@@ -159,8 +160,29 @@ fn legacy_feature_names_the_release_accepts_are_accepted() {
                 .output()
                 .unwrap()
         };
-        let legacy = run("web_search");
-        assert!(legacy.status.success(), "{release}: {legacy:?}");
+        // The names of the binary's legacy alias table, which no text pattern finds (their
+        // texts run together in the binary): `harness drift` reads the table the known alias
+        // sits in (`drift::features::table_neighbours`), and probes each name.
+        for name in [
+            "web_search",
+            "connectors",
+            "collab",
+            "memory_tool",
+            "experimental_use_unified_exec_tool",
+            "enable_experimental_windows_sandbox",
+        ] {
+            for flag in ["--disable", "--enable"] {
+                let legacy = common::fake_command()
+                    .args(["--codex-version", release, "app-server", flag, name])
+                    .arg("--print-startup-config")
+                    .output()
+                    .unwrap();
+                assert!(
+                    legacy.status.success(),
+                    "{release} {flag} {name}: {legacy:?}"
+                );
+            }
+        }
         let unknown = run("no_such_feature");
         assert_eq!(unknown.status.code(), Some(1), "{release}: {unknown:?}");
         assert!(

@@ -17,6 +17,7 @@ pub mod bench;
 pub mod cli;
 pub mod coverage;
 pub mod drift;
+pub mod explore;
 pub mod fidelity;
 pub mod mutate;
 pub mod repro;

@@ -39,6 +39,9 @@ enum Command {
     Fidelity(harness::cli::fidelity::Args),
     /// Compare a published Codex with the pin: protocol schema, unknown-method list, matrix.
     Drift(harness::cli::drift::Args),
+    /// Generate client sessions over the protocol, play each on the fake and the real Codex,
+    /// and shrink every divergence to a regression scenario.
+    Explore(harness::cli::explore::Args),
     /// Which protocol cases exercise each server request and notification of a release, and
     /// how the fake answers each client request.
     Coverage(harness::cli::coverage::Args),
@@ -70,6 +73,7 @@ fn main() -> ExitCode {
         Command::Fidelity(args) => harness::cli::fidelity::main(args),
         Command::Provision(args) => harness::cli::provision::main(args),
         Command::Drift(args) => harness::cli::drift::main(args),
+        Command::Explore(args) => harness::cli::explore::main(args),
         Command::Coverage(args) => harness::cli::coverage::main(args),
     }
 }

@@ -55,7 +55,30 @@ fn parse_id(id: &str, noun: &str) -> Result<(), RpcError> {
             "invalid character: expected an optional prefix of `urn:uuid:` followed by [0-9a-fA-F-], found `{c}` at {}",
             index + 1
         ),
+        // Codex's uuid version words a wrong length of an id without hyphens against the simple
+        // format (measured with 0.169 and `harness explore`: an empty id).
+        None if !id.contains('-') && err.to_string().starts_with("invalid length") => format!(
+            "invalid length: expected length 32 for simple format, found {}",
+            id.chars().count()
+        ),
         None => err.to_string(),
     };
     Err(RpcError::invalid(format!("invalid {noun} id: {detail}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Found by `harness explore` (a `turn/start` whose thread never started): the fake's uuid
+    /// version said `invalid length: found 0`.
+    #[test]
+    fn an_empty_thread_id_is_refused_in_codexs_words() {
+        let refused = check_thread_id("").unwrap_err();
+        assert_eq!(
+            refused.message,
+            "invalid thread id: invalid length: expected length 32 for simple format, found 0"
+        );
+        assert!(check_thread_id("01a2310e-f7aa-71a2-b7e9-e659bfd286b5").is_ok());
+    }
 }

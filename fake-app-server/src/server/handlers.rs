@@ -73,6 +73,18 @@ pub fn handle(shared: &Arc<Shared>, method: &str, params: Option<&Value>) -> Rep
     if !protocol::is_client_method(method) {
         return Reply::err(protocol::unknown_method(method));
     }
+    // The release's gate of its experimental methods and fields, for an initialized client
+    // that did not declare the experimental API (before that, every method is refused as not
+    // initialized).
+    let gated = {
+        let state = shared.state();
+        (state.initialized && !state.experimental_api)
+            .then(|| crate::persona::current().experimental_refusal(method, params))
+            .flatten()
+    };
+    if let Some(refusal) = gated {
+        return Reply::err(RpcError::invalid(refusal));
+    }
     if let Some(handler) = handler(method) {
         return handler(shared, params);
     }
@@ -301,11 +313,6 @@ fn turn_start(shared: &Arc<Shared>, params: Option<&Value>) -> Reply {
             signals: signals_tx.clone(),
             output_schema,
         });
-        if first_turn {
-            if let Some(warning) = settings::unstable_features_warning(shared, thread) {
-                shared.out.send(&warning);
-            }
-        }
         let (model, _) = model_of(shared, Some(thread));
         if !settings::in_catalog(&model) {
             // Codex warns before it answers turn/start (measured with 0.169).

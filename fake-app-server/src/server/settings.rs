@@ -71,7 +71,7 @@ pub fn feature_enabled(shared: &Shared, thread: &ThreadState, name: &str) -> boo
         .unwrap_or_else(|| crate::persona::current().feature_default(name))
 }
 
-/// `warning` on a thread's first turn/start when its configuration enables features under
+/// `warning` as a thread starts (`thread/start`) when its configuration enables features under
 /// development (Codex 0.169's text, measured: after `thread/started`, before the answer, once
 /// per thread, the features sorted). `None` when it enables none.
 pub fn unstable_features_warning(shared: &Shared, thread: &ThreadState) -> Option<Value> {
@@ -414,7 +414,7 @@ impl SettingsChange {
         if let Some(policy) = self.approval_policy {
             thread.approval_policy = policy;
         }
-        if let Some(reviewer) = self.approvals_reviewer {
+        if let Some(reviewer) = reviewer(self.approvals_reviewer) {
             thread.approvals_reviewer = reviewer;
         }
         if let Some(permissions) = permissions {
@@ -541,4 +541,14 @@ pub fn config_batch_write(shared: &Arc<Shared>, params: Option<&Value>) -> Reply
         )
     };
     Reply::from(run())
+}
+
+/// An `approvalsReviewer` as the release keeps it: the legacy `guardian_subagent` (which the
+/// schema accepts "for compatibility") is `auto_review` (measured with 0.169 by `harness
+/// explore`: the answer and the thread's settings say `auto_review`, and the reviewer runs).
+pub fn reviewer(asked: Option<String>) -> Option<String> {
+    asked.map(|name| match name.as_str() {
+        "guardian_subagent" => "auto_review".to_string(),
+        _ => name,
+    })
 }

@@ -184,7 +184,7 @@ pub(super) fn thread_start(shared: &Arc<Shared>, params: Option<&Value>) -> Repl
     // Whether `serviceTier` was sent at all, and as what: the release answers a JSON `null`
     // otherwise than no field (the persona's recorded table).
     let asked_tier = params.and_then(|p| p.get("serviceTier")).cloned();
-    let run = || -> Result<(Value, Value), RpcError> {
+    let run = || -> Result<(Value, Value, Option<Value>), RpcError> {
         let params: ThreadStartParams = parse_params(params)?;
         require_initialized(shared)?;
         gate(
@@ -225,7 +225,8 @@ pub(super) fn thread_start(shared: &Arc<Shared>, params: Option<&Value>) -> Repl
             approval_policy: params
                 .approval_policy
                 .unwrap_or_else(|| json!("on-request")),
-            approvals_reviewer: params.approvals_reviewer.unwrap_or_else(|| "user".into()),
+            approvals_reviewer: super::settings::reviewer(params.approvals_reviewer)
+                .unwrap_or_else(|| "user".into()),
             model: params.model,
             collaboration_mode: None,
             model_settings: super::state::ModelSettings {
@@ -262,20 +263,25 @@ pub(super) fn thread_start(shared: &Arc<Shared>, params: Option<&Value>) -> Repl
             thread_json.clone(),
             &settings_view(&thread, &model, &provider),
         );
+        // Measured with 0.169 (`harness explore`): the warning comes with the thread's start,
+        // after `thread/started`, whether or not a turn follows.
+        let warning = super::settings::unstable_features_warning(shared, &thread);
         let mut state = shared.state();
         let mut thread = thread;
         thread.start_index = state.threads_started;
         state.threads_started += 1;
         state.threads.insert(id, thread);
-        Ok((result, thread_json))
+        Ok((result, thread_json, warning))
     };
     match run() {
-        Ok((result, thread_json)) => Reply::then(
+        Ok((result, thread_json, warning)) => Reply::then(
             result,
-            vec![shapes::notification(
+            std::iter::once(shapes::notification(
                 "thread/started",
                 json!({"thread": thread_json}),
-            )],
+            ))
+            .chain(warning)
+            .collect(),
         ),
         Err(error) => Reply::err(error),
     }

@@ -4,6 +4,7 @@ pub mod bench;
 pub mod coverage;
 pub mod drift;
 pub mod env;
+pub mod explore;
 pub mod fidelity;
 pub mod grade;
 pub mod launch;

@@ -27,10 +27,24 @@ fn spawn(command: &mut Command) -> Result<(String, Child, ChildStdin, ChildStdou
 /// Start `command` (its program, arguments, environment and folder set by the caller), send
 /// `requests` after the handshake and return each one's response message (`result` or `error`),
 /// in the order asked.
-pub fn ask(mut command: Command, requests: &[(&str, Value)]) -> Result<Vec<Value>> {
+pub fn ask(command: Command, requests: &[(&str, Value)]) -> Result<Vec<Value>> {
+    ask_as(command, requests, true)
+}
+
+/// One request's response, asked as a client that declared no `experimentalApi`.
+pub fn ask_without_capabilities(command: Command, method: &str, params: Value) -> Result<Value> {
+    let mut answers = ask_as(command, &[(method, params)], false)?;
+    answers.pop().context("no answer")
+}
+
+fn ask_as(
+    mut command: Command,
+    requests: &[(&str, Value)],
+    experimental_api: bool,
+) -> Result<Vec<Value>> {
     let (program, mut child, mut stdin, stdout) = spawn(&mut command)?;
     let mut lines = vec![
-        json!({"id": 0, "method": "initialize", "params": {"clientInfo": {"name": "harness-drift", "version": "0"}, "capabilities": {"experimentalApi": true}}}),
+        json!({"id": 0, "method": "initialize", "params": {"clientInfo": {"name": "harness-drift", "version": "0"}, "capabilities": {"experimentalApi": experimental_api}}}),
         json!({"method": "initialized"}),
     ];
     for (index, (method, params)) in requests.iter().enumerate() {

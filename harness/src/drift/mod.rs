@@ -6,6 +6,7 @@
 //! driver-visible message sequence). It also records the fake's persona of VERSION.
 
 pub mod ask;
+pub mod experimental;
 pub mod features;
 pub mod persona;
 pub mod schema;
@@ -99,6 +100,8 @@ pub fn protocol_drift(version: &str, scratch: &std::path::Path) -> Result<Protoc
     )?;
     let feature_aliases =
         features::feature_aliases(&other.binary, &scratch.join(format!("features-{version}")))?;
+    let experimental_gate =
+        experimental::record(&other.binary, &scratch.join(format!("gate-{version}")))?;
     let recording = persona::record(
         listed[1].clone(),
         protocols[1].notifications.clone(),
@@ -107,6 +110,7 @@ pub fn protocol_drift(version: &str, scratch: &std::path::Path) -> Result<Protoc
             thread_answers,
             experimental_notifications,
             feature_aliases,
+            experimental_gate,
         },
     )?;
     recording.write(&persona_dir)?;

@@ -55,6 +55,14 @@ fn scratch_command(
     Ok((command, aliases))
 }
 
+/// `program app-server` in fresh folders under `scratch`, as [`settings_answers`] asks it.
+pub(super) fn scratch_command_for(
+    program: &Path,
+    scratch: &Path,
+) -> Result<(Command, [(String, &'static str); 3])> {
+    scratch_command(program, &["app-server"], scratch, UNUSED_MODEL_URL)
+}
+
 /// Method → result (or `{"error": …}`) of `program ARGS… app-server` answering [`questions`],
 /// with the scratch folders written `{cwd}`, `{codex_home}` and `{home}`.
 pub fn settings_answers(
@@ -225,6 +233,8 @@ pub struct Recorded {
     pub thread_answers: Value,
     pub experimental_notifications: BTreeSet<String>,
     pub feature_aliases: BTreeSet<String>,
+    /// `experimental_gate.txt` (`harness::drift::experimental`).
+    pub experimental_gate: Vec<String>,
 }
 
 /// The persona of a Codex, from what `harness drift` already learnt of it: the methods its
@@ -329,6 +339,10 @@ impl Recording {
                 "feature_aliases.txt",
                 lines(&mut self.recorded.feature_aliases.iter()),
             ),
+            (
+                "experimental_gate.txt",
+                lines(&mut self.recorded.experimental_gate.iter()),
+            ),
         ];
         for (name, text) in files {
             let path = dir.join(name);
@@ -383,6 +397,10 @@ pub fn differences(fake: &fake_app_server::persona::Persona, recording: &Recordi
     let aliases: BTreeSet<String> = fake.feature_aliases().map(str::to_string).collect();
     if aliases != recording.recorded.feature_aliases {
         out.push("feature_aliases.txt".to_string());
+    }
+    let gate: Vec<String> = fake.experimental_gate().map(str::to_string).collect();
+    if gate != recording.recorded.experimental_gate {
+        out.push("experimental_gate.txt".to_string());
     }
     out
 }

@@ -24,14 +24,21 @@ pub struct Protocol {
 
 /// Run `codex app-server generate-json-schema --experimental --out OUT` (bounded).
 pub fn generate(codex: &Path, out: &Path) -> Result<()> {
+    generate_with(codex, out, &["--experimental"])
+}
+
+/// The schema a client that declared no `experimentalApi` is held to: without
+/// `--experimental`.
+pub fn generate_plain(codex: &Path, out: &Path) -> Result<()> {
+    generate_with(codex, out, &[])
+}
+
+fn generate_with(codex: &Path, out: &Path, flags: &[&str]) -> Result<()> {
     std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
     let mut child = Command::new(codex)
-        .args([
-            "app-server",
-            "generate-json-schema",
-            "--experimental",
-            "--out",
-        ])
+        .args(["app-server", "generate-json-schema"])
+        .args(flags)
+        .arg("--out")
         .arg(out)
         .stdin(Stdio::null())
         .stdout(Stdio::null())

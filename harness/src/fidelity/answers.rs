@@ -80,6 +80,23 @@ const NOT_COMPARED_FIELDS: &[(&str, &str)] = &[(
      none",
 )];
 
+/// Keys whose string values are process ids: which process, not what it did.
+fn is_process_key(key: &str) -> bool {
+    key == "processId"
+}
+
+/// Keys whose string values name the host the app-server runs on, with their placeholder:
+/// where the harness runs, not what the app-server said (a recorded answer replays elsewhere).
+const HOST_KEYS: &[(&str, &str)] = &[("serverName", "<host>")];
+
+/// `initialize`'s `userAgent` names the host's operating system in its first parentheses
+/// (`name/0.169.0 (Debian 12.0.0; x86_64) …`).
+fn user_agent_os() -> &'static Regex {
+    static PATTERN: OnceLock<Regex> = OnceLock::new();
+    PATTERN
+        .get_or_init(|| Regex::new(r"^([^ ]+) \([^)]*\)").expect("the user agent pattern compiles"))
+}
+
 fn mask(value: &mut Value, key: Option<&str>) {
     if key.is_some_and(|k| NOT_COMPARED_FIELDS.iter().any(|(field, _)| *field == k)) {
         *value = Value::String("<not compared>".into());
@@ -91,6 +108,19 @@ fn mask(value: &mut Value, key: Option<&str>) {
         }
         Value::String(_) if key.is_some_and(is_cursor_key) => {
             *value = Value::String("<cursor>".into());
+        }
+        Value::String(_) if key.is_some_and(is_process_key) => {
+            *value = Value::String("<pid>".into());
+        }
+        Value::String(_) if HOST_KEYS.iter().any(|(k, _)| Some(*k) == key) => {
+            let placeholder = HOST_KEYS
+                .iter()
+                .find(|(k, _)| Some(*k) == key)
+                .map(|(_, p)| *p);
+            *value = Value::String(placeholder.unwrap_or_default().into());
+        }
+        Value::String(text) if key == Some("userAgent") => {
+            *text = user_agent_os().replace(text, "$1 (<os>)").into_owned();
         }
         Value::String(text) => {
             for (pattern, placeholder) in volatile_patterns() {
@@ -152,6 +182,72 @@ pub fn app_server_answers(transcript: &[Record], aliases: &[(String, String)]) -
         mask(answer, None);
     }
     answers
+}
+
+/// Everything the app-server said in `transcript`, every launch in order, normalised as its
+/// answers are ([`app_server_answers`]), with each thread's probe id as `<probe>`: its messages
+/// (`{launch, message}`), the lines that were not JSON (`{launch, raw}`) and how each launch
+/// ended (`{launch, exit}`; a harness's kill at its bound named). What `harness explore`
+/// compares.
+pub fn app_server_messages(transcript: &[Record], aliases: &[(String, String)]) -> Vec<Value> {
+    let mut probes: Vec<(String, String)> = Vec::new();
+    let mut shown = Vec::new();
+    for record in transcript {
+        let entry = match record {
+            Record::Message {
+                direction: Direction::Out,
+                message,
+                launch,
+                ..
+            } => {
+                for found in super::sent::uuids(&message.to_string()) {
+                    let probe = codex::mock_api::probe_id_for(&found);
+                    if !probes.iter().any(|(p, _)| *p == probe) {
+                        probes.push((probe, "<probe>".into()));
+                    }
+                }
+                json!({"launch": launch, "message": message})
+            }
+            Record::Raw {
+                direction: Direction::Out,
+                text,
+                launch,
+                ..
+            } => json!({"launch": launch, "raw": text}),
+            Record::Exit {
+                launch,
+                status,
+                signal,
+                killed_by_harness,
+                ..
+            } => {
+                json!({"launch": launch, "exit": {"status": status, "signal": signal, "killed": killed_by_harness}})
+            }
+            _ => continue,
+        };
+        shown.push(entry);
+    }
+    let mut placeholders = super::sent::Placeholders::default();
+    for entry in &mut shown {
+        placeholders.value(entry, aliases);
+        // After the ids: a model-made id holds the probe id on one side only.
+        replace_in_strings(entry, &probes);
+        mask(entry, None);
+    }
+    shown
+}
+
+fn replace_in_strings(value: &mut Value, aliases: &[(String, String)]) {
+    match value {
+        Value::String(text) => *text = super::normalise::apply_aliases(text, aliases),
+        Value::Array(items) => items
+            .iter_mut()
+            .for_each(|v| replace_in_strings(v, aliases)),
+        Value::Object(map) => map
+            .values_mut()
+            .for_each(|v| replace_in_strings(v, aliases)),
+        _ => {}
+    }
 }
 
 /// The first answer that differs between the sides, as `METHOD PATH: REAL ≠ FAKE (…)`, or

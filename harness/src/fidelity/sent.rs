@@ -30,6 +30,14 @@ fn model_id_pattern() -> &'static Regex {
     })
 }
 
+/// Every UUID in `text`, in order.
+pub(super) fn uuids(text: &str) -> Vec<String> {
+    uuid_pattern()
+        .find_iter(text)
+        .map(|found| found.as_str().to_string())
+        .collect()
+}
+
 #[derive(Default)]
 pub(super) struct Placeholders {
     ids: HashMap<String, String>,

@@ -2,7 +2,7 @@
 //! server requests and notifications Codex 0.169 sends for each, and what the model is told
 //! (all measured with the real binary, offline, against a mock of the model API).
 
-use super::{auto_review, Flow, TurnPlan, TurnRun};
+use super::{auto_review, Flow, TurnPlan, TurnRun, WaitEnd};
 use crate::apply_patch::{self, Change};
 use crate::ids;
 use crate::model_log::ModelLogEntry;
@@ -18,6 +18,19 @@ use auto_review::ReviewTarget;
 use serde_json::{json, Value};
 use std::sync::Arc;
 use std::time::Instant;
+
+/// The decisions of `FileChangeApprovalDecision` (0.169's schema).
+const FILE_CHANGE_DECISIONS: &[&str] = &["accept", "acceptForSession", "decline", "cancel"];
+
+/// How the client answered an approval request.
+enum Approval {
+    /// One of the schema's decisions.
+    Decision(String),
+    /// An error answer, or a result without a decision the schema allows.
+    Failed,
+    /// The turn was interrupted, or no answer came within the scenario's limit.
+    NoAnswer,
+}
 
 /// What the model is told when it asks the user outside plan mode (Codex 0.169).
 const USER_INPUT_UNAVAILABLE: &str = "request_user_input is unavailable in Default mode";
@@ -117,24 +130,24 @@ impl TurnRun {
                 "item/fileChange/requestApproval",
                 json!({"threadId": thread_id, "turnId": turn_id, "itemId": call_id, "startedAtMs": shapes::now_ms(), "reason": null, "grantRoot": null}),
             );
-            match answer.as_deref() {
-                Some("accept" | "acceptForSession") => {}
-                Some("decline") => {
-                    let completed = shapes::now_ms();
-                    let done = self.file_change_item(
-                        &call_id,
-                        &changes,
-                        "declined",
-                        started,
-                        Some(completed),
-                    );
-                    self.complete_item(done, completed);
-                    self.tell(call_id, apply_patch::DECLINED_OUTPUT.into());
-                    return Flow::Continue;
-                }
-                // cancel, an error or no answer: the item never completes and the turn is
-                // interrupted (measured for cancel).
+            let told = match answer {
+                Approval::Decision(d) if d == "accept" || d == "acceptForSession" => None,
+                Approval::Decision(d) if d == "decline" => Some(apply_patch::DECLINED_OUTPUT),
+                // An error answer, or a result without a decision the release knows, declines
+                // the change: the model is told the approval failed and the turn goes on
+                // (measured with 0.169 and `harness explore`).
+                Approval::Failed => Some(super::commands::APPROVAL_FAILED),
+                // cancel or no answer: the item never completes and the turn is interrupted
+                // (measured for cancel).
                 _ => return Flow::Interrupted,
+            };
+            if let Some(told) = told {
+                let completed = shapes::now_ms();
+                let done =
+                    self.file_change_item(&call_id, &changes, "declined", started, Some(completed));
+                self.complete_item(done, completed);
+                self.tell(call_id, told.into());
+                return Flow::Continue;
             }
         }
         let status = match apply_patch::apply(&changes) {
@@ -181,13 +194,16 @@ impl TurnRun {
     }
 
     /// Send an approval-like request with the thread waiting on it; the client's decision
-    /// (`result.decision`), or `None` for an error answer or none at all.
-    fn approval(&mut self, method: &str, params: Value) -> Option<String> {
-        let answer = self.ask_client(method, params, "waitingOnApproval")?;
+    /// (`result.decision`, one of [`FILE_CHANGE_DECISIONS`]).
+    fn approval(&mut self, method: &str, params: Value) -> Approval {
+        let Some(answer) = self.ask_client(method, params, "waitingOnApproval") else {
+            return Approval::NoAnswer;
+        };
         match answer.get("result").and_then(|r| r.get("decision")) {
-            Some(Value::String(decision)) => Some(decision.clone()),
-            Some(Value::Object(map)) => map.keys().next().cloned(),
-            _ => None,
+            Some(Value::String(decision)) if FILE_CHANGE_DECISIONS.contains(&decision.as_str()) => {
+                Approval::Decision(decision.clone())
+            }
+            _ => Approval::Failed,
         }
     }
 
@@ -203,7 +219,16 @@ impl TurnRun {
         let request_id = self
             .shared
             .request_client(method, params, &self.plan.self_signal);
-        let answer = self.wait_answer(request_id).ok();
+        let answer = match self.wait_answer(request_id) {
+            Ok(answer) => Some(answer),
+            Err(WaitEnd::Interrupted) => {
+                // Measured with 0.169: the thread stays waiting until the turn ends, and the
+                // request is resolved after it.
+                self.unresolved.push(request_id);
+                return None;
+            }
+            Err(WaitEnd::TimedOut) => None,
+        };
         if answer.is_some() {
             self.send(shapes::notification(
                 "serverRequest/resolved",

@@ -2,7 +2,7 @@
 //! approval, and one the automatic reviewer decides; each with the items, output and model
 //! log entries Codex gives it.
 
-use super::{auto_review, Flow, TurnRun};
+use super::{auto_review, Flow, TurnRun, WaitEnd};
 use crate::ids;
 use crate::model_log::ModelLogEntry;
 use crate::model_log_writer::{exec_output_text, rejected_output, APPROVAL_NEVER_OUTPUT};
@@ -136,7 +136,7 @@ impl TurnRun {
         let params = json!({
             "threadId": thread_id, "turnId": turn_id, "itemId": call_id, "startedAtMs": started,
             "environmentId": "local", "reason": justification, "command": shapes::shell_display(cmd),
-            "cwd": cwd, "commandActions": [{"type": "unknown", "command": cmd}],
+            "cwd": cwd, "commandActions": [{"type": "unknown", "command": cmd}], "kind": "command",
             "proposedExecpolicyAmendment": full_command,
             "availableDecisions": ["accept", {"acceptWithExecpolicyAmendment": {"execpolicy_amendment": full_command}}, "cancel"],
         });
@@ -146,19 +146,28 @@ impl TurnRun {
             &self.plan.self_signal,
         );
         let answer = self.wait_answer(request_id);
+        if answer == Err(WaitEnd::Interrupted) {
+            // Measured with 0.169: the item never completes, the thread stays waiting until the
+            // turn ends, and the request is resolved after it.
+            self.unresolved.push(request_id);
+            return Flow::Interrupted;
+        }
         self.send(shapes::notification(
             "serverRequest/resolved",
             json!({"threadId": thread_id, "requestId": request_id}),
         ));
+        // An error answer, or a result without a decision the release knows, fails the
+        // approval: the item ends `failed`, the model is told so and the turn goes on
+        // (measured with 0.169 and `harness explore`).
         let decision = match &answer {
-            Ok(message) => decision_of(message),
+            Ok(message) => decision_of(message).unwrap_or_else(|| "failed".to_string()),
             Err(_) => "cancel".to_string(),
         };
         // A declined command's item completes before the thread leaves `waitingOnApproval`
         // (measured with 0.169); an accepted one runs after it.
-        let declined = |this: &mut Self| {
+        let declined = |this: &mut Self, status: &'static str| {
             let done = shapes::command_item(&CommandView {
-                status: "declined",
+                status,
                 completed: Some(shapes::now_ms()),
                 ..view.clone()
             });
@@ -178,19 +187,31 @@ impl TurnRun {
                     self.shared
                         .sandbox
                         .run(argv, &self.plan.cwd, &ExecPolicy::Direct, true);
-                self.complete_command(view.clone(), &result);
+                // The approved command's item names its process and the unified exec startup
+                // that ran it (measured with 0.169 and `harness explore`).
+                let ran = CommandView {
+                    process_id: result.pid.map(|p| p.to_string()),
+                    source: "unifiedExecStartup",
+                    ..view.clone()
+                };
+                self.complete_command(ran, &result);
                 self.log_exec_output(call_id, &result);
                 Flow::Continue
             }
             "decline" => {
-                declined(self);
+                declined(self, "declined");
                 self.tell_exec(call_id, rejected_output("rejected by user"));
+                Flow::Continue
+            }
+            "failed" => {
+                declined(self, "failed");
+                self.tell_exec(call_id, rejected_output(APPROVAL_FAILED));
                 Flow::Continue
             }
             _ => {
                 // cancel (or no answer): the item ends declined and the turn is interrupted;
                 // nothing goes back to the model.
-                declined(self);
+                declined(self, "declined");
                 Flow::Interrupted
             }
         }
@@ -251,12 +272,30 @@ impl TurnRun {
     }
 }
 
-fn decision_of(message: &Value) -> String {
-    match message.get("result").and_then(|r| r.get("decision")) {
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Object(map)) => map.keys().next().cloned().unwrap_or_default(),
-        _ => "cancel".to_string(),
-    }
+/// The decisions of `CommandExecutionApprovalDecision` (0.169's schema): a string one, or the
+/// key of an object one.
+const COMMAND_DECISIONS: &[&str] = &[
+    "accept",
+    "acceptForSession",
+    "acceptWithExecpolicyAmendment",
+    "applyNetworkPolicyAmendment",
+    "decline",
+    "cancel",
+];
+
+/// What the model is told of an approval that failed (`approval request failed`, 0.169).
+pub(super) const APPROVAL_FAILED: &str = "approval request failed";
+
+/// The client's decision, `None` for an error answer or a result the schema does not allow.
+fn decision_of(message: &Value) -> Option<String> {
+    let decision = match message.get("result")?.get("decision")? {
+        Value::String(s) => s.clone(),
+        Value::Object(map) if map.len() == 1 => map.keys().next().cloned()?,
+        _ => return None,
+    };
+    COMMAND_DECISIONS
+        .contains(&decision.as_str())
+        .then_some(decision)
 }
 
 impl<'a> CommandView<'a> {

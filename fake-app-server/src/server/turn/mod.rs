@@ -84,6 +84,10 @@ struct TurnRun {
     /// tokens do not count for the goal (measured with 0.169: `tokensUsed` counts only the
     /// responses the goal was active through).
     goal_changed: bool,
+    /// Server requests the client's interrupt left unanswered: Codex 0.169 resolves them
+    /// (`serverRequest/resolved`) only after the interrupted turn's `turn/completed`
+    /// (measured with `harness explore`: an approval pending when `turn/interrupt` came).
+    unresolved: Vec<u64>,
 }
 
 /// How a turn ends, beyond its status.
@@ -146,6 +150,7 @@ fn play_one(shared: Arc<Shared>, plan: TurnPlan, root_turn: Option<String>) -> &
         steered: Vec::new(),
         tokens: 0,
         changes: Vec::new(),
+        unresolved: Vec::new(),
         root_turn,
         goal_changed: false,
     };
@@ -303,6 +308,12 @@ impl TurnRun {
             self.shared.out.hold();
         }
         self.finish(status, error, ending, started_s, started.elapsed());
+        for request_id in std::mem::take(&mut self.unresolved) {
+            self.send(shapes::notification(
+                "serverRequest/resolved",
+                json!({"threadId": thread_id, "requestId": request_id}),
+            ));
+        }
         self.server_steps(&script.server_steps, |s| s.after_turn);
         if !goal_goes_on {
             self.shared.out.release();

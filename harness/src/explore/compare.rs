@@ -1,0 +1,253 @@
+//! Two sides' transcripts of one session, compared message by message: everything the
+//! app-server said, normalised by the fidelity normaliser
+//! (`fidelity::answers::app_server_messages`), but the notifications whose presence or count
+//! the real Codex varies by timing or by its host (each with why). The first message that
+//! differs is named, with the field path and both values.
+
+use serde_json::Value;
+
+/// Notifications not compared, with why: they do not follow from the session.
+pub const NOT_COMPARED: &[(&str, &str)] = &[
+    (
+        "item/commandExecution/outputDelta",
+        "sent only for a command still running after ~0.25 s (fidelity's summary leaves it \
+         out for the same reason)",
+    ),
+    (
+        "account/rateLimits/updated",
+        "the mock model API's response headers carry no rate limits; when the real Codex sends \
+         one is timing",
+    ),
+    (
+        "thread/tokenUsage/updated",
+        "the mock model API's token counts; the fake reports the script's",
+    ),
+];
+
+/// Notifications compared by what they say but not where: the real Codex sends them from
+/// another task than the answer they follow, so they land before or after it from run to run.
+pub const UNORDERED: &[(&str, &str)] = &[(
+    "warning",
+    "the under-development-feature warning of a thread's first turn (measured with 0.169: \
+     before or after the thread/start answer)",
+)];
+
+/// Notifications the real Codex sends from different tasks at the same moment, with why: in a
+/// run of consecutive ones, each method's messages keep their order but the methods are
+/// compared in a fixed order.
+pub const RACING: &[(&str, &str)] = &[
+    (
+        "item/completed",
+        "a declined command's item completes as the thread leaves waitingOnApproval (measured \
+         with 0.169: item first mostly, the status first under load)",
+    ),
+    ("thread/status/changed", "see item/completed"),
+];
+
+/// Where two sides' normalised messages first differ.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MessageDivergence {
+    /// 0-based position among the compared messages.
+    pub index: usize,
+    pub real: Option<Value>,
+    pub fake: Option<Value>,
+    /// `PATH: REAL ≠ FAKE`.
+    pub field: String,
+}
+
+impl MessageDivergence {
+    /// `message N (METHOD): PATH: REAL ≠ FAKE`.
+    pub fn describe(&self) -> String {
+        let name = |m: &Option<Value>| match m {
+            None => "nothing".to_string(),
+            Some(m) => label(m),
+        };
+        format!(
+            "message {} (real: {}, fake: {}): {}",
+            self.index,
+            name(&self.real),
+            name(&self.fake),
+            self.field
+        )
+    }
+
+    /// What kind of divergence this is, to tell two shrunk sessions' divergences apart: the
+    /// messages' labels and the field path (not the values, which carry ids).
+    pub fn class(&self) -> String {
+        let name = |m: &Option<Value>| m.as_ref().map(label).unwrap_or_default();
+        let path = self.field.split(':').next().unwrap_or_default();
+        format!("{} | {} | {path}", name(&self.real), name(&self.fake))
+    }
+}
+
+/// A message's short name: its method, `answer`, `error`, `raw` or `exit`.
+pub fn label(entry: &Value) -> String {
+    if let Some(message) = entry.get("message") {
+        let kind = match (message.get("method"), message.get("id")) {
+            (Some(_), Some(_)) => "request",
+            (Some(_), None) => "notification",
+            (None, _) if message.get("error").is_some() => "error answer",
+            (None, _) => "answer",
+        };
+        match message["method"].as_str() {
+            Some(method) => format!("{kind} {method}"),
+            None => kind.to_string(),
+        }
+    } else if entry.get("exit").is_some() {
+        "exit".to_string()
+    } else {
+        "raw line".to_string()
+    }
+}
+
+/// The messages compared: all but the [`NOT_COMPARED`] notifications, the [`UNORDERED`] ones
+/// moved to the end of their launch (before its exit).
+pub fn compared(messages: &[Value]) -> Vec<Value> {
+    let method = |entry: &Value| {
+        entry["message"]["method"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    };
+    let listed = |list: &[(&str, &str)], entry: &Value| {
+        let method = method(entry);
+        list.iter().any(|(m, _)| *m == method)
+    };
+    let mut out: Vec<Value> = Vec::new();
+    let mut held: Vec<Value> = Vec::new();
+    for entry in messages.iter().filter(|e| !listed(NOT_COMPARED, e)) {
+        if listed(UNORDERED, entry) {
+            held.push(entry.clone());
+            continue;
+        }
+        let launch_ends = entry.get("exit").is_some()
+            || out
+                .last()
+                .is_some_and(|last| last["launch"] != entry["launch"]);
+        if launch_ends {
+            out.append(&mut held);
+        }
+        out.push(entry.clone());
+    }
+    out.append(&mut held);
+    order_racing(&mut out);
+    out
+}
+
+/// Each run of consecutive [`RACING`] notifications in a fixed order of methods, each method's
+/// own messages in the order sent.
+fn order_racing(messages: &mut [Value]) {
+    let racing = |entry: &Value| {
+        let method = entry["message"]["method"].as_str().unwrap_or_default();
+        entry["message"].get("id").is_none() && RACING.iter().any(|(m, _)| *m == method)
+    };
+    let mut start = 0;
+    while start < messages.len() {
+        let mut end = start;
+        while end < messages.len() && racing(&messages[end]) {
+            end += 1;
+        }
+        messages[start..end].sort_by_key(|entry| {
+            entry["message"]["method"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string()
+        });
+        start = end + 1;
+    }
+}
+
+/// The first difference of two compared message lists.
+pub fn first_divergence(real: &[Value], fake: &[Value]) -> Option<MessageDivergence> {
+    let length = real.len().max(fake.len());
+    (0..length).find_map(|index| {
+        let (r, f) = (real.get(index), fake.get(index));
+        let field = match (r, f) {
+            (Some(r), Some(f)) => {
+                let found = crate::fidelity::field_diff::first(r, f)?;
+                format!(
+                    "{}: {} ≠ {}",
+                    if found.path.is_empty() {
+                        "(the message)"
+                    } else {
+                        found.path.as_str()
+                    },
+                    found.show_left(),
+                    found.show_right()
+                )
+            }
+            (Some(r), None) => format!("the real Codex sent {} and the fake nothing", label(r)),
+            (None, Some(f)) => format!("the fake sent {} and the real Codex nothing", label(f)),
+            (None, None) => return None,
+        };
+        Some(MessageDivergence {
+            index,
+            real: r.cloned(),
+            fake: f.cloned(),
+            field,
+        })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn the_first_differing_message_is_named_with_its_field_and_both_values() {
+        let real = vec![
+            json!({"launch": 1, "message": {"id": 1, "result": {"serviceTier": "default"}}}),
+            json!({"launch": 1, "exit": {"status": 0}}),
+        ];
+        let fake = vec![
+            json!({"launch": 1, "message": {"id": 1, "result": {"serviceTier": null}}}),
+            json!({"launch": 1, "exit": {"status": 0}}),
+        ];
+        let found = first_divergence(&real, &fake).expect("a divergence");
+        assert_eq!(found.index, 0);
+        assert_eq!(
+            found.describe(),
+            r#"message 0 (real: answer, fake: answer): message.result.serviceTier: "default" ≠ null"#
+        );
+        assert_eq!(first_divergence(&real, &real), None);
+        let shorter = first_divergence(&real, &fake[..0]).expect("a divergence");
+        assert!(
+            shorter.field.contains("the fake nothing"),
+            "{}",
+            shorter.field
+        );
+    }
+
+    #[test]
+    fn timing_notifications_are_not_compared() {
+        let messages = vec![
+            json!({"launch": 1, "message": {"method": "thread/tokenUsage/updated", "params": {}}}),
+            json!({"launch": 1, "message": {"method": "turn/completed", "params": {}}}),
+        ];
+        assert_eq!(compared(&messages), messages[1..]);
+    }
+
+    #[test]
+    fn a_status_change_racing_an_item_completion_compares_in_one_order() {
+        let item = json!({"launch": 1, "message": {"method": "item/completed", "params": {}}});
+        let active = json!({"launch": 1, "message": {"method": "thread/status/changed", "params": {"s": 1}}});
+        let idle = json!({"launch": 1, "message": {"method": "thread/status/changed", "params": {"s": 2}}});
+        let answer = json!({"launch": 1, "message": {"id": 1, "result": {}}});
+        let one = compared(&[active.clone(), item.clone(), idle.clone(), answer.clone()]);
+        let other = compared(&[item.clone(), active.clone(), idle.clone(), answer.clone()]);
+        assert_eq!(one, other);
+        assert_eq!(one, [item, active, idle, answer]);
+    }
+
+    #[test]
+    fn a_warning_compares_at_the_end_of_its_launch() {
+        let warning = json!({"launch": 1, "message": {"method": "warning", "params": {}}});
+        let answer = json!({"launch": 1, "message": {"id": 1, "result": {}}});
+        let exit = json!({"launch": 1, "exit": {"status": 0}});
+        let before = compared(&[warning.clone(), answer.clone(), exit.clone()]);
+        let after = compared(&[answer.clone(), warning.clone(), exit.clone()]);
+        assert_eq!(before, after);
+        assert_eq!(before, [answer, warning, exit]);
+    }
+}

@@ -1,0 +1,303 @@
+//! `harness explore`: the fake checked against the real Codex over the protocol's space, not
+//! only over the paths known drivers walk. Sessions are generated from a seed over the surface
+//! the fake claims ([`generate`]), each played on the fake and on the pinned real Codex with the
+//! mock model API playing its turns ([`sides`], [`run`]); both transcripts are normalised by the
+//! fidelity normaliser and compared message by message ([`compare`]); a divergence is shrunk to
+//! a minimal session ([`shrink`]) and written as a regression scenario ([`corpus`]) that a test
+//! replays on the fake alone and on both sides. Budgeted by time and by sessions; one
+//! divergence class (the messages and field that differ) is shrunk once.
+
+pub mod compare;
+pub mod corpus;
+pub mod generate;
+pub mod run;
+pub mod session;
+pub mod shrink;
+pub mod sides;
+
+use anyhow::{Context, Result};
+use compare::MessageDivergence;
+use serde_json::Value;
+use session::Session;
+use sides::{Players, SideKind};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// What one exploration does.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub seed: u64,
+    /// Stop generating sessions after this long (a shrink in progress stops too).
+    pub budget: Duration,
+    /// At most this many generated sessions.
+    pub sessions: usize,
+    /// Where each session's sides run and the report goes.
+    pub out: PathBuf,
+    /// Where shrunk divergences are written as regression scenarios (`None`: not written).
+    pub corpus: Option<PathBuf>,
+    /// Divergences known and not fixed yet: a finding whose description contains one of these
+    /// texts is reported with its reason and does not fail the exploration.
+    pub open: Vec<OpenDivergence>,
+}
+
+/// A divergence of the fake known and not fixed yet (`harness/explore-open.toml`).
+#[derive(Debug, Clone, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OpenDivergence {
+    /// Text the divergence's description contains.
+    pub matches: String,
+    /// Why it is open.
+    pub reason: String,
+}
+
+/// The open divergences of a TOML file (`[[open]]` tables).
+pub fn read_open(path: &Path) -> Result<Vec<OpenDivergence>> {
+    #[derive(serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct File {
+        #[serde(default)]
+        open: Vec<OpenDivergence>,
+    }
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let file: File =
+        toml::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
+    Ok(file.open)
+}
+
+/// A divergence found, and its shrunk form.
+#[derive(Debug, Clone)]
+pub struct Finding {
+    /// Which generated session (0-based) found it.
+    pub session_index: usize,
+    pub session: Session,
+    pub divergence: MessageDivergence,
+    pub shrunk: Session,
+    pub shrunk_divergence: MessageDivergence,
+    pub replays: usize,
+    /// Where its regression scenario was written.
+    pub scenario_file: Option<PathBuf>,
+    /// Why it is known and open ([`Options::open`]); `None`: a new divergence.
+    pub open: Option<String>,
+}
+
+/// What an exploration did.
+#[derive(Debug, Default)]
+pub struct Report {
+    pub seed: u64,
+    pub sessions_run: usize,
+    /// Sessions run in all, shrinking included.
+    pub replays: usize,
+    /// Sessions that diverged (before shrinking), of any class.
+    pub diverging_sessions: usize,
+    /// One per divergence class.
+    pub findings: Vec<Finding>,
+    /// Sessions a side could not play (its error).
+    pub errors: Vec<String>,
+    /// Divergences that did not come back when their shrunk form was played again.
+    pub unrepeated: Vec<String>,
+    pub elapsed: Duration,
+}
+
+/// One side's compared messages of `session`, played in `root`.
+pub fn side_messages(
+    players: &Players,
+    kind: SideKind,
+    session: &Session,
+    root: &Path,
+) -> Result<Vec<Value>> {
+    let (transcript, aliases) = sides::play_on(players, kind, session, root)?;
+    let messages = compare::compared(&crate::fidelity::answers::app_server_messages(
+        &transcript,
+        &aliases,
+    ));
+    // Kept beside the side's folders, to read a divergence by.
+    let path = root.join(kind.name()).join("messages.json");
+    let shown = serde_json::json!({"session": session, "messages": messages});
+    std::fs::write(&path, serde_json::to_string_pretty(&shown)?)
+        .with_context(|| format!("writing {}", path.display()))?;
+    Ok(messages)
+}
+
+/// Play `session` on both sides; their first divergence.
+pub fn diverges(
+    players: &Players,
+    session: &Session,
+    root: &Path,
+) -> Result<(Option<MessageDivergence>, Vec<Value>)> {
+    let real = side_messages(players, SideKind::Real, session, root)?;
+    let fake = side_messages(players, SideKind::Fake, session, root)?;
+    Ok((compare::first_divergence(&real, &fake), real))
+}
+
+/// The pinned release's `ClientRequest.json`, generated by its binary into `scratch`.
+pub fn client_schema(codex: &Path, scratch: &Path) -> Result<Value> {
+    let dir = scratch.join("schema");
+    crate::drift::schema::generate(codex, &dir)?;
+    let path = dir.join("ClientRequest.json");
+    let text =
+        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))
+}
+
+/// Explore as `options` say.
+pub fn explore(players: &Players, options: &Options) -> Result<Report> {
+    let started = Instant::now();
+    let deadline = started + options.budget;
+    let codex = players
+        .codex
+        .as_ref()
+        .context("exploring needs the real Codex")?;
+    let surface = generate::Surface::of_persona(
+        fake_app_server::persona::DEFAULT_VERSION,
+        client_schema(&codex.binary, &options.out)?,
+    )
+    .map_err(anyhow::Error::msg)?;
+    let mut generator = generate::Generator::new(&surface, options.seed);
+    let mut report = Report {
+        seed: options.seed,
+        ..Report::default()
+    };
+    let scratch = options.out.join("sessions");
+    while report.sessions_run < options.sessions && Instant::now() < deadline {
+        let index = report.sessions_run;
+        let session = generator.session();
+        report.sessions_run += 1;
+        report.replays += 1;
+        let root = scratch.join(format!("{index:04}"));
+        let divergence = match diverges(players, &session, &root) {
+            Ok((divergence, _)) => divergence,
+            Err(e) => {
+                report.errors.push(format!("session {index}: {e:#}"));
+                continue;
+            }
+        };
+        let Some(divergence) = divergence else {
+            continue;
+        };
+        report.diverging_sessions += 1;
+        let class = divergence.class();
+        eprintln!("session {index} diverges: {}", divergence.describe());
+        if report
+            .findings
+            .iter()
+            .any(|f| f.divergence.class() == class || f.shrunk_divergence.class() == class)
+        {
+            continue;
+        }
+        let shrink_root = root.join("shrink");
+        let (shrunk, replays) = shrink::shrink(&session, deadline, |candidate| {
+            matches!(diverges(players, candidate, &shrink_root),
+                Ok((Some(found), _)) if found.class() == class)
+        });
+        report.replays += replays + 1;
+        // The shrunk session once more: its divergence and what the real Codex said, recorded.
+        let (shrunk_divergence, real) = match diverges(players, &shrunk, &shrink_root) {
+            Ok((Some(found), real)) => (found, real),
+            Ok((None, _)) => {
+                report.unrepeated.push(format!(
+                    "session {index}: {} (its shrunk form did not diverge again)",
+                    divergence.describe()
+                ));
+                continue;
+            }
+            Err(e) => {
+                report.errors.push(format!("session {index} shrunk: {e:#}"));
+                continue;
+            }
+        };
+        let scenario_file = match &options.corpus {
+            Some(dir) => {
+                let scenario = corpus::Scenario {
+                    found: shrunk_divergence.describe(),
+                    session: shrunk.clone(),
+                    real,
+                };
+                let name = corpus::file_name(&shrunk_divergence.class(), &shrunk);
+                Some(corpus::write(dir, &name, &scenario)?)
+            }
+            None => None,
+        };
+        let described = format!("{} {}", divergence.describe(), shrunk_divergence.describe());
+        let open = options
+            .open
+            .iter()
+            .find(|o| described.contains(&o.matches))
+            .map(|o| o.reason.clone());
+        report.findings.push(Finding {
+            open,
+            session_index: index,
+            session,
+            divergence,
+            shrunk,
+            shrunk_divergence,
+            replays,
+            scenario_file,
+        });
+    }
+    report.elapsed = started.elapsed();
+    Ok(report)
+}
+
+/// The report, as Markdown.
+pub fn render(report: &Report) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    let _ = writeln!(out, "## Protocol exploration (seed {})\n", report.seed);
+    let _ = writeln!(
+        out,
+        "- sessions run: {} ({} replays with shrinking), in {:.1} s",
+        report.sessions_run,
+        report.replays,
+        report.elapsed.as_secs_f64()
+    );
+    let _ = writeln!(
+        out,
+        "- diverging sessions: {}; divergence classes: {} ({} new, the others known and open)",
+        report.diverging_sessions,
+        report.findings.len(),
+        report.findings.iter().filter(|f| f.open.is_none()).count()
+    );
+    let _ = writeln!(
+        out,
+        "- sessions a side could not play: {}\n",
+        report.errors.len()
+    );
+    for finding in &report.findings {
+        let _ = writeln!(out, "### Session {}\n", finding.session_index);
+        if let Some(reason) = &finding.open {
+            let _ = writeln!(out, "- known and open: {reason}");
+        }
+        let _ = writeln!(out, "- found: {}", finding.divergence.describe());
+        let _ = writeln!(out, "- generated: {}", finding.session.summary());
+        let _ = writeln!(
+            out,
+            "- shrunk ({} replays): {}",
+            finding.replays,
+            finding.shrunk.summary()
+        );
+        let _ = writeln!(
+            out,
+            "- shrunk divergence: {}",
+            finding.shrunk_divergence.describe()
+        );
+        if let Some(file) = &finding.scenario_file {
+            let _ = writeln!(out, "- regression scenario: `{}`", file.display());
+        }
+        let _ = writeln!(out);
+    }
+    for error in &report.errors {
+        let _ = writeln!(out, "- error: {error}");
+    }
+    for divergence in &report.unrepeated {
+        let _ = writeln!(out, "- did not repeat: {divergence}");
+    }
+    out
+}
+
+impl Report {
+    /// New divergences, and sessions a side could not play: what fails an exploration.
+    pub fn failures(&self) -> usize {
+        self.findings.iter().filter(|f| f.open.is_none()).count() + self.errors.len()
+    }
+}
