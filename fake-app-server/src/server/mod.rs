@@ -193,7 +193,8 @@ impl Shared {
         guard.contains(turn_id)
     }
 
-    /// A turn player is running until the guard drops.
+    /// A turn is under way until the guard drops: from its `turn/start` (before its player's
+    /// thread exists) to the end of the turns its player plays.
     pub(crate) fn turn_player(self: &Arc<Self>) -> TurnPlayerGuard {
         *self
             .turn_players
@@ -225,7 +226,7 @@ impl Shared {
     }
 }
 
-/// A running turn player (`Shared::turn_player`).
+/// A turn under way (`Shared::turn_player`).
 pub(crate) struct TurnPlayerGuard(Arc<Shared>);
 
 impl Drop for TurnPlayerGuard {
