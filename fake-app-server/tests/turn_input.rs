@@ -66,45 +66,72 @@ fn turn_course(client: &mut Client) -> Vec<String> {
     }
 }
 
-/// A `turn/start` copied into the running turn (what `harness mutate`'s `duplicate-requests`
-/// sends) is input steered into it; as Codex defers input that reaches a turn it started with
-/// input until the model's first request is answered, the model's first response plays the
-/// scenario's script (here: the escalation the client declines) whether the copy arrived in the
-/// same write or later, and the copy's input reaches the model with its next request.
+/// The course of a turn on `builtin:NAME` whose `turn/start` goes twice (what `harness
+/// mutate`'s `duplicate-requests` sends): the copy in the same write, or `delay` later.
+fn course_with_a_copy(name: &str, delay: Option<Duration>) -> Vec<String> {
+    let (mut client, thread, _lab) = session(name, "fullread");
+    let (start, copy) = (
+        turn_start(100, &thread, "Do the task."),
+        turn_start(101, &thread, "Do the task."),
+    );
+    match delay {
+        None => client.send_in_one_write(&[start, copy]),
+        Some(delay) => {
+            client.send(&start);
+            std::thread::sleep(delay);
+            client.send(&copy);
+        }
+    }
+    turn_course(&mut client)
+}
+
+/// Where the copy's input shows in `course` (its userMessage item), if it does.
+fn steered_at(course: &[String]) -> Option<usize> {
+    let users = course
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| m.starts_with("item/completed \"userMessage\""));
+    users.map(|(at, _)| at).nth(1)
+}
+
+/// A `turn/start` copied into the running turn is input steered into it; as Codex defers input
+/// that reaches a turn it started with input until the model's first request is answered, the
+/// model's first response plays the scenario's script (here: the escalation the client
+/// declines) whether the copy arrived in the same write or later, and the copy's input reaches
+/// the model with its next request.
 #[test]
 fn a_turn_start_copied_into_a_running_turn_takes_the_same_course_every_time() {
     let mut courses = Vec::new();
     for delay in [None, Some(Duration::from_millis(50))] {
         for _ in 0..RUNS {
-            let (mut client, thread, _lab) = session("command-escalation-refused", "fullread");
-            let (start, copy) = (
-                turn_start(100, &thread, "Do the task."),
-                turn_start(101, &thread, "Do the task."),
-            );
-            match delay {
-                None => client.send_in_one_write(&[start, copy]),
-                Some(delay) => {
-                    client.send(&start);
-                    std::thread::sleep(delay);
-                    client.send(&copy);
-                }
-            }
-            courses.push((delay, turn_course(&mut client)));
+            let course = course_with_a_copy("command-escalation-refused", delay);
+            courses.push((delay, course));
         }
     }
     let (_, first) = &courses[0];
     let asked = first
         .iter()
         .position(|m| m == "item/commandExecution/requestApproval");
-    let steered = first
-        .iter()
-        .rposition(|m| m.starts_with("item/completed \"userMessage\""));
     assert!(
-        matches!((asked, steered), (Some(a), Some(s)) if a < s),
+        matches!((asked, steered_at(first)), (Some(a), Some(s)) if a < s),
         "the script's escalation first, then the copy's input: {first:#?}"
     );
     for (delay, course) in &courses {
         assert_eq!(course, first, "copy after {delay:?}");
+    }
+}
+
+/// A copy in the same write as the `turn/start` of a turn that waits for nothing is read with
+/// it, and the fake starts a turn's player once its reader has handled what it read: the copy
+/// is steered into the turn every time, never left for a turn of its own.
+#[test]
+fn a_turn_start_copied_in_the_same_write_is_steered_into_a_turn_that_waits_for_nothing() {
+    let courses: Vec<Vec<String>> = (0..RUNS)
+        .map(|_| course_with_a_copy("healthy", None))
+        .collect();
+    assert!(steered_at(&courses[0]).is_some(), "{:#?}", courses[0]);
+    for course in &courses {
+        assert_eq!(course, &courses[0]);
     }
 }
 

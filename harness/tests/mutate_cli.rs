@@ -362,15 +362,18 @@ fn close_after_turn_start_ends_each_cell_alike_in_every_run() {
 }
 
 #[test]
-fn duplicate_requests_ends_each_turn_waiting_for_the_driver_alike_in_every_run() {
-    // Cells whose turn waits for the driver's answer in its first model response: the copy of
-    // `turn/start` is steered into it, and the fake once took it before the scenario's request
-    // or after it depending on which of its threads ran first (`pass → incomplete, then pass`).
+fn duplicate_requests_ends_each_cell_alike_in_every_run() {
+    // Cells whose copy of `turn/start` once landed in the turn or after it, or before the
+    // scenario's first request or after it, depending on when the relay's second write came and
+    // which of the fake's threads ran first (`pass → incomplete, then pass`; survived in one
+    // run and killed in the next).
     let cells = [
         "protocol-safe-default.mini-fake.local.command-escalation-refused",
         "protocol-safe-default.mini-fake.local.file-change-refused",
-        "protocol-server-requests.mini-fake.local.command-approval",
-        "protocol-server-requests.mini-fake.local.file-change-approval",
+        "protocol-turn-outcomes.mini-fake.local.failed-turn",
+        "protocol-turn-outcomes.mini-fake.local.failed-turn-no-error",
+        "protocol-turn-outcomes.mini-fake.local.retryable-error",
+        "protocol-forward-compat.mini-fake.local.unknown-item-type",
     ];
     each_cell_ended("duplicate-requests", &cells, 3);
 }
