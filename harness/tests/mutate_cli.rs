@@ -304,6 +304,49 @@ fn a_kill_counts_once_a_second_run_of_its_cell_kills_again() {
     assert_eq!(code, Some(0), "{output}");
 }
 
+/// `harness mutate --all-kills --operator NAME CELLS…`, `runs` times: in each run no kill is
+/// unconfirmed, no cell unsteady, and the operator applies in every cell, and every run ends
+/// each cell alike. Per run: the operator's status and how each cell ended (a survivor: as the
+/// reference).
+fn each_cell_ended(
+    name: &str,
+    cells: &[&str],
+    runs: usize,
+) -> Vec<(String, Vec<(String, String)>)> {
+    let args = [&["--all-kills", "--operator", name][..], cells].concat();
+    let seen = (0..runs)
+        .map(|_| {
+            let dir = tempfile::tempdir().unwrap();
+            let (_, report, output) = mutate(dir.path(), &args);
+            let mutant = operator(&report, name);
+            assert!(
+                mutant["unconfirmed"].as_array().unwrap().is_empty()
+                    && mutant["unsteady"].as_array().unwrap().is_empty(),
+                "{output}"
+            );
+            let killers = mutant["killed_by"].as_array().unwrap();
+            let mut ended: Vec<(String, String)> = mutant["applied_in"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|cell| {
+                    let killed = killers.iter().find(|k| k["cell"] == *cell);
+                    let how = killed.map_or("survived".to_string(), |k| k["mutant"].to_string());
+                    (cell.as_str().unwrap().to_string(), how)
+                })
+                .collect();
+            ended.sort();
+            assert_eq!(ended.len(), cells.len(), "it applies in each: {output}");
+            (mutant["status"].as_str().unwrap().to_string(), ended)
+        })
+        .collect::<Vec<_>>();
+    assert!(
+        seen.windows(2).all(|pair| pair[0] == pair[1]),
+        "the same outcome in every run: {seen:#?}"
+    );
+    seen
+}
+
 #[test]
 fn close_after_turn_start_ends_each_cell_alike_in_every_run() {
     // Cells it was once killed in and then survived, or killed with another check: the fake's
@@ -314,43 +357,23 @@ fn close_after_turn_start_ends_each_cell_alike_in_every_run() {
         "protocol-safe-default.mini-fake.local.file-change-refused",
         "protocol-safe-default.mini-fake.local.command-escalation-refused",
     ];
-    let args = [
-        &["--all-kills", "--operator", "close-after-turn-start"][..],
-        &cells[..],
-    ]
-    .concat();
-    let mut seen: Vec<Vec<(String, String)>> = Vec::new();
-    for _ in 0..3 {
-        let dir = tempfile::tempdir().unwrap();
-        let (_, report, output) = mutate(dir.path(), &args);
-        let mutant = operator(&report, "close-after-turn-start");
-        assert_eq!(mutant["status"], "killed", "{output}");
-        assert!(
-            mutant["unconfirmed"].as_array().unwrap().is_empty()
-                && mutant["unsteady"].as_array().unwrap().is_empty(),
-            "{output}"
-        );
-        // Every cell it applied in, with how it ended (a survivor: as the reference).
-        let mut ended: Vec<(String, String)> = mutant["applied_in"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|cell| {
-                let killed = mutant["killed_by"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .find(|k| k["cell"] == *cell);
-                let how = killed.map_or("survived".to_string(), |k| k["mutant"].to_string());
-                (cell.as_str().unwrap().to_string(), how)
-            })
-            .collect();
-        ended.sort();
-        assert_eq!(ended.len(), cells.len(), "it applies in each: {output}");
-        seen.push(ended);
-    }
-    assert!(
-        seen.windows(2).all(|pair| pair[0] == pair[1]),
-        "the same outcome in every run: {seen:#?}"
-    );
+    let seen = each_cell_ended("close-after-turn-start", &cells, 3);
+    assert_eq!(seen[0].0, "killed", "{seen:#?}");
+}
+
+#[test]
+fn duplicate_requests_ends_each_cell_alike_in_every_run() {
+    // Cells whose copy of `turn/start` once landed in the turn or after it, or before the
+    // scenario's first request or after it, depending on when the relay's second write came and
+    // which of the fake's threads ran first (`pass → incomplete, then pass`; survived in one
+    // run and killed in the next).
+    let cells = [
+        "protocol-safe-default.mini-fake.local.command-escalation-refused",
+        "protocol-safe-default.mini-fake.local.file-change-refused",
+        "protocol-turn-outcomes.mini-fake.local.failed-turn",
+        "protocol-turn-outcomes.mini-fake.local.failed-turn-no-error",
+        "protocol-turn-outcomes.mini-fake.local.retryable-error",
+        "protocol-forward-compat.mini-fake.local.unknown-item-type",
+    ];
+    each_cell_ended("duplicate-requests", &cells, 3);
 }

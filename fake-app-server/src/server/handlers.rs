@@ -345,10 +345,16 @@ fn turn_start(shared: &Arc<Shared>, params: Option<&Value>) -> Reply {
             self_signal: signals_tx,
         };
         drop(state);
+        // Counted from now, not from when its thread first runs: input that ends right after
+        // this turn/start still waits for the turn (`TURNS_AFTER_END_OF_INPUT`).
+        let running = shared.turn_player();
         let shared_for_turn = Arc::clone(shared);
+        let starter = Arc::clone(shared);
         Ok(Reply {
             after: Some(Box::new(move || {
-                std::thread::spawn(move || turn::play(shared_for_turn, plan));
+                starter.start_turn(Box::new(move || {
+                    std::thread::spawn(move || turn::play(shared_for_turn, plan, running));
+                }));
             })),
             ..Reply::ok(shapes::turn_start_result(in_progress_turn(&turn_id)))
         })

@@ -49,6 +49,9 @@ pub struct Shared {
     /// How many turn players are running (a client's turn and the turns the server starts on
     /// its own after it): what end of input waits for, briefly.
     turn_players: (Mutex<usize>, Condvar),
+    /// Turns the reader accepted, started once it has handled the lines it already read
+    /// ([`Shared::start_turn`]).
+    held_turns: Mutex<Vec<Box<dyn FnOnce() + Send>>>,
     /// The goal of each thread that has one (`thread/goal/updated`'s `goal`).
     pub(crate) goals: Mutex<HashMap<String, Value>>,
 }
@@ -118,6 +121,7 @@ impl Shared {
             startup_probe: Mutex::new(Some(probe)),
             finished_turns: (Mutex::new(HashSet::new()), Condvar::new()),
             turn_players: (Mutex::new(0), Condvar::new()),
+            held_turns: Mutex::new(Vec::new()),
             goals: Mutex::new(HashMap::new()),
         })
     }
@@ -193,7 +197,8 @@ impl Shared {
         guard.contains(turn_id)
     }
 
-    /// A turn player is running until the guard drops.
+    /// A turn is under way until the guard drops: from its `turn/start` (before its player's
+    /// thread exists) to the end of the turns its player plays.
     pub(crate) fn turn_player(self: &Arc<Self>) -> TurnPlayerGuard {
         *self
             .turn_players
@@ -201,6 +206,28 @@ impl Shared {
             .lock()
             .unwrap_or_else(|p| p.into_inner()) += 1;
         TurnPlayerGuard(Arc::clone(self))
+    }
+
+    /// Start a turn's player: on the reader's thread, once the reader has handled every line it
+    /// had already read, so input that came with the `turn/start` (a copy in the same write,
+    /// say) reaches the turn before its first step whichever thread runs first; elsewhere (a
+    /// delayed answer) at once.
+    pub(crate) fn start_turn(&self, start: Box<dyn FnOnce() + Send>) {
+        if ON_READER.get() {
+            self.held_turns
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(start);
+        } else {
+            start();
+        }
+    }
+
+    fn start_held_turns(&self) {
+        let held = std::mem::take(&mut *self.held_turns.lock().unwrap_or_else(|p| p.into_inner()));
+        for start in held {
+            start();
+        }
     }
 
     /// Wait (at most `limit`) until no turn player runs.
@@ -225,7 +252,7 @@ impl Shared {
     }
 }
 
-/// A running turn player (`Shared::turn_player`).
+/// A turn under way (`Shared::turn_player`).
 pub(crate) struct TurnPlayerGuard(Arc<Shared>);
 
 impl Drop for TurnPlayerGuard {
@@ -242,14 +269,24 @@ impl Drop for TurnPlayerGuard {
 /// reaches the wire, and no wait of a scenario keeps the process alive.
 const TURNS_AFTER_END_OF_INPUT: Duration = Duration::from_millis(250);
 
+thread_local! {
+    /// Whether this thread is the one reading stdin ([`Shared::start_turn`]).
+    static ON_READER: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
 /// Serve stdin/stdout until stdin closes. Returns the process exit code.
 pub fn serve(shared: Arc<Shared>) -> u8 {
     // Lines are handled on this thread as they arrive (turns and slow requests run elsewhere):
-    // no hand-off between threads on the request path keeps round trips cheap.
-    let stdin = std::io::stdin();
-    let mut reader = stdin.lock();
+    // no hand-off between threads on the request path keeps round trips cheap. Its own buffer
+    // shows what was read and not handled yet (stdin's smaller one is bypassed by its reads).
+    let mut reader = std::io::BufReader::with_capacity(64 * 1024, std::io::stdin());
+    ON_READER.set(true);
     let mut raw = Vec::new();
     loop {
+        // No whole line left unhandled (the start of one may wait for its end: not the turn).
+        if !reader.buffer().contains(&b'\n') {
+            shared.start_held_turns();
+        }
         raw.clear();
         match reader.read_until(b'\n', &mut raw) {
             Ok(0) | Err(_) => break,
@@ -263,6 +300,7 @@ pub fn serve(shared: Arc<Shared>) -> u8 {
         shared.out.record_incoming(line);
         handle_line(&shared, line);
     }
+    shared.start_held_turns();
     shared.wait_turn_players(TURNS_AFTER_END_OF_INPUT);
     shared.out.flush();
     0

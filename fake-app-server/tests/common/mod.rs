@@ -77,6 +77,15 @@ impl Client {
         self.send_line(&message.to_string());
     }
 
+    /// `messages` as lines in one write (a pipe delivers them together: the fake reads them at
+    /// once).
+    pub fn send_in_one_write(&mut self, messages: &[Value]) {
+        let bytes: String = messages.iter().map(|m| format!("{m}\n")).collect();
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        stdin.write_all(bytes.as_bytes()).unwrap();
+        stdin.flush().unwrap();
+    }
+
     pub fn close_stdin(&mut self) {
         self.stdin.take();
     }

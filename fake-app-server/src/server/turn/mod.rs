@@ -4,7 +4,7 @@
 
 use super::auto_review;
 use super::state::TurnSignal;
-use super::Shared;
+use super::{Shared, TurnPlayerGuard};
 use crate::ids;
 use crate::model_log::ModelLogEntry;
 use crate::protocol::shapes;
@@ -72,6 +72,12 @@ struct TurnRun {
     template: TemplateContext,
     items: Vec<Value>,
     steered: Vec<Value>,
+    /// Whether input steered into the turn reaches the model's next request. Not before the
+    /// first response of a turn the client started: Codex samples a turn's own input alone
+    /// first and takes input that arrived meanwhile with the request after it (codex-rs
+    /// `run_turn`, `can_drain_pending_input`), so a steer that reaches the fake before the
+    /// first step begins plays as one that arrives during it, whichever thread ran first.
+    takes_steered_input: bool,
     /// Tokens used so far in this turn.
     tokens: u64,
     /// The files this turn's patches changed: Codex repeats the turn's diff
@@ -110,9 +116,9 @@ const SERVER_TURN_DELAY: std::time::Duration = std::time::Duration::from_millis(
 /// it has read the end of stdin, so a client that hangs up at `turn/completed` races Codex's
 /// timer (measured both ways in one run). The fake always plays the ordering where Codex's
 /// timer wins (observed: `turn/started` 11 ms after `turn/completed`, stdin closed 4 ms later):
-/// a case that needs the server's turn must not depend on the machine's load.
-pub fn play(shared: Arc<Shared>, plan: TurnPlan) {
-    let _running = shared.turn_player();
+/// a case that needs the server's turn must not depend on the machine's load. `_running`
+/// counts the turn as under way until the chain is over ([`Shared::turn_player`]).
+pub fn play(shared: Arc<Shared>, plan: TurnPlan, _running: TurnPlayerGuard) {
     let root = plan.turn_id.clone();
     let mut next = Some((plan, None));
     let mut continuations = 0;
@@ -148,6 +154,8 @@ fn play_one(shared: Arc<Shared>, plan: TurnPlan, root_turn: Option<String>) -> &
         template,
         items: Vec::new(),
         steered: Vec::new(),
+        // A turn the server started has no input of its own: steered input goes first.
+        takes_steered_input: root_turn.is_some(),
         tokens: 0,
         changes: Vec::new(),
         unresolved: Vec::new(),
@@ -221,7 +229,7 @@ impl TurnRun {
                     status = "interrupted";
                     break 'script;
                 }
-                if begins_response(&script.steps, index) {
+                if self.takes_steered_input && begins_response(&script.steps, index) {
                     if let Some(next) = self.steered_script() {
                         script = next;
                         continue 'script;
@@ -238,6 +246,7 @@ impl TurnRun {
                 }
                 if ends_response(step) {
                     self.token_usage();
+                    self.takes_steered_input = true;
                 }
                 if self.server_steps(&script.server_steps, |s| s.after_step == Some(index))
                     == Flow::Interrupted
@@ -257,6 +266,7 @@ impl TurnRun {
                 status = "interrupted";
                 break;
             }
+            self.takes_steered_input = true;
             // Input steered in meanwhile reaches the model with one more request: after a tool
             // step, or in place of the final response it arrived during (measured: Codex 0.169
             // drops a response the steer cut short and asks again with both inputs).

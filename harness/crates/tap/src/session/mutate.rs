@@ -275,8 +275,11 @@ impl Side {
                         text(&copy)
                     );
                     record_mutation(shared, log, operator, &original, &became);
-                    forward(line);
-                    forward(&copy);
+                    // In one write with the original: the app-server reads them together, so
+                    // where the copy lands (a `turn/start`'s, in the turn it started) does not
+                    // depend on when the relay's second write came.
+                    held.extend_from_slice(line);
+                    held.extend_from_slice(&copy);
                 }
             }
         });

@@ -259,3 +259,22 @@ fn close_after_turn_start_ends_the_app_servers_part_with_the_answer_whatever_fol
         );
     }
 }
+
+#[test]
+fn duplicate_requests_writes_a_request_and_its_copy_at_once() {
+    // An app-server that reads once, as soon as input comes: it gets the original and its copy
+    // together, so whatever the copy does there (a `turn/start`'s: steer the turn just started)
+    // does not depend on when a second write would have come.
+    let server =
+        r#"exec python3 -c 'import os; os.write(1, b"%d\n" % os.read(0, 65536).count(b"\n"))'"#;
+    let sent = b"{\"id\":1,\"method\":\"turn/start\",\"params\":{\"threadId\":\"t\"}}\n";
+    for _ in 0..5 {
+        let (echoed, _, applied, _) = through(server, Operator::DuplicateRequests, sent, true);
+        assert_eq!(applied, 1);
+        assert_eq!(
+            String::from_utf8_lossy(&echoed),
+            "2\n",
+            "lines in its one read"
+        );
+    }
+}
