@@ -569,3 +569,20 @@ fn a_turn_start_answer_and_its_turn_started_compare_in_either_order() {
     let other = sequence(vec![started("v"), answered("u")]);
     assert_eq!(other[0]["kind"], "turn.started");
 }
+
+/// A fake playing 0.169 beside a real Codex of another release: what 0.169 sends only to
+/// experimental clients is that release's measurement, not a difference of the pair.
+#[test]
+fn another_releases_experimental_only_notifications_are_not_a_difference() {
+    let started = |protocol: serde_json::Value| {
+        serde_json::json!({"kind": "run.started", "payload": {"protocol": protocol}})
+    };
+    let mut fake = vec![started(serde_json::json!({
+        "release": "0.169.0",
+        "experimental_only_notifications": ["thread/readState/changed"]
+    }))];
+    let mut real = vec![started(serde_json::json!({"release": "0.160.0"}))];
+    super::normalise::mask_release(&mut fake);
+    super::normalise::mask_release(&mut real);
+    assert_eq!(fake, real);
+}
