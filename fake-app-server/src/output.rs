@@ -6,7 +6,7 @@
 use crate::scenario::NotificationFault;
 use crate::transcript::{Direction, Transcript};
 use serde_json::Value;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufWriter, Stdout, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
@@ -19,6 +19,9 @@ pub struct Output {
     extra_fields: bool,
     /// The client declared `capabilities.experimentalApi` at `initialize`.
     experimental_client: AtomicBool,
+    /// The notification methods the client opted out of at `initialize`
+    /// (`capabilities.optOutNotificationMethods`).
+    opted_out: Mutex<BTreeSet<String>>,
 }
 
 /// The extra field the scenario's `extra_fields` adds (its value an object, so a client that
@@ -49,6 +52,7 @@ impl Output {
             faults,
             extra_fields: false,
             experimental_client: AtomicBool::new(false),
+            opted_out: Mutex::new(BTreeSet::new()),
         }
     }
 
@@ -60,20 +64,35 @@ impl Output {
 
     /// What the client declared at `initialize`: without `capabilities.experimentalApi`, the
     /// notifications the release sends only to experimental clients are not sent
-    /// ([`crate::persona::Persona::is_experimental_notification`]).
-    pub fn declare_client(&self, experimental_api: bool) {
+    /// ([`crate::persona::Persona::is_experimental_notification`]); the methods named in
+    /// `capabilities.optOutNotificationMethods` are not sent at all, as the real Codex
+    /// suppresses them for the connection (observed on 0.169 with `harness explore --replay`).
+    pub fn declare_client(&self, experimental_api: bool, opted_out: &[String]) {
         self.experimental_client
             .store(experimental_api, Ordering::SeqCst);
+        *self
+            .opted_out
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = opted_out.iter().cloned().collect();
     }
 
-    /// A notification this client must not get: one the release sends only to a client that
-    /// declared the experimental API, to one that did not.
+    /// A notification this client must not get: one it opted out of, or one the release sends
+    /// only to a client that declared the experimental API, to one that did not.
     fn withheld(&self, message: &Value) -> bool {
-        let notification = message.get("id").is_none();
-        let method = message.get("method").and_then(Value::as_str);
-        notification
-            && method.is_some_and(|m| crate::persona::current().is_experimental_notification(m))
-            && !self.experimental_client.load(Ordering::SeqCst)
+        if message.get("id").is_some() {
+            return false;
+        }
+        let Some(method) = message.get("method").and_then(Value::as_str) else {
+            return false;
+        };
+        let opted_out = self
+            .opted_out
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .contains(method);
+        opted_out
+            || (crate::persona::current().is_experimental_notification(method)
+                && !self.experimental_client.load(Ordering::SeqCst))
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {

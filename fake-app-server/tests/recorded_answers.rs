@@ -98,10 +98,10 @@ fn thread_and_turn_answers_have_the_recorded_fields() {
 }
 
 /// The notification methods one turn on a non-ephemeral thread sends, up to `turn/completed`.
-fn turn_notifications(experimental_api: bool) -> Vec<String> {
+fn turn_notifications(capabilities: Value) -> Vec<String> {
     let lab = Lab::new();
     let mut client = Client::spawn(&["app-server"], &lab.home());
-    client.initialize(experimental_api);
+    client.initialize_with(capabilities);
     let (thread, _) = client.start_thread(&lab.ws_str());
     client.request(
         "turn/start",
@@ -123,12 +123,12 @@ fn turn_notifications(experimental_api: bool) -> Vec<String> {
 /// recorded by `harness drift`); the fake once sent it to every client.
 #[test]
 fn experimental_notifications_go_only_to_a_client_that_declared_the_experimental_api() {
-    let experimental = turn_notifications(true);
+    let experimental = turn_notifications(json!({"experimentalApi": true}));
     assert!(
         experimental.iter().any(|m| m == "thread/readState/changed"),
         "{experimental:?}"
     );
-    let stable = turn_notifications(false);
+    let stable = turn_notifications(json!({"experimentalApi": false}));
     assert!(
         !stable.iter().any(|m| m == "thread/readState/changed"),
         "{stable:?}"
@@ -138,6 +138,28 @@ fn experimental_notifications_go_only_to_a_client_that_declared_the_experimental
         .filter(|m| *m != "thread/readState/changed")
         .collect();
     assert_eq!(without, stable.iter().collect::<Vec<_>>());
+}
+
+/// Codex 0.169 sends no notification whose method the client named in
+/// `capabilities.optOutNotificationMethods` (InitializeCapabilities: "exact notification method
+/// names that should be suppressed for this connection"; observed with `harness explore
+/// --replay`: the real Codex's turn went on without them); the fake once sent them all.
+#[test]
+fn notifications_a_client_opted_out_of_are_not_sent() {
+    let opted_out = ["item/completed", "turn/started"];
+    let every = turn_notifications(json!({"experimentalApi": true}));
+    assert!(
+        opted_out.iter().all(|m| every.iter().any(|n| n == m)),
+        "{every:?}"
+    );
+    let quiet = turn_notifications(
+        json!({"experimentalApi": true, "optOutNotificationMethods": opted_out}),
+    );
+    let expected: Vec<&String> = every
+        .iter()
+        .filter(|m| !opted_out.contains(&m.as_str()))
+        .collect();
+    assert_eq!(quiet.iter().collect::<Vec<_>>(), expected);
 }
 
 /// Codex 0.169 accepts the legacy feature names in `app-server --disable web_search` (and

@@ -160,6 +160,10 @@ struct ClientInfo {
 struct Capabilities {
     #[serde(default)]
     experimental_api: bool,
+    /// Exact notification method names suppressed for this connection
+    /// (InitializeCapabilities.optOutNotificationMethods).
+    #[serde(default)]
+    opt_out_notification_methods: Option<Vec<String>>,
 }
 
 fn os_description() -> String {
@@ -200,9 +204,15 @@ fn initialize(shared: &Arc<Shared>, params: Option<&Value>) -> Reply {
             return Reply::err(RpcError::invalid("Already initialized"));
         }
         state.initialized = true;
-        state.experimental_api = params.capabilities.is_some_and(|c| c.experimental_api);
+        let capabilities = params.capabilities.as_ref();
+        state.experimental_api = capabilities.is_some_and(|c| c.experimental_api);
         state.client_name = params.client_info.name.clone();
-        shared.out.declare_client(state.experimental_api);
+        let opted_out = capabilities
+            .and_then(|c| c.opt_out_notification_methods.clone())
+            .unwrap_or_default();
+        shared
+            .out
+            .declare_client(state.experimental_api, &opted_out);
     }
     let terminal = std::env::var("TERM")
         .ok()

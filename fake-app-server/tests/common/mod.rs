@@ -157,9 +157,14 @@ impl Client {
     }
 
     pub fn initialize(&mut self, experimental: bool) -> Value {
+        self.initialize_with(json!({"experimentalApi": experimental}))
+    }
+
+    /// `initialize` declaring `capabilities`, then `initialized`.
+    pub fn initialize_with(&mut self, capabilities: Value) -> Value {
         let answer = self.request(
             "initialize",
-            json!({"clientInfo": {"name": "test", "version": "0.0.1"}, "capabilities": {"experimentalApi": experimental}}),
+            json!({"clientInfo": {"name": "test", "version": "0.0.1"}, "capabilities": capabilities}),
         );
         self.send(&json!({"method": "initialized"}));
         answer
