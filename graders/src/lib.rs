@@ -7,6 +7,10 @@
 //! it. [`evidence_file`] is how every reader of a cell's evidence opens a file: bounded, regular
 //! files only.
 
+// Library code prints nothing: it returns values, or emits a `tracing` notice the command line
+// shows (`harness::cli::notices`). Unit tests may print.
+#![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
+
 pub mod codex_overrides;
 pub mod events;
 pub mod evidence_file;

@@ -50,6 +50,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    harness::cli::notices::show_on_stderr();
     // The hidden subcommands (the fake app-server, the wire tap, the reference driver as a
     // process) are other programs this binary also serves: dispatched before the command line
     // is parsed, with signal handling of their own.

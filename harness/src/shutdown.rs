@@ -243,7 +243,9 @@ fn finish(
         report::write_atomically(&paths.markdown, markdown.as_bytes())?;
     }
     println!("{markdown}");
-    report::append_job_summary(&markdown);
+    if let Err(why) = report::append_job_summary(&markdown) {
+        eprintln!("{why}");
+    }
     eprintln!("reports:");
     eprintln!("  html:     {}", paths.html.display());
     eprintln!("  markdown: {}", paths.markdown.display());

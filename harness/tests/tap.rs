@@ -514,3 +514,21 @@ fn a_codex_whose_stdin_socket_is_shut_down_sees_it_end() {
         "{lines:#?}"
     );
 }
+
+/// The tap's complaints reach its driver as the bare line they always were: the relay emits a
+/// `tracing` notice (library code prints nothing) and the binary writes it unadorned, no time,
+/// level or target, and nothing on stdout, which is the protocol.
+#[test]
+fn a_tap_told_no_socket_says_so_in_one_bare_line_on_stderr() {
+    let output = Command::new(env!("CARGO_BIN_EXE_harness"))
+        .arg("tap")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(String::from_utf8_lossy(&output.stdout), "");
+    assert_eq!(
+        String::from_utf8_lossy(&output.stderr),
+        "codex (harness tap): missing --socket PATH\n"
+    );
+}

@@ -8,6 +8,10 @@
 //! Codex versions join the shipped matrix ([`load_with`], [`generate`]). Executing a cell is
 //! the `matrix` crate's job (harness/crates/matrix).
 
+// Library code prints nothing: it returns values, or emits a `tracing` notice the command line
+// shows (`harness::cli::notices`). Unit tests may print.
+#![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
+
 pub mod applicability;
 pub mod baseline;
 pub mod cell;

@@ -7,7 +7,7 @@ use fake_app_server::line_reader::forward_lines;
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, ChildStdout, Command, ExitCode, Stdio};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
@@ -45,44 +45,25 @@ pub struct Report {
     pub round_trips_per_second: f64,
 }
 
-pub fn main(args: Args) -> ExitCode {
-    match run(&args) {
-        Ok(report) => {
-            print_report(&report);
-            if let Some(path) = &args.json {
-                if let Err(err) =
-                    std::fs::write(path, serde_json::to_vec_pretty(&report).unwrap_or_default())
-                {
-                    eprintln!("harness bench fake: cannot write {}: {err}", path.display());
-                    return ExitCode::from(1);
-                }
-            }
-            ExitCode::SUCCESS
-        }
-        Err(err) => {
-            eprintln!("harness bench fake: {err:#}");
-            ExitCode::from(1)
-        }
-    }
-}
-
-fn print_report(report: &Report) {
-    println!(
-        "spawn → initialize → thread/start, median of {} runs each (same machine, same run):",
+/// The report as the command line prints it.
+pub fn render(report: &Report) -> String {
+    let mut text = format!(
+        "spawn → initialize → thread/start, median of {} runs each (same machine, same run):\n",
         report.runs
     );
-    println!("  fake app-server : {:>8.2} ms", report.fake_median_ms);
+    text += &format!("  fake app-server : {:>8.2} ms\n", report.fake_median_ms);
     match (report.real_median_ms, report.speedup) {
         (Some(real), Some(speedup)) => {
-            println!("  codex app-server: {real:>8.2} ms");
-            println!("  speed-up        : {speedup:>8.1}x (target ≥ 30x)");
+            text += &format!("  codex app-server: {real:>8.2} ms\n");
+            text += &format!("  speed-up        : {speedup:>8.1}x (target ≥ 30x)\n");
         }
-        _ => println!("  codex app-server: (skipped)"),
+        _ => text += "  codex app-server: (skipped)\n",
     }
-    println!(
-        "round trips on one connection to the fake: {} in total, {:.0}/s (target ≥ 20000/s)",
+    text += &format!(
+        "round trips on one connection to the fake: {} in total, {:.0}/s (target ≥ 20000/s)\n",
         report.round_trips, report.round_trips_per_second
     );
+    text
 }
 
 pub fn run(args: &Args) -> Result<Report> {

@@ -13,7 +13,7 @@ use super::fake::{median, round_trips_through, startup_ms, RunDirs};
 use anyhow::{bail, Context, Result};
 use std::cell::RefCell;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode};
+use std::process::Command;
 use std::sync::Arc;
 use tap::session::{AppServerSetup, HostSpawn, Recording};
 use tap::{install, TapProgram};
@@ -101,75 +101,58 @@ pub struct CodexShare {
     pub share: f64,
 }
 
-pub fn main(args: Args) -> ExitCode {
-    match run(&args) {
-        Ok(report) => {
-            print_report(&report);
-            if let Some(path) = &args.json {
-                if let Err(e) =
-                    std::fs::write(path, serde_json::to_vec_pretty(&report).unwrap_or_default())
-                {
-                    eprintln!("harness bench tap: cannot write {}: {e}", path.display());
-                    return ExitCode::from(1);
-                }
-            }
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            eprintln!("harness bench tap: {e:#}");
-            ExitCode::from(1)
-        }
-    }
-}
-
-fn print_pair(title: &str, pair: &Pair) {
+fn render_pair(text: &mut String, title: &str, pair: &Pair) {
     let rounded = |v: &[f64]| v.iter().map(|x| x.round()).collect::<Vec<_>>();
-    println!("  {title}:");
-    println!(
-        "    direct      : {:>9.0}/s  {:?}",
+    *text += &format!("  {title}:\n");
+    *text += &format!(
+        "    direct      : {:>9.0}/s  {:?}\n",
         pair.direct_median,
         rounded(&pair.direct_per_second)
     );
-    println!(
-        "    through tap : {:>9.0}/s  {:?}",
+    *text += &format!(
+        "    through tap : {:>9.0}/s  {:?}\n",
         pair.tap_median,
         rounded(&pair.tap_per_second)
     );
-    println!(
-        "    ratio       : {:>9.1}% (target ≥ 90%)",
+    *text += &format!(
+        "    ratio       : {:>9.1}% (target ≥ 90%)\n",
         pair.ratio * 100.0
     );
 }
 
-fn print_server(name: &str, server: &Server, window: usize) {
-    println!(
-        "{name}: requests answered per second on one connection, {} per measurement, medians",
+fn render_server(text: &mut String, name: &str, server: &Server, window: usize) {
+    *text += &format!(
+        "{name}: requests answered per second on one connection, {} per measurement, medians\n",
         server.round_trips
     );
-    print_pair("one in flight (latency-bound)", &server.latency_bound);
-    print_pair(
+    render_pair(text, "one in flight (latency-bound)", &server.latency_bound);
+    render_pair(
+        text,
         &format!("{window} in flight (streaming)"),
         &server.streaming,
     );
 }
 
-fn print_report(r: &Report) {
-    print_server("the fake", &r.fake, r.window);
+/// The report as the command line prints it.
+pub fn render(r: &Report) -> String {
+    let mut text = String::new();
+    render_server(&mut text, "the fake", &r.fake, r.window);
     match &r.codex {
-        Some(codex) => print_server("the real Codex", codex, r.window),
-        None => println!("the real Codex: (skipped)"),
+        Some(codex) => render_server(&mut text, "the real Codex", codex, r.window),
+        None => text += "the real Codex: (skipped)\n",
     }
-    println!(
-        "spawn → initialize → thread/start (the fake): direct {:.2} ms, through tap {:.2} ms",
+    text += &format!(
+        "spawn → initialize → thread/start (the fake): direct {:.2} ms, through tap {:.2} ms\n",
         r.direct_startup_ms, r.tap_startup_ms
     );
     match &r.codex_cell {
-        Some(c) => println!(
-            "real-Codex cell {}: {:.0} ms wall, {} launch(es), {} transcript lines: tap ≈ {:.2} ms = {:.2}% (target < 2%)",
+        Some(c) => text += &format!(
+            "real-Codex cell {}: {:.0} ms wall, {} launch(es), {} transcript lines: tap ≈ {:.2} ms = {:.2}% (target < 2%)\n",
             c.cell, c.wall_ms, c.launches, c.transcript_lines, c.tap_ms, c.share * 100.0
         ),
-        None => println!("real-Codex cell: (skipped)"),
+        None => text += "real-Codex cell: (skipped)\n",
     }
+    text
 }
 
 /// A `codex` shim whose tap relays to `program prefix…` through the harness's recorder (this

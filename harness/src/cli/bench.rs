@@ -1,5 +1,6 @@
 //! `harness bench`: each benchmark lives in `crate::bench::*`.
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(clap::Args, Debug)]
@@ -24,11 +25,42 @@ pub enum Which {
 }
 
 pub fn main(args: Args) -> ExitCode {
+    use crate::bench::{fake, tap};
     match args.which {
         Which::Gate(args) => crate::bench::gate::main(args),
         Which::Graders(args) => crate::bench::graders::main(args),
-        Which::Fake(args) => crate::bench::fake::main(args),
+        Which::Fake(args) => print_measured("fake", fake::run(&args), fake::render, &args.json),
         Which::Matrix(args) => crate::bench::matrix::main(args),
-        Which::Tap(args) => crate::bench::tap::main(args),
+        Which::Tap(args) => print_measured("tap", tap::run(&args), tap::render, &args.json),
     }
+}
+
+/// Print a benchmark's report (and write it as JSON where asked); a failure, named by the
+/// benchmark, is exit code 1.
+fn print_measured<R: serde::Serialize>(
+    bench: &str,
+    measured: anyhow::Result<R>,
+    render: fn(&R) -> String,
+    json: &Option<PathBuf>,
+) -> ExitCode {
+    let report = match measured {
+        Ok(report) => report,
+        Err(err) => {
+            eprintln!("harness bench {bench}: {err:#}");
+            return ExitCode::from(1);
+        }
+    };
+    print!("{}", render(&report));
+    if let Some(path) = json {
+        if let Err(err) =
+            std::fs::write(path, serde_json::to_vec_pretty(&report).unwrap_or_default())
+        {
+            eprintln!(
+                "harness bench {bench}: cannot write {}: {err}",
+                path.display()
+            );
+            return ExitCode::from(1);
+        }
+    }
+    ExitCode::SUCCESS
 }

@@ -9,6 +9,7 @@ pub mod fidelity;
 pub mod grade;
 pub mod launch;
 pub mod mutate;
+pub mod notices;
 pub mod provision;
 pub mod report;
 pub mod repro;

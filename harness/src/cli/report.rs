@@ -75,7 +75,9 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
     let paths = report::write_summary(&out, &loaded.summary)?;
     let markdown = std::fs::read_to_string(&paths.markdown)?;
     println!("{markdown}");
-    report::append_job_summary(&markdown);
+    if let Err(why) = report::append_job_summary(&markdown) {
+        eprintln!("{why}");
+    }
     eprintln!(
         "reports of {} cells from {} folder(s):",
         loaded.summary.totals.cells,

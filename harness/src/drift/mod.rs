@@ -258,7 +258,7 @@ pub fn render(drift: &ProtocolDrift, matrix: &[MatrixDrift]) -> String {
 pub async fn run_matrix(pairs: &[Pair], ctx: &matrix::context::CellContext) -> Vec<MatrixDrift> {
     let mut outcomes = Vec::new();
     for pair in pairs {
-        eprintln!("running {}", pair.name());
+        tracing::info!(target: "notice", "running {}", pair.name());
         let outcome = fidelity::run_pair(pair, ctx).await;
         let transcript = |cell: &Cell| {
             wire::item_id_shapes(

@@ -177,7 +177,7 @@ pub fn explore(players: &Players, options: &Options) -> Result<Report> {
         };
         report.diverging_sessions += 1;
         let class = divergence.class();
-        eprintln!("session {index} diverges: {}", divergence.describe());
+        tracing::info!(target: "notice", "session {index} diverges: {}", divergence.describe());
         if report
             .findings
             .iter()

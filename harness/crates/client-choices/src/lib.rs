@@ -9,6 +9,10 @@
 //!
 //! Layer 1: uses `graders` (the answers' schemas), nothing above it.
 
+// Library code prints nothing: it returns values, or emits a `tracing` notice the command line
+// shows (`harness::cli::notices`). Unit tests may print.
+#![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
+
 pub mod answers;
 pub mod schema;
 pub mod setting;

@@ -11,6 +11,10 @@
 //! third-party crates. Not the matrix: a cell's pipeline calls [`runner::prepare`]. The
 //! differential fidelity of the fake against the real Codex is a tool of the `harness` crate.
 
+// Library code prints nothing: it returns values, or emits a `tracing` notice the command line
+// shows (`harness::cli::notices`). Unit tests may print.
+#![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
+
 pub mod driver_packages;
 pub mod mock_api;
 pub mod provision;

@@ -8,6 +8,10 @@
 //! event schema), `fake_app_server` (its transcript format) and third-party crates. Nothing of
 //! the harness above it: it knows no cell pipeline, matrix or report.
 
+// Library code prints nothing: it returns values, or emits a `tracing` notice the command line
+// shows (`harness::cli::notices`). Unit tests may print.
+#![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
+
 pub mod event_log;
 pub mod external;
 pub mod launch;

@@ -67,7 +67,7 @@ pub async fn run_cell(ctx: &CellContext, cell: &Cell) -> CellResult {
     // large logs are compressed (read back decompressed), so the binding above holds. A folder
     // that stays larger is no wrong verdict: said, not failed.
     if let Err(why) = report::trim::after_cell(&evidence) {
-        eprintln!(
+        tracing::warn!(target: "notice",
             "harness: {}: trimming its evidence folder: {why}",
             cell.name()
         );

@@ -110,7 +110,7 @@ impl Drop for CellGuard {
         drop(self.mock.take());
         let killed = sandbox::reap::after_cell(self.cgroup.take(), &self.root);
         if !killed.is_empty() {
-            eprintln!(
+            tracing::warn!(target: "notice",
                 "harness: {}: killed {}",
                 self.cell,
                 sandbox::cgroup::describe(&killed)

@@ -17,6 +17,10 @@
 //! above it: signals, the reports of a run and the exit code are the binary's
 //! (`harness::shutdown`).
 
+// Library code prints nothing: it returns values, or emits a `tracing` notice the command line
+// shows (`harness::cli::notices`). Unit tests may print.
+#![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
+
 pub mod cell;
 pub mod concurrency;
 pub mod context;

@@ -39,9 +39,11 @@ pub fn job_summary(markdown: &str, var: impl Fn(&str) -> Option<String>) -> Stri
 }
 
 /// In GitHub Actions (`$GITHUB_STEP_SUMMARY` set), append the job summary of `markdown`.
-pub fn append_job_summary(markdown: &str) {
+/// A failed append is no failed run: the error, worded for the user, goes back to the command
+/// line to show.
+pub fn append_job_summary(markdown: &str) -> Result<(), String> {
     let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|p| !p.is_empty()) else {
-        return;
+        return Ok(());
     };
     let text = job_summary(markdown, |name| std::env::var(name).ok());
     let written = std::fs::OpenOptions::new()
@@ -49,7 +51,5 @@ pub fn append_job_summary(markdown: &str) {
         .append(true)
         .open(&path)
         .and_then(|mut f| f.write_all(text.as_bytes()));
-    if let Err(e) = written {
-        eprintln!("could not append to $GITHUB_STEP_SUMMARY: {e}");
-    }
+    written.map_err(|e| format!("could not append to $GITHUB_STEP_SUMMARY: {e}"))
 }

@@ -14,6 +14,10 @@
 //! third-party crates. Nothing of the harness: the matrix writes through it, never the
 //! reverse.
 
+// Library code prints nothing: it returns values, or emits a `tracing` notice the command line
+// shows (`harness::cli::notices`). Unit tests may print.
+#![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
+
 pub mod binding;
 pub mod cause;
 pub mod folders;

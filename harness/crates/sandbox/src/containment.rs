@@ -104,7 +104,7 @@ fn run_cgroup() -> Option<&'static Cgroup> {
                 Some(cgroup)
             }
             Err(err) => {
-                eprintln!(
+                tracing::warn!(target: "notice",
                     "harness: no process containment ({err:#}); processes that leave a cell's \
                      TMPDIR behind cannot be found if the harness is killed"
                 );
@@ -185,14 +185,14 @@ impl Drop for CellCgroup {
         }
         crate::teardown::forget_cgroup(&self.cgroup);
         match self.cgroup.destroy() {
-            Ok(killed) if !killed.is_empty() => eprintln!(
+            Ok(killed) if !killed.is_empty() => tracing::warn!(target: "notice",
                 "harness: killed {} process(es) of {}: {}",
                 killed.len(),
                 self.cgroup.path.display(),
                 cgroup::describe(&killed)
             ),
             Ok(_) => {}
-            Err(err) => eprintln!(
+            Err(err) => tracing::warn!(target: "notice",
                 "harness: cleaning up {}: {err:#}",
                 self.cgroup.path.display()
             ),

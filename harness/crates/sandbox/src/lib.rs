@@ -14,6 +14,10 @@
 //! Nothing of the harness above it: it knows no driver, app-server, cell or report. It installs
 //! no signal handler: the binary does, and calls [`teardown::tear_down_everything`].
 
+// Library code prints nothing: it returns values, or emits a `tracing` notice the command line
+// shows (`harness::cli::notices`). Unit tests may print.
+#![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
+
 pub mod catalogue;
 pub mod catalogue_doc;
 pub mod cgroup;

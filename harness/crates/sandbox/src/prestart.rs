@@ -167,7 +167,7 @@ pub fn told_exec() -> ExitCode {
         Ok(Some(told)) => told,
         Ok(None) => return ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("harness: the prestarted process was told nothing it can run: {e:#}");
+            tracing::warn!(target: "notice", "harness: the prestarted process was told nothing it can run: {e:#}");
             return ExitCode::from(125);
         }
     };
@@ -183,7 +183,7 @@ pub fn told_exec() -> ExitCode {
         .envs(env)
         .current_dir(&told.cwd)
         .exec();
-    eprintln!(
+    tracing::warn!(target: "notice",
         "harness: cannot run {} in the prestarted container: {error}",
         told.program.display()
     );

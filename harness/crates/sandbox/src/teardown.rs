@@ -109,14 +109,16 @@ pub fn tear_down_everything() {
             .collect();
     for cgroup in listed {
         match cgroup.destroy() {
-            Ok(killed) if !killed.is_empty() => eprintln!(
+            Ok(killed) if !killed.is_empty() => tracing::warn!(target: "notice",
                 "harness: killed {} process(es) of {}: {}",
                 killed.len(),
                 cgroup.path.display(),
                 crate::cgroup::describe(&killed)
             ),
             Ok(_) => {}
-            Err(err) => eprintln!("harness: cleaning up {}: {err:#}", cgroup.path.display()),
+            Err(err) => {
+                tracing::warn!(target: "notice", "harness: cleaning up {}: {err:#}", cgroup.path.display())
+            }
         }
     }
     let run = run_cgroup()
@@ -125,7 +127,7 @@ pub fn tear_down_everything() {
         .clone();
     if let Some(run) = run {
         if let Err(err) = run.destroy() {
-            eprintln!("harness: removing {}: {err:#}", run.path.display());
+            tracing::warn!(target: "notice", "harness: removing {}: {err:#}", run.path.display());
         }
     }
     for id in live_container_ids() {

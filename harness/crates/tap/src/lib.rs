@@ -18,6 +18,10 @@
 //! [`session::Spawn`] the harness gives it). The binary that embeds [`relay::main`] dispatches
 //! to it as a hidden subcommand (`matrix::hidden`).
 
+// Library code prints nothing: it returns values, or emits a `tracing` notice the command line
+// shows (`harness::cli::notices`). Unit tests may print.
+#![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
+
 pub mod argv;
 pub mod frame;
 pub mod mutation;

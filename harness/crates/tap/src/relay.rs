@@ -31,7 +31,7 @@ use std::time::Duration;
 type SharedWriter = Arc<Mutex<frame::Writer<UnixStream>>>;
 
 fn fail(message: &str) -> ExitCode {
-    eprintln!("codex (harness tap): {message}");
+    tracing::warn!(target: "notice", "codex (harness tap): {message}");
     ExitCode::from(1)
 }
 

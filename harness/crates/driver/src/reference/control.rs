@@ -116,7 +116,7 @@ fn read_steers(mut input: impl std::io::BufRead, tx: &mpsc::UnboundedSender<Cont
         match std::io::BufRead::read_until(&mut limited, b'\n', &mut line) {
             Ok(0) | Err(_) => return,
             Ok(_) if line.len() > MAX_STEER_LINE_BYTES => {
-                eprintln!(
+                tracing::warn!(target: "notice",
                     "harness drive: a stdin line is longer than {MAX_STEER_LINE_BYTES} bytes; no more steering is read"
                 );
                 return;

@@ -105,7 +105,7 @@ pub fn main() -> ExitCode {
     let (config, events, run_id) = match config() {
         Ok(found) => found,
         Err(e) => {
-            eprintln!("harness drive: {e:#}");
+            tracing::warn!(target: "notice", "harness drive: {e:#}");
             return ExitCode::from(2);
         }
     };
@@ -115,7 +115,7 @@ pub fn main() -> ExitCode {
     {
         Ok(runtime) => runtime,
         Err(e) => {
-            eprintln!("harness drive: starting the runtime: {e}");
+            tracing::warn!(target: "notice", "harness drive: starting the runtime: {e}");
             return ExitCode::from(2);
         }
     };
@@ -137,7 +137,7 @@ pub fn main() -> ExitCode {
         Ok(Ending::Succeeded) => ExitCode::SUCCESS,
         Ok(_) => ExitCode::from(1),
         Err(e) => {
-            eprintln!("harness drive: {e:#}");
+            tracing::warn!(target: "notice", "harness drive: {e:#}");
             ExitCode::from(2)
         }
     }

@@ -178,7 +178,7 @@ fn isolated_on_the_host(
         Err(why) => {
             static SAID: std::sync::Once = std::sync::Once::new();
             SAID.call_once(|| {
-                eprintln!(
+                tracing::warn!(target: "notice",
                     "harness: local drivers run without a mount namespace of their own ({why}): \
                      the evidence is checked for being this cell's own (docs/prerequisites.md, \
                      \"`local`, neither\")"

@@ -28,7 +28,7 @@ pub fn after_cell(cgroup: Option<CellCgroup>, cell_root: &Path) -> Vec<(i32, Str
     let mut killed = match cgroup.map(CellCgroup::release).transpose() {
         Ok(killed) => killed.unwrap_or_default(),
         Err(err) => {
-            eprintln!(
+            tracing::warn!(target: "notice",
                 "harness: emptying the cgroup of {}: {err:#}",
                 cell_root.display()
             );

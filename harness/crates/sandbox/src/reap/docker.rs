@@ -110,14 +110,14 @@ pub fn reap_stale() -> ReapReport {
         };
         match command_stdout("docker", &["rm", "-f", &id], DOCKER_COMMAND_TIMEOUT) {
             Ok(Some(_)) => {
-                eprintln!(
+                tracing::warn!(target: "notice",
                     "harness: reaped Docker container {id} left behind by a killed harness ({reason})"
                 );
                 report.containers.push(id);
                 report.bundles.extend(remove_overlays(&overlays));
             }
             Ok(None) | Err(_) => {
-                eprintln!(
+                tracing::warn!(target: "notice",
                     "harness: could not remove Docker container {id} left behind by a killed harness ({reason})"
                 );
                 report

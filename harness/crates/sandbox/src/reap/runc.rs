@@ -130,7 +130,7 @@ fn reap_container(container: &ListedContainer, report: &mut ReapReport) -> bool 
     teardown::destroy_container(id);
     if teardown::runc_state_dir().join(id).exists() {
         tracing::warn!(container = %id, "could not delete a container left behind by a killed harness ({reason})");
-        eprintln!(
+        tracing::warn!(target: "notice",
             "harness: could not delete container {id} left behind by a killed harness ({reason})"
         );
         return false;
@@ -143,7 +143,7 @@ fn reap_container(container: &ListedContainer, report: &mut ReapReport) -> bool 
         Err(why) => format!("kept its bundle: {why}"),
     };
     tracing::warn!(container = %id, bundle = %container.bundle.display(), "reaped a container left behind by a killed harness ({reason}); {bundle_note}");
-    eprintln!(
+    tracing::warn!(target: "notice",
         "harness: reaped container {id} left behind by a killed harness ({reason}); {bundle_note}"
     );
     report.containers.push(id.clone());
@@ -179,7 +179,7 @@ fn reap_bundle_folder(bundle: &Path, still_listed: &BTreeSet<String>, report: &m
     match remove_bundle(bundle) {
         Ok(()) => {
             tracing::warn!(bundle = %shown, "removed a bundle folder left behind by a killed harness ({reason})");
-            eprintln!(
+            tracing::warn!(target: "notice",
                 "harness: removed bundle folder {shown} left behind by a killed harness ({reason})"
             );
             report.bundles.push(bundle.to_path_buf());

@@ -52,7 +52,7 @@ pub fn reap_stale_runs() -> StaleRuns {
                 } else {
                     format!("killed {}", describe(&killed))
                 };
-                eprintln!(
+                tracing::warn!(target: "notice",
                     "harness: reaped cgroup {} left behind by a killed harness ({reason}); {listed}",
                     path.display()
                 );
@@ -60,7 +60,7 @@ pub fn reap_stale_runs() -> StaleRuns {
                 report.removed.push(path);
             }
             Err(err) => {
-                eprintln!(
+                tracing::warn!(target: "notice",
                     "harness: could not reap cgroup {} left behind by a killed harness: {err:#}",
                     path.display()
                 );
