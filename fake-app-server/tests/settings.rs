@@ -176,3 +176,38 @@ fn settings_update_checks_the_thread_id_and_the_handshake() {
         "invalid thread id: invalid character: expected an optional prefix of `urn:uuid:` followed by [0-9a-fA-F-], found `z` at 1"
     );
 }
+
+/// Found by `harness explore` (corpus: `thread-start-history-mode`,
+/// `thread-start-daybreak-ephemeral`): the fake answered `historyMode: "paginated"` and
+/// `daybreakEnabled: null` whatever the client asked, and started an ephemeral thread with a
+/// Daybreak choice that Codex 0.169 refuses.
+#[test]
+fn thread_start_echoes_the_history_mode_and_daybreak_choice() {
+    let lab = Lab::new();
+    let mut client = Client::spawn(&["app-server", "--sandbox", "simulated"], &lab.home());
+    client.initialize(true);
+    let asked = client.request(
+        "thread/start",
+        json!({"cwd": lab.ws_str(), "historyMode": "legacy", "daybreakEnabled": false}),
+    );
+    let thread = &asked["result"]["thread"];
+    assert_eq!(thread["historyMode"], "legacy", "{asked}");
+    assert_eq!(thread["daybreakEnabled"], false, "{asked}");
+    let started = client.notification("thread/started");
+    assert_eq!(started["params"]["thread"]["historyMode"], "legacy");
+    assert_eq!(started["params"]["thread"]["daybreakEnabled"], false);
+
+    let unasked = client.request("thread/start", json!({"cwd": lab.ws_str()}));
+    assert_eq!(unasked["result"]["thread"]["historyMode"], "paginated");
+    assert_eq!(unasked["result"]["thread"]["daybreakEnabled"], Value::Null);
+
+    let ephemeral = client.request(
+        "thread/start",
+        json!({"cwd": lab.ws_str(), "ephemeral": true, "daybreakEnabled": false}),
+    );
+    assert_eq!(ephemeral["error"]["code"], -32600, "{ephemeral}");
+    assert_eq!(
+        ephemeral["error"]["message"],
+        "daybreakEnabled is not supported for ephemeral threads"
+    );
+}

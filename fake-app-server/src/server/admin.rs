@@ -162,6 +162,7 @@ fn clone_thread(thread: &ThreadState) -> ThreadState {
         model: thread.model.clone(),
         collaboration_mode: thread.collaboration_mode.clone(),
         model_settings: thread.model_settings.clone(),
+        history: thread.history.clone(),
         name: thread.name.clone(),
         forked_from: thread.forked_from.clone(),
         dynamic_tools: thread.dynamic_tools.clone(),

@@ -65,6 +65,8 @@ pub struct ThreadState {
     pub collaboration_mode: Option<Value>,
     /// Reasoning effort, summary, service tier and personality, as a client set them.
     pub model_settings: ModelSettings,
+    /// `thread/start`'s `historyMode` and `daybreakEnabled`.
+    pub history: shapes::HistoryChoice,
     /// `thread/name/set`.
     pub name: Option<String>,
     /// The thread `thread/fork` copied it from.
@@ -116,6 +118,8 @@ struct Persisted {
     collaboration_mode: Option<Value>,
     #[serde(default)]
     model_settings: ModelSettings,
+    #[serde(default)]
+    history: shapes::HistoryChoice,
     #[serde(default)]
     name: Option<String>,
     #[serde(default)]
@@ -208,6 +212,7 @@ impl ThreadState {
             } else {
                 Vec::new()
             },
+            history: &self.history,
         }
     }
 
@@ -251,6 +256,7 @@ impl ThreadState {
             model: self.model.clone(),
             collaboration_mode: self.collaboration_mode.clone(),
             model_settings: self.model_settings.clone(),
+            history: self.history.clone(),
             name: self.name.clone(),
             forked_from: self.forked_from.clone(),
             dynamic_tools: self.dynamic_tools.clone(),
@@ -327,6 +333,7 @@ impl ThreadState {
             model: record.model,
             collaboration_mode: record.collaboration_mode,
             model_settings: record.model_settings,
+            history: record.history,
             name: record.name,
             forked_from: record.forked_from,
             dynamic_tools: record.dynamic_tools,
