@@ -37,6 +37,14 @@ fn settings_updates(lines: &[Line]) -> Vec<Value> {
         .collect()
 }
 
+/// A fake with the simulated sandbox and a client that declared `experimentalApi`.
+fn experimental_client() -> (Lab, Client) {
+    let lab = Lab::new();
+    let mut client = Client::spawn(&["app-server", "--sandbox", "simulated"], &lab.home());
+    client.initialize(true);
+    (lab, client)
+}
+
 fn mode(name: &str, effort: Value) -> Value {
     json!({"mode": name, "settings": {"model": "mock-model", "reasoning_effort": effort, "developer_instructions": null}})
 }
@@ -183,9 +191,7 @@ fn settings_update_checks_the_thread_id_and_the_handshake() {
 /// Daybreak choice that Codex 0.169 refuses.
 #[test]
 fn thread_start_echoes_the_history_mode_and_daybreak_choice() {
-    let lab = Lab::new();
-    let mut client = Client::spawn(&["app-server", "--sandbox", "simulated"], &lab.home());
-    client.initialize(true);
+    let (lab, mut client) = experimental_client();
     let asked = client.request(
         "thread/start",
         json!({"cwd": lab.ws_str(), "historyMode": "legacy", "daybreakEnabled": false}),
@@ -210,4 +216,32 @@ fn thread_start_echoes_the_history_mode_and_daybreak_choice() {
         ephemeral["error"]["message"],
         "daybreakEnabled is not supported for ephemeral threads"
     );
+}
+
+/// Found by `harness explore` (corpus: `thread-start-personality`): the fake reported
+/// `personality: null` in `thread/settings/updated` after a `thread/start` that named one.
+#[test]
+fn the_personality_thread_start_was_given_is_reported_in_the_settings() {
+    let (lab, mut client) = experimental_client();
+    let started = client.request(
+        "thread/start",
+        json!({"cwd": lab.ws_str(), "personality": "friendly"}),
+    );
+    let thread = started["result"]["thread"]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let before = client.seen.len();
+    client.request(
+        "turn/start",
+        json!({"threadId": thread, "input": [{"type": "text", "text": "hi"}], "effort": "high"}),
+    );
+    let updates = settings_updates(&client.seen[before..]);
+    assert_eq!(updates.len(), 1, "{:#?}", &client.seen[before..]);
+    assert_schema_valid(&updates[0]);
+    assert_eq!(
+        updates[0]["params"]["threadSettings"]["personality"],
+        "friendly"
+    );
+    assert_eq!(updates[0]["params"]["threadSettings"]["effort"], "high");
 }

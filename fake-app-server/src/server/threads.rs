@@ -40,6 +40,10 @@ struct ThreadStartParams {
     history_mode: Option<String>,
     #[serde(default)]
     daybreak_enabled: Option<bool>,
+    /// Deprecated (it selects no style) yet kept: Codex 0.169 reports it in the thread's
+    /// settings (measured with `harness explore`).
+    #[serde(default)]
+    personality: Option<Value>,
 }
 
 #[derive(Deserialize)]
@@ -241,6 +245,7 @@ pub(super) fn thread_start(shared: &Arc<Shared>, params: Option<&Value>) -> Repl
             collaboration_mode: None,
             model_settings: super::state::ModelSettings {
                 service_tier: crate::persona::current().service_tier_answer(asked_tier.as_ref()),
+                personality: params.personality.unwrap_or(Value::Null),
                 ..Default::default()
             },
             history: shapes::HistoryChoice {
