@@ -46,7 +46,7 @@ fn loaded<'a>(state: &'a State, thread_id: &str) -> Result<&'a ThreadState, RpcE
     state
         .threads
         .get(thread_id)
-        .ok_or_else(|| RpcError::invalid(format!("thread not found: {thread_id}")))
+        .ok_or_else(|| super::gate::thread_not_found(thread_id))
 }
 
 /// A thread as `thread/list` and `thread/unarchive` show it: a loaded one as it stands, one

@@ -381,7 +381,7 @@ fn active_turn<'a>(
     let thread = state
         .threads
         .get(thread_id)
-        .ok_or_else(|| RpcError::invalid(format!("thread not found: {thread_id}")))?;
+        .ok_or_else(|| super::gate::thread_not_found(thread_id))?;
     thread
         .active
         .as_ref()

@@ -27,7 +27,7 @@ impl State {
     pub fn thread_mut(&mut self, id: &str) -> Result<&mut ThreadState, RpcError> {
         self.threads
             .get_mut(id)
-            .ok_or_else(|| RpcError::invalid(format!("thread not found: {id}")))
+            .ok_or_else(|| super::gate::thread_not_found(id))
     }
 }
 
