@@ -4,7 +4,7 @@
 //! unarchive, delete and unsubscribe them, and ask for their goal and background terminals
 //! (the fake's model never sets a goal nor leaves a terminal running).
 
-use super::gate::{check_thread_id, require_initialized};
+use super::gate::{check_session_id, check_thread_id, require_initialized};
 use super::settings::model_of;
 use super::state::{self, State, ThreadState};
 use super::{Reply, Shared};
@@ -403,7 +403,12 @@ fn unloaded_reply(thread_id: &str, notification: &str) -> Reply {
 /// `$CODEX_HOME/archived_sessions/`.
 pub fn thread_archive(shared: &Arc<Shared>, params: Option<&Value>) -> Reply {
     let run = || -> Result<String, RpcError> {
-        let id = thread_id_of(shared, params)?;
+        let params: ThreadIdParams = parse_params(params)?;
+        require_initialized(shared)?;
+        // Codex 0.169 words a malformed id here as a session id (measured with `harness
+        // explore`, corpus `thread-archive-session-id`), as `thread/resume` does.
+        check_session_id(&params.thread_id)?;
+        let id = params.thread_id;
         let (thread, file) = unload(shared, &id)?;
         let Some(dir) = state::archive_dir() else {
             return Ok(id);

@@ -34,7 +34,8 @@ pub(super) fn check_thread_id(id: &str) -> Result<(), RpcError> {
     parse_id(id, "thread")
 }
 
-/// `thread/resume` words a malformed id as a session id (Codex 0.169, measured).
+/// `thread/resume` and `thread/archive` word a malformed id as a session id (Codex 0.169,
+/// measured).
 pub(super) fn check_session_id(id: &str) -> Result<(), RpcError> {
     parse_id(id, "session")
 }
