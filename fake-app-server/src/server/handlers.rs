@@ -227,7 +227,7 @@ fn initialize(shared: &Arc<Shared>, params: Option<&Value>) -> Reply {
     });
     let then = vec![shapes::notification(
         "remoteControl/status/changed",
-        json!({"status": "disabled", "serverName": hostname(), "installationId": uuid::Uuid::new_v4().to_string(), "environmentId": null}),
+        json!({"status": "disabled", "serverName": hostname(), "installationId": super::state::installation_id(), "environmentId": null}),
     )];
     // The start-up probe's warning goes out once the probe is done, off the initialize path (the
     // real server's warning also arrives late, e.g. just before a failing thread/start answer).

@@ -360,6 +360,24 @@ pub fn codex_home() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from(".codex"))
 }
 
+/// The installation's id: Codex 0.169 keeps a v4 uuid in `$CODEX_HOME/installation_id` and
+/// reports the same one on every launch in that home (measured with `harness explore`, corpus
+/// `second-launch-installation-id`). Read back when the file holds one, else a new one written
+/// there; a home that cannot be written still gets an id for this launch, as the id is only
+/// reported, never checked.
+pub fn installation_id() -> String {
+    let file = codex_home().join("installation_id");
+    let kept = std::fs::read_to_string(&file)
+        .ok()
+        .and_then(|text| uuid::Uuid::parse_str(text.trim()).ok());
+    if let Some(kept) = kept {
+        return kept.hyphenated().to_string();
+    }
+    let id = uuid::Uuid::new_v4().to_string();
+    let _ = std::fs::write(&file, &id);
+    id
+}
+
 /// Where a new non-ephemeral thread is persisted: Codex 0.169's rollout path,
 /// `$CODEX_HOME/sessions/YYYY/MM/DD/rollout-YYYY-MM-DDTHH-MM-SS-<id>.jsonl` in local time
 /// (measured), which `thread.path` reports. The file holds the fake's own record of the
