@@ -245,3 +245,15 @@ fn the_personality_thread_start_was_given_is_reported_in_the_settings() {
     );
     assert_eq!(updates[0]["params"]["threadSettings"]["effort"], "high");
 }
+
+/// Found by `harness explore` (corpus `thread-read-before-a-turn`): before its first turn a
+/// thread has no rollout and Codex 0.169 reads it with `readState: null`; the fake gave a
+/// read receipt.
+#[test]
+fn a_thread_read_before_its_first_turn_has_no_read_state() {
+    let (lab, mut client) = experimental_client();
+    let (thread, _) = client.start_thread(&lab.ws_str());
+    let read = client.request("thread/read", json!({"threadId": thread}));
+    assert_eq!(read["result"]["readState"], Value::Null, "{read}");
+    assert_eq!(read["result"]["thread"]["id"], thread.as_str());
+}

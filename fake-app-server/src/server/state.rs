@@ -160,13 +160,15 @@ fn user_reviewer() -> String {
 
 impl ThreadState {
     /// The thread's read receipt as Codex 0.169 reports it (`thread/read.readState`,
-    /// `thread/readState/changed`): `null` for an ephemeral thread (no durable state); else the
+    /// `thread/readState/changed`): `null` for a thread with no rollout yet, ephemeral or before
+    /// its first turn (no durable state: measured with `harness explore`, corpus
+    /// `thread-read-before-a-turn`); else the
     /// earliest completed turn with an agent message is the first unread one (a turn that only
     /// planned leaves nothing to read: measured with 0.169; the fake implements no
     /// `thread/readState/update`, so nothing is ever marked read), with an opaque revision that
     /// changes with every finished turn.
     pub fn read_state(&self) -> Value {
-        if self.ephemeral {
+        if !self.has_rollout() {
             return Value::Null;
         }
         let first_unread = self
