@@ -283,3 +283,37 @@ fn an_unimplemented_method_names_its_reason() {
         format!("fake-app-server does not implement `review/start` (personas/0.169.0/unimplemented.toml: {reason})")
     );
 }
+
+/// Found by `harness explore` (corpus `thread-archive-session-id`): Codex 0.169 words a
+/// malformed id given to `thread/archive` as a session id; the fake said `invalid thread id`.
+#[test]
+fn thread_archive_words_a_malformed_id_as_a_session_id() {
+    let lab = Lab::new();
+    let mut client = Client::spawn(&["app-server", "--sandbox", "simulated"], &lab.home());
+    client.initialize(false);
+    let archived = client.request("thread/archive", json!({"threadId": ""}));
+    assert_eq!(
+        error_message(&archived),
+        "invalid session id: invalid length: expected length 32 for simple format, found 0"
+    );
+}
+
+/// Found by `harness explore` (corpus `second-launch-installation-id`): Codex 0.169 reports the
+/// same `installationId` on every launch in a home; the fake drew a new one each time.
+#[test]
+fn every_launch_in_a_home_reports_the_same_installation_id() {
+    let lab = Lab::new();
+    let installation_id = |lab: &Lab| {
+        let mut client = Client::spawn(&["app-server", "--sandbox", "simulated"], &lab.home());
+        client.initialize(false);
+        let status = client.notification("remoteControl/status/changed");
+        status["params"]["installationId"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let first = installation_id(&lab);
+    assert!(uuid::Uuid::parse_str(&first).is_ok(), "{first}");
+    assert_eq!(installation_id(&lab), first);
+    assert_ne!(installation_id(&Lab::new()), first);
+}

@@ -37,6 +37,14 @@ fn settings_updates(lines: &[Line]) -> Vec<Value> {
         .collect()
 }
 
+/// A fake with the simulated sandbox and a client that declared `experimentalApi`.
+fn experimental_client() -> (Lab, Client) {
+    let lab = Lab::new();
+    let mut client = Client::spawn(&["app-server", "--sandbox", "simulated"], &lab.home());
+    client.initialize(true);
+    (lab, client)
+}
+
 fn mode(name: &str, effort: Value) -> Value {
     json!({"mode": name, "settings": {"model": "mock-model", "reasoning_effort": effort, "developer_instructions": null}})
 }
@@ -175,4 +183,77 @@ fn settings_update_checks_the_thread_id_and_the_handshake() {
         answer["error"]["message"],
         "invalid thread id: invalid character: expected an optional prefix of `urn:uuid:` followed by [0-9a-fA-F-], found `z` at 1"
     );
+}
+
+/// Found by `harness explore` (corpus: `thread-start-history-mode`,
+/// `thread-start-daybreak-ephemeral`): the fake answered `historyMode: "paginated"` and
+/// `daybreakEnabled: null` whatever the client asked, and started an ephemeral thread with a
+/// Daybreak choice that Codex 0.169 refuses.
+#[test]
+fn thread_start_echoes_the_history_mode_and_daybreak_choice() {
+    let (lab, mut client) = experimental_client();
+    let asked = client.request(
+        "thread/start",
+        json!({"cwd": lab.ws_str(), "historyMode": "legacy", "daybreakEnabled": false}),
+    );
+    let thread = &asked["result"]["thread"];
+    assert_eq!(thread["historyMode"], "legacy", "{asked}");
+    assert_eq!(thread["daybreakEnabled"], false, "{asked}");
+    let started = client.notification("thread/started");
+    assert_eq!(started["params"]["thread"]["historyMode"], "legacy");
+    assert_eq!(started["params"]["thread"]["daybreakEnabled"], false);
+
+    let unasked = client.request("thread/start", json!({"cwd": lab.ws_str()}));
+    assert_eq!(unasked["result"]["thread"]["historyMode"], "paginated");
+    assert_eq!(unasked["result"]["thread"]["daybreakEnabled"], Value::Null);
+
+    let ephemeral = client.request(
+        "thread/start",
+        json!({"cwd": lab.ws_str(), "ephemeral": true, "daybreakEnabled": false}),
+    );
+    assert_eq!(ephemeral["error"]["code"], -32600, "{ephemeral}");
+    assert_eq!(
+        ephemeral["error"]["message"],
+        "daybreakEnabled is not supported for ephemeral threads"
+    );
+}
+
+/// Found by `harness explore` (corpus: `thread-start-personality`): the fake reported
+/// `personality: null` in `thread/settings/updated` after a `thread/start` that named one.
+#[test]
+fn the_personality_thread_start_was_given_is_reported_in_the_settings() {
+    let (lab, mut client) = experimental_client();
+    let started = client.request(
+        "thread/start",
+        json!({"cwd": lab.ws_str(), "personality": "friendly"}),
+    );
+    let thread = started["result"]["thread"]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let before = client.seen.len();
+    client.request(
+        "turn/start",
+        json!({"threadId": thread, "input": [{"type": "text", "text": "hi"}], "effort": "high"}),
+    );
+    let updates = settings_updates(&client.seen[before..]);
+    assert_eq!(updates.len(), 1, "{:#?}", &client.seen[before..]);
+    assert_schema_valid(&updates[0]);
+    assert_eq!(
+        updates[0]["params"]["threadSettings"]["personality"],
+        "friendly"
+    );
+    assert_eq!(updates[0]["params"]["threadSettings"]["effort"], "high");
+}
+
+/// Found by `harness explore` (corpus `thread-read-before-a-turn`): before its first turn a
+/// thread has no rollout and Codex 0.169 reads it with `readState: null`; the fake gave a
+/// read receipt.
+#[test]
+fn a_thread_read_before_its_first_turn_has_no_read_state() {
+    let (lab, mut client) = experimental_client();
+    let (thread, _) = client.start_thread(&lab.ws_str());
+    let read = client.request("thread/read", json!({"threadId": thread}));
+    assert_eq!(read["result"]["readState"], Value::Null, "{read}");
+    assert_eq!(read["result"]["thread"]["id"], thread.as_str());
 }

@@ -20,6 +20,25 @@ pub fn now_s() -> u64 {
     now_ms() / 1000
 }
 
+/// What `thread/start` chose for a thread's history, as every thread object then says it
+/// (Codex 0.169 echoes the client's `historyMode` and `daybreakEnabled`, measured with
+/// `harness explore`; absent or `null`: `paginated` and `null`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HistoryChoice {
+    pub history_mode: String,
+    pub daybreak_enabled: Option<bool>,
+}
+
+impl Default for HistoryChoice {
+    fn default() -> Self {
+        Self {
+            history_mode: "paginated".into(),
+            daybreak_enabled: None,
+        }
+    }
+}
+
 /// What a thread object is built from.
 #[derive(Debug, Clone)]
 pub struct ThreadView<'a> {
@@ -35,6 +54,7 @@ pub struct ThreadView<'a> {
     pub updated_at: u64,
     pub status: Value,
     pub turns: Vec<Value>,
+    pub history: &'a HistoryChoice,
 }
 
 pub fn thread(view: &ThreadView) -> Value {
@@ -51,7 +71,7 @@ pub fn thread(view: &ThreadView) -> Value {
         "section": null,
         "sectionEnteredAt": null,
         "projectId": null,
-        "historyMode": "paginated",
+        "historyMode": view.history.history_mode,
         "modelProvider": view.model_provider,
         "model": view.model,
         "reasoningEffort": null,
@@ -70,7 +90,7 @@ pub fn thread(view: &ThreadView) -> Value {
         "agentRole": null,
         "gitInfo": null,
         "name": null,
-        "daybreakEnabled": null,
+        "daybreakEnabled": view.history.daybreak_enabled,
         "turns": view.turns,
     })
 }

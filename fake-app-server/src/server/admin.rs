@@ -4,7 +4,7 @@
 //! unarchive, delete and unsubscribe them, and ask for their goal and background terminals
 //! (the fake's model never sets a goal nor leaves a terminal running).
 
-use super::gate::{check_thread_id, require_initialized};
+use super::gate::{check_session_id, check_thread_id, require_initialized};
 use super::settings::model_of;
 use super::state::{self, State, ThreadState};
 use super::{Reply, Shared};
@@ -46,7 +46,7 @@ fn loaded<'a>(state: &'a State, thread_id: &str) -> Result<&'a ThreadState, RpcE
     state
         .threads
         .get(thread_id)
-        .ok_or_else(|| RpcError::invalid(format!("thread not found: {thread_id}")))
+        .ok_or_else(|| super::gate::thread_not_found(thread_id))
 }
 
 /// A thread as `thread/list` and `thread/unarchive` show it: a loaded one as it stands, one
@@ -162,6 +162,7 @@ fn clone_thread(thread: &ThreadState) -> ThreadState {
         model: thread.model.clone(),
         collaboration_mode: thread.collaboration_mode.clone(),
         model_settings: thread.model_settings.clone(),
+        history: thread.history.clone(),
         name: thread.name.clone(),
         forked_from: thread.forked_from.clone(),
         dynamic_tools: thread.dynamic_tools.clone(),
@@ -402,7 +403,12 @@ fn unloaded_reply(thread_id: &str, notification: &str) -> Reply {
 /// `$CODEX_HOME/archived_sessions/`.
 pub fn thread_archive(shared: &Arc<Shared>, params: Option<&Value>) -> Reply {
     let run = || -> Result<String, RpcError> {
-        let id = thread_id_of(shared, params)?;
+        let params: ThreadIdParams = parse_params(params)?;
+        require_initialized(shared)?;
+        // Codex 0.169 words a malformed id here as a session id (measured with `harness
+        // explore`, corpus `thread-archive-session-id`), as `thread/resume` does.
+        check_session_id(&params.thread_id)?;
+        let id = params.thread_id;
         let (thread, file) = unload(shared, &id)?;
         let Some(dir) = state::archive_dir() else {
             return Ok(id);

@@ -34,9 +34,20 @@ pub(super) fn check_thread_id(id: &str) -> Result<(), RpcError> {
     parse_id(id, "thread")
 }
 
-/// `thread/resume` words a malformed id as a session id (Codex 0.169, measured).
+/// `thread/resume` and `thread/archive` word a malformed id as a session id (Codex 0.169,
+/// measured).
 pub(super) fn check_session_id(id: &str) -> Result<(), RpcError> {
     parse_id(id, "session")
+}
+
+/// Codex's answer for a well-formed id it does not hold: it names the parsed UUID, hyphenated
+/// (a simple, braced or `urn:uuid:` form is reported as `8-4-4-4-12`; measured with 0.169 and
+/// `harness explore`, corpus `thread-id-forms`).
+pub(crate) fn thread_not_found(id: &str) -> RpcError {
+    let named = uuid::Uuid::parse_str(id)
+        .map(|uuid| uuid.hyphenated().to_string())
+        .unwrap_or_else(|_| id.to_string());
+    RpcError::invalid(format!("thread not found: {named}"))
 }
 
 fn parse_id(id: &str, noun: &str) -> Result<(), RpcError> {
@@ -80,5 +91,19 @@ mod tests {
             "invalid thread id: invalid length: expected length 32 for simple format, found 0"
         );
         assert!(check_thread_id("01a2310e-f7aa-71a2-b7e9-e659bfd286b5").is_ok());
+    }
+
+    /// Found by `harness explore` (corpus `thread-id-forms`): the fake named the id as sent.
+    #[test]
+    fn a_missing_thread_is_named_by_its_hyphenated_uuid() {
+        let hyphenated = "thread not found: 01a2310e-f7aa-71a2-b7e9-e659bfd286b5";
+        for sent in [
+            "01a2310ef7aa71a2b7e9e659bfd286b5",
+            "{01a2310e-f7aa-71a2-b7e9-e659bfd286b5}",
+            "urn:uuid:01a2310e-f7aa-71a2-b7e9-e659bfd286b5",
+            "01A2310E-F7AA-71A2-B7E9-E659BFD286B5",
+        ] {
+            assert_eq!(thread_not_found(sent).message, hyphenated, "{sent}");
+        }
     }
 }

@@ -227,7 +227,7 @@ fn initialize(shared: &Arc<Shared>, params: Option<&Value>) -> Reply {
     });
     let then = vec![shapes::notification(
         "remoteControl/status/changed",
-        json!({"status": "disabled", "serverName": hostname(), "installationId": uuid::Uuid::new_v4().to_string(), "environmentId": null}),
+        json!({"status": "disabled", "serverName": hostname(), "installationId": super::state::installation_id(), "environmentId": null}),
     )];
     // The start-up probe's warning goes out once the probe is done, off the initialize path (the
     // real server's warning also arrives late, e.g. just before a failing thread/start answer).
@@ -381,7 +381,7 @@ fn active_turn<'a>(
     let thread = state
         .threads
         .get(thread_id)
-        .ok_or_else(|| RpcError::invalid(format!("thread not found: {thread_id}")))?;
+        .ok_or_else(|| super::gate::thread_not_found(thread_id))?;
     thread
         .active
         .as_ref()

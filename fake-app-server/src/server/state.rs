@@ -27,7 +27,7 @@ impl State {
     pub fn thread_mut(&mut self, id: &str) -> Result<&mut ThreadState, RpcError> {
         self.threads
             .get_mut(id)
-            .ok_or_else(|| RpcError::invalid(format!("thread not found: {id}")))
+            .ok_or_else(|| super::gate::thread_not_found(id))
     }
 }
 
@@ -65,6 +65,8 @@ pub struct ThreadState {
     pub collaboration_mode: Option<Value>,
     /// Reasoning effort, summary, service tier and personality, as a client set them.
     pub model_settings: ModelSettings,
+    /// `thread/start`'s `historyMode` and `daybreakEnabled`.
+    pub history: shapes::HistoryChoice,
     /// `thread/name/set`.
     pub name: Option<String>,
     /// The thread `thread/fork` copied it from.
@@ -117,6 +119,8 @@ struct Persisted {
     #[serde(default)]
     model_settings: ModelSettings,
     #[serde(default)]
+    history: shapes::HistoryChoice,
+    #[serde(default)]
     name: Option<String>,
     #[serde(default)]
     forked_from: Option<String>,
@@ -156,13 +160,15 @@ fn user_reviewer() -> String {
 
 impl ThreadState {
     /// The thread's read receipt as Codex 0.169 reports it (`thread/read.readState`,
-    /// `thread/readState/changed`): `null` for an ephemeral thread (no durable state); else the
+    /// `thread/readState/changed`): `null` for a thread with no rollout yet, ephemeral or before
+    /// its first turn (no durable state: measured with `harness explore`, corpus
+    /// `thread-read-before-a-turn`); else the
     /// earliest completed turn with an agent message is the first unread one (a turn that only
     /// planned leaves nothing to read: measured with 0.169; the fake implements no
     /// `thread/readState/update`, so nothing is ever marked read), with an opaque revision that
     /// changes with every finished turn.
     pub fn read_state(&self) -> Value {
-        if self.ephemeral {
+        if !self.has_rollout() {
             return Value::Null;
         }
         let first_unread = self
@@ -208,6 +214,7 @@ impl ThreadState {
             } else {
                 Vec::new()
             },
+            history: &self.history,
         }
     }
 
@@ -251,6 +258,7 @@ impl ThreadState {
             model: self.model.clone(),
             collaboration_mode: self.collaboration_mode.clone(),
             model_settings: self.model_settings.clone(),
+            history: self.history.clone(),
             name: self.name.clone(),
             forked_from: self.forked_from.clone(),
             dynamic_tools: self.dynamic_tools.clone(),
@@ -327,6 +335,7 @@ impl ThreadState {
             model: record.model,
             collaboration_mode: record.collaboration_mode,
             model_settings: record.model_settings,
+            history: record.history,
             name: record.name,
             forked_from: record.forked_from,
             dynamic_tools: record.dynamic_tools,
@@ -351,6 +360,24 @@ pub fn codex_home() -> PathBuf {
     std::env::var_os("HOME")
         .map(|home| PathBuf::from(home).join(".codex"))
         .unwrap_or_else(|| PathBuf::from(".codex"))
+}
+
+/// The installation's id: Codex 0.169 keeps a v4 uuid in `$CODEX_HOME/installation_id` and
+/// reports the same one on every launch in that home (measured with `harness explore`, corpus
+/// `second-launch-installation-id`). Read back when the file holds one, else a new one written
+/// there; a home that cannot be written still gets an id for this launch, as the id is only
+/// reported, never checked.
+pub fn installation_id() -> String {
+    let file = codex_home().join("installation_id");
+    let kept = std::fs::read_to_string(&file)
+        .ok()
+        .and_then(|text| uuid::Uuid::parse_str(text.trim()).ok());
+    if let Some(kept) = kept {
+        return kept.hyphenated().to_string();
+    }
+    let id = uuid::Uuid::new_v4().to_string();
+    let _ = std::fs::write(&file, &id);
+    id
 }
 
 /// Where a new non-ephemeral thread is persisted: Codex 0.169's rollout path,

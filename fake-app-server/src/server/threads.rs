@@ -36,6 +36,14 @@ struct ThreadStartParams {
     config: Option<serde_json::Map<String, Value>>,
     #[serde(default)]
     dynamic_tools: Option<Vec<DynamicToolSpec>>,
+    #[serde(default)]
+    history_mode: Option<String>,
+    #[serde(default)]
+    daybreak_enabled: Option<bool>,
+    /// Deprecated (it selects no style) yet kept: Codex 0.169 reports it in the thread's
+    /// settings (measured with `harness explore`).
+    #[serde(default)]
+    personality: Option<Value>,
 }
 
 #[derive(Deserialize)]
@@ -208,8 +216,14 @@ pub(super) fn thread_start(shared: &Arc<Shared>, params: Option<&Value>) -> Repl
         )?;
         let project_docs = project_docs_wanted(params.config.as_ref())?;
         let instruction_sources = load_instructions(shared, &permissions, &cwd, project_docs)?;
-        let id = crate::ids::uuid_v7();
         let ephemeral = params.ephemeral.unwrap_or(false);
+        // Measured with 0.169 (`harness explore`): refused for `false` as for `true`.
+        if ephemeral && params.daybreak_enabled.is_some() {
+            return Err(RpcError::invalid(
+                "daybreakEnabled is not supported for ephemeral threads",
+            ));
+        }
+        let id = crate::ids::uuid_v7();
         let now = shapes::now_s();
         let thread = ThreadState {
             path: if ephemeral {
@@ -231,7 +245,12 @@ pub(super) fn thread_start(shared: &Arc<Shared>, params: Option<&Value>) -> Repl
             collaboration_mode: None,
             model_settings: super::state::ModelSettings {
                 service_tier: crate::persona::current().service_tier_answer(asked_tier.as_ref()),
+                personality: params.personality.unwrap_or(Value::Null),
                 ..Default::default()
+            },
+            history: shapes::HistoryChoice {
+                history_mode: params.history_mode.unwrap_or_else(|| "paginated".into()),
+                daybreak_enabled: params.daybreak_enabled,
             },
             name: None,
             forked_from: None,

@@ -136,6 +136,7 @@ impl TurnRun {
                     updated_at: now,
                     status: shapes::idle_status(),
                     turns: Vec::new(),
+                    history: &shapes::HistoryChoice::default(),
                 });
                 self.send(shapes::notification(
                     "thread/started",
