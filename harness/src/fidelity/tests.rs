@@ -574,9 +574,7 @@ fn a_turn_start_answer_and_its_turn_started_compare_in_either_order() {
 /// experimental clients is that release's measurement, not a difference of the pair.
 #[test]
 fn another_releases_experimental_only_notifications_are_not_a_difference() {
-    let started = |protocol: serde_json::Value| {
-        serde_json::json!({"kind": "run.started", "payload": {"protocol": protocol}})
-    };
+    let started = |protocol: serde_json::Value| serde_json::json!({"kind": "run.started", "payload": {"protocol": protocol}});
     let mut fake = vec![started(serde_json::json!({
         "release": "0.169.0",
         "experimental_only_notifications": ["thread/readState/changed"]
