@@ -84,10 +84,10 @@ impl StdinSlot {
     /// Close it as soon as no write is in progress (now, or right after that write).
     fn close_soon(&self, log: &LaunchLog) {
         self.close_asked.store(true, Ordering::SeqCst);
+        // Recorded before the pipe closes (the taken stdin used to be dropped at the end of the
+        // condition, before the record), like every other close.
         if let Ok(mut stdin) = self.stdin.try_lock() {
-            if stdin.take().is_some() {
-                log.record("stdin-closed", Map::new());
-            }
+            close_recorded(&mut stdin, log);
         }
     }
 }
