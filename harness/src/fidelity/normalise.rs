@@ -132,7 +132,33 @@ pub fn normalise_with(events: &[Event], aliases: &[(String, String)]) -> Vec<Val
         }
         out.push(value);
     }
+    order_signalled_launch_end(&mut out);
     out
+}
+
+/// A driver that closes its app-server's stdin and signals it at once (the Python SDK: close,
+/// then SIGTERM 2 ms later) races two threads of the tap: under load the forwarded signal's
+/// exit can be recorded before the tap has read the end of the driver's input (the exit then
+/// says `after_driver_signal`, not `after_stdin_closed`). Which record comes first is
+/// scheduling, not behaviour: an exit after the driver's signal that the stdin's close follows
+/// at once compares as the exit after that close.
+pub(super) fn order_signalled_launch_end(sequence: &mut [Value]) {
+    for at in 0..sequence.len().saturating_sub(1) {
+        let exit = &sequence[at];
+        let next = &sequence[at + 1];
+        let raced = exit["kind"] == "protocol.app-server-exited"
+            && exit["payload"]["after_driver_signal"] == Value::Bool(true)
+            && next["kind"] == "protocol.stdin-closed"
+            && next["payload"]["launch"] == exit["payload"]["launch"];
+        if !raced {
+            continue;
+        }
+        if let Some(payload) = sequence[at]["payload"].as_object_mut() {
+            payload.remove("after_driver_signal");
+            payload.insert("after_stdin_closed".into(), Value::Bool(true));
+        }
+        sequence.swap(at, at + 1);
+    }
 }
 
 /// The driver's events, each block of consecutive client requests and their answers in the

@@ -584,3 +584,23 @@ fn another_releases_experimental_only_notifications_are_not_a_difference() {
     super::normalise::mask_release(&mut real);
     assert_eq!(fake, real);
 }
+
+/// The Python SDK closes stdin and sends SIGTERM 2 ms later: under load the tap can record the
+/// forwarded signal's exit before the end of the driver's input. Either order is the same run.
+#[test]
+fn a_signalled_exit_compares_the_same_before_or_after_the_stdin_close() {
+    let closed = serde_json::json!({"kind": "protocol.stdin-closed", "payload": {"launch": 1}});
+    let after_close = serde_json::json!({"kind": "protocol.app-server-exited",
+        "payload": {"launch": 1, "after_stdin_closed": true}});
+    let after_signal = serde_json::json!({"kind": "protocol.app-server-exited",
+        "payload": {"launch": 1, "after_stdin_closed": false, "after_driver_signal": true}});
+    let mut first = vec![closed.clone(), after_close];
+    let mut raced = vec![after_signal.clone(), closed];
+    super::normalise::order_signalled_launch_end(&mut first);
+    super::normalise::order_signalled_launch_end(&mut raced);
+    assert_eq!(first, raced);
+    // A signalled exit the driver never followed with a close keeps its order and its flags.
+    let mut alone = vec![after_signal.clone()];
+    super::normalise::order_signalled_launch_end(&mut alone);
+    assert_eq!(alone, vec![after_signal]);
+}
