@@ -37,6 +37,12 @@ const ORIGINAL: &str = "minimal";
 const LIMITED: &str = "limited";
 /// The same copy, declaring its bound.
 const DECLARED: &str = "limited-declared";
+/// How long each driver waits for a line of its app-server. Five seconds (below the harness's
+/// default idle bound on the fake) let a driver on a loaded CI machine (the published matrix
+/// beside the tests, load around 15 on two cores) give up before a 2 MiB line's first bytes
+/// reached it: the run then shows a driver that timed out, not its reader's limit. Declared as
+/// `idle_timeout_seconds`, the harness waits for it, as `legitimate_population` does.
+const DRIVER_IDLE_SECONDS: u64 = 20;
 /// A copy whose limit counts the newline, as a hand-written `readline(65536)` check does: it
 /// dies on the 64 KiB line too.
 const STRICT: &str = "limited-strict";
@@ -122,9 +128,9 @@ network = false
 task = { prompt = "Summarise the README." }
 "#;
 
-/// The drivers (each waits at most 5 s for a line, below the harness's idle bound on the
-/// fake) and a drivers file declaring them, then `extra` (cases, matrix blocks); the file's
-/// path.
+/// The drivers and a drivers file declaring them, then `extra` (cases, matrix blocks); the
+/// file's path. Each waits at most [`DRIVER_IDLE_SECONDS`] for a line and declares that wait, so
+/// the harness's idle bound follows it.
 fn drivers_file(dir: &Path, extra: &str) -> PathBuf {
     let original = driver_copies::minimal_driver();
     let limited = limited(&original).unwrap_or_else(|e| panic!("{e}"));
@@ -139,7 +145,7 @@ fn drivers_file(dir: &Path, extra: &str) -> PathBuf {
         std::fs::write(dir.join(format!("{name}.py")), text).unwrap();
         let _ = write!(
             file,
-            "[drivers.{name}]\ncommand = \"python3 {name}.py --cwd {{workspace}} --prompt {{prompt}} --mode {{mode}} --timeout 5\"\ncodex = \"env:CODEX_PATH\"\nmodes = [\"planning\", \"standard\", \"ask\"]\noutcome = \"exit-status\"\n{declares}\n"
+            "[drivers.{name}]\ncommand = \"python3 {name}.py --cwd {{workspace}} --prompt {{prompt}} --mode {{mode}} --timeout {DRIVER_IDLE_SECONDS}\"\ncodex = \"env:CODEX_PATH\"\nmodes = [\"planning\", \"standard\", \"ask\"]\noutcome = \"exit-status\"\nidle_timeout_seconds = {DRIVER_IDLE_SECONDS}\n{declares}\n"
         );
     }
     file.push_str(extra);
@@ -256,6 +262,13 @@ fn check(
                 .map_or("missing", |c| c["verdict"].as_str().unwrap_or("none"))
                 .to_string()
         };
+        let verdict_reason = |driver: &str| {
+            cells
+                .get(&name(driver))
+                .and_then(|c| c["reason"].as_str())
+                .unwrap_or("no reason")
+                .to_string()
+        };
         let _ = writeln!(
             report,
             "{app_server} {environment} {case}: {ORIGINAL} {}, {LIMITED} {}, {DECLARED} {}, {STRICT} {}",
@@ -321,9 +334,10 @@ fn check(
         }
         if verdict(DECLARED) != "pass" {
             failures.push(format!(
-                "{}: dying on a line over its declared max_line_bytes is a classified failure, got {}",
+                "{}: dying on a line over its declared max_line_bytes is a classified failure, got {} ({})",
                 name(DECLARED),
-                verdict(DECLARED)
+                verdict(DECLARED),
+                verdict_reason(DECLARED)
             ));
         }
         let declared = run_ended(&out.join(name(DECLARED)));
