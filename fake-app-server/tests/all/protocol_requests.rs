@@ -2,7 +2,7 @@
 //! sent mid-turn bound to the live thread and turn, schema-valid for the release, and the
 //! client's answer decides what happens where it has meaning.
 
-mod common;
+use crate::common;
 
 use common::cases::{decide, error, result, spawn, start_thread, Case, Schemas};
 use common::Lab;

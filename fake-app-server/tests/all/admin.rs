@@ -2,7 +2,7 @@
 //! as Codex 0.169 answers them (each measured with the real binary, offline), and the methods the
 //! fake does not implement, answered `-32603` with the reason its persona gives.
 
-mod common;
+use crate::common;
 
 use common::{Client, Lab, Line};
 use serde_json::{json, Value};

@@ -1,7 +1,7 @@
 //! The protocol cases' turn outcomes, binding, control and recovery, played against a scripted
 //! client.
 
-mod common;
+use crate::common;
 
 use common::cases::{error, methods_of, spawn, start_thread, Case, Schemas};
 use common::{Lab, WAIT};

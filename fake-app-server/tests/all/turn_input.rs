@@ -3,7 +3,7 @@
 //! (the reader or the turn's player) ran first. Each race is run several times: on the old
 //! player each ended both ways within a few runs.
 
-mod common;
+use crate::common;
 
 use common::cases::{decide, spawn, start_thread};
 use common::{Client, Lab, Line, WAIT};

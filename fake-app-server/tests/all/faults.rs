@@ -1,6 +1,6 @@
 //! Transport faults from scenarios: every one bounded, every one observable.
 
-mod common;
+use crate::common;
 
 use common::*;
 use fake_app_server::scenario::builder::steps;

@@ -6,7 +6,7 @@
 //! asking `serviceTier: null`, where Codex 0.169 answers `"default"` (a driver whose models
 //! reject `null` passed on the fake and failed on every real cell).
 
-mod common;
+use crate::common;
 
 use common::{Client, Lab};
 use serde_json::{json, Value};

@@ -1,7 +1,7 @@
 //! What published drivers (the Python SDK `openai-codex`, `codex-acp`) need from the fake, with
 //! the answers Codex 0.169.0 gives them (measured; see the module docs of `server::settings`).
 
-mod common;
+use crate::common;
 
 use common::*;
 use serde_json::{json, Value};

@@ -3,7 +3,7 @@
 //! to, and how it makes a plan item's id. Each persona's data are checked against its real
 //! Codex in harness/tests/codex_protocol_lists.rs.
 
-mod common;
+use crate::common;
 
 use common::{fake_command, finish_tool, profile_args, Client, Lab};
 use serde_json::{json, Value};

@@ -10,7 +10,6 @@
 //! real-binary trials are ignored, with the reason, where that release is not installed
 //! (failing under CI=true).
 
-#[path = "common/prereq.rs"]
 mod prereq;
 
 use fake_app_server::cli::help::{self, HelpText, OptionSpec};

@@ -1,6 +1,6 @@
 //! Built-in and built scenarios, played through the real stdio protocol.
 
-mod common;
+use crate::common;
 
 use common::*;
 use fake_app_server::scenario::builder::steps;

@@ -1,6 +1,6 @@
 //! The fake answers the protocol like Codex 0.169.0 (texts measured with the real binary).
 
-mod common;
+use crate::common;
 
 use assert_cmd::assert::OutputAssertExt;
 

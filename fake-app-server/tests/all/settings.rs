@@ -2,7 +2,7 @@
 //! `thread/settings/updated` goes out when a `turn/start` or a `thread/settings/update` changes
 //! what a client sees of the settings, and only then; before the `turn/start` answer.
 
-mod common;
+use crate::common;
 
 use common::{Client, Lab, Line};
 use serde_json::{json, Value};

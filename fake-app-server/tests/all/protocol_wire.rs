@@ -2,7 +2,7 @@
 //! bursts and a stderr flood, played against a scripted client; and the protocol cases'
 //! scenarios under the fake playing 0.171, against 0.171's schema.
 
-mod common;
+use crate::common;
 
 use common::cases::{spawn, start_thread, Case, Schemas};
 use common::{Lab, Line};
