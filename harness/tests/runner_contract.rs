@@ -1,7 +1,7 @@
 //! The runner contract's newer cases, played by the reference driver as the matrix plays them
 //! (`harness drive` through the wire tap, against each case's fake builtin) and graded from the
 //! wire: the reference driver passes every one. The failing runs of each rule are the graders'
-//! own tests (graders/tests/runner_contract.rs).
+//! own tests (graders/tests/all/runner_contract.rs).
 
 // Each test crate uses its own part of the shared helpers.
 #[allow(dead_code)]
