@@ -20,7 +20,7 @@ use suites::Cell;
 use tokio_util::sync::CancellationToken;
 
 /// How long the orderly stop may take before the handler removes what is left and exits.
-pub const GRACE: Duration = Duration::from_secs(30);
+pub const GRACE: Duration = driver::bounds::RUN_STOP_GRACE;
 
 /// The signal that stopped the run (0: none yet; [`OUTCOME_DECIDED`]: the run's exit code is
 /// settled, so a signal now ends the process at once, as when no matrix runs).

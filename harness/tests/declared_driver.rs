@@ -63,7 +63,7 @@ async fn a_hung_driver_against_the_fake_ends_in_seconds_and_is_credited_nothing(
     let idle =
         matrix::stages::driver::bounds(&matrix::stages::app_server::fake_timeouts(), &task, None)
             .idle;
-    let bound = matrix::stages::process::DRIVER_START_ALLOWANCE + idle + Duration::from_secs(10);
+    let bound = driver::bounds::DRIVER_START_ALLOWANCE + idle + Duration::from_secs(10);
     assert!(started.elapsed() < bound, "{:?}", started.elapsed());
     let CellOutcome::Graded { verdict, .. } = &result.outcome else {
         panic!("{:?}", result.outcome)
@@ -93,7 +93,7 @@ async fn a_hang_is_bounded_by_the_drivers_declared_idle_timeout_not_the_harness_
     let bound = matrix::stages::driver::idle_bound(&fake, Some(declared));
     assert_eq!(
         bound,
-        Duration::from_secs(1) + fake.shutdown + matrix::stages::driver::IDLE_MARGIN
+        Duration::from_secs(1) + fake.shutdown + driver::bounds::IDLE_MARGIN
     );
     assert!(bound < matrix::stages::driver::idle_bound(&fake, None));
     let result = run_cell(&options(dir.path()), &cell).await;

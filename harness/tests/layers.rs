@@ -4,6 +4,10 @@
 //! sideways, so a new crate or dependency is placed on purpose. Dev-dependencies are not
 //! edges of the layers: test binaries sit on top of everything (the suites test binary runs
 //! the matrix).
+//!
+//! The stack's crates `matrix`, `codex` and `driver` publish only what their `lib.rs` says they
+//! own (every other item `pub(crate)`, held by `#![deny(unreachable_pub)]`), and the time bounds
+//! of a run live in one module, `driver::bounds`.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -82,4 +86,111 @@ fn every_workspace_crate_depends_only_on_lower_layers() {
             "LAYERS names `{layer}`, which is not a workspace crate"
         );
     }
+}
+
+/// The crates whose API is what their `lib.rs` header names (issue 40: they made every module
+/// `pub`).
+const NARROWED: &[&str] = &["matrix", "codex", "driver"];
+
+fn crate_src(name: &str) -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("crates")
+        .join(name)
+        .join("src")
+}
+
+#[test]
+fn the_stack_crates_publish_only_what_their_lib_rs_names() {
+    let mut problems = Vec::new();
+    for name in NARROWED {
+        let lib = std::fs::read_to_string(crate_src(name).join("lib.rs")).unwrap();
+        if !lib.contains("#![deny(unreachable_pub)]") {
+            problems.push(format!("`{name}`'s lib.rs does not deny `unreachable_pub`"));
+        }
+        let header: String = lib
+            .lines()
+            .filter(|line| line.starts_with("//!"))
+            .collect::<Vec<_>>()
+            .join(" ");
+        for module in lib.lines().filter_map(|line| {
+            line.strip_prefix("pub mod ")
+                .and_then(|rest| rest.strip_suffix(';'))
+        }) {
+            if !header.contains(&format!("[`{module}")) {
+                problems.push(format!(
+                    "`{name}` publishes `{module}`, which its lib.rs header does not name as its API"
+                ));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// The `Duration` constants of the stack's crates that are no bound of a run, and why.
+const NOT_A_RUN_BOUND: &[(&str, &str)] = &[
+    ("POLL", "a polling cadence, not a bound"),
+    (
+        "FAKE_CELL",
+        "the scheduler's estimate of a cell's length, to order the cells",
+    ),
+    (
+        "REAL_CODEX_CELL",
+        "the scheduler's estimate of a cell's length, to order the cells",
+    ),
+    (
+        "WIRE_LINE",
+        "the scheduler's estimate of a wire line's cost, to order the cells",
+    ),
+    (
+        "NPM_INSTALL_TIMEOUT",
+        "provisioning (`harness provision`), before any run",
+    ),
+    (
+        "VERSION_TIMEOUT",
+        "provisioning (`harness provision`), before any run",
+    ),
+    (
+        "INSTALL_TIMEOUT",
+        "provisioning a published driver, before any run",
+    ),
+    (
+        "QUICK_TIMEOUT",
+        "provisioning a published driver, before any run",
+    ),
+];
+
+#[test]
+fn the_time_bounds_of_a_run_are_in_one_module() {
+    fn walk(folder: &Path, found: &mut Vec<String>) {
+        for entry in std::fs::read_dir(folder).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                walk(&path, found);
+            } else if path.extension().is_some_and(|e| e == "rs") && !path.ends_with("bounds.rs") {
+                let text = std::fs::read_to_string(&path).unwrap();
+                for line in text.lines() {
+                    let Some((before, _)) = line.split_once(": Duration =") else {
+                        continue;
+                    };
+                    let Some(name) = before.split_whitespace().last() else {
+                        continue;
+                    };
+                    if before.contains("const ")
+                        && !NOT_A_RUN_BOUND.iter().any(|(known, _)| *known == name)
+                    {
+                        found.push(format!("{}: {name}", path.display()));
+                    }
+                }
+            }
+        }
+    }
+    let mut found = Vec::new();
+    for name in NARROWED {
+        walk(&crate_src(name), &mut found);
+    }
+    assert!(
+        found.is_empty(),
+        "time bounds outside driver::bounds (move them there, with why their value):\n{}",
+        found.join("\n")
+    );
 }

@@ -231,7 +231,7 @@ pub async fn run(scenario: &str, task: Task, deliver: Deliver) -> TappedRun {
             task: None,
         },
     };
-    let seal = recording.finish(matrix::recorder::FINISH_GRACE);
+    let seal = recording.finish(driver::bounds::LAUNCH_FINISH_GRACE);
     assert_eq!(
         seal.check(&transcript_path),
         Ok(()),

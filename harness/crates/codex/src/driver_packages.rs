@@ -59,7 +59,7 @@ pub const CODEX_ACP: DriverPackage = DriverPackage {
 
 /// The oldest Node.js codex-acp runs on: its dependencies (`open`, `wsl-utils`) declare
 /// `node >= 20`.
-pub const NODE_MAJOR_MIN: u32 = 20;
+pub(crate) const NODE_MAJOR_MIN: u32 = 20;
 
 /// Every driver package `harness provision` installs.
 pub const ALL: [DriverPackage; 2] = [PYTHON_SDK, CODEX_ACP];
@@ -87,13 +87,13 @@ pub struct InstalledDriver {
 
 impl DriverPackage {
     /// Where this package lives in the cache.
-    pub fn prefix(&self) -> Result<PathBuf> {
+    pub(crate) fn prefix(&self) -> Result<PathBuf> {
         Ok(cache_root()?.join(self.cache_relative()))
     }
 
     /// The prefix below the cache root, e.g. `pypi/openai-codex-0.163.0` (what a drivers file
     /// names after `{cache}/`).
-    pub fn cache_relative(&self) -> String {
+    pub(crate) fn cache_relative(&self) -> String {
         let short = self.package.rsplit('/').next().unwrap_or(self.package);
         let folder = match self.registry {
             Registry::PyPi => "pypi",

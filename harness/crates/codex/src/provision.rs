@@ -12,7 +12,6 @@ use std::time::Duration;
 
 /// The Codex versions the project pins.
 pub const PINNED: &str = "0.169.0";
-pub const SECOND: &str = "0.160.0";
 /// The newest published Codex the matrix runs (`runner-codex-0-171`); not the pin: the fake
 /// serves the pin, and `harness drift 0.171.0` names what changed.
 pub const NEWEST: &str = "0.171.0";
@@ -80,7 +79,7 @@ fn platform() -> Result<(&'static str, &'static str)> {
 }
 
 /// Where the npm prefix of `version` lives in the cache.
-pub fn prefix_for(version: &str) -> Result<PathBuf> {
+pub(crate) fn prefix_for(version: &str) -> Result<PathBuf> {
     Ok(cache_root()?.join("npm").join(format!("codex-{version}")))
 }
 

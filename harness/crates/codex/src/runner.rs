@@ -23,10 +23,9 @@ use fake_app_server::scenario::model::{ModelStep, ModelTurn};
 use fake_app_server::scenario::Scenario;
 use report::layout::CellEvidence;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 /// `PATH` of the app-server: system folders only.
-pub const APP_SERVER_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+pub(crate) const APP_SERVER_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 /// The provider id and model name configured into Codex. The model is one of the catalogue
 /// every pinned release bundles (`codex debug models --bundled`: 0.160, 0.169 and 0.171 all
 /// list `gpt-5.5`), so Codex treats the mock as it treats a real model: it offers `apply_patch`
@@ -34,17 +33,6 @@ pub const APP_SERVER_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 /// The fake gets the same arguments, and its persona's catalogue lists the model too.
 pub const PROVIDER_ID: &str = "mock";
 pub const MODEL: &str = "gpt-5.5";
-
-/// The Codex version a runner plays, from its name (`runner-codex`, `runner-codex-0-160`,
-/// `runner-codex-legacy`); `None` for runners that do not use the real Codex.
-pub fn version_for_runner(runner: &str) -> Option<&'static str> {
-    match runner {
-        "runner-codex" | "runner-codex-legacy" => Some(provision::PINNED),
-        "runner-codex-0-160" | "runner-codex-0.160" => Some(provision::SECOND),
-        "runner-codex-0-171" => Some(provision::NEWEST),
-        _ => None,
-    }
-}
 
 /// Where a cell's Codex files go, and who must own them.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -109,16 +97,9 @@ impl PreparedCodex {
         vec![prefix.to_path_buf()]
     }
 
-    /// Bounds for the driver: the real Codex starts its sandbox and talks to the mock, so a
-    /// turn takes longer than with the fake (measured: 0.2 s a turn; bounds leave wide margin).
+    /// The driver's waits against the real Codex ([`driver::bounds::REAL_CODEX_WAITS`]).
     pub fn timeouts() -> Timeouts {
-        Timeouts {
-            request: Duration::from_secs(30),
-            turn_idle: Duration::from_secs(60),
-            turn_total: Duration::from_secs(180),
-            shutdown: Duration::from_secs(10),
-            ..Timeouts::default()
-        }
+        driver::bounds::REAL_CODEX_WAITS
     }
 }
 
@@ -129,7 +110,7 @@ pub async fn prepare(version: &str, dirs: &CellDirs, scenario: &Scenario) -> Res
 }
 
 /// Like [`prepare`], with an explicit mock script.
-pub async fn prepare_script(
+pub(crate) async fn prepare_script(
     version: &str,
     dirs: &CellDirs,
     script: MockScript,
@@ -285,19 +266,5 @@ mod tests {
         );
         let healthy = Scenario::builtin("healthy").unwrap().model_script();
         assert!(features_for(&healthy).is_empty());
-    }
-
-    #[test]
-    fn runners_map_to_pinned_versions() {
-        assert_eq!(version_for_runner("runner-codex"), Some(provision::PINNED));
-        assert_eq!(
-            version_for_runner("runner-codex-legacy"),
-            Some(provision::PINNED)
-        );
-        assert_eq!(
-            version_for_runner("runner-codex-0-160"),
-            Some(provision::SECOND)
-        );
-        assert_eq!(version_for_runner("runner-fake"), None);
     }
 }

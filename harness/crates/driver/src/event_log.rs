@@ -62,14 +62,6 @@ impl EventLog {
         Ok(log)
     }
 
-    pub fn run_id(&self) -> &str {
-        &self.run
-    }
-
-    pub fn has_ended(&self) -> bool {
-        self.ended
-    }
-
     pub fn events(&self) -> &[Event] {
         &self.events
     }

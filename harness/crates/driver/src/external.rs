@@ -16,9 +16,9 @@ use std::path::Path;
 use std::time::Duration;
 
 /// Longest accepted event line from an external driver.
-pub const MAX_EVENT_LINE_BYTES: usize = 1024 * 1024;
+pub(crate) const MAX_EVENT_LINE_BYTES: usize = 1024 * 1024;
 /// Most events accepted from one external run.
-pub const MAX_EVENTS: usize = 100_000;
+pub(crate) const MAX_EVENTS: usize = 100_000;
 
 /// One line as an external driver writes it: `kind` and `payload` are required; header fields
 /// (`v`, `seq`, `run`, `source`) may be present and are replaced by the harness's own.

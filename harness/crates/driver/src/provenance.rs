@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 
 /// The folder of the key below the harness cache: hidden from local drivers, never bound into
 /// a container.
-pub const KEY_FOLDER: &str = "keys";
+pub(crate) const KEY_FOLDER: &str = "keys";
 const KEY_FILE: &str = "evidence-key";
 const KEY_BYTES: usize = 32;
 /// A mark with the closing brace after it: `,"mac":"` + 64 hex digits + `"}`.
@@ -118,7 +118,7 @@ impl Key {
 
     /// The line as it was before it was marked, when `line` (no newline) carries this key's
     /// valid mark.
-    pub fn verify(&self, line: &[u8]) -> Option<Vec<u8>> {
+    pub(crate) fn verify(&self, line: &[u8]) -> Option<Vec<u8>> {
         let cut = line.len().checked_sub(MARK_BYTES)?;
         let (body, mark) = line.split_at(cut);
         let mac = mark

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
 /// Default bound on turns per run.
-pub const DEFAULT_MAX_TURNS: u32 = 6;
+pub(crate) const DEFAULT_MAX_TURNS: u32 = 6;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -78,7 +78,7 @@ pub struct ContextBoundary {
 
 /// Who answers escalation requests, and how (defined with the declared drivers that can be
 /// told: `suites::spec::Approvals`).
-pub use suites::spec::Approvals;
+pub(crate) use suites::spec::Approvals;
 
 /// A second launch within the run: the first session is saved (a non-ephemeral thread), the
 /// app-server is shut down, the launch plan is computed again under `policy`, and — when the
@@ -105,12 +105,12 @@ fn default_resume_prompt() -> String {
 
 impl Relaunch {
     /// The policy of the first launch, given the run's own.
-    pub fn first_policy(&self, run_policy: PolicyGeneration) -> PolicyGeneration {
+    pub(crate) fn first_policy(&self, run_policy: PolicyGeneration) -> PolicyGeneration {
         self.saved_under.unwrap_or(run_policy)
     }
 
     /// The policy of the relaunch, given the run's own.
-    pub fn relaunch_policy(&self, run_policy: PolicyGeneration) -> PolicyGeneration {
+    pub(crate) fn relaunch_policy(&self, run_policy: PolicyGeneration) -> PolicyGeneration {
         self.policy.unwrap_or(run_policy)
     }
 }
@@ -154,7 +154,7 @@ impl Task {
     }
 
     /// Parse an envelope, naming what is wrong.
-    pub fn from_json(text: &str) -> anyhow::Result<Self> {
+    pub(crate) fn from_json(text: &str) -> anyhow::Result<Self> {
         let task: Task = serde_json::from_str(text)
             .map_err(|e| anyhow::anyhow!("invalid task envelope: {e}"))?;
         anyhow::ensure!(
@@ -192,13 +192,7 @@ pub struct Timeouts {
 
 impl Default for Timeouts {
     fn default() -> Self {
-        Self {
-            request: Duration::from_secs(10),
-            turn_idle: Duration::from_secs(10),
-            turn_total: Duration::from_secs(60),
-            shutdown: Duration::from_secs(5),
-            startup_attempts: 3,
-        }
+        crate::bounds::DEFAULT_WAITS
     }
 }
 

@@ -13,7 +13,7 @@ use suites::Cell;
 /// Fake cells that share one core by default. Measured with `harness bench matrix --jobs
 /// 2,4,8` on 2 cores: 12.1 s at 2 cells at once, 7.1 s at 4, 8.5 s at 8 (a fake cell still
 /// burns ~40–90 ms of CPU in its processes: past 2 per core they queue for the CPU).
-pub const FAKE_CELLS_PER_CORE: u32 = 2;
+pub(crate) const FAKE_CELLS_PER_CORE: u32 = 2;
 
 /// A default for `--jobs`: the machine's parallelism.
 pub fn default_jobs() -> usize {
@@ -43,7 +43,7 @@ impl Concurrency {
     }
 
     /// The permits shared by all cells.
-    pub fn slots(&self) -> u32 {
+    pub(crate) fn slots(&self) -> u32 {
         match *self {
             Concurrency::Cells(n) => n.max(1) as u32,
             Concurrency::Weighed { cores } => cores.max(1) as u32 * FAKE_CELLS_PER_CORE,
@@ -51,7 +51,7 @@ impl Concurrency {
     }
 
     /// The permits `cell` holds while it runs (never more than [`Concurrency::slots`]).
-    pub fn cost(&self, cell: &Cell) -> u32 {
+    pub(crate) fn cost(&self, cell: &Cell) -> u32 {
         match *self {
             Concurrency::Cells(_) => 1,
             Concurrency::Weighed { .. } => match cell.runner.app_server {

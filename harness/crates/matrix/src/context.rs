@@ -63,7 +63,7 @@ impl CellContext {
 }
 
 /// The variable that turns the local drivers' mount namespace off.
-pub const LOCAL_ISOLATION_VAR: &str = "HARNESS_LOCAL_ISOLATION";
+pub(crate) const LOCAL_ISOLATION_VAR: &str = "HARNESS_LOCAL_ISOLATION";
 
 /// `HARNESS_LOCAL_ISOLATION`: unset or `on`, isolate where possible; `off`, never. Anything else
 /// is refused, naming the variable (a typo must not silently weaken or keep the isolation).

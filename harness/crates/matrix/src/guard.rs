@@ -37,28 +37,28 @@ impl CellGuard {
     }
 
     /// Hold the real Codex's mock model API until the cell ends.
-    pub fn hold_mock(&mut self, mock: MockModelApi) {
+    pub(crate) fn hold_mock(&mut self, mock: MockModelApi) {
         self.mock = Some(mock);
     }
 
     /// Hold the cell's cgroup until the cell ends.
-    pub fn hold_cgroup(&mut self, cgroup: CellCgroup) {
+    pub(crate) fn hold_cgroup(&mut self, cgroup: CellCgroup) {
         self.cgroup = Some(cgroup);
     }
 
     /// Hold the driver's launcher until the cell ends.
-    pub fn hold_launcher(&mut self, launcher: Arc<dyn Launcher>) {
+    pub(crate) fn hold_launcher(&mut self, launcher: Arc<dyn Launcher>) {
         self.launcher = Some(launcher);
     }
 
     /// Hold the app-server's launcher (the recorder starts each launch through it) until the
     /// cell ends.
-    pub fn hold_app_server_launcher(&mut self, launcher: Arc<dyn Launcher>) {
+    pub(crate) fn hold_app_server_launcher(&mut self, launcher: Arc<dyn Launcher>) {
         self.app_server_launcher = Some(launcher);
     }
 
     /// The launcher the sandbox stage made, lent to the stages after it.
-    pub fn launcher(&self) -> anyhow::Result<&dyn Launcher> {
+    pub(crate) fn launcher(&self) -> anyhow::Result<&dyn Launcher> {
         self.launcher.as_deref().ok_or_else(|| {
             anyhow::anyhow!("the cell has no launcher: its sandbox stage did not run")
         })
@@ -69,7 +69,7 @@ impl CellGuard {
     /// whatever the cell left running is killed and its cgroup removed
     /// ([`sandbox::reap::after_cell`], the one reaping of the cell). Returns what had to be
     /// killed and the model log's seal, for the cell's evidence.
-    pub async fn finish(mut self) -> Finished {
+    pub(crate) async fn finish(mut self) -> Finished {
         self.finished = true;
         drop(self.launcher.take());
         drop(self.app_server_launcher.take());
@@ -90,12 +90,12 @@ impl CellGuard {
 }
 
 /// What [`CellGuard::finish`] leaves for the cell's evidence.
-pub struct Finished {
+pub(crate) struct Finished {
     /// The processes it had to kill (pid, command).
-    pub left_behind: Vec<(i32, String)>,
+    pub(crate) left_behind: Vec<(i32, String)>,
     /// What the harness's own model-log writer wrote (the real Codex's mock model API); `None`
     /// when a child wrote it (the fake).
-    pub model_log: Option<tap::record::Seal>,
+    pub(crate) model_log: Option<tap::record::Seal>,
 }
 
 impl Drop for CellGuard {

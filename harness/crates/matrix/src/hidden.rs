@@ -12,10 +12,10 @@ use std::process::ExitCode;
 /// `BINARY fake-app-server ARGS…`: the fake app-server (`fake_app_server::cli_main`).
 pub const FAKE_APP_SERVER: &str = "fake-app-server";
 /// `BINARY tap --socket PATH -- ARGS…`: the wire tap (`tap::relay::main`).
-pub const TAP: &str = "tap";
+pub(crate) const TAP: &str = "tap";
 /// `BINARY told-exec`: a prestarted container's stand-in, which runs what its stdin names
 /// (`sandbox::prestart::told_exec`).
-pub const TOLD_EXEC: &str = "told-exec";
+pub(crate) const TOLD_EXEC: &str = "told-exec";
 /// `BINARY drive`: the reference driver as a driver process
 /// (`driver::reference::standalone::main`).
 pub const DRIVE: &str = "drive";
@@ -51,7 +51,7 @@ pub fn tap_program(binary: &Path) -> tap::TapProgram {
 }
 
 /// The reference driver's command line (`sh -c` words): `binary drive`.
-pub fn reference_driver_command(binary: &Path) -> Result<String> {
+pub(crate) fn reference_driver_command(binary: &Path) -> Result<String> {
     let program = binary.to_string_lossy();
     let quoted =
         shlex::try_quote(&program).map_err(|e| anyhow!("cannot quote `{program}`: {e}"))?;

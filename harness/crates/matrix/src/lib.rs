@@ -1,16 +1,19 @@
 //! The conformance matrix: which cells run, how one cell runs, and how many at once.
 //!
-//! Owns: loading the matrix as run ([`load`]: the shipped suites plus a drivers file and more
-//! Codex versions, every declared driver's program checked) and the program of a driver's
-//! command line ([`program`]: found one way for every check); where evidence goes ([`paths`]) and who may write there ([`out_lock`]);
-//! the one context every cell of a process shares ([`context::CellContext`]); the hidden
-//! subcommands a harness binary serves ([`hidden`]); one cell ([`cell`]: not applicable,
-//! prerequisites ([`prereq`]), its attempts — the pipeline of typed [`stages`], with the
-//! helper-pipe-race [`retry`] — and its verdict file); what an attempt holds while it runs
-//! ([`guard::CellGuard`]: dropping it is the teardown); the cell's session recorder, the
-//! harness's end of the tap ([`recorder`]); whether the model log is the cell's own
-//! ([`own_evidence`]); and the scheduler ([`scheduler`],
-//! [`concurrency`]).
+//! Its API (every other item is `pub(crate)`): loading the matrix as run ([`load`]: the shipped
+//! suites plus a drivers file and more Codex versions, every declared driver's program checked);
+//! where evidence goes ([`paths`]) and who may write there ([`out_lock::OutLock`]); the one
+//! context every cell of a process shares ([`context::CellContext`]); the hidden subcommands a
+//! harness binary serves ([`hidden`]); one cell ([`cell::run_cell`]: not applicable,
+//! prerequisites ([`prereq`]), its attempts and its verdict file); the scheduler
+//! ([`scheduler`], [`concurrency::Concurrency`]); and, for the maintainer tools that run part of
+//! a cell (`harness bench gate`, `repro`), the stages they call ([`stages`]) and the guard that
+//! tears down what they started ([`guard::CellGuard`]).
+//!
+//! Inside: the pipeline of typed stages, the helper-pipe-race retry (`retry`), the program of a
+//! driver's command line (`program`: found one way for every check), the cell's session
+//! recorder, the harness's end of the tap (`recorder`), and whether the model log is the cell's
+//! own (`own_evidence`).
 //!
 //! May use: `report` (the outcome, the evidence layout, the verdict file it writes through),
 //! `codex`, `driver`, `tap`, `sandbox`, and `suites`, `graders`, `fake_app_server`. Nothing
@@ -20,6 +23,9 @@
 // Library code prints nothing: it returns values, or emits a `tracing` notice the command line
 // shows (`harness::cli::notices`). Unit tests may print.
 #![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
+// An item is `pub` only when another crate uses it (issue 40): one inside a private module that
+// no path from this crate's root reaches is `pub(crate)`.
+#![deny(unreachable_pub)]
 
 pub mod cell;
 pub mod concurrency;
@@ -28,11 +34,11 @@ pub mod guard;
 pub mod hidden;
 pub mod load;
 pub mod out_lock;
-pub mod own_evidence;
+mod own_evidence;
 pub mod paths;
 pub mod prereq;
-pub mod program;
-pub mod recorder;
-pub mod retry;
+mod program;
+mod recorder;
+mod retry;
 pub mod scheduler;
 pub mod stages;

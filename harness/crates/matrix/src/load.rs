@@ -12,7 +12,7 @@ use suites::{Cell, DriversFile, Extras, Matrix};
 /// (`HARNESS_DRIVERS=drivers.toml cargo test -p suites --test cells`). Versions are
 /// comma-separated.
 pub const DRIVERS_VAR: &str = "HARNESS_DRIVERS";
-pub const CODEX_VERSIONS_VAR: &str = "HARNESS_CODEX_VERSIONS";
+pub(crate) const CODEX_VERSIONS_VAR: &str = "HARNESS_CODEX_VERSIONS";
 
 /// Load the matrix with `drivers` (a drivers file) and `codex_versions` added.
 pub fn load_matrix(
@@ -63,7 +63,10 @@ pub fn load_matrix_from_env(repo_root: Option<&Path>) -> Result<Matrix> {
 /// on `PATH`, or as a path — relative paths from the drivers file's folder; `{repo}` is the
 /// harness repository). A program that is itself a placeholder (`{codex}`) is the tap, which
 /// the harness provides.
-pub fn check_declared_program(driver: &DeclaredDriver, repo_root: Option<&Path>) -> Result<()> {
+pub(crate) fn check_declared_program(
+    driver: &DeclaredDriver,
+    repo_root: Option<&Path>,
+) -> Result<()> {
     let at = Where {
         repo_root,
         base_dir: driver.base_dir.as_deref(),

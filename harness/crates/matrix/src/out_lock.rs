@@ -8,16 +8,15 @@
 use anyhow::{bail, Context, Result};
 use nix::fcntl::{Flock, FlockArg};
 use std::io::{Read, Seek, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// The lock file in an output folder.
-pub const LOCK_FILE: &str = ".harness-run.lock";
+pub(crate) const LOCK_FILE: &str = ".harness-run.lock";
 
 /// Held for as long as a run writes into its output folder.
 #[derive(Debug)]
 pub struct OutLock {
     _lock: Flock<std::fs::File>,
-    path: PathBuf,
 }
 
 impl OutLock {
@@ -54,11 +53,7 @@ impl OutLock {
             .and_then(|()| lock.rewind())
             .and_then(|()| writeln!(lock, "pid {}", std::process::id()));
         said.with_context(|| format!("writing this run's pid into {}", path.display()))?;
-        Ok(OutLock { _lock: lock, path })
-    }
-
-    pub fn path(&self) -> &Path {
-        &self.path
+        Ok(OutLock { _lock: lock })
     }
 }
 
@@ -80,7 +75,7 @@ mod tests {
             second.contains(&format!("pid {}", std::process::id())),
             "{second}"
         );
-        assert!(first.path().ends_with(LOCK_FILE));
+        assert!(out.join(LOCK_FILE).is_file());
         drop(first);
         OutLock::take(&out).expect("free again once the first run ended");
     }

@@ -37,19 +37,19 @@ const PROBE_ID_LEN: usize = 8;
 
 /// What the sealed transcript says about the cell, for checking its other evidence.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct TranscriptFacts {
+pub(crate) struct TranscriptFacts {
     /// Every thread id the app-server named (`threadId`, `thread.id`).
-    pub threads: BTreeSet<String>,
+    pub(crate) threads: BTreeSet<String>,
     /// How many launches it records.
-    pub launches: usize,
+    pub(crate) launches: usize,
     /// Its last record's time (unix ms).
-    pub last_time: Option<u64>,
+    pub(crate) last_time: Option<u64>,
 }
 
 impl TranscriptFacts {
     /// Read `transcript` (already checked against its seal). A missing transcript is a cell
     /// whose driver never launched `codex`.
-    pub fn read(transcript: &Path) -> Result<Self, String> {
+    pub(crate) fn read(transcript: &Path) -> Result<Self, String> {
         let mut facts = TranscriptFacts::default();
         let file = match evidence_file::open(transcript, evidence_file::MAX_STREAMED_BYTES) {
             Ok(Some(file)) => file,
@@ -104,7 +104,7 @@ fn collect_threads(value: &Value, threads: &mut BTreeSet<String>) {
 
 /// `Ok` when `model_log` can be this cell's, by the checks of this module's header; else what
 /// did not match, naming the file.
-pub fn check_model_log(model_log: &Path, facts: &TranscriptFacts) -> Result<(), String> {
+pub(crate) fn check_model_log(model_log: &Path, facts: &TranscriptFacts) -> Result<(), String> {
     let name = model_log.display();
     let meta = std::fs::symlink_metadata(model_log)
         .map_err(|e| format!("{name}: {e} (the harness created it before the first launch)"))?;
@@ -174,7 +174,7 @@ fn probe_ids(text: &str) -> impl Iterator<Item = &str> {
 /// before the driver starts; any rewrite, replacement, addition or removal changes one of them
 /// and no unprivileged process can set them back.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct Inputs {
+pub(crate) struct Inputs {
     roots: Vec<std::path::PathBuf>,
     entries: Vec<(std::path::PathBuf, Stamp)>,
 }
@@ -187,7 +187,7 @@ const MAX_INPUT_ENTRIES: usize = 10_000;
 
 impl Inputs {
     /// Stamp every file and folder below `roots` (a missing root is stamped as missing).
-    pub fn stamp(roots: &[std::path::PathBuf]) -> Result<Self, String> {
+    pub(crate) fn stamp(roots: &[std::path::PathBuf]) -> Result<Self, String> {
         let mut entries = Vec::new();
         let mut pending: Vec<std::path::PathBuf> = roots.to_vec();
         while let Some(path) = pending.pop() {
@@ -218,7 +218,7 @@ impl Inputs {
     }
 
     /// `Ok` when nothing stamped changed; else the first path that did, in words.
-    pub fn check_unchanged(&self) -> Result<(), String> {
+    pub(crate) fn check_unchanged(&self) -> Result<(), String> {
         let now = Self::stamp(&self.roots)?;
         for (path, before) in &self.entries {
             match now.entries.iter().find(|(p, _)| p == path) {

@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 
 /// Overrides the folder that holds one sub-folder per cell (and the reports).
-pub const OUT_DIR_VAR: &str = "HARNESS_OUT_DIR";
+pub(crate) const OUT_DIR_VAR: &str = "HARNESS_OUT_DIR";
 
 /// The conformance output folder: `$HARNESS_OUT_DIR`, else `<cargo target dir>/conformance`;
 /// always absolute, since app-servers get paths in it while running in other folders.
@@ -19,7 +19,7 @@ pub fn conformance_root() -> PathBuf {
 /// ancestor of the running executable that cargo marked as a target folder (`CACHEDIR.TAG`, or
 /// `.rustc_info.json` in a custom target folder; test binaries live in `target/debug/deps/`,
 /// `harness` in `target/debug/`); else `./target`.
-pub fn target_dir() -> PathBuf {
+pub(crate) fn target_dir() -> PathBuf {
     if let Some(dir) = std::env::var_os("CARGO_TARGET_DIR").filter(|v| !v.is_empty()) {
         return PathBuf::from(dir);
     }

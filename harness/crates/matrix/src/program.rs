@@ -14,16 +14,16 @@ use suites::declared::{is_assignment, split_words};
 
 /// Where a command's relative names are resolved.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Where<'a> {
+pub(crate) struct Where<'a> {
     /// The harness repository (`{repo}`).
-    pub repo_root: Option<&'a Path>,
+    pub(crate) repo_root: Option<&'a Path>,
     /// The folder of the drivers file that declares the driver (relative paths).
-    pub base_dir: Option<&'a Path>,
+    pub(crate) base_dir: Option<&'a Path>,
 }
 
 /// The program a command starts.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Program {
+pub(crate) enum Program {
     /// An existing file.
     Found(PathBuf),
     /// A placeholder the harness fills in with a path it provides (`{codex}`: the tap).
@@ -33,7 +33,7 @@ pub enum Program {
 /// Why a command's program cannot be started here. The texts name the program the way the
 /// user wrote it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ProgramError {
+pub(crate) enum ProgramError {
     /// Not words a program can be given without a shell (`suites::declared::split_words`).
     #[error("command {0}")]
     NotShellWords(String),
@@ -56,14 +56,14 @@ pub enum ProgramError {
 impl ProgramError {
     /// A bare program name that is not on `PATH` (`python3`): what the machine is expected to
     /// provide, so a missing prerequisite where the suites name it (docs/prerequisites.md).
-    pub fn is_not_on_path(&self) -> bool {
+    pub(crate) fn is_not_on_path(&self) -> bool {
         matches!(self, ProgramError::NotOnPath { .. })
     }
 }
 
 /// Whether `command`'s program is a path (`./venv/bin/python`, `{repo}/x`), not a name that
 /// each environment looks up on its own `PATH` (a container's is not the host's).
-pub fn names_a_path(command: &str) -> bool {
+pub(crate) fn names_a_path(command: &str) -> bool {
     split_words(command)
         .ok()
         .and_then(|words| words.into_iter().find(|w| !is_assignment(w)))
@@ -71,7 +71,7 @@ pub fn names_a_path(command: &str) -> bool {
 }
 
 /// The program `command` starts.
-pub fn resolve(command: &str, at: Where) -> Result<Program, ProgramError> {
+pub(crate) fn resolve(command: &str, at: Where) -> Result<Program, ProgramError> {
     let words = split_words(command).map_err(|e| ProgramError::NotShellWords(e.to_string()))?;
     let Some(program) = words.into_iter().find(|w| !is_assignment(w)) else {
         return Err(ProgramError::NoProgram(command.to_string()));

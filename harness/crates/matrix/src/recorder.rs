@@ -9,16 +9,11 @@ use sandbox::launcher::{Launcher, ProcessSpec};
 use sandbox::prestart::Prestarted;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
 use tap::mutation::Operator;
 use tap::session::{AppServerSetup, LaunchRequest, Recording, Spawn, Spawned};
 
-/// How long the launches still running when the driver ended get to end on their own (their
-/// taps died with the driver's process group, so their app-servers are being killed already).
-pub const FINISH_GRACE: Duration = Duration::from_secs(5);
-
 /// Starts each launch's app-server through the cell's launcher.
-pub struct LauncherSpawn {
+pub(crate) struct LauncherSpawn {
     launcher: Arc<dyn Launcher>,
     /// Where an app-server starts when the tap's folder is not one it can see: the workspace.
     workspace: PathBuf,
@@ -30,7 +25,7 @@ pub struct LauncherSpawn {
 }
 
 impl LauncherSpawn {
-    pub fn new(
+    pub(crate) fn new(
         launcher: Arc<dyn Launcher>,
         workspace: &Path,
         visible: Option<Vec<PathBuf>>,
@@ -49,7 +44,7 @@ impl LauncherSpawn {
     /// app-server the harness binary serves (the fake): the stand-in is then the program the
     /// container is set up for. A prestart that fails costs nothing but itself: the launch
     /// starts its container as it would have.
-    pub fn prestart(&self, program: &Path, binary: &Path) {
+    pub(crate) fn prestart(&self, program: &Path, binary: &Path) {
         if !self.launcher.prestart_pays() || program != binary {
             return;
         }
@@ -123,7 +118,7 @@ impl Spawn for LauncherSpawn {
 
 /// Start recording the cell: the socket the tap connects to, the transcript, what each launch
 /// starts and where, and the mutation operator its driver's lines go through (`harness mutate`).
-pub fn start(
+pub(crate) fn start(
     socket: &Path,
     transcript: &Path,
     setup: AppServerSetup,

@@ -20,26 +20,26 @@ use std::path::{Path, PathBuf};
 use suites::Expectation;
 
 /// The text the race leaves where bubblewrap's message should be.
-pub const HELPER_PIPE_RACE: &str = "Broken pipe (os error 32)";
+pub(crate) const HELPER_PIPE_RACE: &str = "Broken pipe (os error 32)";
 /// Attempts in all, the first included.
-pub const MAX_ATTEMPTS: usize = 3;
+pub(crate) const MAX_ATTEMPTS: usize = 3;
 
 /// One attempt that was retried.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Retried {
+pub(crate) struct Retried {
     /// 1-based.
-    pub attempt: usize,
+    pub(crate) attempt: usize,
     /// Why it was retried (the event that shows the race).
-    pub reason: String,
+    pub(crate) reason: String,
     /// Its verdict, which disagreed with the baseline.
-    pub verdict: String,
+    pub(crate) verdict: String,
     /// Where its evidence is kept, relative to the cell's folder.
-    pub evidence: String,
+    pub(crate) evidence: String,
 }
 
 /// The first event of a run that shows the helper pipe race: a rejected session or a tool
 /// output quoting it.
-pub fn shows_pipe_race(events: &[Event]) -> Option<(u64, String)> {
+pub(crate) fn shows_pipe_race(events: &[Event]) -> Option<(u64, String)> {
     events.iter().find_map(|e| {
         let text = match &e.body {
             Body::SessionRejected(r) => r.message.as_str(),
@@ -55,7 +55,7 @@ pub fn shows_pipe_race(events: &[Event]) -> Option<(u64, String)> {
 /// Run `attempt` (one whole cell run into `root`, which it recreates) until its verdict agrees
 /// with `expected`, or the disagreement is not the pipe race, or [`MAX_ATTEMPTS`] ran. Returns
 /// the last attempt's verdict, with each retry named in its reason and evidence.
-pub async fn run_retrying_pipe_race<F, Fut>(
+pub(crate) async fn run_retrying_pipe_race<F, Fut>(
     expected: &Expectation,
     root: &Path,
     mut attempt: F,
@@ -123,7 +123,7 @@ where
 }
 
 /// A cell's attempts: Codex runners get the pipe-race retry, every other runner one attempt.
-pub async fn run_cell_attempts<F, Fut>(
+pub(crate) async fn run_cell_attempts<F, Fut>(
     cell: &suites::Cell,
     root: &Path,
     mut attempt: F,

@@ -56,7 +56,7 @@ pub struct Pool {
 }
 
 /// [`Pool::finished`]: a run's index and its result.
-pub type OnFinished = dyn Fn(usize, &CellResult) + Send + Sync;
+pub(crate) type OnFinished = dyn Fn(usize, &CellResult) + Send + Sync;
 
 /// Run `cells`, as many at once as `jobs` allows; `on_event` sees every start and finish.
 /// Results come back in the cells' order. A panic in a cell is raised again here.
@@ -76,7 +76,7 @@ pub async fn run_cells(
 /// [`run_cells`], until `stop` is cancelled: then no cell starts any more, the running ones are
 /// dropped (their guards tear down what they started), and what finished is returned. A panic
 /// in a cell's task cancels `stop` too and is returned, not raised.
-pub async fn run_cells_until(
+pub(crate) async fn run_cells_until(
     cells: &[Cell],
     ctx: &CellContext,
     jobs: Concurrency,
@@ -90,7 +90,7 @@ pub async fn run_cells_until(
 /// [`run_cells_until`], each cell with its own context, all in one pool: `harness mutate` runs
 /// the same cell under several operators at once, each into its own out folder. Results come
 /// back in the order of `runs`.
-pub async fn run_each_until(
+pub(crate) async fn run_each_until(
     runs: &[(CellContext, Cell)],
     jobs: Concurrency,
     stop: CancellationToken,
@@ -238,12 +238,12 @@ const WIRE_BYTES_PER_MS: u64 = 50_000;
 
 /// What a scenario asks of the wire, as far as a cell's length goes.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Load {
+pub(crate) struct Load {
     /// The app-server goes silent: a turn's `hang` fault, or a method never answered.
-    pub silent: bool,
+    pub(crate) silent: bool,
     /// Lines and bytes it writes beyond an ordinary turn's.
-    pub lines: u64,
-    pub bytes: u64,
+    pub(crate) lines: u64,
+    pub(crate) bytes: u64,
 }
 
 /// What `cell` is expected to take, at most: a cell whose app-server goes silent lasts until
@@ -251,7 +251,7 @@ pub struct Load {
 /// driver's declared idle timeout sets); any other cell what its kind of app-server usually
 /// takes, plus what its scenario writes beyond an ordinary turn; a cell that will not run,
 /// nothing. `loads` remembers each scenario's load (one parse per scenario, not per cell).
-pub fn expected_duration(cell: &Cell, loads: &mut HashMap<String, Load>) -> Duration {
+pub(crate) fn expected_duration(cell: &Cell, loads: &mut HashMap<String, Load>) -> Duration {
     if cell.not_applicable.is_some() {
         return Duration::ZERO;
     }
@@ -395,7 +395,7 @@ mod tests {
         let mut loads = HashMap::new();
         assert_eq!(
             expected_duration(&hang_of_a_driver_waiting(&hang, 2), &mut loads),
-            Duration::from_secs(2) + shutdown + driver::IDLE_MARGIN
+            Duration::from_secs(2) + shutdown + ::driver::bounds::IDLE_MARGIN
         );
         assert!(loads[&hang.case.scenario].silent);
         assert_eq!(

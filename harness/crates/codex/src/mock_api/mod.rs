@@ -17,10 +17,10 @@
 //! (Codex's freeform `apply_patch`, the driver's first dynamic tool) follows what the request
 //! offered ([`tools`]).
 
-pub mod position;
-pub mod script;
-pub mod sse;
-pub mod tools;
+pub(crate) mod position;
+pub(crate) mod script;
+pub(crate) mod sse;
+pub(crate) mod tools;
 
 pub use script::{FailureKind, MockScript, ScriptedFailure};
 
@@ -31,6 +31,7 @@ use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::Router;
+use driver::bounds::MOCK_API_SHUTDOWN_GRACE;
 use fake_app_server::model_log::ModelLogEntry;
 use fake_app_server::scenario::model::{
     find_marker, write_outcome_told, ModelStep, Review, TemplateContext,
@@ -45,16 +46,13 @@ use std::io::Write;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 /// Largest request body accepted (Codex's first request is ~40 KB; long histories stay far
 /// below this).
 pub const MAX_BODY_BYTES: usize = 16 * 1024 * 1024;
 /// Requests served before the mock answers 500 to everything: a runaway loop fails the turn
 /// instead of spinning.
-pub const MAX_REQUESTS: usize = 256;
-/// Bound on waiting for in-flight requests at shutdown.
-const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+pub(crate) const MAX_REQUESTS: usize = 256;
 
 /// The mock's lifetime: it starts right before the app-server is launched and stops right after
 /// the driver ended, so `served_ms` brackets the app-server's whole life (plus the launcher's
@@ -94,15 +92,6 @@ pub struct RecordedRequest {
 impl RecordedRequest {
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers.get(name).map(String::as_str)
-    }
-
-    /// The `input` items of a Responses request.
-    pub fn input(&self) -> &[Value] {
-        self.body
-            .get("input")
-            .and_then(Value::as_array)
-            .map(Vec::as_slice)
-            .unwrap_or(&[])
     }
 }
 
@@ -243,10 +232,6 @@ impl MockModelApi {
         format!("http://{}/v1", self.addr)
     }
 
-    pub fn port(&self) -> u16 {
-        self.addr.port()
-    }
-
     /// Every request so far.
     pub fn requests(&self) -> Vec<RecordedRequest> {
         self.shared.records.lock().expect("records lock").clone()
@@ -267,14 +252,17 @@ impl MockModelApi {
     pub async fn shutdown(mut self) {
         self.stop_now();
         if let Some(task) = self.task.take() {
-            if tokio::time::timeout(SHUTDOWN_GRACE, task).await.is_err() {
-                tracing::warn!("mock model API did not stop within {SHUTDOWN_GRACE:?}");
+            if tokio::time::timeout(MOCK_API_SHUTDOWN_GRACE, task)
+                .await
+                .is_err()
+            {
+                tracing::warn!("mock model API did not stop within {MOCK_API_SHUTDOWN_GRACE:?}");
             }
         }
     }
 
     /// How long the mock served so far, and when its requests came.
-    pub fn timing(&self) -> MockTiming {
+    pub(crate) fn timing(&self) -> MockTiming {
         let span = *self.shared.request_span.lock().expect("span lock");
         MockTiming {
             served_ms: self.shared.started.elapsed().as_millis(),

@@ -30,24 +30,24 @@ pub struct Position {
 
 /// A tool output the model received, as found in a request's `input`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ReceivedOutput {
-    pub call_id: String,
+pub(crate) struct ReceivedOutput {
+    pub(crate) call_id: String,
     /// A string output verbatim; an array output's text parts joined by newlines.
-    pub output: String,
+    pub(crate) output: String,
 }
 
 /// What the script's templates need from the current turn's history.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct TurnContext {
+pub(crate) struct TurnContext {
     /// The text of the turn's user-typed message (for `{user_marker}`).
-    pub user_text: String,
+    pub(crate) user_text: String,
     /// What the model was told about the turn's most recent `exec_command` (for
     /// `{write_outcome}`, by `write_outcome_told`, as the fake derives it).
-    pub last_exec: Option<String>,
+    pub(crate) last_exec: Option<String>,
 }
 
 /// The template context of the turn the request belongs to.
-pub fn turn_context(input: &[Value]) -> TurnContext {
+pub(crate) fn turn_context(input: &[Value]) -> TurnContext {
     let start = input.iter().rposition(opens_turn).unwrap_or(0);
     let turn = &input[start..];
     // A turn the server started has no user text.
@@ -75,7 +75,7 @@ pub fn turn_context(input: &[Value]) -> TurnContext {
     }
 }
 
-pub fn position(input: &[Value]) -> Position {
+pub(crate) fn position(input: &[Value]) -> Position {
     let mut user_messages = 0usize;
     let mut outputs_since = 0usize;
     for item in input {
@@ -94,23 +94,23 @@ pub fn position(input: &[Value]) -> Position {
 
 /// A user message the model read, as found in a request's `input`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ReceivedInput {
+pub(crate) struct ReceivedInput {
     /// Where it is known by in the history: the message's `id` (stable across requests,
     /// measured), else its position.
-    pub key: String,
+    pub(crate) key: String,
     /// The text of its text parts joined by newlines, as the fake logs a turn's input.
-    pub text: String,
+    pub(crate) text: String,
 }
 
 /// What the model read that the model log records, in history order: each user-typed message
 /// (a turn's input, or input steered into a running turn) and each tool output answering a call.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Received {
+pub(crate) enum Received {
     Input(ReceivedInput),
     Output(ReceivedOutput),
 }
 
-pub fn received(input: &[Value]) -> Vec<Received> {
+pub(crate) fn received(input: &[Value]) -> Vec<Received> {
     input
         .iter()
         .enumerate()
@@ -135,19 +135,8 @@ pub fn received(input: &[Value]) -> Vec<Received> {
         .collect()
 }
 
-/// Every user-typed message in the history, in order.
-pub fn user_inputs(input: &[Value]) -> Vec<ReceivedInput> {
-    received(input)
-        .into_iter()
-        .filter_map(|r| match r {
-            Received::Input(input) => Some(input),
-            Received::Output(_) => None,
-        })
-        .collect()
-}
-
 /// Every tool output answering a call in the history, in order.
-pub fn tool_outputs(input: &[Value]) -> Vec<ReceivedOutput> {
+pub(crate) fn tool_outputs(input: &[Value]) -> Vec<ReceivedOutput> {
     received(input)
         .into_iter()
         .filter_map(|r| match r {
@@ -320,30 +309,6 @@ mod tests {
         // Other injected context still opens nothing.
         input.push(user("<environment_context>\n</environment_context>"));
         assert_eq!(position(&input).turn, 1);
-    }
-
-    #[test]
-    fn user_inputs_are_the_user_typed_messages_keyed_by_id() {
-        let input = vec![
-            user("# AGENTS.md instructions for /ws"),
-            json!({"type":"message","id":"msg_1","role":"user","content":[{"type":"input_text","text":"one"},{"type":"input_text","text":"two"}]}),
-            user("<codex_internal_context source=\"goal\">x"),
-            user("steered"),
-        ];
-        let inputs = user_inputs(&input);
-        assert_eq!(
-            inputs,
-            [
-                ReceivedInput {
-                    key: "msg_1".into(),
-                    text: "one\ntwo".into()
-                },
-                ReceivedInput {
-                    key: "#3".into(),
-                    text: "steered".into()
-                },
-            ]
-        );
     }
 
     #[test]

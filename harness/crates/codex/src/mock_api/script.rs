@@ -94,15 +94,10 @@ impl MockScript {
         self
     }
 
-    /// The steps of response `response` of turn `turn`; empty when the script has nothing more
-    /// to say (the turn then completes with no output).
-    pub fn response_steps(&self, turn: usize, response: usize) -> &[ModelStep] {
-        self.response_steps_for(None, turn, response)
-    }
-
-    /// Like [`MockScript::response_steps`], for a request of a thread known by `origin`: a
-    /// thread the selector does not cover plays `default_turn`.
-    pub fn response_steps_for(
+    /// The steps of response `response` of turn `turn`, for a request of a thread known by
+    /// `origin`: a thread the selector does not cover plays `default_turn`. Empty when the
+    /// script has nothing more to say (the turn then completes with no output).
+    pub(crate) fn response_steps_for(
         &self,
         origin: Option<TurnOrigin>,
         turn: usize,
@@ -123,7 +118,7 @@ impl MockScript {
             .unwrap_or(&[])
     }
 
-    pub fn failure_at(&self, turn: usize, response: usize) -> Option<&FailureKind> {
+    pub(crate) fn failure_at(&self, turn: usize, response: usize) -> Option<&FailureKind> {
         self.failures
             .iter()
             .find(|f| f.turn == turn && f.response == response)
@@ -154,12 +149,12 @@ pub enum FailureKind {
 }
 
 /// The index of a turn's last response: one response per tool step, then the closing one.
-pub fn final_response_index(steps: &[ModelStep]) -> usize {
+pub(crate) fn final_response_index(steps: &[ModelStep]) -> usize {
     steps.iter().filter(|step| is_tool_step(step)).count()
 }
 
 /// Whether the model must wait for a tool output after this step.
-pub fn is_tool_step(step: &ModelStep) -> bool {
+pub(crate) fn is_tool_step(step: &ModelStep) -> bool {
     matches!(
         step,
         ModelStep::Shell { .. } | ModelStep::ToolCall { .. } | ModelStep::PlanUpdate { .. }
@@ -167,7 +162,7 @@ pub fn is_tool_step(step: &ModelStep) -> bool {
 }
 
 /// Cut a turn's steps into responses: each response ends after a tool step.
-pub fn responses_of(steps: &[ModelStep]) -> Vec<&[ModelStep]> {
+pub(crate) fn responses_of(steps: &[ModelStep]) -> Vec<&[ModelStep]> {
     let mut out = Vec::new();
     let mut start = 0;
     for (i, step) in steps.iter().enumerate() {
@@ -213,9 +208,9 @@ mod tests {
         let script = MockScript::new(vec![ModelTurn {
             steps: vec![shell("x")],
         }]);
-        assert_eq!(script.response_steps(0, 0).len(), 1);
-        assert!(script.response_steps(0, 1).is_empty());
-        assert!(script.response_steps(5, 0).is_empty());
+        assert_eq!(script.response_steps_for(None, 0, 0).len(), 1);
+        assert!(script.response_steps_for(None, 0, 1).is_empty());
+        assert!(script.response_steps_for(None, 5, 0).is_empty());
     }
 
     #[test]
@@ -228,7 +223,7 @@ mod tests {
         ));
         // Past the script, the fake's default turn plays.
         assert_eq!(
-            script.response_steps(3, 0),
+            script.response_steps_for(None, 3, 0),
             Scenario::default_turn().steps.as_slice()
         );
         for name in [

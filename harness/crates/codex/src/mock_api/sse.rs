@@ -13,27 +13,27 @@ use serde_json::{json, Value};
 
 /// A tool call the mock put into a response.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EmittedCall {
-    pub call_id: String,
-    pub name: String,
+pub(crate) struct EmittedCall {
+    pub(crate) call_id: String,
+    pub(crate) name: String,
     /// The arguments as JSON text (for a freeform call, the script's `{"input": …}`: the model
     /// log records calls alike for both players).
-    pub arguments: String,
-    pub kind: CallKind,
+    pub(crate) arguments: String,
+    pub(crate) kind: CallKind,
     /// What a freeform (`custom_tool_call`) call carries: the text itself.
-    pub input: String,
+    pub(crate) input: String,
 }
 
 /// The rendered stream and the calls it carries.
 #[derive(Debug, Clone)]
-pub struct RenderedResponse {
-    pub body: String,
-    pub calls: Vec<EmittedCall>,
+pub(crate) struct RenderedResponse {
+    pub(crate) body: String,
+    pub(crate) calls: Vec<EmittedCall>,
 }
 
 /// Ids of one response; `stem` is unique per (thread, turn, response).
-pub struct ResponseIds {
-    pub stem: String,
+pub(crate) struct ResponseIds {
+    pub(crate) stem: String,
 }
 
 impl ResponseIds {
@@ -48,7 +48,7 @@ impl ResponseIds {
     }
 }
 
-pub fn render(
+pub(crate) fn render(
     steps: &[ModelStep],
     template: &TemplateContext,
     offered: &Offered,

@@ -16,7 +16,7 @@ use serde_json::Value;
 /// Codex's own `function` tools, across the pinned releases and their features (measured; the
 /// last ones are offered by models or features the matrix does not use, listed so that a
 /// driver's tool is never confused with them).
-pub const CODEX_FUNCTION_TOOLS: &[&str] = &[
+pub(crate) const CODEX_FUNCTION_TOOLS: &[&str] = &[
     "exec_command",
     "write_stdin",
     "request_user_input",
@@ -37,23 +37,23 @@ pub const CODEX_FUNCTION_TOOLS: &[&str] = &[
 /// How the model calls a tool: a `function_call` with JSON arguments, or a `custom_tool_call`
 /// with free text (Codex's freeform `apply_patch`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CallKind {
+pub(crate) enum CallKind {
     Function,
     Custom,
 }
 
 /// What one request offered.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Offered {
+pub(crate) struct Offered {
     /// `apply_patch` is offered as a freeform (`custom`) tool.
-    pub freeform_apply_patch: bool,
+    pub(crate) freeform_apply_patch: bool,
     /// The first dynamic tool the driver registered, if it registered one.
-    pub first_dynamic_tool: Option<String>,
+    pub(crate) first_dynamic_tool: Option<String>,
 }
 
 impl Offered {
     /// Read from a Responses request body.
-    pub fn from_request(body: &Value) -> Self {
+    pub(crate) fn from_request(body: &Value) -> Self {
         let tools = body
             .get("tools")
             .and_then(Value::as_array)
@@ -78,7 +78,7 @@ impl Offered {
     /// The tool a script's call names, as the model calls it: `{dynamic_tool}` becomes the
     /// first dynamic tool (kept as written when the driver registered none, so Codex answers it
     /// as an unknown tool, as the fake does).
-    pub fn resolve<'a>(&'a self, name: &'a str) -> &'a str {
+    pub(crate) fn resolve<'a>(&'a self, name: &'a str) -> &'a str {
         if name == fake_app_server::scenario::codex_tools::DYNAMIC_TOOL {
             self.first_dynamic_tool.as_deref().unwrap_or(name)
         } else {
@@ -87,7 +87,7 @@ impl Offered {
     }
 
     /// How the model calls `name` here.
-    pub fn call_kind(&self, name: &str) -> CallKind {
+    pub(crate) fn call_kind(&self, name: &str) -> CallKind {
         if name == fake_app_server::scenario::codex_tools::APPLY_PATCH && self.freeform_apply_patch
         {
             CallKind::Custom

@@ -5,10 +5,10 @@
 //! The program path and model-provider arguments are not the policy's business; they come from
 //! `crate::run::AppServerProgram`.
 
-pub mod identity;
+pub(crate) mod identity;
 pub mod profiles;
-pub mod tools;
-pub mod workspace;
+pub(crate) mod tools;
+pub(crate) mod workspace;
 
 pub use graders::events::{Mode, PolicyGeneration, Target};
 use profiles::{HostPaths, Profile};
@@ -17,9 +17,9 @@ use serde_json::{json, Value};
 use std::path::PathBuf;
 
 /// Environment variable: `1` means the execution target is itself the sandbox.
-pub const ENV_EXTERNAL_SANDBOX: &str = "PAPERCLIP_RUNNER_EXTERNAL_SANDBOX";
+pub(crate) const ENV_EXTERNAL_SANDBOX: &str = "PAPERCLIP_RUNNER_EXTERNAL_SANDBOX";
 /// Environment variable: `enabled` or `disabled` (network is off unless enabled).
-pub const ENV_NETWORK_ACCESS: &str = "PAPERCLIP_RUNNER_NETWORK_ACCESS";
+pub(crate) const ENV_NETWORK_ACCESS: &str = "PAPERCLIP_RUNNER_NETWORK_ACCESS";
 
 /// Names of the variables the shell tool may pass on to commands. Names only: values come from
 /// the app-server's own (already allowlisted) environment and never appear in argv.
@@ -30,11 +30,12 @@ pub const SHELL_ENV_ALLOWLIST: &[&str] = &[
 
 /// Feature switches: off what a conformance driver never needs and what would touch state
 /// outside the workspace (shell snapshots run a login shell under HOME).
-pub const FEATURE_SWITCHES: &[(&str, bool)] = &[("shell_snapshot", false), ("multi_agent", false)];
+pub(crate) const FEATURE_SWITCHES: &[(&str, bool)] =
+    &[("shell_snapshot", false), ("multi_agent", false)];
 
 /// The approval policy sent on `thread/start`: Codex asks before escalating, and the driver
 /// answers by its own rules (a planning run never approves a write).
-pub const APPROVAL_POLICY: &str = "on-request";
+pub(crate) const APPROVAL_POLICY: &str = "on-request";
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LaunchRequest {
@@ -58,7 +59,7 @@ pub struct TurnParams {
 impl TurnParams {
     /// The `turn/start` params. `model` fills the collaboration mode's required
     /// `settings.model` (the model the thread reported on `thread/start`).
-    pub fn to_params(&self, thread_id: &str, text: &str, model: &str) -> Value {
+    pub(crate) fn to_params(&self, thread_id: &str, text: &str, model: &str) -> Value {
         let mut params = json!({
             "threadId": thread_id,
             "input": [{"type": "text", "text": text}],
@@ -75,7 +76,7 @@ impl TurnParams {
 
 /// `{"mode":…,"settings":{"model":…,"reasoning_effort":null,"developer_instructions":null}}`
 /// (`developer_instructions: null` selects Codex's built-in instructions for the mode).
-pub fn collaboration_mode(mode: &str, model: &str) -> Value {
+pub(crate) fn collaboration_mode(mode: &str, model: &str) -> Value {
     json!({
         "mode": mode,
         "settings": {"model": model, "reasoning_effort": null, "developer_instructions": null}
@@ -106,13 +107,13 @@ pub struct LaunchPlan {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ProfileView {
     #[serde(flatten)]
-    pub profile: Profile,
+    pub(crate) profile: Profile,
     pub config_override: String,
 }
 
 impl LaunchPlan {
     /// The profile named `name`, if defined.
-    pub fn profile(&self, name: &str) -> Option<&Profile> {
+    pub(crate) fn profile(&self, name: &str) -> Option<&Profile> {
         self.profiles
             .iter()
             .map(|v| &v.profile)
@@ -138,11 +139,6 @@ impl LaunchPlan {
             identity: self.identity.clone(),
         }
     }
-}
-
-/// `plan_with` using this process's HOME and CODEX_HOME and no install folder.
-pub fn plan(request: &LaunchRequest) -> LaunchPlan {
-    plan_with(request, &HostPaths::from_process_env(None))
 }
 
 /// The launch plan for `request` on a host whose app-server paths are `host`.

@@ -51,7 +51,7 @@ pub struct Profile {
 
 impl Profile {
     /// `{filesystem={…},network={enabled=…}}` as one inline TOML table.
-    pub fn inline_toml(&self) -> String {
+    pub(crate) fn inline_toml(&self) -> String {
         let mut fs_parts = Vec::new();
         let mut roots = Vec::new();
         for entry in &self.filesystem {
@@ -84,7 +84,7 @@ impl Profile {
     }
 
     /// The `-c` value defining this profile: `permissions.NAME={…}`.
-    pub fn config_override(&self) -> String {
+    pub(crate) fn config_override(&self) -> String {
         format!("permissions.{}={}", self.name, self.inline_toml())
     }
 
@@ -231,7 +231,7 @@ fn narrow_entries(host: &HostPaths, workspace: Access) -> Vec<FsEntry> {
 }
 
 /// The workspace-only default: root none, minimal read, workspace write, HOME/CODEX_HOME denied.
-pub fn workspace(host: &HostPaths, network_enabled: bool) -> Profile {
+pub(crate) fn workspace(host: &HostPaths, network_enabled: bool) -> Profile {
     Profile {
         name: WORKSPACE.into(),
         filesystem: narrow_entries(host, Access::Write),
@@ -240,7 +240,7 @@ pub fn workspace(host: &HostPaths, network_enabled: bool) -> Profile {
 }
 
 /// Planning with the narrow rules: like the default but the workspace is only readable.
-pub fn workspace_read_only_narrow(host: &HostPaths, network_enabled: bool) -> Profile {
+pub(crate) fn workspace_read_only_narrow(host: &HostPaths, network_enabled: bool) -> Profile {
     Profile {
         name: WORKSPACE_READ_ONLY.into(),
         filesystem: narrow_entries(host, Access::Read),
@@ -250,7 +250,7 @@ pub fn workspace_read_only_narrow(host: &HostPaths, network_enabled: bool) -> Pr
 
 /// Planning inside an external sandbox: full-disk read, no deny entries, no writes. Restricted
 /// reads would make Codex load files through its bubblewrap helper, which cannot start there.
-pub fn workspace_read_only_full_read(network_enabled: bool) -> Profile {
+pub(crate) fn workspace_read_only_full_read(network_enabled: bool) -> Profile {
     Profile {
         name: WORKSPACE_READ_ONLY.into(),
         filesystem: vec![FsEntry::Path {
@@ -262,7 +262,7 @@ pub fn workspace_read_only_full_read(network_enabled: bool) -> Profile {
 }
 
 /// Standard and ask runs inside an external sandbox: the target itself is the sandbox.
-pub fn external_sandbox(network_enabled: bool) -> Profile {
+pub(crate) fn external_sandbox(network_enabled: bool) -> Profile {
     Profile {
         name: EXTERNAL_SANDBOX.into(),
         filesystem: vec![FsEntry::Path {

@@ -4,10 +4,10 @@
 
 use serde_json::{json, Value};
 
-pub const FINISH: &str = "paperclip_finish";
-pub const BLOCK: &str = "paperclip_block";
+pub(crate) const FINISH: &str = "paperclip_finish";
+pub(crate) const BLOCK: &str = "paperclip_block";
 
-pub fn finish_schema() -> Value {
+pub(crate) fn finish_schema() -> Value {
     json!({
         "type": "object",
         "properties": {
@@ -20,7 +20,7 @@ pub fn finish_schema() -> Value {
     })
 }
 
-pub fn block_schema() -> Value {
+pub(crate) fn block_schema() -> Value {
     json!({
         "type": "object",
         "properties": {
@@ -34,7 +34,7 @@ pub fn block_schema() -> Value {
 }
 
 /// The schema of a known tool.
-pub fn schema_of(tool: &str) -> Option<Value> {
+pub(crate) fn schema_of(tool: &str) -> Option<Value> {
     match tool {
         FINISH => Some(finish_schema()),
         BLOCK => Some(block_schema()),
@@ -43,7 +43,7 @@ pub fn schema_of(tool: &str) -> Option<Value> {
 }
 
 /// `dynamicTools` for `thread/start`.
-pub fn dynamic_tools() -> Value {
+pub(crate) fn dynamic_tools() -> Value {
     json!([
         {
             "type": "function",

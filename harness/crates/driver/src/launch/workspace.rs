@@ -9,7 +9,7 @@ use std::path::{Component, Path, PathBuf};
 
 /// Why a workspace is refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum UnsafeWorkspace {
+pub(crate) enum UnsafeWorkspace {
     #[error("the workspace `{0}` is not an absolute path")]
     NotAbsolute(String),
     #[error("the workspace `{workspace}` names `{placeholder}`, which the app-server's environment does not set")]
@@ -29,7 +29,7 @@ pub enum UnsafeWorkspace {
 }
 
 /// `{home}` and `{codex_home}` in a task's workspace, replaced by the app-server's folders.
-pub fn resolve(text: &str, host: &HostPaths) -> Result<PathBuf, UnsafeWorkspace> {
+pub(crate) fn resolve(text: &str, host: &HostPaths) -> Result<PathBuf, UnsafeWorkspace> {
     let mut resolved = text.to_string();
     for (placeholder, value) in [
         ("{codex_home}", host.codex_home.as_ref()),
@@ -72,7 +72,11 @@ fn normalised(path: &Path) -> PathBuf {
 
 /// Refuse `workspace` when it is the root, contains one of `homes` (the app-server's `HOME`,
 /// the driver's own), or overlaps the app-server's `CODEX_HOME`.
-pub fn check(workspace: &Path, host: &HostPaths, homes: &[&Path]) -> Result<(), UnsafeWorkspace> {
+pub(crate) fn check(
+    workspace: &Path,
+    host: &HostPaths,
+    homes: &[&Path],
+) -> Result<(), UnsafeWorkspace> {
     if !workspace.is_absolute() {
         return Err(UnsafeWorkspace::NotAbsolute(
             workspace.to_string_lossy().into_owned(),

@@ -10,7 +10,7 @@ use tokio::sync::mpsc;
 
 /// One request from outside the run.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Control {
+pub(crate) enum Control {
     /// Interrupt the running turn (`turn/interrupt`), keep the session, end the run interrupted.
     Interrupt,
     /// Add this text to the running turn (`turn/steer`).
@@ -19,7 +19,7 @@ pub enum Control {
 
 /// The controls a run listens to, and those it was sent but has not acted on yet.
 #[derive(Debug, Default)]
-pub struct Controls {
+pub(crate) struct Controls {
     incoming: Option<mpsc::UnboundedReceiver<Control>>,
     interrupt: bool,
     steers: VecDeque<String>,
@@ -27,12 +27,12 @@ pub struct Controls {
 
 impl Controls {
     /// A run nobody can control (the in-process runs of the harness's own tests and tools).
-    pub fn none() -> Self {
+    pub(crate) fn none() -> Self {
         Self::default()
     }
 
     /// A run controlled through `incoming`.
-    pub fn new(incoming: mpsc::UnboundedReceiver<Control>) -> Self {
+    pub(crate) fn new(incoming: mpsc::UnboundedReceiver<Control>) -> Self {
         Self {
             incoming: Some(incoming),
             ..Self::default()
@@ -47,7 +47,7 @@ impl Controls {
     }
 
     /// Take in every control already sent, without waiting.
-    pub fn poll(&mut self) {
+    pub(crate) fn poll(&mut self) {
         while let Some(rx) = self.incoming.as_mut() {
             match rx.try_recv() {
                 Ok(control) => self.note(control),
@@ -59,7 +59,7 @@ impl Controls {
 
     /// Wait until a control arrives and take it in; never returns when none can come any more.
     /// Cancel-safe: a control is taken in whole or left in the channel.
-    pub async fn arrived(&mut self) {
+    pub(crate) async fn arrived(&mut self) {
         loop {
             let Some(rx) = self.incoming.as_mut() else {
                 return std::future::pending().await;
@@ -72,12 +72,12 @@ impl Controls {
     }
 
     /// Whether the run was asked to interrupt (it stays asked: the run ends interrupted).
-    pub fn interrupt_requested(&self) -> bool {
+    pub(crate) fn interrupt_requested(&self) -> bool {
         self.interrupt
     }
 
     /// The steering texts not yet sent, in the order they came.
-    pub fn take_steers(&mut self) -> Vec<String> {
+    pub(crate) fn take_steers(&mut self) -> Vec<String> {
         self.steers.drain(..).collect()
     }
 }
@@ -87,7 +87,7 @@ const MAX_STEER_LINE_BYTES: usize = 64 * 1024;
 
 /// The controls of a `harness drive` process: every SIGINT is an interrupt, every non-empty
 /// line of its stdin a steer. Must be called inside a Tokio runtime.
-pub fn from_process() -> std::io::Result<mpsc::UnboundedReceiver<Control>> {
+pub(crate) fn from_process() -> std::io::Result<mpsc::UnboundedReceiver<Control>> {
     let (tx, rx) = mpsc::unbounded_channel();
     let mut sigint = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())?;
     let signals = tx.clone();

@@ -1,4 +1,4 @@
 //! Turning the app-server's item JSON into the event contract's reduced item: one reduction,
 //! owned by the wire translator (`graders::wire::items`).
 
-pub use graders::wire::items::{reduce, OUTPUT_EXCERPT_CHARS};
+pub(crate) use graders::wire::items::reduce;

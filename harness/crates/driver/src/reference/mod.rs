@@ -3,14 +3,14 @@
 //! writes every step as run events. It never writes `run.ended`: it returns the terminal, and
 //! the harness appends its own evidence first.
 
-pub mod control;
-pub mod items;
-pub mod recovery;
-pub mod session;
-pub mod skills;
+pub(crate) mod control;
+pub(crate) mod items;
+pub(crate) mod recovery;
+pub(crate) mod session;
+pub(crate) mod skills;
 pub mod standalone;
-pub mod tools;
-pub mod turn;
+pub(crate) mod tools;
+pub(crate) mod turn;
 
 use crate::event_log::EventLog;
 use crate::launch::{self, profiles::HostPaths, LaunchPlan, LaunchRequest};
@@ -46,12 +46,12 @@ pub struct DriverConfig {
 impl DriverConfig {
     /// The launch plan for this run, with the app-server's own HOME, CODEX_HOME and install
     /// folder named in the restricted profiles.
-    pub fn launch_plan(&self) -> LaunchPlan {
+    pub(crate) fn launch_plan(&self) -> LaunchPlan {
         self.launch_plan_under(self.run.launch.policy)
     }
 
     /// The launch plan for this run under `policy` instead of the run's own (a relaunch).
-    pub fn launch_plan_under(&self, policy: PolicyGeneration) -> LaunchPlan {
+    pub(crate) fn launch_plan_under(&self, policy: PolicyGeneration) -> LaunchPlan {
         let run = &self.run;
         let host = HostPaths::from_env_pairs(&run.app_server.env, Some(&run.app_server.program));
         let request = LaunchRequest {
@@ -62,7 +62,7 @@ impl DriverConfig {
     }
 
     /// The app-server's own folders (`HOME`, `CODEX_HOME`, its install folder).
-    pub fn host_paths(&self) -> HostPaths {
+    pub(crate) fn host_paths(&self) -> HostPaths {
         HostPaths::from_env_pairs(&self.run.app_server.env, Some(&self.run.app_server.program))
     }
 
@@ -81,7 +81,7 @@ impl DriverConfig {
 
 /// An early end of the run, carrying its terminal.
 #[derive(Debug)]
-pub struct Stop(pub RunEnded);
+pub(crate) struct Stop(pub RunEnded);
 
 pub(crate) fn stop(ending: Ending, retry_offered: bool, code: &str, reason: &str) -> Stop {
     Stop(RunEnded {
@@ -153,7 +153,7 @@ pub async fn run_reference(config: &DriverConfig, log: &mut EventLog) -> RunEnde
 
 /// [`run_reference`], told to interrupt or steer its turns through `controls`
 /// ([`control`]).
-pub async fn run_controlled(
+pub(crate) async fn run_controlled(
     config: &DriverConfig,
     controls: Controls,
     log: &mut EventLog,

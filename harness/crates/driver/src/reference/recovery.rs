@@ -20,15 +20,15 @@ use serde_json::{json, Value};
 use std::path::Path;
 
 /// Most recoveries in one run: an app-server that dies again after that ends the run.
-pub const MAX_RECOVERIES: u32 = 2;
+pub(crate) const MAX_RECOVERIES: u32 = 2;
 
 /// The user text of the turn that carries on after the crash cut the live one short.
-pub const CONTINUE_PROMPT: &str =
+pub(crate) const CONTINUE_PROMPT: &str =
     "The session was interrupted by a restart. Continue the task where it stopped.";
 
 /// What the run does after a recovery.
 #[derive(Debug)]
-pub enum Recovered {
+pub(crate) enum Recovered {
     /// The live turn's end, as reconciled (followed on the new app-server, or read back).
     Outcome(TurnOutcome),
     /// Run this turn next (the crash ended the live turn, or it never started).
@@ -37,7 +37,7 @@ pub enum Recovered {
 
 /// How the saved live turn stands on the recovered thread.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Reconciliation {
+pub(crate) enum Reconciliation {
     /// Still in progress: follow it.
     Kept(String),
     /// Over, with this status and error message.
@@ -59,7 +59,7 @@ pub enum Reconciliation {
 
 /// Reconcile `saved` (the live turn when the app-server died) with the turns a `thread/read`
 /// reported.
-pub fn reconcile(saved: Option<&str>, turns: &[Value]) -> Reconciliation {
+pub(crate) fn reconcile(saved: Option<&str>, turns: &[Value]) -> Reconciliation {
     let status = |t: &Value| t["status"].as_str().unwrap_or("unknown").to_string();
     if let Some(other) = turns
         .iter()
@@ -86,7 +86,7 @@ pub fn reconcile(saved: Option<&str>, turns: &[Value]) -> Reconciliation {
 }
 
 /// Whether the turn's failure is the app-server going away, and the run may still recover.
-pub fn can_recover(config: &DriverConfig, session: &Session, state: &RunState) -> bool {
+pub(crate) fn can_recover(config: &DriverConfig, session: &Session, state: &RunState) -> bool {
     config.run.task.resume_on_crash
         && state.recoveries < MAX_RECOVERIES
         && matches!(session.client.closed(), Some(TransportError::Closed(_)))
@@ -130,7 +130,7 @@ async fn read(
 
 /// Recover `session` after its app-server died while `request`'s turn ran. `lost` is how the
 /// turn ended; it is the run's end when recovery does not apply.
-pub async fn after_crash(
+pub(crate) async fn after_crash(
     config: &DriverConfig,
     plan: &LaunchPlan,
     session: &mut Session,

@@ -12,18 +12,18 @@ use sandbox::launcher::ProcessSpec;
 use serde_json::{json, Value};
 
 /// An open session.
-pub struct Session {
-    pub client: RpcClient,
-    pub thread_id: String,
+pub(crate) struct Session {
+    pub(crate) client: RpcClient,
+    pub(crate) thread_id: String,
     /// The model the thread reported (fills the collaboration mode's `settings.model`).
-    pub model: String,
+    pub(crate) model: String,
     /// The skills its app-server lists (`skills/list`), once asked.
-    pub skills: Option<Vec<super::skills::ListedSkill>>,
+    pub(crate) skills: Option<Vec<super::skills::ListedSkill>>,
 }
 
 /// Why an attempt to open a session failed.
 #[derive(Debug)]
-pub enum OpenFailure {
+pub(crate) enum OpenFailure {
     /// A definite refusal: end the run at once, never retry in the same run.
     Rejected(RpcError),
     /// Worth a fresh attempt with a fresh app-server.
@@ -52,7 +52,7 @@ const INVALID_REQUEST: i64 = -32600;
 
 /// Whether a start-up error is definite: any error on an external-sandbox target, or a
 /// permission/authentication/invalid-request error anywhere.
-pub fn is_definite_rejection(target: Target, error: &RpcError) -> bool {
+pub(crate) fn is_definite_rejection(target: Target, error: &RpcError) -> bool {
     if target == Target::ExternalSandbox || error.code == INVALID_REQUEST {
         return true;
     }
@@ -60,7 +60,7 @@ pub fn is_definite_rejection(target: Target, error: &RpcError) -> bool {
     DEFINITE_MARKERS.iter().any(|m| message.contains(m))
 }
 
-pub fn process_spec(config: &DriverConfig, plan: &LaunchPlan) -> ProcessSpec {
+pub(crate) fn process_spec(config: &DriverConfig, plan: &LaunchPlan) -> ProcessSpec {
     let program = &config.run.app_server;
     let mut args = program.leading_args.clone();
     args.extend(plan.argv.iter().cloned());
@@ -82,7 +82,7 @@ pub fn process_spec(config: &DriverConfig, plan: &LaunchPlan) -> ProcessSpec {
 
 /// How a session gets its thread.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Opening {
+pub(crate) enum Opening {
     /// `thread/start` with the plan's thread parameters; `persist` asks for a non-ephemeral
     /// thread explicitly (a later launch resumes it).
     Start { persist: bool },
@@ -134,7 +134,7 @@ impl Opening {
 
 /// The thread configuration of the context boundary: skill instructions as the run asks, and
 /// no project instruction files (Codex 0.169 then reports no instruction source, measured).
-pub fn context_config(context: &ContextBoundary) -> Value {
+pub(crate) fn context_config(context: &ContextBoundary) -> Value {
     json!({
         "skills": {"include_instructions": context.include_skill_instructions},
         "project_doc_max_bytes": 0,
@@ -143,7 +143,7 @@ pub fn context_config(context: &ContextBoundary) -> Value {
 
 /// A fresh app-server, past the handshake: `initialize` (with `experimentalApi`), then
 /// `initialized`.
-pub async fn start_initialized(
+pub(crate) async fn start_initialized(
     config: &DriverConfig,
     plan: &LaunchPlan,
 ) -> Result<RpcClient, OpenFailure> {
@@ -174,7 +174,7 @@ pub async fn start_initialized(
 }
 
 /// One attempt: a fresh app-server, initialize, then `thread/start` or `thread/resume`.
-pub async fn open(
+pub(crate) async fn open(
     config: &DriverConfig,
     plan: &LaunchPlan,
     opening: &Opening,
@@ -235,7 +235,7 @@ pub async fn open(
 }
 
 /// `session.started` of `thread_id`, from its `thread/start` / `thread/resume` answer.
-pub fn session_started(thread_id: &str, result: &Value) -> Body {
+pub(crate) fn session_started(thread_id: &str, result: &Value) -> Body {
     Body::SessionStarted(SessionStarted {
         thread_id: thread_id.to_string(),
         sandbox: sandbox_facts(result),
@@ -248,7 +248,7 @@ pub fn session_started(thread_id: &str, result: &Value) -> Body {
 }
 
 /// The model a `thread/start` / `thread/resume` answer reports.
-pub fn model_of(result: &Value) -> String {
+pub(crate) fn model_of(result: &Value) -> String {
     result["model"]
         .as_str()
         .or_else(|| result["thread"]["model"].as_str())
@@ -258,7 +258,7 @@ pub fn model_of(result: &Value) -> String {
 
 /// Under the context boundary the thread must report no instruction source: anything listed
 /// reached the model besides the task's own text.
-pub fn check_no_instruction_sources(result: &Value) -> Result<(), Stop> {
+pub(crate) fn check_no_instruction_sources(result: &Value) -> Result<(), Stop> {
     let sources = sandbox_facts(result).instruction_sources;
     if sources.is_empty() {
         return Ok(());
@@ -291,7 +291,7 @@ fn classify_transport(error: TransportError, during: &str) -> OpenFailure {
     }
 }
 
-pub fn sandbox_facts(result: &Value) -> SandboxFacts {
+pub(crate) fn sandbox_facts(result: &Value) -> SandboxFacts {
     SandboxFacts {
         sandbox: result.get("sandbox").cloned().filter(|v| !v.is_null()),
         active_profile: result["activePermissionProfile"]["id"]

@@ -15,13 +15,13 @@ use std::path::{Path, PathBuf};
 
 /// One skill the app-server lists.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ListedSkill {
-    pub name: String,
-    pub path: String,
+pub(crate) struct ListedSkill {
+    pub(crate) name: String,
+    pub(crate) path: String,
 }
 
 /// The enabled skills of a `skills/list` answer.
-pub fn listed(result: &Value) -> Vec<ListedSkill> {
+pub(crate) fn listed(result: &Value) -> Vec<ListedSkill> {
     result["data"]
         .as_array()
         .into_iter()
@@ -50,7 +50,7 @@ fn inside(path: &Path, home: &Path) -> bool {
 
 /// The input items of a turn (or a steer) with `text`: the text, then one skill input per
 /// skill it names that the app-server lists inside its `CODEX_HOME`.
-pub async fn input_items(
+pub(crate) async fn input_items(
     config: &DriverConfig,
     session: &mut Session,
     text: &str,

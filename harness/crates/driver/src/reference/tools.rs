@@ -9,7 +9,7 @@ use serde_json::Value;
 
 /// How the driver answers one call.
 #[derive(Debug, Clone, PartialEq)]
-pub enum ToolDecision {
+pub(crate) enum ToolDecision {
     /// A new result: answer success and record it.
     Accepted(ResultProposed),
     /// The same call as the accepted one: answer success again, record nothing.
@@ -21,22 +21,22 @@ pub enum ToolDecision {
 }
 
 #[derive(Debug, Default)]
-pub struct ToolResults {
+pub(crate) struct ToolResults {
     accepted: Option<(String, Value)>,
 }
 
 impl ToolResults {
     /// Forget the accepted result (the driver answered a blocking question and the run goes on).
-    pub fn reset(&mut self) {
+    pub(crate) fn reset(&mut self) {
         self.accepted = None;
     }
 
-    pub fn accepted(&self) -> Option<&(String, Value)> {
+    pub(crate) fn accepted(&self) -> Option<&(String, Value)> {
         self.accepted.as_ref()
     }
 
     /// Decide on an `item/tool/call` with these params, for the thread and turn in progress.
-    pub fn decide(
+    pub(crate) fn decide(
         &mut self,
         params: &Value,
         thread_id: &str,

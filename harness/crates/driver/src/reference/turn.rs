@@ -18,41 +18,41 @@ use std::collections::VecDeque;
 
 /// What to send as the next turn.
 #[derive(Debug, Clone)]
-pub struct TurnRequest {
-    pub text: String,
-    pub params: TurnParams,
+pub(crate) struct TurnRequest {
+    pub(crate) text: String,
+    pub(crate) params: TurnParams,
 }
 
 /// How a turn went.
 #[derive(Debug, Default)]
-pub struct TurnOutcome {
-    pub turn_id: String,
-    pub status: String,
-    pub error: Option<String>,
+pub(crate) struct TurnOutcome {
+    pub(crate) turn_id: String,
+    pub(crate) status: String,
+    pub(crate) error: Option<String>,
     /// The last completed `plan` item: (item id, text).
-    pub plan: Option<(String, String)>,
-    pub last_message: Option<String>,
+    pub(crate) plan: Option<(String, String)>,
+    pub(crate) last_message: Option<String>,
     /// A result accepted during this turn.
-    pub new_result: Option<ResultProposed>,
+    pub(crate) new_result: Option<ResultProposed>,
     /// Items whose approval the driver granted: they run outside Codex's sandbox.
-    pub approved_items: std::collections::HashSet<String>,
+    pub(crate) approved_items: std::collections::HashSet<String>,
 }
 
 /// Mutable run state a turn reads and updates.
-pub struct RunState {
-    pub results: ToolResults,
-    pub answers: VecDeque<String>,
-    pub turn_index: u32,
+pub(crate) struct RunState {
+    pub(crate) results: ToolResults,
+    pub(crate) answers: VecDeque<String>,
+    pub(crate) turn_index: u32,
     /// What the run is told while it runs (interrupt, steer).
-    pub controls: Controls,
+    pub(crate) controls: Controls,
     /// The driver's turn in progress, once `turn/start` named it: what a recovery reconciles.
-    pub live_turn: Option<String>,
+    pub(crate) live_turn: Option<String>,
     /// Recoveries after the app-server died (bounded per run).
-    pub recoveries: u32,
+    pub(crate) recoveries: u32,
 }
 
 impl RunState {
-    pub fn new(answers: VecDeque<String>, controls: Controls) -> Self {
+    pub(crate) fn new(answers: VecDeque<String>, controls: Controls) -> Self {
         Self {
             results: ToolResults::default(),
             answers,
@@ -68,7 +68,7 @@ impl RunState {
 const INPUT_EXCERPT_CHARS: usize = 500;
 
 /// Run one turn: start it, then follow it to its end.
-pub async fn run(
+pub(crate) async fn run(
     config: &DriverConfig,
     plan: &LaunchPlan,
     session: &mut Session,
@@ -143,7 +143,7 @@ async fn start(
 /// Follow the live turn `turn_id` to its `turn/completed`: every notification and server
 /// request of it, and what the run is told meanwhile (an interrupt, a steer) — acted on at
 /// once, since the turn's id is known.
-pub async fn follow(
+pub(crate) async fn follow(
     config: &DriverConfig,
     plan: &LaunchPlan,
     session: &mut Session,

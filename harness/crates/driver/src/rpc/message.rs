@@ -67,7 +67,7 @@ pub enum MalformedMessage {
     BadError,
 }
 
-pub fn parse_line(line: &str) -> Result<Incoming, MalformedMessage> {
+pub(crate) fn parse_line(line: &str) -> Result<Incoming, MalformedMessage> {
     let value: Value =
         serde_json::from_str(line).map_err(|e| MalformedMessage::NotJson(e.to_string()))?;
     let Value::Object(mut obj) = value else {

@@ -9,8 +9,8 @@
 //! sent and received to a transcript ([`transcript`]). Dropping the client kills the child's
 //! whole process group.
 
-pub mod message;
-pub mod transcript;
+pub(crate) mod message;
+pub(crate) mod transcript;
 
 use futures_util::StreamExt;
 pub use message::{Incoming, MalformedMessage, RpcError};
@@ -46,7 +46,7 @@ impl Default for Limits {
             max_line_bytes: suites::spec::HARNESS_OWN_MAX_LINE_BYTES as usize,
             max_buffered: 10_000,
             max_stderr_bytes: 16 * 1024 * 1024,
-            write_timeout: Duration::from_secs(10),
+            write_timeout: crate::bounds::RPC_WRITE_LINE,
         }
     }
 }
@@ -166,7 +166,7 @@ impl RpcClient {
     }
 
     /// Like [`RpcClient::spawn`], also appending every line sent and received to `transcript`.
-    pub fn spawn_recorded(
+    pub(crate) fn spawn_recorded(
         launcher: &dyn Launcher,
         spec: &ProcessSpec,
         stderr_log: &Path,
@@ -246,7 +246,7 @@ impl RpcClient {
     }
 
     /// The error that closed the transport, if any.
-    pub fn closed(&self) -> Option<&TransportError> {
+    pub(crate) fn closed(&self) -> Option<&TransportError> {
         self.closed.as_ref()
     }
 
@@ -297,7 +297,7 @@ impl RpcClient {
     }
 
     /// Answer a server request with an error.
-    pub async fn respond_error(
+    pub(crate) async fn respond_error(
         &mut self,
         id: &Value,
         code: i64,
@@ -336,7 +336,7 @@ impl RpcClient {
             Ok(Ok(status)) => Some(status),
             _ => {
                 self.kill_group();
-                tokio::time::timeout(Duration::from_secs(5), self.child.wait())
+                tokio::time::timeout(crate::bounds::RPC_EXIT_AFTER_KILL, self.child.wait())
                     .await
                     .ok()
                     .and_then(Result::ok)
@@ -422,9 +422,9 @@ impl RpcClient {
 
     /// Describe how the child ended (bounded wait), with the tail of its stderr.
     async fn exit_detail(&mut self, what: &str) -> String {
-        let status = tokio::time::timeout(Duration::from_millis(500), self.child.wait()).await;
+        let status = tokio::time::timeout(crate::bounds::RPC_EXIT_STATUS, self.child.wait()).await;
         // Give the stderr copier a moment to write what the child said last.
-        let _ = tokio::time::timeout(Duration::from_millis(200), &mut self.stderr_copier).await;
+        let _ = tokio::time::timeout(crate::bounds::RPC_STDERR_TAIL, &mut self.stderr_copier).await;
         let mut detail = match status {
             Ok(Ok(status)) => format!("{what}; {status}"),
             _ => format!("{what}; still running"),

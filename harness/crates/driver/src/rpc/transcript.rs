@@ -10,7 +10,7 @@
 //! relaunch within the run, adds to the lines of the earlier processes, and a killed run loses
 //! nothing.
 
-pub use fake_app_server::transcript::Direction;
+pub(crate) use fake_app_server::transcript::Direction;
 use fake_app_server::transcript::Transcript;
 use serde_json::Value;
 use std::path::Path;
@@ -18,29 +18,29 @@ use std::sync::{Arc, Mutex};
 
 /// A shared handle: the client's writer and its reader task both record.
 #[derive(Clone)]
-pub struct ClientTranscript {
+pub(crate) struct ClientTranscript {
     file: Arc<Mutex<Transcript>>,
 }
 
 impl ClientTranscript {
-    pub fn open(path: &Path) -> std::io::Result<Self> {
+    pub(crate) fn open(path: &Path) -> std::io::Result<Self> {
         Ok(Self {
             file: Arc::new(Mutex::new(Transcript::create(path)?)),
         })
     }
 
     /// A message the client built (always JSON).
-    pub fn message(&self, direction: Direction, message: &Value) {
+    pub(crate) fn message(&self, direction: Direction, message: &Value) {
         self.lock().record_message(direction, message);
     }
 
     /// A line as it was read: JSON when it parses, else kept raw.
-    pub fn line(&self, direction: Direction, line: &str) {
+    pub(crate) fn line(&self, direction: Direction, line: &str) {
         self.lock().record_line(direction, line);
     }
 
     /// A remark about the stream from the app-server (what it sent could not be kept).
-    pub fn note(&self, note: &str) {
+    pub(crate) fn note(&self, note: &str) {
         self.lock().record_note(note);
     }
 

@@ -14,7 +14,6 @@ use driver::task::Timeouts;
 use sandbox::launcher::EnvMounts;
 use sandbox::probe::codex_bundled_bwrap;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 use suites::spec::AppServerKind;
 use suites::Cell;
 
@@ -36,16 +35,9 @@ pub struct AppServer {
     pub mounts: EnvMounts,
 }
 
-/// Bounds for runs against the fake app-server: it answers in milliseconds, so a hang is
-/// detected after a short idle bound and the `hang` cells stay short.
+/// The driver's waits against the fake app-server ([`driver::bounds::FAKE_WAITS`]).
 pub fn fake_timeouts() -> Timeouts {
-    Timeouts {
-        request: Duration::from_secs(5),
-        turn_idle: Duration::from_secs(2),
-        turn_total: Duration::from_secs(30),
-        shutdown: Duration::from_secs(2),
-        ..Timeouts::default()
-    }
+    driver::bounds::FAKE_WAITS
 }
 
 /// Stage 2 of `cell`. What it starts (the mock model API) goes to `guard`.

@@ -3,7 +3,7 @@
 //! or steer its running turn (`interrupt = "sigint" | "sigterm"`, `steer = "stdin-line"`); in a
 //! cell whose case needs it, the driver stage watches the tap's transcript until the driver's
 //! turn runs — a `turn/started` of a thread the driver opened, its `turn/start` answered — and
-//! then, [`SETTLE`] later:
+//! then, [`CONTROL_SETTLE`] later:
 //!
 //! - sends the declared signal to the driver's *main process*: the process its command line
 //!   started (no shell runs between the harness and it). When that program is a shell running a
@@ -18,6 +18,7 @@
 //! events. The watch is bounded by the driver's run bound, and ends with the driver.
 
 use anyhow::{anyhow, bail, Context, Result};
+use driver::bounds::CONTROL_SETTLE;
 use driver::task::Task;
 use graders::events::{InterruptSignal, SteerChannel};
 use nix::sys::signal::Signal;
@@ -35,9 +36,6 @@ use tokio::process::ChildStdin;
 
 /// How often the transcript is read while waiting for the driver's turn.
 const POLL: Duration = Duration::from_millis(50);
-/// How long after the turn is seen running the harness acts: the driver has then read the
-/// lines the tap relayed (the turn's id among them) before it is asked.
-pub const SETTLE: Duration = Duration::from_millis(200);
 /// Longest transcript line read for the watch (the lines it needs are short).
 const MAX_WATCHED_LINE: usize = 64 * 1024;
 /// The requests whose answer names a thread the driver opened.
@@ -45,15 +43,15 @@ const THREAD_OPENERS: &[&str] = &["thread/start", "thread/resume", "thread/fork"
 
 /// What the harness tells one cell's driver once its turn runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Tell {
-    pub signal: Option<InterruptSignal>,
+pub(crate) struct Tell {
+    pub(crate) signal: Option<InterruptSignal>,
     /// The line to write on the driver's stdin (without its newline).
-    pub steer: Option<String>,
+    pub(crate) steer: Option<String>,
 }
 
 /// The driver's stdin.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Stdin {
+pub(crate) enum Stdin {
     /// Empty and closed (`/dev/null`): every driver that declares no `steer`.
     Closed,
     /// A pipe the harness holds open until the driver ends (`steer = "stdin-line"`).
@@ -61,7 +59,7 @@ pub enum Stdin {
 }
 
 impl Stdin {
-    pub fn of(declared: &DeclaredDriver) -> Self {
+    pub(crate) fn of(declared: &DeclaredDriver) -> Self {
         match declared.steer {
             Some(SteerChannel::StdinLine) => Stdin::Held,
             None => Stdin::Closed,
@@ -72,7 +70,11 @@ impl Stdin {
 impl Tell {
     /// What `cell`'s driver is told: the interrupt its declaration names when the case needs
     /// one, the task's `steer_text` when the case steers. `None`: nothing.
-    pub fn for_cell(cell: &Cell, declared: &DeclaredDriver, task: &Task) -> Result<Option<Tell>> {
+    pub(crate) fn for_cell(
+        cell: &Cell,
+        declared: &DeclaredDriver,
+        task: &Task,
+    ) -> Result<Option<Tell>> {
         let needs = |c: Capability| cell.case.requires.contains(&c);
         let signal = declared.interrupt.filter(|_| needs(Capability::Interrupt));
         let steer = match declared.steer {
@@ -95,7 +97,7 @@ impl Tell {
 }
 
 /// The signal a declaration names.
-pub fn signal_of(declared: InterruptSignal) -> Signal {
+pub(crate) fn signal_of(declared: InterruptSignal) -> Signal {
     match declared {
         InterruptSignal::Sigint => Signal::SIGINT,
         InterruptSignal::Sigterm => Signal::SIGTERM,
@@ -104,24 +106,24 @@ pub fn signal_of(declared: InterruptSignal) -> Signal {
 
 /// Where the driver's process tree is seen from.
 #[derive(Debug, Clone)]
-pub struct Spawned {
+pub(crate) struct Spawned {
     /// The process the harness spawned: the driver's program itself on the host, the container
     /// runtime (`runc run`, `docker exec`) in a container.
-    pub pid: i32,
+    pub(crate) pid: i32,
     /// Whether `pid` is the driver's program (the host launcher) rather than a runtime.
-    pub is_driver: bool,
+    pub(crate) is_driver: bool,
     /// The socket of the cell's recorder: every tap process of the cell names it.
-    pub tap_socket: PathBuf,
+    pub(crate) tap_socket: PathBuf,
 }
 
 /// One harness note on what it told the driver (a `diagnostic` of the run), and whether it is a
 /// warning (the harness could not do what the case needs).
-pub type Note = (bool, String);
+pub(crate) type Note = (bool, String);
 
 /// Watch `wire` until the driver's turn runs (at most `bound`), then tell the driver. Holds the
 /// driver's stdin until the task is dropped (when the driver ends), so a driver that declares
 /// `steer` never sees its stdin end while it runs.
-pub async fn tell(
+pub(crate) async fn tell(
     tell: Tell,
     spawned: Spawned,
     wire: PathBuf,
@@ -153,7 +155,7 @@ pub async fn tell(
         tokio::time::sleep(POLL).await;
     };
     let seen = Instant::now();
-    tokio::time::sleep(SETTLE).await;
+    tokio::time::sleep(CONTROL_SETTLE).await;
     watch.poll();
     if watch.completed.contains(&turn.turn) {
         note(
@@ -325,10 +327,10 @@ impl TurnWatch {
 
 /// The driver's main process, and how it was found.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MainProcess {
-    pub pid: i32,
-    pub cmdline: String,
-    pub how: &'static str,
+pub(crate) struct MainProcess {
+    pub(crate) pid: i32,
+    pub(crate) cmdline: String,
+    pub(crate) how: &'static str,
 }
 
 // `/proc` is read by hand: two fields of `stat`, `cmdline` and a pid namespace link are all
@@ -386,7 +388,7 @@ fn is_shell_script(argv: &[String]) -> bool {
 
 /// The driver's main process (module docs): from the spawned shell on the host, or from the
 /// cell's tap up to the top of the driver's tree in a container.
-pub fn main_process(spawned: &Spawned) -> Result<MainProcess> {
+pub(crate) fn main_process(spawned: &Spawned) -> Result<MainProcess> {
     let pids = all_pids();
     let taps: Vec<i32> = pids
         .iter()

@@ -15,6 +15,7 @@ use crate::context::CellContext;
 use crate::hidden;
 use crate::program::{self, Where};
 use anyhow::{anyhow, bail, Context, Result};
+use driver::bounds;
 use driver::external;
 use driver::launch::LaunchRequest;
 use driver::run::{AppServerProgram, RunSpec};
@@ -32,32 +33,32 @@ use tap::mutation::Operator;
 const SYSTEM_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 
 /// The cell's driver, as the cell will run it.
-pub struct Driver {
+pub(crate) struct Driver {
     /// `run.started.driver`.
-    pub name: String,
-    pub declared: DeclaredDriver,
+    pub(crate) name: String,
+    pub(crate) declared: DeclaredDriver,
     /// What the environment must bind for it: the harness binary (its tap), the files its
     /// command names, the installs it reaches into below the harness cache, its drivers file's
     /// folder.
-    pub mounts: EnvMounts,
+    pub(crate) mounts: EnvMounts,
     /// The canary secrets planted in its environment (every cell of the `protocol` profile).
-    pub canaries: Option<Canaries>,
+    pub(crate) canaries: Option<Canaries>,
 }
 
 /// What the driver's run left: how it ended, where it wrote its own events (`contract =
 /// "events"`), what the recorder wrote into the transcript (its seal), and what the harness
 /// told it beyond the wire ([`control`]).
-pub struct DriverRun {
-    pub end: DriverEnd,
-    pub events: Option<PathBuf>,
-    pub transcript: tap::record::Seal,
-    pub told: Vec<Note>,
+pub(crate) struct DriverRun {
+    pub(crate) end: DriverEnd,
+    pub(crate) events: Option<PathBuf>,
+    pub(crate) transcript: tap::record::Seal,
+    pub(crate) told: Vec<Note>,
 }
 
 /// The driver of `cell`'s runner. The example external driver (`driver = "external"`, or
 /// `--driver-cmd`) is an ordinary declared driver: it finds `codex` on `PATH` (and in
 /// `HARNESS_APP_SERVER_CMD`) and writes run events.
-pub fn declare(ctx: &CellContext, cell: &Cell) -> Result<Driver> {
+pub(crate) fn declare(ctx: &CellContext, cell: &Cell) -> Result<Driver> {
     let (name, declared) = match cell.runner.driver {
         // The reference driver is an ordinary driver too: its own process (`harness drive`),
         // `codex` first on PATH, run events as the second source.
@@ -93,7 +94,7 @@ pub fn declare(ctx: &CellContext, cell: &Cell) -> Result<Driver> {
 
 /// The external driver's command line of `cell`'s runner (or `--driver-cmd`), placeholders
 /// (`{repo}`) still in it; not checked.
-pub fn external_command_line(ctx: &CellContext, cell: &Cell) -> Result<String> {
+pub(crate) fn external_command_line(ctx: &CellContext, cell: &Cell) -> Result<String> {
     if let Some(command) = &ctx.driver_cmd {
         return Ok(command.clone());
     }
@@ -104,7 +105,7 @@ pub fn external_command_line(ctx: &CellContext, cell: &Cell) -> Result<String> {
 }
 
 /// [`external_command_line`], whose program must exist ([`crate::program`]).
-pub fn external_command(ctx: &CellContext, cell: &Cell) -> Result<String> {
+pub(crate) fn external_command(ctx: &CellContext, cell: &Cell) -> Result<String> {
     let command = external_command_line(ctx, cell)?;
     program::resolve(&command, external_where(ctx))
         .map_err(|e| anyhow!("the external driver: {e}"))?;
@@ -113,7 +114,7 @@ pub fn external_command(ctx: &CellContext, cell: &Cell) -> Result<String> {
 
 /// Where the external driver's command is resolved: `{repo}` is the repository, relative
 /// paths are the harness's own working folder's.
-pub fn external_where(ctx: &CellContext) -> Where<'_> {
+pub(crate) fn external_where(ctx: &CellContext) -> Where<'_> {
     Where {
         repo_root: ctx.repo_root.as_deref(),
         base_dir: None,
@@ -169,7 +170,7 @@ fn mounts_for(ctx: &CellContext, declared: &DeclaredDriver) -> Result<EnvMounts>
 }
 
 /// Stage 4 of `cell`: the driver, given the tap as its app-server, run within its bounds.
-pub async fn run(
+pub(crate) async fn run(
     ctx: &CellContext,
     cell: &Cell,
     folders: &Folders,
@@ -218,7 +219,7 @@ pub async fn run(
     // running is killed, and the transcript is complete and sealed.
     let recording = sandbox.recording.clone();
     let transcript =
-        tokio::task::spawn_blocking(move || recording.finish(crate::recorder::FINISH_GRACE))
+        tokio::task::spawn_blocking(move || recording.finish(driver::bounds::LAUNCH_FINISH_GRACE))
             .await
             .context("finishing the recording")?;
     let ran = ran?;
@@ -304,9 +305,9 @@ pub fn bounds(timeouts: &Timeouts, task: &Task, declared: Option<&DeclaredDriver
     let overall = timeouts.request * 2 * attempts
         + timeouts.turn_total * turns
         + timeouts.shutdown * 2
-        + Duration::from_secs(10);
+        + bounds::DRIVER_OVERALL_MARGIN;
     Bounds {
-        overall: overall.max(process::DRIVER_START_ALLOWANCE + idle * 2),
+        overall: overall.max(bounds::DRIVER_START_ALLOWANCE + idle * 2),
         idle,
     }
 }
@@ -314,20 +315,16 @@ pub fn bounds(timeouts: &Timeouts, task: &Task, declared: Option<&DeclaredDriver
 /// How long a driver may say nothing on the wire before the harness takes it to be hung. A
 /// driver that declares its own idle timeout (`idle_timeout_seconds`) gives up on a silent
 /// app-server by itself: the harness waits that long, then the shutdown the task allows, then
-/// [`IDLE_MARGIN`] — shorter than the default for a quick driver (its `hang` cells end when it
+/// [`bounds::IDLE_MARGIN`] — shorter than the default for a quick driver (its `hang` cells end when it
 /// gives up, not at the harness's limit), longer for a patient one (it is not killed before it
 /// classifies the hang). Otherwise: longer than any single wait of the task.
 pub fn idle_bound(timeouts: &Timeouts, declared: Option<&DeclaredDriver>) -> Duration {
-    let slack = timeouts.shutdown + IDLE_MARGIN;
+    let slack = timeouts.shutdown + bounds::IDLE_MARGIN;
     match declared.and_then(|d| d.idle_timeout_seconds) {
         Some(seconds) => Duration::from_secs(seconds) + slack,
         None => timeouts.request.max(timeouts.turn_idle) + slack,
     }
 }
-
-/// What the idle bound allows past a driver's own wait and its shutdown: a loaded machine's
-/// scheduling and an interpreter's exit.
-pub const IDLE_MARGIN: Duration = Duration::from_secs(3);
 
 fn set(env: &mut Vec<(String, String)>, key: &str, value: String) {
     match env.iter_mut().find(|(k, _)| k == key) {
@@ -338,7 +335,7 @@ fn set(env: &mut Vec<(String, String)>, key: &str, value: String) {
 
 /// The existing files a driver's command line (its words) names by absolute path (they must be
 /// visible inside the environment's container).
-pub fn files_named_by(words: &[String]) -> Vec<PathBuf> {
+pub(crate) fn files_named_by(words: &[String]) -> Vec<PathBuf> {
     words
         .iter()
         .map(PathBuf::from)
@@ -354,7 +351,7 @@ pub fn files_named_by(words: &[String]) -> Vec<PathBuf> {
 /// library). Under a container uid that cannot enter the folder holding the cache (a 0700
 /// `/root`), the launcher hides that folder behind an empty one and binds only these on it
 /// (`env::runc`), so the installs are reachable, read-only, and nothing else of it is.
-pub fn installs_named_by(words: &[String], cache: &Path) -> Vec<PathBuf> {
+pub(crate) fn installs_named_by(words: &[String], cache: &Path) -> Vec<PathBuf> {
     let mut installs = Vec::new();
     let mut add = |folder: PathBuf| {
         if folder.is_dir() && !installs.contains(&folder) {

@@ -32,7 +32,7 @@ pub const BUBBLEWRAP_PREFIX: &str = "bubblewrap Codex uses here: ";
 const MAX_MODEL_LOG_LINE: usize = 1 << 20;
 
 /// The run's events so far: the wire's (and the driver's own), and the terminal the wire shows.
-pub struct WireEvents {
+pub(crate) struct WireEvents {
     log: EventLog,
     ended: RunEnded,
     /// What the sealed transcript says of the cell, to check its model log against.
@@ -56,7 +56,7 @@ pub fn evidence_key() -> Result<std::sync::Arc<driver::provenance::Key>> {
 
 /// Stage 5, first half: the run's events from the wire, into `events.jsonl`. Read before the
 /// cell's guard finishes, as the driver left them.
-pub fn from_the_wire(
+pub(crate) fn from_the_wire(
     cell: &Cell,
     folders: &Folders,
     driver: &Driver,
@@ -144,7 +144,7 @@ fn tampered(why: String) -> anyhow::Error {
 /// had to kill (`left_behind`), what the model was told, the bubblewrap in use, the canary
 /// files of the app-server's home, the workspace's probe files — and `run.ended`. The whole
 /// log, written.
-pub fn with_the_harness_evidence(
+pub(crate) fn with_the_harness_evidence(
     wire: WireEvents,
     folders: &Folders,
     app_server: &AppServer,
@@ -339,7 +339,7 @@ fn kernel_evidence(
 }
 
 /// The files a write probe creates in the workspace.
-pub const PROBE_PREFIX: &str = "plan-write-probe-";
+pub(crate) const PROBE_PREFIX: &str = "plan-write-probe-";
 /// The largest probe file hashed (a probe writes a line).
 const MAX_PROBE_BYTES: u64 = 16 << 20;
 
@@ -391,7 +391,7 @@ pub fn append_model_events(log: &mut EventLog, model_log: &Path) -> Result<usize
 }
 
 /// Every `plan-write-probe-*` file directly in the workspace, with size and hash.
-pub fn workspace_evidence(workspace: &Path) -> Result<WorkspaceEvidence> {
+pub(crate) fn workspace_evidence(workspace: &Path) -> Result<WorkspaceEvidence> {
     let mut probes = Vec::new();
     let entries = std::fs::read_dir(workspace)
         .with_context(|| format!("listing the workspace {}", workspace.display()))?;

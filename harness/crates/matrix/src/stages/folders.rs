@@ -72,7 +72,7 @@ fn local_driver_ids(ctx: &CellContext) -> Option<sandbox::isolation::DriverIds> 
 }
 
 impl CellFolders {
-    pub fn create(evidence: &CellEvidence, owner: Option<(u32, u32)>) -> Result<Self> {
+    pub(crate) fn create(evidence: &CellEvidence, owner: Option<(u32, u32)>) -> Result<Self> {
         let root = &evidence.root;
         if root.exists() {
             std::fs::remove_dir_all(root)
@@ -116,7 +116,7 @@ impl CellFolders {
     }
 }
 
-pub fn task_for(cell: &Cell) -> Result<Task> {
+pub(crate) fn task_for(cell: &Cell) -> Result<Task> {
     let mut table = cell.case.task.clone();
     table.insert(
         "mode".into(),
@@ -144,7 +144,7 @@ fn shipped_scenario(name: &str) -> Result<&'static str> {
 /// The cell's scenario exists and parses, read from what the suites ship (nothing written):
 /// checked when the matrix is loaded, so a cell that could only fail is never listed as one
 /// that runs.
-pub fn check_scenario(cell: &Cell) -> Result<()> {
+pub(crate) fn check_scenario(cell: &Cell) -> Result<()> {
     match scenario_named(cell)? {
         ScenarioRef::Builtin(name) => drop(Scenario::builtin(&name)?),
         ScenarioRef::File(name) => drop(Scenario::from_toml_str(
@@ -156,7 +156,7 @@ pub fn check_scenario(cell: &Cell) -> Result<()> {
 }
 
 /// The scenario, and how to name it to the fake (`builtin:NAME` or a file in the cell folder).
-pub fn scenario_for(cell: &Cell, evidence: &CellEvidence) -> Result<(Scenario, String)> {
+pub(crate) fn scenario_for(cell: &Cell, evidence: &CellEvidence) -> Result<(Scenario, String)> {
     match scenario_named(cell)? {
         ScenarioRef::Builtin(name) => Ok((Scenario::builtin(&name)?, format!("builtin:{name}"))),
         ScenarioRef::File(name) => {

@@ -35,7 +35,7 @@ const FILES: &[(&str, Contents)] = &[
 ];
 
 /// The files planted in one cell's app-server home.
-pub struct PlantedHome {
+pub(crate) struct PlantedHome {
     home: PathBuf,
     files: Vec<Planted>,
 }
@@ -54,7 +54,7 @@ fn digest(bytes: &[u8]) -> String {
 }
 
 /// Plants the canary files when `cell`'s case asks for them, in the `HOME` the app-server gets.
-pub fn plant(
+pub(crate) fn plant(
     cell: &Cell,
     folders: &Folders,
     app_server: &AppServer,
@@ -107,7 +107,7 @@ const MAX_CANARY_BYTES: u64 = 1 << 20;
 impl PlantedHome {
     /// What each file holds now, against what was planted (read after everything of the cell
     /// has ended).
-    pub fn evidence(&self) -> HomeEvidence {
+    pub(crate) fn evidence(&self) -> HomeEvidence {
         HomeEvidence {
             prefix: HOME_CANARY_PREFIX.to_string(),
             files: self

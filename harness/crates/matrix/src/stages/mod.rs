@@ -21,12 +21,12 @@
 //! long function.
 
 pub mod app_server;
-pub mod canaries;
-pub mod control;
+pub(crate) mod canaries;
+pub(crate) mod control;
 pub mod driver;
 pub mod events;
 pub mod folders;
-pub mod home_canaries;
-pub mod process;
-pub mod sandbox;
-pub mod verdict;
+pub(crate) mod home_canaries;
+pub(crate) mod process;
+pub(crate) mod sandbox;
+pub(crate) mod verdict;

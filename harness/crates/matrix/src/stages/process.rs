@@ -15,38 +15,34 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 
 /// Most bytes kept of each of a driver's stdout and stderr.
-pub const MAX_DRIVER_OUTPUT_BYTES: u64 = 1024 * 1024;
+pub(crate) const MAX_DRIVER_OUTPUT_BYTES: u64 = 1024 * 1024;
 /// How often the wire is looked at for activity.
 const POLL: Duration = Duration::from_millis(100);
-/// Added to the idle bound before the driver's first wire byte: an interpreter's start-up is no
-/// wait of the task (the published Python SDK takes 6 s to import on a loaded 2-core runner, so
-/// its cells were killed before they began); the overall bound still holds.
-pub const DRIVER_START_ALLOWANCE: Duration = Duration::from_secs(20);
 
 /// A driver process to run.
-pub struct DriverProcess {
+pub(crate) struct DriverProcess {
     /// The program and its arguments, executed as they are (`suites::declared`).
-    pub argv: Vec<String>,
+    pub(crate) argv: Vec<String>,
     /// Its complete environment.
-    pub env: Vec<(String, String)>,
-    pub cwd: PathBuf,
-    pub stdout_log: PathBuf,
-    pub stderr_log: PathBuf,
-    pub stdin: Stdin,
+    pub(crate) env: Vec<(String, String)>,
+    pub(crate) cwd: PathBuf,
+    pub(crate) stdout_log: PathBuf,
+    pub(crate) stderr_log: PathBuf,
+    pub(crate) stdin: Stdin,
 }
 
 /// What the harness tells the driver while it runs, and the tap it finds the driver's
 /// processes by.
-pub struct Telling {
-    pub tell: Tell,
+pub(crate) struct Telling {
+    pub(crate) tell: Tell,
     /// The socket of the cell's recorder, which every tap of the cell names (see [`control::Spawned::tap_socket`]).
-    pub tap_socket: PathBuf,
+    pub(crate) tap_socket: PathBuf,
 }
 
 /// How a driver's run ended, and what the harness told it on the way (its notes).
-pub struct Ran {
-    pub end: DriverEnd,
-    pub told: Vec<Note>,
+pub(crate) struct Ran {
+    pub(crate) end: DriverEnd,
+    pub(crate) told: Vec<Note>,
 }
 
 /// The bounds on a driver run.
@@ -118,7 +114,7 @@ fn not_started(process: &DriverProcess, error: &std::io::Error) -> String {
 }
 
 /// `text`, or its first `max` bytes (on a character boundary) and how long it was.
-pub use report::cause::head as cut;
+pub(crate) use report::cause::head as cut;
 
 fn size(path: &Path) -> u64 {
     std::fs::metadata(path).map(|m| m.len()).unwrap_or(0)
@@ -127,7 +123,7 @@ fn size(path: &Path) -> u64 {
 /// Run `process` through `launcher` within `bounds`, watching `wire` (the transcript) for
 /// activity, telling it what `telling` says once its turn runs. The driver's process group is
 /// killed when it ends or is stopped.
-pub async fn run(
+pub(crate) async fn run(
     process: &DriverProcess,
     launcher: &dyn Launcher,
     bounds: Bounds,
@@ -206,7 +202,7 @@ pub async fn run(
     };
     let started = Instant::now();
     // In the future until the allowance is spent: `elapsed()` of a future instant is zero.
-    let mut last_activity = Instant::now() + DRIVER_START_ALLOWANCE;
+    let mut last_activity = Instant::now() + driver::bounds::DRIVER_START_ALLOWANCE;
     let end = loop {
         tokio::select! {
             status = child.wait() => {
@@ -248,7 +244,7 @@ pub async fn run(
     drop(stdin);
     drop(prepared.guard);
     // The pipes close once every process holding them is gone; bounded all the same.
-    let _ = tokio::time::timeout(Duration::from_secs(5), copies).await;
+    let _ = tokio::time::timeout(driver::bounds::DRIVER_OUTPUT_COPIES, copies).await;
     let told = std::mem::take(&mut *notes.lock().unwrap_or_else(|p| p.into_inner()));
     Ok(Ran { end, told })
 }

@@ -26,23 +26,23 @@ use tokio::sync::OnceCell;
 /// What stage 3 hands on. The launchers (the driver's, the app-server's) and the cgroup are the
 /// cell guard's, so they end with the cell ([`CellGuard::launcher`] lends the driver's to the
 /// driver stage).
-pub struct Sandbox {
-    pub tap: InstalledTap,
+pub(crate) struct Sandbox {
+    pub(crate) tap: InstalledTap,
     /// The harness's end of the tap: it starts the app-server for each launch and writes the
     /// transcript. The driver stage finishes it when the driver ended.
-    pub recording: Arc<Recording>,
+    pub(crate) recording: Arc<Recording>,
     /// Which bubblewrap Codex uses in this environment (evidence).
-    pub bubblewrap: String,
+    pub(crate) bubblewrap: String,
     /// The kernel's view of the workspace from here to the cell's end (`tap::workspace`), or
     /// why there is none; the events stage finishes it.
-    pub watcher: Result<tap::workspace::WorkspaceWatcher, String>,
+    pub(crate) watcher: Result<tap::workspace::WorkspaceWatcher, String>,
     /// What the harness wrote into the cell folder for the app-server to read, stamped before
     /// the driver starts; the events stage checks it is unchanged.
-    pub inputs: crate::own_evidence::Inputs,
+    pub(crate) inputs: crate::own_evidence::Inputs,
 }
 
 /// Stage 3 of `cell`.
-pub async fn enter(
+pub(crate) async fn enter(
     ctx: &CellContext,
     cell: &Cell,
     folders: &Folders,

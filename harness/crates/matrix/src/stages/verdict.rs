@@ -7,7 +7,7 @@ use graders::verdict::Verdict;
 use suites::Cell;
 
 /// Stage 6 of `cell`.
-pub fn grade(cell: &Cell, log: &EventLog) -> Result<Verdict> {
+pub(crate) fn grade(cell: &Cell, log: &EventLog) -> Result<Verdict> {
     graders::grade::grade(&cell.id.suite, cell.grader_case(), log.events())
         .map_err(|e| anyhow!("grading: {e}"))
 }
