@@ -6,8 +6,7 @@
 //! Needs the pinned Codex and 0.171.0 in the cache (`harness provision` installs both): without
 //! them the test is reported as ignored with the reason; under `CI=true` it fails instead.
 
-#[allow(dead_code)]
-mod common;
+use crate::common;
 
 use codex::provision;
 use common::prereq;
@@ -19,8 +18,7 @@ fn newest_missing() -> Option<String> {
         .map(|err| format!("Codex {}: {err:#}", provision::NEWEST))
 }
 
-fn main() {
-    let args = libtest_mimic::Arguments::from_args();
+pub fn trials() -> Vec<libtest_mimic::Trial> {
     let trials = vec![prereq::trial(
         "drift_names_what_changed_in_0_171_needs_real_codex",
         prereq::codex_missing().or_else(newest_missing),
@@ -29,7 +27,7 @@ fn main() {
             Ok(())
         },
     )];
-    libtest_mimic::run(&args, trials).exit();
+    trials
 }
 
 fn drift_names_what_changed_in_0_171() {

@@ -1,16 +1,14 @@
 //! What a SIGKILLed harness leaves behind (a runc container with its process and cgroup, a
 //! bundle folder) is reaped by the next harness, and a live harness's container is never touched.
 //!
-//! A child copy of this binary plays the harness that gets killed. Every test needs root and
+//! A child copy of the test binary plays the harness that gets killed. Every test needs root and
 //! runc: without them it is reported as ignored with the reason; under `CI=true` it fails.
 //! The trials run one at a time: each reaping pass is machine-wide, so a parallel trial could
 //! reap another trial's leftover before that trial looks at it.
 
-// Each test crate uses its own part of the shared helpers.
-#[allow(dead_code)]
-mod common;
+use crate::common;
 
-use libtest_mimic::{Arguments, Failed, Trial};
+use libtest_mimic::{Failed, Trial};
 use sandbox::environment::{self, Runtime};
 use sandbox::launcher::EnvMounts;
 use sandbox::launcher::{Launcher, ProcessSpec};
@@ -31,20 +29,38 @@ const READY_FILE_VAR: &str = "ENV_STALE_READY_FILE";
 /// How long the parent waits for a child's ready file.
 const READY_TIMEOUT: Duration = Duration::from_secs(60);
 
-fn main() {
-    if let Ok(mode) = std::env::var(CHILD_MODE_VAR) {
-        run_child(&mode);
-        return;
-    }
-    // This binary's own containment scope, inherited by its children: a reaping pass of any
-    // other harness on the machine (.ci/run runs the published matrix beside the tests) then
-    // leaves this test's killed harnesses to this test's own passes.
-    let scope = format!("env-stale-{}", std::process::id());
-    std::env::set_var(owner::SCOPE_VAR, &scope);
-    let mut args = Arguments::from_args();
-    args.test_threads = Some(1);
+/// When this process is a child copy (see [`CHILD_MODE_VAR`]), play it and say so.
+pub fn run_as_child() -> bool {
+    let Ok(mode) = std::env::var(CHILD_MODE_VAR) else {
+        return false;
+    };
+    run_child(&mode);
+    true
+}
+
+/// This module's own containment scope, inherited by its children while its trials run: a
+/// reaping pass of any other harness on the machine (.ci/run runs the published matrix beside
+/// the tests) then leaves this test's killed harnesses to this test's own passes.
+fn scope() -> String {
+    format!("env-stale-{}", std::process::id())
+}
+
+/// Before the trials are built: the scope, for this process and its children.
+pub fn set_up() {
+    std::env::set_var(owner::SCOPE_VAR, scope());
+}
+
+/// After the last trial: nothing of the scope stays, and the other modules' trials run outside
+/// it, as they did when this was a binary of its own.
+pub fn tear_down() {
+    remove_scope_folders(&scope());
+    std::env::remove_var(owner::SCOPE_VAR);
+}
+
+/// The trials, run one at a time (see the header).
+pub fn trials() -> Vec<Trial> {
     let missing = runc_missing();
-    let trials = vec![
+    vec![
         trial(
             "reaps_container_of_sigkilled_harness_needs_root_and_runc",
             &missing,
@@ -60,10 +76,7 @@ fn main() {
             &missing,
             keeps_container_of_live_harness,
         ),
-    ];
-    let conclusion = libtest_mimic::run(&args, trials);
-    remove_scope_folders(&scope);
-    conclusion.exit();
+    ]
 }
 
 /// The scope's cgroup folders, once empty: nothing of this test's scope stays behind.

@@ -3,9 +3,7 @@
 //! use) and bubblewrap; the container ones also need root and runc. Without them a test is
 //! reported as ignored with the reason; under `CI=true` it fails instead.
 
-// Each test crate uses its own part of the shared helpers.
-#[allow(dead_code)]
-mod common;
+use crate::common;
 
 use common::prereq;
 
@@ -23,8 +21,7 @@ use sandbox::launcher::{Launcher, LocalLauncher};
 use std::path::Path;
 use std::sync::Arc;
 
-fn main() {
-    let args = libtest_mimic::Arguments::from_args();
+pub fn trials() -> Vec<libtest_mimic::Trial> {
     let on_host = || prereq::environment_missing("local").or_else(prereq::codex_missing);
     let in_environment =
         |environment: &str| prereq::environment_missing(environment).or_else(prereq::codex_missing);
@@ -67,7 +64,7 @@ fn main() {
             },
         ),
     ];
-    libtest_mimic::run(&args, trials).exit();
+    trials
 }
 
 struct Run {

@@ -9,9 +9,7 @@
 //! Needs those real Codex versions (to generate the schemas): without one the trial is reported
 //! as ignored with the reason; under `CI=true` it fails instead.
 
-// Each test crate uses its own part of the shared helpers.
-#[allow(dead_code)]
-mod common;
+use crate::common;
 
 use common::codex_schema::{self, CodexSchema};
 use common::prereq;
@@ -378,8 +376,7 @@ fn validate_message(
     }
 }
 
-fn main() {
-    let args = libtest_mimic::Arguments::from_args();
+pub fn trials() -> Vec<libtest_mimic::Trial> {
     let trials = codex_schema::fake_releases()
         .into_iter()
         .map(|plays| {
@@ -393,7 +390,7 @@ fn main() {
             )
         })
         .collect();
-    libtest_mimic::run(&args, trials).exit();
+    trials
 }
 
 fn every_message_of_every_builtin_scenario_validates_against_the_real_schema(plays: &str) {

@@ -15,11 +15,10 @@
 //! harnesses, containers and processes of anything else on the machine are never touched.
 //! Needs root, runc, a cgroup v2 hierarchy and the pinned real Codex.
 
-#[allow(dead_code)]
-mod common;
+use crate::common;
 
 use common::prereq;
-use libtest_mimic::{Arguments, Failed};
+use libtest_mimic::{Failed, Trial};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use std::io::{BufRead, BufReader};
@@ -43,9 +42,7 @@ const REAP_BOUND: Duration = Duration::from_secs(sandbox::reap::RUNC_REAP_DEADLI
 const HANGING_DRIVER: &str =
     "#!/bin/sh\nenv -u TMPDIR setsid sleep 600 </dev/null >/dev/null 2>&1 &\nexec sleep 600\n";
 
-fn main() {
-    let mut args = Arguments::from_args();
-    args.test_threads = Some(1);
+pub fn trials() -> Vec<Trial> {
     let missing = prereq::environment_missing("container")
         .or_else(prereq::codex_missing)
         .or_else(|| {
@@ -58,7 +55,7 @@ fn main() {
         missing,
         killing_the_harness_leaves_nothing,
     )];
-    libtest_mimic::run(&args, trials).exit();
+    trials
 }
 
 /// One `harness run` of this test.

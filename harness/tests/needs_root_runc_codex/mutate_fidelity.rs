@@ -6,13 +6,11 @@
 //! Needs the pinned Codex and bubblewrap (`local`): without them the trial is reported as
 //! ignored with the reason; under `CI=true` it fails instead.
 
-#[allow(dead_code)]
-mod common;
+use crate::common;
 
 use common::prereq;
 
-fn main() {
-    let args = libtest_mimic::Arguments::from_args();
+pub fn trials() -> Vec<libtest_mimic::Trial> {
     let trials = vec![prereq::trial(
         "a_dropped_initialized_is_killed_on_both_app_servers_needs_real_codex",
         prereq::codex_missing().or_else(|| prereq::environment_missing("local")),
@@ -21,7 +19,7 @@ fn main() {
             Ok(())
         },
     )];
-    libtest_mimic::run(&args, trials).exit();
+    trials
 }
 
 fn a_dropped_initialized_is_killed_on_both_app_servers() {

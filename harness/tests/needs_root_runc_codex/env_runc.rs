@@ -9,9 +9,7 @@
 //! container runtimes (probes, the real Codex's messages, cleanup after a signal, Docker), so
 //! the child processes a trial starts are this binary and the prerequisites are checked once.
 
-// Each test crate uses its own part of the shared helpers.
-#[allow(dead_code)]
-mod common;
+use crate::common;
 
 use common::codex_cell::runtime;
 use common::codex_cell::{
@@ -20,7 +18,7 @@ use common::codex_cell::{
 };
 use common::prereq;
 use driver::launch;
-use libtest_mimic::{Arguments, Failed, Trial};
+use libtest_mimic::{Failed, Trial};
 use sandbox::launcher::EnvMounts;
 use sandbox::launcher::{Launcher, ProcessSpec};
 use sandbox::runc::RuncLauncher;
@@ -36,16 +34,21 @@ const CHILD_VAR: &str = "ENV_RUNC_CLEANUP_CHILD";
 /// The same on the Docker runtime.
 const DOCKER_CHILD_VAR: &str = "ENV_DOCKER_CLEANUP_CHILD";
 
-fn main() {
+/// When this process is a child copy (see [`CHILD_VAR`], [`DOCKER_CHILD_VAR`]), play it and
+/// say so.
+pub fn run_as_child() -> bool {
     if let Ok(environment) = std::env::var(CHILD_VAR) {
         cleanup_child(&environment);
-        return;
+        return true;
     }
     if let Ok(environment) = std::env::var(DOCKER_CHILD_VAR) {
         docker_child(&environment);
-        return;
+        return true;
     }
-    let args = Arguments::from_args();
+    false
+}
+
+pub fn trials() -> Vec<Trial> {
     let mut trials = Vec::new();
     // A virtual machine's environment (sandbox::kvm) runs the same trials on its own runtime.
     let runs_on = |name: &str| match catalogue::spec(name).map(|s| s.vm.is_some()) {
@@ -176,7 +179,7 @@ fn main() {
         eprintln!("ignored: {trial_name}: no Docker engine answers `docker info` here (set HARNESS_REQUIRE_DOCKER=1 to make that a failure)");
         trial.with_ignored_flag(true)
     });
-    libtest_mimic::run(&args, trials).exit();
+    trials
 }
 
 /// The child of [`docker_container_of_a_killed_harness_is_reaped`]: start the environment's

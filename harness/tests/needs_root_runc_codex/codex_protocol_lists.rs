@@ -10,8 +10,7 @@
 //! Needs those real Codex versions: without one its trials are reported as ignored with the
 //! reason; under `CI=true` they fail instead.
 
-#[allow(dead_code)]
-mod common;
+use crate::common;
 
 use codex::provision;
 use common::{codex_schema, prereq};
@@ -20,8 +19,7 @@ use harness::drift::unknown::unknown_method_error;
 use std::collections::BTreeSet;
 use std::path::Path;
 
-fn main() {
-    let args = libtest_mimic::Arguments::from_args();
+pub fn trials() -> Vec<libtest_mimic::Trial> {
     let mut trials = Vec::new();
     for plays in codex_schema::fake_releases() {
         type Check = fn(&str);
@@ -51,7 +49,7 @@ fn main() {
             ));
         }
     }
-    libtest_mimic::run(&args, trials).exit();
+    trials
 }
 
 fn fake_program() -> &'static Path {

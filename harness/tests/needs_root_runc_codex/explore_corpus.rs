@@ -9,8 +9,7 @@
 //! both-sides trials the pinned Codex too: without it they are reported as ignored with the
 //! reason, and under `CI=true` they fail instead.
 
-#[allow(dead_code)]
-mod common;
+use crate::common;
 
 use common::prereq;
 use harness::explore::{corpus, sides::Players};
@@ -33,8 +32,7 @@ fn scratch(name: &str, side: &str) -> PathBuf {
         .join(name)
 }
 
-fn main() {
-    let args = libtest_mimic::Arguments::from_args();
+pub fn trials() -> Vec<libtest_mimic::Trial> {
     let scenarios = corpus::read_all(&corpus::repository_corpus()).expect("the corpus reads");
     assert!(!scenarios.is_empty(), "the corpus is empty");
     let mut trials = Vec::new();
@@ -80,5 +78,5 @@ fn main() {
             },
         ));
     }
-    libtest_mimic::run(&args, trials).exit();
+    trials
 }

@@ -8,12 +8,11 @@
 //! Needs bubblewrap (the `local` environment) and, for the real-Codex cell, the pinned Codex:
 //! without them a trial is ignored with the reason; under `CI=true` it fails.
 
-#[allow(dead_code)]
-mod common;
+use crate::common;
 
 use common::harness_cli::{rebuild, run_cells};
 use common::prereq;
-use libtest_mimic::{Arguments, Failed};
+use libtest_mimic::{Failed, Trial};
 use std::path::Path;
 
 const DELTA_BURST: &str = "protocol-size.runner-fake.local.delta-burst";
@@ -24,8 +23,7 @@ const DELTA_BURST_REPORT_BYTES: u64 = 6 << 20;
 /// The delta-burst cell's folder, its transcript compressed (30 MB plain).
 const DELTA_BURST_FOLDER_BYTES: u64 = 5 << 20;
 
-fn main() {
-    let args = Arguments::from_args();
+pub fn trials() -> Vec<Trial> {
     let local = || prereq::environment_missing("local");
     let trials = vec![
         prereq::trial(
@@ -39,7 +37,7 @@ fn main() {
             || real_codex().map_err(Failed::from),
         ),
     ];
-    libtest_mimic::run(&args, trials).exit();
+    trials
 }
 
 /// Every path below `dir` whose name satisfies `wanted`.

@@ -12,9 +12,7 @@
 //! the cells run in): without them the test is reported as ignored with the reason; under
 //! `CI=true` it fails instead.
 
-// Each test crate uses its own part of the shared helpers.
-#[allow(dead_code)]
-mod common;
+use crate::common;
 
 use common::codex_schema::{self, CodexSchema};
 use common::fake_driver;
@@ -314,8 +312,7 @@ fn assert_schema_rejects_bad_client_messages(schema: &mut CodexSchema) {
     );
 }
 
-fn main() {
-    let args = libtest_mimic::Arguments::from_args();
+pub fn trials() -> Vec<libtest_mimic::Trial> {
     let trials = vec![prereq::trial(
         "driver_messages_match_codex_schema_needs_real_codex",
         prereq::environment_missing("local")
@@ -323,7 +320,7 @@ fn main() {
             .or_else(prereq::matrix_codex_missing),
         || prereq::block_on(driver_messages_match_codex_schema()),
     )];
-    libtest_mimic::run(&args, trials).exit();
+    trials
 }
 
 async fn driver_messages_match_codex_schema() {

@@ -4,8 +4,7 @@
 //! `harness provision 0.168.0` first; a test never installs Codex) and bubblewrap; without them
 //! the test is ignored with the reason, and fails under `CI=true`.
 
-#[allow(dead_code)]
-mod common;
+use crate::common;
 
 use assert_cmd::Command;
 use codex::provision;
@@ -14,8 +13,7 @@ use common::prereq;
 /// A published version that is not one of the pins.
 const EXTRA: &str = "0.168.0";
 
-fn main() {
-    let args = libtest_mimic::Arguments::from_args();
+pub fn trials() -> Vec<libtest_mimic::Trial> {
     let missing = prereq::environment_missing("local").or_else(|| {
         provision::resolve(EXTRA)
             .err()
@@ -26,7 +24,7 @@ fn main() {
         missing,
         codex_flag_runs_an_unpinned_version,
     )];
-    libtest_mimic::run(&args, trials).exit();
+    trials
 }
 
 fn codex_flag_runs_an_unpinned_version() -> Result<(), libtest_mimic::Failed> {

@@ -35,14 +35,11 @@
 //!
 //! The driver whose line reader dies on a long line is `long_line_driver.rs`'s.
 
-// Each test crate uses its own part of the shared helpers.
-#[allow(dead_code)]
-mod common;
-#[path = "evidence_attack/escape.rs"]
+use crate::common;
 mod escape;
 
 use common::prereq;
-use libtest_mimic::{Arguments, Failed};
+use libtest_mimic::{Failed, Trial};
 use matrix::cell::run_cell;
 use matrix::context::CellContext;
 use report::layout::{self, CellEvidence};
@@ -423,8 +420,7 @@ fn targets() -> Vec<Target> {
     ]
 }
 
-fn main() {
-    let args = Arguments::from_args();
+pub fn trials() -> Vec<Trial> {
     let mut trials = Vec::new();
     for target in targets() {
         let on = format!(
@@ -487,5 +483,5 @@ fn main() {
             ));
         }
     }
-    libtest_mimic::run(&args, trials).exit();
+    trials
 }

@@ -20,9 +20,7 @@
 //! agent message (`suites/scenarios/long-message.toml`, a case this test's drivers file adds,
 //! graded as `line-1m`); the fake plays the same case beside its own long lines.
 
-// Each test crate uses its own part of the shared helpers.
-#[allow(dead_code)]
-mod common;
+use crate::common;
 
 use common::{driver_copies, prereq};
 
@@ -366,8 +364,7 @@ fn long_lines(app_server: &str, environments: &[&str]) {
     }
 }
 
-fn main() {
-    let args = libtest_mimic::Arguments::from_args();
+pub fn trials() -> Vec<libtest_mimic::Trial> {
     let containers = ["container", "daytona"];
     let missing = containers
         .iter()
@@ -405,5 +402,5 @@ fn main() {
             Ok(())
         }),
     ];
-    libtest_mimic::run(&args, trials).exit();
+    trials
 }

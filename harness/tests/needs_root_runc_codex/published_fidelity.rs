@@ -12,21 +12,19 @@
 //! `CI=true` it fails. Pairs run two at a time (each cell takes seconds; the machine is small).
 //! No snapshots: the point where codex-acp's run is cut varies from run to run.
 
-// Each test crate uses its own part of the shared helpers.
-#[allow(dead_code)]
-mod common;
+use crate::common;
 
 use codex::driver_packages::{self, DriverPackage};
 use codex::provision::PINNED;
 use common::prereq;
 use harness::fidelity::{self, Pair};
-use libtest_mimic::{Arguments, Failed};
+use libtest_mimic::{Failed, Trial};
 use matrix::context::CellContext;
 use std::path::Path;
 use std::sync::Arc;
 
 /// Pairs run at once.
-const PARALLEL_PAIRS: usize = 2;
+pub const PARALLEL_PAIRS: usize = 2;
 
 /// Where the pairs run: on the host and in the restricted container the incident came from
 /// (`harness fidelity --drivers drivers/published.toml` compares every environment; measured:
@@ -54,11 +52,7 @@ fn run_trial(pair: &Pair, options: &CellContext) -> Result<(), Failed> {
     Ok(())
 }
 
-fn main() {
-    let mut args = Arguments::from_args();
-    if args.test_threads.is_none() {
-        args.test_threads = Some(PARALLEL_PAIRS);
-    }
+pub fn trials() -> Vec<Trial> {
     let drivers = Path::new(env!("CARGO_MANIFEST_DIR")).join("../drivers/published.toml");
     let matrix = matrix::load::load_matrix(Some(&drivers), &[], None).expect("matrix loads");
     let mut options = CellContext::from_env().expect("the cell context");
@@ -105,7 +99,10 @@ fn main() {
             prereq::trial(name, missing, move || run_trial(&pair, &options))
         })
         .collect();
-    let conclusion = libtest_mimic::run(&args, trials);
+    trials
+}
+
+/// After the last trial: whatever a failed pair left running goes.
+pub fn tear_down() {
     sandbox::teardown::tear_down_everything();
-    conclusion.exit();
 }

@@ -8,12 +8,11 @@
 //! Needs chromium (`apt-get install -y chromium`): without it the trials are ignored with the
 //! reason; under `CI=true` they fail.
 
-#[allow(dead_code)]
-mod common;
+use crate::common;
 
 use common::harness_cli::{rebuild, run_cells};
 use common::prereq;
-use libtest_mimic::{Arguments, Failed};
+use libtest_mimic::{Failed, Trial};
 use serde_json::Value;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -45,10 +44,9 @@ const ROW_PX: f64 = 26.0;
 /// Bound on one chromium run.
 const CHROMIUM_TIMEOUT: Duration = Duration::from_secs(60);
 
-fn main() {
-    let mut args = Arguments::from_args();
-    // One chromium at a time: the printed timings should not measure the other trial's browser.
-    args.test_threads = Some(1);
+/// The trials, run one at a time: the printed timings should not measure the other trial's
+/// browser.
+pub fn trials() -> Vec<Trial> {
     // $CHROMIUM naming a program that does not exist is an error, never a skip.
     let named_but_absent = std::env::var_os("CHROMIUM")
         .filter(|p| !p.is_empty())
@@ -75,7 +73,7 @@ fn main() {
             red_cell_page_leads_with_its_cause,
         ),
     ];
-    libtest_mimic::run(&args, trials).exit();
+    trials
 }
 
 /// The chromium binary: `$CHROMIUM`, else `chromium` or `chromium-browser` on PATH.

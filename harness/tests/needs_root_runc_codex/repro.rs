@@ -6,14 +6,12 @@
 //! `CODEX_DRIVER_CACHE` so the fake app-server in real-sandbox mode runs instead. A trial that
 //! cannot run here is reported as ignored with the reason; under `CI=true` it fails instead.
 
-// Each test crate uses its own part of the shared helpers.
-#[allow(dead_code)]
-mod common;
+use crate::common;
 
 use assert_cmd::Command;
 use codex::provision;
 use common::prereq;
-use libtest_mimic::{Arguments, Failed, Trial};
+use libtest_mimic::{Failed, Trial};
 use matrix::context::CellContext;
 use matrix::prereq::missing as missing_prerequisite;
 use std::path::{Path, PathBuf};
@@ -143,8 +141,7 @@ impl AppServer {
     }
 }
 
-fn main() {
-    let args = Arguments::from_args();
+pub fn trials() -> Vec<Trial> {
     let network_disabled = Case {
         network_disabled: true,
         // Every sandboxed command needs `--unshare-net` too, so the write never runs.
@@ -222,7 +219,7 @@ fn main() {
             AppServer::RealCodex,
         ),
     ];
-    libtest_mimic::run(&args, trials).exit();
+    trials
 }
 
 /// Why `case` cannot run here with `app_server`, if it cannot: its environment on runc (the

@@ -6,14 +6,13 @@
 //! the `…_and_codex` ones the pinned Codex too; a trial that cannot run here is ignored with the reason, and fails under
 //! `CI=true`.
 
-#[allow(dead_code)]
-mod common;
+use crate::common;
 
 use common::codex_cell::{codex_cell, codex_launcher, codex_thread_start_with, DEFAULT_PATH};
 use common::prereq;
 use driver::launch::PolicyGeneration;
 use graders::signatures::{classify_line, messages::USERNS_MESSAGE_BWRAP_012};
-use libtest_mimic::{Arguments, Failed, Trial};
+use libtest_mimic::{Failed, Trial};
 use sandbox::probe::{bubblewrap_in_use_on, BubblewrapInUse};
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
@@ -31,12 +30,16 @@ const KILLED: &str = "max-userns-zero";
 /// Bound on the child's boot, as the runtime's own bound under QEMU's emulator.
 const CHILD_BOOT_BOUND: Duration = Duration::from_secs(300);
 
-fn main() {
-    if let Ok(environment) = std::env::var(CHILD_VAR) {
-        boot_and_wait(&environment);
-        return;
-    }
-    let args = Arguments::from_args();
+/// When this process is the SIGKILL trial's child (see [`CHILD_VAR`]), play it and say so.
+pub fn run_as_child() -> bool {
+    let Ok(environment) = std::env::var(CHILD_VAR) else {
+        return false;
+    };
+    boot_and_wait(&environment);
+    true
+}
+
+pub fn trials() -> Vec<Trial> {
     let needs = |name: &str, environment: &str, body: fn() -> Result<(), Failed>| {
         let codex = name.ends_with("_and_codex");
         let missing = prereq::environment_missing(environment)
@@ -60,7 +63,7 @@ fn main() {
             a_sigkilled_harness_leaves_no_machine,
         ),
     ];
-    libtest_mimic::run(&args, trials).exit();
+    trials
 }
 
 /// Which bubblewrap Codex would run in `environment` with `path` as the app-server's PATH.

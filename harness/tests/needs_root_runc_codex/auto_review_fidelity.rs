@@ -6,8 +6,7 @@
 //! Needs the pinned real Codex (and bubblewrap, for its sandbox): without them the test is
 //! reported as ignored with the reason; under `CI=true` it fails instead.
 
-#[allow(dead_code)]
-mod common;
+use crate::common;
 
 use codex::mock_api::{MockConfig, MockModelApi, MockScript};
 use codex::{provision, runner};
@@ -25,8 +24,7 @@ use std::time::{Duration, Instant};
 /// Bound on one whole turn.
 const TURN_BOUND: Duration = Duration::from_secs(60);
 
-fn main() {
-    let args = libtest_mimic::Arguments::from_args();
+pub fn trials() -> Vec<libtest_mimic::Trial> {
     let missing = || prereq::environment_missing("local").or_else(prereq::codex_missing);
     let trials = vec![
         prereq::trial(
@@ -46,7 +44,7 @@ fn main() {
             },
         ),
     ];
-    libtest_mimic::run(&args, trials).exit();
+    trials
 }
 
 fn scenario(allow: bool) -> ScenarioBuilder {

@@ -15,9 +15,7 @@
 //! and `steer = "stdin-line"`: its interrupt and steer cells pass, and a copy of it that leaves
 //! out the ids fails them — the harness's telling is exercised end to end.
 
-// Each test crate uses its own part of the shared helpers.
-#[allow(dead_code)]
-mod common;
+use crate::common;
 
 use common::driver_copies::{apply, minimal_driver, run};
 use common::prereq;
@@ -418,8 +416,7 @@ fn broken_copies_turn_a_protocol_cell_red_real_codex() {
     check(&cells, "codex", |copy| copy.red_on_codex);
 }
 
-fn main() {
-    let args = libtest_mimic::Arguments::from_args();
+pub fn trials() -> Vec<libtest_mimic::Trial> {
     let trials = vec![
         libtest_mimic::Trial::test(
             "broken_copies_of_the_minimal_driver_turn_a_protocol_cell_red_on_the_fake",
@@ -448,5 +445,5 @@ fn main() {
             Ok(())
         }),
     ];
-    libtest_mimic::run(&args, trials).exit();
+    trials
 }

@@ -15,9 +15,7 @@
 //! sharing the stand-in `codex`, the prerequisites and the comparison of the two ends; split by
 //! driver, each half would repeat them.
 
-// Each test crate uses its own part of the shared helpers.
-#[allow(dead_code)]
-mod common;
+use crate::common;
 
 use common::prereq;
 
@@ -32,8 +30,7 @@ use std::time::Duration;
 /// Bound on one launch script run (its own bound is shorter; see the envelope below).
 const SCRIPT_LIMIT: Duration = Duration::from_secs(120);
 
-fn main() {
-    let args = libtest_mimic::Arguments::from_args();
+pub fn trials() -> Vec<libtest_mimic::Trial> {
     let mut trials = vec![libtest_mimic::Trial::test(
         "provision_names_the_missing_installer_and_runtime",
         provision_names_the_missing_installer_and_runtime,
@@ -70,7 +67,7 @@ fn main() {
             }
         }
     }
-    libtest_mimic::run(&args, trials).exit();
+    trials
 }
 
 /// Which app-server the driver's `codex` starts.
@@ -140,10 +137,10 @@ const MARKER_PROMPT: &str = "Reply with the marker MARKER-c0ffee42 and nothing e
 const PROBE_PROMPT: &str = "Plan how to add a changelog entry. Do not change any file.";
 
 /// A run whose model asks to write the probe file outside the sandbox (suites/scenarios/).
-const ESCALATED_WRITE: &str = include_str!("../../suites/scenarios/escalated-write.toml");
+const ESCALATED_WRITE: &str = include_str!("../../../suites/scenarios/escalated-write.toml");
 /// The same, with the automatic reviewer's verdict scripted as allow.
 const ESCALATED_WRITE_REVIEW_ALLOW: &str =
-    include_str!("../../suites/scenarios/escalated-write-review-allow.toml");
+    include_str!("../../../suites/scenarios/escalated-write-review-allow.toml");
 
 /// Every case a driver can express, with how it must end — on both app-servers.
 fn cases(driver: Driver) -> Vec<Case> {

@@ -12,12 +12,10 @@
 //!
 //! Against the fake always, against the pinned real Codex where it is installed.
 
-// Each test crate uses its own part of the shared helpers.
-#[allow(dead_code)]
-mod common;
+use crate::common;
 
 use common::prereq;
-use libtest_mimic::{Arguments, Failed};
+use libtest_mimic::{Failed, Trial};
 use matrix::cell::run_cell;
 use matrix::context::CellContext;
 use report::layout::{self, CellEvidence};
@@ -262,8 +260,7 @@ const FAKE_SCENARIO_FILE_CELL: &str =
 const FAKE_CELL: &str = "codex-planning-read-only.runner-minimal-fake.local.plan-write-refused";
 const CODEX_CELL: &str = "codex-planning-read-only.runner-minimal-codex.local.plan-write-refused";
 
-fn main() {
-    let args = Arguments::from_args();
+pub fn trials() -> Vec<Trial> {
     let trials = vec![
         prereq::trial(
             "without_isolation_a_driver_replacing_its_app_servers_scenario_is_a_harness_error_fake",
@@ -301,5 +298,5 @@ fn main() {
             || copying_a_passing_cells_model_log_is_never_graded(CODEX_CELL, "after"),
         ),
     ];
-    libtest_mimic::run(&args, trials).exit();
+    trials
 }
