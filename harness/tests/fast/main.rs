@@ -4,8 +4,9 @@
 //!
 //! Each former test file is a module here, so a test keeps its function name and gains the
 //! module as prefix (`cargo test -p harness --test fast -- run_cli::`). The tests that need
-//! root, runc, Docker, bubblewrap or the real Codex as trials (a missing one ignored, or a
-//! failure under `CI=true`) are in the other binary, `needs_root_runc_codex`.
+//! root, runc, Docker, bubblewrap or the real Codex are trials of the other binary,
+//! `needs_root_runc_codex` (a missing prerequisite: ignored, or a failure under `CI=true`);
+//! that includes the root tests of driver_uid, input_checks and shutdown_cli.
 //!
 //! The tests share one process: none sets an environment variable or the working folder, so
 //! one file's tests cannot change what another's see.
@@ -21,7 +22,6 @@ mod coverage_cli;
 mod declared_driver;
 mod driver_control;
 mod driver_fake;
-mod driver_uid;
 mod external_driver;
 mod grade_cli;
 mod input_checks;

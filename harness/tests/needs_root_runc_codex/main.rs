@@ -31,6 +31,7 @@ mod codex_protocol_lists;
 mod codex_real;
 mod drift;
 mod driver_schema_fidelity;
+mod driver_uid;
 mod env_kvm;
 mod env_runc;
 mod env_stale;
@@ -39,6 +40,7 @@ mod evidence_fallback;
 mod evidence_size;
 mod explore_corpus;
 mod fake_schema_fidelity;
+mod input_checks;
 mod kill_harness;
 mod long_line_driver;
 mod mutate_fidelity;
@@ -46,6 +48,7 @@ mod published_drivers;
 mod published_fidelity;
 mod report_chromium;
 mod repro;
+mod shutdown_cli;
 
 use libtest_mimic::{Arguments, Conclusion, Trial};
 use std::process::ExitCode;
@@ -101,6 +104,7 @@ fn modules() -> Vec<Module> {
         module!(codex_real),
         module!(drift),
         module!(driver_schema_fidelity),
+        module!(driver_uid),
         module!(env_kvm),
         module!(env_runc),
         Module {
@@ -114,6 +118,7 @@ fn modules() -> Vec<Module> {
         module!(evidence_size),
         module!(explore_corpus),
         module!(fake_schema_fidelity),
+        module!(input_checks),
         Module {
             threads: Threads::One,
             ..module!(kill_harness)
@@ -131,6 +136,7 @@ fn modules() -> Vec<Module> {
             ..module!(report_chromium)
         },
         module!(repro),
+        module!(shutdown_cli),
     ]
 }
 
