@@ -1,6 +1,7 @@
 //! The `harness` crate's standard tests (`#[test]`), in one binary: the command line, the
 //! reference driver against the fake, the tap, the reports. One binary links once and runs its
-//! tests in one process, where 23 binaries linked 23 times and ran one after another (issue 40).
+//! tests in one process, where each file was a binary that linked on its own and ran after the
+//! last (issue 40).
 //!
 //! Each former test file is a module here, so a test keeps its function name and gains the
 //! module as prefix (`cargo test -p harness --test fast -- run_cli::`). The tests that need
