@@ -7,7 +7,8 @@
 //! Each persona's data lives in `fake-app-server/personas/VERSION/` (the files are listed, with
 //! how each is recorded, in `personas/README.md`), recorded from that real Codex, most of it by
 //! `harness drift VERSION` (which writes the folder to copy), and checked against it at
-//! test time (`harness/tests/codex_protocol_lists.rs`, `harness/tests/fake_schema_fidelity.rs`).
+//! test time (`codex_protocol_lists` and `fake_schema_fidelity` in
+//! `harness/tests/needs_root_runc_codex/`).
 //! A new Codex release is one folder and one row of [`PERSONAS`].
 //!
 //! The persona is chosen once per process, at start-up (`--codex-version`), like the real

@@ -17,7 +17,8 @@ pub const INTERNAL_ERROR: i64 = -32603;
 
 /// Every client request method the played Codex knows, in the order its "unknown variant"
 /// error lists them. Each persona's lists are checked against its real Codex at test time
-/// (`harness/tests/codex_protocol_lists.rs`); `harness drift` records them for a new release.
+/// (`harness/tests/needs_root_runc_codex/codex_protocol_lists.rs`); `harness drift` records
+/// them for a new release.
 pub fn client_methods() -> impl Iterator<Item = &'static str> {
     crate::persona::current().client_methods()
 }

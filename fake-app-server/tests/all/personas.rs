@@ -1,7 +1,7 @@
 //! The release the fake plays (`--codex-version`, `FAKE_APP_SERVER_CODEX_VERSION`) is what a
 //! driver sees: the version it prints and reports, the methods it knows, the model it defaults
 //! to, and how it makes a plan item's id. Each persona's data are checked against its real
-//! Codex in harness/tests/codex_protocol_lists.rs.
+//! Codex in harness/tests/needs_root_runc_codex/codex_protocol_lists.rs.
 
 use crate::common;
 

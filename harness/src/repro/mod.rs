@@ -204,7 +204,8 @@ pub async fn run(failure: Failure, options: &Options) -> Result<Report> {
         bail!(
             "environment `{environment}` runs in a virtual machine: a repro runs whole cells, whose \
              driver reaches the tap through a Unix socket that does not cross into the guest; its \
-             real-Codex reproduction is `cargo test -p harness --test env_kvm`"
+             real-Codex reproduction is `cargo test -p harness --test needs_root_runc_codex -- \
+             '[env_kvm]'`"
         );
     }
     if options.keep && select_runtime(environment)? != Runtime::Runc {

@@ -1,4 +1,5 @@
-//! Helpers shared by several integration tests (each test crate includes this with `mod common;`).
+//! Helpers shared by the integration tests (each of the two test binaries declares this module
+//! once, `#[path = "../common/mod.rs"] mod common;`).
 
 pub mod codex_cell;
 pub mod codex_schema;

@@ -3,8 +3,9 @@
 //! prerequisite makes the trial *ignored*, with the reason on stderr; under `CI=true` it makes
 //! the trial *fail*, naming what is missing. Never a test that returns early and passes.
 //!
-//! Test crates using this are libtest-mimic harnesses (`harness = false` in Cargo.toml); they
-//! differ only in which prerequisites they check.
+//! The test binary using this is a libtest-mimic harness (`harness = false` in Cargo.toml,
+//! tests/needs_root_runc_codex/main.rs); its modules differ only in which prerequisites they
+//! check.
 
 use codex::provision::{self, PINNED};
 use libtest_mimic::{Failed, Trial};

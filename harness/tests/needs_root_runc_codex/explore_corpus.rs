@@ -1,0 +1,82 @@
+//! The explorer's regression corpus (`harness/explore-corpus/`), replayed: every scenario on
+//! the fake alone must say what the real Codex said when it was recorded (its messages
+//! normalised and compared as `harness explore` compares), and on both sides the fake must
+//! say what the pinned real Codex says now. Each scenario is a divergence `harness explore`
+//! found (or a hand-written session of the same space, `--replay … --corpus`), so a trial fails
+//! on the fake's old behaviour.
+//!
+//! The fake-alone trials need bubblewrap (the fake sandboxes the scenarios' commands); the
+//! both-sides trials the pinned Codex too: without it they are reported as ignored with the
+//! reason, and under `CI=true` they fail instead.
+
+use crate::common;
+
+use common::prereq;
+use harness::explore::{corpus, sides::Players};
+use libtest_mimic::Failed;
+use std::path::PathBuf;
+
+fn players(real: bool) -> Players {
+    Players {
+        harness_binary: PathBuf::from(env!("CARGO_BIN_EXE_harness")),
+        codex: real
+            .then(|| codex::provision::resolve(codex::provision::PINNED).ok())
+            .flatten(),
+    }
+}
+
+fn scratch(name: &str, side: &str) -> PathBuf {
+    std::env::temp_dir()
+        .join(format!("explore-corpus-{}", std::process::id()))
+        .join(side)
+        .join(name)
+}
+
+pub fn trials() -> Vec<libtest_mimic::Trial> {
+    let scenarios = corpus::read_all(&corpus::repository_corpus()).expect("the corpus reads");
+    assert!(!scenarios.is_empty(), "the corpus is empty");
+    let mut trials = Vec::new();
+    for (name, scenario) in scenarios {
+        let stem = name.trim_end_matches(".json").to_string();
+        let on_fake = scenario.clone();
+        let fake_name = stem.clone();
+        trials.push(prereq::trial(
+            format!("corpus_replays_on_the_fake::{stem}"),
+            None,
+            move || {
+                let root = scratch(&fake_name, "fake");
+                let found = corpus::replay_on_fake(&players(false), &on_fake, &root)
+                    .map_err(|e| Failed::from(format!("{e:#}")))?;
+                let _ = std::fs::remove_dir_all(&root);
+                match found {
+                    None => Ok(()),
+                    Some(divergence) => Err(format!(
+                        "the fake parts from the recorded real Codex: {} (found first as: {})",
+                        divergence.describe(),
+                        on_fake.found
+                    )
+                    .into()),
+                }
+            },
+        ));
+        trials.push(prereq::trial(
+            format!("corpus_replays_on_both_sides_needs_real_codex::{stem}"),
+            prereq::codex_missing(),
+            move || {
+                let root = scratch(&stem, "both");
+                let found = corpus::replay_on_both(&players(true), &scenario, &root)
+                    .map_err(|e| Failed::from(format!("{e:#}")))?;
+                let _ = std::fs::remove_dir_all(&root);
+                match found {
+                    None => Ok(()),
+                    Some(divergence) => Err(format!(
+                        "the fake parts from the real Codex: {}",
+                        divergence.describe()
+                    )
+                    .into()),
+                }
+            },
+        ));
+    }
+    trials
+}
