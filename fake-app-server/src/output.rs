@@ -22,6 +22,10 @@ pub struct Output {
     /// The notification methods the client opted out of at `initialize`
     /// (`capabilities.optOutNotificationMethods`).
     opted_out: Mutex<BTreeSet<String>>,
+    /// The threads the client unsubscribed from (`thread/unsubscribe`): of their notifications
+    /// only `thread/status/changed` still comes (Codex 0.169, measured with `harness explore`:
+    /// no `thread/settings/updated`, `turn/*` or `item/*` for the turns started after it).
+    unsubscribed: Mutex<BTreeSet<String>>,
 }
 
 /// The extra field the scenario's `extra_fields` adds (its value an object, so a client that
@@ -53,6 +57,7 @@ impl Output {
             extra_fields: false,
             experimental_client: AtomicBool::new(false),
             opted_out: Mutex::new(BTreeSet::new()),
+            unsubscribed: Mutex::new(BTreeSet::new()),
         }
     }
 
@@ -76,21 +81,48 @@ impl Output {
             .unwrap_or_else(|poisoned| poisoned.into_inner()) = opted_out.iter().cloned().collect();
     }
 
-    /// A notification this client must not get: one it opted out of, or one the release sends
+    /// Whether the client gets the notifications of thread `thread_id` (see
+    /// [`Output::unsubscribed`]).
+    pub fn set_subscribed(&self, thread_id: &str, subscribed: bool) {
+        let mut unsubscribed = self
+            .unsubscribed
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if subscribed {
+            unsubscribed.remove(thread_id);
+        } else {
+            unsubscribed.insert(thread_id.to_string());
+        }
+    }
+
+    /// A message this client must not get: a notification it opted out of, a notification or
+    /// server request of a thread it unsubscribed from, or a notification the release sends
     /// only to a client that declared the experimental API, to one that did not.
     fn withheld(&self, message: &Value) -> bool {
-        if message.get("id").is_some() {
-            return false;
-        }
         let Some(method) = message.get("method").and_then(Value::as_str) else {
             return false;
         };
+        // A server request of a thread the client left is not sent either: the turn waits
+        // for an answer that cannot come (Codex 0.169, measured with a dynamic tool call).
+        let of_unsubscribed_thread = method != "thread/status/changed"
+            && message["params"]["threadId"]
+                .as_str()
+                .is_some_and(|thread| {
+                    self.unsubscribed
+                        .lock()
+                        .unwrap_or_else(|poisoned| poisoned.into_inner())
+                        .contains(thread)
+                });
+        if message.get("id").is_some() {
+            return of_unsubscribed_thread;
+        }
         let opted_out = self
             .opted_out
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
             .contains(method);
         opted_out
+            || of_unsubscribed_thread
             || (crate::persona::current().is_experimental_notification(method)
                 && !self.experimental_client.load(Ordering::SeqCst))
     }

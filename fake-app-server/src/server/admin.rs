@@ -354,10 +354,11 @@ pub fn background_terminals_terminate(shared: &Arc<Shared>, params: Option<&Valu
 }
 
 /// `thread/unsubscribe`: `unsubscribed` for a loaded thread, `notLoaded` otherwise (the thread
-/// stays loaded, as Codex 0.169 still lists it).
+/// stays loaded, as Codex 0.169 still lists it; its notifications stop, `Output::unsubscribed`).
 pub fn thread_unsubscribe(shared: &Arc<Shared>, params: Option<&Value>) -> Reply {
     Reply::from(thread_id_of(shared, params).map(|id| {
         let status = if shared.state().threads.contains_key(&id) {
+            shared.out.set_subscribed(&id, false);
             "unsubscribed"
         } else {
             "notLoaded"

@@ -3,6 +3,7 @@
 
 use super::admin;
 use super::gate::{check_thread_id, gate, require_initialized};
+use super::interrupt::{InterruptAnswer, PendingInterruptAnswer};
 use super::services;
 use super::settings::{self, model_of};
 use super::state::server_cwd;
@@ -47,7 +48,7 @@ fn handler(method: &str) -> Option<Handler> {
         "thread/settings/update" => settings::thread_settings_update,
         "turn/start" => turn_start,
         "turn/steer" => |shared, params| Reply::from(turn_steer(shared, params)),
-        "turn/interrupt" => |shared, params| Reply::from(turn_interrupt(shared, params)),
+        "turn/interrupt" => turn_interrupt,
         "command/exec" => |shared, params| Reply::from(command_exec(shared, params)),
         "permissionProfile/list" => {
             |shared, params| Reply::from(permission_profile_list(shared, params))
@@ -398,18 +399,36 @@ struct TurnSteerParams {
 
 fn turn_steer(shared: &Arc<Shared>, params: Option<&Value>) -> Result<Value, RpcError> {
     let params: TurnSteerParams = parse_params(params)?;
+    let turn_id = signal_active_turn(
+        shared,
+        &params.thread_id,
+        "steer",
+        &params.expected_turn_id,
+        |expected, found| format!("expected active turn id `{expected}` but found `{found}`"),
+        TurnSignal::Steer(json!(params.input)),
+    )?;
+    Ok(json!({"turnId": turn_id}))
+}
+
+/// Send `signal` to the thread's active turn when it is `expected` (else Codex's `mismatch`
+/// words); the active turn's id.
+fn signal_active_turn(
+    shared: &Arc<Shared>,
+    thread_id: &str,
+    action: &str,
+    expected: &str,
+    mismatch: fn(&str, &str) -> String,
+    signal: TurnSignal,
+) -> Result<String, RpcError> {
     require_initialized(shared)?;
-    check_thread_id(&params.thread_id)?;
+    check_thread_id(thread_id)?;
     let state = shared.state();
-    let active = active_turn(&state, &params.thread_id, "steer")?;
-    if active.id != params.expected_turn_id {
-        return Err(RpcError::invalid(format!(
-            "expected active turn id `{}` but found `{}`",
-            params.expected_turn_id, active.id
-        )));
+    let active = active_turn(&state, thread_id, action)?;
+    if active.id != expected {
+        return Err(RpcError::invalid(mismatch(expected, &active.id)));
     }
-    let _ = active.signals.send(TurnSignal::Steer(json!(params.input)));
-    Ok(json!({"turnId": active.id}))
+    let _ = active.signals.send(signal);
+    Ok(active.id.clone())
 }
 
 #[derive(Deserialize)]
@@ -419,20 +438,28 @@ struct TurnInterruptParams {
     turn_id: String,
 }
 
-fn turn_interrupt(shared: &Arc<Shared>, params: Option<&Value>) -> Result<Value, RpcError> {
-    let params: TurnInterruptParams = parse_params(params)?;
-    require_initialized(shared)?;
-    check_thread_id(&params.thread_id)?;
-    let state = shared.state();
-    let active = active_turn(&state, &params.thread_id, "interrupt")?;
-    if active.id != params.turn_id {
-        return Err(RpcError::invalid(format!(
-            "expected active turn id {} but found {}",
-            params.turn_id, active.id
-        )));
+fn turn_interrupt(shared: &Arc<Shared>, params: Option<&Value>) -> Reply {
+    let signalled = || -> Result<PendingInterruptAnswer, RpcError> {
+        let params: TurnInterruptParams = parse_params(params)?;
+        let (answer, pending) = InterruptAnswer::new();
+        signal_active_turn(
+            shared,
+            &params.thread_id,
+            "interrupt",
+            &params.turn_id,
+            |expected, found| format!("expected active turn id {expected} but found {found}"),
+            TurnSignal::Interrupt(answer),
+        )?;
+        Ok(pending)
+    };
+    match signalled() {
+        // The state's lock is released: the turn takes it to end.
+        Ok(pending) => Reply {
+            after: pending.wait(),
+            ..Reply::ok(json!({}))
+        },
+        Err(e) => Reply::err(e),
     }
-    let _ = active.signals.send(TurnSignal::Interrupt);
-    Ok(json!({}))
 }
 
 #[derive(Deserialize)]

@@ -6,6 +6,7 @@ mod admin;
 mod auto_review;
 mod gate;
 mod handlers;
+mod interrupt;
 mod services;
 mod settings;
 mod state;

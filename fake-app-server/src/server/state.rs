@@ -34,7 +34,8 @@ impl State {
 /// What a running turn can be told.
 #[derive(Debug)]
 pub enum TurnSignal {
-    Interrupt,
+    /// `turn/interrupt`, answered when the turn is ready for it.
+    Interrupt(super::interrupt::InterruptAnswer),
     Steer(Value),
     /// The client's answer to a server request (the whole JSON-RPC message).
     ClientAnswer(Value),

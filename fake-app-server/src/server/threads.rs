@@ -340,6 +340,7 @@ pub(super) fn thread_resume(shared: &Arc<Shared>, params: Option<&Value>) -> Rep
                 params.thread_id
             ))
         };
+        let mut was_loaded = true;
         let mut thread = {
             let mut state = shared.state();
             match state.threads.remove(&params.thread_id) {
@@ -353,6 +354,7 @@ pub(super) fn thread_resume(shared: &Arc<Shared>, params: Option<&Value>) -> Rep
                 None => {
                     let file =
                         super::state::thread_file(&params.thread_id).ok_or_else(no_rollout)?;
+                    was_loaded = false;
                     ThreadState::load(&file, &shared.config).ok_or_else(no_rollout)?
                 }
             }
@@ -426,15 +428,21 @@ pub(super) fn thread_resume(shared: &Arc<Shared>, params: Option<&Value>) -> Rep
             });
         let after: Vec<Value> = usage.into_iter().chain([goal_cleared]).collect();
         reinsert(thread);
-        let before = if with_turns {
-            vec![status, hydration_notice()]
-        } else {
-            vec![status]
-        };
+        // The whole history's notice comes first; the thread's status only when it was loaded
+        // from its rollout (measured with `harness explore`, 0.169: a second launch's resume,
+        // and a resume of the thread the process holds, which sends no status).
+        let notice = with_turns.then(hydration_notice);
+        let status = (!was_loaded).then_some(status);
+        let before: Vec<Value> = notice.into_iter().chain(status).collect();
         Ok((result, before, after))
     };
     match run() {
         Ok((result, before, after)) => {
+            // Resuming subscribes the client again, as it does a new client (not measured
+            // after an unsubscribe).
+            if let Some(id) = result["thread"]["id"].as_str() {
+                shared.out.set_subscribed(id, true);
+            }
             for notification in &before {
                 shared.out.send(notification);
             }

@@ -4,22 +4,42 @@
 //! pinned binary): an optional field present or not, an enum's values, booleans (`ephemeral`
 //! among them), approval policies, sandbox modes, permission profiles, collaboration modes;
 //! `initialize`'s capabilities (`experimentalApi`, `optOutNotificationMethods`); the app-server's
-//! `--enable`/`--disable` with the release's feature names and their legacy aliases; every kind
-//! of answer to a server request; and the transport choices. The same seed gives the same
-//! sessions.
+//! `--enable`/`--disable` with the release's feature names and their legacy aliases; the
+//! scenario, among them the ones whose server request needs the client's part (a question in
+//! plan mode, the client's own tool); every kind of answer to a server request; and the
+//! transport choices. The same seed gives the same sessions.
 
 use super::session::{AnswerKind, Session, Step, Transport, ANSWER_KINDS};
 use serde_json::{json, Map, Value};
 
 /// Scenarios whose model script the mock model API plays, chosen for the server requests they
-/// make Codex send (the plain turn, a command approval, a file change, permissions, a
-/// question for the user).
+/// make Codex send (the plain turn, a command approval, a file change, permissions).
 pub const SCENARIOS: &[&str] = &[
     "healthy",
     "command-approval",
     "file-change-approval",
     "permissions-approval",
 ];
+
+/// Scenarios whose server request needs the client to have set something up: the model asks
+/// the user (`item/tool/requestUserInput`, sent in plan mode only) or calls the client's own
+/// tool (`item/tool/call`, a tool declared on `thread/start`). Drawn from a stream of their own
+/// ([`CLIENT_TOOLS_STREAM`]), so the sessions a seed gave before they were added are the same
+/// but for the ones they take over.
+pub const CLIENT_TOOL_SCENARIOS: &[&str] = &["user-input", "dynamic-tool-call"];
+
+/// Mixed into the seed for the stream that decides the client-tool scenarios.
+const CLIENT_TOOLS_STREAM: u64 = 0x636c_6965_6e74_746f;
+
+/// The dynamic tool a `dynamic-tool-call` session declares (the model calls the first one).
+pub fn dynamic_tool_spec() -> Value {
+    json!({
+        "type": "function",
+        "name": "explore_lookup",
+        "description": "Look a thing up for the explorer.",
+        "inputSchema": {"type": "object", "properties": {}},
+    })
+}
 
 /// Requests a session may send besides `thread/start` and `turn/start`: those whose answer
 /// follows from the session alone (not from the host: `fs/*`, `command/exec`, git, accounts
@@ -123,6 +143,8 @@ impl Surface {
 pub struct Generator<'a> {
     surface: &'a Surface,
     rng: fastrand::Rng,
+    /// Decides the client-tool scenarios ([`CLIENT_TOOL_SCENARIOS`]).
+    client_tools: fastrand::Rng,
 }
 
 impl<'a> Generator<'a> {
@@ -130,6 +152,7 @@ impl<'a> Generator<'a> {
         Generator {
             surface,
             rng: fastrand::Rng::with_seed(seed),
+            client_tools: fastrand::Rng::with_seed(seed ^ CLIENT_TOOLS_STREAM),
         }
     }
 
@@ -186,13 +209,50 @@ impl<'a> Generator<'a> {
             3 => Transport::SecondLaunch,
             _ => Transport::Plain,
         };
-        Session {
+        let mut session = Session {
             scenario,
             launch_args,
             capabilities,
             steps,
             answer,
             transport,
+        };
+        if self.client_tools.u32(0..4) == 0 {
+            self.set_up_client_tool(&mut session);
+        }
+        session
+    }
+
+    /// Make `session` play a client-tool scenario, set up most of the time so Codex sends its
+    /// request: the experimental API declared, and the tool declared on `thread/start` or every
+    /// turn in plan mode (both experimental); else as generated (Codex tells the model the tool
+    /// is unavailable, or refuses what the client did not declare).
+    fn set_up_client_tool(&mut self, session: &mut Session) {
+        let rng = &mut self.client_tools;
+        let scenario = CLIENT_TOOL_SCENARIOS[rng.usize(0..CLIENT_TOOL_SCENARIOS.len())];
+        session.scenario = scenario.to_string();
+        if rng.u32(0..4) == 0 {
+            return;
+        }
+        if !session.capabilities.is_object() {
+            session.capabilities = json!({});
+        }
+        session.capabilities["experimentalApi"] = json!(true);
+        if scenario == "dynamic-tool-call" {
+            if let Some(thread_start) = session.steps.first_mut() {
+                thread_start.params["dynamicTools"] = json!([dynamic_tool_spec()]);
+            }
+            return;
+        }
+        if !session.steps.iter().any(Step::starts_turn) {
+            session.steps.push(Step {
+                method: "turn/start".into(),
+                params: json!({"threadId": "{thread_id}", "input": known_input()}),
+            });
+        }
+        for step in session.steps.iter_mut().filter(|s| s.starts_turn()) {
+            step.params["collaborationMode"] =
+                json!({"mode": "plan", "settings": {"model": codex::runner::MODEL}});
         }
     }
 
@@ -300,7 +360,7 @@ impl<'a> Generator<'a> {
             "cwds" => json!(["{cwd}"]),
             "model" => json!(codex::runner::MODEL),
             "name" => json!("explored"),
-            "input" => json!([{"type": "text", "text": "explore"}]),
+            "input" => known_input(),
             "permissions" => {
                 let profiles = self.surface.permission_profiles.clone();
                 json!(self.pick(&profiles)?)
@@ -321,5 +381,69 @@ impl<'a> Generator<'a> {
             }
             _ => return None,
         })
+    }
+}
+
+/// The user's input of every turn.
+fn known_input() -> Value {
+    json!([{"type": "text", "text": "explore"}])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn surface() -> Surface {
+        Surface::of_persona("0.169.0", json!({"oneOf": [], "definitions": {}})).unwrap()
+    }
+
+    #[test]
+    fn client_tool_sessions_set_up_what_makes_codex_send_the_request() {
+        let surface = surface();
+        let mut generator = Generator::new(&surface, 35);
+        let sessions: Vec<Session> = (0..200).map(|_| generator.session()).collect();
+        let experimental = |s: &Session| s.capabilities["experimentalApi"] == true;
+        let declared = sessions
+            .iter()
+            .filter(|s| s.scenario == "dynamic-tool-call" && experimental(s))
+            .filter(|s| s.steps[0].params["dynamicTools"] == json!([dynamic_tool_spec()]))
+            .count();
+        let in_plan_mode = sessions
+            .iter()
+            .filter(|s| s.scenario == "user-input" && experimental(s))
+            .filter(|s| s.steps.iter().any(Step::starts_turn))
+            .filter(|s| {
+                s.steps
+                    .iter()
+                    .filter(|step| step.starts_turn())
+                    .all(|step| step.params["collaborationMode"]["mode"] == "plan")
+            })
+            .count();
+        assert!(
+            declared > 5,
+            "{declared} dynamic-tool-call sessions declare the tool"
+        );
+        assert!(
+            in_plan_mode > 5,
+            "{in_plan_mode} user-input sessions in plan mode"
+        );
+    }
+
+    #[test]
+    fn the_client_tool_stream_leaves_the_other_sessions_as_the_seed_gave_them() {
+        let surface = surface();
+        let mut generator = Generator::new(&surface, 35);
+        let mut other = Generator::new(&surface, 35);
+        other.client_tools = fastrand::Rng::with_seed(7);
+        let mut compared = 0;
+        for _ in 0..100 {
+            let (a, b) = (generator.session(), other.session());
+            let taken = |s: &Session| CLIENT_TOOL_SCENARIOS.contains(&s.scenario.as_str());
+            if !taken(&a) && !taken(&b) {
+                assert_eq!(a, b);
+                compared += 1;
+            }
+        }
+        assert!(compared > 30, "{compared}");
     }
 }

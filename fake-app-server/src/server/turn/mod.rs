@@ -94,6 +94,9 @@ struct TurnRun {
     /// (`serverRequest/resolved`) only after the interrupted turn's `turn/completed`
     /// (measured with `harness explore`: an approval pending when `turn/interrupt` came).
     unresolved: Vec<u64>,
+    /// The client's `turn/interrupt`, answered right before the turn ends
+    /// (`server::interrupt`).
+    interrupt_answer: Option<crate::server::interrupt::InterruptAnswer>,
 }
 
 /// How a turn ends, beyond its status.
@@ -159,6 +162,7 @@ fn play_one(shared: Arc<Shared>, plan: TurnPlan, root_turn: Option<String>) -> &
         tokens: 0,
         changes: Vec::new(),
         unresolved: Vec::new(),
+        interrupt_answer: None,
         root_turn,
         goal_changed: false,
     };
@@ -312,6 +316,9 @@ impl TurnRun {
         // `turn/completed` (`Output::hold`): the steps after the turn, the turns the server
         // starts on its own while a goal is active (whole: released once the chain is over, so
         // a client that hangs up at its own turn's end has them all, every run).
+        if let Some(answer) = self.interrupt_answer.take() {
+            answer.answer_now();
+        }
         let goal_goes_on =
             status == "completed" && codex_tools::goal_active(&self.shared, &thread_id);
         if goal_goes_on || script.server_steps.iter().any(|s| s.after_turn) {
@@ -535,7 +542,10 @@ impl TurnRun {
     fn drain_signals(&mut self) -> Flow {
         while let Ok(signal) = self.plan.signals.try_recv() {
             match signal {
-                TurnSignal::Interrupt => return Flow::Interrupted,
+                TurnSignal::Interrupt(answer) => {
+                    self.interrupt_answer = Some(answer);
+                    return Flow::Interrupted;
+                }
                 TurnSignal::Steer(input) => self.steer(input),
                 TurnSignal::ClientAnswer(message) => {
                     eprintln!("WARN fake-app-server: late client answer ignored: {message}");
@@ -561,7 +571,8 @@ impl TurnRun {
             match self.plan.signals.recv_timeout(left) {
                 Ok(TurnSignal::ClientAnswer(message)) => return Ok(message),
                 Ok(TurnSignal::Steer(input)) => self.steer(input),
-                Ok(TurnSignal::Interrupt) => {
+                Ok(TurnSignal::Interrupt(answer)) => {
+                    self.interrupt_answer = Some(answer);
                     self.shared.forget_request(id);
                     return Err(WaitEnd::Interrupted);
                 }

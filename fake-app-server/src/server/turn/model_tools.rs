@@ -1,7 +1,7 @@
 //! The model's plain tool calls: the checklist plan (`update_plan`) and the driver's dynamic
 //! tools (`item/tool/call`, answered within `limits.client_answer_ms`).
 
-use super::{Flow, TurnRun};
+use super::{Flow, TurnRun, WaitEnd};
 use crate::ids;
 use crate::model_log::ModelLogEntry;
 use crate::protocol::shapes::{self, DynamicToolView};
@@ -9,7 +9,54 @@ use crate::scenario::model::PlanStepSpec;
 use serde_json::{json, Value};
 use std::time::Instant;
 
+/// What the item and the model are told of a JSON-RPC error answer (Codex 0.169, measured).
 const DYNAMIC_TOOL_FAILED: &str = "dynamic tool request failed";
+/// What they are told of a result that is not a `DynamicToolCallResponse` (Codex 0.169,
+/// measured with `{"decision": 42}`).
+const DYNAMIC_TOOL_INVALID: &str = "dynamic tool response was invalid";
+
+/// `DynamicToolCallResponse` of the release's schema: both fields required, every content item
+/// one of the schema's kinds (what the item reports is what was read: fields the schema does
+/// not have are not kept).
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct DynamicToolAnswer {
+    content_items: Vec<DynamicToolContentItem>,
+    success: bool,
+}
+
+#[derive(serde::Deserialize, serde::Serialize)]
+#[serde(tag = "type")]
+enum DynamicToolContentItem {
+    #[serde(rename = "inputText")]
+    Text { text: String },
+    #[serde(rename = "inputImage", rename_all = "camelCase")]
+    Image { image_url: String },
+    #[serde(rename = "inputAudio", rename_all = "camelCase")]
+    Audio { audio_url: String },
+}
+
+/// The answer's outcome: whether it succeeded, the item's `contentItems`, the model's output.
+fn dynamic_tool_outcome(answer: &Value) -> (bool, Value, String) {
+    let failed = |text: &str| {
+        (
+            false,
+            json!([{"type": "inputText", "text": text}]),
+            text.to_string(),
+        )
+    };
+    let Some(result) = answer.get("result") else {
+        return failed(DYNAMIC_TOOL_FAILED);
+    };
+    match serde_json::from_value::<DynamicToolAnswer>(result.clone()) {
+        Ok(parsed) => {
+            let items = serde_json::to_value(&parsed.content_items).unwrap_or_else(|_| json!([]));
+            let output = tool_output_text(&items);
+            (parsed.success, items, output)
+        }
+        Err(_) => failed(DYNAMIC_TOOL_INVALID),
+    }
+}
 
 impl TurnRun {
     pub(super) fn plan_update(&mut self, explanation: Option<&str>, steps: &[PlanStepSpec]) {
@@ -85,27 +132,25 @@ impl TurnRun {
             json!({"threadId": thread_id, "turnId": turn_id, "callId": call_id, "namespace": null, "tool": name, "arguments": arguments}),
             &self.plan.self_signal,
         );
-        let Ok(answer) = self.wait_answer(request_id) else {
-            // Interrupted, or no answer in time: the turn is interrupted.
-            return Flow::Interrupted;
-        };
-        let (success, content_items, output) = match answer.get("result") {
-            Some(result) => {
-                let items = result
-                    .get("contentItems")
-                    .cloned()
-                    .unwrap_or_else(|| json!([]));
-                let success = result
-                    .get("success")
-                    .and_then(Value::as_bool)
-                    .unwrap_or(false);
-                (success, items.clone(), tool_output_text(&items))
+        let (success, content_items, output) = match self.wait_answer(request_id) {
+            Ok(answer) => dynamic_tool_outcome(&answer),
+            Err(WaitEnd::Interrupted) => {
+                // Codex 0.169 ends the item `failed`, empty, before it answers the interrupt,
+                // and tells the model nothing (measured: the corpus's dynamic-tool-late).
+                let completed = shapes::now_ms();
+                let done = shapes::dynamic_tool_item(&DynamicToolView {
+                    status: "failed",
+                    content_items: json!([]),
+                    success: json!(false),
+                    duration_ms: Some(started_at.elapsed().as_millis() as u64),
+                    completed: Some(completed),
+                    ..view
+                });
+                self.complete_item(done, completed);
+                return Flow::Interrupted;
             }
-            None => (
-                false,
-                json!([{"type": "inputText", "text": DYNAMIC_TOOL_FAILED}]),
-                DYNAMIC_TOOL_FAILED.to_string(),
-            ),
+            // No answer in time: the turn is interrupted.
+            Err(WaitEnd::TimedOut) => return Flow::Interrupted,
         };
         let completed = shapes::now_ms();
         let done = shapes::dynamic_tool_item(&DynamicToolView {
@@ -122,7 +167,8 @@ impl TurnRun {
     }
 }
 
-/// One text item goes back as a string; several as a JSON array of `input_text` items.
+/// One text item goes back as a string, none as an empty one; several as a JSON array of
+/// `input_text` items.
 fn tool_output_text(items: &Value) -> String {
     let texts: Vec<&str> = items
         .as_array()
@@ -132,8 +178,8 @@ fn tool_output_text(items: &Value) -> String {
                 .collect()
         })
         .unwrap_or_default();
-    if texts.len() == 1 {
-        texts[0].to_string()
+    if texts.len() <= 1 {
+        texts.first().copied().unwrap_or_default().to_string()
     } else {
         json!(texts
             .iter()

@@ -317,7 +317,10 @@ impl TurnRun {
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             match self.plan.signals.recv_timeout(left) {
-                Ok(TurnSignal::Interrupt) => return Flow::Interrupted,
+                Ok(TurnSignal::Interrupt(answer)) => {
+                    self.interrupt_answer = Some(answer);
+                    return Flow::Interrupted;
+                }
                 Ok(TurnSignal::Steer(input)) => {
                     self.steer(input);
                     return Flow::Continue;
