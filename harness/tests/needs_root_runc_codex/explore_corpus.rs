@@ -63,18 +63,33 @@ pub fn trials() -> Vec<libtest_mimic::Trial> {
             format!("corpus_replays_on_both_sides_needs_real_codex::{stem}"),
             prereq::codex_missing(),
             move || {
-                let root = scratch(&stem, "both");
-                let found = corpus::replay_on_both(&players(true), &scenario, &root)
-                    .map_err(|e| Failed::from(format!("{e:#}")))?;
-                let _ = std::fs::remove_dir_all(&root);
-                match found {
-                    None => Ok(()),
-                    Some(divergence) => Err(format!(
-                        "the fake parts from the real Codex: {}",
-                        divergence.describe()
-                    )
-                    .into()),
+                // The fake plays one course; the real Codex, on a loaded machine, now and then
+                // another (explore-open.toml lists the one seen: an interrupted dynamic tool
+                // call's item/completed missing once in ten runs under a parallel build). A
+                // divergence counts when a second replay shows it again, as `harness mutate`
+                // confirms a kill; a first one that does not repeat is printed, not hidden.
+                let mut first = None;
+                for attempt in ["first", "second"] {
+                    let root = scratch(&stem, &format!("both-{attempt}"));
+                    let found = corpus::replay_on_both(&players(true), &scenario, &root)
+                        .map_err(|e| Failed::from(format!("{e:#}")))?;
+                    let _ = std::fs::remove_dir_all(&root);
+                    match (found, &first) {
+                        (None, None) => return Ok(()),
+                        (None, Some(earlier)) => {
+                            eprintln!(
+                                "{stem}: the first replay parted ({earlier}), the second agreed: the real Codex's course varied"
+                            );
+                            return Ok(());
+                        }
+                        (Some(divergence), _) => first = Some(divergence.describe()),
+                    }
                 }
+                Err(format!(
+                    "the fake parts from the real Codex, in two replays: {}",
+                    first.unwrap_or_default()
+                )
+                .into())
             },
         ));
     }
