@@ -143,7 +143,8 @@ fn fold(records: &[Record], ctx: &Context) -> Fold {
 }
 
 impl Fold {
-    /// One record of the transcript, by what it is.
+    /// One record of the transcript, by what it is: the match is the dispatch (one arm per
+    /// kind of record), so it stays whole.
     fn record(&mut self, record: &Record, ctx: &Context) {
         self.now = record.time();
         let launch = record.launch();

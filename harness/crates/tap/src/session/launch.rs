@@ -152,6 +152,15 @@ fn record_stranger(log: &LaunchLog, started: u64, why: &str) {
     );
 }
 
+/// A launch whose app-server was not started: its record, and an exit saying why.
+fn record_unstarted(log: &LaunchLog, started: u64, record: Map<String, Value>, why: &str) {
+    log.record_at("launch", started, record);
+    log.record(
+        "exit",
+        fields(json!({"status": null, "signal": null, "error": why})),
+    );
+}
+
 /// The launch's app-server, started, with its launch recorded; `None` when the launch was
 /// refused or the app-server could not start (recorded, and the tap told why).
 fn start_recorded(
@@ -179,11 +188,7 @@ fn start_recorded(
     }));
     if let Some(why) = refusal(shared, launch) {
         if launch as usize <= MAX_LAUNCHES + 1 {
-            log.record_at("launch", started, record);
-            log.record(
-                "exit",
-                fields(json!({"status": null, "signal": null, "error": why})),
-            );
+            record_unstarted(log, started, record, &why);
         }
         refuse(writer, why);
         return None;
@@ -191,11 +196,7 @@ fn start_recorded(
     let spawned = match start_app_server(shared, &args, hello) {
         Ok(spawned) => spawned,
         Err(message) => {
-            log.record_at("launch", started, record);
-            log.record(
-                "exit",
-                fields(json!({"status": null, "signal": null, "error": message})),
-            );
+            record_unstarted(log, started, record, &message);
             refuse(writer, message);
             return None;
         }
