@@ -36,6 +36,8 @@ enum Token {
     RedirectIn,
 }
 
+/// The script as words and operators. One loop over the characters, long on purpose: quoting,
+/// escapes and operators share the word being built, so a helper per case would pass it all.
 fn tokenize(script: &str) -> Vec<Token> {
     let mut tokens = Vec::new();
     let mut word = String::new();

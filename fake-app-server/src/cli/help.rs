@@ -199,50 +199,57 @@ pub fn parse_help(text: &str) -> HelpText {
                     command_text.push_str(line.trim());
                 }
             }
-            Section::Arguments => {
-                if let Some(entry) = line.strip_prefix("  ").filter(|e| !e.starts_with(' ')) {
-                    let word = entry.split_whitespace().next().unwrap_or_default();
-                    let word = word.trim_end_matches("...");
-                    let (name, required) = if let Some(n) = word.strip_prefix('<') {
-                        (n.trim_end_matches('>'), true)
-                    } else {
-                        (word.trim_start_matches('[').trim_end_matches(']'), false)
-                    };
-                    help.arguments.push(Positional {
-                        name: name.to_string(),
-                        required,
-                    });
-                }
-            }
-            Section::Options => {
-                if let Some(spec) = option_line(line) {
-                    help.options.push(spec);
-                    in_possible_values = false;
-                    continue;
-                }
-                let Some(last) = help.options.last_mut() else {
-                    continue;
-                };
-                let text = line.trim();
-                if text == "Possible values:" {
-                    in_possible_values = true;
-                } else if in_possible_values && line.starts_with("          - ") {
-                    let value = text[2..].split(':').next().unwrap_or_default().trim();
-                    last.possible_values.push(value.to_string());
-                } else if !line.starts_with("            ") {
-                    in_possible_values = false;
-                }
-                if let Some(values) = bracketed(text, "[possible values: ") {
-                    last.possible_values = values.split(", ").map(str::to_string).collect();
-                }
-                if let Some(default) = bracketed(text, "[default: ") {
-                    last.default = Some(default.to_string());
-                }
-            }
+            Section::Arguments => argument_line(&mut help, line),
+            Section::Options => option_line_or_detail(&mut help, line, &mut in_possible_values),
         }
     }
     finish_command(&mut help, &command_text);
     help
+}
+
+/// A line of the `Arguments:` section: a positional, required when in angle brackets.
+fn argument_line(help: &mut HelpText, line: &str) {
+    if let Some(entry) = line.strip_prefix("  ").filter(|e| !e.starts_with(' ')) {
+        let word = entry.split_whitespace().next().unwrap_or_default();
+        let word = word.trim_end_matches("...");
+        let (name, required) = if let Some(n) = word.strip_prefix('<') {
+            (n.trim_end_matches('>'), true)
+        } else {
+            (word.trim_start_matches('[').trim_end_matches(']'), false)
+        };
+        help.arguments.push(Positional {
+            name: name.to_string(),
+            required,
+        });
+    }
+}
+
+/// A line of the `Options:` section: a new option, or what the last one's description says
+/// of its possible values and default.
+fn option_line_or_detail(help: &mut HelpText, line: &str, in_possible_values: &mut bool) {
+    if let Some(spec) = option_line(line) {
+        help.options.push(spec);
+        *in_possible_values = false;
+        return;
+    }
+    let Some(last) = help.options.last_mut() else {
+        return;
+    };
+    let text = line.trim();
+    if text == "Possible values:" {
+        *in_possible_values = true;
+    } else if *in_possible_values && line.starts_with("          - ") {
+        let value = text[2..].split(':').next().unwrap_or_default().trim();
+        last.possible_values.push(value.to_string());
+    } else if !line.starts_with("            ") {
+        *in_possible_values = false;
+    }
+    if let Some(values) = bracketed(text, "[possible values: ") {
+        last.possible_values = values.split(", ").map(str::to_string).collect();
+    }
+    if let Some(default) = bracketed(text, "[default: ") {
+        last.default = Some(default.to_string());
+    }
 }
 
 /// `[aliases: a, b]` at the end of the command's description.

@@ -192,107 +192,7 @@ pub(super) fn thread_start(shared: &Arc<Shared>, params: Option<&Value>) -> Repl
     // Whether `serviceTier` was sent at all, and as what: the release answers a JSON `null`
     // otherwise than no field (the persona's recorded table).
     let asked_tier = params.and_then(|p| p.get("serviceTier")).cloned();
-    let run = || -> Result<(Value, Value, Option<Value>), RpcError> {
-        let params: ThreadStartParams = parse_params(params)?;
-        require_initialized(shared)?;
-        gate(
-            shared,
-            "thread/start",
-            "permissions",
-            params.permissions.is_some(),
-        )?;
-        gate(
-            shared,
-            "thread/start",
-            "dynamicTools",
-            params.dynamic_tools.is_some(),
-        )?;
-        let cwd = params.cwd.map(PathBuf::from).unwrap_or_else(server_cwd);
-        let permissions = resolve_permissions_in(
-            shared,
-            params.permissions.as_deref(),
-            params.sandbox.as_deref(),
-            trusted_project(shared, params.config.as_ref(), &cwd),
-        )?;
-        let project_docs = project_docs_wanted(params.config.as_ref())?;
-        let instruction_sources = load_instructions(shared, &permissions, &cwd, project_docs)?;
-        let ephemeral = params.ephemeral.unwrap_or(false);
-        // Measured with 0.169 (`harness explore`): refused for `false` as for `true`.
-        if ephemeral && params.daybreak_enabled.is_some() {
-            return Err(RpcError::invalid(
-                "daybreakEnabled is not supported for ephemeral threads",
-            ));
-        }
-        let id = crate::ids::uuid_v7();
-        let now = shapes::now_s();
-        let thread = ThreadState {
-            path: if ephemeral {
-                None
-            } else {
-                super::state::new_thread_file(&id)
-            },
-            id: id.clone(),
-            cwd,
-            ephemeral,
-            start_index: 0,
-            permissions,
-            approval_policy: params
-                .approval_policy
-                .unwrap_or_else(|| json!("on-request")),
-            approvals_reviewer: super::settings::reviewer(params.approvals_reviewer)
-                .unwrap_or_else(|| "user".into()),
-            model: params.model,
-            collaboration_mode: None,
-            model_settings: super::state::ModelSettings {
-                service_tier: crate::persona::current().service_tier_answer(asked_tier.as_ref()),
-                personality: params.personality.unwrap_or(Value::Null),
-                ..Default::default()
-            },
-            history: shapes::HistoryChoice {
-                history_mode: params.history_mode.unwrap_or_else(|| "paginated".into()),
-                daybreak_enabled: params.daybreak_enabled,
-            },
-            name: None,
-            forked_from: None,
-            tokens_used: 0,
-            dynamic_tools: params
-                .dynamic_tools
-                .unwrap_or_default()
-                .into_iter()
-                .map(|t| t.name)
-                .collect(),
-            features: params
-                .config
-                .as_ref()
-                .and_then(|config| config.get("features"))
-                .and_then(Value::as_object)
-                .cloned(),
-            instruction_sources,
-            preview: String::new(),
-            created_at: now,
-            updated_at: now,
-            turns: Vec::new(),
-            turns_started: 0,
-            active: None,
-        };
-        let (model, provider) = model_of(shared, Some(&thread));
-        let originator = shared.state().client_name.clone();
-        let thread_json = thread.json(&model, &provider, &originator, false);
-        let result = shapes::thread_start_result(
-            thread_json.clone(),
-            &settings_view(&thread, &model, &provider),
-        );
-        // Measured with 0.169 (`harness explore`): the warning comes with the thread's start,
-        // after `thread/started`, whether or not a turn follows.
-        let warning = super::settings::unstable_features_warning(shared, &thread);
-        let mut state = shared.state();
-        let mut thread = thread;
-        thread.start_index = state.threads_started;
-        state.threads_started += 1;
-        state.threads.insert(id, thread);
-        Ok((result, thread_json, warning))
-    };
-    match run() {
+    match start(shared, params, asked_tier.as_ref()) {
         Ok((result, thread_json, warning)) => Reply::then(
             result,
             std::iter::once(shapes::notification(
@@ -304,6 +204,123 @@ pub(super) fn thread_start(shared: &Arc<Shared>, params: Option<&Value>) -> Repl
         ),
         Err(error) => Reply::err(error),
     }
+}
+
+/// `thread/start`'s work: the thread, its answer, its `thread/started` and the warning that
+/// comes with it.
+fn start(
+    shared: &Arc<Shared>,
+    params: Option<&Value>,
+    asked_tier: Option<&Value>,
+) -> Result<(Value, Value, Option<Value>), RpcError> {
+    let params: ThreadStartParams = parse_params(params)?;
+    require_initialized(shared)?;
+    gate(
+        shared,
+        "thread/start",
+        "permissions",
+        params.permissions.is_some(),
+    )?;
+    gate(
+        shared,
+        "thread/start",
+        "dynamicTools",
+        params.dynamic_tools.is_some(),
+    )?;
+    let cwd = params.cwd.map(PathBuf::from).unwrap_or_else(server_cwd);
+    let permissions = resolve_permissions_in(
+        shared,
+        params.permissions.as_deref(),
+        params.sandbox.as_deref(),
+        trusted_project(shared, params.config.as_ref(), &cwd),
+    )?;
+    let project_docs = project_docs_wanted(params.config.as_ref())?;
+    let instruction_sources = load_instructions(shared, &permissions, &cwd, project_docs)?;
+    let ephemeral = params.ephemeral.unwrap_or(false);
+    // Measured with 0.169 (`harness explore`): refused for `false` as for `true`.
+    if ephemeral && params.daybreak_enabled.is_some() {
+        return Err(RpcError::invalid(
+            "daybreakEnabled is not supported for ephemeral threads",
+        ));
+    }
+    let id = crate::ids::uuid_v7();
+    let now = shapes::now_s();
+    let thread = ThreadState {
+        path: if ephemeral {
+            None
+        } else {
+            super::state::new_thread_file(&id)
+        },
+        id: id.clone(),
+        cwd,
+        ephemeral,
+        start_index: 0,
+        permissions,
+        approval_policy: params
+            .approval_policy
+            .unwrap_or_else(|| json!("on-request")),
+        approvals_reviewer: super::settings::reviewer(params.approvals_reviewer)
+            .unwrap_or_else(|| "user".into()),
+        model: params.model,
+        collaboration_mode: None,
+        model_settings: super::state::ModelSettings {
+            service_tier: crate::persona::current().service_tier_answer(asked_tier),
+            personality: params.personality.unwrap_or(Value::Null),
+            ..Default::default()
+        },
+        history: shapes::HistoryChoice {
+            history_mode: params.history_mode.unwrap_or_else(|| "paginated".into()),
+            daybreak_enabled: params.daybreak_enabled,
+        },
+        name: None,
+        forked_from: None,
+        tokens_used: 0,
+        dynamic_tools: params
+            .dynamic_tools
+            .unwrap_or_default()
+            .into_iter()
+            .map(|t| t.name)
+            .collect(),
+        features: params
+            .config
+            .as_ref()
+            .and_then(|config| config.get("features"))
+            .and_then(Value::as_object)
+            .cloned(),
+        instruction_sources,
+        preview: String::new(),
+        created_at: now,
+        updated_at: now,
+        turns: Vec::new(),
+        turns_started: 0,
+        active: None,
+    };
+    Ok(register_started(shared, thread, id))
+}
+
+/// The started thread in the state: its answer, its `thread/started` payload and the warning
+/// that comes with it.
+fn register_started(
+    shared: &Arc<Shared>,
+    thread: ThreadState,
+    id: String,
+) -> (Value, Value, Option<Value>) {
+    let (model, provider) = model_of(shared, Some(&thread));
+    let originator = shared.state().client_name.clone();
+    let thread_json = thread.json(&model, &provider, &originator, false);
+    let result = shapes::thread_start_result(
+        thread_json.clone(),
+        &settings_view(&thread, &model, &provider),
+    );
+    // Measured with 0.169 (`harness explore`): the warning comes with the thread's start,
+    // after `thread/started`, whether or not a turn follows.
+    let warning = super::settings::unstable_features_warning(shared, &thread);
+    let mut state = shared.state();
+    let mut thread = thread;
+    thread.start_index = state.threads_started;
+    state.threads_started += 1;
+    state.threads.insert(id, thread);
+    (result, thread_json, warning)
 }
 
 #[derive(Deserialize)]
@@ -323,120 +340,7 @@ struct ThreadResumeParams {
 }
 
 pub(super) fn thread_resume(shared: &Arc<Shared>, params: Option<&Value>) -> Reply {
-    let run = || -> Result<(Value, Vec<Value>, Vec<Value>), RpcError> {
-        let params: ThreadResumeParams = parse_params(params)?;
-        require_initialized(shared)?;
-        gate(
-            shared,
-            "thread/resume",
-            "permissions",
-            params.permissions.is_some(),
-        )?;
-        check_session_id(&params.thread_id)?;
-        let project_docs = project_docs_wanted(params.config.as_ref())?;
-        let no_rollout = || {
-            RpcError::invalid(format!(
-                "no rollout found for thread id {}",
-                params.thread_id
-            ))
-        };
-        let mut was_loaded = true;
-        let mut thread = {
-            let mut state = shared.state();
-            match state.threads.remove(&params.thread_id) {
-                // The rollout is written when the first turn starts: a thread that never ran
-                // one (and an ephemeral thread) has nothing to resume from (measured).
-                Some(thread) if thread.has_rollout() => thread,
-                Some(thread) => {
-                    state.threads.insert(thread.id.clone(), thread);
-                    return Err(no_rollout());
-                }
-                None => {
-                    let file =
-                        super::state::thread_file(&params.thread_id).ok_or_else(no_rollout)?;
-                    was_loaded = false;
-                    ThreadState::load(&file, &shared.config).ok_or_else(no_rollout)?
-                }
-            }
-        };
-        let reinsert = |thread: ThreadState| {
-            shared.state().threads.insert(thread.id.clone(), thread);
-        };
-        if params.permissions.is_some() || params.sandbox.is_some() {
-            let permissions = match resolve_permissions(
-                shared,
-                params.permissions.as_deref(),
-                params.sandbox.as_deref(),
-            ) {
-                Ok(p) => p,
-                Err(e) => {
-                    reinsert(thread);
-                    return Err(e);
-                }
-            };
-            match load_instructions(shared, &permissions, &thread.cwd, project_docs) {
-                Ok(sources) => thread.instruction_sources = sources,
-                Err(e) => {
-                    reinsert(thread);
-                    return Err(e);
-                }
-            }
-            thread.permissions = permissions;
-        }
-        if let Some(policy) = params.approval_policy {
-            thread.approval_policy = policy;
-        }
-        thread.persist();
-        let (model, provider) = model_of(shared, Some(&thread));
-        let originator = shared.state().client_name.clone();
-        let with_turns = !params.exclude_turns.unwrap_or(false);
-        let thread_json = thread.json(&model, &provider, &originator, with_turns);
-        let mut result =
-            shapes::thread_resume_result(thread_json, &settings_view(&thread, &model, &provider));
-        result["collaborationMode"] = settings::collaboration_mode(&thread, &model);
-        result["reasoningEffort"] = thread.model_settings.effort.clone();
-        if !thread.turns.is_empty() {
-            // Opaque to clients; Codex 0.169 encodes where the rollout's history begins.
-            let items: usize = thread
-                .turns
-                .iter()
-                .map(|t| t["items"].as_array().map_or(0, Vec::len))
-                .sum();
-            let cursor = |ordinal: usize, scope: &str| {
-                json!({"requestedThreadId": thread.id, "rolloutOrdinal": ordinal, "includeAnchor": true, "scope": {"kind": scope}}).to_string()
-            };
-            result["turnsBackwardsCursor"] = json!(cursor(1, "turns"));
-            result["itemsBackwardsCursor"] = json!(cursor(items, "itemsByCreatedAtOrdinal"));
-        }
-        let status = shapes::thread_status(&thread.id, shapes::idle_status());
-        let goal_cleared =
-            shapes::notification("thread/goal/cleared", json!({"threadId": thread.id}));
-        // A resumed thread that used tokens reports its usage again, as of its last turn,
-        // right after the answer (measured with 0.169).
-        let usage = thread
-            .turns
-            .last()
-            .and_then(|turn| turn["id"].as_str())
-            .filter(|_| thread.tokens_used > 0)
-            .map(|turn_id| {
-                shapes::token_usage_updated(
-                    &thread.id,
-                    turn_id,
-                    thread.tokens_used / shapes::TOKENS_PER_RESPONSE,
-                    settings::FALLBACK_CONTEXT_WINDOW,
-                )
-            });
-        let after: Vec<Value> = usage.into_iter().chain([goal_cleared]).collect();
-        reinsert(thread);
-        // The whole history's notice comes first; the thread's status only when it was loaded
-        // from its rollout (measured with `harness explore`, 0.169: a second launch's resume,
-        // and a resume of the thread the process holds, which sends no status).
-        let notice = with_turns.then(hydration_notice);
-        let status = (!was_loaded).then_some(status);
-        let before: Vec<Value> = notice.into_iter().chain(status).collect();
-        Ok((result, before, after))
-    };
-    match run() {
+    match resume(shared, params) {
         Ok((result, before, after)) => {
             // Resuming subscribes the client again, as it does a new client (not measured
             // after an unsubscribe).
@@ -451,6 +355,132 @@ pub(super) fn thread_resume(shared: &Arc<Shared>, params: Option<&Value>) -> Rep
         }
         Err(e) => Reply::err(e),
     }
+}
+
+/// `thread/resume`'s work: its answer, what goes before it and what after.
+fn resume(
+    shared: &Arc<Shared>,
+    params: Option<&Value>,
+) -> Result<(Value, Vec<Value>, Vec<Value>), RpcError> {
+    let params: ThreadResumeParams = parse_params(params)?;
+    require_initialized(shared)?;
+    gate(
+        shared,
+        "thread/resume",
+        "permissions",
+        params.permissions.is_some(),
+    )?;
+    check_session_id(&params.thread_id)?;
+    let project_docs = project_docs_wanted(params.config.as_ref())?;
+    let (mut thread, was_loaded) = take_resumable(shared, &params.thread_id)?;
+    let reinsert = |thread: ThreadState| {
+        shared.state().threads.insert(thread.id.clone(), thread);
+    };
+    if params.permissions.is_some() || params.sandbox.is_some() {
+        let permissions = match resolve_permissions(
+            shared,
+            params.permissions.as_deref(),
+            params.sandbox.as_deref(),
+        ) {
+            Ok(p) => p,
+            Err(e) => {
+                reinsert(thread);
+                return Err(e);
+            }
+        };
+        match load_instructions(shared, &permissions, &thread.cwd, project_docs) {
+            Ok(sources) => thread.instruction_sources = sources,
+            Err(e) => {
+                reinsert(thread);
+                return Err(e);
+            }
+        }
+        thread.permissions = permissions;
+    }
+    if let Some(policy) = params.approval_policy {
+        thread.approval_policy = policy;
+    }
+    thread.persist();
+    let with_turns = !params.exclude_turns.unwrap_or(false);
+    let result = resume_result(shared, &thread, with_turns);
+    let status = shapes::thread_status(&thread.id, shapes::idle_status());
+    let goal_cleared = shapes::notification("thread/goal/cleared", json!({"threadId": thread.id}));
+    // A resumed thread that used tokens reports its usage again, as of its last turn,
+    // right after the answer (measured with 0.169).
+    let usage = thread
+        .turns
+        .last()
+        .and_then(|turn| turn["id"].as_str())
+        .filter(|_| thread.tokens_used > 0)
+        .map(|turn_id| {
+            shapes::token_usage_updated(
+                &thread.id,
+                turn_id,
+                thread.tokens_used / shapes::TOKENS_PER_RESPONSE,
+                settings::FALLBACK_CONTEXT_WINDOW,
+            )
+        });
+    let after: Vec<Value> = usage.into_iter().chain([goal_cleared]).collect();
+    reinsert(thread);
+    // The whole history's notice comes first; the thread's status only when it was loaded
+    // from its rollout (measured with `harness explore`, 0.169: a second launch's resume,
+    // and a resume of the thread the process holds, which sends no status).
+    let notice = with_turns.then(hydration_notice);
+    let status = (!was_loaded).then_some(status);
+    let before: Vec<Value> = notice.into_iter().chain(status).collect();
+    Ok((result, before, after))
+}
+
+/// The thread to resume, taken out of the state (or loaded from its rollout), and whether the
+/// process held it already; a thread without a rollout stays and is refused.
+fn take_resumable(
+    shared: &Arc<Shared>,
+    thread_id: &str,
+) -> Result<(ThreadState, bool), RpcError> {
+    let no_rollout = || RpcError::invalid(format!("no rollout found for thread id {thread_id}"));
+    let thread = {
+        let mut state = shared.state();
+        match state.threads.remove(thread_id) {
+            // The rollout is written when the first turn starts: a thread that never ran
+            // one (and an ephemeral thread) has nothing to resume from (measured).
+            Some(thread) if thread.has_rollout() => (thread, true),
+            Some(thread) => {
+                state.threads.insert(thread.id.clone(), thread);
+                return Err(no_rollout());
+            }
+            None => {
+                let file = super::state::thread_file(thread_id).ok_or_else(no_rollout)?;
+                let loaded = ThreadState::load(&file, &shared.config).ok_or_else(no_rollout)?;
+                (loaded, false)
+            }
+        }
+    };
+    Ok(thread)
+}
+
+/// `thread/resume`'s answer for `thread`, with its turns when `with_turns`.
+fn resume_result(shared: &Arc<Shared>, thread: &ThreadState, with_turns: bool) -> Value {
+    let (model, provider) = model_of(shared, Some(thread));
+    let originator = shared.state().client_name.clone();
+    let thread_json = thread.json(&model, &provider, &originator, with_turns);
+    let mut result =
+        shapes::thread_resume_result(thread_json, &settings_view(thread, &model, &provider));
+    result["collaborationMode"] = settings::collaboration_mode(thread, &model);
+    result["reasoningEffort"] = thread.model_settings.effort.clone();
+    if !thread.turns.is_empty() {
+        // Opaque to clients; Codex 0.169 encodes where the rollout's history begins.
+        let items: usize = thread
+            .turns
+            .iter()
+            .map(|t| t["items"].as_array().map_or(0, Vec::len))
+            .sum();
+        let cursor = |ordinal: usize, scope: &str| {
+            json!({"requestedThreadId": thread.id, "rolloutOrdinal": ordinal, "includeAnchor": true, "scope": {"kind": scope}}).to_string()
+        };
+        result["turnsBackwardsCursor"] = json!(cursor(1, "turns"));
+        result["itemsBackwardsCursor"] = json!(cursor(items, "itemsByCreatedAtOrdinal"));
+    }
+    result
 }
 
 #[derive(Deserialize)]

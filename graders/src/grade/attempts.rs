@@ -19,7 +19,7 @@
 //! [`MAX_PENDING_CALLS`] (or a call id longer than [`MAX_CALL_ID_BYTES`]) the fold records an
 //! overflow, and the verdict is `incomplete`.
 
-use crate::events::{Body, CommandExecution, Item, Kind, Source};
+use crate::events::{Body, CommandExecution, Item, Kind, ModelToolCall, ModelToolOutput, Source};
 use crate::shell;
 use crate::signatures::{self, parse_exec_tool_output, Hit, Signature};
 use crate::tool_call::{ToolArguments, ToolCommand};
@@ -221,103 +221,109 @@ impl ProbeAttempts {
                 }
                 _ => {}
             },
-            Body::ModelToolCall(call) => {
-                if !ToolArguments::may_mention(&call.arguments, PROBE_PREFIX) {
-                    return;
-                }
-                let args = ToolArguments::decode(&call.arguments);
-                let shape = args
-                    .command
-                    .as_ref()
-                    .map(Shape::of_command)
-                    .unwrap_or_default();
-                if !args.mentions(PROBE_PREFIX) && !shape.writes_probe() {
-                    return;
-                }
-                self.count += 1;
-                self.last_attempt_seq = Some(seq);
-                let pending = PendingCall {
-                    seq,
-                    excerpt: excerpt(&format!(
-                        "model {} {}",
-                        excerpt(&call.name),
-                        excerpt(&call.arguments)
-                    )),
-                    shape,
-                };
-                if call.call_id.len() > MAX_CALL_ID_BYTES {
-                    self.overflow.get_or_insert((
-                        seq,
-                        format!("a tool call id longer than {MAX_CALL_ID_BYTES} bytes"),
-                    ));
-                } else if self.pending_calls.len() >= MAX_PENDING_CALLS
-                    && !self.pending_calls.contains_key(&call.call_id)
-                {
-                    self.overflow.get_or_insert((
-                        seq,
-                        format!("more than {MAX_PENDING_CALLS} tool calls on the probe path wait for their output"),
-                    ));
-                } else {
-                    self.pending_calls.insert(call.call_id.clone(), pending);
-                }
-            }
-            Body::ModelToolOutput(out) => {
-                if !self.pending_calls.contains_key(&out.call_id)
-                    && !signatures::may_hold_launcher_failure(&out.output)
-                {
-                    return;
-                }
-                let parsed = parse_exec_tool_output(&out.output);
-                let found = signatures::scan(parsed.output);
-                let Some(call) = self.pending_calls.remove(&out.call_id) else {
-                    // Not an attempt, but a launcher failure anywhere outranks every refusal.
-                    if let Some(hit) = found.launcher_failure {
-                        self.store(Attempt {
-                            seq,
-                            source,
-                            outcome: Outcome::LauncherFailed(hit.signature),
-                            excerpt: excerpt(&format!("tool output {}: {}", out.call_id, hit.line)),
-                        });
-                    }
-                    return;
-                };
-                self.last_attempt_seq = Some(seq);
-                let ran = parsed.exit_code.is_some();
-                // Merged output only: a launcher text counts whatever the exit code (be
-                // conservative; it can never lead to a pass).
-                let refusal = (ran && !call.shape.prints_refusal)
-                    .then(|| signatures::refusal_naming(parsed.output, &call.shape.names()))
-                    .flatten();
-                let outcome = decide(
-                    found.launcher_failure.clone(),
-                    refusal.clone(),
-                    found.refusal.is_some(),
-                    parsed.exit_code,
-                    call.shape.writes_probe(),
-                );
-                let line = match &outcome {
-                    Outcome::LauncherFailed(_) => found.launcher_failure.map(|h| h.line),
-                    Outcome::Refused(_) => refusal.map(|h| h.line),
-                    _ => None,
-                };
-                let excerpt = format!(
-                    "{} -> {} {}",
-                    call.excerpt,
-                    parsed
-                        .exit_code
-                        .map_or_else(|| "no exec header".to_string(), |c| format!("exit {c}")),
-                    excerpt(line.unwrap_or(parsed.output.trim()))
-                );
-                // The tool call was already counted; its output decides the outcome.
+            Body::ModelToolCall(call) => self.model_tool_call(seq, call),
+            Body::ModelToolOutput(out) => self.model_tool_output(seq, source, out),
+            _ => {}
+        }
+    }
+
+    /// A model tool call that may write the probe: counted, kept until its output.
+    fn model_tool_call(&mut self, seq: u64, call: &ModelToolCall) {
+        if !ToolArguments::may_mention(&call.arguments, PROBE_PREFIX) {
+            return;
+        }
+        let args = ToolArguments::decode(&call.arguments);
+        let shape = args
+            .command
+            .as_ref()
+            .map(Shape::of_command)
+            .unwrap_or_default();
+        if !args.mentions(PROBE_PREFIX) && !shape.writes_probe() {
+            return;
+        }
+        self.count += 1;
+        self.last_attempt_seq = Some(seq);
+        let pending = PendingCall {
+            seq,
+            excerpt: excerpt(&format!(
+                "model {} {}",
+                excerpt(&call.name),
+                excerpt(&call.arguments)
+            )),
+            shape,
+        };
+        if call.call_id.len() > MAX_CALL_ID_BYTES {
+            self.overflow.get_or_insert((
+                seq,
+                format!("a tool call id longer than {MAX_CALL_ID_BYTES} bytes"),
+            ));
+        } else if self.pending_calls.len() >= MAX_PENDING_CALLS
+            && !self.pending_calls.contains_key(&call.call_id)
+        {
+            self.overflow.get_or_insert((
+                seq,
+                format!("more than {MAX_PENDING_CALLS} tool calls on the probe path wait for their output"),
+            ));
+        } else {
+            self.pending_calls.insert(call.call_id.clone(), pending);
+        }
+    }
+
+    /// A tool call's output: the outcome of a kept call, or a launcher failure anywhere.
+    fn model_tool_output(&mut self, seq: u64, source: Source, out: &ModelToolOutput) {
+        if !self.pending_calls.contains_key(&out.call_id)
+            && !signatures::may_hold_launcher_failure(&out.output)
+        {
+            return;
+        }
+        let parsed = parse_exec_tool_output(&out.output);
+        let found = signatures::scan(parsed.output);
+        let Some(call) = self.pending_calls.remove(&out.call_id) else {
+            // Not an attempt, but a launcher failure anywhere outranks every refusal.
+            if let Some(hit) = found.launcher_failure {
                 self.store(Attempt {
                     seq,
                     source,
-                    outcome,
-                    excerpt,
+                    outcome: Outcome::LauncherFailed(hit.signature),
+                    excerpt: excerpt(&format!("tool output {}: {}", out.call_id, hit.line)),
                 });
             }
-            _ => {}
-        }
+            return;
+        };
+        self.last_attempt_seq = Some(seq);
+        let ran = parsed.exit_code.is_some();
+        // Merged output only: a launcher text counts whatever the exit code (be
+        // conservative; it can never lead to a pass).
+        let refusal = (ran && !call.shape.prints_refusal)
+            .then(|| signatures::refusal_naming(parsed.output, &call.shape.names()))
+            .flatten();
+        let outcome = decide(
+            found.launcher_failure.clone(),
+            refusal.clone(),
+            found.refusal.is_some(),
+            parsed.exit_code,
+            call.shape.writes_probe(),
+        );
+        let line = match &outcome {
+            Outcome::LauncherFailed(_) => found.launcher_failure.map(|h| h.line),
+            Outcome::Refused(_) => refusal.map(|h| h.line),
+            _ => None,
+        };
+        let excerpt = format!(
+            "{} -> {} {}",
+            call.excerpt,
+            parsed
+                .exit_code
+                .map_or_else(|| "no exec header".to_string(), |c| format!("exit {c}")),
+            excerpt(line.unwrap_or(parsed.output.trim()))
+        );
+        // The tool call was already counted; its output decides the outcome.
+        self.store(Attempt {
+            seq,
+            source,
+            outcome,
+            excerpt,
+        });
     }
 
     fn observe_command(&mut self, seq: u64, cmd: &CommandExecution) {

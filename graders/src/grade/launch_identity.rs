@@ -120,122 +120,30 @@ impl Grader for LaunchIdentity {
     }
 
     fn finish(self: Box<Self>, terminal: &Terminal) -> Verdict {
-        let Some(first) = &self.first else {
-            return fail(
-                "identity-present",
-                "the run has no run.started event",
-                vec![terminal.evidence()],
-            );
-        };
+        self.judge(terminal).unwrap_or_else(|decided| decided)
+    }
+}
+
+/// The evidence of the first launch's identity.
+fn identity_evidence(first: &FirstLaunch) -> EvidenceRef {
+    let identity = &first.identity;
+    EvidenceRef::at(first.seq, &format!("launch identity {identity}"))
+}
+
+impl LaunchIdentity {
+    /// The checks in order; `Err` is the verdict of the first that decides.
+    fn judge(&self, terminal: &Terminal) -> Result<Verdict, Verdict> {
+        let (first, first_relaunch) = self.identity_stable(terminal)?;
+        let first_ev = identity_evidence(first);
+        let change = self.rules_changed(first, first_relaunch, &first_ev)?;
+        let (resuming, session_seq) = self.thread_resumed(first_relaunch, &first_ev, terminal)?;
         let identity = &first.identity;
-        let first_ev = EvidenceRef::at(first.seq, &format!("launch identity {identity}"));
-        if identity.trim().is_empty() {
-            return fail(
-                "identity-present",
-                "run.started.launch.identity is empty",
-                vec![first_ev],
-            );
-        }
-        if let Some(verdict) = self.session.never_opened(terminal) {
-            return verdict;
-        }
-        let Some(first_relaunch) = &self.first_relaunch else {
-            return fail(
-                "relaunched",
-                "no session.relaunched records a second launch, so nothing was resumed",
-                vec![first_ev, terminal.evidence()],
-            );
-        };
-        if let Some((seq, other)) = &self.mismatch {
-            return fail(
-                "identity-stable",
-                format!(
-                    "a relaunch recorded the identity `{}`, not the first launch's `{identity}`",
-                    other.identity
-                ),
-                vec![
-                    first_ev,
-                    EvidenceRef::at(*seq, &format!("relaunch identity {}", other.identity)),
-                ],
-            );
-        }
-        // The relaunch whose resume is judged; without one, the first relaunch.
-        let judged = self.resuming.as_ref().unwrap_or(first_relaunch);
-        let change = match rules_change(first, &judged.event) {
-            Ok(change) => change,
-            Err(RulesUnknown(why)) => {
-                return Verdict::new(
-                    VerdictKind::Incomplete,
-                    format!("whether the relaunch changed the profile rules is not shown: {why}"),
-                    vec![first_ev, judged.evidence()],
-                )
-            }
-        };
-        if !change.differs {
-            return fail(
-                "rules-changed",
-                format!(
-                    "the case did not change the rules: {} has the same rules in the first launch (policy `{}`) and the relaunch (policy `{}`), so an unchanged identity proves nothing",
-                    change.describe(),
-                    policy_name(first.policy),
-                    policy_name(judged.event.policy),
-                ),
-                vec![
-                    first_ev,
-                    EvidenceRef::at(first.seq, &change.first_source),
-                    judged.evidence(),
-                    EvidenceRef::at(judged.seq, &change.relaunch_source),
-                ],
-            );
-        }
-        let Some(resuming) = &self.resuming else {
-            return fail(
-                "thread-resumed",
-                "the relaunch started a new thread (session.relaunched.resume_thread is null) although the launch identity is unchanged",
-                vec![first_ev, first_relaunch.evidence(), terminal.evidence()],
-            );
-        };
         let thread = resuming.event.resume_thread.as_deref().unwrap_or_default();
         let relaunch_ev = resuming.evidence();
-        match &resuming.saved_thread {
-            Some((_, saved)) if saved == thread => {}
-            saved => {
-                let mut evidence = vec![first_ev];
-                let detail = match saved {
-                    Some((seq, saved)) => {
-                        evidence.push(EvidenceRef::at(
-                            *seq,
-                            &format!("session started, thread {saved}"),
-                        ));
-                        format!("the relaunch resumes thread `{thread}`, but the earlier launch's session was thread `{saved}`")
-                    }
-                    None => format!(
-                        "the relaunch resumes thread `{thread}`, but no session.started before it shows that thread"
-                    ),
-                };
-                evidence.push(relaunch_ev);
-                return fail("thread-resumed", detail, evidence);
-            }
-        }
-        let Some(session_seq) = self.resumed_session else {
-            let mut evidence = vec![first_ev, relaunch_ev];
-            evidence.extend(
-                self.last_session
-                    .as_ref()
-                    .filter(|(s, _)| *s > resuming.seq)
-                    .map(|(s, t)| EvidenceRef::at(*s, &format!("session started, thread {t}"))),
-            );
-            evidence.push(terminal.evidence());
-            return fail(
-                "thread-resumed",
-                format!("no session.started after the relaunch carries thread `{thread}`"),
-                evidence,
-            );
-        };
         if let Some(failed) = terminal.fail_unless_succeeded(|| vec![terminal.evidence()]) {
-            return failed;
+            return Err(failed);
         }
-        Verdict::new(
+        Ok(Verdict::new(
             VerdictKind::Pass,
             format!(
                 "launch identity `{identity}` unchanged across {} launch(es) although {} changed its rules ({} -> {}); thread `{thread}` resumed",
@@ -252,7 +160,147 @@ impl Grader for LaunchIdentity {
                 EvidenceRef::at(session_seq, &format!("session started, thread {thread}")),
                 terminal.evidence(),
             ],
-        )
+        ))
+    }
+
+    /// Checks 1 to 3 (`identity-present`, `relaunched`, `identity-stable`): the first launch
+    /// and the first relaunch.
+    fn identity_stable(&self, terminal: &Terminal) -> Result<(&FirstLaunch, &Relaunch), Verdict> {
+        let Some(first) = &self.first else {
+            return Err(fail(
+                "identity-present",
+                "the run has no run.started event",
+                vec![terminal.evidence()],
+            ));
+        };
+        let identity = &first.identity;
+        let first_ev = identity_evidence(first);
+        if identity.trim().is_empty() {
+            return Err(fail(
+                "identity-present",
+                "run.started.launch.identity is empty",
+                vec![first_ev],
+            ));
+        }
+        if let Some(verdict) = self.session.never_opened(terminal) {
+            return Err(verdict);
+        }
+        let Some(first_relaunch) = &self.first_relaunch else {
+            return Err(fail(
+                "relaunched",
+                "no session.relaunched records a second launch, so nothing was resumed",
+                vec![first_ev, terminal.evidence()],
+            ));
+        };
+        if let Some((seq, other)) = &self.mismatch {
+            return Err(fail(
+                "identity-stable",
+                format!(
+                    "a relaunch recorded the identity `{}`, not the first launch's `{identity}`",
+                    other.identity
+                ),
+                vec![
+                    first_ev,
+                    EvidenceRef::at(*seq, &format!("relaunch identity {}", other.identity)),
+                ],
+            ));
+        }
+        Ok((first, first_relaunch))
+    }
+
+    /// Check 4 (`rules-changed`): how the judged relaunch's rules differ from the first
+    /// launch's.
+    fn rules_changed(
+        &self,
+        first: &FirstLaunch,
+        first_relaunch: &Relaunch,
+        first_ev: &EvidenceRef,
+    ) -> Result<RulesChange, Verdict> {
+        // The relaunch whose resume is judged; without one, the first relaunch.
+        let judged = self.resuming.as_ref().unwrap_or(first_relaunch);
+        let change = match rules_change(first, &judged.event) {
+            Ok(change) => change,
+            Err(RulesUnknown(why)) => {
+                return Err(Verdict::new(
+                    VerdictKind::Incomplete,
+                    format!("whether the relaunch changed the profile rules is not shown: {why}"),
+                    vec![first_ev.clone(), judged.evidence()],
+                ))
+            }
+        };
+        if !change.differs {
+            return Err(fail(
+                "rules-changed",
+                format!(
+                    "the case did not change the rules: {} has the same rules in the first launch (policy `{}`) and the relaunch (policy `{}`), so an unchanged identity proves nothing",
+                    change.describe(),
+                    policy_name(first.policy),
+                    policy_name(judged.event.policy),
+                ),
+                vec![
+                    first_ev.clone(),
+                    EvidenceRef::at(first.seq, &change.first_source),
+                    judged.evidence(),
+                    EvidenceRef::at(judged.seq, &change.relaunch_source),
+                ],
+            ));
+        }
+        Ok(change)
+    }
+
+    /// Check 5 (`thread-resumed`): the resuming relaunch, and the session that carries its
+    /// thread.
+    fn thread_resumed(
+        &self,
+        first_relaunch: &Relaunch,
+        first_ev: &EvidenceRef,
+        terminal: &Terminal,
+    ) -> Result<(&Relaunch, u64), Verdict> {
+        let Some(resuming) = &self.resuming else {
+            return Err(fail(
+                "thread-resumed",
+                "the relaunch started a new thread (session.relaunched.resume_thread is null) although the launch identity is unchanged",
+                vec![first_ev.clone(), first_relaunch.evidence(), terminal.evidence()],
+            ));
+        };
+        let thread = resuming.event.resume_thread.as_deref().unwrap_or_default();
+        let relaunch_ev = resuming.evidence();
+        match &resuming.saved_thread {
+            Some((_, saved)) if saved == thread => {}
+            saved => {
+                let mut evidence = vec![first_ev.clone()];
+                let detail = match saved {
+                    Some((seq, saved)) => {
+                        evidence.push(EvidenceRef::at(
+                            *seq,
+                            &format!("session started, thread {saved}"),
+                        ));
+                        format!("the relaunch resumes thread `{thread}`, but the earlier launch's session was thread `{saved}`")
+                    }
+                    None => format!(
+                        "the relaunch resumes thread `{thread}`, but no session.started before it shows that thread"
+                    ),
+                };
+                evidence.push(relaunch_ev);
+                return Err(fail("thread-resumed", detail, evidence));
+            }
+        }
+        let Some(session_seq) = self.resumed_session else {
+            let mut evidence = vec![first_ev.clone(), relaunch_ev];
+            evidence.extend(
+                self.last_session
+                    .as_ref()
+                    .filter(|(s, _)| *s > resuming.seq)
+                    .map(|(s, t)| EvidenceRef::at(*s, &format!("session started, thread {t}"))),
+            );
+            evidence.push(terminal.evidence());
+            return Err(fail(
+                "thread-resumed",
+                format!("no session.started after the relaunch carries thread `{thread}`"),
+                evidence,
+            ));
+        };
+        Ok((resuming, session_seq))
     }
 }
 

@@ -154,73 +154,8 @@ pub fn terminal(wire: &WireTerminal, driver: &DriverEnd) -> RunEnded {
     };
     // The launch the driver was using last: the last one that talked.
     let last = wire.launches.iter().rev().find(|l| l.messages > 0);
-    if let Some(last) = last {
-        if let Some(fault) = &last.fault {
-            return ended(
-                Ending::TransportLost,
-                "transport_lost",
-                format!("{how} after {fault}"),
-            );
-        }
-        if let Some(bytes) = last.cut_line {
-            let cause = match last.exited_on_its_own() {
-                Some(exit) => format!(
-                    "the app-server exited ({}) in the middle of a line, {bytes} bytes into it",
-                    describe_exit(exit)
-                ),
-                // It was still writing the line when it was stopped: its driver had let go of
-                // its `codex` (or the cell ended) before taking the rest.
-                None => format!(
-                    "the app-server's output stopped in the middle of a line of at least {bytes} bytes: the driver let go of its `codex` before the line's end was delivered"
-                ),
-            };
-            return ended(
-                Ending::TransportLost,
-                "transport_lost",
-                format!("{how} after {cause}"),
-            );
-        }
-        if let Some(bytes) = last.let_go_mid_line {
-            return ended(
-                Ending::TransportLost,
-                "transport_lost",
-                format!(
-                    "{how} after it stopped reading the app-server's output {bytes} bytes into a line: the driver let go of its `codex` before the line's end was delivered"
-                ),
-            );
-        }
-        if let (Some(exit), Some(waiting)) = (last.exited_on_its_own(), last.waiting()) {
-            return ended(
-                Ending::TransportLost,
-                "transport_lost",
-                format!(
-                    "{how} after the app-server exited ({}) while {waiting}",
-                    describe_exit(exit)
-                ),
-            );
-        }
-        if let Some(waiting) = last.waiting() {
-            // Exiting on its own this soon after the app-server's last message, the driver gave
-            // up on what it had just been sent: no bound of its can have expired by then.
-            if let (DriverEnd::Exited { .. }, Some(quiet)) =
-                (driver, last.quiet_before_letting_go())
-            {
-                if quiet < SHORTEST_BOUND_MS {
-                    return ended(
-                        Ending::FailedPermanently,
-                        "driver_failed",
-                        format!(
-                            "{how}, {quiet} ms after the app-server's last message, while {waiting} by a live app-server: too soon for any wait of its to have expired"
-                        ),
-                    );
-                }
-            }
-            return ended(
-                Ending::TimedOut,
-                "timed_out",
-                format!("{how} while {waiting} by a live app-server"),
-            );
-        }
+    if let Some(run_ended) = last.and_then(|last| last_launch_ending(last, driver, &how)) {
+        return run_ended;
     }
     if wire.sessions == 0 && wire.rejections > 0 {
         return if wire.rejections == 1 && wire.opens == 1 {
@@ -238,6 +173,76 @@ pub fn terminal(wire: &WireTerminal, driver: &DriverEnd) -> RunEnded {
         };
     }
     ended(Ending::FailedPermanently, "driver_failed", how)
+}
+
+/// How the launch the driver was using last explains its end: a broken line, an exit while the
+/// driver waited, or a wait that ran out; `None` when it shows nothing.
+fn last_launch_ending(last: &LaunchEnd, driver: &DriverEnd, how: &str) -> Option<RunEnded> {
+    if let Some(fault) = &last.fault {
+        return Some(ended(
+            Ending::TransportLost,
+            "transport_lost",
+            format!("{how} after {fault}"),
+        ));
+    }
+    if let Some(bytes) = last.cut_line {
+        let cause = match last.exited_on_its_own() {
+            Some(exit) => format!(
+                "the app-server exited ({}) in the middle of a line, {bytes} bytes into it",
+                describe_exit(exit)
+            ),
+            // It was still writing the line when it was stopped: its driver had let go of
+            // its `codex` (or the cell ended) before taking the rest.
+            None => format!(
+                "the app-server's output stopped in the middle of a line of at least {bytes} bytes: the driver let go of its `codex` before the line's end was delivered"
+            ),
+        };
+        return Some(ended(
+            Ending::TransportLost,
+            "transport_lost",
+            format!("{how} after {cause}"),
+        ));
+    }
+    if let Some(bytes) = last.let_go_mid_line {
+        return Some(ended(
+            Ending::TransportLost,
+            "transport_lost",
+            format!(
+                "{how} after it stopped reading the app-server's output {bytes} bytes into a line: the driver let go of its `codex` before the line's end was delivered"
+            ),
+        ));
+    }
+    if let (Some(exit), Some(waiting)) = (last.exited_on_its_own(), last.waiting()) {
+        return Some(ended(
+            Ending::TransportLost,
+            "transport_lost",
+            format!(
+                "{how} after the app-server exited ({}) while {waiting}",
+                describe_exit(exit)
+            ),
+        ));
+    }
+    if let Some(waiting) = last.waiting() {
+        // Exiting on its own this soon after the app-server's last message, the driver gave
+        // up on what it had just been sent: no bound of its can have expired by then.
+        if let (DriverEnd::Exited { .. }, Some(quiet)) = (driver, last.quiet_before_letting_go()) {
+            if quiet < SHORTEST_BOUND_MS {
+                return Some(ended(
+                    Ending::FailedPermanently,
+                    "driver_failed",
+                    format!(
+                        "{how}, {quiet} ms after the app-server's last message, while {waiting} by a live app-server: too soon for any wait of its to have expired"
+                    ),
+                ));
+            }
+        }
+        return Some(ended(
+            Ending::TimedOut,
+            "timed_out",
+            format!("{how} while {waiting} by a live app-server"),
+        ));
+    }
+    None
 }
 
 #[cfg(test)]

@@ -163,24 +163,23 @@ impl TurnRun {
             Ok(message) => decision_of(message).unwrap_or_else(|| "failed".to_string()),
             Err(_) => "cancel".to_string(),
         };
-        // A declined command's item completes before the thread leaves `waitingOnApproval`
-        // (measured with 0.169); an accepted one runs after it.
-        let declined = |this: &mut Self, status: &'static str| {
-            let done = shapes::command_item(&CommandView {
-                status,
-                completed: Some(shapes::now_ms()),
-                ..view.clone()
-            });
-            this.complete_item(done, shapes::now_ms());
-            this.send(shapes::thread_status(
-                &this.plan.thread_id,
-                shapes::active_status(&[]),
-            ));
-        };
-        match decision.as_str() {
+        self.approval_decided(&decision, call_id.clone(), &view, argv)
+    }
+
+    /// What the client's decision on an escalated command does: an accepted command runs
+    /// outside the sandbox; a declined or failed one is told to the model; a cancel interrupts
+    /// the turn.
+    fn approval_decided(
+        &mut self,
+        decision: &str,
+        call_id: String,
+        view: &CommandView,
+        argv: &[String],
+    ) -> Flow {
+        match decision {
             "accept" | "acceptForSession" | "acceptWithExecpolicyAmendment" => {
                 self.send(shapes::thread_status(
-                    &thread_id,
+                    &self.plan.thread_id,
                     shapes::active_status(&[]),
                 ));
                 let result =
@@ -199,22 +198,37 @@ impl TurnRun {
                 Flow::Continue
             }
             "decline" => {
-                declined(self, "declined");
+                self.declined(view, "declined");
                 self.tell_exec(call_id, rejected_output("rejected by user"));
                 Flow::Continue
             }
             "failed" => {
-                declined(self, "failed");
+                self.declined(view, "failed");
                 self.tell_exec(call_id, rejected_output(APPROVAL_FAILED));
                 Flow::Continue
             }
             _ => {
                 // cancel (or no answer): the item ends declined and the turn is interrupted;
                 // nothing goes back to the model.
-                declined(self, "declined");
+                self.declined(view, "declined");
                 Flow::Interrupted
             }
         }
+    }
+
+    /// A declined command's item completes before the thread leaves `waitingOnApproval`
+    /// (measured with 0.169); an accepted one runs after it.
+    fn declined(&mut self, view: &CommandView, status: &'static str) {
+        let done = shapes::command_item(&CommandView {
+            status,
+            completed: Some(shapes::now_ms()),
+            ..view.clone()
+        });
+        self.complete_item(done, shapes::now_ms());
+        self.send(shapes::thread_status(
+            &self.plan.thread_id,
+            shapes::active_status(&[]),
+        ));
     }
 
     /// An escalation under `approvalsReviewer: auto_review`: the scripted review decides and

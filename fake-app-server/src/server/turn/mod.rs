@@ -9,9 +9,7 @@ use crate::ids;
 use crate::model_log::ModelLogEntry;
 use crate::protocol::shapes;
 use crate::sandbox::policy::Permissions;
-use crate::scenario::model::{
-    find_marker, plan_item_text, proposed_plan_block, stream_chunks, ModelStep, TemplateContext,
-};
+use crate::scenario::model::{find_marker, proposed_plan_block, ModelStep, TemplateContext};
 use crate::scenario::{ScenarioTurn, ServerStep, TurnFaultKind};
 use serde_json::{json, Value};
 use std::path::PathBuf;
@@ -21,6 +19,8 @@ use std::time::{Duration, Instant};
 
 mod codex_tools;
 mod commands;
+mod ending;
+mod items;
 mod model_tools;
 mod server_actions;
 mod server_requests;
@@ -181,6 +181,34 @@ impl TurnRun {
     fn play(&mut self) -> &'static str {
         let started = Instant::now();
         let started_s = shapes::now_s();
+        self.begin(started_s);
+        let mut script = self.plan.script.clone();
+        let mut status = self.play_script(&mut script);
+        if status == "completed" && script.fail.is_none() && !script.interrupted {
+            // The final model response (the one that ends the turn).
+            self.token_usage();
+        }
+        if status == "completed" && script.interrupted {
+            let turn_id = &self.plan.turn_id;
+            eprintln!("fake-app-server: the server interrupts turn {turn_id} as the scenario asks");
+            status = "interrupted";
+        }
+        let mut error = Value::Null;
+        let mut ending = Ending::Normal;
+        if status == "completed" {
+            if let Some(failure) = &script.fail {
+                error = self.stream_failed(failure);
+                status = "failed";
+                ending = Ending::StreamFailed;
+            }
+        }
+        self.end(&script, status, error, ending, started_s, started);
+        status
+    }
+
+    /// The turn as started: the thread active, `turn/started`, and for a turn the client
+    /// started, the user's input.
+    fn begin(&mut self, started_s: u64) {
         let (thread_id, turn_id) = (self.plan.thread_id.clone(), self.plan.turn_id.clone());
         self.persist_turn_count();
         self.send(shapes::thread_status(
@@ -209,9 +237,13 @@ impl TurnRun {
                 text: self.plan.user_text.clone(),
             });
         }
-        let mut script = self.plan.script.clone();
+    }
+
+    /// The model script's steps with the server steps and the fault between them, until its
+    /// last response or the turn's interruption; `script` becomes the script the model switched
+    /// to when steered input reached it. The turn's status so far.
+    fn play_script(&mut self, script: &mut ScenarioTurn) -> &'static str {
         let mut status = "completed";
-        let mut error = Value::Null;
         if script
             .fault
             .as_ref()
@@ -235,7 +267,7 @@ impl TurnRun {
                 }
                 if self.takes_steered_input && begins_response(&script.steps, index) {
                     if let Some(next) = self.steered_script() {
-                        script = next;
+                        *script = next;
                         continue 'script;
                     }
                 }
@@ -275,65 +307,10 @@ impl TurnRun {
             // step, or in place of the final response it arrived during (measured: Codex 0.169
             // drops a response the steer cut short and asks again with both inputs).
             if let Some(next) = self.steered_script() {
-                script = next;
+                *script = next;
                 continue;
             }
             break;
-        }
-        if status == "completed" && script.fail.is_none() && !script.interrupted {
-            // The final model response (the one that ends the turn).
-            self.token_usage();
-        }
-        if status == "completed" && script.interrupted {
-            eprintln!("fake-app-server: the server interrupts turn {turn_id} as the scenario asks");
-            status = "interrupted";
-        }
-        let mut ending = Ending::Normal;
-        if status == "completed" {
-            if let Some(failure) = &script.fail {
-                let message = format!("stream disconnected before completion: {}", failure.message);
-                let turn_error = json!({"message": message, "codexErrorInfo": "other", "additionalDetails": null, "misalignment": null});
-                // Codex 0.169 when the model's stream fails (measured with a `response.failed`):
-                // the account's rate limits (no usage: the response had none), the thread in
-                // `systemError`, the `error`, then the turn ends failed (see `finish`).
-                self.rate_limits();
-                self.send(shapes::thread_status(
-                    &thread_id,
-                    json!({"type": "systemError"}),
-                ));
-                if failure.error_notification {
-                    self.send(shapes::notification(
-                        "error",
-                        json!({"error": turn_error, "willRetry": false, "threadId": thread_id, "turnId": turn_id}),
-                    ));
-                }
-                status = "failed";
-                error = turn_error;
-                ending = Ending::StreamFailed;
-            }
-        }
-        // What follows the turn's end reaches the client in the same write as its
-        // `turn/completed` (`Output::hold`): the steps after the turn, the turns the server
-        // starts on its own while a goal is active (whole: released once the chain is over, so
-        // a client that hangs up at its own turn's end has them all, every run).
-        if let Some(answer) = self.interrupt_answer.take() {
-            answer.answer_now();
-        }
-        let goal_goes_on =
-            status == "completed" && codex_tools::goal_active(&self.shared, &thread_id);
-        if goal_goes_on || script.server_steps.iter().any(|s| s.after_turn) {
-            self.shared.out.hold();
-        }
-        self.finish(status, error, ending, started_s, started.elapsed());
-        for request_id in std::mem::take(&mut self.unresolved) {
-            self.send(shapes::notification(
-                "serverRequest/resolved",
-                json!({"threadId": thread_id, "requestId": request_id}),
-            ));
-        }
-        self.server_steps(&script.server_steps, |s| s.after_turn);
-        if !goal_goes_on {
-            self.shared.out.release();
         }
         status
     }
@@ -364,146 +341,6 @@ impl TurnRun {
         if let Some(thread) = self.shared.state().threads.get(&self.plan.thread_id) {
             thread.persist();
         }
-    }
-
-    /// The user's input as a `userMessage` item of the turn (`item/started` + `item/completed`).
-    fn user_message(&mut self, input: &Value) {
-        let (thread_id, turn_id) = (self.plan.thread_id.clone(), self.plan.turn_id.clone());
-        let now = shapes::now_ms();
-        let user_id = ids::uuid_v7();
-        let user_item = shapes::user_message_item(&user_id, input, now, None);
-        self.send(shapes::item_started(user_item, &thread_id, &turn_id, now));
-        let user_done = shapes::user_message_item(&user_id, input, now, Some(now));
-        self.complete_item(user_done, now);
-    }
-
-    /// `thread/tokenUsage/updated` after one model response, with the mock model API's usage.
-    fn token_usage(&mut self) {
-        let responses_before = self.plan.tokens_before / (TOKENS_IN + TOKENS_OUT);
-        self.tokens += TOKENS_IN + TOKENS_OUT;
-        let responses = responses_before + self.tokens / (TOKENS_IN + TOKENS_OUT);
-        let (thread_id, turn_id) = self.ids();
-        self.send(shapes::token_usage_updated(
-            thread_id,
-            turn_id,
-            responses,
-            super::settings::FALLBACK_CONTEXT_WINDOW,
-        ));
-        // Codex 0.169 follows every usage report with the account's rate limits.
-        self.rate_limits();
-        // Once a patch changed files, every later response repeats the turn's diff (measured).
-        if !self.changes.is_empty() {
-            self.turn_diff();
-        }
-        if !std::mem::take(&mut self.goal_changed) {
-            self.goal_tokens(TOKENS_IN + TOKENS_OUT);
-        }
-    }
-
-    /// The account's rate limits after a model response; against a custom provider they are
-    /// all unknown (measured with 0.169).
-    fn rate_limits(&self) {
-        self.send(shapes::notification(
-            "account/rateLimits/updated",
-            json!({"rateLimits": {"limitId": "codex", "limitName": null, "normalModelSlug": null,
-                "primary": null, "secondary": null, "credits": null, "individualLimit": null,
-                "spendControlReached": null, "planType": null, "rateLimitReachedType": null}}),
-        ));
-    }
-
-    fn turn_diff(&self) {
-        let (thread_id, turn_id) = self.ids();
-        self.send(shapes::notification(
-            "turn/diff/updated",
-            json!({"threadId": thread_id, "turnId": turn_id, "diff": crate::apply_patch::turn_diff(&self.changes)}),
-        ));
-    }
-
-    fn finish(
-        &mut self,
-        status: &str,
-        error: Value,
-        ending: Ending,
-        started_s: u64,
-        elapsed: Duration,
-    ) {
-        let (thread_id, turn_id) = (self.plan.thread_id.clone(), self.plan.turn_id.clone());
-        let completed_s = shapes::now_s();
-        let duration_ms = Some(elapsed.as_millis() as u64);
-        let full = self.turn_object(&shapes::TurnView {
-            id: &turn_id,
-            items: self.items.clone(),
-            items_view: "full",
-            status,
-            error: error.clone(),
-            started_at: Some(started_s),
-            completed_at: Some(completed_s),
-            duration_ms,
-        });
-        // Only the final agent message travels in turn/completed (Codex's "summary" view).
-        let summary_items: Vec<Value> = self
-            .items
-            .iter()
-            .rev()
-            .find(|item| item.get("type").and_then(Value::as_str) == Some("agentMessage"))
-            .cloned()
-            .into_iter()
-            .collect();
-        // A failed or interrupted turn without an agent message reports its items as not loaded,
-        // and so does a turn whose model stream failed, whatever it said before (measured with
-        // 0.169).
-        let (summary_items, view) = if status != "completed" && summary_items.is_empty()
-            || ending == Ending::StreamFailed
-        {
-            (Vec::new(), "notLoaded")
-        } else {
-            (summary_items, "summary")
-        };
-        let summary = self.turn_object(&shapes::TurnView {
-            id: &turn_id,
-            items: summary_items,
-            items_view: view,
-            status,
-            error,
-            started_at: Some(started_s),
-            completed_at: Some(completed_s),
-            duration_ms,
-        });
-        let has_message = super::state::has_agent_message(&full);
-        let read_state = {
-            let mut state = self.shared.state();
-            state.threads.get_mut(&thread_id).map(|thread| {
-                thread.turns.push(full);
-                thread.active = None;
-                thread.tokens_used = self.plan.tokens_before + self.tokens;
-                thread.updated_at = completed_s;
-                thread.persist();
-                thread.read_state()
-            })
-        };
-        // A completed turn of a durable thread that said something (an agent message; a turn
-        // that only planned does not count) is unread: Codex 0.169 says so before the thread
-        // goes idle (measured), and so for a turn whose model stream failed, whose thread stays
-        // in `systemError` (no idle status; measured).
-        // While a goal is active the server goes on with the thread: nothing is unread yet
-        // (measured: no `thread/readState/changed` until the goal's last turn).
-        let goal_goes_on = codex_tools::goal_active(&self.shared, &thread_id);
-        let unread = (status == "completed" && has_message || ending == Ending::StreamFailed)
-            && !goal_goes_on;
-        if let Some(read_state) = read_state.filter(|r| !r.is_null() && unread) {
-            self.send(shapes::notification(
-                "thread/readState/changed",
-                json!({"threadId": thread_id, "readState": read_state}),
-            ));
-        }
-        if ending != Ending::StreamFailed {
-            self.send(shapes::thread_status(&thread_id, shapes::idle_status()));
-        }
-        self.send(shapes::notification(
-            "turn/completed",
-            json!({"threadId": thread_id, "turn": summary}),
-        ));
-        self.shared.turn_finished(&turn_id);
     }
 
     /// Input steered into the turn reaches the model with its next request (Codex 0.169,
@@ -664,66 +501,6 @@ impl TurnRun {
 
     fn log(&self, entry: ModelLogEntry) {
         self.shared.model_log.write(&entry);
-    }
-
-    /// An agent message as Codex plays a streamed one: `item/started` with an empty text, one
-    /// `item/agentMessage/delta` per chunk the model streamed, then `item/completed` with the
-    /// whole text.
-    fn message(&mut self, text: &str) {
-        let id = ids::message_id();
-        self.streamed_item(
-            &id,
-            text,
-            shapes::agent_message_item,
-            "item/agentMessage/delta",
-        );
-    }
-
-    /// A `<proposed_plan>` block: Codex streams the block's body as `item/plan/delta`s (one per
-    /// chunk) into a `plan` item, and a message holding nothing but the block yields no
-    /// agentMessage item.
-    fn plan_item(&mut self, plan: &str) {
-        let id = match crate::persona::current().plan_item_ids {
-            crate::persona::PlanItemIds::TurnSuffix => format!("{}-plan", self.plan.turn_id),
-            crate::persona::PlanItemIds::Uuid => ids::uuid_v7(),
-        };
-        let text = plan_item_text(plan);
-        self.streamed_item(&id, &text, shapes::plan_item, "item/plan/delta");
-    }
-
-    /// A streamed text item: `item/started` with an empty text, one `delta_method`
-    /// notification per chunk the model streamed, then `item/completed` with the whole text.
-    fn streamed_item(
-        &mut self,
-        id: &str,
-        text: &str,
-        item: fn(&str, &str, u64, Option<u64>) -> Value,
-        delta_method: &str,
-    ) {
-        let (thread_id, turn_id) = (self.plan.thread_id.clone(), self.plan.turn_id.clone());
-        let now = shapes::now_ms();
-        self.send(shapes::item_started(
-            item(id, "", now, None),
-            &thread_id,
-            &turn_id,
-            now,
-        ));
-        for chunk in stream_chunks(text) {
-            self.send(shapes::notification(
-                delta_method,
-                json!({"threadId": thread_id, "turnId": turn_id, "itemId": id, "delta": chunk}),
-            ));
-        }
-        let completed = shapes::now_ms();
-        self.complete_item(item(id, text, now, Some(completed)), completed);
-    }
-
-    /// Record a finished item in the turn and announce it with `item/completed`.
-    fn complete_item(&mut self, done: Value, completed: u64) {
-        let (thread_id, turn_id) = self.ids();
-        let message = shapes::item_completed(done.clone(), thread_id, turn_id, completed);
-        self.items.push(done);
-        self.send(message);
     }
 }
 

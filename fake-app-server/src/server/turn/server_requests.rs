@@ -27,9 +27,56 @@ impl TurnRun {
         patch: Option<&str>,
         finished: bool,
     ) -> Flow {
+        let thread_id = self.plan.thread_id.clone();
+        let cmd = self.template.expand(cmd.unwrap_or(DEFAULT_PROBE_CMD));
+        let Some((params, changes)) = self.request_params(method, &cmd, patch) else {
+            return Flow::Continue;
+        };
+        let request_id = self
+            .shared
+            .request_client(method, params, &self.plan.self_signal);
+        let answer = match self.wait_answer(request_id) {
+            Ok(answer) => answer,
+            Err(WaitEnd::Interrupted) => return Flow::Interrupted,
+            Err(WaitEnd::TimedOut) => {
+                eprintln!(
+                    "fake-app-server: `{method}` (id {request_id}) got no answer; the turn goes on"
+                );
+                return Flow::Continue;
+            }
+        };
+        describe_answer(method, request_id, &answer);
+        // Codex announces the end of a thread's approval once it is answered.
+        if matches!(
+            method,
+            "item/commandExecution/requestApproval" | "mcpServer/elicitation/request"
+        ) {
+            self.send(shapes::notification(
+                "serverRequest/resolved",
+                json!({"threadId": thread_id, "requestId": request_id}),
+            ));
+        }
+        if !granted(method, &answer) {
+            return Flow::Continue;
+        }
+        if finished {
+            eprintln!("fake-app-server: `{method}` (id {request_id}) was granted after its turn ended; nothing runs");
+            return Flow::Continue;
+        }
+        self.run_granted(method, &changes, cmd);
+        Flow::Continue
+    }
+
+    /// The params of server request `method` (with the changes an `applyPatchApproval` asks to
+    /// apply); `None` for a method the fake cannot send.
+    fn request_params(
+        &mut self,
+        method: &str,
+        cmd: &str,
+        patch: Option<&str>,
+    ) -> Option<(Value, Vec<apply_patch::Change>)> {
         let (thread_id, turn_id) = (self.plan.thread_id.clone(), self.plan.turn_id.clone());
         let cwd = self.plan.cwd.display().to_string();
-        let cmd = self.template.expand(cmd.unwrap_or(DEFAULT_PROBE_CMD));
         let call_id = ids::call_id();
         let mut changes = Vec::new();
         let params = match method {
@@ -39,7 +86,7 @@ impl TurnRun {
                     "threadId": thread_id, "turnId": turn_id, "itemId": call_id,
                     "startedAtMs": shapes::now_ms(), "environmentId": "local",
                     "reason": "Allow this command to run outside the sandbox?",
-                    "command": shapes::shell_display(&cmd), "cwd": cwd,
+                    "command": shapes::shell_display(cmd), "cwd": cwd,
                     "commandActions": [{"type": "unknown", "command": cmd}],
                     "proposedExecpolicyAmendment": argv,
                     "availableDecisions": ["accept", {"acceptWithExecpolicyAmendment": {"execpolicy_amendment": argv}}, "cancel"],
@@ -76,43 +123,18 @@ impl TurnRun {
             "currentTime/read" => json!({"threadId": thread_id}),
             other => {
                 eprintln!("fake-app-server: cannot send `{other}` (checked at load)");
-                return Flow::Continue;
+                return None;
             }
         };
-        let request_id = self
-            .shared
-            .request_client(method, params, &self.plan.self_signal);
-        let answer = match self.wait_answer(request_id) {
-            Ok(answer) => answer,
-            Err(WaitEnd::Interrupted) => return Flow::Interrupted,
-            Err(WaitEnd::TimedOut) => {
-                eprintln!(
-                    "fake-app-server: `{method}` (id {request_id}) got no answer; the turn goes on"
-                );
-                return Flow::Continue;
-            }
-        };
-        describe_answer(method, request_id, &answer);
-        // Codex announces the end of a thread's approval once it is answered.
-        if matches!(
-            method,
-            "item/commandExecution/requestApproval" | "mcpServer/elicitation/request"
-        ) {
-            self.send(shapes::notification(
-                "serverRequest/resolved",
-                json!({"threadId": thread_id, "requestId": request_id}),
-            ));
-        }
-        if !granted(method, &answer) {
-            return Flow::Continue;
-        }
-        if finished {
-            eprintln!("fake-app-server: `{method}` (id {request_id}) was granted after its turn ended; nothing runs");
-            return Flow::Continue;
-        }
+        Some((params, changes))
+    }
+
+    /// What a granted request approved: the patch applied, or the command run outside the
+    /// sandbox.
+    fn run_granted(&self, method: &str, changes: &[apply_patch::Change], cmd: String) {
         match method {
             "applyPatchApproval" => {
-                if let Err(err) = apply_patch::apply(&changes) {
+                if let Err(err) = apply_patch::apply(changes) {
                     eprintln!("fake-app-server: applying the approved patch failed: {err}");
                 }
             }
@@ -128,7 +150,6 @@ impl TurnRun {
                 );
             }
         }
-        Flow::Continue
     }
 
     /// A method no release has; the client owes it a JSON-RPC error.

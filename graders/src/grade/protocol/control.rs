@@ -262,6 +262,40 @@ impl CrashResume {
             ex: Exchange::default(),
         }
     }
+
+    /// The resume was refused or landed on another thread: the driver must not go on elsewhere,
+    /// and ends its run as a failed recovery.
+    fn failed_resume(
+        &self,
+        thread: &str,
+        answer_seq: u64,
+        what: String,
+        crash_evidence: EvidenceRef,
+    ) -> Verdict {
+        let ex = &self.ex;
+        let went_on_elsewhere = ex.client_requests.iter().find(|(seq, r)| {
+            *seq > answer_seq && r.method == "turn/start" && r.thread_id.as_deref() != Some(thread)
+        });
+        if let Some((seq, r)) = went_on_elsewhere {
+            return fail(
+                "recovery-outcome",
+                format!("{what}, and the driver went on with turn/start on thread {}: a recovery that lands on another thread has lost the session and must fail (observed: openai/codex#34972)", r.thread_id.as_deref().unwrap_or("(none)")),
+                vec![crash_evidence, EvidenceRef::at(answer_seq, &what), request_evidence(*seq, r)],
+            );
+        }
+        match ex.end() {
+            End::OnItsOwn { code: 0, seq } if ex.outcome_declared() => fail(
+                "recovery-outcome",
+                format!("{what}, yet the driver exited with status 0: recovery failed, so with `outcome = \"exit-status\"` the run must end non-zero"),
+                vec![crash_evidence, EvidenceRef::at(answer_seq, &what), EvidenceRef::at(seq, "driver.ended exited 0")],
+            ),
+            End::OnItsOwn { code, seq } => pass(
+                format!("{what}; the driver ended its run on its own with status {code}, as a failed recovery"),
+                vec![crash_evidence, EvidenceRef::at(answer_seq, &what), EvidenceRef::at(seq, &format!("driver.ended exited {code}"))],
+            ),
+            end => end.verdict(&what).unwrap_or_else(|| incomplete(what, vec![])),
+        }
+    }
 }
 
 impl ProtocolCase for CrashResume {
@@ -346,30 +380,7 @@ impl ProtocolCase for CrashResume {
                     answer.thread_id.as_deref().unwrap_or("(none)")
                 ),
             };
-            let went_on_elsewhere = ex.client_requests.iter().find(|(seq, r)| {
-                *seq > answer_seq
-                    && r.method == "turn/start"
-                    && r.thread_id.as_deref() != Some(&thread)
-            });
-            if let Some((seq, r)) = went_on_elsewhere {
-                return fail(
-                    "recovery-outcome",
-                    format!("{what}, and the driver went on with turn/start on thread {}: a recovery that lands on another thread has lost the session and must fail (observed: openai/codex#34972)", r.thread_id.as_deref().unwrap_or("(none)")),
-                    vec![crash_evidence, EvidenceRef::at(answer_seq, &what), request_evidence(*seq, r)],
-                );
-            }
-            return match ex.end() {
-                End::OnItsOwn { code: 0, seq } if ex.outcome_declared() => fail(
-                    "recovery-outcome",
-                    format!("{what}, yet the driver exited with status 0: recovery failed, so with `outcome = \"exit-status\"` the run must end non-zero"),
-                    vec![crash_evidence, EvidenceRef::at(answer_seq, &what), EvidenceRef::at(seq, "driver.ended exited 0")],
-                ),
-                End::OnItsOwn { code, seq } => pass(
-                    format!("{what}; the driver ended its run on its own with status {code}, as a failed recovery"),
-                    vec![crash_evidence, EvidenceRef::at(answer_seq, &what), EvidenceRef::at(seq, &format!("driver.ended exited {code}"))],
-                ),
-                end => end.verdict(&what).unwrap_or_else(|| incomplete(what, vec![])),
-            };
+            return self.failed_resume(&thread, answer_seq, what, crash_evidence);
         }
         match ex.session_went_on() {
             Ok(went_on) if went_on.completed_at > answer_seq => {

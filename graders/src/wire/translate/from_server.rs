@@ -172,68 +172,8 @@ impl Fold {
                     }));
                 }
             }
-            "turn/completed" => {
-                let turn = params.get("turn").cloned().unwrap_or(Value::Null);
-                let turn_id = text(&turn, "id").unwrap_or_default();
-                let error = match turn.get("error") {
-                    Some(Value::Object(e)) => {
-                        e.get("message").and_then(Value::as_str).map(str::to_string)
-                    }
-                    Some(Value::String(s)) => Some(s.clone()),
-                    _ => None,
-                };
-                self.push(Body::TurnCompleted(TurnCompleted {
-                    codex_error_info: turn
-                        .get("error")
-                        .and_then(|e| e.get("codexErrorInfo"))
-                        .filter(|v| !v.is_null())
-                        .cloned(),
-                    turn_id: turn_id.clone(),
-                    status: text(&turn, "status").unwrap_or_default(),
-                    error,
-                }));
-                let info = self.turns.entry(turn_id).or_default();
-                info.completed = true;
-                if let (true, Some((item_id, plan))) = (info.plan_mode, info.plan_item.clone()) {
-                    let thread = info.thread.clone();
-                    self.plans_seen += 1;
-                    let request_id = format!("plan-{}", self.plans_seen);
-                    self.push(Body::ApprovalRequested(ApprovalRequested {
-                        available_decisions: None,
-                        request_id: request_id.clone(),
-                        kind: ApprovalKind::Plan,
-                        item_id: Some(item_id),
-                        command: None,
-                        reason: Some(excerpt(&plan, EXCERPT_CHARS)),
-                    }));
-                    self.plan_pending = Some((request_id, thread));
-                }
-            }
-            "item/started" | "item/completed" => {
-                let turn_id = text(params, "turnId");
-                let sandbox = turn_id
-                    .as_ref()
-                    .and_then(|t| self.turns.get(t))
-                    .and_then(|t| t.permissions.clone());
-                let item = reduce(
-                    params.get("item").unwrap_or(&Value::Null),
-                    sandbox.as_deref(),
-                    &self.approved_items,
-                );
-                let event = ItemEvent {
-                    turn_id: turn_id.clone(),
-                    item,
-                };
-                if method == "item/started" {
-                    self.push(Body::ItemStarted(event));
-                } else {
-                    if let (Item::Plan { id, text }, Some(turn)) = (&event.item, &turn_id) {
-                        self.turns.entry(turn.clone()).or_default().plan_item =
-                            Some((id.clone(), text.clone()));
-                    }
-                    self.push(Body::ItemCompleted(event));
-                }
-            }
+            "turn/completed" => self.turn_completed(params),
+            "item/started" | "item/completed" => self.item(method, params),
             "error" => {
                 let error = params.get("error").cloned().unwrap_or(Value::Null);
                 self.push(Body::TurnError(TurnError {
@@ -282,6 +222,70 @@ impl Fold {
                 }));
             }
             _ => {}
+        }
+    }
+
+    /// `turn/completed`: the turn's end, and in plan mode the plan it proposed, as an approval request.
+    fn turn_completed(&mut self, params: &Value) {
+        let turn = params.get("turn").cloned().unwrap_or(Value::Null);
+        let turn_id = text(&turn, "id").unwrap_or_default();
+        let error = match turn.get("error") {
+            Some(Value::Object(e)) => e.get("message").and_then(Value::as_str).map(str::to_string),
+            Some(Value::String(s)) => Some(s.clone()),
+            _ => None,
+        };
+        self.push(Body::TurnCompleted(TurnCompleted {
+            codex_error_info: turn
+                .get("error")
+                .and_then(|e| e.get("codexErrorInfo"))
+                .filter(|v| !v.is_null())
+                .cloned(),
+            turn_id: turn_id.clone(),
+            status: text(&turn, "status").unwrap_or_default(),
+            error,
+        }));
+        let info = self.turns.entry(turn_id).or_default();
+        info.completed = true;
+        if let (true, Some((item_id, plan))) = (info.plan_mode, info.plan_item.clone()) {
+            let thread = info.thread.clone();
+            self.plans_seen += 1;
+            let request_id = format!("plan-{}", self.plans_seen);
+            self.push(Body::ApprovalRequested(ApprovalRequested {
+                available_decisions: None,
+                request_id: request_id.clone(),
+                kind: ApprovalKind::Plan,
+                item_id: Some(item_id),
+                command: None,
+                reason: Some(excerpt(&plan, EXCERPT_CHARS)),
+            }));
+            self.plan_pending = Some((request_id, thread));
+        }
+    }
+
+    /// `item/started` and `item/completed`: the item reduced, a plan item kept for its turn.
+    fn item(&mut self, method: &str, params: &Value) {
+        let turn_id = text(params, "turnId");
+        let sandbox = turn_id
+            .as_ref()
+            .and_then(|t| self.turns.get(t))
+            .and_then(|t| t.permissions.clone());
+        let item = reduce(
+            params.get("item").unwrap_or(&Value::Null),
+            sandbox.as_deref(),
+            &self.approved_items,
+        );
+        let event = ItemEvent {
+            turn_id: turn_id.clone(),
+            item,
+        };
+        if method == "item/started" {
+            self.push(Body::ItemStarted(event));
+        } else {
+            if let (Item::Plan { id, text }, Some(turn)) = (&event.item, &turn_id) {
+                self.turns.entry(turn.clone()).or_default().plan_item =
+                    Some((id.clone(), text.clone()));
+            }
+            self.push(Body::ItemCompleted(event));
         }
     }
 }

@@ -136,24 +136,34 @@ fn fold(records: &[Record], ctx: &Context) -> Fold {
             // is looked up: `exit-zero`'s record may name a launch that recorded nothing else.
             continue;
         }
-        fold.now = record.time();
+        fold.record(record, ctx);
+    }
+    fold.finish(ctx);
+    fold
+}
+
+impl Fold {
+    /// One record of the transcript, by what it is: the match is the dispatch (one arm per
+    /// kind of record), so it stays whole.
+    fn record(&mut self, record: &Record, ctx: &Context) {
+        self.now = record.time();
         let launch = record.launch();
-        let state = fold.launches.entry(launch).or_default();
+        let state = self.launches.entry(launch).or_default();
         match record {
             Record::Launch(l) => {
                 state.record = Some(l.clone());
-                fold.record_launch(launch, &l.env_names, l.cwd.as_deref());
+                self.record_launch(launch, &l.env_names, l.cwd.as_deref());
             }
             Record::Message {
                 direction, message, ..
             } => {
                 state.messages += 1;
                 if *direction == Direction::Out {
-                    state.end.last_from_server = Some(fold.now);
+                    state.end.last_from_server = Some(self.now);
                 }
                 match direction {
-                    Direction::In => fold.driver_line(launch, message, ctx),
-                    Direction::Out => fold.server_line(launch, message),
+                    Direction::In => self.driver_line(launch, message, ctx),
+                    Direction::Out => self.server_line(launch, message),
                 }
             }
             Record::Raw {
@@ -167,7 +177,7 @@ fn fold(records: &[Record], ctx: &Context) -> Fold {
                 // line of its own. The terminal says who cut it.
                 let bytes = text.len() as u64;
                 state.end.cut_line.get_or_insert(bytes);
-                fold.note_cut_server_line(bytes);
+                self.note_cut_server_line(bytes);
             }
             Record::Raw {
                 direction: Direction::Out,
@@ -183,7 +193,7 @@ fn fold(records: &[Record], ctx: &Context) -> Fold {
                 direction: Direction::In,
                 text,
                 ..
-            } => fold.push(Body::Diagnostic(Diagnostic {
+            } => self.push(Body::Diagnostic(Diagnostic {
                 level: Level::Warn,
                 message: format!(
                     "the driver sent a line that is not JSON: {}",
@@ -205,7 +215,7 @@ fn fold(records: &[Record], ctx: &Context) -> Fold {
                 state.end.fault.get_or_insert(format!(
                     "the app-server sent an oversized line of {bytes} bytes"
                 ));
-                fold.note_server_line(None, Some(*bytes));
+                self.note_server_line(None, Some(*bytes));
             }
             Record::StdoutClosed { .. } => {
                 if state.end.stdin_closed.is_none() {
@@ -220,7 +230,7 @@ fn fold(records: &[Record], ctx: &Context) -> Fold {
                 let first = state.end.stdin_closed.is_none();
                 state.end.stdin_closed.get_or_insert(*time);
                 if first {
-                    fold.push_exchange(Body::StdinClosed(StdinClosed { launch }));
+                    self.push_exchange(Body::StdinClosed(StdinClosed { launch }));
                 }
             }
             Record::Exit {
@@ -238,66 +248,77 @@ fn fold(records: &[Record], ctx: &Context) -> Fold {
                 killed_by_harness: None,
                 ..
             } => {
-                let after_stdin_closed = !state.end.output_ended_first
-                    && state.end.stdin_closed.is_some_and(|closed| closed <= *time);
-                // Only where the driver had not closed its stdin first: a driver that closes
-                // it and then signals a slow app-server ended it by the close either way (the
-                // fake exits before the signal comes, the real Codex after).
-                let after_driver_signal = !state.end.output_ended_first
-                    && !after_stdin_closed
-                    && state.end.driver_signal.is_some_and(|sent| sent <= *time);
-                state.end.exit = Some(terminal::Exit {
+                let exit = terminal::Exit {
                     time: *time,
                     status: *status,
                     signal: *signal,
                     error: error.clone(),
-                });
-                fold.push_exchange(Body::AppServerExited(AppServerExited {
-                    launch,
-                    status: *status,
-                    signal: *signal,
-                    error: error.clone(),
-                    after_stdin_closed,
-                    after_driver_signal,
-                }));
+                };
+                let exited = app_server_exited(&mut state.end, launch, exit);
+                self.push_exchange(Body::AppServerExited(exited));
             }
         }
     }
-    let not_owed = fold.not_owed(&ctx.protocol.experimental_only_notifications);
-    fold.finish_exchange(ctx.protocol.release.as_deref(), not_owed);
-    for state in fold.launches.values_mut() {
-        state.end.pending = state.requests.values().map(|p| p.method.clone()).collect();
-        state.end.pending.sort();
-        state.end.messages = state.messages;
-    }
-    // A turn still open at the end is pending on the launch the driver started it on (so a
-    // turn a crashed app-server took with it is not charged to the app-server that replaced
-    // it); one the driver did not start, on the last launch with messages.
-    let last_talking = fold
-        .launches
-        .iter()
-        .rev()
-        .find(|(_, s)| s.messages > 0)
-        .map(|(launch, _)| *launch);
-    let mut open: Vec<(u64, String)> = fold
-        .turns
-        .iter()
-        .filter(|(_, t)| !t.completed)
-        .filter_map(|(id, t)| {
-            let launch = t
-                .launch
-                .filter(|l| fold.launches.contains_key(l))
-                .or(last_talking)?;
-            Some((launch, id.clone()))
-        })
-        .collect();
-    open.sort();
-    for (launch, id) in open {
-        if let Some(state) = fold.launches.get_mut(&launch) {
-            state.end.open_turns.push(id);
+
+    /// What the records leave open at the transcript's end, per launch.
+    fn finish(&mut self, ctx: &Context) {
+        let not_owed = self.not_owed(&ctx.protocol.experimental_only_notifications);
+        self.finish_exchange(ctx.protocol.release.as_deref(), not_owed);
+        for state in self.launches.values_mut() {
+            state.end.pending = state.requests.values().map(|p| p.method.clone()).collect();
+            state.end.pending.sort();
+            state.end.messages = state.messages;
+        }
+        // A turn still open at the end is pending on the launch the driver started it on (so a
+        // turn a crashed app-server took with it is not charged to the app-server that replaced
+        // it); one the driver did not start, on the last launch with messages.
+        let last_talking = self
+            .launches
+            .iter()
+            .rev()
+            .find(|(_, s)| s.messages > 0)
+            .map(|(launch, _)| *launch);
+        let mut open: Vec<(u64, String)> = self
+            .turns
+            .iter()
+            .filter(|(_, t)| !t.completed)
+            .filter_map(|(id, t)| {
+                let launch = t
+                    .launch
+                    .filter(|l| self.launches.contains_key(l))
+                    .or(last_talking)?;
+                Some((launch, id.clone()))
+            })
+            .collect();
+        open.sort();
+        for (launch, id) in open {
+            if let Some(state) = self.launches.get_mut(&launch) {
+                state.end.open_turns.push(id);
+            }
         }
     }
-    fold
+}
+
+/// The app-server's own exit, placed against the driver's stdin close and signal.
+fn app_server_exited(end: &mut LaunchEnd, launch: u64, exit: terminal::Exit) -> AppServerExited {
+    let after_stdin_closed =
+        !end.output_ended_first && end.stdin_closed.is_some_and(|closed| closed <= exit.time);
+    // Only where the driver had not closed its stdin first: a driver that closes
+    // it and then signals a slow app-server ended it by the close either way (the
+    // fake exits before the signal comes, the real Codex after).
+    let after_driver_signal = !end.output_ended_first
+        && !after_stdin_closed
+        && end.driver_signal.is_some_and(|sent| sent <= exit.time);
+    let exited = AppServerExited {
+        launch,
+        status: exit.status,
+        signal: exit.signal,
+        error: exit.error.clone(),
+        after_stdin_closed,
+        after_driver_signal,
+    };
+    end.exit = Some(exit);
+    exited
 }
 
 impl Fold {

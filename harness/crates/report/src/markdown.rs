@@ -24,8 +24,26 @@ fn escape(text: &str) -> String {
 }
 
 pub fn markdown(summary: &Summary) -> String {
-    let t = &summary.totals;
     let mut out = String::new();
+    totals(&mut out, summary);
+    differences(&mut out, summary);
+    listed_by_reason(&mut out, summary);
+    declarations(&mut out, summary);
+    for (profile, of_profile) in by_profile(&summary.cells) {
+        let (name, about) = profile_heading(profile);
+        let _ = writeln!(out, "### Profile `{name}`: {about}\n");
+        suite_tables(&mut out, &of_profile);
+    }
+    let _ = writeln!(
+        out,
+        "✅ as expected (baseline: a known, documented non-pass verdict) · ❌ differs from the baseline · 💥 harness error · ⏭️ cannot run here · ➖ not applicable to the driver · `·` not in the matrix"
+    );
+    out
+}
+
+/// The verdict line with the totals, and each profile's when there are several.
+fn totals(out: &mut String, summary: &Summary) {
+    let t = &summary.totals;
     let verdict_line = if t.failures() == 0 && t.ignored == 0 {
         "**all cells as expected**"
     } else if t.failures() == 0 {
@@ -63,7 +81,10 @@ pub fn markdown(summary: &Summary) -> String {
         }
         let _ = writeln!(out);
     }
+}
 
+/// The cells that differ from the baseline, one row each.
+fn differences(out: &mut String, summary: &Summary) {
     let failures: Vec<&CellSummary> = summary
         .cells
         .iter()
@@ -90,7 +111,10 @@ pub fn markdown(summary: &Summary) -> String {
         }
         let _ = writeln!(out);
     }
+}
 
+/// The ignored and the not-applicable cells, counted by reason.
+fn listed_by_reason(out: &mut String, summary: &Summary) {
     for (status, heading) in [
         (
             Status::Ignored,
@@ -116,7 +140,10 @@ pub fn markdown(summary: &Summary) -> String {
         }
         let _ = writeln!(out);
     }
+}
 
+/// What the driver's declarations make of the cells they change.
+fn declarations(out: &mut String, summary: &Summary) {
     let graded_with: Vec<&CellSummary> = summary
         .cells
         .iter()
@@ -137,17 +164,6 @@ pub fn markdown(summary: &Summary) -> String {
         }
         let _ = writeln!(out);
     }
-
-    for (profile, of_profile) in by_profile(&summary.cells) {
-        let (name, about) = profile_heading(profile);
-        let _ = writeln!(out, "### Profile `{name}`: {about}\n");
-        suite_tables(&mut out, &of_profile);
-    }
-    let _ = writeln!(
-        out,
-        "✅ as expected (baseline: a known, documented non-pass verdict) · ❌ differs from the baseline · 💥 harness error · ⏭️ cannot run here · ➖ not applicable to the driver · `·` not in the matrix"
-    );
-    out
 }
 
 fn counts(t: &Totals) -> String {

@@ -3,9 +3,9 @@
 use crate::spec::{ArgOp, ContainerSpec, SeccompRule, MASKED_PATHS, READONLY_PATHS};
 use anyhow::{Context, Result};
 use oci_spec::runtime::{
-    Arch, Capabilities, LinuxBuilder, LinuxCapabilitiesBuilder, LinuxNamespaceBuilder,
+    Arch, Capabilities, Linux, LinuxBuilder, LinuxCapabilitiesBuilder, LinuxNamespaceBuilder,
     LinuxNamespaceType, LinuxSeccomp, LinuxSeccompAction, LinuxSeccompArgBuilder,
-    LinuxSeccompBuilder, LinuxSeccompOperator, LinuxSyscallBuilder, Mount, MountBuilder,
+    LinuxSeccompBuilder, LinuxSeccompOperator, LinuxSyscallBuilder, Mount, MountBuilder, Process,
     ProcessBuilder, RootBuilder, Spec, UserBuilder,
 };
 use std::path::{Path, PathBuf};
@@ -101,6 +101,27 @@ fn mount(destination: &str, typ: &str, source: &str, options: &[&str]) -> Result
 
 /// The OCI config for one process of an environment.
 pub fn render(spec: &ContainerSpec, inputs: &ContainerInputs) -> Result<Spec> {
+    let process = process(spec, inputs)?;
+    let mounts = mounts(inputs)?;
+    let linux = linux(spec)?;
+    let mut config = Spec::default();
+    config
+        .set_hostname(Some("conformance".to_string()))
+        .set_root(Some(
+            RootBuilder::default()
+                .path(&inputs.rootfs)
+                .readonly(true)
+                .build()?,
+        ))
+        .set_process(Some(process))
+        .set_mounts(Some(mounts))
+        .set_linux(Some(linux))
+        .set_annotations(None);
+    Ok(config)
+}
+
+/// The process: who it runs as, what with, its capabilities.
+fn process(spec: &ContainerSpec, inputs: &ContainerInputs) -> Result<Process> {
     let capabilities: Capabilities = spec.capabilities.iter().copied().collect();
     // Ambient capabilities must also be permitted and inheritable.
     let carried = if spec.ambient_capabilities {
@@ -139,7 +160,11 @@ pub fn render(spec: &ContainerSpec, inputs: &ContainerInputs) -> Result<Spec> {
         )
         .no_new_privileges(true)
         .build()?;
+    Ok(process)
+}
 
+/// The runtime's own mounts, then the binds of the host's folders and files.
+fn mounts(inputs: &ContainerInputs) -> Result<Vec<Mount>> {
     // The usual runtime mounts; /proc, /dev and /sys are the container's own.
     let mut mounts = vec![
         mount("/proc", "proc", "proc", &[])?,
@@ -210,7 +235,11 @@ pub fn render(spec: &ContainerSpec, inputs: &ContainerInputs) -> Result<Spec> {
     for (source, destination) in &inputs.file_overlays {
         mounts.push(bind(source, destination, false)?);
     }
+    Ok(mounts)
+}
 
+/// The namespaces, the masked and read-only paths, the seccomp filter.
+fn linux(spec: &ContainerSpec) -> Result<Linux> {
     let namespaces = [
         LinuxNamespaceType::Pid,
         LinuxNamespaceType::Ipc,
@@ -237,21 +266,7 @@ pub fn render(spec: &ContainerSpec, inputs: &ContainerInputs) -> Result<Spec> {
     if let Some(filter) = seccomp(&spec.seccomp)? {
         linux = linux.seccomp(filter);
     }
-
-    let mut config = Spec::default();
-    config
-        .set_hostname(Some("conformance".to_string()))
-        .set_root(Some(
-            RootBuilder::default()
-                .path(&inputs.rootfs)
-                .readonly(true)
-                .build()?,
-        ))
-        .set_process(Some(process))
-        .set_mounts(Some(mounts))
-        .set_linux(Some(linux.build()?))
-        .set_annotations(None);
-    Ok(config)
+    Ok(linux.build()?)
 }
 
 /// `config` as JSON with the capability sets sorted, so the same inputs give the same bytes

@@ -31,10 +31,13 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 mod driver_io;
+mod killer;
 mod launch;
 mod mutate;
+mod relays;
 
-use launch::{run_launch, Killer, DRAIN_AFTER_EXIT};
+use killer::Killer;
+use launch::{run_launch, DRAIN_AFTER_EXIT};
 
 /// What every launch of a cell starts: the app-server's program, the arguments around the
 /// driver's, and its complete environment (nothing of the driver's is passed on; its names are

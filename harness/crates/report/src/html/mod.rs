@@ -102,6 +102,42 @@ fn render_page(
         cells = t.cells,
         fail = t.failures(),
     );
+    header(&mut out, summary);
+    filters(&mut out, summary);
+    if let Some(mutation) = mutation {
+        out.push_str(&mutation::section(mutation));
+    }
+    out.push_str(LEGEND);
+    out.push_str(&grid::differences(summary));
+    out.push_str(&grid::not_run(summary));
+    out.push_str(&grid::grid(summary));
+    out.push_str("</main><main id=\"cell-view\" hidden></main>");
+    let names: Vec<&str> = summary.cells.iter().map(|c| c.cell.as_str()).collect();
+    let base = about::repository_base(|name| std::env::var(name).ok());
+    let _ = write!(
+        out,
+        "<script type=\"application/json\" id=\"repository-base\">{}</script>",
+        script_json(&base)
+    );
+    let _ = write!(
+        out,
+        "<script type=\"application/json\" id=\"cells-index\">{}</script>",
+        script_json(&names)
+    );
+    for (index, page) in pages.iter().enumerate() {
+        let _ = write!(
+            out,
+            "<script type=\"application/json\" id=\"cell-{index}\">{}</script>",
+            script_json(page)
+        );
+    }
+    let _ = writeln!(out, "<script>{SCRIPT}</script></body></html>");
+    out
+}
+
+/// The page's header: the verdict line and the totals.
+fn header(out: &mut String, summary: &Summary) {
+    let t = &summary.totals;
     let state = if t.failures() > 0 {
         "bad"
     } else if t.ignored > 0 {
@@ -135,6 +171,11 @@ fn render_page(
         z_ignored = zero(t.ignored),
         z_na = zero(t.not_applicable),
     );
+}
+
+/// The matrix's filters: differences only, and one list per profile, suite, runner and
+/// environment.
+fn filters(out: &mut String, summary: &Summary) {
     out.push_str("<main id=\"matrix-view\"><div class=\"filters\" id=\"filters\"><label><input type=\"checkbox\" id=\"only-differences\"> differences only</label>");
     let profiles: Vec<&str> = by_profile(&summary.cells)
         .into_iter()
@@ -168,35 +209,6 @@ fn render_page(
         out.push_str("</select></label>");
     }
     out.push_str("<span id=\"shown\" class=\"shown\"></span></div>");
-    if let Some(mutation) = mutation {
-        out.push_str(&mutation::section(mutation));
-    }
-    out.push_str(LEGEND);
-    out.push_str(&grid::differences(summary));
-    out.push_str(&grid::not_run(summary));
-    out.push_str(&grid::grid(summary));
-    out.push_str("</main><main id=\"cell-view\" hidden></main>");
-    let names: Vec<&str> = summary.cells.iter().map(|c| c.cell.as_str()).collect();
-    let base = about::repository_base(|name| std::env::var(name).ok());
-    let _ = write!(
-        out,
-        "<script type=\"application/json\" id=\"repository-base\">{}</script>",
-        script_json(&base)
-    );
-    let _ = write!(
-        out,
-        "<script type=\"application/json\" id=\"cells-index\">{}</script>",
-        script_json(&names)
-    );
-    for (index, page) in pages.iter().enumerate() {
-        let _ = write!(
-            out,
-            "<script type=\"application/json\" id=\"cell-{index}\">{}</script>",
-            script_json(page)
-        );
-    }
-    let _ = writeln!(out, "<script>{SCRIPT}</script></body></html>");
-    out
 }
 
 const LEGEND: &str = "<div class=\"legend\"><span class=\"c v-pass s-as-expected\">✓ pass</span><span class=\"c v-sandbox-failed-to-start s-as-expected\">≈ known verdict (baseline)</span><span class=\"c v-write-succeeded s-differs\">✗ differs from the baseline</span><span class=\"c v-error s-error\">! harness error</span><span class=\"c v-ignored s-ignored\">– cannot run here</span><span class=\"c v-not-applicable s-not-applicable\">– not applicable to the driver</span><span class=\"hint\">colour = verdict · red outline = differs · click a cell for its page</span></div>";

@@ -3,24 +3,29 @@
 //! stdout recorded and written to the driver's stdout, its stderr recorded and relayed through
 //! the tap, its exit recorded once its output drained.
 
-use super::driver_io::{self, DriverOut};
-use super::mutate::{Mutated, Side, StdinSlot};
+use super::driver_io::DriverOut;
+use super::killer::Killer;
+use super::mutate::{Mutated, StdinSlot};
+use super::relays::{
+    relay_stderr, relay_stdin, relay_stdout, send, Control, SharedWriter, ToDriver,
+};
 use super::{LaunchRequest, Live, Shared, Spawned};
 use crate::argv::{app_server_args, launches_server};
 use crate::frame::{self, ExitFrame, Hello, Kind};
 use crate::mutation::WireMutation;
-use crate::record::{now_ms, Direction, LaunchLog, LineSplitter, StderrSplitter};
+use crate::record::{now_ms, LaunchLog};
 use crate::CHUNK;
 use graders::wire::transcript::MAX_LAUNCHES;
 use serde_json::{json, Map, Value};
-use std::io::{BufReader, Chain, Cursor, Read};
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::io::{BufReader, Cursor, Read};
+use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
-use std::process::Child;
+use std::process::{Child, ChildStderr, ChildStdout, ExitStatus};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 /// How long a tap has to say what it was run with.
@@ -29,68 +34,6 @@ const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
 /// behind may hold the pipe open).
 pub(super) const DRAIN_AFTER_EXIT: Duration = Duration::from_secs(2);
 
-/// Kills or signals one app-server, never after it was reaped (its pid could be another
-/// process's by then): the waiter marks it exited, under the same lock, before reaping it.
-pub(super) struct Killer {
-    pid: i32,
-    state: Mutex<KillState>,
-}
-
-#[derive(Default)]
-struct KillState {
-    exited: bool,
-    killed_by: Option<String>,
-}
-
-impl Killer {
-    pub(super) fn kill(&self, why: &str) {
-        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        if state.exited {
-            return;
-        }
-        state.killed_by.get_or_insert_with(|| why.to_string());
-        // The app-server leads its own process group: what it started goes with it.
-        // SAFETY: kill has no memory-safety preconditions.
-        unsafe {
-            libc::kill(-self.pid, libc::SIGKILL);
-            libc::kill(self.pid, libc::SIGKILL);
-        }
-    }
-
-    fn signal(&self, signal: i32) {
-        let state = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        if !state.exited {
-            // SAFETY: as above.
-            unsafe {
-                libc::kill(self.pid, signal);
-            }
-        }
-    }
-
-    fn exited(&self) {
-        self.state.lock().unwrap_or_else(|p| p.into_inner()).exited = true;
-    }
-
-    fn killed_by(&self) -> Option<String> {
-        self.state
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .killed_by
-            .clone()
-    }
-}
-
-type SharedWriter = Arc<Mutex<frame::Writer<UnixStream>>>;
-/// The tap's frames: the first byte (read with the descriptors it carried), then the socket.
-type Control = BufReader<Chain<Cursor<Vec<u8>>, UnixStream>>;
-
-fn send(writer: &SharedWriter, kind: Kind, payload: &[u8]) -> std::io::Result<()> {
-    writer
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .send(kind, payload)
-}
-
 fn fields(value: Value) -> Map<String, Value> {
     match value {
         Value::Object(map) => map,
@@ -98,27 +41,32 @@ fn fields(value: Value) -> Map<String, Value> {
     }
 }
 
-/// One launch, from the tap's hello to the app-server's exit.
-pub(super) fn run_launch(shared: &Arc<Shared>, launch: u64, stream: UnixStream, live: &Live) {
-    let log = Arc::new(shared.transcript.launch(launch));
-    let Ok(writer_stream) = stream.try_clone() else {
-        return;
+/// Tells the tap no app-server runs for it, and why.
+fn refuse(writer: &SharedWriter, error: String) {
+    let exit = ExitFrame {
+        status: None,
+        signal: None,
+        error: Some(error),
     };
-    let writer: SharedWriter = Arc::new(Mutex::new(frame::Writer::new(writer_stream)));
-    let refuse = |error: String| {
-        let exit = ExitFrame {
-            status: None,
-            signal: None,
-            error: Some(error),
-        };
-        let _ = send(
-            &writer,
-            Kind::Exit,
-            &serde_json::to_vec(&exit).expect("JSON"),
-        );
-    };
+    let _ = send(
+        writer,
+        Kind::Exit,
+        &serde_json::to_vec(&exit).expect("JSON"),
+    );
+}
+
+/// What a tap says when it connects: what it was run with, and the driver's stdin and stdout.
+struct Greeting {
+    hello: Hello,
+    driver_in: OwnedFd,
+    driver_out: DriverOut,
+}
+
+/// The tap's hello (within [`HELLO_TIMEOUT`]) with the reader of its later frames; `None` when
+/// the connection cannot be read from a second handle.
+fn receive_hello(stream: &UnixStream) -> Option<(Control, Result<Greeting, String>)> {
     let _ = stream.set_read_timeout(Some(HELLO_TIMEOUT));
-    let (first, handed) = match frame::recv_first_byte_with_fds(&stream) {
+    let (first, handed) = match frame::recv_first_byte_with_fds(stream) {
         Ok(Some((byte, fds))) => (Ok(vec![byte]), fds),
         Ok(None) => (
             Err("it closed before saying anything".to_string()),
@@ -126,9 +74,7 @@ pub(super) fn run_launch(shared: &Arc<Shared>, launch: u64, stream: UnixStream, 
         ),
         Err(e) => (Err(e.to_string()), Vec::new()),
     };
-    let Ok(control_stream) = stream.try_clone() else {
-        return;
-    };
+    let control_stream = stream.try_clone().ok()?;
     let mut reader: Control = BufReader::with_capacity(
         CHUNK + 5,
         Cursor::new(first.clone().unwrap_or_default()).chain(control_stream),
@@ -144,33 +90,87 @@ pub(super) fn run_launch(shared: &Arc<Shared>, launch: u64, stream: UnixStream, 
         Err(e) => Err(e.to_string()),
     });
     let _ = stream.set_read_timeout(None);
-    let hello = hello.and_then(|hello| match <[OwnedFd; 2]>::try_from(handed) {
-        Ok([driver_in, driver_out]) => Ok((hello, driver_in, DriverOut::new(driver_out))),
+    let greeting = hello.and_then(|hello| match <[OwnedFd; 2]>::try_from(handed) {
+        Ok([driver_in, driver_out]) => Ok(Greeting {
+            hello,
+            driver_in,
+            driver_out: DriverOut::new(driver_out),
+        }),
         Err(handed) => Err(format!(
             "its hello came with {} descriptors, not the tap's stdin and stdout",
             handed.len()
         )),
     });
-    let started = now_ms();
-    let (hello, driver_in, driver_out) = match hello {
-        Ok(hello) => hello,
-        Err(why) => {
-            // Whatever connects is recorded: a connection that is not a tap's is the driver's
-            // own doing.
-            log.record_at(
-                "launch",
-                started,
-                fields(json!({"argv": [], "env_names": [], "error": format!("a connection to the tap's socket that did not introduce itself: {why}")})),
-            );
-            log.record(
-                "exit",
-                fields(
-                    json!({"status": null, "signal": null, "error": "no app-server was started"}),
-                ),
-            );
-            return;
-        }
-    };
+    Some((reader, greeting))
+}
+
+/// Why this launch gets no app-server before one is started, if it gets none.
+fn refusal(shared: &Shared, launch: u64) -> Option<String> {
+    if launch as usize > MAX_LAUNCHES {
+        Some(format!(
+            "more than {MAX_LAUNCHES} launches in one cell: this one was refused"
+        ))
+    } else if shared.closed.load(Ordering::SeqCst) {
+        Some("the cell's recording is over".to_string())
+    } else {
+        None
+    }
+}
+
+/// The app-server for this launch, started through the cell's spawner (gone once the recording
+/// is over).
+fn start_app_server(shared: &Shared, args: &[String], hello: &Hello) -> Result<Spawned, String> {
+    let spawner = shared
+        .spawner
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .clone();
+    let env = app_server_env(&shared.setup, &hello.env_names);
+    match spawner {
+        Some(spawner) => spawner
+            .spawn(&LaunchRequest {
+                program: &shared.setup.program,
+                args,
+                env: &env,
+                tap_cwd: Path::new(&hello.cwd),
+            })
+            .map_err(|e| format!("cannot start {}: {e:#}", shared.setup.program.display())),
+        None => Err("the cell's recording is over".to_string()),
+    }
+}
+
+/// Whatever connects is recorded: a connection that is not a tap's is the driver's own doing.
+fn record_stranger(log: &LaunchLog, started: u64, why: &str) {
+    log.record_at(
+        "launch",
+        started,
+        fields(json!({"argv": [], "env_names": [], "error": format!("a connection to the tap's socket that did not introduce itself: {why}")})),
+    );
+    log.record(
+        "exit",
+        fields(json!({"status": null, "signal": null, "error": "no app-server was started"})),
+    );
+}
+
+/// A launch whose app-server was not started: its record, and an exit saying why.
+fn record_unstarted(log: &LaunchLog, started: u64, record: Map<String, Value>, why: &str) {
+    log.record_at("launch", started, record);
+    log.record(
+        "exit",
+        fields(json!({"status": null, "signal": null, "error": why})),
+    );
+}
+
+/// The launch's app-server, started, with its launch recorded; `None` when the launch was
+/// refused or the app-server could not start (recorded, and the tap told why).
+fn start_recorded(
+    shared: &Shared,
+    launch: u64,
+    hello: &Hello,
+    started: u64,
+    log: &LaunchLog,
+    writer: &SharedWriter,
+) -> Option<Spawned> {
     let args = app_server_args(&shared.setup.prefix, &hello.argv, &shared.setup.server_args);
     let added: Vec<&String> = if launches_server(&hello.argv) {
         shared.setup.server_args.iter().collect()
@@ -186,66 +186,61 @@ pub(super) fn run_launch(shared: &Arc<Shared>, launch: u64, stream: UnixStream, 
         "added_args": added,
         "pid": hello.pid,
     }));
-    let refused = if launch as usize > MAX_LAUNCHES {
-        Some(format!(
-            "more than {MAX_LAUNCHES} launches in one cell: this one was refused"
-        ))
-    } else if shared.closed.load(Ordering::SeqCst) {
-        Some("the cell's recording is over".to_string())
-    } else {
-        None
-    };
-    if let Some(why) = refused {
+    if let Some(why) = refusal(shared, launch) {
         if launch as usize <= MAX_LAUNCHES + 1 {
-            log.record_at("launch", started, record);
-            log.record(
-                "exit",
-                fields(json!({"status": null, "signal": null, "error": why})),
-            );
+            record_unstarted(log, started, record, &why);
         }
-        refuse(why);
-        return;
+        refuse(writer, why);
+        return None;
     }
-    let spawner = shared
-        .spawner
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .clone();
-    let env = app_server_env(&shared.setup, &hello.env_names);
-    let spawned = match spawner {
-        Some(spawner) => spawner
-            .spawn(&LaunchRequest {
-                program: &shared.setup.program,
-                args: &args,
-                env: &env,
-                tap_cwd: Path::new(&hello.cwd),
-            })
-            .map_err(|e| format!("cannot start {}: {e:#}", shared.setup.program.display())),
-        None => Err("the cell's recording is over".to_string()),
-    };
-    let Spawned {
-        mut child,
-        cwd,
-        guard,
-    } = match spawned {
+    let spawned = match start_app_server(shared, &args, hello) {
         Ok(spawned) => spawned,
         Err(message) => {
-            log.record_at("launch", started, record);
-            log.record(
-                "exit",
-                fields(json!({"status": null, "signal": null, "error": message})),
-            );
-            refuse(message);
+            record_unstarted(log, started, record, &message);
+            refuse(writer, message);
+            return None;
+        }
+    };
+    record.insert("app_server_pid".into(), spawned.child.id().into());
+    record.insert(
+        "app_server_cwd".into(),
+        spawned.cwd.display().to_string().into(),
+    );
+    log.record_at("launch", started, record);
+    Some(spawned)
+}
+
+/// One launch, from the tap's hello to the app-server's exit.
+pub(super) fn run_launch(shared: &Arc<Shared>, launch: u64, stream: UnixStream, live: &Live) {
+    let log = Arc::new(shared.transcript.launch(launch));
+    let Ok(writer_stream) = stream.try_clone() else {
+        return;
+    };
+    let writer: SharedWriter = Arc::new(Mutex::new(frame::Writer::new(writer_stream)));
+    let Some((mut reader, greeting)) = receive_hello(&stream) else {
+        return;
+    };
+    let started = now_ms();
+    let Greeting {
+        hello,
+        driver_in,
+        driver_out,
+    } = match greeting {
+        Ok(greeting) => greeting,
+        Err(why) => {
+            record_stranger(&log, started, &why);
             return;
         }
     };
-    record.insert("app_server_pid".into(), child.id().into());
-    record.insert("app_server_cwd".into(), cwd.display().to_string().into());
-    log.record_at("launch", started, record);
-    let killer = Arc::new(Killer {
-        pid: child.id() as i32,
-        state: Mutex::new(KillState::default()),
-    });
+    let Some(Spawned {
+        mut child,
+        cwd: _,
+        guard,
+    }) = start_recorded(shared, launch, &hello, started, &log, &writer)
+    else {
+        return;
+    };
+    let killer = Arc::new(Killer::new(child.id() as i32));
     *live.killer.lock().unwrap_or_else(|p| p.into_inner()) = Some(killer.clone());
 
     let stdin = Arc::new(StdinSlot::new(child.stdin.take().expect("piped")));
@@ -254,77 +249,34 @@ pub(super) fn run_launch(shared: &Arc<Shared>, launch: u64, stream: UnixStream, 
         .mutation
         .filter(|op| op.on_the_wire())
         .map(|op| Arc::new(Mutex::new(WireMutation::new(op))));
-    let stdout = child.stdout.take().expect("piped");
-    let stderr = child.stderr.take().expect("piped");
     let (drained_tx, drained_rx) = mpsc::channel::<()>();
     // Set when the tap's connection ended: the driver let go of its `codex`, so nothing more is
     // written to its stdout (the app-server's output is still recorded).
     let tap_gone = Arc::new(AtomicBool::new(false));
-    let out = {
-        let (log, writer, shared, drained, tap_gone) = (
-            log.clone(),
-            writer.clone(),
-            shared.clone(),
-            drained_tx.clone(),
-            tap_gone.clone(),
-        );
-        let mutated = mutation.as_ref().map(|m| Mutated::new(m, &stdin, &killer));
-        std::thread::spawn(move || {
-            let to_driver = ToDriver {
-                out: driver_out,
-                writer: &writer,
-                tap_gone: &tap_gone,
-            };
-            relay_stdout(stdout, &log, to_driver, &shared, mutated);
-            let _ = drained.send(());
-        })
-    };
-    let err = {
-        let (log, writer) = (log.clone(), writer.clone());
-        std::thread::spawn(move || {
-            relay_stderr(stderr, &log, &writer);
-            let _ = drained_tx.send(());
-        })
-    };
-    let waiter = {
-        let (log, writer, killer) = (log.clone(), writer.clone(), killer.clone());
-        std::thread::spawn(move || {
-            let (status, exited_at) = wait(&mut child, &killer);
-            // Both output streams, each until its end or the drain bound.
-            let deadline = Instant::now() + DRAIN_AFTER_EXIT;
-            for _ in 0..2 {
-                let left = deadline.saturating_duration_since(Instant::now());
-                if drained_rx.recv_timeout(left).is_err() {
-                    break;
-                }
-            }
-            let exit = match status {
-                Ok(status) => ExitFrame {
-                    status: status.code(),
-                    signal: status.signal(),
-                    error: None,
-                },
-                Err(e) => ExitFrame {
-                    status: None,
-                    signal: None,
-                    error: Some(format!("waiting for the app-server: {e}")),
-                },
-            };
-            let mut fields =
-                fields(json!({"status": exit.status, "signal": exit.signal, "error": exit.error}));
-            if let Some(why) = killer.killed_by() {
-                fields.insert("killed_by_harness".into(), why.into());
-            }
-            // Timed when it exited, not when its output had drained.
-            log.record_at("exit", exited_at, fields);
-            let _ = send(
-                &writer,
-                Kind::Exit,
-                &serde_json::to_vec(&exit).expect("JSON"),
-            );
-            drop(guard);
-        })
-    };
+    let out = spawn_stdout_relay(
+        child.stdout.take().expect("piped"),
+        &log,
+        &writer,
+        shared,
+        driver_out,
+        &tap_gone,
+        mutation.as_ref().map(|m| Mutated::new(m, &stdin, &killer)),
+        drained_tx.clone(),
+    );
+    let err = spawn_stderr_relay(
+        child.stderr.take().expect("piped"),
+        &log,
+        &writer,
+        drained_tx,
+    );
+    let waiter = spawn_waiter(
+        child,
+        killer.clone(),
+        log.clone(),
+        writer.clone(),
+        drained_rx,
+        guard,
+    );
     relay_stdin(
         &mut reader,
         stream.as_fd(),
@@ -341,9 +293,106 @@ pub(super) fn run_launch(shared: &Arc<Shared>, launch: u64, stream: UnixStream, 
     let _ = err.join();
 }
 
+/// The app-server's stdout to the driver, on its own thread, which says on `drained` when the
+/// stream ended.
+#[allow(clippy::too_many_arguments)]
+fn spawn_stdout_relay(
+    stdout: ChildStdout,
+    log: &Arc<LaunchLog>,
+    writer: &SharedWriter,
+    shared: &Arc<Shared>,
+    driver_out: DriverOut,
+    tap_gone: &Arc<AtomicBool>,
+    mutated: Option<Mutated>,
+    drained: mpsc::Sender<()>,
+) -> JoinHandle<()> {
+    let (log, writer, shared, tap_gone) = (
+        log.clone(),
+        writer.clone(),
+        shared.clone(),
+        tap_gone.clone(),
+    );
+    std::thread::spawn(move || {
+        let to_driver = ToDriver {
+            out: driver_out,
+            writer: &writer,
+            tap_gone: &tap_gone,
+        };
+        relay_stdout(stdout, &log, to_driver, &shared, mutated);
+        let _ = drained.send(());
+    })
+}
+
+/// The app-server's stderr to the tap, on its own thread, which says on `drained` when the
+/// stream ended.
+fn spawn_stderr_relay(
+    stderr: ChildStderr,
+    log: &Arc<LaunchLog>,
+    writer: &SharedWriter,
+    drained: mpsc::Sender<()>,
+) -> JoinHandle<()> {
+    let (log, writer) = (log.clone(), writer.clone());
+    std::thread::spawn(move || {
+        relay_stderr(stderr, &log, &writer);
+        let _ = drained.send(());
+    })
+}
+
+/// The waiter: the app-server's exit, recorded and told to the tap once both output streams
+/// drained (or the drain bound passed); what had to live as long as the process goes after.
+fn spawn_waiter(
+    mut child: Child,
+    killer: Arc<Killer>,
+    log: Arc<LaunchLog>,
+    writer: SharedWriter,
+    drained: mpsc::Receiver<()>,
+    guard: Box<dyn Send>,
+) -> JoinHandle<()> {
+    std::thread::spawn(move || {
+        let (status, exited_at) = wait(&mut child, &killer);
+        // Both output streams, each until its end or the drain bound.
+        let deadline = Instant::now() + DRAIN_AFTER_EXIT;
+        for _ in 0..2 {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if drained.recv_timeout(left).is_err() {
+                break;
+            }
+        }
+        let exit = exit_frame(status);
+        let mut fields =
+            fields(json!({"status": exit.status, "signal": exit.signal, "error": exit.error}));
+        if let Some(why) = killer.killed_by() {
+            fields.insert("killed_by_harness".into(), why.into());
+        }
+        // Timed when it exited, not when its output had drained.
+        log.record_at("exit", exited_at, fields);
+        let _ = send(
+            &writer,
+            Kind::Exit,
+            &serde_json::to_vec(&exit).expect("JSON"),
+        );
+        drop(guard);
+    })
+}
+
+fn exit_frame(status: std::io::Result<ExitStatus>) -> ExitFrame {
+    match status {
+        Ok(status) => ExitFrame {
+            status: status.code(),
+            signal: status.signal(),
+            error: None,
+        },
+        Err(e) => ExitFrame {
+            status: None,
+            signal: None,
+            error: Some(format!("waiting for the app-server: {e}")),
+        },
+    }
+}
+
 /// Wait for the app-server's end without reaping it first, so no kill can reach a reused pid;
 /// its status, and when it ended (unix ms).
-fn wait(child: &mut Child, killer: &Killer) -> (std::io::Result<std::process::ExitStatus>, u64) {
+fn wait(child: &mut Child, killer: &Killer) -> (std::io::Result<ExitStatus>, u64) {
     use nix::sys::wait::{waitid, Id, WaitPidFlag};
     let pid = nix::unistd::Pid::from_raw(child.id() as i32);
     loop {
@@ -356,245 +405,6 @@ fn wait(child: &mut Child, killer: &Killer) -> (std::io::Result<std::process::Ex
     let exited_at = now_ms();
     killer.exited();
     (child.wait(), exited_at)
-}
-
-/// The driver's stdin to the app-server (recorded first, so an answer is never recorded before
-/// what it answers; through the cell's operator when it is mutated), its end (once the tap saw
-/// it hang up too), and the tap's frames (signals). The connection's end before the app-server's exit means the driver let go
-/// of its `codex`: the app-server is killed.
-#[allow(clippy::too_many_arguments)]
-fn relay_stdin(
-    reader: &mut Control,
-    control: BorrowedFd,
-    driver_in: OwnedFd,
-    stdin: &StdinSlot,
-    mutation: Option<&Mutex<WireMutation>>,
-    log: &LaunchLog,
-    killer: &Killer,
-    shared: &Shared,
-) {
-    use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
-    let mut split = LineSplitter::new(Direction::In);
-    let mut payload = Vec::with_capacity(CHUNK);
-    let mut buf = vec![0u8; CHUNK];
-    let mut refused_noted = false;
-    let mut deliver = |bytes: &[u8], split: &mut LineSplitter| {
-        split.feed(bytes, log);
-        if !stdin.write(bytes, log) && !refused_noted {
-            refused_noted = true;
-            log.note(
-                Direction::In,
-                "the app-server's stdin is closed; the driver's further input was not delivered",
-                None,
-            );
-        }
-    };
-    let mut mutated = mutation.map(|m| (m, Side::new()));
-    let mut driver_in = Some(driver_in);
-    // The driver closed its `codex`'s stdin when both ends agree: this end read the pipe to its
-    // end, and the tap saw it hang up. The pipe alone would also end when a driver that killed
-    // its `codex` exits, which no app-server would see as its stdin closing.
-    let mut tap_saw_hang_up = false;
-    let close_input = || stdin.close_recorded(log);
-    loop {
-        // Frames the reader already holds are handled before waiting again.
-        let mut control_ready = !reader.buffer().is_empty();
-        let mut input_ready = false;
-        if !control_ready {
-            let mut fds = vec![PollFd::new(control, PollFlags::POLLIN)];
-            if let Some(fd) = &driver_in {
-                fds.push(PollFd::new(fd.as_fd(), PollFlags::POLLIN));
-            }
-            // Unbounded on purpose: the connection ends with the tap, and `Recording::finish`
-            // shuts it down when the cell ends.
-            match poll(&mut fds, PollTimeout::NONE) {
-                Ok(_) => {}
-                Err(nix::errno::Errno::EINTR) => continue,
-                Err(_) => break,
-            }
-            fn ready(f: &PollFd) -> bool {
-                f.revents().is_some_and(|r| !r.is_empty())
-            }
-            control_ready = ready(&fds[0]);
-            input_ready = fds.get(1).is_some_and(ready);
-        }
-        if input_ready {
-            let fd = driver_in.as_ref().expect("polled only while open");
-            match driver_io::read_ready(fd, &mut buf) {
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
-                Ok(n) if n > 0 => {
-                    let bytes = &buf[..n];
-                    shared.activity.fetch_add(n as u64, Ordering::Relaxed);
-                    match &mut mutated {
-                        None => deliver(bytes, &mut split),
-                        Some((mutation, side)) => {
-                            side.driver_sent(bytes, mutation, shared, log, &mut |b| {
-                                deliver(b, &mut split)
-                            })
-                        }
-                    }
-                }
-                // Its end (or a descriptor that cannot be read: the same to the app-server).
-                _ => {
-                    driver_in = None;
-                    if let Some((_, side)) = &mut mutated {
-                        side.finish(&mut |b| deliver(b, &mut split));
-                    }
-                    split.finish(log);
-                    if tap_saw_hang_up {
-                        close_input();
-                    }
-                }
-            }
-        }
-        if control_ready {
-            match frame::read(reader, &mut payload) {
-                Ok(Some(Kind::StdinEof)) => {
-                    tap_saw_hang_up = true;
-                    if driver_in.is_none() {
-                        close_input();
-                    }
-                }
-                Ok(Some(Kind::Signal)) => {
-                    let signal = payload
-                        .get(..4)
-                        .map(|b| i32::from_be_bytes([b[0], b[1], b[2], b[3]]));
-                    // Only what the tap passes on; anything else is not the tap's to ask for.
-                    if let Some(signal @ (libc::SIGTERM | libc::SIGINT | libc::SIGHUP)) = signal {
-                        // Recorded before it is passed on: the app-server's exit that follows
-                        // is the driver's doing, not a crash (graders::wire reads it).
-                        let mut fields = serde_json::Map::new();
-                        fields.insert("signal".into(), signal.into());
-                        log.record("driver-signal", fields);
-                        killer.signal(signal);
-                    }
-                }
-                Ok(Some(other)) => log.note(
-                    Direction::In,
-                    &format!("the tap sent an unexpected frame ({other:?}); ignored"),
-                    None,
-                ),
-                Ok(None) | Err(_) => break,
-            }
-        }
-    }
-    if driver_in.is_some() {
-        if let Some((_, side)) = &mut mutated {
-            side.finish(&mut |b| deliver(b, &mut split));
-        }
-        split.finish(log);
-    }
-    killer.kill("the tap's connection closed before the app-server's exit: the driver let go of its `codex`");
-    // The driver's end of the pipe goes with its connection, as when it let go of a `codex` of
-    // its own.
-    stdin.close();
-}
-
-/// Read `from` to its end in chunks, handing each to `each`.
-fn pump(mut from: impl Read, mut each: impl FnMut(&[u8])) {
-    let mut buf = vec![0u8; CHUNK];
-    loop {
-        match from.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => each(&buf[..n]),
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(_) => break,
-        }
-    }
-}
-
-/// Where the app-server's stdout goes: the driver's own stdout, handed over by its tap, until
-/// the tap's connection ends; then the tap is told the output ended.
-struct ToDriver<'a> {
-    out: DriverOut,
-    writer: &'a SharedWriter,
-    tap_gone: &'a AtomicBool,
-}
-
-/// The app-server's stdout: recorded, then written to the driver (through the cell's operator
-/// when it is mutated; `close-after-turn-start` ends both at its cut). Recording goes on after
-/// the driver stopped reading, until the stream ends.
-fn relay_stdout(
-    stdout: impl Read,
-    log: &LaunchLog,
-    to_driver: ToDriver,
-    shared: &Shared,
-    mutated: Option<Mutated>,
-) {
-    let mut split = LineSplitter::new(Direction::Out);
-    let mut driver_gone = false;
-    // Bytes of the line in flight the driver has taken: when it stops reading with part of a
-    // line taken, its end never reached the driver, even if the app-server finishes writing it
-    // before it is stopped (and the line is then recorded whole).
-    let mut taken_of_line: u64 = 0;
-    let mut relay = |bytes: &[u8]| {
-        if bytes.is_empty() || driver_gone {
-            return;
-        }
-        match to_driver.out.write_all(bytes, to_driver.tap_gone) {
-            Ok(()) => match bytes.iter().rposition(|b| *b == b'\n') {
-                Some(end) => taken_of_line = (bytes.len() - end - 1) as u64,
-                None => taken_of_line += bytes.len() as u64,
-            },
-            // The driver's end of the pipe closed, or its tap (its `codex`) went away.
-            Err(e) => {
-                driver_gone = true;
-                if taken_of_line > 0 {
-                    log.note_let_go_mid_line(taken_of_line);
-                } else if e.kind() != std::io::ErrorKind::Interrupted {
-                    log.note(
-                        Direction::Out,
-                        "the driver stopped reading the tap's stdout",
-                        None,
-                    );
-                }
-            }
-        }
-    };
-    let mut side = mutated.as_ref().map(|_| Side::new());
-    pump(stdout, |chunk| {
-        shared
-            .activity
-            .fetch_add(chunk.len() as u64, Ordering::Relaxed);
-        match (&mutated, &mut side) {
-            // The operator decides what is recorded too: nothing after a cut.
-            (Some(mutated), Some(side)) => side.server_sent(
-                chunk,
-                mutated,
-                shared,
-                log,
-                &mut |bytes| split.feed(bytes, log),
-                &mut relay,
-            ),
-            _ => {
-                split.feed(chunk, log);
-                relay(chunk);
-            }
-        }
-    });
-    if let Some(side) = &mut side {
-        side.finish_server(log, &mut |bytes| split.feed(bytes, log), &mut relay);
-    }
-    split.finish(log);
-    log.record("stdout-closed", Map::new());
-    // The harness's copy of the driver's stdout closes before the tap closes its own, so the
-    // driver reads the end of input once the tap has.
-    let ToDriver { out, writer, .. } = to_driver;
-    drop(out);
-    let _ = send(writer, Kind::StdoutEof, b"");
-}
-
-/// The app-server's stderr: recorded (bounded) and relayed to the tap's stderr.
-fn relay_stderr(stderr: impl Read, log: &LaunchLog, writer: &SharedWriter) {
-    let mut split = StderrSplitter::default();
-    let mut tap_gone = false;
-    pump(stderr, |chunk| {
-        split.feed(chunk, log);
-        if !tap_gone && send(writer, Kind::Stderr, chunk).is_err() {
-            tap_gone = true;
-        }
-    });
-    split.finish(log);
 }
 
 /// The app-server's environment: the cell's, plus each variable of `setup.inherit_env` whose

@@ -6,7 +6,7 @@
 //! a `mutation` record: the operator, an excerpt of what the driver sent, what it became. What
 //! the app-server sent is recorded whole, whatever of it reaches the driver.
 
-use super::launch::Killer;
+use super::killer::Killer;
 use super::Shared;
 use crate::mutation::{Operator, Received, Sent, WireMutation};
 use crate::record::{Direction, LaunchLog};
