@@ -141,6 +141,24 @@ fn permissions_approval_tells_the_model_what_was_granted() {
     );
 }
 
+/// Under approvalPolicy `never` Codex 0.169 asks the client nothing and grants nothing
+/// (measured: the model is told no permissions).
+#[test]
+fn permissions_are_not_asked_under_approval_policy_never() {
+    let mut case = Case::start_with(
+        "permissions-approval",
+        "fullread",
+        json!({"approvalPolicy": "never"}),
+        PERMISSIONS_TOOL,
+    );
+    case.until_turn_completed(&mut |_: &Value| None);
+    assert!(only(&case.messages(), "item/permissions/requestApproval").is_empty());
+    assert_eq!(
+        case.tool_outputs()[0],
+        r#"{"permissions":{"file_system":null,"network":null},"scope":"turn"}"#
+    );
+}
+
 fn plan_mode() -> Value {
     json!({"collaborationMode": {"mode": "plan", "settings": {"model": "m", "reasoning_effort": null, "developer_instructions": null}}})
 }
