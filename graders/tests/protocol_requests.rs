@@ -4,7 +4,7 @@
 
 mod support;
 
-use graders::verdict::VerdictKind::{Fail, Incomplete, Pass};
+use graders::verdict::VerdictKind::{Fail, Incomplete, NotApplicable, Pass};
 use rstest::rstest;
 use serde_json::json;
 use support::wire::*;
@@ -350,4 +350,56 @@ fn a_stale_approval_answered_accept_fails() {
         ..healthy("protocol-binding", "stale-request-after-turn")
     };
     check(&run.grade(), Fail, "stale-not-accepted");
+}
+
+/// A session whose thread/start sets `policy` (the app-server reporting it) and whose turn/start
+/// sets `turn_policy` when given; the driver's turn completes and it ends, no request sent.
+fn no_request_under(policy: &str, turn_policy: Option<&str>) -> Transcript {
+    let mut turn = json!({"threadId": THREAD, "input": [{"type": "text", "text": "go"}]});
+    if let Some(p) = turn_policy {
+        turn["approvalPolicy"] = json!(p);
+    }
+    Transcript::new()
+        .handshake()
+        .open_thread_with(
+            json!({"cwd": WORKSPACE, "approvalPolicy": policy}),
+            json!({"thread": {"id": THREAD, "cwd": WORKSPACE}, "approvalPolicy": policy}),
+        )
+        .request(TURN_START_ID, "turn/start", turn)
+        .result(TURN_START_ID, json!({"turn": {"id": TURN}}))
+        .turn_started(THREAD, TURN)
+        .finish()
+}
+
+#[test]
+fn an_approval_never_asked_under_approval_policy_never_is_not_applicable() {
+    for case in [
+        "command-approval",
+        "file-change-approval",
+        "permissions-approval",
+    ] {
+        let verdict = requests(case, no_request_under("never", None))
+            .declaring(outcome())
+            .grade();
+        assert_eq!(verdict.verdict, NotApplicable, "{case}: {verdict:?}");
+        assert!(
+            verdict.reason.contains("approvalPolicy `never`"),
+            "{}",
+            verdict.reason
+        );
+        // Fail closed: another policy in force, or a request no policy keeps back.
+        for (policy, turn_policy) in [("on-request", None), ("never", Some("on-request"))] {
+            let verdict = requests(case, no_request_under(policy, turn_policy))
+                .declaring(outcome())
+                .grade();
+            assert_eq!(
+                verdict.verdict, Incomplete,
+                "{case} {policy} {turn_policy:?}"
+            );
+        }
+    }
+    let user_input = requests("user-input", no_request_under("never", None))
+        .declaring(outcome())
+        .grade();
+    assert_eq!(user_input.verdict, Incomplete, "{user_input:?}");
 }

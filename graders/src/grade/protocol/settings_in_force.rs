@@ -7,6 +7,7 @@
 use super::Exchange;
 use crate::events::{ClientRequest, ClientRequestAnswered, SettingsSent};
 use crate::verdict::EvidenceRef;
+use serde_json::Value;
 
 pub(super) const TURN_START: &str = "turn/start";
 const SETTINGS_UPDATE: &str = "thread/settings/update";
@@ -78,6 +79,50 @@ impl<'a> TurnRequests<'a> {
 
 pub(super) fn settings(r: &ClientRequest) -> &SettingsSent {
     &r.settings
+}
+
+/// An `AskForApproval` by its name: a string value, or the key of an object one
+/// (`{"granular": …}`).
+pub(super) fn policy_name(policy: &Value) -> String {
+    match policy {
+        Value::String(s) => s.clone(),
+        Value::Object(map) => map.keys().next().cloned().unwrap_or_default(),
+        other => other.to_string(),
+    }
+}
+
+/// The approval policy `turn` ran with, when a request or the opener's answer shows it.
+pub(super) fn approval_policy<'a>(turn: &TurnRequests<'a>) -> Option<(String, Origin<'a>)> {
+    turn.setting(
+        |r| settings(r).approval_policy.as_ref().map(policy_name),
+        |a| a.approval_policy.as_ref().map(policy_name),
+    )
+}
+
+/// `never`: Codex asks the client nothing and refuses what would need an approval (observed,
+/// 0.169: no `item/commandExecution/requestApproval`, `item/fileChange/requestApproval` or
+/// `item/permissions/requestApproval`; the model is told the escalation, the patch or the
+/// permissions were refused).
+pub(super) const NEVER: &str = "never";
+
+/// Where every turn of the driver's own ran under approvalPolicy `never`, the origin of the
+/// first's (the app-server asked no approval in the whole run); `None` without a turn of its
+/// own, or when one turn's policy is another or not shown.
+pub(super) fn asks_no_approval(ex: &Exchange) -> Option<(String, Vec<EvidenceRef>)> {
+    let turns = own_turn_requests(ex);
+    let mut first = None;
+    for turn in &turns {
+        let (policy, origin) = approval_policy(turn)?;
+        if policy != NEVER {
+            return None;
+        }
+        first.get_or_insert_with(|| {
+            let mut evidence = origin.evidence("approvalPolicy `never`");
+            evidence.push(EvidenceRef::at(turn.seq, TURN_START));
+            (origin.describe(), evidence)
+        });
+    }
+    first
 }
 
 /// The driver's own turns, each with the requests on its thread before it.
