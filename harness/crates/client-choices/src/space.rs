@@ -128,23 +128,6 @@ impl Vocabulary {
     }
 }
 
-/// Which values a space holds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Scope {
-    /// Every value the schema allows (the explorer's space).
-    Schema,
-    /// The values that keep what the task asks (the legitimate population's space): no
-    /// `approvalPolicy: never` (nothing is ever asked, so no case about answering a request can
-    /// happen) and no `untrusted` (every command not known safe is asked first, and a client
-    /// nobody told to grant refuses it, so the model's commands — what the credentials case
-    /// reads — never run: measured with Codex 0.169). Both change what the task can show, not
-    /// how it is driven.
-    Task,
-}
-
-/// Approval policies that change what the task asks (see [`Scope::Task`]).
-const POLICIES_OUTSIDE_THE_TASK: &[&str] = &["never", "untrusted"];
-
 /// One dimension: its name and its values, as [`Setting`]'s text spells them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Dimension {
@@ -152,7 +135,8 @@ pub struct Dimension {
     pub values: Vec<String>,
 }
 
-/// The settings of a release under a scope.
+/// The settings of a release: every value its schema allows a client, but grants (see
+/// [`crate::setting::ApprovalAnswer`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Space {
     pub vocabulary: Vocabulary,
@@ -164,18 +148,10 @@ fn words(list: &[&str]) -> Vec<String> {
 }
 
 impl Space {
-    pub fn of(version: &str, scope: Scope) -> Result<Self, SchemaError> {
+    pub fn of(version: &str) -> Result<Self, SchemaError> {
         let vocabulary = Vocabulary::of(version)?;
         let policies = std::iter::once(ABSENT.to_string())
-            .chain(
-                vocabulary
-                    .approval_policies
-                    .iter()
-                    .filter(|p| {
-                        scope == Scope::Schema || !POLICIES_OUTSIDE_THE_TASK.contains(&p.as_str())
-                    })
-                    .cloned(),
-            )
+            .chain(vocabulary.approval_policies.iter().cloned())
             .collect();
         let values: Vec<Vec<String>> = vec![
             words(&["off", "on"]),
@@ -299,9 +275,12 @@ mod tests {
 
     #[test]
     fn every_index_of_the_cross_product_is_a_distinct_setting_that_round_trips_as_text() {
-        let space = Space::of("0.169.0", Scope::Task).unwrap();
+        let space = Space::of("0.169.0").unwrap();
         assert!(space.len() > 10_000, "{}", space.len());
-        assert_eq!(space.dimensions[4].values, ["absent", "on-request"]);
+        assert_eq!(
+            space.dimensions[4].values,
+            ["absent", "untrusted", "on-request", "never"]
+        );
         let mut seen = BTreeSet::new();
         for index in (0..space.len()).step_by(97) {
             let setting = space.nth(index).unwrap();
@@ -311,12 +290,11 @@ mod tests {
             assert!(seen.insert(text));
         }
         assert_eq!(space.nth(space.len()), None);
-        assert!(Space::of("0.169.0", Scope::Schema).unwrap().len() > space.len());
     }
 
     #[test]
     fn a_seed_gives_the_same_distinct_settings_and_another_seed_others() {
-        let space = Space::of("0.169.0", Scope::Task).unwrap();
+        let space = Space::of("0.169.0").unwrap();
         let first = space.sample(7, 50);
         assert_eq!(first, space.sample(7, 50));
         assert_ne!(first, space.sample(8, 50));
@@ -326,11 +304,7 @@ mod tests {
 
     #[test]
     fn a_setting_text_names_what_is_wrong_with_it() {
-        let good = Space::of("0.169.0", Scope::Task)
-            .unwrap()
-            .nth(0)
-            .unwrap()
-            .to_string();
+        let good = Space::of("0.169.0").unwrap().nth(0).unwrap().to_string();
         let err = good
             .replace("stop=close-stdin", "stop=kill")
             .parse::<Setting>();
