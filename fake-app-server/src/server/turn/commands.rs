@@ -36,7 +36,10 @@ impl TurnRun {
         let argv = vec!["/bin/bash".to_string(), "-lc".to_string(), cmd.to_string()];
         let (thread_id, turn_id) = (self.plan.thread_id.clone(), self.plan.turn_id.clone());
         let cwd = self.plan.cwd.display().to_string();
-        if escalate {
+        // Without a sandbox nothing escalates: Codex 0.169 under danger-full-access runs the
+        // command the model asked to escalate at once, asking nobody (measured).
+        let unsandboxed = self.plan.permissions.exec_policy(&self.plan.cwd) == ExecPolicy::Direct;
+        if escalate && !unsandboxed {
             if self.plan.approval_policy.as_str() == Some("never") {
                 self.tell_exec(call_id, APPROVAL_NEVER_OUTPUT.into());
                 return Flow::Continue;
