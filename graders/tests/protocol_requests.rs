@@ -6,7 +6,7 @@ mod support;
 
 use graders::verdict::VerdictKind::{Fail, Incomplete, NotApplicable, Pass};
 use rstest::rstest;
-use serde_json::json;
+use serde_json::{json, Value};
 use support::wire::*;
 use support::*;
 
@@ -352,23 +352,44 @@ fn a_stale_approval_answered_accept_fails() {
     check(&run.grade(), Fail, "stale-not-accepted");
 }
 
-/// A session whose thread/start sets `policy` (the app-server reporting it) and whose turn/start
-/// sets `turn_policy` when given; the driver's turn completes and it ends, no request sent.
-fn no_request_under(policy: &str, turn_policy: Option<&str>) -> Transcript {
+/// A session whose thread/start sends `params` (the app-server reporting `reported`) and whose
+/// turn/start adds `turn_extra`; the driver's turn completes and it ends, no request sent.
+fn no_request(params: Value, reported: Value, turn_extra: Value) -> Transcript {
     let mut turn = json!({"threadId": THREAD, "input": [{"type": "text", "text": "go"}]});
-    if let Some(p) = turn_policy {
-        turn["approvalPolicy"] = json!(p);
+    for (key, value) in turn_extra.as_object().into_iter().flatten() {
+        turn[key] = value.clone();
     }
     Transcript::new()
         .handshake()
-        .open_thread_with(
-            json!({"cwd": WORKSPACE, "approvalPolicy": policy}),
-            json!({"thread": {"id": THREAD, "cwd": WORKSPACE}, "approvalPolicy": policy}),
-        )
+        .open_thread_with(params, reported)
         .request(TURN_START_ID, "turn/start", turn)
         .result(TURN_START_ID, json!({"turn": {"id": TURN}}))
         .turn_started(THREAD, TURN)
         .finish()
+}
+
+fn no_request_under(policy: &str, turn_policy: Option<&str>) -> Transcript {
+    let turn_extra = match turn_policy {
+        Some(p) => json!({"approvalPolicy": p}),
+        None => json!({}),
+    };
+    no_request(
+        json!({"cwd": WORKSPACE, "approvalPolicy": policy}),
+        json!({"approvalPolicy": policy}),
+        turn_extra,
+    )
+}
+
+/// The verdict of `case` on `transcript`, for a driver declaring its outcome.
+fn declared(case: &str, transcript: Transcript) -> graders::verdict::Verdict {
+    requests(case, transcript).declaring(outcome()).grade()
+}
+
+/// `not-applicable`, its reason naming `choice`.
+fn not_applicable_for(case: &str, transcript: Transcript, choice: &str) {
+    let verdict = declared(case, transcript);
+    assert_eq!(verdict.verdict, NotApplicable, "{case}: {verdict:?}");
+    assert!(verdict.reason.contains(choice), "{}", verdict.reason);
 }
 
 #[test]
@@ -378,28 +399,42 @@ fn an_approval_never_asked_under_approval_policy_never_is_not_applicable() {
         "file-change-approval",
         "permissions-approval",
     ] {
-        let verdict = requests(case, no_request_under("never", None))
-            .declaring(outcome())
-            .grade();
-        assert_eq!(verdict.verdict, NotApplicable, "{case}: {verdict:?}");
-        assert!(
-            verdict.reason.contains("approvalPolicy `never`"),
-            "{}",
-            verdict.reason
+        not_applicable_for(
+            case,
+            no_request_under("never", None),
+            "approvalPolicy `never`",
         );
         // Fail closed: another policy in force, or a request no policy keeps back.
         for (policy, turn_policy) in [("on-request", None), ("never", Some("on-request"))] {
-            let verdict = requests(case, no_request_under(policy, turn_policy))
-                .declaring(outcome())
-                .grade();
+            let verdict = declared(case, no_request_under(policy, turn_policy));
             assert_eq!(
                 verdict.verdict, Incomplete,
                 "{case} {policy} {turn_policy:?}"
             );
         }
     }
-    let user_input = requests("user-input", no_request_under("never", None))
-        .declaring(outcome())
-        .grade();
+    let user_input = declared("user-input", no_request_under("never", None));
     assert_eq!(user_input.verdict, Incomplete, "{user_input:?}");
+}
+
+/// The app-server reports no sandbox (`dangerFullAccess`); the turn/start adds `turn_extra`.
+fn no_request_unsandboxed(turn_extra: Value) -> Transcript {
+    no_request(
+        json!({"cwd": WORKSPACE, "sandbox": "danger-full-access"}),
+        json!({"sandbox": {"type": "dangerFullAccess"}}),
+        turn_extra,
+    )
+}
+
+#[test]
+fn an_approval_never_asked_without_a_sandbox_is_not_applicable() {
+    for case in ["command-approval", "file-change-approval"] {
+        not_applicable_for(case, no_request_unsandboxed(json!({})), "dangerFullAccess");
+        let sandboxed = no_request_unsandboxed(json!({"sandboxPolicy": {"type": "readOnly"}}));
+        let verdict = declared(case, sandboxed);
+        assert_eq!(verdict.verdict, Incomplete, "{case}: {verdict:?}");
+    }
+    // Codex 0.169 still asks for permissions without a sandbox (measured).
+    let permissions = declared("permissions-approval", no_request_unsandboxed(json!({})));
+    assert_eq!(permissions.verdict, Incomplete, "{permissions:?}");
 }

@@ -105,24 +105,33 @@ pub(super) fn approval_policy<'a>(turn: &TurnRequests<'a>) -> Option<(String, Or
 /// permissions were refused).
 pub(super) const NEVER: &str = "never";
 
-/// Where every turn of the driver's own ran under approvalPolicy `never`, the origin of the
-/// first's (the app-server asked no approval in the whole run); `None` without a turn of its
-/// own, or when one turn's policy is another or not shown.
-pub(super) fn asks_no_approval(ex: &Exchange) -> Option<(String, Vec<EvidenceRef>)> {
-    let turns = own_turn_requests(ex);
+/// Where `in_force` shows `what` for every turn of the driver's own, the origin of the first's;
+/// `None` without a turn of its own, or when `in_force` does not show it for one.
+fn every_own_turn<'a>(
+    ex: &'a Exchange,
+    what: &str,
+    in_force: impl Fn(&TurnRequests<'a>) -> Option<Origin<'a>>,
+) -> Option<(String, Vec<EvidenceRef>)> {
     let mut first = None;
-    for turn in &turns {
-        let (policy, origin) = approval_policy(turn)?;
-        if policy != NEVER {
-            return None;
-        }
+    for turn in &own_turn_requests(ex) {
+        let origin = in_force(turn)?;
         first.get_or_insert_with(|| {
-            let mut evidence = origin.evidence("approvalPolicy `never`");
+            let mut evidence = origin.evidence(what);
             evidence.push(EvidenceRef::at(turn.seq, TURN_START));
             (origin.describe(), evidence)
         });
     }
     first
+}
+
+/// Where every turn of the driver's own ran under approvalPolicy `never` (the app-server asked
+/// no approval in the whole run), the origin of the first's.
+pub(super) fn asks_no_approval(ex: &Exchange) -> Option<(String, Vec<EvidenceRef>)> {
+    every_own_turn(ex, "approvalPolicy `never`", |turn| {
+        approval_policy(turn)
+            .filter(|(policy, _)| policy == NEVER)
+            .map(|(_, origin)| origin)
+    })
 }
 
 /// The driver's own turns, each with the requests on its thread before it.
@@ -173,4 +182,31 @@ pub(super) fn own_turn_requests(ex: &Exchange) -> Vec<TurnRequests<'_>> {
             })
         })
         .collect()
+}
+
+/// Where every turn of the driver's own ran without a sandbox — a `dangerFullAccess` policy the
+/// turn sent, else the one the thread opener's answer reports — the origin of the first's:
+/// nothing escalates then (observed: Codex 0.169 under danger-full-access runs a command the
+/// model asked to escalate at once, asking nobody). `None` without a turn of its own, or when
+/// one turn's sandbox is another, a permission profile, or not shown.
+pub(super) fn runs_unsandboxed(ex: &Exchange) -> Option<(String, Vec<EvidenceRef>)> {
+    let full_access =
+        |policy: &Value| policy.get("type").and_then(Value::as_str) == Some("dangerFullAccess");
+    every_own_turn(ex, "sandbox `dangerFullAccess`", |turn| {
+        let overridden = turn
+            .chain
+            .iter()
+            .find(|(_, r)| r.sandbox_policy.is_some() || settings(r).permissions.is_some());
+        let (policy, origin) = match overridden {
+            Some((seq, r)) => (r.sandbox_policy.as_ref()?, Origin::Sent(*seq, r)),
+            None => {
+                let (_, _, answered_at, answer) = turn.opener?;
+                (
+                    answer.sandbox.as_ref()?,
+                    Origin::Reported(answered_at, answer),
+                )
+            }
+        };
+        full_access(policy).then_some(origin)
+    })
 }
