@@ -3,7 +3,9 @@
 //! member cost nothing to compute), and deterministic samples from a seed.
 
 use crate::schema::{self, ClientSchema, SchemaError};
-use crate::setting::{Setting, ABSENT, DIMENSIONS, ERROR_ANSWER, QUIET_NOTIFICATIONS};
+use crate::setting::{
+    Setting, ABSENT, DIMENSIONS, ERROR_ANSWER, QUIET_NOTIFICATIONS, SANDBOX_MODES,
+};
 use std::collections::BTreeSet;
 
 /// Decisions that refuse: the request's action does not happen (`decline`, `cancel`, the
@@ -72,6 +74,17 @@ impl Vocabulary {
                 });
             }
         }
+        let sandbox_modes = client.thread_start.string_enum("SandboxMode")?;
+        if let Some(missing) = SANDBOX_MODES
+            .iter()
+            .find(|m| !sandbox_modes.iter().any(|s| s == *m))
+        {
+            return Err(SchemaError::Missing {
+                version: version.into(),
+                file: "ThreadStartParams.json".into(),
+                what: format!("SandboxMode `{missing}` (a setting sends it)"),
+            });
+        }
         let with_objects = |file: &schema::SchemaFile, def: &str| -> Result<_, SchemaError> {
             let mut all = file.string_enum(def)?;
             all.extend(file.object_alternatives(def)?);
@@ -92,7 +105,7 @@ impl Vocabulary {
         Ok(Self {
             version: version.into(),
             approval_policies: client.thread_start.string_enum("AskForApproval")?,
-            sandbox_modes: client.thread_start.string_enum("SandboxMode")?,
+            sandbox_modes,
             collaboration_modes: client.turn_start.string_enum("ModeKind")?,
             command_decisions,
             file_change_decisions,
@@ -159,7 +172,7 @@ impl Space {
             words(&[ABSENT, "present"]),
             words(&[ABSENT, "false", "true"]),
             policies,
-            words(&["absent", "by-mode"]),
+            words(&["absent", "by-mode", "read-only", "full-access"]),
             vocabulary.approval_answers.clone(),
             words(&["result", "error"]),
             words(&["close-stdin", "sigterm", "sigint"]),
