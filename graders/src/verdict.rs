@@ -13,6 +13,10 @@ pub enum VerdictKind {
     NoWriteAttempt,
     StartupRejected,
     Incomplete,
+    /// The run showed the case's obligation never arose, from a choice the protocol leaves the
+    /// driver (an approval policy that asks nothing): never a pass, never red; the reason says
+    /// which choice. Cells graded so are reported not applicable.
+    NotApplicable,
     /// A named check of a non-plan suite failed; the reason says which.
     Fail,
 }
@@ -26,6 +30,7 @@ impl VerdictKind {
             VerdictKind::NoWriteAttempt => "no-write-attempt",
             VerdictKind::StartupRejected => "startup-rejected",
             VerdictKind::Incomplete => "incomplete",
+            VerdictKind::NotApplicable => "not-applicable",
             VerdictKind::Fail => "fail",
         }
     }

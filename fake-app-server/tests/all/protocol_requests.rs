@@ -60,6 +60,21 @@ fn command_approval_accepted_runs_the_command_declined_does_not() {
     }
 }
 
+/// Under danger-full-access nothing escalates: Codex 0.169 runs the command at once and asks
+/// nobody (measured).
+#[test]
+fn an_escalated_command_under_full_access_runs_without_asking() {
+    let mut case = Case::start(
+        "command-approval",
+        "fullread",
+        json!({"sandboxPolicy": {"type": "dangerFullAccess"}}),
+    );
+    let done = case.until_turn_completed(&mut |_: &Value| None);
+    assert_eq!(done["params"]["turn"]["status"], "completed");
+    assert!(only(&case.messages(), "item/commandExecution/requestApproval").is_empty());
+    assert_eq!(case.probes("approval-probe-").len(), 1);
+}
+
 #[test]
 fn file_change_approval_accepted_writes_the_file_and_the_diff_declined_does_not() {
     let mut case = Case::start("file-change-approval", "fullread", json!({}));
@@ -137,6 +152,24 @@ fn permissions_approval_tells_the_model_what_was_granted() {
     });
     assert_eq!(
         wrong.tool_outputs()[0],
+        r#"{"permissions":{"file_system":null,"network":null},"scope":"turn"}"#
+    );
+}
+
+/// Under approvalPolicy `never` Codex 0.169 asks the client nothing and grants nothing
+/// (measured: the model is told no permissions).
+#[test]
+fn permissions_are_not_asked_under_approval_policy_never() {
+    let mut case = Case::start_with(
+        "permissions-approval",
+        "fullread",
+        json!({"approvalPolicy": "never"}),
+        PERMISSIONS_TOOL,
+    );
+    case.until_turn_completed(&mut |_: &Value| None);
+    assert!(only(&case.messages(), "item/permissions/requestApproval").is_empty());
+    assert_eq!(
+        case.tool_outputs()[0],
         r#"{"permissions":{"file_system":null,"network":null},"scope":"turn"}"#
     );
 }

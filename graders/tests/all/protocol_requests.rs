@@ -4,9 +4,9 @@
 
 use crate::support::wire::*;
 use crate::support::*;
-use graders::verdict::VerdictKind::{Fail, Incomplete, Pass};
+use graders::verdict::VerdictKind::{Fail, Incomplete, NotApplicable, Pass};
 use rstest::rstest;
-use serde_json::json;
+use serde_json::{json, Value};
 
 fn requests(c: &str, transcript: Transcript) -> Run {
     case("protocol-server-requests", c, transcript)
@@ -348,4 +348,91 @@ fn a_stale_approval_answered_accept_fails() {
         ..healthy("protocol-binding", "stale-request-after-turn")
     };
     check(&run.grade(), Fail, "stale-not-accepted");
+}
+
+/// A session whose thread/start sends `params` (the app-server reporting `reported`) and whose
+/// turn/start adds `turn_extra`; the driver's turn completes and it ends, no request sent.
+fn no_request(params: Value, reported: Value, turn_extra: Value) -> Transcript {
+    let mut turn = json!({"threadId": THREAD, "input": [{"type": "text", "text": "go"}]});
+    for (key, value) in turn_extra.as_object().into_iter().flatten() {
+        turn[key] = value.clone();
+    }
+    Transcript::new()
+        .handshake()
+        .open_thread_with(params, reported)
+        .request(TURN_START_ID, "turn/start", turn)
+        .result(TURN_START_ID, json!({"turn": {"id": TURN}}))
+        .turn_started(THREAD, TURN)
+        .finish()
+}
+
+fn no_request_under(policy: &str, turn_policy: Option<&str>) -> Transcript {
+    let turn_extra = match turn_policy {
+        Some(p) => json!({"approvalPolicy": p}),
+        None => json!({}),
+    };
+    no_request(
+        json!({"cwd": WORKSPACE, "approvalPolicy": policy}),
+        json!({"approvalPolicy": policy}),
+        turn_extra,
+    )
+}
+
+/// The verdict of `case` on `transcript`, for a driver declaring its outcome.
+fn declared(case: &str, transcript: Transcript) -> graders::verdict::Verdict {
+    requests(case, transcript).declaring(outcome()).grade()
+}
+
+/// `not-applicable`, its reason naming `choice`.
+fn not_applicable_for(case: &str, transcript: Transcript, choice: &str) {
+    let verdict = declared(case, transcript);
+    assert_eq!(verdict.verdict, NotApplicable, "{case}: {verdict:?}");
+    assert!(verdict.reason.contains(choice), "{}", verdict.reason);
+}
+
+#[test]
+fn an_approval_never_asked_under_approval_policy_never_is_not_applicable() {
+    for case in [
+        "command-approval",
+        "file-change-approval",
+        "permissions-approval",
+    ] {
+        not_applicable_for(
+            case,
+            no_request_under("never", None),
+            "approvalPolicy `never`",
+        );
+        // Fail closed: another policy in force, or a request no policy keeps back.
+        for (policy, turn_policy) in [("on-request", None), ("never", Some("on-request"))] {
+            let verdict = declared(case, no_request_under(policy, turn_policy));
+            assert_eq!(
+                verdict.verdict, Incomplete,
+                "{case} {policy} {turn_policy:?}"
+            );
+        }
+    }
+    let user_input = declared("user-input", no_request_under("never", None));
+    assert_eq!(user_input.verdict, Incomplete, "{user_input:?}");
+}
+
+/// The app-server reports no sandbox (`dangerFullAccess`); the turn/start adds `turn_extra`.
+fn no_request_unsandboxed(turn_extra: Value) -> Transcript {
+    no_request(
+        json!({"cwd": WORKSPACE, "sandbox": "danger-full-access"}),
+        json!({"sandbox": {"type": "dangerFullAccess"}}),
+        turn_extra,
+    )
+}
+
+#[test]
+fn an_approval_never_asked_without_a_sandbox_is_not_applicable() {
+    for case in ["command-approval", "file-change-approval"] {
+        not_applicable_for(case, no_request_unsandboxed(json!({})), "dangerFullAccess");
+        let sandboxed = no_request_unsandboxed(json!({"sandboxPolicy": {"type": "readOnly"}}));
+        let verdict = declared(case, sandboxed);
+        assert_eq!(verdict.verdict, Incomplete, "{case}: {verdict:?}");
+    }
+    // Codex 0.169 still asks for permissions without a sandbox (measured).
+    let permissions = declared("permissions-approval", no_request_unsandboxed(json!({})));
+    assert_eq!(permissions.verdict, Incomplete, "{permissions:?}");
 }

@@ -272,12 +272,21 @@ impl TurnRun {
         Flow::Continue
     }
 
-    /// `request_permissions`: `item/permissions/requestApproval`; the model is told what was
-    /// granted (nothing for an error or an answer of another shape, as the real Codex does).
+    /// `request_permissions`: `item/permissions/requestApproval`, unless the approval policy is
+    /// `never`; the model is told what was granted (nothing for an error, an answer of another
+    /// shape or `never`, as the real Codex does).
     fn request_permissions(&mut self, call_id: String, args: &PermissionsArgs) -> Flow {
         if !self.plan.request_permissions_tool {
             // Not offered: the model's call is refused as any unknown tool's (measured).
             self.tell(call_id, "unsupported call: request_permissions".into());
+            return Flow::Continue;
+        }
+        if self.plan.approval_policy.as_str() == Some("never") {
+            // Measured with 0.169: no request to the client; the model is told that nothing
+            // was granted.
+            let told =
+                json!({"permissions": {"network": null, "file_system": null}, "scope": "turn"});
+            self.tell(call_id, told.to_string());
             return Flow::Continue;
         }
         let requested = &args.permissions;

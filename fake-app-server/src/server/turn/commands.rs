@@ -7,7 +7,7 @@ use crate::ids;
 use crate::model_log::ModelLogEntry;
 use crate::model_log_writer::{exec_output_text, rejected_output, APPROVAL_NEVER_OUTPUT};
 use crate::protocol::shapes::{self, CommandView};
-use crate::sandbox::policy::ExecPolicy;
+use crate::sandbox::policy::{ExecPolicy, LegacyPolicy, Permissions};
 use crate::sandbox::ExecResult;
 use crate::scenario::model::{write_outcome_told, Review};
 use serde_json::{json, Value};
@@ -36,7 +36,14 @@ impl TurnRun {
         let argv = vec!["/bin/bash".to_string(), "-lc".to_string(), cmd.to_string()];
         let (thread_id, turn_id) = (self.plan.thread_id.clone(), self.plan.turn_id.clone());
         let cwd = self.plan.cwd.display().to_string();
-        if escalate {
+        // Without a sandbox nothing escalates: Codex 0.169 under danger-full-access runs the
+        // command the model asked to escalate at once, asking nobody (measured; a permission
+        // profile without a sandbox was not).
+        let unsandboxed = matches!(
+            self.plan.permissions,
+            Permissions::Legacy(LegacyPolicy::DangerFullAccess)
+        );
+        if escalate && !unsandboxed {
             if self.plan.approval_policy.as_str() == Some("never") {
                 self.tell_exec(call_id, APPROVAL_NEVER_OUTPUT.into());
                 return Flow::Continue;

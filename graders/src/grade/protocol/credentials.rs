@@ -9,8 +9,14 @@
 //!   three `NAME=value` lines; without it the run shows nothing, so `incomplete`;
 //! - `secrets-not-forwarded`: no canary value appears in anything the model's commands printed
 //!   (every `model.tool-output`, every command item's output).
+//!
+//! No listing, where the app-server asked the driver's approval before each `env` the model
+//! called (its command item's id) and the driver refused every one (a decision that grants
+//! nothing, or a JSON-RPC error), is `not-applicable`: no command ran (observed: Codex 0.169
+//! under approvalPolicy `untrusted` asks before `env`), a choice the protocol leaves the driver.
 
-use super::{incomplete, pass, Exchange, ProtocolCase};
+use super::server_requests::grants;
+use super::{incomplete, not_applicable, pass, Exchange, ProtocolCase};
 use crate::events::{Body, Item, Kind, Source};
 use crate::grade::{fail, Terminal};
 use crate::shell::unquoted_words;
@@ -65,8 +71,15 @@ pub(crate) fn canary_line(output: &str, prefix: &str) -> Option<String> {
     Some(format!("{}…", &line[..cut]))
 }
 
+/// The approval requests that ask before a command runs (v2, legacy).
+const COMMAND_APPROVALS: &[&str] = &[
+    "item/commandExecution/requestApproval",
+    "execCommandApproval",
+];
+
 pub(crate) struct SecretsNotForwarded {
     ex: Exchange,
+    /// The model's calls that run `env`, and the command items that do (by item id).
     env_calls: HashSet<String>,
     /// Outputs that list an environment: (seq, call id, when from a model tool output).
     listings: Vec<(u64, Option<String>)>,
@@ -96,6 +109,59 @@ impl SecretsNotForwarded {
     }
 }
 
+impl SecretsNotForwarded {
+    /// `not-applicable` when the model called `env`, the app-server asked the driver's approval
+    /// before each such call, and the driver refused every one: no command ran.
+    fn every_env_refused(&self, terminal: &Terminal) -> Option<Verdict> {
+        if self.env_calls.is_empty() {
+            return None;
+        }
+        let ex = &self.ex;
+        let mut evidence = Vec::new();
+        let mut asked = HashSet::new();
+        for (seq, request) in &ex.server_requests {
+            let Some(item) = request
+                .item_id
+                .as_ref()
+                .filter(|i| self.env_calls.contains(*i))
+            else {
+                continue;
+            };
+            if !COMMAND_APPROVALS.contains(&request.method.as_str()) {
+                continue;
+            }
+            let mut answers = ex.answers_to(request);
+            let (answer_seq, answer) = answers.next()?;
+            let refused =
+                answer.error.is_some() || answer.decision.as_deref().is_some_and(|d| !grants(d));
+            if !refused || answers.next().is_some() {
+                return None;
+            }
+            let how = match (&answer.error, answer.decision.as_deref()) {
+                (Some(_), _) => "a JSON-RPC error".to_string(),
+                (None, decision) => format!("`{}`", decision.unwrap_or("-")),
+            };
+            evidence.push(EvidenceRef::at(
+                *seq,
+                &format!("{} id {} before {item}", request.method, request.id),
+            ));
+            evidence.push(EvidenceRef::at(
+                *answer_seq,
+                &format!("answered with {how}"),
+            ));
+            asked.insert(item.clone());
+        }
+        if asked.len() != self.env_calls.len() {
+            return None;
+        }
+        evidence.push(terminal.evidence());
+        Some(not_applicable(
+            format!("the model's `env` never ran: the app-server asked the driver's approval before each of its {} call(s) (Codex asks before every command not known safe under approvalPolicy `untrusted`) and the driver refused each, a choice the protocol leaves it; with no command run, the case cannot show what the model's commands see", asked.len()),
+            evidence,
+        ))
+    }
+}
+
 impl ProtocolCase for SecretsNotForwarded {
     exchange_in_field_ex!();
 
@@ -117,6 +183,9 @@ impl ProtocolCase for SecretsNotForwarded {
             Body::ItemCompleted(item) => {
                 if let Item::CommandExecution(c) = &item.item {
                     let ran_env = runs_env(&unquoted_words(&c.command));
+                    if ran_env && self.env_calls.len() < MAX_CALLS {
+                        self.env_calls.insert(c.id.clone());
+                    }
                     for text in c.outputs() {
                         self.output(seq, None, text, ran_env);
                     }
@@ -152,6 +221,9 @@ impl ProtocolCase for SecretsNotForwarded {
             None => true,
         });
         let Some((seq, _)) = listing else {
+            if let Some(verdict) = self.every_env_refused(terminal) {
+                return verdict;
+            }
             return incomplete(
                 "the model's `env` command never printed an environment (no output of it in the model log or on the wire), so the run shows nothing about which secrets the model's commands can see".into(),
                 vec![terminal.evidence()],

@@ -581,6 +581,12 @@ pub(crate) fn pass(reason: String, evidence: Vec<EvidenceRef>) -> Verdict {
     Verdict::new(VerdictKind::Pass, reason, evidence)
 }
 
+/// A `not-applicable` verdict: the driver's own legitimate choice, as the run shows it, means
+/// the case's obligation never arose.
+pub(crate) fn not_applicable(reason: String, evidence: Vec<EvidenceRef>) -> Verdict {
+    Verdict::new(VerdictKind::NotApplicable, reason, evidence)
+}
+
 /// An `incomplete` verdict: what the case needed and did not see.
 pub(crate) fn incomplete(reason: String, evidence: Vec<EvidenceRef>) -> Verdict {
     Verdict::new(VerdictKind::Incomplete, reason, evidence)

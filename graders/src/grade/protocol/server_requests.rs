@@ -14,14 +14,20 @@
 //!   driver's own turn completes, the driver then ends on its own; exit 0 with a declared
 //!   outcome).
 //!
+//! An approval or permissions request never sent, where every turn of the driver's own ran
+//! under approvalPolicy `never` (sent, or reported by the app-server), is `not-applicable`:
+//! Codex asks nothing then, so the case cannot arise for that driver; so is an approval never
+//! sent where every such turn ran without a sandbox (`dangerFullAccess`): nothing escalates.
+//!
 //! Safe default: the same `answered` and `answer-shape`, then `escalation-not-granted` (no
 //! answer accepts), `no-write` (the harness's last workspace evidence shows no probe), and the
 //! session goes on — or the driver ends on its own with a non-zero status (a classified
 //! failure, still no write). With no approval request at all, only a reported approval policy
 //! `never` shows the escalation could not be granted.
 
+use super::settings_in_force::{asks_no_approval, runs_unsandboxed};
 use super::went_on::SessionFault;
-use super::{incomplete, pass, Exchange, Needs, ProtocolCase, ANSWER_BOUND_MS};
+use super::{incomplete, not_applicable, pass, Exchange, Needs, ProtocolCase, ANSWER_BOUND_MS};
 use crate::events::{Body, Kind, SchemaVerdict, ServerRequest, ServerRequestAnswered, Source};
 use crate::grade::workspace::{Shown, WorkspaceWatch};
 use crate::grade::{fail, Terminal};
@@ -185,6 +191,34 @@ impl ServerRequestAnswer {
     }
 }
 
+impl ServerRequestAnswer {
+    /// `not-applicable` when the request was never sent because of what the driver chose for
+    /// every turn of its own: approvalPolicy `never` (no approval nor permissions request) or
+    /// no sandbox (no approval: nothing escalates).
+    fn never_arose(&self, terminal: &Terminal) -> Option<Verdict> {
+        let ex = &self.ex;
+        let approval = is_approval(self.method);
+        let asks = approval || self.method == PERMISSIONS_APPROVAL;
+        let (choice, mut evidence) = if let Some((origin, evidence)) =
+            asks.then(|| asks_no_approval(ex)).flatten()
+        {
+            (format!("approvalPolicy `never` (from {origin}), under which Codex asks the client no approval and refuses on its own (AskForApproval)"), evidence)
+        } else if let Some((origin, evidence)) = approval.then(|| runs_unsandboxed(ex)).flatten() {
+            (format!("no sandbox (`dangerFullAccess`, from {origin}), under which nothing escalates: Codex runs the model's command or patch at once (SandboxPolicy)"), evidence)
+        } else {
+            return None;
+        };
+        evidence.push(terminal.evidence());
+        Some(not_applicable(
+            format!(
+                "the app-server never sent `{}`: every turn of the driver's own ran under {choice}, a choice the protocol leaves the driver; the case's obligation never arose",
+                self.method
+            ),
+            evidence,
+        ))
+    }
+}
+
 impl ProtocolCase for ServerRequestAnswer {
     fn needs(&self) -> &[Needs] {
         self.needs
@@ -200,6 +234,9 @@ impl ProtocolCase for ServerRequestAnswer {
             .filter(|(_, r)| r.method == self.method)
             .collect();
         if requests.is_empty() {
+            if let Some(v) = self.never_arose(terminal) {
+                return v;
+            }
             return incomplete(
                 format!(
                     "the app-server never sent `{}` in this run (the run ended {}), so the case shows nothing about how the driver answers it",
@@ -311,8 +348,12 @@ fn is_approval(method: &str) -> bool {
     )
 }
 
+/// The permissions request: granted permissions, not a decision; Codex asks it under the same
+/// approval policies as the approvals.
+const PERMISSIONS_APPROVAL: &str = "item/permissions/requestApproval";
+
 /// Decisions that grant an approval (v2 `accept…`, legacy `approved…`).
-fn grants(decision: &str) -> bool {
+pub(super) fn grants(decision: &str) -> bool {
     decision.starts_with("accept") || decision.starts_with("approved")
 }
 

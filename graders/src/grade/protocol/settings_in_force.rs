@@ -7,6 +7,7 @@
 use super::Exchange;
 use crate::events::{ClientRequest, ClientRequestAnswered, SettingsSent};
 use crate::verdict::EvidenceRef;
+use serde_json::Value;
 
 pub(super) const TURN_START: &str = "turn/start";
 const SETTINGS_UPDATE: &str = "thread/settings/update";
@@ -80,6 +81,59 @@ pub(super) fn settings(r: &ClientRequest) -> &SettingsSent {
     &r.settings
 }
 
+/// An `AskForApproval` by its name: a string value, or the key of an object one
+/// (`{"granular": …}`).
+pub(super) fn policy_name(policy: &Value) -> String {
+    match policy {
+        Value::String(s) => s.clone(),
+        Value::Object(map) => map.keys().next().cloned().unwrap_or_default(),
+        other => other.to_string(),
+    }
+}
+
+/// The approval policy `turn` ran with, when a request or the opener's answer shows it.
+pub(super) fn approval_policy<'a>(turn: &TurnRequests<'a>) -> Option<(String, Origin<'a>)> {
+    turn.setting(
+        |r| settings(r).approval_policy.as_ref().map(policy_name),
+        |a| a.approval_policy.as_ref().map(policy_name),
+    )
+}
+
+/// `never`: Codex asks the client nothing and refuses what would need an approval (observed,
+/// 0.169: no `item/commandExecution/requestApproval`, `item/fileChange/requestApproval` or
+/// `item/permissions/requestApproval`; the model is told the escalation, the patch or the
+/// permissions were refused).
+pub(super) const NEVER: &str = "never";
+
+/// Where `in_force` shows `what` for every turn of the driver's own, the origin of the first's;
+/// `None` without a turn of its own, or when `in_force` does not show it for one.
+fn every_own_turn<'a>(
+    ex: &'a Exchange,
+    what: &str,
+    in_force: impl Fn(&TurnRequests<'a>) -> Option<Origin<'a>>,
+) -> Option<(String, Vec<EvidenceRef>)> {
+    let mut first = None;
+    for turn in &own_turn_requests(ex) {
+        let origin = in_force(turn)?;
+        first.get_or_insert_with(|| {
+            let mut evidence = origin.evidence(what);
+            evidence.push(EvidenceRef::at(turn.seq, TURN_START));
+            (origin.describe(), evidence)
+        });
+    }
+    first
+}
+
+/// Where every turn of the driver's own ran under approvalPolicy `never` (the app-server asked
+/// no approval in the whole run), the origin of the first's.
+pub(super) fn asks_no_approval(ex: &Exchange) -> Option<(String, Vec<EvidenceRef>)> {
+    every_own_turn(ex, "approvalPolicy `never`", |turn| {
+        approval_policy(turn)
+            .filter(|(policy, _)| policy == NEVER)
+            .map(|(_, origin)| origin)
+    })
+}
+
 /// The driver's own turns, each with the requests on its thread before it.
 pub(super) fn own_turn_requests(ex: &Exchange) -> Vec<TurnRequests<'_>> {
     let thread_of = |r: &ClientRequest| -> Option<String> {
@@ -128,4 +182,31 @@ pub(super) fn own_turn_requests(ex: &Exchange) -> Vec<TurnRequests<'_>> {
             })
         })
         .collect()
+}
+
+/// Where every turn of the driver's own ran without a sandbox — a `dangerFullAccess` policy the
+/// turn sent, else the one the thread opener's answer reports — the origin of the first's:
+/// nothing escalates then (observed: Codex 0.169 under danger-full-access runs a command the
+/// model asked to escalate at once, asking nobody). `None` without a turn of its own, or when
+/// one turn's sandbox is another, a permission profile, or not shown.
+pub(super) fn runs_unsandboxed(ex: &Exchange) -> Option<(String, Vec<EvidenceRef>)> {
+    let full_access =
+        |policy: &Value| policy.get("type").and_then(Value::as_str) == Some("dangerFullAccess");
+    every_own_turn(ex, "sandbox `dangerFullAccess`", |turn| {
+        let overridden = turn
+            .chain
+            .iter()
+            .find(|(_, r)| r.sandbox_policy.is_some() || settings(r).permissions.is_some());
+        let (policy, origin) = match overridden {
+            Some((seq, r)) => (r.sandbox_policy.as_ref()?, Origin::Sent(*seq, r)),
+            None => {
+                let (_, _, answered_at, answer) = turn.opener?;
+                (
+                    answer.sandbox.as_ref()?,
+                    Origin::Reported(answered_at, answer),
+                )
+            }
+        };
+        full_access(policy).then_some(origin)
+    })
 }

@@ -24,21 +24,21 @@
 //! Whatever the stream cannot show — no record of the task, a setting nobody reported — is
 //! `incomplete`, never `pass`.
 
-use super::settings_in_force::{own_turn_requests, settings, Origin, TurnRequests, TURN_START};
+use super::settings_in_force::{
+    approval_policy, own_turn_requests, settings, Origin, TurnRequests, NEVER, TURN_START,
+};
 use super::{incomplete, pass, Exchange, ProtocolCase};
 use crate::events::{Body, Kind, Mode, Source, TaskChoices};
 use crate::grade::launch_config::{Judgement, LaunchConfig};
 use crate::grade::legacy_sandbox::{judge_mode, judge_policy};
 use crate::grade::{fail, Terminal};
 use crate::verdict::{EvidenceRef, Verdict};
-use serde_json::Value;
 use std::collections::HashMap;
 use std::path::{Component, Path, PathBuf};
 
 /// The reviewers that are Codex's automatic one (`guardian_subagent`: the legacy name).
 const AUTO_REVIEWERS: &[&str] = &["auto_review", "guardian_subagent"];
 const USER_REVIEWER: &str = "user";
-const NEVER: &str = "never";
 
 /// Which of the task's choices a case checks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -285,10 +285,7 @@ impl TaskBinding {
             };
         for turn in turns {
             let policy = in_force(
-                turn.setting(
-                    |r| settings(r).approval_policy.as_ref().map(policy_name),
-                    |a| a.approval_policy.as_ref().map(policy_name),
-                ),
+                approval_policy(turn),
                 "approvalPolicy",
                 "approval_policy",
                 "on-request",
@@ -380,15 +377,6 @@ impl TaskBinding {
                 turns.len()
             ),
         )
-    }
-}
-
-/// An approval policy as one word: its name, or the key of an object policy (`granular`).
-fn policy_name(policy: &Value) -> String {
-    match policy {
-        Value::String(s) => s.clone(),
-        Value::Object(map) => map.keys().next().cloned().unwrap_or_default(),
-        other => other.to_string(),
     }
 }
 

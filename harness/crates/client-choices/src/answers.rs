@@ -92,13 +92,13 @@ pub fn answer(setting: &Setting, method: &str) -> Answer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Scope, Space};
+    use crate::Space;
 
     /// Every answer any setting gives a request of the release validates against the release's
     /// `*Response.json`.
     #[test]
     fn every_result_a_setting_gives_is_schema_valid() {
-        let space = Space::of("0.169.0", Scope::Schema).unwrap();
+        let space = Space::of("0.169.0").unwrap();
         let release = graders::protocol::release("0.169.0").unwrap();
         for approval in &space.dimensions[6].values {
             for other in ["result", "error"] {

@@ -19,4 +19,4 @@ pub mod setting;
 pub mod space;
 
 pub use setting::{Setting, SettingError, DIMENSIONS};
-pub use space::{Scope, Space, Vocabulary};
+pub use space::{Space, Vocabulary};

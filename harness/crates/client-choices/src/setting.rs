@@ -32,7 +32,27 @@ pub enum SandboxChoice {
     Absent,
     /// The mode's own: `read-only` for planning, `workspace-write` otherwise.
     ByMode,
+    /// `read-only` in every mode.
+    ReadOnly,
+    /// `danger-full-access` outside planning (a planning task still sends `read-only`).
+    FullAccess,
 }
+
+impl SandboxChoice {
+    /// The `SandboxMode` sent for a task of `mode` (`planning`, `standard`, `ask`); `None`: not
+    /// sent.
+    pub fn mode_for(self, mode: &str) -> Option<&'static str> {
+        match (self, mode == "planning") {
+            (Self::Absent, _) => None,
+            (_, true) | (Self::ReadOnly, false) => Some("read-only"),
+            (Self::ByMode, false) => Some("workspace-write"),
+            (Self::FullAccess, false) => Some("danger-full-access"),
+        }
+    }
+}
+
+/// The `SandboxMode`s a setting can send.
+pub const SANDBOX_MODES: &[&str] = &["read-only", "workspace-write", "danger-full-access"];
 
 /// How a server request that is not an approval is answered, where the client has a
 /// schema-valid result to give (`item/tool/requestUserInput`, `item/tool/call`,

@@ -3,7 +3,9 @@
 //! member cost nothing to compute), and deterministic samples from a seed.
 
 use crate::schema::{self, ClientSchema, SchemaError};
-use crate::setting::{Setting, ABSENT, DIMENSIONS, ERROR_ANSWER, QUIET_NOTIFICATIONS};
+use crate::setting::{
+    Setting, ABSENT, DIMENSIONS, ERROR_ANSWER, QUIET_NOTIFICATIONS, SANDBOX_MODES,
+};
 use std::collections::BTreeSet;
 
 /// Decisions that refuse: the request's action does not happen (`decline`, `cancel`, the
@@ -72,6 +74,17 @@ impl Vocabulary {
                 });
             }
         }
+        let sandbox_modes = client.thread_start.string_enum("SandboxMode")?;
+        if let Some(missing) = SANDBOX_MODES
+            .iter()
+            .find(|m| !sandbox_modes.iter().any(|s| s == *m))
+        {
+            return Err(SchemaError::Missing {
+                version: version.into(),
+                file: "ThreadStartParams.json".into(),
+                what: format!("SandboxMode `{missing}` (a setting sends it)"),
+            });
+        }
         let with_objects = |file: &schema::SchemaFile, def: &str| -> Result<_, SchemaError> {
             let mut all = file.string_enum(def)?;
             all.extend(file.object_alternatives(def)?);
@@ -92,7 +105,7 @@ impl Vocabulary {
         Ok(Self {
             version: version.into(),
             approval_policies: client.thread_start.string_enum("AskForApproval")?,
-            sandbox_modes: client.thread_start.string_enum("SandboxMode")?,
+            sandbox_modes,
             collaboration_modes: client.turn_start.string_enum("ModeKind")?,
             command_decisions,
             file_change_decisions,
@@ -128,23 +141,6 @@ impl Vocabulary {
     }
 }
 
-/// Which values a space holds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Scope {
-    /// Every value the schema allows (the explorer's space).
-    Schema,
-    /// The values that keep what the task asks (the legitimate population's space): no
-    /// `approvalPolicy: never` (nothing is ever asked, so no case about answering a request can
-    /// happen) and no `untrusted` (every command not known safe is asked first, and a client
-    /// nobody told to grant refuses it, so the model's commands — what the credentials case
-    /// reads — never run: measured with Codex 0.169). Both change what the task can show, not
-    /// how it is driven.
-    Task,
-}
-
-/// Approval policies that change what the task asks (see [`Scope::Task`]).
-const POLICIES_OUTSIDE_THE_TASK: &[&str] = &["never", "untrusted"];
-
 /// One dimension: its name and its values, as [`Setting`]'s text spells them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Dimension {
@@ -152,7 +148,8 @@ pub struct Dimension {
     pub values: Vec<String>,
 }
 
-/// The settings of a release under a scope.
+/// The settings of a release: every value its schema allows a client, but grants (see
+/// [`crate::setting::ApprovalAnswer`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Space {
     pub vocabulary: Vocabulary,
@@ -164,18 +161,10 @@ fn words(list: &[&str]) -> Vec<String> {
 }
 
 impl Space {
-    pub fn of(version: &str, scope: Scope) -> Result<Self, SchemaError> {
+    pub fn of(version: &str) -> Result<Self, SchemaError> {
         let vocabulary = Vocabulary::of(version)?;
         let policies = std::iter::once(ABSENT.to_string())
-            .chain(
-                vocabulary
-                    .approval_policies
-                    .iter()
-                    .filter(|p| {
-                        scope == Scope::Schema || !POLICIES_OUTSIDE_THE_TASK.contains(&p.as_str())
-                    })
-                    .cloned(),
-            )
+            .chain(vocabulary.approval_policies.iter().cloned())
             .collect();
         let values: Vec<Vec<String>> = vec![
             words(&["off", "on"]),
@@ -183,7 +172,7 @@ impl Space {
             words(&[ABSENT, "present"]),
             words(&[ABSENT, "false", "true"]),
             policies,
-            words(&["absent", "by-mode"]),
+            words(&["absent", "by-mode", "read-only", "full-access"]),
             vocabulary.approval_answers.clone(),
             words(&["result", "error"]),
             words(&["close-stdin", "sigterm", "sigint"]),
@@ -299,9 +288,12 @@ mod tests {
 
     #[test]
     fn every_index_of_the_cross_product_is_a_distinct_setting_that_round_trips_as_text() {
-        let space = Space::of("0.169.0", Scope::Task).unwrap();
+        let space = Space::of("0.169.0").unwrap();
         assert!(space.len() > 10_000, "{}", space.len());
-        assert_eq!(space.dimensions[4].values, ["absent", "on-request"]);
+        assert_eq!(
+            space.dimensions[4].values,
+            ["absent", "untrusted", "on-request", "never"]
+        );
         let mut seen = BTreeSet::new();
         for index in (0..space.len()).step_by(97) {
             let setting = space.nth(index).unwrap();
@@ -311,12 +303,11 @@ mod tests {
             assert!(seen.insert(text));
         }
         assert_eq!(space.nth(space.len()), None);
-        assert!(Space::of("0.169.0", Scope::Schema).unwrap().len() > space.len());
     }
 
     #[test]
     fn a_seed_gives_the_same_distinct_settings_and_another_seed_others() {
-        let space = Space::of("0.169.0", Scope::Task).unwrap();
+        let space = Space::of("0.169.0").unwrap();
         let first = space.sample(7, 50);
         assert_eq!(first, space.sample(7, 50));
         assert_ne!(first, space.sample(8, 50));
@@ -326,11 +317,7 @@ mod tests {
 
     #[test]
     fn a_setting_text_names_what_is_wrong_with_it() {
-        let good = Space::of("0.169.0", Scope::Task)
-            .unwrap()
-            .nth(0)
-            .unwrap()
-            .to_string();
+        let good = Space::of("0.169.0").unwrap().nth(0).unwrap().to_string();
         let err = good
             .replace("stop=close-stdin", "stop=kill")
             .parse::<Setting>();

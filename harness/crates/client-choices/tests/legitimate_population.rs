@@ -16,7 +16,7 @@
 //! This binary is also the fake app-server and the wire tap of its cells (their hidden
 //! subcommands), as the suites' `cells` binary is.
 
-use client_choices::{Scope, Setting, Space};
+use client_choices::{Setting, Space};
 use libtest_mimic::{Arguments, Failed, Trial};
 use matrix::context::CellContext;
 use report::outcome::CellOutcome;
@@ -187,7 +187,7 @@ fn population(setup: &Setup, app_server: &str, count: usize) -> Result<(), Faile
     if cells.is_empty() {
         return Err(format!("no protocol cell of `{DRIVER}-{app_server}` in local").into());
     }
-    let space = Space::of(VERSION, Scope::Task).map_err(|e| e.to_string())?;
+    let space = Space::of(VERSION).map_err(|e| e.to_string())?;
     let settings = settings(&space, seed, count)?;
     let mut rng = fastrand::Rng::with_seed(seed ^ 0x5eed);
     let mut pairs: Vec<(Setting, Cell)> = settings
@@ -276,6 +276,7 @@ fn run_pairs(ctx: Arc<CellContext>, pairs: Vec<(Setting, Cell)>) -> Result<Vec<S
                 drop(permit);
                 let verdict = match &result.outcome {
                     CellOutcome::Graded { verdict, .. } => verdict.verdict.to_string(),
+                    CellOutcome::NotApplicable { .. } => "not-applicable".into(),
                     other => format!("{other:?}").chars().take(40).collect(),
                 };
                 let red = match &result.outcome {

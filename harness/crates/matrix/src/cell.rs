@@ -1,14 +1,14 @@
 //! Running one cell: not applicable (recorded, never run), a missing prerequisite (ignored, an
 //! error under `CI=true`), or its attempts — one pipeline of the stages in [`crate::stages`]
 //! each, retried only for the real Codex's helper pipe race ([`crate::retry`]) — judged against
-//! the baseline, and the verdict file written, bound to the run and the evidence
-//! (`report::binding`).
+//! the baseline (a `not-applicable` verdict: reported not applicable), and the verdict file
+//! written, bound to the run and the evidence (`report::binding`).
 
 use crate::context::CellContext;
 use crate::guard::CellGuard;
 use crate::{prereq, retry, stages};
 use anyhow::{Context, Result};
-use graders::verdict::Verdict;
+use graders::verdict::{Verdict, VerdictKind};
 use report::layout::CellEvidence;
 use report::outcome::{CellOutcome, CellResult};
 use report::verdict_file::VerdictFile;
@@ -92,6 +92,13 @@ async fn run_applicable(ctx: &CellContext, cell: &Cell, evidence: &CellEvidence)
         },
         Some(reason) => CellOutcome::Ignored { reason },
         None => match retry::run_cell_attempts(cell, &evidence.root, || attempt(ctx, cell)).await {
+            // The run showed the driver's own legitimate choice keeps the case from arising:
+            // reported as a cell it cannot express, with the grader's reason; its evidence kept.
+            Ok(verdict) if verdict.verdict == VerdictKind::NotApplicable => {
+                CellOutcome::NotApplicable {
+                    reason: verdict.reason,
+                }
+            }
             Ok(verdict) => CellOutcome::Graded {
                 agreement: cell.expected.judge_verdict(&verdict),
                 verdict,

@@ -17,8 +17,9 @@ pub enum CellOutcome {
     },
     /// The cell cannot run on this machine (a missing prerequisite, outside CI).
     Ignored { reason: String },
-    /// The cell's driver cannot express its case (`suites::Cell::not_applicable`): never run,
-    /// never a pass, and not a failure — the reports show it with the reason.
+    /// The cell's driver cannot express its case (`suites::Cell::not_applicable`: never run), or
+    /// its run showed a choice the protocol leaves the driver kept the case from arising (graded
+    /// `not-applicable`): never a pass, and not a failure — the reports show it with the reason.
     NotApplicable { reason: String },
     /// The harness could not produce a gradable run: an environment probe that disagrees with
     /// its spec, a missing prerequisite under `CI=true`, a driver that could not be started.

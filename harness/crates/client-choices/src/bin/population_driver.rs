@@ -7,7 +7,7 @@
 
 use client_choices::answers::answer;
 use client_choices::setting::QUIET_NOTIFICATIONS;
-use client_choices::setting::{AnswerOrder, OptOut, RequestIds, SandboxChoice, StderrChoice, Stop};
+use client_choices::setting::{AnswerOrder, OptOut, RequestIds, StderrChoice, Stop};
 use client_choices::Setting;
 use serde_json::{json, Value};
 use std::collections::{HashMap, VecDeque};
@@ -342,12 +342,7 @@ fn run_turn(session: &mut Session, args: &Args) -> Result<String, String> {
     if let Some(policy) = &setting.approval_policy {
         start["approvalPolicy"] = json!(policy);
     }
-    if setting.sandbox == SandboxChoice::ByMode {
-        let mode = if args.mode == "planning" {
-            "read-only"
-        } else {
-            "workspace-write"
-        };
+    if let Some(mode) = setting.sandbox.mode_for(&args.mode) {
         start["sandbox"] = json!(mode);
     }
     let thread = session.request("thread/start", start)?;
