@@ -433,10 +433,7 @@ fn resume(
 
 /// The thread to resume, taken out of the state (or loaded from its rollout), and whether the
 /// process held it already; a thread without a rollout stays and is refused.
-fn take_resumable(
-    shared: &Arc<Shared>,
-    thread_id: &str,
-) -> Result<(ThreadState, bool), RpcError> {
+fn take_resumable(shared: &Arc<Shared>, thread_id: &str) -> Result<(ThreadState, bool), RpcError> {
     let no_rollout = || RpcError::invalid(format!("no rollout found for thread id {thread_id}"));
     let thread = {
         let mut state = shared.state();
