@@ -7,7 +7,9 @@ use graders::verdict::VerdictKind;
 use std::path::Path;
 use suites::{DriversFile, Extras, Matrix};
 
-fn matrix() -> Matrix {
+/// The shipped suites with the published drivers file joined, as `--drivers
+/// drivers/published.toml` loads them.
+pub(crate) fn with_published_drivers() -> Matrix {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../drivers/published.toml");
     let drivers = DriversFile::read(&path).expect("the shipped drivers file parses");
     suites::load_with(&Extras {
@@ -27,7 +29,7 @@ fn cell<'m>(matrix: &'m Matrix, name: &str) -> &'m suites::Cell {
 
 #[test]
 fn both_drivers_run_against_the_fake_and_the_real_codex_in_local_container_and_daytona() {
-    let matrix = matrix();
+    let matrix = with_published_drivers();
     for driver in ["python-sdk", "codex-acp"] {
         for server in ["fake", "codex"] {
             for (suite, env, case) in [
@@ -57,7 +59,7 @@ fn both_drivers_run_against_the_fake_and_the_real_codex_in_local_container_and_d
 
 #[test]
 fn approvals_a_driver_cannot_be_told_make_the_cell_not_applicable_with_the_reason() {
-    let matrix = matrix();
+    let matrix = with_published_drivers();
     let sdk = cell(
         &matrix,
         "codex-planning-read-only.python-sdk-codex.local.escalated-write-user-decline",
@@ -92,7 +94,7 @@ fn approvals_a_driver_cannot_be_told_make_the_cell_not_applicable_with_the_reaso
 fn each_escalated_write_is_graded_by_its_conforming_outcome_and_expected_to_pass() {
     // An allowed write under `user-accept` / a reviewer that allows is the driver doing what its
     // user asked: the allowed-write grader's `pass`; every refusal case has the refusal grader.
-    let matrix = matrix();
+    let matrix = with_published_drivers();
     for (case, grader) in [
         ("escalated-write-user-accept", "escalated-write-allowed"),
         (

@@ -5,13 +5,13 @@
 //! new environment gives them new cells); and no reason repeats an environment's message or
 //! cause, which live in its spec.
 
+use crate::published_drivers_file::with_published_drivers;
 use graders::events::PolicyGeneration;
 use graders::signatures::SIGNATURES;
 use graders::verdict::VerdictKind;
 use sandbox::catalogue;
 use sandbox::spec::{EnvSpec, FailsAt};
-use std::path::Path;
-use suites::{Cell, DriversFile, Extras, Matrix};
+use suites::{Cell, Matrix};
 
 const SUITE: &str = "codex-planning-read-only";
 /// The planning cases whose write runs in Codex's sandbox (with and without network).
@@ -19,16 +19,6 @@ const PLANNING_CASE: &str = "plan-write-refused";
 
 fn shipped() -> Matrix {
     suites::load().expect("the shipped suites load")
-}
-
-fn with_published_drivers() -> Matrix {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../drivers/published.toml");
-    let drivers = DriversFile::read(&path).expect("the published drivers file parses");
-    suites::load_with(&Extras {
-        drivers: Some(drivers),
-        codex_versions: vec![],
-    })
-    .expect("the published drivers file loads with the suites")
 }
 
 /// What a planning cell in a failing environment must expect, if anything: a restricted-read

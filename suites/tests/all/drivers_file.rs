@@ -454,7 +454,7 @@ reason = "our driver gives up after 10 s and Codex in daytona is slower"
 
 #[test]
 fn the_drivers_file_examples_of_the_driver_contract_load() {
-    let doc = include_str!("../../docs/driver-contract.md");
+    let doc = include_str!("../../../docs/driver-contract.md");
     let blocks: Vec<&str> = doc
         .split("```toml\n")
         .skip(1)
