@@ -87,6 +87,10 @@ struct ThreadListParams {
     limit: Option<usize>,
     #[serde(default)]
     cursor: Option<String>,
+    #[serde(default)]
+    include_attached_threads: Option<bool>,
+    #[serde(default)]
+    search_term: Option<String>,
 }
 
 /// `thread/list`: the threads that have a rollout (archived ones with `archived: true`), newest
@@ -95,6 +99,15 @@ pub fn thread_list(shared: &Arc<Shared>, params: Option<&Value>) -> Reply {
     let run = || -> Result<Value, RpcError> {
         let params: ThreadListParams = parse_params(params)?;
         require_initialized(shared)?;
+        // Attached threads are listed only by a search (measured with `harness explore`,
+        // 0.169: `includeAttachedThreads: true` without a `searchTerm` is refused).
+        if params.include_attached_threads == Some(true)
+            && params.search_term.as_deref().is_none_or(str::is_empty)
+        {
+            return Err(RpcError::invalid(
+                "includeAttachedThreads requires a non-empty searchTerm",
+            ));
+        }
         let archived = params.archived.unwrap_or(false);
         let cwds: Option<Vec<String>> = match &params.cwd {
             None | Some(Value::Null) => None,

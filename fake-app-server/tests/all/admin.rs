@@ -61,6 +61,23 @@ fn listing_and_paging_threads() {
     assert_eq!(result["nextCursor"], Value::Null);
     let other_cwd = client.request("thread/list", json!({"cwd": "/nowhere"}));
     assert_eq!(other_cwd["result"]["data"], json!([]));
+    // Attached threads only with a search (Codex 0.169, found by `harness explore`).
+    for unsearched in [
+        json!({"includeAttachedThreads": true}),
+        json!({"includeAttachedThreads": true, "searchTerm": ""}),
+    ] {
+        let refused = client.request("thread/list", unsearched);
+        assert_eq!(
+            refused["error"],
+            json!({"code": -32600, "message": "includeAttachedThreads requires a non-empty searchTerm"}),
+            "{refused}"
+        );
+    }
+    let searched = client.request(
+        "thread/list",
+        json!({"includeAttachedThreads": true, "searchTerm": "hello"}),
+    );
+    assert!(searched["result"]["data"].is_array(), "{searched}");
 
     let turns = client.request("thread/turns/list", json!({"threadId": ran}));
     let turn = &turns["result"]["data"][0];
