@@ -258,6 +258,16 @@ fn finish(
     let failures = run.finished.iter().filter(|r| r.is_failure()).count();
     if failures > 0 {
         eprintln!("{failures} cells differ from their expectation");
+        // Named last, where a CI log's tail (all a reader of a truncated log sees) still shows
+        // which cells and why.
+        for result in run.finished.iter().filter(|r| r.is_failure()) {
+            eprintln!(
+                "  {}: {} (evidence: {})",
+                result.cell,
+                result.describe(),
+                result.evidence_dir.display()
+            );
+        }
     }
     Ok(if run.panic.is_some() {
         ExitCode::from(101)
