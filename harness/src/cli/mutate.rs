@@ -11,6 +11,7 @@
 
 mod pool;
 
+use crate::dispatch::CancelReason;
 use crate::mutate::expect::Expectations;
 use crate::mutate::{
     self, predict, CellMutant, DriverMutants, ExpectationsChecked, FidelityChecked, Mutant,
@@ -419,13 +420,17 @@ fn reference_run(
     let mut ctx = base.clone();
     ctx.out_root = out.join(name);
     eprintln!("{name}: {} cells", cells.len());
-    let (run, wall) = crate::shutdown::run_cells(cells, &ctx, jobs, |_, _| {})?;
+    matrix::prereq::check_named(&ctx, cells)?;
+    let batch = matrix::scheduler::Batch::of_cells(&ctx, cells, jobs);
+    let ran = crate::dispatch::Run::new(batch, jobs)
+        .execute(&mut super::run::Printer { progress: false })?
+        .settle();
+    let (run, wall) = (ran.run, ran.wall);
     runs_ms.insert(name.to_string(), wall.as_millis() as u64);
-    if let Some(message) = &run.panic {
-        anyhow::bail!("{name}: a cell panicked: {message}");
-    }
-    if let Some(signal) = crate::shutdown::stopped_by() {
-        return Ok(Err(signal));
+    match ran.cause {
+        Some(CancelReason::Panic(message)) => anyhow::bail!("{name}: a cell panicked: {message}"),
+        Some(CancelReason::Signal(signal)) => return Ok(Err(signal)),
+        None => {}
     }
     report::write_all(&ctx.out_root, &run.finished, wall)?;
     eprintln!(
