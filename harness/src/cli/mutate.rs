@@ -422,9 +422,10 @@ fn reference_run(
     eprintln!("{name}: {} cells", cells.len());
     matrix::prereq::check_named(&ctx, cells)?;
     let batch = matrix::scheduler::Batch::of_cells(&ctx, cells, jobs);
+    let mut printer = super::run::Printer { progress: false };
     let ran = crate::dispatch::Run::new(batch, jobs)
-        .execute(&mut super::run::Printer { progress: false })?
-        .settle();
+        .execute(&mut printer)?
+        .settle(&mut printer);
     let (run, wall) = (ran.run, ran.wall);
     runs_ms.insert(name.to_string(), wall.as_millis() as u64);
     match ran.cause {

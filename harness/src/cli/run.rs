@@ -111,14 +111,15 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
     );
     let run = Run::new(Batch::of_cells(&ctx, &cells, jobs), jobs).reporting_to(&ctx.out_root)?;
     matrix::prereq::check_named(&ctx, &cells)?;
-    let executed = run.execute(&mut Printer { progress: true })?;
-    Ok(print_the_end(executed))
+    let mut printer = Printer { progress: true };
+    let executed = run.execute(&mut printer)?;
+    Ok(print_the_end(executed, &mut printer))
 }
 
 /// Print the Markdown matrix and where the reports are, then settle the run and say how it
 /// ended: a stopped run's note, and last the cells that differ, each with why and where its
 /// evidence is. The exit code.
-fn print_the_end(executed: Executed) -> ExitCode {
+fn print_the_end(executed: Executed, printer: &mut Printer) -> ExitCode {
     if let Some(reports) = &executed.reports {
         println!("{}", reports.markdown);
         if let Err(why) = &reports.job_summary {
@@ -130,7 +131,7 @@ fn print_the_end(executed: Executed) -> ExitCode {
         eprintln!("  junit:    {}", reports.paths.junit.display());
         eprintln!("  json:     {}", reports.paths.json.display());
     }
-    let settled = executed.settle();
+    let settled = executed.settle(printer);
     if let Some(note) = settled.stop_note() {
         eprintln!("{note}");
     }

@@ -68,6 +68,7 @@ pub struct Executed {
     /// Written when the run was asked to ([`Run::reporting_to`]).
     pub reports: Option<WrittenReports>,
     registration: signals::Registration,
+    stopping: Announcement,
     out_lock: Option<OutLock>,
 }
 
@@ -127,7 +128,7 @@ impl Run {
                 loop {
                     tokio::select! {
                         _ = stop.signalled.cancelled(), if !stopping.made => {
-                            stopping.make(stop, observer);
+                            stopping.make(stop.signal(), observer);
                         }
                         received = received.recv() => match received {
                             Some((_, event)) => {
@@ -145,7 +146,7 @@ impl Run {
             tokio::join!(executing, observing).0
         });
         // A signal between the executor's end and here is still this run's.
-        stopping.make(stop, observer);
+        stopping.make(stop.signal(), observer);
         let wall = started.elapsed();
         drop(runtime);
         sandbox::teardown::tear_down_everything();
@@ -163,6 +164,7 @@ impl Run {
             wall,
             reports,
             registration,
+            stopping,
             out_lock,
         })
     }
@@ -175,8 +177,8 @@ struct Announcement {
 }
 
 impl Announcement {
-    fn make(&mut self, stop: &signals::Stop, observer: &mut dyn Observer) {
-        if let Some(signal) = stop.signal().filter(|_| !self.made) {
+    fn make(&mut self, signal: Option<i32>, observer: &mut dyn Observer) {
+        if let Some(signal) = signal.filter(|_| !self.made) {
             self.made = true;
             observer.observe(RunEvent::Stopping(CancelReason::Signal(signal)));
         }
@@ -184,10 +186,12 @@ impl Announcement {
 }
 
 impl Executed {
-    /// Settle the run's outcome: the signal that stopped it, if one did, is final, and from
-    /// now on a signal exits at once.
-    pub fn settle(self) -> Settled {
+    /// Settle the run's outcome: the signal that stopped it, if one did, is final (and told
+    /// `observer`, if it came after the executor's end), and from now on a signal exits at
+    /// once.
+    pub fn settle(mut self, observer: &mut dyn Observer) -> Settled {
         let signal = self.registration.stop().settle();
+        self.stopping.make(signal, observer);
         drop(self.registration);
         Settled {
             cause: CancelReason::of(&self.run, signal),
@@ -288,7 +292,8 @@ mod tests {
             markdown.starts_with("**stopped by SIGTERM**: 0 cells finished"),
             "{markdown}"
         );
-        let settled = executed.settle();
+        let settled = executed.settle(&mut observer);
+        assert_eq!(observer.0, ["stopping: SIGTERM"], "said once");
         assert_eq!(settled.cause, Some(CancelReason::Signal(SIGTERM)));
         assert_eq!(settled.exit_code(), ExitCode::from(143));
 
@@ -297,9 +302,21 @@ mod tests {
             .execute(&mut observer)
             .unwrap();
         assert!(executed.reports.is_none(), "not asked to report");
-        let settled = executed.settle();
+        let settled = executed.settle(&mut observer);
         assert!(observer.0.is_empty(), "{:?}", observer.0);
         assert_eq!(settled.cause, None);
         assert_eq!(settled.exit_code(), ExitCode::SUCCESS);
+
+        // A signal after the executor's end, before the outcome is settled (while the reports
+        // are printed), still stops the run, and is said when it settles.
+        let mut observer = Collected::default();
+        let executed = Run::new(nothing(), Concurrency::Cells(1))
+            .execute(&mut observer)
+            .unwrap();
+        assert!(executed.registration.stop().stops_the_run(SIGTERM));
+        assert!(observer.0.is_empty(), "{:?}", observer.0);
+        let settled = executed.settle(&mut observer);
+        assert_eq!(observer.0, ["stopping: SIGTERM"]);
+        assert_eq!(settled.exit_code(), ExitCode::from(143));
     }
 }

@@ -122,9 +122,10 @@ impl Mutants<'_> {
                 skip,
                 finished,
             };
+            let mut printer = crate::cli::run::Printer { progress: false };
             let ran = crate::dispatch::Run::new(batch, jobs)
-                .execute(&mut crate::cli::run::Printer { progress: false })?
-                .settle();
+                .execute(&mut printer)?
+                .settle(&mut printer);
             let (run, took) = (ran.run, ran.wall);
             wall += took;
             match ran.cause {
