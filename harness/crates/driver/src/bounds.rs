@@ -83,7 +83,8 @@ pub const RPC_STDERR_TAIL: Duration = Duration::from_millis(200);
 pub const DRIVER_OVERALL_MARGIN: Duration = Duration::from_secs(10);
 /// Added to the idle bound before the driver's first wire byte: an interpreter's start-up is no
 /// wait of the task (the published Python SDK takes 6 s to import on a loaded 2-core runner, so
-/// its cells were killed before they began); the overall bound still holds.
+/// its cells were killed before they began); past it, a silent driver whose process tree still
+/// uses CPU is still starting (`matrix::stages::process`); the overall bound still holds.
 pub const DRIVER_START_ALLOWANCE: Duration = Duration::from_secs(20);
 /// What the idle bound allows past a driver's own wait and its shutdown: a loaded machine's
 /// scheduling and an interpreter's exit.
