@@ -387,5 +387,31 @@ mod tests {
                 cell.id
             )
         );
+
+        // Failed, then not: flaky, with what the first attempt ended with; and listed at the end.
+        let flaky = CellResult {
+            outcome: CellOutcome::Ignored {
+                reason: "no runc".into(),
+            },
+            evidence_dir: "out/cell".into(),
+            earlier_attempts: vec![report::outcome::EarlierAttempt::of(1, &result)],
+            ..result
+        };
+        assert_eq!(
+            progress_line(&progress, &flaky),
+            format!(
+                "[  3/12] flaky {} — attempt 1: error: no driver; then ignored: no runc (1234 ms) | running 2, failed 1",
+                cell.id
+            )
+        );
+        assert_eq!(
+            flaky_lines([&flaky].into_iter()),
+            [
+                "1 cells were flaky (failed, then as expected when run again):".to_string(),
+                format!("  {}: then ignored: no runc (evidence: out/cell)", cell.id),
+                "    attempt 1: error: no driver (evidence: out/cell/attempt-1)".to_string(),
+            ]
+        );
+        assert!(flaky_lines(std::iter::empty()).is_empty());
     }
 }
