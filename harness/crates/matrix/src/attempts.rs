@@ -19,16 +19,21 @@ use suites::Cell;
 
 /// Run `cell`, and again while it fails, `retries` more times at most; the last attempt's
 /// result, carrying the earlier ones. A stop drops this future like any cell's: the attempt
-/// that runs is torn down, the earlier ones' folders stay where they were set aside.
+/// that runs is torn down, and the earlier ones' folders still go into the cell's
+/// ([`SetAside`]).
 pub(crate) async fn run_cell_retried(ctx: &CellContext, cell: &Cell, retries: usize) -> CellResult {
     let mut result = run_cell(ctx, cell).await;
     let evidence = ctx.evidence(cell);
     let mut earlier = Vec::new();
-    let mut set_aside = Vec::new();
+    let mut set_aside = SetAside {
+        root: evidence.root.clone(),
+        waiting: Vec::new(),
+    };
     while result.is_failure() && earlier.len() < retries {
         let attempt = earlier.len() + 1;
         match set_aside_attempt(&evidence.root, attempt) {
-            Ok(kept) => set_aside.push(kept),
+            Ok(Some(waiting)) => set_aside.waiting.push((waiting, attempt)),
+            Ok(None) => {}
             // Never a pass the attempt did not earn: the cell is an error, saying why.
             Err(e) => return with_error(result, earlier, &format!("{e:#}")),
         }
@@ -38,11 +43,49 @@ pub(crate) async fn run_cell_retried(ctx: &CellContext, cell: &Cell, retries: us
     if earlier.is_empty() {
         return result;
     }
-    if let Err(e) = keep_attempts(&evidence, &set_aside, &earlier) {
+    if let Err(e) = keep_attempts(&evidence, &mut set_aside, &earlier) {
         return with_error(result, earlier, &format!("{e:#}"));
     }
     result.earlier_attempts = earlier;
     result
+}
+
+/// The folders of earlier attempts waiting beside the cell's while a later attempt runs, each
+/// with its attempt's number: moved into the cell's folder however the cell ends — a stop
+/// drops the attempt running, and with it this — so none is left under a name no report reads.
+struct SetAside {
+    root: PathBuf,
+    waiting: Vec<(PathBuf, usize)>,
+}
+
+impl SetAside {
+    /// Move each waiting folder into the cell's, as `attempt-N/`.
+    fn keep(&mut self) -> Result<()> {
+        if self.waiting.is_empty() {
+            return Ok(());
+        }
+        std::fs::create_dir_all(&self.root)
+            .with_context(|| format!("creating {}", self.root.display()))?;
+        for (waiting, attempt) in std::mem::take(&mut self.waiting) {
+            let kept = self.root.join(layout::attempt_dir(attempt));
+            std::fs::rename(&waiting, &kept).with_context(|| {
+                format!(
+                    "keeping attempt {attempt}'s evidence: moving {} to {}",
+                    waiting.display(),
+                    kept.display()
+                )
+            })?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for SetAside {
+    fn drop(&mut self) {
+        if let Err(e) = self.keep() {
+            tracing::warn!(target: "notice", "harness: {e:#}");
+        }
+    }
 }
 
 /// Where the `attempt`-th attempt's folder waits while the next attempt runs: beside the cell's,
@@ -86,23 +129,10 @@ fn set_aside_attempt(root: &Path, attempt: usize) -> Result<Option<PathBuf>> {
 /// verdict.json (which stays bound: it binds the graded files, none of which moved).
 fn keep_attempts(
     evidence: &CellEvidence,
-    set_aside: &[Option<PathBuf>],
+    set_aside: &mut SetAside,
     earlier: &[EarlierAttempt],
 ) -> Result<()> {
-    std::fs::create_dir_all(&evidence.root)
-        .with_context(|| format!("creating {}", evidence.root.display()))?;
-    for (waiting, attempt) in set_aside.iter().zip(earlier) {
-        let Some(waiting) = waiting else { continue };
-        let kept = evidence.root.join(&attempt.evidence);
-        std::fs::rename(waiting, &kept).with_context(|| {
-            format!(
-                "keeping attempt {}'s evidence: moving {} to {}",
-                attempt.attempt,
-                waiting.display(),
-                kept.display()
-            )
-        })?;
-    }
+    set_aside.keep()?;
     // A last attempt that left no verdict.json is an error already, and says why.
     if let Some(mut file) = VerdictFile::read(evidence)? {
         file.earlier_attempts = earlier.to_vec();
@@ -146,5 +176,13 @@ mod tests {
             None,
             "an attempt that left no folder"
         );
+
+        // A stop drops the attempt running: the waiting folder still goes into the cell's.
+        std::fs::create_dir_all(root.join("driver")).unwrap();
+        drop(SetAside {
+            root: root.clone(),
+            waiting: vec![(waiting.clone(), 1)],
+        });
+        assert!(root.join("attempt-1/verdict.json").is_file() && !waiting.exists());
     }
 }
