@@ -507,6 +507,7 @@ pub(crate) mod tests {
             },
             duration: std::time::Duration::ZERO,
             evidence_dir: std::path::PathBuf::new(),
+            earlier_attempts: Vec::new(),
             profile: None,
         };
         let failed = graded(

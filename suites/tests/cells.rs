@@ -157,6 +157,7 @@ fn run_once(cell: &Cell, ctx: &CellContext) -> CellResult {
             },
             duration: Duration::ZERO,
             evidence_dir: ctx.evidence(cell).root,
+            earlier_attempts: Vec::new(),
         },
     }
 }

@@ -165,6 +165,7 @@ impl Selection {
             app_server: args.app_server.clone(),
             out: None,
             list: false,
+            retries: 0,
         };
         let mut cells = super::run::select(&matrix, &selection)?;
         let runner_pairs = if args.fidelity {

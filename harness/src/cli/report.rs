@@ -87,6 +87,12 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
     eprintln!("  markdown: {}", paths.markdown.display());
     eprintln!("  junit:    {}", paths.junit.display());
     eprintln!("  json:     {}", paths.json.display());
+    if loaded.summary.totals.flaky > 0 {
+        eprintln!(
+            "{} cells were flaky (failed, then as expected when run again; see matrix.md)",
+            loaded.summary.totals.flaky
+        );
+    }
     Ok(if loaded.summary.totals.failures() == 0 {
         ExitCode::SUCCESS
     } else {

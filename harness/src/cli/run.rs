@@ -58,6 +58,12 @@ pub struct Args {
     /// Evidence and reports go here (default: `$HARNESS_OUT_DIR`, else `target/conformance`).
     #[arg(long, value_parser = super::absolute_path)]
     pub out: Option<PathBuf>,
+    /// Run a cell whose result fails (it differs from its expectation, or errs) again from
+    /// scratch, up to this many more times. One that then agrees is reported flaky: no failure
+    /// of the run, but named in every report; its earlier attempts' evidence is kept in
+    /// `<cell>/attempt-N/`.
+    #[arg(long, env = "HARNESS_RETRIES", default_value_t = 0, value_name = "N")]
+    pub retries: usize,
     /// List the selected cells, each with its status (runs, not applicable, ignored, error)
     /// and what is expected of it, and exit.
     #[arg(long)]
@@ -109,7 +115,11 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
         jobs.describe(),
         ctx.out_root.display()
     );
-    let run = Run::new(Batch::of_cells(&ctx, &cells, jobs), jobs).reporting_to(&ctx.out_root)?;
+    let batch = Batch {
+        retries: args.retries,
+        ..Batch::of_cells(&ctx, &cells, jobs)
+    };
+    let run = Run::new(batch, jobs).reporting_to(&ctx.out_root)?;
     matrix::prereq::check_named(&ctx, &cells)?;
     let mut printer = Printer { progress: true };
     let executed = run.execute(&mut printer)?;
@@ -135,6 +145,9 @@ fn print_the_end(executed: Executed, printer: &mut Printer) -> ExitCode {
     if let Some(note) = settled.stop_note() {
         eprintln!("{note}");
     }
+    for line in flaky_lines(settled.flaky()) {
+        eprintln!("{line}");
+    }
     let failures: Vec<&CellResult> = settled.failures().collect();
     if !failures.is_empty() {
         eprintln!("{} cells differ from their expectation", failures.len());
@@ -147,9 +160,37 @@ fn print_the_end(executed: Executed, printer: &mut Printer) -> ExitCode {
                 result.describe(),
                 result.evidence_dir.display()
             );
+            for earlier in &result.earlier_attempts {
+                eprintln!("    {}", earlier.line(&result.evidence_dir));
+            }
         }
     }
     settled.exit_code()
+}
+
+/// The flaky cells, each with what its earlier attempts ended with and where their evidence
+/// is: no failure of the run, but never a silent pass.
+fn flaky_lines<'a>(flaky: impl Iterator<Item = &'a CellResult>) -> Vec<String> {
+    let flaky: Vec<&CellResult> = flaky.collect();
+    if flaky.is_empty() {
+        return Vec::new();
+    }
+    let mut lines = vec![format!(
+        "{} cells were flaky (failed, then as expected when run again):",
+        flaky.len()
+    )];
+    for result in flaky {
+        lines.push(format!(
+            "  {}: then {} (evidence: {})",
+            result.cell,
+            result.describe(),
+            result.evidence_dir.display()
+        ));
+        for earlier in &result.earlier_attempts {
+            lines.push(format!("    {}", earlier.line(&result.evidence_dir)));
+        }
+    }
+    lines
 }
 
 /// What `harness run` and `harness mutate` print while a run runs: the stop, and with
@@ -274,6 +315,20 @@ fn list(cells: &[suites::Cell], ctx: &CellContext) {
 
 /// One line per finished cell, with the running counts (plain lines: CI logs are not terminals).
 fn progress_line(progress: &Progress, result: &CellResult) -> String {
+    if let (true, Some(first)) = (result.is_flaky(), result.earlier_attempts.first()) {
+        return format!(
+            "[{:>3}/{}] flaky {} — attempt {}: {}; then {} ({} ms) | running {}, failed {}",
+            progress.done,
+            progress.total,
+            result.cell,
+            first.attempt,
+            first.describe,
+            result.describe(),
+            result.duration.as_millis(),
+            progress.running,
+            progress.failed
+        );
+    }
     let mark = if result.is_failure() {
         "FAIL"
     } else if result.is_ignored() {
@@ -316,6 +371,7 @@ mod tests {
             },
             duration: std::time::Duration::from_millis(1234),
             evidence_dir: std::path::PathBuf::new(),
+            earlier_attempts: Vec::new(),
         };
         let progress = Progress {
             total: 12,
@@ -331,5 +387,31 @@ mod tests {
                 cell.id
             )
         );
+
+        // Failed, then not: flaky, with what the first attempt ended with; and listed at the end.
+        let flaky = CellResult {
+            outcome: CellOutcome::Ignored {
+                reason: "no runc".into(),
+            },
+            evidence_dir: "out/cell".into(),
+            earlier_attempts: vec![report::outcome::EarlierAttempt::of(1, &result)],
+            ..result
+        };
+        assert_eq!(
+            progress_line(&progress, &flaky),
+            format!(
+                "[  3/12] flaky {} — attempt 1: error: no driver; then ignored: no runc (1234 ms) | running 2, failed 1",
+                cell.id
+            )
+        );
+        assert_eq!(
+            flaky_lines([&flaky].into_iter()),
+            [
+                "1 cells were flaky (failed, then as expected when run again):".to_string(),
+                format!("  {}: then ignored: no runc (evidence: out/cell)", cell.id),
+                "    attempt 1: error: no driver (evidence: out/cell/attempt-1)".to_string(),
+            ]
+        );
+        assert!(flaky_lines(std::iter::empty()).is_empty());
     }
 }

@@ -213,6 +213,12 @@ impl Settled {
         self.run.finished.iter().filter(|r| r.is_failure())
     }
 
+    /// The cells that failed and then, run again, did not (`harness run --retries`), in the
+    /// cells' order: no failure of the run, but said.
+    pub fn flaky(&self) -> impl Iterator<Item = &CellResult> {
+        self.run.finished.iter().filter(|r| r.is_flaky())
+    }
+
     /// 101 after a panic, 128 + the signal after one, 1 when a cell differs, else 0.
     pub fn exit_code(&self) -> ExitCode {
         match &self.cause {
@@ -272,6 +278,7 @@ mod tests {
             order: Vec::new(),
             skip: Arc::new(|_| false),
             finished: Arc::new(|_, _| {}),
+            retries: 0,
         }
     }
 

@@ -86,6 +86,7 @@ pub(crate) fn with_unfinished<'a>(
                 outcome: CellOutcome::Ignored { reason },
                 duration: Duration::ZERO,
                 evidence_dir: out_root.join(&name),
+                earlier_attempts: Vec::new(),
             }
         })
         .collect()

@@ -369,6 +369,7 @@ mod tests {
                 outcome,
                 duration: Duration::ZERO,
                 evidence_dir: PathBuf::from("/nonexistent"),
+                earlier_attempts: Vec::new(),
             },
             evidence: None,
             bundles: Vec::new(),

@@ -35,6 +35,7 @@ mod out_lock;
 mod placeholder_quoting;
 mod report_attack;
 mod report_cli;
+mod retries_cli;
 mod rpc_client;
 mod run_cli;
 mod runner_contract;

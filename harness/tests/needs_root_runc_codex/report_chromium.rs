@@ -591,6 +591,7 @@ fn red_cell_page_leads_with_its_cause() -> Result<(), String> {
         },
         duration: Duration::from_millis(500),
         evidence_dir: dir.clone(),
+        earlier_attempts: Vec::new(),
     };
     let (result, cause) = report::cause::explain(result, None);
     let cause = cause.ok_or("no cause found in the folder")?;

@@ -44,6 +44,7 @@ pub async fn run_cell(ctx: &CellContext, cell: &Cell) -> CellResult {
         outcome,
         duration: started.elapsed(),
         evidence_dir: evidence.root.clone(),
+        earlier_attempts: Vec::new(),
     };
     // A red cell's reason leads with its cause, once judged: the graders' reason stays theirs.
     let (result, cause) = report::cause::explain(result, fresh_since);

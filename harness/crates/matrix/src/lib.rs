@@ -11,7 +11,8 @@
 //! a cell (`harness bench gate`, `repro`), the stages they call ([`stages`]) and the guard that
 //! tears down what they started ([`guard::CellGuard`]).
 //!
-//! Inside: the pipeline of typed stages, the helper-pipe-race retry (`retry`), the program of a
+//! Inside: the pipeline of typed stages, the helper-pipe-race retry (`retry`), a failed
+//! cell's runs again (`attempts`: `harness run --retries`, [`scheduler::Batch::retries`]), the program of a
 //! driver's command line (`program`: found one way for every check), the cell's session
 //! recorder, the harness's end of the tap (`recorder`), and whether the model log is the cell's
 //! own (`own_evidence`).
@@ -28,6 +29,7 @@
 // no path from this crate's root reaches is `pub(crate)`.
 #![deny(unreachable_pub)]
 
+mod attempts;
 pub mod cell;
 pub mod concurrency;
 pub mod context;

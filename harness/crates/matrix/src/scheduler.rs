@@ -7,7 +7,7 @@
 //! [`CellEvent`] for each start and end, and `harness::dispatch` (the run's owner) does the rest
 //! with those and what [`execute`] returns.
 
-use crate::cell::run_cell;
+use crate::attempts::run_cell_retried;
 use crate::concurrency::Concurrency;
 use crate::context::CellContext;
 use crate::stages::{app_server, driver};
@@ -102,6 +102,9 @@ pub struct Batch {
     pub skip: Arc<dyn Fn(usize) -> bool + Send + Sync>,
     /// Told of each finished run, by index, before a later run's [`Batch::skip`] is asked.
     pub finished: Arc<OnFinished>,
+    /// How many more times a run whose result fails runs again, from scratch, before its
+    /// result is final (`harness run --retries`; `crate::attempts`).
+    pub retries: usize,
 }
 
 /// [`Batch::finished`]: a run's index and its result.
@@ -115,6 +118,7 @@ impl Batch {
             order: start_order(cells, jobs),
             skip: Arc::new(|_| false),
             finished: Arc::new(|_, _| {}),
+            retries: 0,
         }
     }
 
@@ -147,6 +151,7 @@ pub async fn execute(
         let stop = stop.clone();
         let skip = batch.skip.clone();
         let finished = batch.finished.clone();
+        let retries = batch.retries;
         tasks.spawn(async move {
             let _permit = tokio::select! {
                 biased;
@@ -167,7 +172,7 @@ pub async fn execute(
             let result = tokio::select! {
                 biased;
                 _ = stop.cancelled() => None,
-                result = run_cell(&ctx, &cell) => Some(result),
+                result = run_cell_retried(&ctx, &cell, retries) => Some(result),
             };
             // Before the permit is released (at the task's end): the next run's skip sees
             // this one's result.
@@ -363,6 +368,7 @@ mod tests {
             outcome,
             duration: Duration::ZERO,
             evidence_dir: std::path::PathBuf::new(),
+            earlier_attempts: Vec::new(),
         }))
     }
 

@@ -128,6 +128,7 @@ mod tests {
             expected,
             duration: Duration::from_millis(5),
             evidence_dir: name.into(),
+            earlier_attempts: Vec::new(),
         }
     }
 

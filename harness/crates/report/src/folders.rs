@@ -228,6 +228,7 @@ fn error_cell(id: &CellId, path: &Path, why: String) -> Found {
             reason: why,
             duration_ms: 0,
             evidence_dir: path.display().to_string(),
+            earlier_attempts: Vec::new(),
         },
         run: None,
     }
@@ -345,6 +346,7 @@ pub fn load_complete(dirs: &[PathBuf], matrix: &[suites::Cell]) -> Result<Loaded
             expected: cell.expected.clone(),
             outcome,
             duration: std::time::Duration::ZERO,
+            earlier_attempts: Vec::new(),
             evidence_dir: dirs[0].join(cell.name()),
         }));
     }

@@ -20,6 +20,9 @@
 //!   model-api-timing.json  how long the mock model API served
 //!   workspace-changes.jsonl what happened in the workspace, from the kernel (the watcher)
 //!   retries.json, retries/ earlier attempts of the helper pipe race retry
+//!   attempt-N/             with `harness run --retries`: the N-th attempt of a cell that failed
+//!                          and ran again, its whole folder as it left it (the top level is
+//!                          the last attempt's)
 //!   scenario.toml          a scenario file the fake plays
 //!   tap/                   the wire tap: bin/codex (the shim), sock/ (the recorder's socket)
 //!   fake-codex-package/    the fake's stand-in for Codex's bundled bubblewrap
@@ -54,6 +57,8 @@ pub const MODEL_API_TIMING: &str = "model-api-timing.json";
 pub const RETRIES: &str = "retries.json";
 pub const RETRIES_DIR: &str = "retries";
 pub const SCENARIO: &str = "scenario.toml";
+/// The prefix of an earlier attempt's folder (`attempt-N`, `harness run --retries`).
+pub const ATTEMPT_PREFIX: &str = "attempt-";
 pub const WORKSPACE: &str = "workspace";
 pub const HOME: &str = "home";
 pub const TMP: &str = "tmp";
@@ -62,6 +67,11 @@ pub const DRIVER: &str = "driver";
 pub const WORKSPACE_CHANGES: &str = "workspace-changes.jsonl";
 pub const FAKE_CODEX_PACKAGE: &str = "fake-codex-package";
 pub const CODEX: &str = "codex";
+
+/// The folder, relative to the cell's, that keeps its `attempt`-th (1-based) attempt.
+pub fn attempt_dir(attempt: usize) -> String {
+    format!("{ATTEMPT_PREFIX}{attempt}")
+}
 
 /// One cell's evidence folder.
 #[derive(Debug, Clone, PartialEq, Eq)]

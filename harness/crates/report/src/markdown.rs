@@ -5,7 +5,19 @@
 use super::summary::{by_profile, ordered, profile_heading, CellSummary, Status, Summary, Totals};
 use std::fmt::Write;
 
+/// What marks a flaky cell, after its mark ([`CellSummary::is_flaky`]).
+const FLAKY: &str = "⚠️ flaky";
+
 fn mark(cell: &CellSummary) -> String {
+    let mark = status_mark(cell);
+    if cell.is_flaky() {
+        format!("{mark} {FLAKY}")
+    } else {
+        mark
+    }
+}
+
+fn status_mark(cell: &CellSummary) -> String {
     let verdict = cell.verdict.as_deref().unwrap_or("");
     match cell.status {
         Status::AsExpected if cell.expected == "pass" => "✅ pass".to_string(),
@@ -27,6 +39,7 @@ pub fn markdown(summary: &Summary) -> String {
     let mut out = String::new();
     totals(&mut out, summary);
     differences(&mut out, summary);
+    flaky(&mut out, summary);
     listed_by_reason(&mut out, summary);
     declarations(&mut out, summary);
     for (profile, of_profile) in by_profile(&summary.cells) {
@@ -38,13 +51,21 @@ pub fn markdown(summary: &Summary) -> String {
         out,
         "✅ as expected (baseline: a known, documented non-pass verdict) · ❌ differs from the baseline · 💥 harness error · ⏭️ cannot run here · ➖ not applicable to the driver · `·` not in the matrix"
     );
+    if summary.totals.flaky > 0 {
+        let _ = writeln!(
+            out,
+            "\n{FLAKY}: failed, then as expected when run again (`harness run --retries`): not a failure of the run, but a race to look into"
+        );
+    }
     out
 }
 
 /// The verdict line with the totals, and each profile's when there are several.
 fn totals(out: &mut String, summary: &Summary) {
     let t = &summary.totals;
-    let verdict_line = if t.failures() == 0 && t.ignored == 0 {
+    let verdict_line = if t.failures() == 0 && t.ignored == 0 && t.flaky > 0 {
+        "**all cells as expected, but some only when run again (flaky)**"
+    } else if t.failures() == 0 && t.ignored == 0 {
         "**all cells as expected**"
     } else if t.failures() == 0 {
         "**no cell differs from its expectation, but some could not run here**"
@@ -69,6 +90,13 @@ fn totals(out: &mut String, summary: &Summary) {
             format!(" ({:.1} s)", summary.wall_ms as f64 / 1000.0)
         }
     );
+    if t.flaky > 0 {
+        let _ = writeln!(
+            out,
+            "**⚠️ {} cells were flaky**: they failed, then were as expected when run again (each attempt's evidence is kept).\n",
+            t.flaky
+        );
+    }
 
     if summary.profiles.len() > 1 {
         for (profile, totals) in &summary.profiles {
@@ -105,12 +133,57 @@ fn differences(out: &mut String, summary: &Summary) {
                 cell.cell,
                 escape(&cell.expected_with_declarations()),
                 got,
-                escape(&cell.reason),
+                escape(&with_earlier_attempts(&cell.reason, cell)),
                 cell.evidence_dir
             );
         }
         let _ = writeln!(out);
     }
+}
+
+/// `reason`, then what each earlier attempt of `cell` ended with, when it was run again.
+fn with_earlier_attempts(reason: &str, cell: &CellSummary) -> String {
+    let mut text = reason.to_string();
+    for earlier in &cell.earlier_attempts {
+        let _ = write!(
+            text,
+            "; attempt {}: {} (`{}`)",
+            earlier.attempt, earlier.describe, earlier.evidence
+        );
+    }
+    text
+}
+
+/// The flaky cells, one row each, with what their first attempt ended with.
+fn flaky(out: &mut String, summary: &Summary) {
+    let flaky: Vec<&CellSummary> = summary.cells.iter().filter(|c| c.is_flaky()).collect();
+    if flaky.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "### {FLAKY}: failed, then as expected when run again\n"
+    );
+    let _ = writeln!(out, "| cell | first attempt | then | evidence |");
+    let _ = writeln!(out, "| --- | --- | --- | --- |");
+    for cell in flaky {
+        let first = &cell.earlier_attempts[0];
+        let then = format!(
+            "attempt {}: {}",
+            cell.earlier_attempts.len() + 1,
+            status_mark(cell)
+        );
+        let _ = writeln!(
+            out,
+            "| `{}` | {} | {} | `{}/{}` |",
+            cell.cell,
+            escape(&first.describe),
+            escape(&then),
+            cell.evidence_dir,
+            first.evidence
+        );
+    }
+    let _ = writeln!(out);
 }
 
 /// The ignored and the not-applicable cells, counted by reason.

@@ -1,7 +1,9 @@
 //! What running one cell produced.
 
+use crate::summary::Status;
 use graders::events::CellId;
 use graders::verdict::Verdict;
+use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 use std::time::Duration;
 use suites::spec::Profile;
@@ -37,6 +39,48 @@ pub struct CellResult {
     pub duration: Duration,
     /// `target/conformance/<cell>/`.
     pub evidence_dir: PathBuf,
+    /// The attempts `harness run --retries` made before this one, which failed, oldest first
+    /// (empty: this is the cell's only attempt). A cell that then does not fail is flaky.
+    pub earlier_attempts: Vec<EarlierAttempt>,
+}
+
+/// An attempt of a cell that failed and was run again (`harness run --retries`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EarlierAttempt {
+    /// 1-based.
+    pub attempt: usize,
+    pub status: Status,
+    /// Its verdict, when it was graded.
+    #[serde(default)]
+    pub verdict: Option<String>,
+    /// What happened, in one line ([`CellResult::describe`]).
+    pub describe: String,
+    /// Its evidence folder, relative to the cell's (`attempt-N`).
+    pub evidence: String,
+}
+
+impl EarlierAttempt {
+    /// The `attempt`-th (1-based) attempt, which ended with `result`, its evidence kept in the
+    /// cell's folder under [`crate::layout::attempt_dir`].
+    pub fn of(attempt: usize, result: &CellResult) -> Self {
+        Self {
+            attempt,
+            status: crate::summary::CellSummary::from_result(result).status,
+            verdict: result.verdict().map(|v| v.verdict.to_string()),
+            describe: result.describe(),
+            evidence: crate::layout::attempt_dir(attempt),
+        }
+    }
+
+    /// `attempt N: WHAT (evidence: DIR/attempt-N)`, `cell_dir` the cell's evidence folder.
+    pub fn line(&self, cell_dir: &std::path::Path) -> String {
+        format!(
+            "attempt {}: {} (evidence: {})",
+            self.attempt,
+            self.describe,
+            cell_dir.join(&self.evidence).display()
+        )
+    }
 }
 
 impl CellResult {
@@ -51,6 +95,12 @@ impl CellResult {
 
     pub fn is_ignored(&self) -> bool {
         matches!(self.outcome, CellOutcome::Ignored { .. })
+    }
+
+    /// Failed, was run again (`harness run --retries`), and then did not fail: as expected for
+    /// the exit code, but every report says so.
+    pub fn is_flaky(&self) -> bool {
+        !self.is_failure() && !self.earlier_attempts.is_empty()
     }
 
     pub fn is_not_applicable(&self) -> bool {

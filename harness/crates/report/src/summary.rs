@@ -1,6 +1,6 @@
 //! The report's data model: one row per cell, serializable as the JSON summary.
 
-use crate::outcome::{CellOutcome, CellResult};
+use crate::outcome::{CellOutcome, CellResult, EarlierAttempt};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -78,6 +78,10 @@ pub struct CellSummary {
     pub duration_ms: u64,
     #[serde(default)]
     pub evidence_dir: String,
+    /// The attempts `harness run --retries` made before the one this row reports, which
+    /// failed, oldest first; absent when there were none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub earlier_attempts: Vec<EarlierAttempt>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -91,6 +95,10 @@ pub struct Totals {
     /// Absent in summaries written before not-applicable cells existed.
     #[serde(default)]
     pub not_applicable: usize,
+    /// Of the cells above that do not fail, those that failed first and not when run again
+    /// (`harness run --retries`); absent in summaries written before retries existed.
+    #[serde(default)]
+    pub flaky: usize,
 }
 
 impl Totals {
@@ -109,6 +117,7 @@ impl Totals {
                 Status::Ignored => totals.ignored += 1,
                 Status::NotApplicable => totals.not_applicable += 1,
             }
+            totals.flaky += usize::from(cell.is_flaky());
         }
         totals
     }
@@ -169,6 +178,11 @@ pub(crate) fn by_profile(cells: &[CellSummary]) -> Vec<(Option<Profile>, Vec<&Ce
 }
 
 impl CellSummary {
+    /// Failed, was run again, and then did not fail ([`CellResult::is_flaky`]).
+    pub fn is_flaky(&self) -> bool {
+        !self.status.is_failure() && !self.earlier_attempts.is_empty()
+    }
+
     /// The expected verdict, with what the driver's declarations make of the cell when they
     /// change what passes: `pass (the driver declares no max_line_bytes, so …)`.
     pub fn expected_with_declarations(&self) -> String {
@@ -211,6 +225,7 @@ impl CellSummary {
             reason,
             duration_ms: u64::try_from(result.duration.as_millis()).unwrap_or(u64::MAX),
             evidence_dir: result.evidence_dir.display().to_string(),
+            earlier_attempts: result.earlier_attempts.clone(),
         }
     }
 }

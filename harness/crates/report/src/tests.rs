@@ -18,6 +18,7 @@ fn result(name: &str, expected: Expectation, outcome: CellOutcome) -> CellResult
         expected,
         outcome,
         duration: Duration::from_millis(120),
+        earlier_attempts: Vec::new(),
     }
 }
 
@@ -461,4 +462,92 @@ fn what_the_declarations_make_of_a_cell_is_said_in_every_report() {
     let page = crate::html::render(&summary);
     assert!(page.contains(note), "the page's data holds the note");
     assert!(page.contains("expected with the driver's declarations"));
+}
+
+/// `result`, which `harness run --retries` ran after a first attempt ending as `first` did.
+fn after_a_failed_attempt(result: CellResult, first: CellResult) -> CellResult {
+    CellResult {
+        earlier_attempts: vec![crate::outcome::EarlierAttempt::of(1, &first)],
+        ..result
+    }
+}
+
+/// A flaky cell (incomplete, then pass) and one that differed on both attempts.
+fn retried() -> Vec<CellResult> {
+    let pass = Expectation::pass();
+    let flaky = "protocol-handshake.published-codex.local.handshake";
+    let red = "protocol-handshake.published-codex.daytona.handshake";
+    let incomplete = |name| {
+        graded(
+            name,
+            &pass,
+            VerdictKind::Incomplete,
+            "the driver exited with status 1",
+        )
+    };
+    vec![
+        after_a_failed_attempt(
+            graded(flaky, &pass, VerdictKind::Pass, "initialize came first"),
+            incomplete(flaky),
+        ),
+        after_a_failed_attempt(incomplete(red), incomplete(red)),
+        graded(
+            "protocol-handshake.published-fake.local.handshake",
+            &pass,
+            VerdictKind::Pass,
+            "initialize came first",
+        ),
+    ]
+}
+
+#[test]
+fn markdown_matrix_with_a_flaky_cell() {
+    let summary = Summary::from_results(&retried(), Duration::from_millis(1500));
+    insta::assert_snapshot!("markdown_matrix_with_a_flaky_cell", markdown(&summary));
+}
+
+#[test]
+fn a_flaky_cell_is_counted_and_its_attempts_are_written_and_read_back() {
+    let results = retried();
+    assert!(results[0].is_flaky() && !results[0].is_failure());
+    assert!(results[1].is_failure() && !results[1].is_flaky());
+    let summary = Summary::from_results(&results, Duration::from_millis(1500));
+    assert_eq!(
+        (
+            summary.totals.flaky,
+            summary.totals.as_expected,
+            summary.totals.differs
+        ),
+        (1, 2, 1)
+    );
+    let junit = junit_xml(&summary).unwrap();
+    assert_eq!(junit.matches("<flakyFailure").count(), 1, "{junit}");
+    assert_eq!(junit.matches("<rerunFailure").count(), 1, "{junit}");
+    assert!(
+        junit.contains("<system-out>flaky: failed, then as expected"),
+        "{junit}"
+    );
+    let html = html::render(&summary);
+    assert!(html.contains("⚠ 1 flaky") && html.contains("id=\"flaky\""));
+
+    let json = serde_json::to_string(&summary).unwrap();
+    let read: Summary = serde_json::from_str(&json).unwrap();
+    assert_eq!(read, summary);
+    let older: Summary = serde_json::from_str(&json.replace("\"flaky\":", "\"unknown\":")).unwrap();
+    assert_eq!(
+        older.totals.flaky, 0,
+        "a summary written before retries reads"
+    );
+
+    // verdict.json keeps the attempts: `harness report` rebuilds the same rows from it.
+    let dir = tempfile::tempdir().unwrap();
+    let evidence = layout::CellEvidence::new(dir.path());
+    let file = verdict_file::VerdictFile::from_result(&results[0]);
+    file.write(&evidence).unwrap();
+    let row = verdict_file::VerdictFile::read(&evidence)
+        .unwrap()
+        .unwrap()
+        .summary(&results[0].cell, &evidence);
+    assert!(row.is_flaky(), "{row:?}");
+    assert_eq!(row.earlier_attempts, results[0].earlier_attempts);
 }

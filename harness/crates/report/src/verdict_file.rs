@@ -3,7 +3,7 @@
 //! summary.json, the HTML page of the cell). One type for the writer and every reader.
 
 use crate::layout::CellEvidence;
-use crate::outcome::{CellOutcome, CellResult};
+use crate::outcome::{CellOutcome, CellResult, EarlierAttempt};
 use crate::summary::{CellSummary, Status};
 use anyhow::{Context, Result};
 use graders::events::CellId;
@@ -53,6 +53,11 @@ pub struct VerdictFile {
     /// folder; `null` for one the cell did not leave (`crate::binding`).
     #[serde(default)]
     pub evidence_sha256: BTreeMap<String, Option<String>>,
+    /// The attempts `harness run --retries` made before this one, which failed, oldest first,
+    /// each kept in its own folder of the cell's (empty: one attempt, and in files written
+    /// before retries).
+    #[serde(default)]
+    pub earlier_attempts: Vec<EarlierAttempt>,
 }
 
 /// The largest `verdict.json` read back: a verdict's evidence excerpts are bounded far below it.
@@ -83,6 +88,7 @@ impl VerdictFile {
             duration_ms: summary.duration_ms,
             run_id: None,
             evidence_sha256: BTreeMap::new(),
+            earlier_attempts: result.earlier_attempts.clone(),
         }
     }
 
@@ -176,6 +182,7 @@ impl VerdictFile {
             reason: self.message.clone(),
             duration_ms: self.duration_ms,
             evidence_dir: evidence.root.display().to_string(),
+            earlier_attempts: self.earlier_attempts.clone(),
         }
     }
 }
@@ -202,6 +209,7 @@ mod tests {
             },
             duration: Duration::from_millis(7),
             evidence_dir: dir.path().to_path_buf(),
+            earlier_attempts: Vec::new(),
         };
         let file = VerdictFile::from_result(&result);
         file.write(&evidence).unwrap();

@@ -121,6 +121,9 @@ impl Mutants<'_> {
                 order,
                 skip,
                 finished,
+                // Mutate confirms a kill with its own run (`crate::mutate::confirm`); running a
+                // failed cell again here would blur what that run confirms.
+                retries: 0,
             };
             let mut printer = crate::cli::run::Printer { progress: false };
             let ran = crate::dispatch::Run::new(batch, jobs)

@@ -71,6 +71,7 @@ fn red(dir: &Path, reason: &str) -> CellResult {
         },
         duration: Duration::from_millis(600),
         evidence_dir: dir.to_path_buf(),
+        earlier_attempts: Vec::new(),
     }
 }
 

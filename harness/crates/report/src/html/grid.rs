@@ -54,7 +54,22 @@ fn tooltip(cell: &CellSummary) -> String {
     if let Some(note) = &cell.expected_declarations {
         let _ = write!(text, "\ndeclarations: {note}");
     }
+    if cell.is_flaky() {
+        text.push_str("\nflaky: failed, then as expected when run again");
+    }
+    for earlier in &cell.earlier_attempts {
+        let _ = write!(text, "\nattempt {}: {}", earlier.attempt, earlier.describe);
+    }
     text
+}
+
+/// What follows the verdict in a flaky cell's `<td>`.
+fn flaky_label(cell: &CellSummary) -> &'static str {
+    if cell.is_flaky() {
+        " <span class=\"flaky\">⚠ flaky</span>"
+    } else {
+        ""
+    }
 }
 
 /// One `<td>` of the grid; `index` is the cell's position in the page's data.
@@ -62,7 +77,7 @@ fn cell_td(out: &mut String, cell: &CellSummary, index: usize) {
     let verdict = verdict_class(cell);
     let _ = write!(
         out,
-        "<td class=\"c v-{verdict} s-{status}\" data-cell=\"{name}\" data-index=\"{index}\" data-env=\"{env}\" data-failure=\"{failure}\"><a href=\"#/cell/{name}\" title=\"{tip}\"><span class=\"mark\">{mark}</span> {label}</a></td>",
+        "<td class=\"c v-{verdict} s-{status}\" data-cell=\"{name}\" data-index=\"{index}\" data-env=\"{env}\" data-failure=\"{failure}\"><a href=\"#/cell/{name}\" title=\"{tip}\"><span class=\"mark\">{mark}</span> {label}{flaky}</a></td>",
         verdict = escape(&verdict),
         status = status_name(cell.status),
         name = escape(&cell.cell),
@@ -71,6 +86,7 @@ fn cell_td(out: &mut String, cell: &CellSummary, index: usize) {
         tip = escape(&tooltip(cell)),
         mark = mark(cell),
         label = escape(&verdict),
+        flaky = flaky_label(cell),
     );
 }
 
@@ -186,8 +202,42 @@ pub fn differences(summary: &Summary) -> String {
             g = escape(&got),
             r = escape(&cell.reason)
         );
+        for earlier in &cell.earlier_attempts {
+            let _ = write!(
+                out,
+                "<tr class=\"earlier\"><td></td><td></td><td colspan=\"2\">{}</td></tr>",
+                escape(&earlier.line(std::path::Path::new(&cell.evidence_dir)))
+            );
+        }
     }
     out.push_str("</tbody></table></section>");
+    out
+}
+
+/// The flaky cells (failed, then as expected when run again), each with its earlier attempts.
+pub fn flaky(summary: &Summary) -> String {
+    let flaky: Vec<&CellSummary> = summary.cells.iter().filter(|c| c.is_flaky()).collect();
+    if flaky.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from(
+        "<section id=\"flaky\"><h2>⚠ Flaky: failed, then as expected when run again</h2><ul>",
+    );
+    for cell in flaky {
+        let earlier: Vec<String> = cell
+            .earlier_attempts
+            .iter()
+            .map(|a| escape(&a.line(std::path::Path::new(&cell.evidence_dir))))
+            .collect();
+        let _ = write!(
+            out,
+            "<li><a href=\"#/cell/{n}\">{n}</a>: {e}; then {v}</li>",
+            n = escape(&cell.cell),
+            e = earlier.join("; "),
+            v = escape(&verdict_class(cell)),
+        );
+    }
+    out.push_str("</ul></section>");
     out
 }
 

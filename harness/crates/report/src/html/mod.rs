@@ -108,6 +108,7 @@ fn render_page(
     }
     out.push_str(LEGEND);
     out.push_str(&grid::differences(summary));
+    out.push_str(&grid::flaky(summary));
     out.push_str(&grid::not_run(summary));
     out.push_str(&grid::grid(summary));
     out.push_str("</main><main id=\"cell-view\" hidden></main>");
@@ -146,7 +147,7 @@ fn header(out: &mut String, summary: &Summary) {
     };
     let _ = write!(
         out,
-        "<header><h1><a href=\"#\">Conformance report</a></h1><p class=\"verdict {state}\">{line}</p><p class=\"totals\"><span class=\"chip\">{cells} cells</span><span class=\"chip s-as-expected\">{ok} as expected</span><span class=\"chip s-differs{z_differs}\">{differs} differ</span><span class=\"chip s-stale{z_stale}\">{stale} stale</span><span class=\"chip s-error{z_errors}\">{errors} errors</span><span class=\"chip s-ignored{z_ignored}\">{ignored} ignored</span><span class=\"chip s-not-applicable{z_na}\">{na} not applicable</span>{wall}</p></header>",
+        "<header><h1><a href=\"#\">Conformance report</a></h1><p class=\"verdict {state}\">{line}</p><p class=\"totals\"><span class=\"chip\">{cells} cells</span><span class=\"chip s-as-expected\">{ok} as expected</span><span class=\"chip s-differs{z_differs}\">{differs} differ</span><span class=\"chip s-stale{z_stale}\">{stale} stale</span><span class=\"chip s-error{z_errors}\">{errors} errors</span><span class=\"chip s-ignored{z_ignored}\">{ignored} ignored</span><span class=\"chip s-not-applicable{z_na}\">{na} not applicable</span>{flaky}{wall}</p></header>",
         line = verdict_line(summary),
         cells = t.cells,
         ok = t.as_expected,
@@ -155,6 +156,11 @@ fn header(out: &mut String, summary: &Summary) {
         errors = t.errors,
         ignored = t.ignored,
         na = t.not_applicable,
+        flaky = if t.flaky == 0 {
+            String::new()
+        } else {
+            format!("<span class=\"chip s-flaky\">⚠ {} flaky</span>", t.flaky)
+        },
         // Cells read back without a summary.json have no wall time.
         wall = if summary.wall_ms == 0 {
             String::new()

@@ -107,6 +107,7 @@ fn summary_cell(name: &str, dir: &Path, status: Status, verdict: Option<&str>) -
         reason: "the write was refused".into(),
         duration_ms: 12,
         evidence_dir: dir.display().to_string(),
+        earlier_attempts: Vec::new(),
     }
 }
 
