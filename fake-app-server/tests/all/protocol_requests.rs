@@ -75,6 +75,55 @@ fn an_escalated_command_under_full_access_runs_without_asking() {
     assert_eq!(case.probes("approval-probe-").len(), 1);
 }
 
+/// Under approval policy `untrusted` Codex 0.169 asks before every command, even `echo` in the
+/// sandbox and in full access, proposing a chain's first command as the amendment; under
+/// `on-request` it asks about none of them (measured: corpus `untrusted-commands-*`).
+#[test]
+fn untrusted_asks_before_every_command_and_on_request_before_none() {
+    let full_access = json!({"type": "dangerFullAccess"});
+    let workspace = json!({"type": "workspaceWrite"});
+    for (policy, sandbox, asked) in [
+        ("untrusted", &workspace, 3),
+        ("untrusted", &full_access, 3),
+        ("on-request", &workspace, 0),
+    ] {
+        let mut case = Case::start(
+            "untrusted-commands",
+            "fullread",
+            json!({"approvalPolicy": policy, "sandboxPolicy": sandbox}),
+        );
+        let done = case.until_turn_completed(&mut decide("accept"));
+        assert_eq!(done["params"]["turn"]["status"], "completed");
+        let requests = only(&case.messages(), "item/commandExecution/requestApproval");
+        assert_eq!(
+            requests.len(),
+            asked,
+            "{policy} in {sandbox}: {requests:#?}"
+        );
+        let amendments: Vec<&Value> = requests
+            .iter()
+            .map(|r| &r["params"]["proposedExecpolicyAmendment"])
+            .collect();
+        if asked > 0 {
+            assert_eq!(
+                amendments,
+                [
+                    &json!(["echo", "untrusted-safe"]),
+                    &json!(["sleep", "0"]),
+                    &json!(["echo", "untrusted-chain"])
+                ]
+            );
+            assert!(requests.iter().all(|r| r["params"].get("reason").is_none()));
+        }
+        let outputs = case.tool_outputs();
+        assert!(
+            outputs.iter().any(|o| o.contains("untrusted-safe")),
+            "{outputs:?}"
+        );
+        Schemas::of("0.169.0").assert_valid(&case.messages(), |_| false);
+    }
+}
+
 #[test]
 fn file_change_approval_accepted_writes_the_file_and_the_diff_declined_does_not() {
     let mut case = Case::start("file-change-approval", "fullread", json!({}));
