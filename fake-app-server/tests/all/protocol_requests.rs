@@ -164,6 +164,32 @@ fn file_change_approval_accepted_writes_the_file_and_the_diff_declined_does_not(
     assert_eq!(done["params"]["turn"]["status"], "interrupted");
 }
 
+/// Under `untrusted` Codex 0.169 asks before a patch even where the sandbox may write it, or
+/// where there is no sandbox (measured: corpus `untrusted-file-change-*`); under `on-request`
+/// a workspace-write sandbox applies it unasked.
+#[test]
+fn untrusted_asks_before_a_patch_the_sandbox_may_write() {
+    for (policy, sandbox, asked) in [
+        ("untrusted", json!({"type": "workspaceWrite"}), true),
+        ("untrusted", json!({"type": "dangerFullAccess"}), true),
+        ("on-request", json!({"type": "workspaceWrite"}), false),
+    ] {
+        let mut case = Case::start(
+            "file-change-approval",
+            "fullread",
+            json!({"approvalPolicy": policy, "sandboxPolicy": sandbox}),
+        );
+        case.until_turn_completed(&mut decide("decline"));
+        let requests = only(&case.messages(), "item/fileChange/requestApproval");
+        assert_eq!(requests.len(), usize::from(asked), "{policy} in {sandbox}");
+        assert_eq!(
+            case.probes("file-change-probe-").is_empty(),
+            asked,
+            "{policy} in {sandbox}: a declined patch is not written, an unasked one is"
+        );
+    }
+}
+
 /// What the real Codex needs to offer the model `request_permissions` (off by default in 0.169).
 const PERMISSIONS_TOOL: &[&str] = &["--enable", "request_permissions_tool"];
 

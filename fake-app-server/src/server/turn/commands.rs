@@ -46,7 +46,7 @@ impl TurnRun {
         // Under `untrusted` Codex 0.169 asks before every command, sandboxed or not (see
         // `exec_approval`).
         let asks_every_command =
-            exec_approval::asks_before_every_command(&self.plan.approval_policy);
+            exec_approval::asks_before_every_action(&self.plan.approval_policy);
         if asks_every_command || (escalate && !unsandboxed) {
             if self.plan.approval_policy.as_str() == Some("never") {
                 self.tell_exec(call_id, APPROVAL_NEVER_OUTPUT.into());

@@ -1,5 +1,5 @@
-//! Which commands Codex asks the client about before running them, and the exec-policy
-//! amendment it proposes when it does.
+//! Which commands (and patches) Codex asks the client about before running them, and the
+//! exec-policy amendment it proposes for a command.
 //!
 //! The rule of the 0.169 release line (codex-rs `core/src/exec_policy.rs`,
 //! `render_decision_for_unmatched_command` and `commands_for_exec_policy`; the bash lowering
@@ -18,9 +18,11 @@
 
 use serde_json::Value;
 
-/// Whether the thread's approval policy makes Codex ask before every command, sandboxed or
-/// not, escalated or not.
-pub(super) fn asks_before_every_command(approval_policy: &Value) -> bool {
+/// Whether the thread's approval policy makes Codex ask before every command (sandboxed or
+/// not, escalated or not) and every patch (even one the sandbox may write: codex-rs
+/// `core/src/safety.rs`, `assess_patch_safety`, asks the user first under `UnlessTrusted`;
+/// measured with 0.169 under workspace-write and danger-full-access).
+pub(super) fn asks_before_every_action(approval_policy: &Value) -> bool {
     approval_policy.as_str() == Some("untrusted")
 }
 
@@ -198,8 +200,8 @@ mod tests {
     #[case::never(json!("never"), false)]
     #[case::granular(json!({"granular": {"sandbox_approval": true}}), false)]
     #[case::absent(Value::Null, false)]
-    fn only_untrusted_asks_before_every_command(#[case] policy: Value, #[case] asks: bool) {
-        assert_eq!(asks_before_every_command(&policy), asks);
+    fn only_untrusted_asks_before_every_action(#[case] policy: Value, #[case] asks: bool) {
+        assert_eq!(asks_before_every_action(&policy), asks);
     }
 
     // Formerly known safe, each measured asked under `untrusted` with 0.169: no command is
