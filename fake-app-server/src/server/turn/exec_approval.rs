@@ -1,12 +1,14 @@
 //! Which commands (and patches) Codex asks the client about before running them, and the
 //! exec-policy amendment it proposes for a command.
 //!
-//! The rule of the 0.169 release line (codex-rs `core/src/exec_policy.rs`,
-//! `render_decision_for_unmatched_command` and `commands_for_exec_policy`; the bash lowering
-//! is `shell-command/src/bash.rs`, `parse_shell_lc_plain_commands`): with no exec-policy rule
-//! matching, approval policy `untrusted` prompts for every command, whatever the sandbox. The
-//! known-safe list of earlier releases (`is_known_safe_command`: `ls`, `cat`, `sed -n Np`, …)
-//! is no longer consulted; measured with 0.169 (`harness explore`, corpus scenario
+//! The rule (codex-rs `core/src/exec_policy.rs`, `render_decision_for_unmatched_command` and
+//! `commands_for_exec_policy`; the bash lowering is `shell-command/src/bash.rs`,
+//! `parse_shell_lc_plain_commands`; read in the public source of the release line, the
+//! behaviour measured on the pinned binary): with no exec-policy rule matching, approval
+//! policy `untrusted` prompts for every command, whatever the sandbox. The known-safe list of
+//! earlier releases (`is_known_safe_command`: `ls`, `cat`, `sed -n Np`, …) no longer exempts
+//! any command in 0.169 (its binary's `untrusted` prompt says as much: "unless an explicit
+//! exec policy rule allows them"); measured with 0.169 (`harness explore`, corpus scenario
 //! `untrusted-commands-*`): `ls`, `pwd`, `cat /dev/null`, `true`, `sed -n 1p /dev/null`,
 //! `git status`, `ls | wc -l` and `echo …` were each asked under read-only, workspace-write and
 //! danger-full-access sandboxes, and none under `on-request`.
