@@ -75,22 +75,24 @@ fn an_escalated_command_under_full_access_runs_without_asking() {
     assert_eq!(case.probes("approval-probe-").len(), 1);
 }
 
-/// Under approval policy `untrusted` Codex 0.169 asks before every command, even `echo` in the
-/// sandbox and in full access, proposing a chain's first command as the amendment; under
-/// `on-request` it asks about none of them (measured: corpus `untrusted-commands-*`).
+/// Under approval policy `untrusted` Codex 0.169 asks the client before every command, even
+/// `echo` in the sandbox and in full access, and even with the automatic reviewer, proposing a
+/// chain's first command as the amendment; under `on-request` it asks about none of them
+/// (measured: corpus `untrusted-commands-*`, `untrusted-auto-review-commands`).
 #[test]
 fn untrusted_asks_before_every_command_and_on_request_before_none() {
     let full_access = json!({"type": "dangerFullAccess"});
     let workspace = json!({"type": "workspaceWrite"});
-    for (policy, sandbox, asked) in [
-        ("untrusted", &workspace, 3),
-        ("untrusted", &full_access, 3),
-        ("on-request", &workspace, 0),
+    for (policy, sandbox, reviewer, asked) in [
+        ("untrusted", &workspace, "user", 3),
+        ("untrusted", &full_access, "user", 3),
+        ("untrusted", &workspace, "auto_review", 3),
+        ("on-request", &workspace, "user", 0),
     ] {
         let mut case = Case::start(
             "untrusted-commands",
             "fullread",
-            json!({"approvalPolicy": policy, "sandboxPolicy": sandbox}),
+            json!({"approvalPolicy": policy, "sandboxPolicy": sandbox, "approvalsReviewer": reviewer}),
         );
         let done = case.until_turn_completed(&mut decide("accept"));
         assert_eq!(done["params"]["turn"]["status"], "completed");

@@ -44,7 +44,8 @@ impl TurnRun {
             Permissions::Legacy(LegacyPolicy::DangerFullAccess)
         );
         // Under `untrusted` Codex 0.169 asks before every command, sandboxed or not (see
-        // `exec_approval`).
+        // `exec_approval`), and asks the client even where `approvalsReviewer` is
+        // `auto_review`: no automatic review runs (measured).
         let asks_every_command =
             exec_approval::asks_before_every_action(&self.plan.approval_policy);
         if asks_every_command || (escalate && !unsandboxed) {
@@ -52,7 +53,7 @@ impl TurnRun {
                 self.tell_exec(call_id, APPROVAL_NEVER_OUTPUT.into());
                 return Flow::Continue;
             }
-            if self.plan.approvals_reviewer == "auto_review" {
+            if self.plan.approvals_reviewer == "auto_review" && !asks_every_command {
                 let review = review.cloned().unwrap_or_else(Review::unscripted);
                 return self.auto_reviewed_shell(call_id, cmd, &review, &argv);
             }

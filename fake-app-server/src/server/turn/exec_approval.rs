@@ -23,7 +23,9 @@ use serde_json::Value;
 /// Whether the thread's approval policy makes Codex ask before every command (sandboxed or
 /// not, escalated or not) and every patch (even one the sandbox may write: codex-rs
 /// `core/src/safety.rs`, `assess_patch_safety`, asks the user first under `UnlessTrusted`;
-/// measured with 0.169 under workspace-write and danger-full-access).
+/// measured with 0.169 under workspace-write and danger-full-access). The client is asked
+/// even where `approvalsReviewer` is `auto_review`: under `untrusted` no automatic review runs
+/// (measured with 0.169, for a command and a patch).
 pub(super) fn asks_before_every_action(approval_policy: &Value) -> bool {
     approval_policy.as_str() == Some("untrusted")
 }
