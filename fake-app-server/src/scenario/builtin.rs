@@ -40,6 +40,7 @@ builtins![
     "legacy-apply-patch-approval",
     "legacy-exec-command-approval",
     "unknown-request",
+    "untrusted-commands",
     // protocol-safe-default
     "command-escalation-refused",
     "file-change-refused",

@@ -75,6 +75,57 @@ fn an_escalated_command_under_full_access_runs_without_asking() {
     assert_eq!(case.probes("approval-probe-").len(), 1);
 }
 
+/// Under approval policy `untrusted` Codex 0.169 asks the client before every command, even
+/// `echo` in the sandbox and in full access, and even with the automatic reviewer, proposing a
+/// chain's first command as the amendment; under `on-request` it asks about none of them
+/// (measured: corpus `untrusted-commands-*`, `untrusted-auto-review-commands`).
+#[test]
+fn untrusted_asks_before_every_command_and_on_request_before_none() {
+    let full_access = json!({"type": "dangerFullAccess"});
+    let workspace = json!({"type": "workspaceWrite"});
+    for (policy, sandbox, reviewer, asked) in [
+        ("untrusted", &workspace, "user", 3),
+        ("untrusted", &full_access, "user", 3),
+        ("untrusted", &workspace, "auto_review", 3),
+        ("on-request", &workspace, "user", 0),
+    ] {
+        let mut case = Case::start(
+            "untrusted-commands",
+            "fullread",
+            json!({"approvalPolicy": policy, "sandboxPolicy": sandbox, "approvalsReviewer": reviewer}),
+        );
+        let done = case.until_turn_completed(&mut decide("accept"));
+        assert_eq!(done["params"]["turn"]["status"], "completed");
+        let requests = only(&case.messages(), "item/commandExecution/requestApproval");
+        assert_eq!(
+            requests.len(),
+            asked,
+            "{policy} in {sandbox}: {requests:#?}"
+        );
+        let amendments: Vec<&Value> = requests
+            .iter()
+            .map(|r| &r["params"]["proposedExecpolicyAmendment"])
+            .collect();
+        if asked > 0 {
+            assert_eq!(
+                amendments,
+                [
+                    &json!(["echo", "untrusted-safe"]),
+                    &json!(["sleep", "0"]),
+                    &json!(["echo", "untrusted-chain"])
+                ]
+            );
+            assert!(requests.iter().all(|r| r["params"].get("reason").is_none()));
+        }
+        let outputs = case.tool_outputs();
+        assert!(
+            outputs.iter().any(|o| o.contains("untrusted-safe")),
+            "{outputs:?}"
+        );
+        Schemas::of("0.169.0").assert_valid(&case.messages(), |_| false);
+    }
+}
+
 #[test]
 fn file_change_approval_accepted_writes_the_file_and_the_diff_declined_does_not() {
     let mut case = Case::start("file-change-approval", "fullread", json!({}));
@@ -113,6 +164,32 @@ fn file_change_approval_accepted_writes_the_file_and_the_diff_declined_does_not(
     let mut cancelled = Case::start("file-change-approval", "fullread", json!({}));
     let done = cancelled.until_turn_completed(&mut decide("cancel"));
     assert_eq!(done["params"]["turn"]["status"], "interrupted");
+}
+
+/// Under `untrusted` Codex 0.169 asks before a patch even where the sandbox may write it, or
+/// where there is no sandbox (measured: corpus `untrusted-file-change-*`); under `on-request`
+/// a workspace-write sandbox applies it unasked.
+#[test]
+fn untrusted_asks_before_a_patch_the_sandbox_may_write() {
+    for (policy, sandbox, asked) in [
+        ("untrusted", json!({"type": "workspaceWrite"}), true),
+        ("untrusted", json!({"type": "dangerFullAccess"}), true),
+        ("on-request", json!({"type": "workspaceWrite"}), false),
+    ] {
+        let mut case = Case::start(
+            "file-change-approval",
+            "fullread",
+            json!({"approvalPolicy": policy, "sandboxPolicy": sandbox}),
+        );
+        case.until_turn_completed(&mut decide("decline"));
+        let requests = only(&case.messages(), "item/fileChange/requestApproval");
+        assert_eq!(requests.len(), usize::from(asked), "{policy} in {sandbox}");
+        assert_eq!(
+            case.probes("file-change-probe-").is_empty(),
+            asked,
+            "{policy} in {sandbox}: a declined patch is not written, an unasked one is"
+        );
+    }
 }
 
 /// What the real Codex needs to offer the model `request_permissions` (off by default in 0.169).

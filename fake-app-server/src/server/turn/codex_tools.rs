@@ -2,7 +2,7 @@
 //! server requests and notifications Codex 0.169 sends for each, and what the model is told
 //! (all measured with the real binary, offline, against a mock of the model API).
 
-use super::{auto_review, Flow, TurnPlan, TurnRun, WaitEnd};
+use super::{auto_review, exec_approval, Flow, TurnPlan, TurnRun, WaitEnd};
 use crate::apply_patch::{self, Change};
 use crate::ids;
 use crate::model_log::ModelLogEntry;
@@ -89,13 +89,15 @@ impl TurnRun {
         json!({"type": "fileChange", "id": id, "changes": changes, "status": status, "startedAtMs": started, "completedAtMs": completed})
     }
 
-    /// `apply_patch`: applied at once where the sandbox may write; else, unless the approval
-    /// policy is `never`, `item/fileChange/requestApproval` decides (accept applies it and
-    /// writes the workspace, decline tells the model, cancel or no answer interrupts the turn).
+    /// `apply_patch`: applied at once where the sandbox may write (never under `untrusted`);
+    /// else, unless the approval policy is `never`, `item/fileChange/requestApproval` decides
+    /// (accept applies it and writes the workspace, decline tells the model, cancel or no
+    /// answer interrupts the turn).
     fn apply_patch(&mut self, call_id: String, hunks: &[apply_patch::Hunk]) -> Flow {
         let (thread_id, turn_id) = (self.plan.thread_id.clone(), self.plan.turn_id.clone());
         let changes = apply_patch::resolve(hunks, &self.plan.cwd);
-        let writable = self.may_write(&changes);
+        let untrusted = exec_approval::asks_before_every_action(&self.plan.approval_policy);
+        let writable = self.may_write(&changes) && !untrusted;
         if !writable && self.plan.approval_policy.as_str() == Some("never") {
             self.tell(call_id, apply_patch::READ_ONLY_NEVER_OUTPUT.into());
             return Flow::Continue;
@@ -108,7 +110,9 @@ impl TurnRun {
             &turn_id,
             started,
         ));
-        if !writable && self.plan.approvals_reviewer == "auto_review" {
+        // Under `untrusted` the client is asked even with the automatic reviewer (measured
+        // with 0.169).
+        if !writable && self.plan.approvals_reviewer == "auto_review" && !untrusted {
             let review = Review::unscripted();
             let files: Vec<String> = changes
                 .iter()

@@ -2,7 +2,7 @@
 //! approval, and one the automatic reviewer decides; each with the items, output and model
 //! log entries Codex gives it.
 
-use super::{auto_review, Flow, TurnRun, WaitEnd};
+use super::{auto_review, exec_approval, Flow, TurnRun, WaitEnd};
 use crate::ids;
 use crate::model_log::ModelLogEntry;
 use crate::model_log_writer::{exec_output_text, rejected_output, APPROVAL_NEVER_OUTPUT};
@@ -37,18 +37,23 @@ impl TurnRun {
         let (thread_id, turn_id) = (self.plan.thread_id.clone(), self.plan.turn_id.clone());
         let cwd = self.plan.cwd.display().to_string();
         // Without a sandbox nothing escalates: Codex 0.169 under danger-full-access runs the
-        // command the model asked to escalate at once, asking nobody (measured; a permission
-        // profile without a sandbox was not).
+        // command the model asked to escalate at once, asking nobody (measured under
+        // `on-request`; a permission profile without a sandbox was not).
         let unsandboxed = matches!(
             self.plan.permissions,
             Permissions::Legacy(LegacyPolicy::DangerFullAccess)
         );
-        if escalate && !unsandboxed {
+        // Under `untrusted` Codex 0.169 asks before every command, sandboxed or not (see
+        // `exec_approval`), and asks the client even where `approvalsReviewer` is
+        // `auto_review`: no automatic review runs (measured).
+        let asks_every_command =
+            exec_approval::asks_before_every_action(&self.plan.approval_policy);
+        if asks_every_command || (escalate && !unsandboxed) {
             if self.plan.approval_policy.as_str() == Some("never") {
                 self.tell_exec(call_id, APPROVAL_NEVER_OUTPUT.into());
                 return Flow::Continue;
             }
-            if self.plan.approvals_reviewer == "auto_review" {
+            if self.plan.approvals_reviewer == "auto_review" && !asks_every_command {
                 let review = review.cloned().unwrap_or_else(Review::unscripted);
                 return self.auto_reviewed_shell(call_id, cmd, &review, &argv);
             }
@@ -91,7 +96,10 @@ impl TurnRun {
             } else {
                 "failed"
             },
-            aggregated_output: Some(&result.aggregated),
+            // A command that printed nothing completes with `aggregatedOutput: null`, not an
+            // empty string (measured with 0.169: `sleep 0`, `true`, `cat /dev/null`).
+            aggregated_output: (!result.aggregated.is_empty())
+                .then_some(result.aggregated.as_str()),
             exit_code: Some(result.exit_code),
             duration_ms: Some(result.duration.as_millis() as u64),
             completed: Some(completed),
@@ -139,14 +147,19 @@ impl TurnRun {
             &turn_id,
             started,
         ));
-        let full_command = json!(["/bin/bash", "-lc", cmd]);
-        let params = json!({
+        let amendment = exec_approval::proposed_amendment(argv);
+        let mut params = json!({
             "threadId": thread_id, "turnId": turn_id, "itemId": call_id, "startedAtMs": started,
-            "environmentId": "local", "reason": justification, "command": shapes::shell_display(cmd),
+            "environmentId": "local", "command": shapes::shell_display(cmd),
             "cwd": cwd, "commandActions": [{"type": "unknown", "command": cmd}], "kind": "command",
-            "proposedExecpolicyAmendment": full_command,
-            "availableDecisions": ["accept", {"acceptWithExecpolicyAmendment": {"execpolicy_amendment": full_command}}, "cancel"],
+            "proposedExecpolicyAmendment": amendment,
+            "availableDecisions": ["accept", {"acceptWithExecpolicyAmendment": {"execpolicy_amendment": amendment}}, "cancel"],
         });
+        // Codex leaves `reason` out when the model gave no justification (an unescalated
+        // command asked under `untrusted`; measured with 0.169).
+        if let Some(reason) = justification {
+            params["reason"] = json!(reason);
+        }
         let request_id = self.shared.request_client(
             "item/commandExecution/requestApproval",
             params,

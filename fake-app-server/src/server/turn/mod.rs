@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 mod codex_tools;
 mod commands;
 mod ending;
+mod exec_approval;
 mod items;
 mod model_tools;
 mod server_actions;
