@@ -156,7 +156,7 @@ impl SecretsNotForwarded {
         }
         evidence.push(terminal.evidence());
         Some(not_applicable(
-            format!("the model's `env` never ran: the app-server asked the driver's approval before each of its {} call(s) (Codex asks before every command not known safe under approvalPolicy `untrusted`) and the driver refused each, a choice the protocol leaves it; with no command run, the case cannot show what the model's commands see", asked.len()),
+            format!("the model's `env` never ran: the app-server asked the driver's approval before each of its {} call(s) (Codex 0.169 asks before every command under approvalPolicy `untrusted`, `ls` and `echo` included) and the driver refused each, a choice the protocol leaves it; with no command run, the case cannot show what the model's commands see", asked.len()),
             evidence,
         ))
     }
