@@ -306,3 +306,24 @@ fn line_size(case: &str) -> Box<dyn Grader> {
         legal_line_bytes("protocol-size", case).unwrap_or_default(),
     )))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A pair found twice would hide its second grader; a suite's rows apart would list the suite
+    /// twice in the unknown-suite error.
+    #[test]
+    fn each_pair_is_one_row_and_a_suites_rows_stand_together() {
+        let mut seen_suites: Vec<&str> = Vec::new();
+        for (row, (suite, case, _)) in GRADERS.iter().enumerate() {
+            let first = GRADERS.iter().position(|(s, c, _)| s == suite && c == case);
+            assert_eq!(first, Some(row), "{suite}/{case} has two rows");
+            if seen_suites.last() != Some(suite) {
+                assert!(!seen_suites.contains(suite), "{suite}'s rows are apart");
+                seen_suites.push(suite);
+            }
+        }
+        assert_eq!(CASE_NAMES.len(), GRADERS.len());
+    }
+}
