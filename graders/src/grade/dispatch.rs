@@ -20,13 +20,15 @@ type Row = (&'static str, &'static str, fn() -> Box<dyn Grader>);
 /// Every `(suite, case)` this crate grades, a suite's cases together (the order the errors list
 /// them in).
 pub(super) const GRADERS: &[Row] = &[
-    ("codex-planning-read-only", "plan-write-refused", || {
-        Box::<plan_write_refused::PlanWriteRefused>::default()
-    }),
+    (
+        "codex-planning-read-only",
+        "plan-write-refused",
+        plan_write_refused,
+    ),
     (
         "codex-planning-read-only",
         "plan-write-refused-no-network",
-        || Box::<plan_write_refused::PlanWriteRefused>::default(),
+        plan_write_refused,
     ),
     (
         "codex-planning-read-only",
@@ -62,18 +64,12 @@ pub(super) const GRADERS: &[Row] = &[
     ("startup-rejection", "transient-startup-failure", || {
         Box::new(StartupRejection::transient())
     }),
-    ("transport-faults", "crash-mid-turn", || {
-        Box::new(TransportFault::new(Ending::TransportLost))
-    }),
+    ("transport-faults", "crash-mid-turn", transport_lost),
     ("transport-faults", "hang", || {
         Box::new(TransportFault::new(Ending::TimedOut))
     }),
-    ("transport-faults", "garbage-line", || {
-        Box::new(TransportFault::new(Ending::TransportLost))
-    }),
-    ("transport-faults", "oversized-line", || {
-        Box::new(TransportFault::new(Ending::TransportLost))
-    }),
+    ("transport-faults", "garbage-line", transport_lost),
+    ("transport-faults", "oversized-line", transport_lost),
     ("launch-identity", "resume-after-profile-change", || {
         Box::<launch_identity::LaunchIdentity>::default()
     }),
@@ -228,15 +224,13 @@ pub(super) const GRADERS: &[Row] = &[
     ("protocol-task-binding", "mode-ask", || {
         Box::new(P::TaskBinding::new(P::Choice::Mode(Mode::Ask)))
     }),
-    ("protocol-task-binding", "approvals-never", || {
-        Box::new(P::TaskBinding::new(P::Choice::Approvals))
-    }),
-    ("protocol-task-binding", "approvals-auto-review", || {
-        Box::new(P::TaskBinding::new(P::Choice::Approvals))
-    }),
-    ("protocol-task-binding", "approvals-user", || {
-        Box::new(P::TaskBinding::new(P::Choice::Approvals))
-    }),
+    ("protocol-task-binding", "approvals-never", approvals_bound),
+    (
+        "protocol-task-binding",
+        "approvals-auto-review",
+        approvals_bound,
+    ),
+    ("protocol-task-binding", "approvals-user", approvals_bound),
     ("protocol-task-binding", "model", || {
         Box::new(P::TaskBinding::new(P::Choice::Model))
     }),
@@ -246,15 +240,17 @@ pub(super) const GRADERS: &[Row] = &[
     ("skills", "skillless", || {
         Box::new(R::Skills::new(R::SkillsCase::Skillless))
     }),
-    ("unsafe-workspaces", "workspace-root", || {
-        Box::new(R::UnsafeWorkspace::new())
-    }),
-    ("unsafe-workspaces", "workspace-contains-home", || {
-        Box::new(R::UnsafeWorkspace::new())
-    }),
-    ("unsafe-workspaces", "workspace-in-codex-home", || {
-        Box::new(R::UnsafeWorkspace::new())
-    }),
+    ("unsafe-workspaces", "workspace-root", unsafe_workspace),
+    (
+        "unsafe-workspaces",
+        "workspace-contains-home",
+        unsafe_workspace,
+    ),
+    (
+        "unsafe-workspaces",
+        "workspace-in-codex-home",
+        unsafe_workspace,
+    ),
     ("app-server-environment", "allowlisted-environment", || {
         Box::new(R::AllowlistedEnvironment::new())
     }),
@@ -264,15 +260,21 @@ pub(super) const GRADERS: &[Row] = &[
     ("result-idempotence", "identical-retry-acknowledged", || {
         Box::new(R::IdempotentResult::new())
     }),
-    ("resume-reconciliation", "reconciled-after-crash", || {
-        Box::new(R::ResumeReconciliation::new())
-    }),
-    ("resume-reconciliation", "saved-turn-missing", || {
-        Box::new(R::ResumeReconciliation::new())
-    }),
-    ("resume-reconciliation", "other-turn-active", || {
-        Box::new(R::ResumeReconciliation::new())
-    }),
+    (
+        "resume-reconciliation",
+        "reconciled-after-crash",
+        resume_reconciliation,
+    ),
+    (
+        "resume-reconciliation",
+        "saved-turn-missing",
+        resume_reconciliation,
+    ),
+    (
+        "resume-reconciliation",
+        "other-turn-active",
+        resume_reconciliation,
+    ),
 ];
 
 /// The `(suite, case)` pairs of [`GRADERS`], as [`super::CASES`] publishes them.
@@ -293,6 +295,31 @@ pub(super) fn grader_for(suite: &str, case: &str) -> Result<Box<dyn Grader>, Gra
         .find(|(s, c, _)| *s == suite && *c == case)
         .map(|(_, _, grader)| grader())
         .ok_or_else(|| unknown_case(suite, case))
+}
+
+/// `codex-planning-read-only`: a write refused under the planning profile.
+fn plan_write_refused() -> Box<dyn Grader> {
+    Box::<plan_write_refused::PlanWriteRefused>::default()
+}
+
+/// `transport-faults`: the driver ends with its transport lost.
+fn transport_lost() -> Box<dyn Grader> {
+    Box::new(TransportFault::new(Ending::TransportLost))
+}
+
+/// `protocol-task-binding`: the task's approvals reach the driver's requests.
+fn approvals_bound() -> Box<dyn Grader> {
+    Box::new(P::TaskBinding::new(P::Choice::Approvals))
+}
+
+/// `unsafe-workspaces`: a workspace the driver must refuse.
+fn unsafe_workspace() -> Box<dyn Grader> {
+    Box::new(R::UnsafeWorkspace::new())
+}
+
+/// `resume-reconciliation`: what the driver reconciles after a crash.
+fn resume_reconciliation() -> Box<dyn Grader> {
+    Box::new(R::ResumeReconciliation::new())
 }
 
 /// `protocol-server-requests`: a request the driver answers whatever it declared.
