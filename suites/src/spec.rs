@@ -264,6 +264,12 @@ impl Approvals {
 
 /// A driver declared outside the harness (`harness run --drivers FILE`), or shipped with it.
 /// Each one is crossed with the fake and with every real-Codex runner.
+///
+/// Its declaration keys (`outcome` … `max_line_bytes`) are the drivers file's edge of
+/// `graders::events::Declarations`, converted once by [`DeclaredDriver::declarations`]; they are
+/// not a flattened `Declarations` because the formats differ (`own_events` is no key, it follows
+/// from `contract`) and because serde's `flatten` under `deny_unknown_fields` loses the drivers
+/// file's error positions and the list of known keys an unknown one is refused with.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DeclaredDriver {
