@@ -11,6 +11,9 @@ use libtest_mimic::Failed;
 use sandbox::environment::Runtime;
 use std::future::Future;
 use std::sync::OnceLock;
+// The rule's one definition, under the name this tree's trials call; the fast binary includes
+// this module too and builds no trial.
+#[allow(unused_imports)]
 pub use test_support::trial;
 
 /// Why the pinned Codex cannot run here, if it cannot. A test never installs it (that would be
