@@ -5,7 +5,7 @@
 //! notifications and answer schemas), [`wire`] turns a transcript into events, and [`grade`]
 //! holds one grader per case and returns a [`verdict::Verdict`] with the evidence that decided
 //! it. [`evidence_file`] is how every reader of a cell's evidence opens a file: bounded, regular
-//! files only.
+//! files only. [`excerpt`] cuts a text to a bound of characters.
 
 // Library code prints nothing: it returns values, or emits a `tracing` notice the command line
 // shows (`harness::cli::notices`). Unit tests may print.
@@ -14,6 +14,7 @@
 pub mod codex_overrides;
 pub mod events;
 pub mod evidence_file;
+pub mod excerpt;
 pub mod grade;
 pub mod protocol;
 pub mod reader;

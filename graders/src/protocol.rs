@@ -205,7 +205,7 @@ fn variants(document: &Value) -> Result<Vec<(String, String)>, String> {
 }
 
 fn excerpt(value: &Value) -> String {
-    crate::wire::items::excerpt(&value.to_string(), 120)
+    crate::excerpt::excerpt(&value.to_string(), 120)
 }
 
 fn parse(version: &str, name: &str, text: &str) -> Result<Value, ReleaseError> {
@@ -325,7 +325,7 @@ impl Release {
             Ok(validator) => match validator.validate(result) {
                 Ok(()) => SchemaVerdict::Valid,
                 Err(error) => SchemaVerdict::Invalid {
-                    error: crate::wire::items::excerpt(&error.to_string(), SCHEMA_ERROR_CHARS),
+                    error: crate::excerpt::excerpt(&error.to_string(), SCHEMA_ERROR_CHARS),
                     path: error.instance_path.to_string(),
                     schema: format!("{}.json", spec.response_type),
                 },

@@ -1,12 +1,12 @@
 //! The `harness` command line, on top of the crates in `harness/crates/`.
 //!
-//! Owns: the subcommands ([`cli`]); the run orchestration of `harness run` — the process's one
-//! SIGINT/SIGTERM handler, running the scheduler to its end or to a stop, writing the reports
-//! of what finished, the exit code ([`shutdown`]); and the tools built on the matrix: protocol
-//! coverage of a release by the protocol profile, and of a run by each declared driver
-//! ([`coverage`]), protocol drift between Codex
-//! versions ([`drift`]), differential fidelity of the fake against the real Codex
-//! ([`fidelity`]), reproducing a sandbox failure ([`repro`]), the power of the cells over a
+//! Owns: the subcommands ([`cli`]); a run as one owned value, its dispatcher — the process's
+//! one SIGINT/SIGTERM handler, running the executor to its end or to a stop, its progress as
+//! typed events, writing the reports of what finished, the exit code ([`dispatch`]); and the
+//! tools built on the matrix: protocol coverage of a release by the protocol profile, and of a
+//! run by each declared driver ([`coverage`]), protocol drift between Codex versions
+//! ([`drift`]), differential fidelity of the fake against the real Codex ([`fidelity`]),
+//! reproducing a sandbox failure ([`repro`]), the power of the cells over a
 //! driver's bugs ([`mutate`]) and the benchmarks ([`bench`]).
 //!
 //! May use: every crate below it — `matrix` (the scheduler and the cell pipeline), `report`,
@@ -22,12 +22,9 @@ pub mod bench;
 #[allow(clippy::print_stdout, clippy::print_stderr)]
 pub mod cli;
 pub mod coverage;
+pub mod dispatch;
 pub mod drift;
 pub mod explore;
 pub mod fidelity;
 pub mod mutate;
 pub mod repro;
-// The run's signal handling and its final report print; the run's owner (a dispatcher that
-// renders typed events, issue 40 item 1) replaces this module, so it is left as it is.
-#[allow(clippy::print_stdout, clippy::print_stderr)]
-pub mod shutdown;

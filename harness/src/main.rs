@@ -60,8 +60,8 @@ fn main() -> ExitCode {
     }
     let cli = Cli::parse();
     // The process's one SIGINT/SIGTERM handler: it stops a running matrix, or tears down what
-    // the sandbox lists and exits (`harness::shutdown`).
-    harness::shutdown::install_signal_handler();
+    // the sandbox lists and exits (`harness::dispatch`).
+    harness::dispatch::install_signal_handler();
     match cli.command {
         Command::Grade(args) => harness::cli::grade::main(args),
         Command::Launch(args) => harness::cli::launch::main(args),

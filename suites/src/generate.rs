@@ -81,60 +81,126 @@ pub(crate) fn extend(
     extras: &Extras,
     per_suite: &mut BTreeMap<String, Vec<Cell>>,
 ) -> Result<Extended, SuitesError> {
-    let pin = file
-        .runners
-        .get(REFERENCE_CODEX_RUNNER)
-        .and_then(|r| r.codex_version.clone());
-    let mut versions: Vec<String> = pin.iter().cloned().collect();
-    let mut shipped: Vec<&String> = file
-        .runners
-        .values()
-        .filter_map(|r| r.codex_version.as_ref())
-        .collect();
-    shipped.sort();
-    for version in shipped {
-        if !versions.contains(version) {
-            versions.push(version.clone());
-        }
+    let versions = CodexVersions::of(file, extras)?;
+    let reference_extra = add_reference_runners(file, &versions)?;
+    let declared = match &extras.drivers {
+        Some(drivers) => add_declared_runners(file, drivers, &versions)?,
+        None => Declared::default(),
+    };
+    place_generated_runners(file, per_suite, &reference_extra, &declared);
+    if let Some(drivers) = &extras.drivers {
+        add_drivers_file_cases(file, drivers, per_suite)?;
     }
-    let shipped_versions = versions.clone();
-    for version in &extras.codex_versions {
-        check_version(version).map_err(|message| SuitesError::Invalid {
-            file: "--codex".into(),
-            message,
-        })?;
-        if !versions.contains(version) {
-            versions.push(version.clone());
-        }
-    }
+    Ok(Extended {
+        codex_versions: versions.all,
+        declared_runners: declared
+            .fake
+            .into_iter()
+            .chain(declared.fake_plays.into_iter().map(|(_, runner)| runner))
+            .chain(declared.codex)
+            .collect(),
+    })
+}
 
-    // Reference runners for versions the shipped runners do not cover.
+/// The real-Codex versions of the matrix: the reference runner's pin, the shipped runners'
+/// versions, then `--codex`'s.
+struct CodexVersions {
+    pin: Option<String>,
+    /// Every version, the pin first.
+    all: Vec<String>,
+    /// The versions of the shipped runners (the pin first).
+    shipped: Vec<String>,
+}
+
+impl CodexVersions {
+    fn of(file: &SuitesFile, extras: &Extras) -> Result<Self, SuitesError> {
+        let pin = file
+            .runners
+            .get(REFERENCE_CODEX_RUNNER)
+            .and_then(|r| r.codex_version.clone());
+        let mut versions: Vec<String> = pin.iter().cloned().collect();
+        let mut shipped: Vec<&String> = file
+            .runners
+            .values()
+            .filter_map(|r| r.codex_version.as_ref())
+            .collect();
+        shipped.sort();
+        for version in shipped {
+            if !versions.contains(version) {
+                versions.push(version.clone());
+            }
+        }
+        let shipped = versions.clone();
+        for version in &extras.codex_versions {
+            check_version(version).map_err(|message| SuitesError::Invalid {
+                file: "--codex".into(),
+                message,
+            })?;
+            if !versions.contains(version) {
+                versions.push(version.clone());
+            }
+        }
+        Ok(Self {
+            pin,
+            all: versions,
+            shipped,
+        })
+    }
+}
+
+/// Reference runners for versions the shipped runners do not cover, copied from the reference
+/// runner: their names.
+fn add_reference_runners(
+    file: &mut SuitesFile,
+    versions: &CodexVersions,
+) -> Result<Vec<String>, SuitesError> {
     let mut reference_extra = Vec::new();
     let new_versions: Vec<&String> = versions
+        .all
         .iter()
-        .filter(|v| !shipped_versions.contains(v))
+        .filter(|v| !versions.shipped.contains(v))
         .collect();
-    if !new_versions.is_empty() {
-        let template = file.runners.get(REFERENCE_CODEX_RUNNER).cloned().ok_or_else(|| {
-            SuitesError::Invalid {
-                file: "--codex".into(),
-                message: format!(
-                    "the suites have no `{REFERENCE_CODEX_RUNNER}` runner to copy for another Codex version"
-                ),
-            }
-        })?;
-        for version in new_versions {
-            let name = format!("{REFERENCE_CODEX_RUNNER}-{}", dashed(version));
-            let runner = RunnerSpec {
-                about: format!("{} (Codex {version}, added by --codex)", template.about),
-                codex_version: Some(version.clone()),
-                ..template.clone()
-            };
-            add_runner(file, "--codex", &name, runner)?;
-            reference_extra.push(name);
-        }
+    if new_versions.is_empty() {
+        return Ok(reference_extra);
     }
+    let template = file
+        .runners
+        .get(REFERENCE_CODEX_RUNNER)
+        .cloned()
+        .ok_or_else(|| SuitesError::Invalid {
+            file: "--codex".into(),
+            message: format!(
+                "the suites have no `{REFERENCE_CODEX_RUNNER}` runner to copy for another Codex version"
+            ),
+        })?;
+    for version in new_versions {
+        let name = format!("{REFERENCE_CODEX_RUNNER}-{}", dashed(version));
+        let runner = RunnerSpec {
+            about: format!("{} (Codex {version}, added by --codex)", template.about),
+            codex_version: Some(version.clone()),
+            ..template.clone()
+        };
+        add_runner(file, "--codex", &name, runner)?;
+        reference_extra.push(name);
+    }
+    Ok(reference_extra)
+}
 
+/// The runners generated for a drivers file's drivers, by app-server.
+#[derive(Default)]
+struct Declared {
+    fake: Vec<String>,
+    /// (the release played, the runner), per release a shipped fake runner plays besides the pin.
+    fake_plays: Vec<(String, String)>,
+    codex: Vec<String>,
+}
+
+/// One runner per declared driver and app-server, and per release the fake plays.
+fn add_declared_runners(
+    file: &mut SuitesFile,
+    drivers: &DriversFile,
+    versions: &CodexVersions,
+) -> Result<Declared, SuitesError> {
     // The releases the shipped fake runners play besides the pin (`plays`).
     let fake_releases: BTreeSet<String> = file
         .runners
@@ -142,47 +208,50 @@ pub(crate) fn extend(
         .filter(|r| r.app_server == AppServerKind::Fake)
         .filter_map(|r| r.plays.clone())
         .collect();
-
-    // One runner per declared driver and app-server, and per release the fake plays.
-    let mut declared_fake = Vec::new();
-    let mut declared_fake_plays: Vec<(String, String)> = Vec::new();
-    let mut declared_codex = Vec::new();
-    if let Some(drivers) = &extras.drivers {
-        for (name, driver) in &drivers.drivers {
-            let fake = format!("{name}-fake");
+    let mut declared = Declared::default();
+    for (name, driver) in &drivers.drivers {
+        let fake = format!("{name}-fake");
+        add_runner(
+            file,
+            &drivers.name,
+            &fake,
+            declared_runner(name, driver, &drivers.name, None),
+        )?;
+        declared.fake.push(fake);
+        for release in &fake_releases {
+            let runner_name = format!("{name}-fake-{}", dashed(release));
+            let mut runner = declared_runner(name, driver, &drivers.name, None);
+            runner.about = format!("{} playing Codex {release}", runner.about);
+            runner.plays = Some(release.clone());
+            add_runner(file, &drivers.name, &runner_name, runner)?;
+            declared.fake_plays.push((release.clone(), runner_name));
+        }
+        for version in &versions.all {
+            let runner_name = if Some(version) == versions.pin.as_ref() {
+                format!("{name}-codex")
+            } else {
+                format!("{name}-codex-{}", dashed(version))
+            };
             add_runner(
                 file,
                 &drivers.name,
-                &fake,
-                declared_runner(name, driver, &drivers.name, None),
+                &runner_name,
+                declared_runner(name, driver, &drivers.name, Some(version)),
             )?;
-            declared_fake.push(fake);
-            for release in &fake_releases {
-                let runner_name = format!("{name}-fake-{}", dashed(release));
-                let mut runner = declared_runner(name, driver, &drivers.name, None);
-                runner.about = format!("{} playing Codex {release}", runner.about);
-                runner.plays = Some(release.clone());
-                add_runner(file, &drivers.name, &runner_name, runner)?;
-                declared_fake_plays.push((release.clone(), runner_name));
-            }
-            for version in &versions {
-                let runner_name = if Some(version) == pin.as_ref() {
-                    format!("{name}-codex")
-                } else {
-                    format!("{name}-codex-{}", dashed(version))
-                };
-                add_runner(
-                    file,
-                    &drivers.name,
-                    &runner_name,
-                    declared_runner(name, driver, &drivers.name, Some(version)),
-                )?;
-                declared_codex.push(runner_name);
-            }
+            declared.codex.push(runner_name);
         }
     }
+    Ok(declared)
+}
 
-    // The generated runners take their place in the shipped blocks.
+/// The generated runners take their place in the shipped blocks: their cells join
+/// `per_suite`.
+fn place_generated_runners(
+    file: &SuitesFile,
+    per_suite: &mut BTreeMap<String, Vec<Cell>>,
+    reference_extra: &[String],
+    declared: &Declared,
+) {
     for (suite_name, suite) in &file.suites {
         let cells = per_suite.entry(suite_name.clone()).or_default();
         let mut seen: BTreeSet<String> = cells.iter().map(Cell::name).collect();
@@ -206,21 +275,22 @@ pub(crate) fn extend(
             };
             let mut runners: Vec<&String> = Vec::new();
             if block.runners.iter().any(|r| r == REFERENCE_CODEX_RUNNER) {
-                runners.extend(&reference_extra);
+                runners.extend(reference_extra);
             }
             if kinds.contains(&AppServerKind::Fake) {
-                runners.extend(declared_fake.iter().filter(held));
+                runners.extend(declared.fake.iter().filter(held));
             }
             // Where the block has a fake playing another release, so does each declared driver.
             runners.extend(
-                declared_fake_plays
+                declared
+                    .fake_plays
                     .iter()
                     .filter(|(release, _)| plays.contains(release))
                     .map(|(_, runner)| runner)
                     .filter(held),
             );
             if kinds.contains(&AppServerKind::Codex) {
-                runners.extend(declared_codex.iter().filter(held));
+                runners.extend(declared.codex.iter().filter(held));
             }
             let generated = MatrixBlock {
                 runners: runners.into_iter().cloned().collect(),
@@ -232,55 +302,53 @@ pub(crate) fn extend(
             cells.extend(crossed.into_iter().filter(|c| seen.insert(c.name())));
         }
     }
+}
 
-    if let Some(drivers) = &extras.drivers {
-        for (suite_name, user) in &drivers.suites {
-            let Some(suite) = file.suites.get_mut(suite_name) else {
+/// A drivers file's own cases, added to the shipped suites, and the cells of its blocks.
+fn add_drivers_file_cases(
+    file: &mut SuitesFile,
+    drivers: &DriversFile,
+    per_suite: &mut BTreeMap<String, Vec<Cell>>,
+) -> Result<(), SuitesError> {
+    for (suite_name, user) in &drivers.suites {
+        let Some(suite) = file.suites.get_mut(suite_name) else {
+            return Err(SuitesError::Invalid {
+                file: drivers.name.clone(),
+                message: format!(
+                    "suite `{suite_name}` is not a shipped suite; a drivers file adds cases to the shipped suites (known: {})",
+                    file.suites.keys().cloned().collect::<Vec<_>>().join(", ")
+                ),
+            });
+        };
+        for (case_name, case) in &user.cases {
+            check_case(&drivers.name, suite_name, case_name, case)?;
+            if suite
+                .cases
+                .insert(case_name.clone(), case.clone())
+                .is_some()
+            {
                 return Err(SuitesError::Invalid {
                     file: drivers.name.clone(),
                     message: format!(
-                        "suite `{suite_name}` is not a shipped suite; a drivers file adds cases to the shipped suites (known: {})",
-                        file.suites.keys().cloned().collect::<Vec<_>>().join(", ")
+                        "case `{suite_name}.{case_name}` is already a shipped case; give yours another name"
                     ),
                 });
-            };
-            for (case_name, case) in &user.cases {
-                check_case(&drivers.name, suite_name, case_name, case)?;
-                if suite
-                    .cases
-                    .insert(case_name.clone(), case.clone())
-                    .is_some()
-                {
-                    return Err(SuitesError::Invalid {
-                        file: drivers.name.clone(),
-                        message: format!(
-                            "case `{suite_name}.{case_name}` is already a shipped case; give yours another name"
-                        ),
-                    });
-                }
             }
-            let cells = expand_blocks(
-                &drivers.name,
-                file,
-                suite_name,
-                &user.matrix,
-                user.expected_cells,
-                user.cases.keys(),
-            )?;
-            per_suite
-                .entry(suite_name.clone())
-                .or_default()
-                .extend(cells);
         }
+        let cells = expand_blocks(
+            &drivers.name,
+            file,
+            suite_name,
+            &user.matrix,
+            user.expected_cells,
+            user.cases.keys(),
+        )?;
+        per_suite
+            .entry(suite_name.clone())
+            .or_default()
+            .extend(cells);
     }
-    Ok(Extended {
-        codex_versions: versions,
-        declared_runners: declared_fake
-            .into_iter()
-            .chain(declared_fake_plays.into_iter().map(|(_, runner)| runner))
-            .chain(declared_codex)
-            .collect(),
-    })
+    Ok(())
 }
 
 fn add_runner(

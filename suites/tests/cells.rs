@@ -33,7 +33,7 @@ use std::time::Duration;
 use suites::Cell;
 
 fn main() -> ExitCode {
-    if let Some(code) = harness::shutdown::start_cells_binary() {
+    if let Some(code) = harness::dispatch::start_cells_binary() {
         return code;
     }
     let arguments = Arguments::from_args();

@@ -3,16 +3,9 @@
 //! reference driver.
 
 use crate::events::{CommandExecution, DynamicToolCall, Item};
+use crate::excerpt::excerpt;
 use serde_json::Value;
 use std::collections::HashSet;
-
-/// The first `max` characters of `text`, with `…` when cut.
-pub fn excerpt(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        Some((cut, _)) => format!("{}…", &text[..cut]),
-        None => text.to_string(),
-    }
-}
 
 /// The `text` of every part in the array `v[key]`, one per line (`None`: no such array).
 pub fn joined_texts(v: &Value, key: &str) -> Option<String> {

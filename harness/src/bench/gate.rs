@@ -135,12 +135,7 @@ fn run(args: &Args) -> Result<()> {
         concurrency.describe()
     );
     let started = Instant::now();
-    let results = runtime.block_on(matrix::scheduler::run_cells(
-        &cells,
-        &gate_ctx,
-        concurrency,
-        |_, _| {},
-    ));
+    let results = super::run_cells(&runtime, &gate_ctx, &cells, concurrency);
     let gate_wall = started.elapsed();
     let (ran, gate_ms): (Vec<&Cell>, Vec<u64>) = cells
         .iter()

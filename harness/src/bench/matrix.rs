@@ -109,8 +109,7 @@ fn run(args: Args) -> Result<()> {
         for &jobs in &args.jobs {
             let setting = label(&jobs);
             let started = Instant::now();
-            let results =
-                runtime.block_on(matrix::scheduler::run_cells(&cells, &ctx, jobs, |_, _| {}));
+            let results = super::run_cells(&runtime, &ctx, &cells, jobs);
             let wall = started.elapsed();
             let failures: Vec<String> = results
                 .iter()

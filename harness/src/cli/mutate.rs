@@ -9,13 +9,12 @@
 //! applied anywhere: nothing was measured), 130 / 143 after SIGINT / SIGTERM; with `--expect`,
 //! 0 / 1 say whether every expectation is met (`harness::mutate::expect`).
 
+mod judge;
 mod pool;
 
+use crate::dispatch::CancelReason;
 use crate::mutate::expect::Expectations;
-use crate::mutate::{
-    self, predict, CellMutant, DriverMutants, ExpectationsChecked, FidelityChecked, Mutant,
-    MutationReport,
-};
+use crate::mutate::{self, predict, MutationReport};
 use anyhow::Context;
 use matrix::concurrency::Concurrency;
 use matrix::context::CellContext;
@@ -83,51 +82,7 @@ pub fn main(args: Args) -> ExitCode {
 }
 
 fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let repo_root = matrix::paths::repo_root();
-    let matrix = matrix::load::load_matrix(args.drivers.as_deref(), &[], repo_root.as_deref())?;
-    let selection = super::run::Args {
-        filters: args.filters.clone(),
-        jobs: args.jobs,
-        driver_cmd: None,
-        drivers: args.drivers.clone(),
-        all_runners: false,
-        codex_versions: Vec::new(),
-        partition: None,
-        suite: None,
-        environments: args.environments.clone(),
-        app_server: args.app_server.clone(),
-        out: None,
-        list: false,
-    };
-    let mut cells = super::run::select(&matrix, &selection)?;
-    let runner_pairs = if args.fidelity {
-        let (paired, runner_pairs) = paired_cells(&matrix, &cells);
-        anyhow::ensure!(
-            !paired.is_empty(),
-            "--fidelity: no selected cell of a fake runner has a real-Codex counterpart (the same declared driver, suite, environment and case) in the selection"
-        );
-        cells = paired;
-        Some(runner_pairs)
-    } else {
-        None
-    };
-    let operators = if args.operators.is_empty() {
-        Operator::ALL.to_vec()
-    } else {
-        let mut chosen = args.operators.clone();
-        chosen.sort();
-        chosen.dedup();
-        chosen
-    };
-    let expectations = match &args.expect {
-        Some(path) => {
-            let expected = Expectations::load(path)?;
-            let drivers: BTreeSet<String> = cells.iter().map(|c| c.id.runner.clone()).collect();
-            expected.check_selection(&drivers, &operators)?;
-            Some((path, expected))
-        }
-        None => None,
-    };
+    let selection = Selection::of(&args)?;
     let base = CellContext::from_env()?;
     let out = match &args.out {
         Some(out) => out.clone(),
@@ -138,199 +93,235 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
     let jobs = Concurrency::from_jobs(args.jobs);
     eprintln!(
         "mutating {} cells with {} operators, {}; evidence in {}",
-        cells.len(),
-        operators.len(),
+        selection.cells.len(),
+        selection.operators.len(),
         jobs.describe(),
         out.display()
     );
     let mut runs_ms = BTreeMap::new();
-    let reference_results = match reference_run(&base, &out, &cells, jobs, &mut runs_ms)? {
+    let reference_results = match reference_run(&base, &out, &selection.cells, jobs, &mut runs_ms)?
+    {
         Ok(results) => results,
         Err(signal) => return Ok(stopped(signal)),
     };
-    let durations: HashMap<String, std::time::Duration> = reference_results
-        .iter()
-        .map(|r| (r.cell.to_string(), r.duration))
-        .collect();
-    let reference: HashMap<String, Option<String>> = reference_results
-        .iter()
-        .map(|r| (r.cell.to_string(), mutate::outcome(r)))
-        .collect();
-    // Only cells with an outcome to compare with are run again.
-    let compared: Vec<Cell> = cells
-        .iter()
-        .filter(|c| reference.get(&c.name()).is_some_and(Option::is_some))
-        .cloned()
-        .collect();
-    anyhow::ensure!(
-        !compared.is_empty(),
-        "no selected cell ran to an outcome unmutated: nothing to compare a mutant with"
-    );
-    // Every mutant the reference does not rule out, in one pool: no run waits for another
-    // operator's slowest cell (and, first kill, each operator's quickest cells first).
-    let predicting = std::time::Instant::now();
-    let reference_root = out.join(mutate::REFERENCE);
-    let contexts: BTreeMap<Operator, CellContext> = operators
-        .iter()
-        .map(|operator| {
-            let mut ctx = base.clone();
-            ctx.out_root = out.join(operator.name());
-            ctx.mutation = Some(*operator);
-            (*operator, ctx)
-        })
-        .collect();
-    let mut runs: Vec<(CellContext, Cell)> = Vec::new();
-    let mut of_run: Vec<Operator> = Vec::new();
-    let mut untouched: BTreeMap<Operator, Vec<Cell>> = BTreeMap::new();
-    for cell in &compared {
-        let eligible: Vec<Operator> = operators
-            .iter()
-            .copied()
-            .filter(|o| o.on_the_wire() || declares_exit_status(cell))
-            .collect();
-        let predictions = predict::predict(&reference_root, &cell.name(), &eligible);
-        for (operator, prediction) in eligible.into_iter().zip(predictions) {
-            if prediction.must_run() {
-                runs.push((contexts[&operator].clone(), cell.clone()));
-                of_run.push(operator);
-            } else {
-                untouched.entry(operator).or_default().push(cell.clone());
-            }
-        }
-    }
-    let predicted_untouched: usize = untouched.values().map(Vec::len).sum();
-    eprintln!(
-        "mutants: {} runs ({} operator × cell pairs not run: their reference holds nothing the operator rewrites; predicted in {:.1} s){}",
-        runs.len(),
-        predicted_untouched,
-        predicting.elapsed().as_secs_f64(),
-        if args.all_kills { "" } else { "; an operator's runs stop at its first kill" }
+    let reference = Reference::of(&reference_results, &selection.cells)?;
+    let planned = Planned::predict(
+        &base,
+        &out,
+        &selection.operators,
+        &reference.compared,
+        args.all_kills,
     );
     let pool = Mutants {
-        runs: &runs,
-        of_run: &of_run,
-        reference: &reference,
-        durations: &durations,
+        runs: &planned.runs,
+        of_run: &planned.of_run,
+        reference: &reference.outcomes,
+        durations: &reference.durations,
         out: &out,
     };
     let ran = match pool.run(jobs, !args.all_kills)? {
         Ok(ran) => ran,
         Err(signal) => return Ok(stopped(signal)),
     };
-    let wall = ran.wall;
-    runs_ms.insert("mutants".into(), wall.as_millis() as u64);
+    runs_ms.insert("mutants".into(), ran.wall.as_millis() as u64);
     let judging = std::time::Instant::now();
-    let mut results: BTreeMap<Operator, Vec<CellResult>> = BTreeMap::new();
-    let mut judged: BTreeMap<Operator, BTreeMap<String, Vec<CellMutant>>> = BTreeMap::new();
-    let mut not_run: BTreeMap<Operator, Vec<Cell>> = BTreeMap::new();
-    for (index, (cell, result)) in ran.judged.into_iter().zip(ran.results).enumerate() {
-        let operator = of_run[index];
-        match (cell, result) {
-            (Some(cell), Some(result)) => {
-                judged
-                    .entry(operator)
-                    .or_default()
-                    .entry(result.cell.runner.clone())
-                    .or_default()
-                    .push(cell);
-                results.entry(operator).or_default().push(result);
-            }
-            _ => not_run
-                .entry(operator)
-                .or_default()
-                .push(runs[index].1.clone()),
-        }
-    }
-    let mutant_runs = results.values().map(Vec::len).sum();
-    let mut passes: Vec<(Operator, BTreeMap<String, Vec<CellMutant>>)> = Vec::new();
-    for operator in &operators {
-        let mut results = results.remove(operator).unwrap_or_default();
-        results.sort_by_key(|r| r.cell.to_string());
-        if !results.is_empty() {
-            // Each operator's reports but its report.html (the evidence folders are there).
-            let summary = report::Summary::from_results(&results, wall);
-            report::write_text_reports(&out.join(operator.name()), &summary)?;
-        }
-        let mut by_driver = judged.remove(operator).unwrap_or_default();
-        for cells in by_driver.values_mut() {
-            cells.sort_by(|a, b| a.cell.cmp(&b.cell));
-        }
-        passes.push((*operator, by_driver));
-    }
-    // A cell whose outcome changed in a run that rewrote nothing of it varies on its own.
-    let unsteady: BTreeSet<String> = passes
-        .iter()
-        .flat_map(|(_, by_driver)| by_driver.values().flatten())
-        .filter(|c| c.unsteady())
-        .map(|c| c.cell.clone())
-        .collect();
-    let mut per_driver: BTreeMap<String, Vec<Mutant>> = BTreeMap::new();
-    for cell in &compared {
-        per_driver.entry(cell.id.runner.clone()).or_default();
-    }
-    for (operator, mut by_driver) in passes {
-        let untouched = untouched.remove(&operator).unwrap_or_default();
-        for (driver, mutants) in per_driver.iter_mut() {
-            let cells = by_driver.remove(driver).unwrap_or_default();
-            let predicted = untouched
-                .iter()
-                .filter(|c| &c.id.runner == driver)
-                .map(Cell::name)
-                .collect();
-            let mut mutant = Mutant::judge(operator, cells, predicted, &unsteady);
-            mutant.not_run_after_kill = not_run
-                .get(&operator)
-                .into_iter()
-                .flatten()
-                .filter(|c| &c.id.runner == driver)
-                .map(Cell::name)
-                .collect();
-            mutants.push(mutant);
-        }
-    }
-    let drivers: Vec<DriverMutants> = per_driver
-        .into_iter()
-        .map(|(driver, mutants)| {
-            let cells = compared.iter().filter(|c| c.id.runner == driver).count();
-            DriverMutants::new(&driver, cells, mutants)
-        })
-        .collect();
-    let mut report = MutationReport {
-        app_server: args.app_server.clone(),
-        operators: operators.iter().map(|o| o.name().to_string()).collect(),
-        cells: compared.len(),
-        score: mutate::score(drivers.iter().flat_map(|d| &d.operators)),
-        drivers,
+    let report = judge::report(
+        &args,
+        &selection,
+        &out,
+        &reference.compared,
+        planned,
+        ran,
         runs_ms,
-        mutant_runs,
-        predicted_untouched,
-        confirmation_runs: ran.second_runs,
-        first_kill: !args.all_kills,
-        not_run_after_kill: not_run.values().map(Vec::len).sum(),
-        fidelity: None,
-        expectations: None,
-    };
-    if let Some(pairs) = runner_pairs {
-        report.fidelity = Some(FidelityChecked {
-            findings: mutate::disagreements(&report.drivers, &pairs),
-            pairs,
-        });
-    }
-    let findings = report.fidelity.as_ref().map_or(0, |f| f.findings.len());
-    if let Some((path, expected)) = &expectations {
-        report.expectations = Some(ExpectationsChecked {
-            file: path.display().to_string(),
-            unmet: expected.unmet(&report),
-            unclaimed: expected.unclaimed(&report),
-        });
-    }
+    )?;
     eprintln!("judged in {:.1} s", judging.elapsed().as_secs_f64());
+    write_reports(&out, &report, &reference_results)?;
+    Ok(exit_code(&report, selection.expectations.as_ref()))
+}
+
+/// What a mutation run covers: the selected cells (with `--fidelity`, those paired, and the
+/// `[fake, real]` runners paired), the operators, and `--expect`'s file and expectations.
+struct Selection {
+    cells: Vec<Cell>,
+    runner_pairs: Option<Vec<[String; 2]>>,
+    operators: Vec<Operator>,
+    expectations: Option<(PathBuf, Expectations)>,
+}
+
+impl Selection {
+    fn of(args: &Args) -> anyhow::Result<Self> {
+        let repo_root = matrix::paths::repo_root();
+        let matrix = matrix::load::load_matrix(args.drivers.as_deref(), &[], repo_root.as_deref())?;
+        let selection = super::run::Args {
+            filters: args.filters.clone(),
+            jobs: args.jobs,
+            driver_cmd: None,
+            drivers: args.drivers.clone(),
+            all_runners: false,
+            codex_versions: Vec::new(),
+            partition: None,
+            suite: None,
+            environments: args.environments.clone(),
+            app_server: args.app_server.clone(),
+            out: None,
+            list: false,
+        };
+        let mut cells = super::run::select(&matrix, &selection)?;
+        let runner_pairs = if args.fidelity {
+            let (paired, runner_pairs) = paired_cells(&matrix, &cells);
+            anyhow::ensure!(
+                !paired.is_empty(),
+                "--fidelity: no selected cell of a fake runner has a real-Codex counterpart (the same declared driver, suite, environment and case) in the selection"
+            );
+            cells = paired;
+            Some(runner_pairs)
+        } else {
+            None
+        };
+        let operators = if args.operators.is_empty() {
+            Operator::ALL.to_vec()
+        } else {
+            let mut chosen = args.operators.clone();
+            chosen.sort();
+            chosen.dedup();
+            chosen
+        };
+        let expectations = match &args.expect {
+            Some(path) => {
+                let expected = Expectations::load(path)?;
+                let drivers: BTreeSet<String> = cells.iter().map(|c| c.id.runner.clone()).collect();
+                expected.check_selection(&drivers, &operators)?;
+                Some((path.clone(), expected))
+            }
+            None => None,
+        };
+        Ok(Self {
+            cells,
+            runner_pairs,
+            operators,
+            expectations,
+        })
+    }
+}
+
+/// What the reference run says of each cell: its duration, its outcome, and the cells with an
+/// outcome to compare a mutant with (only those are run again).
+struct Reference {
+    durations: HashMap<String, std::time::Duration>,
+    outcomes: HashMap<String, Option<String>>,
+    compared: Vec<Cell>,
+}
+
+impl Reference {
+    fn of(results: &[CellResult], cells: &[Cell]) -> anyhow::Result<Self> {
+        let durations = results
+            .iter()
+            .map(|r| (r.cell.to_string(), r.duration))
+            .collect();
+        let outcomes: HashMap<String, Option<String>> = results
+            .iter()
+            .map(|r| (r.cell.to_string(), mutate::outcome(r)))
+            .collect();
+        let compared: Vec<Cell> = cells
+            .iter()
+            .filter(|c| outcomes.get(&c.name()).is_some_and(Option::is_some))
+            .cloned()
+            .collect();
+        anyhow::ensure!(
+            !compared.is_empty(),
+            "no selected cell ran to an outcome unmutated: nothing to compare a mutant with"
+        );
+        Ok(Self {
+            durations,
+            outcomes,
+            compared,
+        })
+    }
+}
+
+/// Every mutant the reference does not rule out, in one pool: no run waits for another
+/// operator's slowest cell (and, first kill, each operator's quickest cells first).
+struct Planned {
+    runs: Vec<(CellContext, Cell)>,
+    /// Each run's operator.
+    of_run: Vec<Operator>,
+    /// Per operator, the cells not run: their reference holds nothing it rewrites.
+    untouched: BTreeMap<Operator, Vec<Cell>>,
+}
+
+impl Planned {
+    fn predict(
+        base: &CellContext,
+        out: &std::path::Path,
+        operators: &[Operator],
+        compared: &[Cell],
+        all_kills: bool,
+    ) -> Self {
+        let predicting = std::time::Instant::now();
+        let reference_root = out.join(mutate::REFERENCE);
+        let contexts: BTreeMap<Operator, CellContext> = operators
+            .iter()
+            .map(|operator| {
+                let mut ctx = base.clone();
+                ctx.out_root = out.join(operator.name());
+                ctx.mutation = Some(*operator);
+                (*operator, ctx)
+            })
+            .collect();
+        let mut planned = Self {
+            runs: Vec::new(),
+            of_run: Vec::new(),
+            untouched: BTreeMap::new(),
+        };
+        for cell in compared {
+            let eligible: Vec<Operator> = operators
+                .iter()
+                .copied()
+                .filter(|o| o.on_the_wire() || declares_exit_status(cell))
+                .collect();
+            let predictions = predict::predict(&reference_root, &cell.name(), &eligible);
+            for (operator, prediction) in eligible.into_iter().zip(predictions) {
+                if prediction.must_run() {
+                    planned
+                        .runs
+                        .push((contexts[&operator].clone(), cell.clone()));
+                    planned.of_run.push(operator);
+                } else {
+                    planned
+                        .untouched
+                        .entry(operator)
+                        .or_default()
+                        .push(cell.clone());
+                }
+            }
+        }
+        eprintln!(
+            "mutants: {} runs ({} operator × cell pairs not run: their reference holds nothing the operator rewrites; predicted in {:.1} s){}",
+            planned.runs.len(),
+            planned.predicted_untouched(),
+            predicting.elapsed().as_secs_f64(),
+            if all_kills { "" } else { "; an operator's runs stop at its first kill" }
+        );
+        planned
+    }
+
+    fn predicted_untouched(&self) -> usize {
+        self.untouched.values().map(Vec::len).sum()
+    }
+}
+
+/// `mutation.json`, the reference run's page with the mutation section above its matrix, and
+/// the table on stdout.
+fn write_reports(
+    out: &std::path::Path,
+    report: &MutationReport,
+    reference_results: &[CellResult],
+) -> anyhow::Result<()> {
     let path = out.join("mutation.json");
-    std::fs::write(&path, serde_json::to_string_pretty(&report)? + "\n")
+    std::fs::write(&path, serde_json::to_string_pretty(report)? + "\n")
         .with_context(|| format!("writing {}", path.display()))?;
-    // The reference run's page, with the mutation section above its matrix.
     let summary = report::Summary::from_results(
-        &reference_results,
+        reference_results,
         std::time::Duration::from_millis(report.runs_ms[mutate::REFERENCE]),
     );
     let html = out.join(report::layout::HTML);
@@ -341,24 +332,31 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
     .with_context(|| format!("writing {}", html.display()))?;
     println!("{}", report.table());
     eprintln!("mutation report: {}", path.display());
+    Ok(())
+}
+
+/// With `--expect`, whether every expectation is met (and no fidelity finding); else 1 on a
+/// survivor, an unsteady operator or a fidelity finding, 2 when nothing was measured.
+fn exit_code(report: &MutationReport, expectations: Option<&(PathBuf, Expectations)>) -> ExitCode {
+    let findings = report.fidelity.as_ref().map_or(0, |f| f.findings.len());
     if let Some(checked) = &report.expectations {
         for unclaimed in &checked.unclaimed {
             eprintln!("killed, though no expectation asks it (the expectation could be raised): {unclaimed}");
         }
-        if let Some((_, expected)) = &expectations {
-            for unsteady in expected.unsteady_unnamed(&report) {
+        if let Some((_, expected)) = expectations {
+            for unsteady in expected.unsteady_unnamed(report) {
                 eprintln!("UNSTEADY, not counted (no expectation names it; its kills did not come back in a second run): {unsteady}");
             }
         }
         for unmet in &checked.unmet {
             eprintln!("expectation not met: {unmet}");
         }
-        return Ok(if !checked.unmet.is_empty() || findings > 0 {
+        return if !checked.unmet.is_empty() || findings > 0 {
             ExitCode::from(1)
         } else {
             eprintln!("every expectation of {} is met", checked.file);
             ExitCode::SUCCESS
-        });
+        };
     }
     if report.unsteady() > 0 {
         eprintln!(
@@ -366,18 +364,14 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
             report.unsteady()
         );
     }
-    Ok(
-        if report.survivors() > 0 || findings > 0 || report.unsteady() > 0 {
-            ExitCode::from(1)
-        } else if report.killed() == 0 {
-            eprintln!(
-                "harness mutate: no operator applied to any selected cell: nothing was measured"
-            );
-            ExitCode::from(2)
-        } else {
-            ExitCode::SUCCESS
-        },
-    )
+    if report.survivors() > 0 || findings > 0 || report.unsteady() > 0 {
+        ExitCode::from(1)
+    } else if report.killed() == 0 {
+        eprintln!("harness mutate: no operator applied to any selected cell: nothing was measured");
+        ExitCode::from(2)
+    } else {
+        ExitCode::SUCCESS
+    }
 }
 
 /// `--fidelity`: of the `selected` cells, those `harness::fidelity::pairs` pairs with a
@@ -419,13 +413,18 @@ fn reference_run(
     let mut ctx = base.clone();
     ctx.out_root = out.join(name);
     eprintln!("{name}: {} cells", cells.len());
-    let (run, wall) = crate::shutdown::run_cells(cells, &ctx, jobs, |_, _| {})?;
+    matrix::prereq::check_named(&ctx, cells)?;
+    let batch = matrix::scheduler::Batch::of_cells(&ctx, cells, jobs);
+    let mut printer = super::run::Printer { progress: false };
+    let ran = crate::dispatch::Run::new(batch, jobs)
+        .execute(&mut printer)?
+        .settle(&mut printer);
+    let (run, wall) = (ran.run, ran.wall);
     runs_ms.insert(name.to_string(), wall.as_millis() as u64);
-    if let Some(message) = &run.panic {
-        anyhow::bail!("{name}: a cell panicked: {message}");
-    }
-    if let Some(signal) = crate::shutdown::stopped_by() {
-        return Ok(Err(signal));
+    match ran.cause {
+        Some(CancelReason::Panic(message)) => anyhow::bail!("{name}: a cell panicked: {message}"),
+        Some(CancelReason::Signal(signal)) => return Ok(Err(signal)),
+        None => {}
     }
     report::write_all(&ctx.out_root, &run.finished, wall)?;
     eprintln!(

@@ -6,10 +6,11 @@
 //! version that cannot be installed, a selection that matches nothing), 130 / 143 after SIGINT /
 //! SIGTERM (the reports then list the cells that finished).
 
+use crate::dispatch::{CancelReason, Executed, Observer, Run, RunEvent};
 use anyhow::Context;
 use matrix::concurrency::Concurrency;
 use matrix::context::CellContext;
-use matrix::scheduler::Progress;
+use matrix::scheduler::{Batch, Progress};
 use report::outcome::CellResult;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -108,7 +109,69 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
         jobs.describe(),
         ctx.out_root.display()
     );
-    crate::shutdown::run_matrix(&cells, &ctx, jobs, print_progress)
+    let run = Run::new(Batch::of_cells(&ctx, &cells, jobs), jobs).reporting_to(&ctx.out_root)?;
+    matrix::prereq::check_named(&ctx, &cells)?;
+    let mut printer = Printer { progress: true };
+    let executed = run.execute(&mut printer)?;
+    Ok(print_the_end(executed, &mut printer))
+}
+
+/// Print the Markdown matrix and where the reports are, then settle the run and say how it
+/// ended: a stopped run's note, and last the cells that differ, each with why and where its
+/// evidence is. The exit code.
+fn print_the_end(executed: Executed, printer: &mut Printer) -> ExitCode {
+    if let Some(reports) = &executed.reports {
+        println!("{}", reports.markdown);
+        if let Err(why) = &reports.job_summary {
+            eprintln!("{why}");
+        }
+        eprintln!("reports:");
+        eprintln!("  html:     {}", reports.paths.html.display());
+        eprintln!("  markdown: {}", reports.paths.markdown.display());
+        eprintln!("  junit:    {}", reports.paths.junit.display());
+        eprintln!("  json:     {}", reports.paths.json.display());
+    }
+    let settled = executed.settle(printer);
+    if let Some(note) = settled.stop_note() {
+        eprintln!("{note}");
+    }
+    let failures: Vec<&CellResult> = settled.failures().collect();
+    if !failures.is_empty() {
+        eprintln!("{} cells differ from their expectation", failures.len());
+        // Named last, where a CI log's tail (all a reader of a truncated log sees) still shows
+        // which cells and why.
+        for result in failures {
+            eprintln!(
+                "  {}: {} (evidence: {})",
+                result.cell,
+                result.describe(),
+                result.evidence_dir.display()
+            );
+        }
+    }
+    settled.exit_code()
+}
+
+/// What `harness run` and `harness mutate` print while a run runs: the stop, and with
+/// `progress` a line per finished cell.
+pub(crate) struct Printer {
+    pub(crate) progress: bool,
+}
+
+impl Observer for Printer {
+    fn observe(&mut self, event: RunEvent) {
+        match event {
+            RunEvent::CellFinished { progress, result } if self.progress => {
+                eprintln!("{}", progress_line(&progress, &result));
+            }
+            RunEvent::CellFinished { .. } => {}
+            RunEvent::Stopping(cause) => eprintln!("{}", stopping_line(&cause)),
+        }
+    }
+}
+
+fn stopping_line(cause: &CancelReason) -> String {
+    format!("harness: {cause}: stopping — no new cell starts, the running ones are torn down, the report lists what finished (again to exit at once)")
 }
 
 /// The cells `args` select from `matrix`, in matrix order, the partition applied last.
@@ -210,8 +273,7 @@ fn list(cells: &[suites::Cell], ctx: &CellContext) {
 }
 
 /// One line per finished cell, with the running counts (plain lines: CI logs are not terminals).
-fn print_progress(progress: &Progress, finished: Option<&CellResult>) {
-    let Some(result) = finished else { return };
+fn progress_line(progress: &Progress, result: &CellResult) -> String {
     let mark = if result.is_failure() {
         "FAIL"
     } else if result.is_ignored() {
@@ -221,7 +283,7 @@ fn print_progress(progress: &Progress, finished: Option<&CellResult>) {
     } else {
         " ok "
     };
-    eprintln!(
+    format!(
         "[{:>3}/{}] {mark} {} — {} ({} ms) | running {}, failed {}",
         progress.done,
         progress.total,
@@ -230,5 +292,44 @@ fn print_progress(progress: &Progress, finished: Option<&CellResult>) {
         result.duration.as_millis(),
         progress.running,
         progress.failed
-    );
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use report::outcome::CellOutcome;
+
+    #[test]
+    fn the_lines_a_run_prints_read_as_they_did_when_the_library_printed_them() {
+        assert_eq!(
+            stopping_line(&CancelReason::Signal(signal_hook::consts::SIGTERM)),
+            "harness: SIGTERM: stopping — no new cell starts, the running ones are torn down, the report lists what finished (again to exit at once)"
+        );
+        let cell = suites::load().expect("the shipped suites load").cells[0].clone();
+        let result = CellResult {
+            cell: cell.id.clone(),
+            profile: Some(cell.profile),
+            expected: cell.expected.clone(),
+            outcome: CellOutcome::Error {
+                message: "no driver".into(),
+            },
+            duration: std::time::Duration::from_millis(1234),
+            evidence_dir: std::path::PathBuf::new(),
+        };
+        let progress = Progress {
+            total: 12,
+            done: 3,
+            running: 2,
+            failed: 1,
+            ignored: 0,
+        };
+        assert_eq!(
+            progress_line(&progress, &result),
+            format!(
+                "[  3/12] FAIL {} — error: no driver (1234 ms) | running 2, failed 1",
+                cell.id
+            )
+        );
+    }
 }

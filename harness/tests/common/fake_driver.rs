@@ -1,11 +1,11 @@
 //! Driver runs against the fake app-server, shared by the external-driver tests and the schema
 //! test of what drivers send.
 
+use driver::bounds::Timeouts;
 use driver::launch::LaunchRequest;
 use driver::reference::DriverConfig;
 use driver::run::{AppServerProgram, RunSpec};
 use driver::task::Task;
-use driver::task::Timeouts;
 use graders::events::{CellId, PolicyGeneration, Target};
 use sandbox::launcher::LocalLauncher;
 use std::path::Path;

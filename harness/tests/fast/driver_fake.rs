@@ -6,11 +6,11 @@
 //! against the fake, sharing one way to drive a run and read both transcripts; split, each part
 //! would repeat that set-up.
 
+use driver::bounds::Timeouts;
 use driver::event_log::EventLog;
 use driver::launch::LaunchRequest;
 use driver::reference::{run_reference, DriverConfig};
 use driver::run::{AppServerProgram, RunSpec};
-use driver::task::Timeouts;
 use driver::task::{PlanReview, Relaunch, Task};
 use graders::events::{
     Body, CellId, Ending, Event, Item, Mode, Outcome, PolicyGeneration, RunEnded, Target,

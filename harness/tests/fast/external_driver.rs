@@ -4,9 +4,9 @@
 use crate::common;
 
 use common::fake_driver::{config, script};
+use driver::bounds::Timeouts;
 use driver::event_log::EventLog;
 use driver::external::run_external;
-use driver::task::Timeouts;
 use driver::task::{Envelope, PlanReview, Relaunch, Task, WaitBounds};
 use graders::events::{Body, Ending, Event, Mode, Source, Target};
 use std::time::{Duration, Instant};

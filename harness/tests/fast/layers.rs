@@ -23,9 +23,14 @@ const LAYERS: &[&[&str]] = &[
     &["harness"],
 ];
 
-/// Every workspace crate's manifest, by package name.
-fn manifests() -> BTreeMap<String, toml::Table> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+/// The workspace's root folder.
+pub(crate) fn workspace_root() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// Every workspace crate's folder and manifest, by package name.
+pub(crate) fn workspace_crates() -> BTreeMap<String, (std::path::PathBuf, toml::Table)> {
+    let root = workspace_root();
     let workspace: toml::Table =
         toml::from_str(&std::fs::read_to_string(root.join("Cargo.toml")).unwrap()).unwrap();
     let mut found = BTreeMap::new();
@@ -44,10 +49,18 @@ fn manifests() -> BTreeMap<String, toml::Table> {
                 toml::from_str(&std::fs::read_to_string(folder.join("Cargo.toml")).unwrap())
                     .unwrap();
             let name = manifest["package"]["name"].as_str().unwrap().to_string();
-            found.insert(name, manifest);
+            found.insert(name, (folder, manifest));
         }
     }
     found
+}
+
+/// Every workspace crate's manifest, by package name.
+fn manifests() -> BTreeMap<String, toml::Table> {
+    workspace_crates()
+        .into_iter()
+        .map(|(name, (_, manifest))| (name, manifest))
+        .collect()
 }
 
 /// The crates only test binaries may use.

@@ -29,6 +29,7 @@ mod input_checks;
 mod launch_cli;
 mod launch_policy;
 mod layers;
+mod module_cycles;
 mod mutate_cli;
 mod out_lock;
 mod placeholder_quoting;

@@ -479,7 +479,7 @@ fn codex_thread_start_works(
 /// killed (bounded: it gives up after a minute).
 fn cleanup_child(environment: &str) {
     // As the harness binary does: its one signal handler tears down what the sandbox lists.
-    harness::shutdown::install_signal_handler();
+    harness::dispatch::install_signal_handler();
     let scratch = tempfile::Builder::new()
         .prefix("ccf-test-child-")
         .tempdir()

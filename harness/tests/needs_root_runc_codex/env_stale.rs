@@ -116,7 +116,7 @@ fn trial(name: &str, missing: &Option<String>, body: fn() -> Result<(), Failed>)
 /// write the ready file, then wait to be killed (bounded).
 fn run_child(mode: &str) {
     // As the harness binary does: its one signal handler tears down what the sandbox lists.
-    harness::shutdown::install_signal_handler();
+    harness::dispatch::install_signal_handler();
     let ready_file = PathBuf::from(std::env::var_os(READY_FILE_VAR).expect("ready file"));
     let scratch = tempfile::Builder::new()
         .prefix("ccf-test-stale-")

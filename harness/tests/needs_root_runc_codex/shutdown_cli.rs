@@ -82,6 +82,9 @@ fn sigterm_during_local_cells_exits_143_with_the_report_and_no_process_left() {
     assert_eq!(status.code(), Some(143), "{stderr}");
     assert!(out.join("summary.json").is_file(), "no report: {stderr}");
     assert!(stderr.contains("stopped by SIGTERM"), "{stderr}");
+    // The run's dispatcher tells the command line of the stop, which says it once.
+    let stopping = "harness: SIGTERM: stopping — no new cell starts, the running ones are torn down, the report lists what finished (again to exit at once)\n";
+    assert_eq!(stderr.matches(stopping).count(), 1, "{stderr}");
     // Every selected cell is in summary.json: the two torn down as ignored, saying so.
     let summary: serde_json::Value =
         serde_json::from_str(&read(&out.join("summary.json"))).unwrap();

@@ -9,8 +9,8 @@ use crate::events::{
     Kind, NotRecorded, NotificationCount, RpcError, SchemaVerdict, ServerNotifications,
     ServerRequest, ServerRequestAnswered, SettingsSent, TurnStatus,
 };
+use crate::excerpt::excerpt;
 use crate::protocol::Release;
-use crate::wire::items::excerpt;
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
 

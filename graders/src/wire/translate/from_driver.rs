@@ -7,7 +7,8 @@ use crate::events::{
     ApprovalResolved, Body, Diagnostic, Level, Outcome, ResultProposed, SessionOpenRequested,
     SessionRelaunched, TurnSubmitted,
 };
-use crate::wire::items::{excerpt, joined_texts};
+use crate::excerpt::excerpt;
+use crate::wire::items::joined_texts;
 use crate::wire::{launch_argv, launch_identity, Context};
 use serde_json::Value;
 

@@ -7,7 +7,8 @@ use crate::events::{
     PlanStep, PlanUpdated, SandboxFacts, SessionRejected, SessionStarted, TurnCompleted, TurnError,
     TurnStarted,
 };
-use crate::wire::items::{excerpt, reduce};
+use crate::excerpt::excerpt;
+use crate::wire::items::reduce;
 use serde_json::Value;
 
 impl Fold {

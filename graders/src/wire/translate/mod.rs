@@ -3,13 +3,13 @@
 //! app-servers of one driver never mix their ids. What each side's lines mean is in
 //! `from_driver` and `from_server`; this module holds the fold's state and its end.
 
-use super::items::excerpt;
 use super::terminal::{self, LaunchEnd, WireTerminal};
 use super::transcript::{Direction, Launch, Record};
 use super::{launch_argv, launch_identity, Context};
 use crate::events::{
     AppServerExited, Body, Diagnostic, LaunchSummary, Level, RunStarted, StdinClosed,
 };
+use crate::excerpt::excerpt;
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap, HashSet};
 

@@ -31,7 +31,7 @@ const VERSION: &str = "0.169.0";
 const DRIVER: &str = "population";
 
 fn main() -> ExitCode {
-    if let Some(code) = harness::shutdown::start_cells_binary() {
+    if let Some(code) = harness::dispatch::start_cells_binary() {
         return code;
     }
     let arguments = Arguments::from_args();

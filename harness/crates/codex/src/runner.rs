@@ -17,8 +17,8 @@
 use super::mock_api::{MockConfig, MockModelApi, MockScript};
 use super::provision::{self, CodexInstall};
 use anyhow::{Context, Result};
+use driver::bounds::Timeouts;
 use driver::run::AppServerProgram;
-use driver::task::Timeouts;
 use fake_app_server::scenario::model::{ModelStep, ModelTurn};
 use fake_app_server::scenario::Scenario;
 use report::layout::CellEvidence;

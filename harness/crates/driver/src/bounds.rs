@@ -8,8 +8,29 @@
 //! installs), polling cadences, and the bounds of the maintainer tools (`harness`: bench, drift,
 //! explore, repro).
 
-use crate::task::Timeouts;
 use std::time::Duration;
+
+/// Bounds on every wait of a run. The defaults suit the fake app-server; the real Codex runner
+/// raises them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timeouts {
+    /// Waiting for the response to one request (`initialize`, `thread/start`, `turn/start`).
+    pub request: Duration,
+    /// Waiting for the next message during a turn.
+    pub turn_idle: Duration,
+    /// A whole turn.
+    pub turn_total: Duration,
+    /// The app-server's exit after its stdin is closed.
+    pub shutdown: Duration,
+    /// Same-run attempts to open a session after transient start-up failures.
+    pub startup_attempts: u32,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        DEFAULT_WAITS
+    }
+}
 
 /// Same-run attempts to open a session after transient start-up failures: a helper pipe's race
 /// or a slow first `initialize` passes on a second try; a third failure is the driver's.
@@ -62,7 +83,8 @@ pub const RPC_STDERR_TAIL: Duration = Duration::from_millis(200);
 pub const DRIVER_OVERALL_MARGIN: Duration = Duration::from_secs(10);
 /// Added to the idle bound before the driver's first wire byte: an interpreter's start-up is no
 /// wait of the task (the published Python SDK takes 6 s to import on a loaded 2-core runner, so
-/// its cells were killed before they began); the overall bound still holds.
+/// its cells were killed before they began); past it, a silent driver whose process tree still
+/// uses CPU is still starting (`matrix::stages::process`); the overall bound still holds.
 pub const DRIVER_START_ALLOWANCE: Duration = Duration::from_secs(20);
 /// What the idle bound allows past a driver's own wait and its shutdown: a loaded machine's
 /// scheduling and an interpreter's exit.

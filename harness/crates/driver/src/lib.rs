@@ -1,7 +1,7 @@
 //! Drivers and what they share. Its API (every other item is `pub(crate)`): the reference
 //! Codex driver ([`reference`]: `harness drive`, its config and entry points), the launch policy
 //! and launch identity ([`launch`]), the JSON-RPC client over a child's stdio ([`rpc`]), the
-//! task envelope and the waits of a run ([`task`]), the time bounds of a run, in one place
+//! task envelope ([`task`]), the time bounds of a run and its waits, in one place
 //! ([`bounds`]), what any driver is given for a run ([`run`]), the contract of an external
 //! driver's environment and events ([`external`]), the writer of a run's event stream
 //! ([`event_log`]) and the harness's mark on it ([`provenance`]). Inside: the reference driver's

@@ -2,8 +2,9 @@
 //! of its waits, the launch request, and the app-server to launch (as the driver sees it: for a
 //! cell, the tap standing in for `codex`).
 
+use crate::bounds::Timeouts;
 use crate::launch::LaunchRequest;
-use crate::task::{Task, Timeouts};
+use crate::task::Task;
 use graders::events::CellId;
 use std::path::PathBuf;
 

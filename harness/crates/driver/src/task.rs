@@ -2,9 +2,9 @@
 //! to the model's questions, and a bound on turns. Serialized as JSON, it is also the envelope
 //! an external driver receives (see `docs/driver-contract.md`).
 
+use crate::bounds::Timeouts;
 use graders::events::{Mode, PolicyGeneration};
 use serde::{Deserialize, Serialize};
-use std::time::Duration;
 
 /// Default bound on turns per run.
 pub(crate) const DEFAULT_MAX_TURNS: u32 = 6;
@@ -172,28 +172,6 @@ pub struct Envelope {
     #[serde(flatten)]
     pub task: Task,
     pub timeouts: WaitBounds,
-}
-
-/// Bounds on every wait of a run. The defaults suit the fake app-server; the real Codex runner
-/// raises them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Timeouts {
-    /// Waiting for the response to one request (`initialize`, `thread/start`, `turn/start`).
-    pub request: Duration,
-    /// Waiting for the next message during a turn.
-    pub turn_idle: Duration,
-    /// A whole turn.
-    pub turn_total: Duration,
-    /// The app-server's exit after its stdin is closed.
-    pub shutdown: Duration,
-    /// Same-run attempts to open a session after transient start-up failures.
-    pub startup_attempts: u32,
-}
-
-impl Default for Timeouts {
-    fn default() -> Self {
-        crate::bounds::DEFAULT_WAITS
-    }
 }
 
 /// [`Timeouts`] on the wire, in milliseconds.

@@ -5,8 +5,9 @@
 //! where evidence goes ([`paths`]) and who may write there ([`out_lock::OutLock`]); the one
 //! context every cell of a process shares ([`context::CellContext`]); the hidden subcommands a
 //! harness binary serves ([`hidden`]); one cell ([`cell::run_cell`]: not applicable,
-//! prerequisites ([`prereq`]), its attempts and its verdict file); the scheduler
-//! ([`scheduler`], [`concurrency::Concurrency`]); and, for the maintainer tools that run part of
+//! prerequisites ([`prereq`]), its attempts and its verdict file); the executor of a run
+//! ([`scheduler`]: a batch of cells run to the end or a stop, typed events as they go;
+//! [`concurrency::Concurrency`]); and, for the maintainer tools that run part of
 //! a cell (`harness bench gate`, `repro`), the stages they call ([`stages`]) and the guard that
 //! tears down what they started ([`guard::CellGuard`]).
 //!
@@ -17,8 +18,8 @@
 //!
 //! May use: `report` (the outcome, the evidence layout, the verdict file it writes through),
 //! `codex`, `driver`, `tap`, `sandbox`, and `suites`, `graders`, `fake_app_server`. Nothing
-//! above it: signals, the reports of a run and the exit code are the binary's
-//! (`harness::shutdown`).
+//! above it: signals, progress, the reports of a run and the exit code are its dispatcher's
+//! (`harness::dispatch`).
 
 // Library code prints nothing: it returns values, or emits a `tracing` notice the command line
 // shows (`harness::cli::notices`). Unit tests may print.

@@ -1,8 +1,11 @@
-//! Running many cells: as many at once as the concurrency allows ([`crate::concurrency`]), the
-//! longest expected first ([`start_order`]), until the end or a stop. A stop (a cancelled token: the binary's signal
-//! handler, or a panic in a cell) keeps new cells from starting and drops the running ones —
-//! dropping a cell is its teardown (its guard, [`crate::guard::CellGuard`]). The scheduler
-//! neither handles signals nor writes reports: `harness::shutdown` does, with what it returns.
+//! Running many cells — the executor of a run: as many at once as the concurrency allows
+//! ([`crate::concurrency`]), in the order its [`Batch`] gives (by default the longest expected
+//! first, [`start_order`]), until the end or a stop. A stop (a cancelled token: the run's
+//! dispatcher on a signal, or a panic in a cell) keeps new cells from starting and drops the
+//! running ones — dropping a cell is its teardown (its guard, [`crate::guard::CellGuard`]). The
+//! executor neither handles signals, counts progress nor writes reports: it sends a typed
+//! [`CellEvent`] for each start and end, and `harness::dispatch` (the run's owner) does the rest
+//! with those and what [`execute`] returns.
 
 use crate::cell::run_cell;
 use crate::concurrency::Concurrency;
@@ -16,10 +19,12 @@ use std::sync::Arc;
 use std::time::Duration;
 use suites::spec::{AppServerKind, ScenarioRef};
 use suites::Cell;
+use tokio::sync::mpsc::UnboundedSender;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
-/// Progress of a matrix run, for live output.
+/// Progress of a matrix run, for live output: the fold of its [`CellEvent`]s
+/// ([`Progress::count`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Progress {
     pub total: usize,
@@ -28,6 +33,47 @@ pub struct Progress {
     pub failed: usize,
     pub ignored: usize,
 }
+
+impl Progress {
+    /// The progress of `total` runs, none started.
+    pub fn of(total: usize) -> Progress {
+        Progress {
+            total,
+            ..Progress::default()
+        }
+    }
+
+    /// Count one event of the executor.
+    pub fn count(&mut self, event: &CellEvent) {
+        match event {
+            CellEvent::Started => self.running += 1,
+            CellEvent::Skipped => self.total -= 1,
+            CellEvent::Finished(result) => {
+                self.running -= 1;
+                self.done += 1;
+                self.failed += usize::from(result.is_failure());
+                self.ignored += usize::from(result.is_ignored());
+            }
+            CellEvent::Interrupted => self.running -= 1,
+        }
+    }
+}
+
+/// What the executor says of one run of its batch, by the run's index, as it happens.
+#[derive(Debug, Clone)]
+pub enum CellEvent {
+    /// Its slots taken, the cell starts.
+    Started,
+    /// Its turn came and [`Batch::skip`] left it out: it never starts.
+    Skipped,
+    /// The cell ran to its result.
+    Finished(Box<CellResult>),
+    /// The stop came while it ran: it was dropped (torn down), no result.
+    Interrupted,
+}
+
+/// Where the executor sends its events: each run's index in the batch, and what happened.
+pub type CellEvents = UnboundedSender<(usize, CellEvent)>;
 
 /// What a matrix run produced: the results of the cells that finished (in the cells' order),
 /// and the cells a stop cut short or never started.
@@ -40,97 +86,67 @@ pub struct MatrixRun {
     pub not_started: Vec<CellId>,
     /// The message of a panic in a cell's task, which stopped the run.
     pub panic: Option<String>,
-    /// Indices (in the runs given) of those its [`Pool::skip`] left out when their turn came.
+    /// Indices (in the batch's runs) of those its [`Batch::skip`] left out when their turn came.
     pub skipped: Vec<usize>,
 }
 
-/// How [`run_pool_until`] orders and prunes its runs (`harness mutate`: each operator's
-/// likeliest killers first, an operator's queued runs left out once one of its runs killed it).
-pub struct Pool {
+/// What [`execute`] runs: cells, each with its context (`harness mutate` runs the same cell
+/// under several operators at once, each into its own out folder), the order they start in and
+/// which to leave out (`harness mutate`: each operator's likeliest killers first, an operator's
+/// queued runs left out once one of its runs killed it).
+pub struct Batch {
+    pub runs: Vec<(CellContext, Cell)>,
     /// The order the runs start in (indices into the runs); every index exactly once.
     pub order: Vec<usize>,
     /// Asked when a run's turn comes (its slots taken): `true` leaves it out.
     pub skip: Arc<dyn Fn(usize) -> bool + Send + Sync>,
-    /// Told of each finished run, by index, before a later run's [`Pool::skip`] is asked.
+    /// Told of each finished run, by index, before a later run's [`Batch::skip`] is asked.
     pub finished: Arc<OnFinished>,
 }
 
-/// [`Pool::finished`]: a run's index and its result.
+/// [`Batch::finished`]: a run's index and its result.
 pub(crate) type OnFinished = dyn Fn(usize, &CellResult) + Send + Sync;
 
-/// Run `cells`, as many at once as `jobs` allows; `on_event` sees every start and finish.
-/// Results come back in the cells' order. A panic in a cell is raised again here.
-pub async fn run_cells(
-    cells: &[Cell],
-    ctx: &CellContext,
-    jobs: Concurrency,
-    on_event: impl Fn(&Progress, Option<&CellResult>) + Send + Sync + 'static,
-) -> Vec<CellResult> {
-    let run = run_cells_until(cells, ctx, jobs, CancellationToken::new(), on_event).await;
-    if let Some(message) = run.panic {
-        panic!("{message}");
+impl Batch {
+    /// `cells`, each with `ctx`, the longest expected first ([`start_order`]), none left out.
+    pub fn of_cells(ctx: &CellContext, cells: &[Cell], jobs: Concurrency) -> Batch {
+        Batch {
+            runs: cells.iter().map(|c| (ctx.clone(), c.clone())).collect(),
+            order: start_order(cells, jobs),
+            skip: Arc::new(|_| false),
+            finished: Arc::new(|_, _| {}),
+        }
     }
-    run.finished
+
+    /// The cells of the runs, in the runs' order.
+    pub fn cells(&self) -> impl Iterator<Item = &Cell> {
+        self.runs.iter().map(|(_, cell)| cell)
+    }
 }
 
-/// [`run_cells`], until `stop` is cancelled: then no cell starts any more, the running ones are
-/// dropped (their guards tear down what they started), and what finished is returned. A panic
-/// in a cell's task cancels `stop` too and is returned, not raised.
-pub(crate) async fn run_cells_until(
-    cells: &[Cell],
-    ctx: &CellContext,
+/// Run `batch`, as many at once as `jobs` allows, sending each start and end to `events` (a
+/// closed receiver is no error: nobody listens), until the end or until `stop` is cancelled:
+/// then no cell starts any more, the running ones are dropped (their guards tear down what they
+/// started), and what finished is returned, in the order of the batch's runs. A panic in a
+/// cell's task cancels `stop` too and is returned, not raised.
+pub async fn execute(
+    batch: &Batch,
     jobs: Concurrency,
     stop: CancellationToken,
-    on_event: impl Fn(&Progress, Option<&CellResult>) + Send + Sync + 'static,
+    events: CellEvents,
 ) -> MatrixRun {
-    let runs: Vec<(CellContext, Cell)> = cells.iter().map(|c| (ctx.clone(), c.clone())).collect();
-    run_each_until(&runs, jobs, stop, on_event).await
-}
-
-/// [`run_cells_until`], each cell with its own context, all in one pool: `harness mutate` runs
-/// the same cell under several operators at once, each into its own out folder. Results come
-/// back in the order of `runs`.
-pub(crate) async fn run_each_until(
-    runs: &[(CellContext, Cell)],
-    jobs: Concurrency,
-    stop: CancellationToken,
-    on_event: impl Fn(&Progress, Option<&CellResult>) + Send + Sync + 'static,
-) -> MatrixRun {
-    let cells: Vec<Cell> = runs.iter().map(|(_, cell)| cell.clone()).collect();
-    let pool = Pool {
-        order: start_order(&cells, jobs),
-        skip: Arc::new(|_| false),
-        finished: Arc::new(|_, _| {}),
-    };
-    run_pool_until(runs, jobs, pool, stop, on_event).await
-}
-
-/// [`run_each_until`] in the order `pool` gives, each run left out that [`Pool::skip`] says
-/// when its turn comes (in [`MatrixRun::skipped`], not in `not_started`).
-pub async fn run_pool_until(
-    runs: &[(CellContext, Cell)],
-    jobs: Concurrency,
-    pool: Pool,
-    stop: CancellationToken,
-    on_event: impl Fn(&Progress, Option<&CellResult>) + Send + Sync + 'static,
-) -> MatrixRun {
+    let runs = &batch.runs;
     let semaphore = Arc::new(Semaphore::new(jobs.slots() as usize));
-    let progress = Arc::new(std::sync::Mutex::new(Progress {
-        total: runs.len(),
-        ..Progress::default()
-    }));
-    let on_event = Arc::new(on_event);
     let mut tasks = tokio::task::JoinSet::new();
     // The semaphore is fair: cells get their permits in this order.
-    for index in pool.order {
+    for &index in &batch.order {
         let (ctx, cell) = runs[index].clone();
         let cost = jobs.cost(&cell);
         let semaphore = semaphore.clone();
-        let progress = progress.clone();
-        let on_event = on_event.clone();
+        let events = events.clone();
         let stop = stop.clone();
-        let skip = pool.skip.clone();
-        let finished = pool.finished.clone();
+        let skip = batch.skip.clone();
+        let finished = batch.finished.clone();
         tasks.spawn(async move {
             let _permit = tokio::select! {
                 biased;
@@ -140,16 +156,14 @@ pub async fn run_pool_until(
             if stop.is_cancelled() {
                 return (index, Ran::NotStarted);
             }
+            let tell = |event| {
+                let _ = events.send((index, event));
+            };
             if skip(index) {
-                let mut p = progress.lock().expect("progress");
-                p.total -= 1;
+                tell(CellEvent::Skipped);
                 return (index, Ran::Skipped);
             }
-            {
-                let mut p = progress.lock().expect("progress");
-                p.running += 1;
-                on_event(&p, None);
-            }
+            tell(CellEvent::Started);
             let result = tokio::select! {
                 biased;
                 _ = stop.cancelled() => None,
@@ -160,20 +174,20 @@ pub async fn run_pool_until(
             if let Some(result) = &result {
                 finished(index, result);
             }
-            let mut p = progress.lock().expect("progress");
-            p.running -= 1;
             match result {
                 Some(result) => {
-                    p.done += 1;
-                    p.failed += usize::from(result.is_failure());
-                    p.ignored += usize::from(result.is_ignored());
-                    on_event(&p, Some(&result));
-                    (index, Ran::Finished(Box::new(result)))
+                    let result = Box::new(result);
+                    tell(CellEvent::Finished(result.clone()));
+                    (index, Ran::Finished(result))
                 }
-                None => (index, Ran::Interrupted),
+                None => {
+                    tell(CellEvent::Interrupted);
+                    (index, Ran::Interrupted)
+                }
             }
         });
     }
+    drop(events);
     let mut ran: Vec<Option<Ran>> = vec![None; runs.len()];
     let mut panic = None;
     while let Some(joined) = tasks.join_next().await {
@@ -339,6 +353,59 @@ mod tests {
         cell.runner.driver = suites::spec::DriverKind::Declared;
         cell.runner.declared = Some(declared);
         cell
+    }
+
+    fn ended(cell: &Cell, outcome: report::outcome::CellOutcome) -> CellEvent {
+        CellEvent::Finished(Box::new(CellResult {
+            cell: cell.id.clone(),
+            profile: Some(cell.profile),
+            expected: cell.expected.clone(),
+            outcome,
+            duration: Duration::ZERO,
+            evidence_dir: std::path::PathBuf::new(),
+        }))
+    }
+
+    #[test]
+    fn progress_is_the_fold_of_the_executors_events() {
+        use report::outcome::CellOutcome;
+        let cells = shipped();
+        let cell = &cells[0];
+        let mut progress = Progress::of(5);
+        let events = [
+            CellEvent::Started,
+            CellEvent::Started,
+            CellEvent::Skipped,
+            ended(
+                cell,
+                CellOutcome::Error {
+                    message: "x".into(),
+                },
+            ),
+            CellEvent::Started,
+            ended(cell, CellOutcome::Ignored { reason: "y".into() }),
+            CellEvent::Interrupted,
+        ];
+        let mut seen = Vec::new();
+        for event in &events {
+            progress.count(event);
+            seen.push((progress.running, progress.done));
+        }
+        assert_eq!(
+            seen,
+            [(1, 0), (2, 0), (2, 0), (1, 1), (2, 1), (1, 2), (0, 2)]
+        );
+        assert_eq!(
+            progress,
+            Progress {
+                total: 4,
+                done: 2,
+                running: 0,
+                failed: 1,
+                ignored: 1
+            },
+            "a skipped run leaves the total; an error fails, an ignored cell is ignored"
+        );
     }
 
     #[test]

@@ -6,6 +6,7 @@
 //! summary — and says which part failed.
 
 use crate::layout::CellEvidence;
+use crate::run_id::this_run;
 use crate::verdict_file::VerdictFile;
 use anyhow::{Context, Result};
 use graders::events::CellId;
@@ -13,13 +14,6 @@ use graders::evidence_file::{self, EvidenceFileError, MAX_STREAMED_BYTES};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::OnceLock;
-
-/// The run id of this process: every verdict it writes and its `summary.json` carry it.
-pub fn this_run() -> &'static str {
-    static RUN: OnceLock<String> = OnceLock::new();
-    RUN.get_or_init(|| uuid::Uuid::new_v4().to_string())
-}
 
 /// The SHA-256 (hex) of each graded evidence file of `evidence`, `None` for one it does not
 /// hold.
@@ -189,7 +183,10 @@ mod tests {
         for loaded in each_load(dir.path()) {
             assert_eq!(status_and_reason(&loaded, PASSING).0, Status::AsExpected);
             assert_eq!(status_and_reason(&loaded, FAILING).0, Status::Differs);
-            assert_eq!(loaded.summary.run_id.as_deref(), Some(super::this_run()));
+            assert_eq!(
+                loaded.summary.run_id.as_deref(),
+                Some(crate::run_id::this_run())
+            );
         }
         let (passing, failing) = (
             CellEvidence::of(dir.path(), PASSING),

@@ -353,7 +353,7 @@ fn describe_server_message(message: &Value, answers: Option<&String>) -> String 
 fn stderr_quote(path: &Path) -> Option<String> {
     let dir = path.parent()?;
     let name = path.file_name()?.to_str()?;
-    let (text, total) = crate::html::jsonl::tail(dir, name, STDERR_READ_BYTES).ok()??;
+    let (text, total) = crate::evidence_lines::tail(dir, name, STDERR_READ_BYTES).ok()??;
     let lines: Vec<&str> = text
         .lines()
         .map(str::trim_end)

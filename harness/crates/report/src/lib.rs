@@ -20,6 +20,7 @@
 
 pub mod binding;
 pub mod cause;
+mod evidence_lines;
 pub mod folders;
 pub mod html;
 mod job_summary;
@@ -27,6 +28,7 @@ mod junit;
 pub mod layout;
 mod markdown;
 pub mod outcome;
+mod run_id;
 mod summary;
 pub mod trim;
 pub mod verdict_file;

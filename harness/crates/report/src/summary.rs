@@ -126,7 +126,7 @@ pub struct Summary {
     #[serde(default)]
     pub profiles: BTreeMap<Profile, Totals>,
     pub wall_ms: u64,
-    /// The run whose cells these are (`crate::binding::this_run`), which each cell's
+    /// The run whose cells these are (`crate::run_id::this_run`), which each cell's
     /// verdict.json must name; absent when the cells are of several runs (merged shards, a
     /// folder two runs wrote) or it is not known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -219,7 +219,7 @@ impl Summary {
     pub fn from_results(results: &[CellResult], wall: Duration) -> Self {
         let cells: Vec<CellSummary> = results.iter().map(CellSummary::from_result).collect();
         Self {
-            run_id: Some(crate::binding::this_run().to_string()),
+            run_id: Some(crate::run_id::this_run().to_string()),
             ..Self::from_cells(cells, u64::try_from(wall.as_millis()).unwrap_or(u64::MAX))
         }
     }

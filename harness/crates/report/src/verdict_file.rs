@@ -46,7 +46,7 @@ pub struct VerdictFile {
     pub cause: Option<String>,
     #[serde(default)]
     pub duration_ms: u64,
-    /// The run that graded the cell (`crate::binding::this_run`); `null` in a file not bound.
+    /// The run that graded the cell (`crate::run_id::this_run`); `null` in a file not bound.
     #[serde(default)]
     pub run_id: Option<String>,
     /// The SHA-256 of each evidence file the cell was graded on, by its name in the cell's

@@ -2,7 +2,8 @@
 //! [`crate::environment`]). The driver computes *what* to run (the launch policy's
 //! argv); a [`Launcher`] decides *where* it runs.
 
-use std::path::PathBuf;
+use anyhow::{Context, Result};
+use std::path::{Path, PathBuf};
 
 /// Folders a launcher binds into its containers (same path inside): the cell's scratch and the
 /// other writable folders read-write, `readonly` read-only. Each stage of a cell says what it
@@ -160,4 +161,30 @@ impl Launcher for ContainedLauncher {
         }
         Ok(prepared)
     }
+}
+
+/// Give a folder (recursively) to an environment's uid so its process can write there: what the
+/// runc and kvm launchers do with their writable folders when that uid is not root.
+pub(crate) fn hand_over(folder: &Path, uid: u32, gid: u32) -> Result<()> {
+    let owner = Some(nix::unistd::Uid::from_raw(uid));
+    let group = Some(nix::unistd::Gid::from_raw(gid));
+    let mut pending = vec![folder.to_path_buf()];
+    while let Some(path) = pending.pop() {
+        let meta = std::fs::symlink_metadata(&path)
+            .with_context(|| format!("reading {}", path.display()))?;
+        nix::unistd::fchownat(
+            nix::fcntl::AT_FDCWD,
+            &path,
+            owner,
+            group,
+            nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
+        )
+        .with_context(|| format!("giving {} to uid {uid}", path.display()))?;
+        if meta.is_dir() {
+            for entry in std::fs::read_dir(&path)? {
+                pending.push(entry?.path());
+            }
+        }
+    }
+    Ok(())
 }

@@ -1,6 +1,6 @@
 //! Running a process in an environment with runc: one bundle and one container per process.
 
-use crate::launcher::{EnvMounts, Launcher, PreparedCommand, ProcessSpec};
+use crate::launcher::{hand_over, EnvMounts, Launcher, PreparedCommand, ProcessSpec};
 use crate::oci::{self, ContainerInputs};
 use crate::overlays::{bwrap_overlays, bwrap_targets, passwd_overlay, SystemBwrap};
 use crate::spec::{ContainerSpec, EnvSpec};
@@ -305,31 +305,6 @@ impl RuncLauncher {
 }
 
 pub use crate::reachable::blocking_ancestor;
-
-/// Give a folder (recursively) to the container's uid so the process can write there.
-pub(crate) fn hand_over(folder: &Path, uid: u32, gid: u32) -> Result<()> {
-    let owner = Some(nix::unistd::Uid::from_raw(uid));
-    let group = Some(nix::unistd::Gid::from_raw(gid));
-    let mut pending = vec![folder.to_path_buf()];
-    while let Some(path) = pending.pop() {
-        let meta = std::fs::symlink_metadata(&path)
-            .with_context(|| format!("reading {}", path.display()))?;
-        nix::unistd::fchownat(
-            nix::fcntl::AT_FDCWD,
-            &path,
-            owner,
-            group,
-            nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
-        )
-        .with_context(|| format!("giving {} to uid {uid}", path.display()))?;
-        if meta.is_dir() {
-            for entry in std::fs::read_dir(&path)? {
-                pending.push(entry?.path());
-            }
-        }
-    }
-    Ok(())
-}
 
 #[cfg(test)]
 mod tests {

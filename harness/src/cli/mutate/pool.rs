@@ -3,6 +3,7 @@
 //! [`Ledger`] plans: a killing run is made a second time, and a kill that does not come back
 //! puts the runs it left out back in. See docs/mutate.md, "How it runs".
 
+use crate::dispatch::CancelReason;
 use crate::mutate::confirm::{Again, Ledger};
 use crate::mutate::{self, CellMutant};
 use matrix::concurrency::Concurrency;
@@ -58,7 +59,7 @@ impl Mutants<'_> {
         let mut wall = std::time::Duration::ZERO;
         while let Some(round) = ledger.next_round() {
             let seconds = round.again.len();
-            let mut planned: Vec<(CellContext, Cell)> = round
+            let mut planned_runs: Vec<(CellContext, Cell)> = round
                 .again
                 .iter()
                 .map(|&i| {
@@ -68,7 +69,7 @@ impl Mutants<'_> {
                     (ctx, cell.clone())
                 })
                 .collect();
-            planned.extend(round.runs.iter().map(|&i| self.runs[i].clone()));
+            planned_runs.extend(round.runs.iter().map(|&i| self.runs[i].clone()));
             let of_round: Arc<Vec<OperatorOn>> = Arc::new(
                 round
                     .again
@@ -114,28 +115,35 @@ impl Mutants<'_> {
                     }
                 })
             };
-            let pool = scheduler::Pool {
+            let planned_count = planned_runs.len();
+            let batch = scheduler::Batch {
+                runs: planned_runs,
                 order,
                 skip,
                 finished,
             };
-            let (run, took) = crate::shutdown::run_pool(&planned, jobs, pool, |_, _| {})?;
+            let mut printer = crate::cli::run::Printer { progress: false };
+            let ran = crate::dispatch::Run::new(batch, jobs)
+                .execute(&mut printer)?
+                .settle(&mut printer);
+            let (run, took) = (ran.run, ran.wall);
             wall += took;
-            if let Some(message) = &run.panic {
-                anyhow::bail!("mutants: a cell panicked: {message}");
-            }
-            if let Some(signal) = crate::shutdown::stopped_by() {
-                return Ok(Err(signal));
+            match ran.cause {
+                Some(CancelReason::Panic(message)) => {
+                    anyhow::bail!("mutants: a cell panicked: {message}")
+                }
+                Some(CancelReason::Signal(signal)) => return Ok(Err(signal)),
+                None => {}
             }
             anyhow::ensure!(
-                run.finished.len() + run.skipped.len() == planned.len(),
+                run.finished.len() + run.skipped.len() == planned_count,
                 "mutants: {} of {} runs finished",
                 run.finished.len(),
-                planned.len()
+                planned_count
             );
             let skipped: BTreeSet<usize> = run.skipped.iter().copied().collect();
             let mut finished = run.finished.into_iter();
-            for at in 0..planned.len() {
+            for at in 0..planned_count {
                 if at < seconds {
                     anyhow::ensure!(!skipped.contains(&at), "mutants: a second run was left out");
                     let index = round.again[at];

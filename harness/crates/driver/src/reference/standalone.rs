@@ -7,11 +7,11 @@
 //! other driver; its events are the second source.
 
 use super::{control, run_controlled, DriverConfig};
+use crate::bounds::Timeouts;
 use crate::event_log::EventLog;
 use crate::launch::LaunchRequest;
 use crate::run::{AppServerProgram, RunSpec};
 use crate::task::Envelope;
-use crate::task::Timeouts;
 use anyhow::{anyhow, Context, Result};
 use graders::events::{CellId, Ending, PolicyGeneration, Target};
 use sandbox::launcher::LocalLauncher;

@@ -17,6 +17,7 @@
 //! What the harness did, or why it could not, becomes a harness `diagnostic` in the run's
 //! events. The watch is bounded by the driver's run bound, and ends with the driver.
 
+use super::proc_tree::{all_pids, parent};
 use anyhow::{anyhow, bail, Context, Result};
 use driver::bounds::CONTROL_SETTLE;
 use driver::task::Task;
@@ -333,8 +334,8 @@ pub(crate) struct MainProcess {
     pub(crate) how: &'static str,
 }
 
-// `/proc` is read by hand: two fields of `stat`, `cmdline` and a pid namespace link are all
-// that is needed, less than a dependency on a procfs crate would bring.
+// `/proc` is read by hand (`proc_tree` reads `stat`): `cmdline` and a pid namespace link are
+// all that is needed here, less than a dependency on a procfs crate would bring.
 
 fn cmdline(pid: i32) -> Option<Vec<String>> {
     let bytes = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
@@ -347,26 +348,8 @@ fn cmdline(pid: i32) -> Option<Vec<String>> {
     )
 }
 
-fn parent(pid: i32) -> Option<i32> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // `pid (comm) state ppid …`: comm may hold spaces and parentheses, so read after the last `)`.
-    let rest = &stat[stat.rfind(')')? + 1..];
-    rest.split_whitespace().nth(1)?.parse().ok()
-}
-
 fn pid_namespace(pid: i32) -> Option<PathBuf> {
     std::fs::read_link(format!("/proc/{pid}/ns/pid")).ok()
-}
-
-fn all_pids() -> Vec<i32> {
-    let mut pids: Vec<i32> = std::fs::read_dir("/proc")
-        .map(|dir| {
-            dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
-                .collect()
-        })
-        .unwrap_or_default();
-    pids.sort_unstable();
-    pids
 }
 
 /// Whether `argv` is a tap of this cell (its shim execs `harness tap --socket <socket>`).

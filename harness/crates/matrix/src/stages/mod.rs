@@ -27,6 +27,7 @@ pub mod driver;
 pub mod events;
 pub mod folders;
 pub(crate) mod home_canaries;
+pub(crate) mod proc_tree;
 pub(crate) mod process;
 pub(crate) mod sandbox;
 pub(crate) mod verdict;

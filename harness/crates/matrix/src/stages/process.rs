@@ -203,6 +203,7 @@ pub(crate) async fn run(
     let started = Instant::now();
     // In the future until the allowance is spent: `elapsed()` of a future instant is zero.
     let mut last_activity = Instant::now() + driver::bounds::DRIVER_START_ALLOWANCE;
+    let mut start_up = StartUp::default();
     let end = loop {
         tokio::select! {
             status = child.wait() => {
@@ -218,6 +219,9 @@ pub(crate) async fn run(
                 let now = size(wire);
                 if now != last_size {
                     last_size = now;
+                    last_activity = Instant::now();
+                    start_up.spoke = true;
+                } else if last_activity.elapsed() > bounds.idle && start_up.still_working(pgid) {
                     last_activity = Instant::now();
                 }
                 let reason = if started.elapsed() > bounds.overall {
@@ -247,6 +251,33 @@ pub(crate) async fn run(
     let _ = tokio::time::timeout(driver::bounds::DRIVER_OUTPUT_COPIES, copies).await;
     let told = std::mem::take(&mut *notes.lock().unwrap_or_else(|p| p.into_inner()));
     Ok(Ran { end, told })
+}
+
+/// A driver that has not said its first byte yet is still starting, not hung, while its process
+/// tree works: an interpreter importing its SDK on a loaded machine (the published Python SDK's
+/// import outlasted the start allowance and the idle bound, 30 s, on a 2-core machine at load
+/// 20, measured) uses CPU, a hung one does not. Looked at only when the idle bound has run out
+/// (a walk of `/proc` each idle bound, not each poll); the overall bound still ends it.
+#[derive(Default)]
+struct StartUp {
+    spoke: bool,
+    cpu_ticks_seen: u64,
+}
+
+impl StartUp {
+    /// Clock ticks (1/100 s on Linux) the tree must have used since the last look: a sleeping
+    /// or blocked process uses none; a timer waking it now and then, well under one.
+    const WORKING_TICKS: u64 = 10;
+
+    fn still_working(&mut self, pgid: Option<i32>) -> bool {
+        let Some(root) = pgid.filter(|_| !self.spoke) else {
+            return false;
+        };
+        let now = super::proc_tree::tree_cpu_ticks(root);
+        let working = now >= self.cpu_ticks_seen + Self::WORKING_TICKS;
+        self.cpu_ticks_seen = now;
+        working
+    }
 }
 
 fn kill_group(pgid: Option<i32>) {
@@ -330,5 +361,55 @@ mod tests {
         let err = std::fs::read(dir.path().join("err.log")).unwrap();
         assert!(err.len() < MAX_DRIVER_OUTPUT_BYTES as usize + 200);
         assert!(String::from_utf8_lossy(&err[err.len() - 100..]).contains("output cut"));
+    }
+}
+
+#[cfg(test)]
+mod start_up_tests {
+    use super::StartUp;
+    use std::os::unix::process::CommandExt;
+    use std::time::{Duration, Instant};
+
+    fn spawn(script: &str) -> std::process::Child {
+        std::process::Command::new("sh")
+            .args(["-c", script])
+            .process_group(0)
+            .spawn()
+            .unwrap()
+    }
+
+    fn end(mut child: std::process::Child) {
+        let pgid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap());
+        let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGKILL);
+        let _ = child.wait();
+    }
+
+    #[test]
+    fn a_silent_driver_that_works_is_starting_and_one_that_sleeps_or_spoke_is_not() {
+        let working = spawn("while :; do :; done");
+        let sleeping = spawn("sleep 30");
+        let pid = |child: &std::process::Child| Some(i32::try_from(child.id()).unwrap());
+        let mut working_start = StartUp::default();
+        let mut sleeping_start = StartUp::default();
+        // The first look counts what the tree used since it began; the sleeper used almost none.
+        let _ = sleeping_start.still_working(pid(&sleeping));
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let mut seen_working = false;
+        while !seen_working && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(200));
+            seen_working = working_start.still_working(pid(&working));
+        }
+        std::thread::sleep(Duration::from_millis(300));
+        let sleeper_working = sleeping_start.still_working(pid(&sleeping));
+        let mut spoke = StartUp {
+            spoke: true,
+            ..StartUp::default()
+        };
+        let spoken_working = spoke.still_working(pid(&working));
+        end(working);
+        end(sleeping);
+        assert!(seen_working, "a busy start-up is still starting");
+        assert!(!sleeper_working, "a sleeping driver is not");
+        assert!(!spoken_working, "once it has spoken, only the wire counts");
     }
 }

@@ -3,11 +3,11 @@
 //! events the verdict cites marked. Every file is read tolerantly (see [`super::jsonl`]).
 
 use super::about::{self, CaseAbout};
-use super::jsonl::{self, FileState, Line};
 use super::timeline::{
     body_of, compact, event_text, model_log_entries, not_json, one_line, str_of, time_of,
     wire_entry, Entry, Timeline,
 };
+use crate::evidence_lines::{self, FileState, Line};
 use crate::layout;
 use crate::verdict_file::VerdictFile;
 use crate::CellSummary;
@@ -295,11 +295,11 @@ impl CellPage {
             ));
             return page;
         }
-        let (verdict_state, verdict) = jsonl::whole(dir, layout::VERDICT);
+        let (verdict_state, verdict) = evidence_lines::whole(dir, layout::VERDICT);
         page.read_verdict(&verdict_state, verdict, dir);
-        let events = jsonl::read(dir, layout::EVENTS);
-        let transcript = jsonl::read(dir, layout::TRANSCRIPT);
-        let model_log = jsonl::read(dir, layout::MODEL_LOG);
+        let events = evidence_lines::read(dir, layout::EVENTS);
+        let transcript = evidence_lines::read(dir, layout::TRANSCRIPT);
+        let model_log = evidence_lines::read(dir, layout::MODEL_LOG);
         let events_entries = events_entries(&events.lines, &mut page);
         let has_model_events = events_entries.iter().any(|e| e.src == "model");
         let timeline = Timeline {
@@ -334,7 +334,7 @@ impl CellPage {
             transcript.state,
             model_log.state,
         ];
-        match jsonl::tail(dir, layout::STDERR, STDERR_TAIL_BYTES) {
+        match evidence_lines::tail(dir, layout::STDERR, STDERR_TAIL_BYTES) {
             Ok(Some((tail, bytes))) => {
                 page.stderr_tail = Some(tail);
                 page.stderr_bytes = bytes;

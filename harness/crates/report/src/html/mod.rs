@@ -9,7 +9,6 @@ mod about;
 mod budget;
 mod cell;
 mod grid;
-pub(crate) mod jsonl;
 mod mutation;
 mod timeline;
 

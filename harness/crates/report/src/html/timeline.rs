@@ -1,7 +1,7 @@
 //! The timeline's entries: one per line of events.jsonl, transcript.jsonl and model-log.jsonl,
 //! each with a one-line gist and its (bounded) body, and their merge into one order.
 
-use super::jsonl::Line;
+use crate::evidence_lines::Line;
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::HashMap;

@@ -226,7 +226,7 @@ impl Launcher for KvmLauncher {
         if self.vm.uid != 0 {
             let writable = std::iter::once(&self.mounts.scratch).chain(&self.mounts.writable);
             for folder in writable.filter(|folder| folder.exists()) {
-                crate::runc::hand_over(folder, self.vm.uid, self.vm.gid)?;
+                crate::launcher::hand_over(folder, self.vm.uid, self.vm.gid)?;
             }
         }
         let mut command = tokio::process::Command::new("python3");

@@ -2,7 +2,8 @@
 //! oversized line (only its length is kept), or as text that is not JSON; a missing file, an
 //! unreadable one, or a last line cut mid-way is reported as such, never an error, because a
 //! report must show what a broken run left behind. Files are opened as all evidence is
-//! (`graders::evidence_file`): a FIFO, a link or an oversized file is shown as unreadable.
+//! (`graders::evidence_file`): a FIFO, a link or an oversized file is shown as unreadable. Read by
+//! the cell pages (`crate::html`) and for a red cell's cause (`crate::cause`: the stderr's tail).
 
 use graders::evidence_file::{self, EvidenceFile, EvidenceFileError, MAX_STREAMED_BYTES};
 use serde_json::Value;
