@@ -16,7 +16,6 @@ pub mod sandbox;
 pub mod scenario;
 mod schema_copy;
 mod server;
-pub mod transcript;
 
 use std::ffi::OsString;
 use std::io::Write;
@@ -75,7 +74,7 @@ fn run(args: cli::Args) -> Result<u8, String> {
     )?;
     let transcript = match &args.transcript {
         Some(path) => Some(
-            transcript::Transcript::create(path)
+            graders::wire::transcript::write::Appender::create(path)
                 .map_err(|e| format!("cannot create transcript {}: {e}", path.display()))?,
         ),
         None => None,

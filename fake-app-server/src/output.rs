@@ -4,7 +4,8 @@
 //! forward-compatibility steps go through [`Output::send_off_schema`], nothing else does.
 
 use crate::scenario::NotificationFault;
-use crate::transcript::{Direction, Transcript};
+use graders::wire::transcript::write::Appender;
+use graders::wire::transcript::Direction;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufWriter, Stdout, Write};
@@ -34,7 +35,7 @@ pub const EXTRA_FIELD: &str = "harnessExtraField";
 
 struct Inner {
     stdout: BufWriter<Stdout>,
-    transcript: Option<Transcript>,
+    transcript: Option<Appender>,
     /// Notifications held back by an `out_of_order` fault.
     held: Vec<(Vec<u8>, Value)>,
     /// Lines are written but not flushed until [`Output::release`] (see [`Output::hold`]).
@@ -42,10 +43,7 @@ struct Inner {
 }
 
 impl Output {
-    pub fn new(
-        transcript: Option<Transcript>,
-        faults: BTreeMap<String, NotificationFault>,
-    ) -> Self {
+    pub fn new(transcript: Option<Appender>, faults: BTreeMap<String, NotificationFault>) -> Self {
         Self {
             inner: Mutex::new(Inner {
                 stdout: BufWriter::with_capacity(64 * 1024, std::io::stdout()),

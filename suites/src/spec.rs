@@ -1,5 +1,6 @@
 //! The shape of `suites.toml`.
 
+pub use graders::events::Capability;
 use graders::events::{
     Declarations, InterruptSignal, Mode, OutcomeDeclaration, PolicyGeneration, ResumeHow,
     SteerChannel, Target,
@@ -146,46 +147,6 @@ impl Profile {
 /// `driver::rpc::Limits`, and the example external driver): 4 MiB.
 pub const HARNESS_OWN_MAX_LINE_BYTES: u64 = 4 * 1024 * 1024;
 
-/// Something a case needs the driver to have told the harness, because the wire alone cannot
-/// show it or the harness cannot ask for it otherwise.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize, serde::Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Capability {
-    /// `outcome`: the driver's own verdict on its run can be read (its exit status).
-    Outcome,
-    /// `interrupt`: the harness can ask the driver to interrupt the running turn.
-    Interrupt,
-    /// `steer`: the harness can ask the driver to steer the running turn.
-    Steer,
-    /// `resume`: after its app-server dies, the driver relaunches it and resumes the thread.
-    Resume,
-    /// `dynamic_tools = true`: the driver registers dynamic tools, so `item/tool/call` can
-    /// reach it.
-    DynamicTools,
-    /// `chatgpt_tokens = true`: the driver owns ChatGPT tokens, so
-    /// `account/chatgptAuthTokens/refresh` can reach it.
-    ChatgptTokens,
-    /// `max_line_bytes = N`: the driver bounds the lines it reads, so a line over that bound is
-    /// a transport fault to it. Reading every legal line whole is a choice the protocol allows:
-    /// to a driver that declares no bound, no line is oversized.
-    MaxLineBytes,
-}
-
-impl Capability {
-    /// The drivers-file key (and value) that declares it.
-    pub fn declaration(self) -> &'static str {
-        match self {
-            Capability::Outcome => "outcome = \"exit-status\"",
-            Capability::Interrupt => "interrupt = \"sigint\" (or \"sigterm\")",
-            Capability::Steer => "steer = \"stdin-line\"",
-            Capability::Resume => "resume = \"relaunch\"",
-            Capability::DynamicTools => "dynamic_tools = true",
-            Capability::ChatgptTokens => "chatgpt_tokens = true",
-            Capability::MaxLineBytes => "max_line_bytes = N (its bound on a line it reads)",
-        }
-    }
-}
-
 /// One cross product: every runner × environment × case listed.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -303,6 +264,12 @@ impl Approvals {
 
 /// A driver declared outside the harness (`harness run --drivers FILE`), or shipped with it.
 /// Each one is crossed with the fake and with every real-Codex runner.
+///
+/// Its declaration keys (`outcome` … `max_line_bytes`) are the drivers file's edge of
+/// `graders::events::Declarations`, converted once by [`DeclaredDriver::declarations`]; they are
+/// not a flattened `Declarations` because the formats differ (`own_events` is no key, it follows
+/// from `contract`) and because serde's `flatten` under `deny_unknown_fields` loses the drivers
+/// file's error positions and the list of known keys an unknown one is refused with.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DeclaredDriver {
@@ -425,14 +392,6 @@ impl DeclaredDriver {
 
     /// Whether the driver declares `capability`.
     pub fn declares(&self, capability: Capability) -> bool {
-        match capability {
-            Capability::Outcome => self.outcome.is_some(),
-            Capability::Interrupt => self.interrupt.is_some(),
-            Capability::Steer => self.steer.is_some(),
-            Capability::Resume => self.resume.is_some(),
-            Capability::DynamicTools => self.dynamic_tools,
-            Capability::ChatgptTokens => self.chatgpt_tokens,
-            Capability::MaxLineBytes => self.max_line_bytes.is_some(),
-        }
+        self.declarations().declares(capability)
     }
 }

@@ -2,19 +2,13 @@
 //! from recorded real messages; the fidelity test validates them against the real schema).
 
 use serde_json::{json, Map, Value};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 /// The version of the Codex the fake plays (`--version`, the user agent, `cliVersion`).
 pub fn cli_version() -> &'static str {
     crate::persona::current().version
 }
 
-pub fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
-}
+pub use graders::events::now_ms;
 
 pub fn now_s() -> u64 {
     now_ms() / 1000

@@ -406,7 +406,7 @@ fn both(
     let on_fake = check.clone();
     [
         Trial::test(format!("fake::{name}"), move || on_fake(Binary::Fake)),
-        prereq::trial(
+        test_support::trial(
             format!("needs_real_codex::{name}"),
             missing.clone(),
             move || check(Binary::Real),

@@ -1,17 +1,8 @@
-//! The project's rule for a test that needs something this machine may not have (here: the
-//! real Codex of a release): runnability is decided before the test runs. A missing
-//! prerequisite makes the trial *ignored*, with the reason on stderr; under `CI=true` it makes
-//! the trial *fail*, naming what is missing. Never a test that returns early and passes. (The
-//! same rule as harness/tests/common/prereq.rs; this crate cannot use the harness's.)
-//!
-//! Test crates using this are libtest-mimic harnesses (`harness = false` in Cargo.toml).
+//! What this binary's trials may need that the machine may lack: the real Codex of a release,
+//! as a reason when it is missing. The rule that turns a reason into an ignored trial (a failure
+//! under `CI=true`) is the workspace's one, `test_support::trial`.
 
-use libtest_mimic::{Failed, Trial};
 use std::path::PathBuf;
-
-fn ci() -> bool {
-    std::env::var("CI").as_deref() == Ok("true")
-}
 
 /// Where `harness provision` installs the real Codex `version` (its cache layout:
 /// `$CODEX_DRIVER_CACHE`, else `$XDG_CACHE_HOME/codex-driver-conformance`, else
@@ -47,29 +38,5 @@ pub fn codex_binary(version: &str) -> Result<PathBuf, String> {
             "the real Codex {version} is not installed ({} does not exist; `harness provision` installs it)",
             binary.display()
         ))
-    }
-}
-
-/// A trial running `body` when nothing is `missing`. Otherwise ignored with the reason on
-/// stderr, or failing under `CI=true`; run anyway (`--include-ignored`), it fails with the
-/// reason rather than pass without testing anything.
-pub fn trial(
-    name: impl Into<String>,
-    missing: Option<String>,
-    body: impl FnOnce() -> Result<(), Failed> + Send + 'static,
-) -> Trial {
-    let name = name.into();
-    match missing {
-        None => Trial::test(name, body),
-        Some(reason) if ci() => Trial::test(name, move || {
-            Err(format!("CI=true and a prerequisite is missing: {reason}").into())
-        }),
-        Some(reason) => {
-            eprintln!("ignored: {name}: {reason}");
-            Trial::test(name, move || {
-                Err(format!("cannot run here: {reason}").into())
-            })
-            .with_ignored_flag(true)
-        }
     }
 }

@@ -91,6 +91,62 @@ pub struct Declarations {
     pub own_events: bool,
 }
 
+impl Declarations {
+    /// Whether the driver declares `capability`.
+    pub fn declares(&self, capability: Capability) -> bool {
+        match capability {
+            Capability::Outcome => self.outcome.is_some(),
+            Capability::Interrupt => self.interrupt.is_some(),
+            Capability::Steer => self.steer.is_some(),
+            Capability::Resume => self.resume.is_some(),
+            Capability::DynamicTools => self.dynamic_tools,
+            Capability::ChatgptTokens => self.chatgpt_tokens,
+            Capability::MaxLineBytes => self.max_line_bytes.is_some(),
+        }
+    }
+}
+
+/// A declaration a case needs the driver to have made, because the wire alone cannot show it or
+/// the harness cannot ask for it otherwise (a case's `requires` in suites.toml; what a grader
+/// needs to decide).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Capability {
+    /// `outcome`: the driver's own verdict on its run can be read (its exit status).
+    Outcome,
+    /// `interrupt`: the harness can ask the driver to interrupt the running turn.
+    Interrupt,
+    /// `steer`: the harness can ask the driver to steer the running turn.
+    Steer,
+    /// `resume`: after its app-server dies, the driver relaunches it and resumes the thread.
+    Resume,
+    /// `dynamic_tools = true`: the driver registers dynamic tools, so `item/tool/call` can
+    /// reach it.
+    DynamicTools,
+    /// `chatgpt_tokens = true`: the driver owns ChatGPT tokens, so
+    /// `account/chatgptAuthTokens/refresh` can reach it.
+    ChatgptTokens,
+    /// `max_line_bytes = N`: the driver bounds the lines it reads, so a line over that bound is
+    /// a transport fault to it. Reading every legal line whole is a choice the protocol allows:
+    /// to a driver that declares no bound, no line is oversized.
+    MaxLineBytes,
+}
+
+impl Capability {
+    /// The drivers-file key (and value) that declares it.
+    pub fn declaration(self) -> &'static str {
+        match self {
+            Capability::Outcome => "outcome = \"exit-status\"",
+            Capability::Interrupt => "interrupt = \"sigint\" (or \"sigterm\")",
+            Capability::Steer => "steer = \"stdin-line\"",
+            Capability::Resume => "resume = \"relaunch\"",
+            Capability::DynamicTools => "dynamic_tools = true",
+            Capability::ChatgptTokens => "chatgpt_tokens = true",
+            Capability::MaxLineBytes => "max_line_bytes = N (its bound on a line it reads)",
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum OutcomeDeclaration {

@@ -5,9 +5,13 @@
 //! The bounds of a transcript are stated here, once: the harness's recorder (the `tap` crate)
 //! applies them where the bytes arrive and notes every cut in the transcript, and this reader's
 //! own limits are derived from them, so the reader never refuses what the recorder kept.
+//!
+//! This module owns the format: the reader here, the one encoder of its lines in [`write`].
 
 use serde_json::Value;
 use std::io::BufRead;
+
+pub mod write;
 
 /// The longest line of the wire (or of the app-server's stderr) the recorder keeps; a longer one
 /// is relayed whole and recorded by its size only (a note).
@@ -45,6 +49,16 @@ pub enum Direction {
     In,
     /// From the app-server to the driver.
     Out,
+}
+
+impl Direction {
+    /// The line's `direction`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Direction::In => "in",
+            Direction::Out => "out",
+        }
+    }
 }
 
 /// One launch of the app-server through the tap.

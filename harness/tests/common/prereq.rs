@@ -1,21 +1,20 @@
-//! The one rule for a test that needs something this machine may not have (root, runc,
-//! bubblewrap, the pinned Codex): runnability is decided before the test runs. A missing
-//! prerequisite makes the trial *ignored*, with the reason on stderr; under `CI=true` it makes
-//! the trial *fail*, naming what is missing. Never a test that returns early and passes.
+//! What the harness's tests may need that this machine may not have (root, runc, bubblewrap,
+//! the pinned Codex), each a reason when it is missing. The rule that turns a reason into an
+//! ignored trial (a failure under `CI=true`) is the workspace's one, `test_support::trial`.
 //!
 //! The test binary using this is a libtest-mimic harness (`harness = false` in Cargo.toml,
 //! tests/needs_root_runc_codex/main.rs); its modules differ only in which prerequisites they
 //! check.
 
 use codex::provision::{self, PINNED};
-use libtest_mimic::{Failed, Trial};
+use libtest_mimic::Failed;
 use sandbox::environment::Runtime;
 use std::future::Future;
 use std::sync::OnceLock;
-
-fn ci() -> bool {
-    std::env::var("CI").as_deref() == Ok("true")
-}
+// The rule's one definition, under the name this tree's trials call; the fast binary includes
+// this module too and builds no trial.
+#[allow(unused_imports)]
+pub use test_support::trial;
 
 /// Why the pinned Codex cannot run here, if it cannot. A test never installs it (that would be
 /// an unbounded download inside a test); CI provisions it before the tests run.
@@ -62,30 +61,6 @@ pub fn environment_missing(environment: &str) -> Option<String> {
         )),
         // The reason names what is missing (and the environment where that matters).
         Err(missing) => Some(missing.to_string()),
-    }
-}
-
-/// A trial running `body` when nothing is `missing`. Otherwise ignored with the reason on
-/// stderr, or failing under `CI=true`; run anyway (`--include-ignored`), it fails with the
-/// reason rather than pass without testing anything.
-pub fn trial(
-    name: impl Into<String>,
-    missing: Option<String>,
-    body: impl FnOnce() -> Result<(), Failed> + Send + 'static,
-) -> Trial {
-    let name = name.into();
-    match missing {
-        None => Trial::test(name, body),
-        Some(reason) if ci() => Trial::test(name, move || {
-            Err(format!("CI=true and a prerequisite is missing: {reason}").into())
-        }),
-        Some(reason) => {
-            eprintln!("ignored: {name}: {reason}");
-            Trial::test(name, move || {
-                Err(format!("cannot run here: {reason}").into())
-            })
-            .with_ignored_flag(true)
-        }
     }
 }
 

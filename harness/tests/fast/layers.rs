@@ -14,7 +14,7 @@ use std::path::Path;
 
 /// The layers, bottom first: each crate's place.
 const LAYERS: &[&[&str]] = &[
-    &["graders"],
+    &["graders", "test-support"],
     &["suites", "fake-app-server", "client-choices"],
     &["sandbox", "tap", "report"],
     &["driver"],
@@ -63,6 +63,9 @@ fn manifests() -> BTreeMap<String, toml::Table> {
         .collect()
 }
 
+/// The crates only test binaries may use.
+const TEST_ONLY: &[&str] = &["test-support"];
+
 fn layer_of(name: &str) -> Option<usize> {
     LAYERS.iter().position(|layer| layer.contains(&name))
 }
@@ -84,6 +87,10 @@ fn every_workspace_crate_depends_only_on_lower_layers() {
             };
             for dep in deps.keys().filter(|dep| manifests.contains_key(*dep)) {
                 match layer_of(dep) {
+                    // What the test binaries share never becomes part of a program.
+                    _ if TEST_ONLY.contains(&dep.as_str()) => problems.push(format!(
+                        "`{name}` depends on `{dep}`, which only test binaries may use (a dev-dependency)"
+                    )),
                     Some(layer) if layer < own => {}
                     _ => problems.push(format!(
                         "`{name}` (layer {own}) depends on `{dep}`, which is not below it"

@@ -15,7 +15,8 @@
 //!   thread id, or an error, must end the run as a failure — never go on there, never exit 0
 //!   with a declared outcome; a resume of the same thread goes on to a completed turn).
 
-use super::{incomplete, pass, End, Exchange, Needs, ProtocolCase};
+use super::{incomplete, pass, End, Exchange, ProtocolCase};
+use crate::events::Capability;
 use crate::events::ClientRequest;
 use crate::grade::{fail, Terminal};
 use crate::verdict::{EvidenceRef, Verdict};
@@ -88,8 +89,8 @@ impl Interrupt {
 }
 
 impl ProtocolCase for Interrupt {
-    fn needs(&self) -> &[Needs] {
-        &[Needs::Interrupt]
+    fn needs(&self) -> &[Capability] {
+        &[Capability::Interrupt]
     }
 
     exchange_in_field_ex!();
@@ -191,8 +192,8 @@ impl Steer {
 }
 
 impl ProtocolCase for Steer {
-    fn needs(&self) -> &[Needs] {
-        &[Needs::Steer]
+    fn needs(&self) -> &[Capability] {
+        &[Capability::Steer]
     }
 
     exchange_in_field_ex!();
@@ -299,8 +300,8 @@ impl CrashResume {
 }
 
 impl ProtocolCase for CrashResume {
-    fn needs(&self) -> &[Needs] {
-        &[Needs::Resume]
+    fn needs(&self) -> &[Capability] {
+        &[Capability::Resume]
     }
 
     exchange_in_field_ex!();

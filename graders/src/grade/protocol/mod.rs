@@ -47,9 +47,10 @@ pub(crate) use went_on::{End, SessionFault, WentOn};
 use super::session::SessionWatch;
 use super::{Grader, Terminal};
 use crate::events::{
-    AppServerExited, Body, ClientNotification, ClientRequest, ClientRequestAnswered, Declarations,
-    DriverEnded, Kind, NotRecorded, OutcomeDeclaration, ProtocolSetup, ServerNotifications,
-    ServerRequest, ServerRequestAnswered, Source, StdinClosed, TurnCompleted, TurnError,
+    AppServerExited, Body, Capability, ClientNotification, ClientRequest, ClientRequestAnswered,
+    Declarations, DriverEnded, Kind, NotRecorded, OutcomeDeclaration, ProtocolSetup,
+    ServerNotifications, ServerRequest, ServerRequestAnswered, Source, StdinClosed, TurnCompleted,
+    TurnError,
 };
 use crate::verdict::{EvidenceRef, Verdict, VerdictKind};
 use std::cell::OnceCell;
@@ -66,41 +67,6 @@ const MAX_KEPT: usize = 10_000;
 /// `turn/start` and the other requests whose answer names the driver's own thread or turn.
 const THREAD_OPENERS: &[&str] = &["thread/start", "thread/resume", "thread/fork"];
 const TURN_START: &str = "turn/start";
-
-/// A declaration a case needs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Needs {
-    Outcome,
-    Interrupt,
-    Steer,
-    Resume,
-    DynamicTools,
-    ChatgptTokens,
-}
-
-impl Needs {
-    fn met(self, d: &Declarations) -> bool {
-        match self {
-            Needs::Outcome => d.outcome.is_some(),
-            Needs::Interrupt => d.interrupt.is_some(),
-            Needs::Steer => d.steer.is_some(),
-            Needs::Resume => d.resume.is_some(),
-            Needs::DynamicTools => d.dynamic_tools,
-            Needs::ChatgptTokens => d.chatgpt_tokens,
-        }
-    }
-
-    fn key(self) -> &'static str {
-        match self {
-            Needs::Outcome => "outcome = \"exit-status\"",
-            Needs::Interrupt => "interrupt = \"sigint\" | \"sigterm\"",
-            Needs::Steer => "steer = \"stdin-line\"",
-            Needs::Resume => "resume = \"relaunch\"",
-            Needs::DynamicTools => "dynamic_tools = true",
-            Needs::ChatgptTokens => "chatgpt_tokens = true",
-        }
-    }
-}
 
 fn push_kept<T>(list: &mut Vec<(u64, T)>, overflow: &mut bool, seq: u64, item: T) {
     if list.len() >= MAX_KEPT {
@@ -247,7 +213,7 @@ impl Exchange {
     /// `incomplete` when the stream cannot show the exchange: no protocol record (a stream not
     /// from the wire translator), events the translator left out, more than a grader keeps, no
     /// record of how the driver ended, or a declaration the case needs that the driver lacks.
-    pub fn undecidable(&self, needs: &[Needs], terminal: &Terminal) -> Option<Verdict> {
+    pub fn undecidable(&self, needs: &[Capability], terminal: &Terminal) -> Option<Verdict> {
         let incomplete = |why: String, evidence: Vec<EvidenceRef>| {
             Some(Verdict::new(VerdictKind::Incomplete, why, evidence))
         };
@@ -272,11 +238,14 @@ impl Exchange {
                 vec![terminal.evidence()],
             );
         }
-        if let Some(missing) = needs.iter().find(|n| !n.met(&setup.declarations)) {
+        if let Some(missing) = needs
+            .iter()
+            .find(|need| !setup.declarations.declares(**need))
+        {
             return incomplete(
                 format!(
                     "this case applies only to a driver that declares `{}`, and the run's declarations have none: the run shows nothing about it (the harness marks such cells not applicable)",
-                    missing.key()
+                    missing.declaration()
                 ),
                 vec![EvidenceRef::at(*setup_seq, "run.started.protocol.declarations")],
             );
@@ -537,7 +506,7 @@ pub(crate) trait ProtocolCase {
     fn exchange(&self) -> &Exchange;
     fn exchange_mut(&mut self) -> &mut Exchange;
     /// The declarations the case needs.
-    fn needs(&self) -> &[Needs] {
+    fn needs(&self) -> &[Capability] {
         &[]
     }
     /// Whether the case needs an open session (the never-opened rule, `docs/events.md`).

@@ -17,7 +17,8 @@
 //! Classified failures, checks: evidence (the error answer, or the request never answered),
 //! `ended-on-its-own`, and `exit-status` (non-zero, when the outcome is declared).
 
-use super::{incomplete, pass, End, Exchange, Needs, ProtocolCase, SessionFault};
+use super::{incomplete, pass, End, Exchange, ProtocolCase, SessionFault};
+use crate::events::Capability;
 use crate::grade::{fail, Terminal};
 use crate::verdict::{EvidenceRef, Verdict};
 
@@ -159,8 +160,8 @@ impl TurnOutcome {
 }
 
 impl ProtocolCase for TurnOutcome {
-    fn needs(&self) -> &[Needs] {
-        &[Needs::Outcome]
+    fn needs(&self) -> &[Capability] {
+        &[Capability::Outcome]
     }
 
     exchange_in_field_ex!();
@@ -254,9 +255,9 @@ impl ClassifiedFailure {
 }
 
 impl ProtocolCase for ClassifiedFailure {
-    fn needs(&self) -> &[Needs] {
+    fn needs(&self) -> &[Capability] {
         match self.case {
-            FailureCase::ResumeError => &[Needs::Resume],
+            FailureCase::ResumeError => &[Capability::Resume],
             _ => &[],
         }
     }

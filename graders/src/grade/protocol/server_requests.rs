@@ -27,7 +27,8 @@
 
 use super::settings_in_force::{asks_no_approval, runs_unsandboxed};
 use super::went_on::SessionFault;
-use super::{incomplete, not_applicable, pass, Exchange, Needs, ProtocolCase, ANSWER_BOUND_MS};
+use super::{incomplete, not_applicable, pass, Exchange, ProtocolCase, ANSWER_BOUND_MS};
+use crate::events::Capability;
 use crate::events::{Body, Kind, SchemaVerdict, ServerRequest, ServerRequestAnswered, Source};
 use crate::grade::workspace::{Shown, WorkspaceWatch};
 use crate::grade::{fail, Terminal};
@@ -169,12 +170,12 @@ pub(crate) struct ServerRequestAnswer {
     method: &'static str,
     /// A method no release has: only a JSON-RPC error is a right answer.
     unknown: bool,
-    needs: &'static [Needs],
+    needs: &'static [Capability],
     ex: Exchange,
 }
 
 impl ServerRequestAnswer {
-    pub fn new(method: &'static str, needs: &'static [Needs]) -> Self {
+    pub fn new(method: &'static str, needs: &'static [Capability]) -> Self {
         Self {
             method,
             unknown: false,
@@ -220,7 +221,7 @@ impl ServerRequestAnswer {
 }
 
 impl ProtocolCase for ServerRequestAnswer {
-    fn needs(&self) -> &[Needs] {
+    fn needs(&self) -> &[Capability] {
         self.needs
     }
 

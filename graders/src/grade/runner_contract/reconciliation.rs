@@ -8,7 +8,8 @@
 //! completed turn); missing, or another turn in progress, is a recoverable failure — no further
 //! turn on that thread, and the driver ends on its own with a non-zero status.
 
-use super::super::protocol::{incomplete, pass, Exchange, Needs, ProtocolCase};
+use super::super::protocol::{incomplete, pass, Exchange, ProtocolCase};
+use crate::events::Capability;
 use crate::events::{ClientRequest, ClientRequestAnswered, TurnStatus};
 use crate::grade::protocol::End;
 use crate::grade::{fail, Terminal};
@@ -136,8 +137,8 @@ impl ProtocolCase for ResumeReconciliation {
         &mut self.ex
     }
 
-    fn needs(&self) -> &[Needs] {
-        &[Needs::Resume, Needs::Outcome]
+    fn needs(&self) -> &[Capability] {
+        &[Capability::Resume, Capability::Outcome]
     }
 
     fn decide(&self, terminal: &Terminal) -> Verdict {

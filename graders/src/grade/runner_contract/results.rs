@@ -7,7 +7,8 @@
 //! the `item/tool/call` request by call id); an answer is an acknowledgement when its result
 //! says `success: true`, and a refusal when it says `success: false` or is an error.
 
-use super::super::protocol::{incomplete, pass, Exchange, Needs, ProtocolCase};
+use super::super::protocol::{incomplete, pass, Exchange, ProtocolCase};
+use crate::events::Capability;
 use crate::events::{Body, Kind, ModelToolCall, Source};
 use crate::grade::{documented, fail, Terminal};
 use crate::verdict::{EvidenceRef, Verdict};
@@ -88,8 +89,8 @@ impl ProtocolCase for IdempotentResult {
         &mut self.ex
     }
 
-    fn needs(&self) -> &[Needs] {
-        &[Needs::DynamicTools]
+    fn needs(&self) -> &[Capability] {
+        &[Capability::DynamicTools]
     }
 
     fn wants_more(&self, kind: Kind) -> bool {

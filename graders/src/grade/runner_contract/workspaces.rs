@@ -5,7 +5,8 @@
 //! its own with a non-zero status (`run-failed`, so the driver must declare its outcome) and the
 //! terminal gives a reason (`reason-given`).
 
-use super::super::protocol::{pass, Exchange, Needs, ProtocolCase};
+use super::super::protocol::{pass, Exchange, ProtocolCase};
+use crate::events::Capability;
 use crate::events::{AppServerLaunched, Body, Ending, Kind, Source};
 use crate::grade::protocol::End;
 use crate::grade::{documented, fail, Terminal};
@@ -36,8 +37,8 @@ impl ProtocolCase for UnsafeWorkspace {
         &mut self.ex
     }
 
-    fn needs(&self) -> &[Needs] {
-        &[Needs::Outcome]
+    fn needs(&self) -> &[Capability] {
+        &[Capability::Outcome]
     }
 
     /// A session that never opens is the case.

@@ -1,53 +1,25 @@
 //! The transcript as the harness writes it (`transcript.jsonl`, `docs/events.md`, "The
 //! transcript"): one file per cell, written only by the harness's recorder
-//! ([`crate::session`]). Message lines keep the shape every transcript writer uses
-//! (`{"direction":"in"|"out","time":<unix ms>,"launch":N,"message":<JSON>}`, `raw` for a line
-//! that is not JSON, `note` for a remark); launch records are lines of their own (`"kind":
-//! "launch"|"stdin-closed"|"stdout-closed"|"stderr"|"exit"`).
+//! ([`crate::session`]). Its lines are encoded by the format's owner
+//! (`graders::wire::transcript::write`), tagged here with their launch.
 //!
 //! The bounds are the transcript format's own (`graders::wire::transcript`: a kept line, the
 //! cell's kept bytes and kept lines, the launches, a launch's stderr), applied here where the
 //! bytes arrive, each cut noted once. Everything the recorder writes goes through one digest
 //! ([`Seal`]), so the harness can tell its transcript from one rewritten behind its back.
-//!
-//! Why not `fake_app_server::transcript::Transcript`: the recorder must not re-serialise what it
-//! relays (a JSON line is embedded as it was sent, after one validating parse that builds
-//! nothing), it tags every line with its launch, and it bounds what it keeps.
 
-use base64::Engine as _;
+use graders::events::now_ms;
+use graders::wire::transcript::Direction;
 use graders::wire::transcript::{
-    MAX_KEPT_BYTES, MAX_KEPT_LINES, MAX_KEPT_LINE_BYTES, MAX_STDERR_BYTES_PER_LAUNCH,
+    write, MAX_KEPT_BYTES, MAX_KEPT_LINES, MAX_KEPT_LINE_BYTES, MAX_STDERR_BYTES_PER_LAUNCH,
 };
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 use std::fs::File;
 use std::io::{Read, Write as _};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-
-/// Which way a line went, seen from the app-server (`in`: from the driver).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Direction {
-    In,
-    Out,
-}
-
-impl Direction {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Direction::In => "in",
-            Direction::Out => "out",
-        }
-    }
-}
-
-pub fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or_default()
-}
 
 /// What the harness wrote into a transcript: its size and SHA-256. A transcript whose bytes on
 /// disk differ was written by someone else too.
@@ -197,37 +169,15 @@ pub struct LaunchLog {
     stderr_cut: AtomicBool,
 }
 
-/// `text` as a JSON string, plus `raw_b64` when its bytes are not UTF-8 (the string is then
-/// lossy, the base64 exact).
-fn text_fields(bytes: &[u8], key: &str, entry: &mut Map<String, Value>) {
-    match std::str::from_utf8(bytes) {
-        Ok(text) => {
-            entry.insert(key.into(), text.into());
-        }
-        Err(_) => {
-            entry.insert(key.into(), String::from_utf8_lossy(bytes).into());
-            entry.insert(
-                "raw_b64".into(),
-                base64::engine::general_purpose::STANDARD
-                    .encode(bytes)
-                    .into(),
-            );
-        }
-    }
-}
-
 impl LaunchLog {
     pub fn launch(&self) -> u64 {
         self.launch
     }
 
     /// A launch record (`kind`, this launch and `time` are added); never cut.
-    pub fn record_at(&self, kind: &str, time: u64, mut fields: Map<String, Value>) {
-        fields.insert("kind".into(), kind.into());
-        fields.insert("launch".into(), self.launch.into());
-        fields.insert("time".into(), time.into());
-        let mut line = serde_json::to_vec(&Value::Object(fields)).expect("JSON");
-        line.push(b'\n');
+    pub fn record_at(&self, kind: &str, time: u64, fields: Map<String, Value>) {
+        let mut line = Vec::new();
+        write::launch_record(&mut line, kind, self.launch, time, fields);
         self.transcript.write(&line);
     }
 
@@ -253,17 +203,15 @@ impl LaunchLog {
 
     /// A note, with a byte count under its key when there is one.
     fn note_counting(&self, direction: Direction, note: &str, count: Option<(&str, u64)>) {
-        let mut entry = json!({
-            "direction": direction.as_str(),
-            "time": now_ms(),
-            "launch": self.launch,
-            "note": note,
-        });
-        if let Some((key, bytes)) = count {
-            entry[key] = bytes.into();
-        }
-        let mut line = serde_json::to_vec(&entry).expect("JSON");
-        line.push(b'\n');
+        let mut line = Vec::new();
+        write::note_line(
+            &mut line,
+            direction,
+            now_ms(),
+            Some(self.launch),
+            note,
+            count,
+        );
         self.transcript.write(&line);
     }
 
@@ -295,36 +243,14 @@ impl LaunchLog {
         if !self.admit(direction, trimmed.len()) {
             return;
         }
-        out.reserve(trimmed.len() + 64);
         let json = std::str::from_utf8(trimmed)
             .is_ok_and(|text| serde_json::from_str::<serde::de::IgnoredAny>(text).is_ok());
+        let (time, launch) = (now_ms(), Some(self.launch));
         if json {
-            // Written by hand: the line goes in as it was sent, so nothing is re-serialised.
-            let _ = write!(
-                out,
-                "{{\"direction\":\"{}\",\"time\":{},\"launch\":{},",
-                direction.as_str(),
-                now_ms(),
-                self.launch
-            );
-            if partial {
-                out.extend_from_slice(b"\"partial\":true,");
-            }
-            out.extend_from_slice(b"\"message\":");
-            out.extend_from_slice(trimmed);
-            out.extend_from_slice(b"}\n");
-            return;
+            write::message_line(out, direction, time, launch, partial, trimmed);
+        } else {
+            write::raw_line(out, direction, time, launch, partial, trimmed);
         }
-        let mut entry = Map::new();
-        entry.insert("direction".into(), direction.as_str().into());
-        entry.insert("time".into(), now_ms().into());
-        entry.insert("launch".into(), self.launch.into());
-        text_fields(trimmed, "raw", &mut entry);
-        if partial {
-            entry.insert("partial".into(), true.into());
-        }
-        serde_json::to_writer(&mut *out, &Value::Object(entry)).expect("JSON");
-        out.push(b'\n');
     }
 
     /// A line of the app-server's stderr; past the launch's stderr bound, a note and nothing
@@ -350,7 +276,7 @@ impl LaunchLog {
             return;
         }
         let mut entry = Map::new();
-        text_fields(line, "text", &mut entry);
+        write::text_fields(line, "text", &mut entry);
         if partial {
             entry.insert("partial".into(), true.into());
         }
@@ -494,6 +420,8 @@ impl StderrSplitter {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use base64::Engine as _;
+    use serde_json::json;
 
     fn lines(path: &Path) -> Vec<Value> {
         std::fs::read_to_string(path)

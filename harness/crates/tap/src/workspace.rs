@@ -301,7 +301,7 @@ impl Watch {
                     "more than {MAX_RECORDS} workspace changes: the rest were not recorded"
                 ));
                 self.write(&Record {
-                    t_ms: crate::record::now_ms(),
+                    t_ms: graders::events::now_ms(),
                     event: "budget-spent",
                     path: "",
                     note: Some("no further changes are recorded"),
@@ -310,7 +310,7 @@ impl Watch {
             return Ok(());
         }
         self.write(&Record {
-            t_ms: crate::record::now_ms(),
+            t_ms: graders::events::now_ms(),
             event,
             path,
             note,

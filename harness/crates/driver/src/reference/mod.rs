@@ -38,7 +38,7 @@ pub struct DriverConfig {
     /// The app-server's stderr goes here.
     pub stderr_log: PathBuf,
     /// Where the driver's JSON-RPC client appends every line it sends and receives (JSONL, the
-    /// fake app-server's transcript shape; see `crate::rpc::transcript`). `None`: not
+    /// transcript's shape, `graders::wire::transcript`; see `crate::rpc::transcript`). `None`: not
     /// recorded (the tap, or the fake app-server, keeps the transcript).
     pub transcript: Option<PathBuf>,
 }

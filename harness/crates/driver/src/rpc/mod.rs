@@ -13,6 +13,7 @@ pub(crate) mod message;
 pub(crate) mod transcript;
 
 use futures_util::StreamExt;
+use graders::wire::transcript::Direction;
 pub use message::{Incoming, MalformedMessage, RpcError};
 use sandbox::launcher::{Launcher, ProcessSpec};
 use serde_json::{json, Value};
@@ -25,7 +26,7 @@ use tokio::process::{Child, ChildStdin};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::codec::{FramedRead, LinesCodec, LinesCodecError};
-use transcript::{ClientTranscript, Direction};
+use transcript::ClientTranscript;
 
 /// Bounds of one client.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

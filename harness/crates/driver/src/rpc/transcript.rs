@@ -1,6 +1,6 @@
-//! The client-side transcript: every JSON-RPC line the client sends and receives, written by
-//! the fake app-server's own transcript writer ([`fake_app_server::transcript`], the one owner
-//! of the format), so a cell's `transcript.jsonl` reads the same whichever side wrote it:
+//! The client-side transcript: every JSON-RPC line the client sends and receives, written
+//! through the format's one encoder ([`graders::wire::transcript::write`]), so a cell's
+//! `transcript.jsonl` reads the same whichever side wrote it:
 //! `{"direction":"in"|"out","time":<unix ms>,"message":<JSON>}`. Directions are the
 //! app-server's: `in` is what the client sent to it, `out` what it wrote. A line that is not
 //! JSON is kept as `"raw"`; the client's remarks (an oversized line, the end of the stream) as
@@ -10,8 +10,8 @@
 //! relaunch within the run, adds to the lines of the earlier processes, and a killed run loses
 //! nothing.
 
-pub(crate) use fake_app_server::transcript::Direction;
-use fake_app_server::transcript::Transcript;
+use graders::wire::transcript::write::Appender;
+use graders::wire::transcript::Direction;
 use serde_json::Value;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -19,13 +19,13 @@ use std::sync::{Arc, Mutex};
 /// A shared handle: the client's writer and its reader task both record.
 #[derive(Clone)]
 pub(crate) struct ClientTranscript {
-    file: Arc<Mutex<Transcript>>,
+    file: Arc<Mutex<Appender>>,
 }
 
 impl ClientTranscript {
     pub(crate) fn open(path: &Path) -> std::io::Result<Self> {
         Ok(Self {
-            file: Arc::new(Mutex::new(Transcript::create(path)?)),
+            file: Arc::new(Mutex::new(Appender::create(path)?)),
         })
     }
 
@@ -44,7 +44,7 @@ impl ClientTranscript {
         self.lock().record_note(note);
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Transcript> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Appender> {
         // Evidence only: a writer that panicked mid-line must not stop the run's recording.
         self.file.lock().unwrap_or_else(|p| p.into_inner())
     }

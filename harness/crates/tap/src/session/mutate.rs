@@ -9,7 +9,8 @@
 use super::killer::Killer;
 use super::Shared;
 use crate::mutation::{Operator, Received, Sent, WireMutation};
-use crate::record::{Direction, LaunchLog};
+use crate::record::LaunchLog;
+use graders::wire::transcript::Direction;
 use graders::wire::transcript::{MAX_KEPT_LINE_BYTES, MAX_MUTATION_RECORDS};
 use serde_json::{json, Map, Value};
 use std::process::ChildStdin;
