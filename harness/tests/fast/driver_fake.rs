@@ -660,8 +660,16 @@ async fn the_same_failure_inside_an_external_sandbox_is_definite() {
 #[case::hang("hang", Ending::TimedOut)]
 #[tokio::test]
 async fn transport_faults_are_classified(#[case] scenario: &str, #[case] expected: Ending) {
+    // The hang ends at the driver's idle wait, kept short; the others end on a lost transport,
+    // which a loaded machine may take longer than 2 s to deliver (a large line's bytes; the
+    // oversized case timed out at load 20), so their idle wait is no part of what they show.
+    let turn_idle = if expected == Ending::TimedOut {
+        Duration::from_secs(2)
+    } else {
+        Duration::from_secs(15)
+    };
     let timeouts = Timeouts {
-        turn_idle: Duration::from_secs(2),
+        turn_idle,
         ..fake_timeouts()
     };
     let started = std::time::Instant::now();
@@ -677,7 +685,7 @@ async fn transport_faults_are_classified(#[case] scenario: &str, #[case] expecte
     assert_eq!(run.ended.ending, expected, "{:?}", run.ended);
     assert!(run.ended.retry_offered);
     assert!(!run.ended.reason.clone().unwrap_or_default().is_empty());
-    assert!(started.elapsed() < Duration::from_secs(20), "bounded");
+    assert!(started.elapsed() < Duration::from_secs(40), "bounded");
 }
 
 #[tokio::test]
