@@ -1,6 +1,5 @@
 //! What running one cell produced.
 
-use crate::summary::Status;
 use graders::events::CellId;
 use graders::verdict::Verdict;
 use serde::{Deserialize, Serialize};
@@ -8,6 +7,38 @@ use std::path::PathBuf;
 use std::time::Duration;
 use suites::spec::Profile;
 use suites::{Agreement, Expectation};
+
+/// How a cell relates to its expectation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Status {
+    /// The verdict is the expected one.
+    AsExpected,
+    /// The verdict differs from the expected one.
+    Differs,
+    /// A baseline entry expects a failure, but the cell passes.
+    Stale,
+    /// The harness could not produce a gradable run.
+    Error,
+    /// The cell cannot run here.
+    Ignored,
+    /// The cell's driver cannot express its case: never run, never a pass.
+    NotApplicable,
+}
+
+impl Status {
+    /// As the JSON reports spell it (`as-expected`, …).
+    pub fn name(self) -> String {
+        serde_json::to_value(self)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default()
+    }
+
+    pub fn is_failure(self) -> bool {
+        matches!(self, Status::Differs | Status::Stale | Status::Error)
+    }
+}
 
 /// How a cell ended.
 #[derive(Debug, Clone, PartialEq)]
@@ -65,7 +96,7 @@ impl EarlierAttempt {
     pub fn of(attempt: usize, result: &CellResult) -> Self {
         Self {
             attempt,
-            status: crate::summary::CellSummary::from_result(result).status,
+            status: result.status(),
             verdict: result.verdict().map(|v| v.verdict.to_string()),
             describe: result.describe(),
             evidence: crate::layout::attempt_dir(attempt),
@@ -105,6 +136,20 @@ impl CellResult {
 
     pub fn is_not_applicable(&self) -> bool {
         matches!(self.outcome, CellOutcome::NotApplicable { .. })
+    }
+
+    /// How the cell relates to its expectation.
+    pub fn status(&self) -> Status {
+        match &self.outcome {
+            CellOutcome::Graded { agreement, .. } => match agreement {
+                Agreement::AsExpected => Status::AsExpected,
+                Agreement::Differs { .. } => Status::Differs,
+                Agreement::Stale { .. } => Status::Stale,
+            },
+            CellOutcome::Ignored { .. } => Status::Ignored,
+            CellOutcome::NotApplicable { .. } => Status::NotApplicable,
+            CellOutcome::Error { .. } => Status::Error,
+        }
     }
 
     /// The verdict, when the cell was graded.

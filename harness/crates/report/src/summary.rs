@@ -1,11 +1,11 @@
 //! The report's data model: one row per cell, serializable as the JSON summary.
 
+pub use crate::outcome::Status;
 use crate::outcome::{CellOutcome, CellResult, EarlierAttempt};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::time::Duration;
 use suites::spec::Profile;
-use suites::Agreement;
 
 /// Names in first-appearance order (cells come in matrix order, which is the declared order).
 pub(crate) fn ordered<'a>(items: impl Iterator<Item = &'a str>) -> Vec<&'a str> {
@@ -16,38 +16,6 @@ pub(crate) fn ordered<'a>(items: impl Iterator<Item = &'a str>) -> Vec<&'a str> 
         }
     }
     seen
-}
-
-/// How a cell relates to its expectation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Status {
-    /// The verdict is the expected one.
-    AsExpected,
-    /// The verdict differs from the expected one.
-    Differs,
-    /// A baseline entry expects a failure, but the cell passes.
-    Stale,
-    /// The harness could not produce a gradable run.
-    Error,
-    /// The cell cannot run here.
-    Ignored,
-    /// The cell's driver cannot express its case: never run, never a pass.
-    NotApplicable,
-}
-
-impl Status {
-    /// As the JSON reports spell it (`as-expected`, …).
-    pub fn name(self) -> String {
-        serde_json::to_value(self)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_string))
-            .unwrap_or_default()
-    }
-
-    pub fn is_failure(self) -> bool {
-        matches!(self, Status::Differs | Status::Stale | Status::Error)
-    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -193,22 +161,15 @@ impl CellSummary {
     }
 
     pub fn from_result(result: &CellResult) -> Self {
-        let (status, verdict, reason) = match &result.outcome {
-            CellOutcome::Graded { verdict, agreement } => {
-                let status = match agreement {
-                    Agreement::AsExpected => Status::AsExpected,
-                    Agreement::Differs { .. } => Status::Differs,
-                    Agreement::Stale { .. } => Status::Stale,
-                };
-                (
-                    status,
-                    Some(verdict.verdict.to_string()),
-                    verdict.reason.clone(),
-                )
+        let status = result.status();
+        let (verdict, reason) = match &result.outcome {
+            CellOutcome::Graded { verdict, .. } => {
+                (Some(verdict.verdict.to_string()), verdict.reason.clone())
             }
-            CellOutcome::Ignored { reason } => (Status::Ignored, None, reason.clone()),
-            CellOutcome::NotApplicable { reason } => (Status::NotApplicable, None, reason.clone()),
-            CellOutcome::Error { message } => (Status::Error, None, message.clone()),
+            CellOutcome::Ignored { reason } | CellOutcome::NotApplicable { reason } => {
+                (None, reason.clone())
+            }
+            CellOutcome::Error { message } => (None, message.clone()),
         };
         Self {
             cell: result.cell.to_string(),
