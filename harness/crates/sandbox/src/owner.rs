@@ -12,6 +12,10 @@ use std::path::{Path, PathBuf};
 
 /// The owner record's file name inside a bundle folder.
 pub const OWNER_FILE: &str = "ccf-owner.json";
+/// The OCI annotation that carries the same record in a container's config: runc keeps it in
+/// its own state and `runc list` shows it, so a container stays judgeable after its bundle
+/// folder is gone.
+pub const OWNER_ANNOTATION: &str = "dev.ccf-harness.owner";
 
 /// Names the containment scope of this harness (letters, digits, `-`, `_`): a harness reaps only
 /// what an owner of its own scope left behind.
@@ -127,12 +131,14 @@ fn record_path(bundle: &Path) -> PathBuf {
     bundle.join(OWNER_FILE)
 }
 
-/// Write this process down as the owner of the container prepared in `bundle`.
-pub fn record(bundle: &Path, container: &str) -> Result<()> {
+/// Write this process down as the owner of the container prepared in `bundle`; returns the
+/// record.
+pub fn record(bundle: &Path, container: &str) -> Result<Owner> {
     let owner = Owner::current(container)?;
     let path = record_path(bundle);
     std::fs::write(&path, serde_json::to_vec(&owner)?)
-        .with_context(|| format!("writing {}", path.display()))
+        .with_context(|| format!("writing {}", path.display()))?;
+    Ok(owner)
 }
 
 /// The owner recorded in `bundle`; `None` when there is no readable record (a bundle being
@@ -164,6 +170,11 @@ fn process_stat(pid: u32) -> Option<ProcessStat> {
         state: fields.first()?.chars().next()?,
         start_time: fields.get(19)?.parse().ok()?,
     })
+}
+
+/// Whether process `pid` no longer runs (gone, or a zombie).
+pub(crate) fn has_ended(pid: u32) -> bool {
+    process_stat(pid).is_none_or(|stat| stat.state == 'Z' || stat.state == 'X')
 }
 
 fn start_time(pid: u32) -> Result<Option<u64>> {

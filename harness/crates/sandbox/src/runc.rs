@@ -148,11 +148,22 @@ impl Launcher for RuncLauncher {
             bundle: bundle.clone(),
             keep_bundle: self.keep_bundles,
         };
-        owner::record(&bundle, &id)?;
+        let owner = owner::record(&bundle, &id)?;
         let rootfs = bundle.join("rootfs");
         std::fs::create_dir(&rootfs)?;
         let inputs = self.inputs(process, &bundle, rootfs.clone())?;
         let mut config = oci::render(&self.container, &inputs)?;
+        // Not for a kept bundle: rerun by hand after this harness ended, its container would
+        // carry a gone owner.
+        if !self.keep_bundles {
+            config.set_annotations(Some(
+                [(
+                    owner::OWNER_ANNOTATION.to_string(),
+                    serde_json::to_string(&owner)?,
+                )]
+                .into(),
+            ));
+        }
         // Below the cell's cgroup, so that killing the cell reaches the container too. Not for
         // a kept bundle: rerun by hand later, it must not land in the cgroup of a run that a
         // later harness reaps as gone.
