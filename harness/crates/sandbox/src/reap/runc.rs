@@ -15,6 +15,7 @@
 //! failure of the pass ([`ReapReport::failed`]), never a silent pass.
 
 use super::ReapReport;
+use crate::cgroup::{self, Cgroup};
 use crate::owner::{self, Liveness, Owner};
 use crate::runc::{BUNDLE_PREFIX, ID_PREFIX};
 use crate::teardown;
@@ -222,11 +223,50 @@ fn reap_container(
         ));
         return;
     }
+    if container.bundle.as_os_str().is_empty() {
+        let bundle = bundles
+            .iter()
+            .find(|(_, record)| &record.container == id)
+            .map(|(bundle, _)| bundle.as_path());
+        if let Err(why) = remove_unrecorded_cgroups(id, bundle) {
+            report.failed.push((id.clone(), why));
+            return;
+        }
+    }
     tracing::warn!(target: "notice",
         "harness: reaped container {id} ({}) left behind by a killed harness ({reason})",
         container.status
     );
     report.containers.push(id.clone());
+}
+
+/// The cgroups runc made for a container it never wrote down: `runc delete` removes only the
+/// state folder of one, so its cgroups (runc places its init in them before `state.json`) are
+/// emptied and removed here — at its config's `cgroupsPath`, else at its id (runc's default),
+/// in the v2 hierarchy and the v1 ones; only the container's own folder, never a parent.
+fn remove_unrecorded_cgroups(id: &str, bundle: Option<&Path>) -> Result<(), String> {
+    let configured = bundle
+        .and_then(|bundle| std::fs::read(bundle.join("config.json")).ok())
+        .and_then(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok())
+        .and_then(|config| config["linux"]["cgroupsPath"].as_str().map(str::to_string));
+    let relative = PathBuf::from(configured.as_deref().unwrap_or(id).trim_start_matches('/'));
+    if relative.file_name() != Some(std::ffi::OsStr::new(id)) {
+        return Err(format!(
+            "its cgroupsPath {} does not end in its id: not removed",
+            relative.display()
+        ));
+    }
+    let removed = match cgroup::unified_mount() {
+        Some(unified) => Cgroup {
+            path: unified.join(&relative),
+        }
+        .destroy()
+        .map(drop),
+        None => cgroup::v1_mirrors(&relative)
+            .iter()
+            .try_for_each(|mirror| cgroup::remove_tree(mirror)),
+    };
+    removed.map_err(|err| format!("removing its cgroups: {err:#}"))
 }
 
 /// Remove a bundle folder whose owner is of `scope` and gone, once runc (its state in

@@ -123,6 +123,15 @@ impl Orphan {
         if matches!(self.runc.try_wait(), Ok(None)) {
             left.push("its `runc run` still runs".into());
         }
+        // Placed by runc's default (no cell cgroup here): at its id, in every hierarchy.
+        let relative = Path::new(&self.id);
+        let cgroups = crate::cgroup::unified_mount()
+            .map(|unified| unified.join(relative))
+            .into_iter()
+            .chain(crate::cgroup::v1_mirrors(relative));
+        for cgroup in cgroups.filter(|folder| folder.exists()) {
+            left.push(format!("cgroup {} remains", cgroup.display()));
+        }
         left
     }
 }
