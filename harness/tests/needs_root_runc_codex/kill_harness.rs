@@ -360,7 +360,9 @@ fn leftovers(setup: &Setup, run: &Run, also_the_scope: bool) -> Vec<String> {
     if let Ok(entries) = std::fs::read_dir(&setup.tmp) {
         for entry in entries.flatten() {
             let path = entry.path();
-            let owned = sandbox::owner::read(&path).map(|owner| owner.pid as i32);
+            // The record, else the folder's name (a run killed before it wrote the record).
+            let owned = sandbox::owner::of_folder(&path, sandbox::runc::BUNDLE_PREFIX)
+                .map(|owner| owner.pid as i32);
             let config = std::fs::read_to_string(path.join("config.json")).unwrap_or_default();
             if owned == Some(run.pid) || (owned.is_none() && config.contains(&marker)) {
                 found.push(format!("bundle {}", path.display()));

@@ -136,8 +136,11 @@ impl Launcher for RuncLauncher {
 
     fn prepare(&self, process: &ProcessSpec) -> Result<PreparedCommand> {
         let id = unique_id();
+        let owner = owner::Owner::current(&id)?;
+        // The owner in the name too: a harness killed before it wrote the record leaves a
+        // folder the next one can still judge.
         let bundle = tempfile::Builder::new()
-            .prefix(BUNDLE_PREFIX)
+            .prefix(&format!("{BUNDLE_PREFIX}{}", owner.name_part()?))
             .tempdir()
             .context("creating a bundle folder")?
             .keep();
@@ -148,7 +151,7 @@ impl Launcher for RuncLauncher {
             bundle: bundle.clone(),
             keep_bundle: self.keep_bundles,
         };
-        let owner = owner::record(&bundle, &id)?;
+        owner::write(&bundle, &owner)?;
         let rootfs = bundle.join("rootfs");
         std::fs::create_dir(&rootfs)?;
         let inputs = self.inputs(process, &bundle, rootfs.clone())?;

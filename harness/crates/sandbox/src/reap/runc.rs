@@ -133,8 +133,8 @@ fn state_folder_ids() -> Vec<String> {
         .collect()
 }
 
-/// Every bundle folder in `folders` with a readable owner record. One without a record is being
-/// prepared right now, kept on purpose, or from before owner records: not ours to judge.
+/// Every bundle folder in `folders` with an owner ([`owner::of_folder`]: its record, else its
+/// name). One without is kept on purpose, or from before owner records: not ours to judge.
 fn recorded_bundles(folders: &BTreeSet<PathBuf>) -> Vec<(PathBuf, Owner)> {
     let mut found = Vec::new();
     for folder in folders {
@@ -146,7 +146,7 @@ fn recorded_bundles(folders: &BTreeSet<PathBuf>) -> Vec<(PathBuf, Owner)> {
             if !is_folder || !is_bundle_name(&entry.path()) {
                 continue;
             }
-            if let Some(record) = owner::read(&entry.path()) {
+            if let Some(record) = owner::of_folder(&entry.path(), BUNDLE_PREFIX) {
                 found.push((entry.path(), record));
             }
         }
@@ -290,7 +290,9 @@ fn reap_bundle_folder(
             return;
         }
     };
-    if state_dir.join(&record.container).exists() {
+    // No container named: the owner was read from the folder's name, killed before it wrote
+    // the record, so before it started anything.
+    if !record.container.is_empty() && state_dir.join(&record.container).exists() {
         // Its container could not be deleted: that failure is reported with the container.
         report.left_alone.push((
             shown,
@@ -424,6 +426,51 @@ mod tests {
         );
         owner::forget(&bundle);
         assert!(owner::read(&bundle).is_none());
+    }
+
+    /// Killed between making the bundle folder and writing its record: the name still says who.
+    #[test]
+    fn a_bundle_left_before_its_owner_record_is_judged_by_its_name_and_a_kept_one_never() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let no_state = tempfile::tempdir().expect("tempdir");
+        let folder_of = |owner: &Owner, random: &str| {
+            let folder = dir.path().join(format!(
+                "{BUNDLE_PREFIX}{}{random}",
+                owner.name_part().expect("name")
+            ));
+            std::fs::create_dir(&folder).expect("folder");
+            folder
+        };
+        let live = Owner::current("").expect("identity");
+        let gone = gone_owner("");
+        let unrecorded = folder_of(&gone, "AbC123");
+        let kept = folder_of(&gone, "XyZ789");
+        owner::forget(&kept);
+        let alive = folder_of(&live, "Qrs456");
+        let bundles = recorded_bundles(&BTreeSet::from([dir.path().to_path_buf()]));
+        let read_back = bundles
+            .iter()
+            .find(|(folder, _)| folder == &alive)
+            .map(|(_, owner)| owner);
+        assert_eq!(read_back, Some(&live), "{bundles:?}");
+        assert!(
+            bundles.iter().all(|(folder, _)| folder != &kept),
+            "{bundles:?}"
+        );
+
+        let mut report = ReapReport::default();
+        for (bundle, record) in &bundles {
+            reap_bundle_folder(
+                bundle,
+                record,
+                &owner::scope(),
+                no_state.path(),
+                &mut report,
+            );
+        }
+        assert_eq!(report.bundles, vec![unrecorded], "{report:?}");
+        assert!(kept.exists() && alive.exists());
+        assert!(report.failed.is_empty(), "{report:?}");
     }
 
     #[test]
