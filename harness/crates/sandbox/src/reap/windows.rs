@@ -187,6 +187,32 @@ fn a_container_still_being_created_by_a_killed_harness_is_reaped_needs_root_runc
     assert!(!report.killed.is_empty(), "{report:?}");
 }
 
+/// A killed harness's container left paused (frozen, in the v1 freezer of a hybrid machine) is
+/// reaped like a running one: runc 1.1's `delete --force` thaws it for its SIGKILL.
+#[test]
+fn a_paused_container_of_a_killed_harness_is_reaped_needs_root_runc() {
+    if let Some(why) = missing() {
+        eprintln!("ignored: {why}");
+        return;
+    }
+    let mut orphan = Orphan::start("paused", None);
+    wait_for("the container running", Duration::from_secs(30), || {
+        orphan.listed_status().as_deref() == Some("running")
+    });
+    orphan.runc.kill().expect("kill runc run");
+    orphan.runc.wait().expect("wait runc run");
+    let paused = std::process::Command::new("runc")
+        .args(["pause", &orphan.id])
+        .status()
+        .expect("runc pause");
+    assert!(paused.success());
+    assert_eq!(orphan.listed_status().as_deref(), Some("paused"));
+
+    let report = reap_stale_of(&orphan.scope);
+    let left = orphan.left_after(&report);
+    assert!(left.is_empty(), "{left:#?}");
+}
+
 /// A killed harness's container, stopped, whose bundle folder is gone (an earlier pass removed
 /// it while the container was not listed yet): runc's state still names the gone owner.
 #[test]
