@@ -24,7 +24,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-/// Bound on one whole reaping pass; what is left when it runs out waits for the next start.
+/// Bound on one whole reaping pass; running out of it leaves the pass `incomplete`.
 pub const REAP_DEADLINE: Duration = Duration::from_secs(30);
 
 /// One entry of `runc list --format json` (the fields the harness reads).
@@ -161,7 +161,12 @@ fn owner_of(container: &ListedContainer, bundles: &[(PathBuf, Owner)]) -> Option
         .annotations
         .get(owner::OWNER_ANNOTATION)
         .and_then(|text| serde_json::from_str(text).ok())
-        .or_else(|| owner::read(&container.bundle).filter(|_| container.bundle != Path::new("")))
+        .or_else(|| {
+            let names_a_bundle = !container.bundle.as_os_str().is_empty();
+            names_a_bundle
+                .then(|| owner::read(&container.bundle))
+                .flatten()
+        })
         .or_else(|| {
             bundles
                 .iter()
