@@ -128,9 +128,14 @@ fn kill_runs(setup: &Setup, random: &mut XorShift) -> Result<(), Failed> {
         if let Some(prev) = previous.take() {
             let left = wait_until_clean(setup, &prev);
             if !left.is_empty() {
+                // What the reaping run said about them (a removal that failed names them).
                 problems.push(format!(
-                    "run {} (pid {}): left after run {} started: {left:?}",
-                    prev.index, prev.pid, run.index
+                    "run {} (pid {}): left after run {} started: {left:?}; run {}'s stderr: {}",
+                    prev.index,
+                    prev.pid,
+                    run.index,
+                    run.index,
+                    tail(&run.out.with_extension("stderr"))
                 ));
             }
         }
