@@ -226,9 +226,16 @@ fn process_stat(pid: u32) -> Option<ProcessStat> {
     })
 }
 
-/// Whether process `pid` no longer runs (gone, or a zombie).
-pub(crate) fn has_ended(pid: u32) -> bool {
-    process_stat(pid).is_none_or(|stat| stat.state == 'Z' || stat.state == 'X')
+/// The start time of process `pid` (field 22 of `/proc/PID/stat`), while it exists.
+pub(crate) fn started_at(pid: u32) -> Option<u64> {
+    process_stat(pid).map(|stat| stat.start_time)
+}
+
+/// Whether the process `pid` that started at `start_time` no longer runs: gone, a zombie, or
+/// its pid already another process's (pids wrap fast on a busy machine).
+pub(crate) fn has_ended(pid: u32, start_time: u64) -> bool {
+    process_stat(pid)
+        .is_none_or(|stat| stat.start_time != start_time || stat.state == 'Z' || stat.state == 'X')
 }
 
 fn start_time(pid: u32) -> Result<Option<u64>> {

@@ -14,6 +14,10 @@ use nix::unistd::Pid;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+/// How long the killed creators get to end (a SIGKILLed process ends at once unless the kernel
+/// holds it in an uninterruptible wait).
+const CREATORS_END_BOUND: Duration = Duration::from_secs(10);
+
 /// SIGKILL every `runc run` (or `runc create`) whose bundle's owner record is of `scope` and
 /// gone, and wait (until `deadline`) until each has ended; one still running is a failure.
 pub(super) fn kill_gone_creators(scope: &str, deadline: Instant, report: &mut ReapReport) {
@@ -28,18 +32,24 @@ pub(super) fn kill_gone_creators(scope: &str, deadline: Instant, report: &mut Re
         let Ok(reason) = record.gone() else {
             continue;
         };
+        let Some(started) = owner::started_at(pid as u32) else {
+            continue;
+        };
         if kill(Pid::from_raw(pid), Signal::SIGKILL).is_ok() {
             tracing::warn!(target: "notice",
                 "harness: killed runc (pid {pid}) still making container {id} of a killed harness ({reason})"
             );
-            killed.push((pid, id));
+            killed.push((pid, started, id));
         }
     }
-    for (pid, id) in killed {
-        while !owner::has_ended(pid as u32) && Instant::now() < deadline {
+    // Bounded on its own: a creator that outlives SIGKILL must not take the whole pass's time.
+    let until = deadline.min(Instant::now() + CREATORS_END_BOUND);
+    for (pid, started, id) in killed {
+        let ended = || owner::has_ended(pid as u32, started);
+        while !ended() && Instant::now() < until {
             std::thread::sleep(Duration::from_millis(10));
         }
-        if owner::has_ended(pid as u32) {
+        if ended() {
             report.killed.push((pid, format!("runc making {id}")));
         } else {
             report.failed.push((
