@@ -44,7 +44,7 @@ pub struct ReapReport {
     /// `(what, why it stays)`: leftovers of a gone owner of this scope that could not be
     /// removed.
     pub failed: Vec<(String, String)>,
-    /// Why the pass stopped short (runc list failed, or the time bound ran out).
+    /// Why the pass stopped short (runc could not be asked, or the time bound ran out).
     pub incomplete: Option<String>,
 }
 

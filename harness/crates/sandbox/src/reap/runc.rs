@@ -7,7 +7,7 @@
 //!
 //! A killed harness's `runc run` outlives it and may still be creating a container while the
 //! pass runs; such a container is in no listing yet (no state at all, or a state folder without
-//! `state.json`, which `runc list` skips) and would appear after the pass. So the pass kills
+//! `state.json`, which `runc list` and `runc state` skip) and would appear after the pass. So the pass kills
 //! those creators first ([`super::creators`]), then takes every state folder of the harness's
 //! prefix, listed or not; a container is judged by the owner record in its runc state (an OCI
 //! annotation, [`owner::OWNER_ANNOTATION`]), else by its bundle's; and a bundle is removed only
@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 /// Bound on one whole reaping pass; running out of it leaves the pass `incomplete`.
 pub const REAP_DEADLINE: Duration = Duration::from_secs(30);
 
-/// One entry of `runc list --format json` (the fields the harness reads).
+/// What `runc state` says of a container (the fields the harness reads).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct ListedContainer {
     pub id: String,
@@ -71,6 +71,7 @@ pub(crate) fn reap_stale_of(scope: &str) -> ReapReport {
     let bundles = recorded_bundles(&folders);
     let state_dir = teardown::runc_state_dir();
     let unlisted: Vec<ListedContainer> = state_folder_ids()
+        .unwrap_or_default()
         .into_iter()
         .filter(|id| !listed.iter().any(|container| &container.id == id))
         .map(|id| ListedContainer {
@@ -104,33 +105,48 @@ pub(crate) fn reap_stale_of(scope: &str) -> ReapReport {
     report
 }
 
-/// The containers runc knows about whose id has the harness's prefix (bounded in time).
+/// The containers runc knows about whose id has the harness's prefix (bounded in time): each
+/// one's `runc state`. Not `runc list`: runc 1.1 fails the whole listing when any state folder
+/// vanishes while it reads them (a `runc delete` anywhere on the machine: one call in ten
+/// failed under four deleting loops), and a pass without a listing reaps nothing. A container
+/// gone meanwhile, or without `state.json` yet, is simply not in the answer.
 pub fn harness_containers() -> Result<Vec<ListedContainer>, String> {
-    let stdout = teardown::runc_stdout(&["list", "--format", "json"])
-        .map_err(|err| format!("cannot run `runc list`: {err}"))?
-        .ok_or("`runc list --format json` failed or did not answer in time")?;
-    // runc prints `null` when it has no container.
-    let listed: Option<Vec<ListedContainer>> = serde_json::from_slice(&stdout)
-        .map_err(|err| format!("cannot read `runc list --format json`: {err}"))?;
-    Ok(listed
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|container| container.id.starts_with(ID_PREFIX))
-        .collect())
+    let deadline = Instant::now() + REAP_DEADLINE;
+    let mut listed = Vec::new();
+    for id in state_folder_ids()? {
+        if Instant::now() >= deadline {
+            return Err(format!(
+                "the {}s bound ran out before every container's `runc state` answered",
+                REAP_DEADLINE.as_secs()
+            ));
+        }
+        let stdout = teardown::runc_stdout(&["state", &id])
+            .map_err(|err| format!("cannot run `runc state`: {err}"))?;
+        if let Some(stdout) = stdout {
+            listed.push(
+                serde_json::from_slice(&stdout)
+                    .map_err(|err| format!("cannot read `runc state {id}`: {err}"))?,
+            );
+        }
+    }
+    Ok(listed)
 }
 
-/// The ids of runc's state folders with the harness's prefix: those `runc list` shows, and
-/// those it skips (a container whose creation never reached `state.json`).
-fn state_folder_ids() -> Vec<String> {
-    let Ok(entries) = std::fs::read_dir(teardown::runc_state_dir()) else {
-        return Vec::new();
+/// The ids of runc's state folders with the harness's prefix: containers runc has written down,
+/// and those whose creation never reached `state.json`. No state folder at all: none.
+fn state_folder_ids() -> Result<Vec<String>, String> {
+    let folder = teardown::runc_state_dir();
+    let entries = match std::fs::read_dir(&folder) {
+        Ok(entries) => entries,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(err) => return Err(format!("cannot read {}: {err}", folder.display())),
     };
-    entries
+    Ok(entries
         .flatten()
         .filter(|entry| entry.file_type().is_ok_and(|kind| kind.is_dir()))
         .filter_map(|entry| entry.file_name().into_string().ok())
         .filter(|id| id.starts_with(ID_PREFIX))
-        .collect()
+        .collect())
 }
 
 /// Every bundle folder in `folders` with an owner ([`owner::of_folder`]: its record, else its

@@ -242,3 +242,37 @@ fn a_stopped_container_whose_bundle_is_gone_is_reaped_needs_root_runc() {
     let left = orphan.left_after(&report);
     assert!(left.is_empty(), "{left:#?}");
 }
+
+/// Containers deleted anywhere on the machine while a pass lists them (other harnesses' runs
+/// end all the time): runc 1.1's `runc list` then fails as a whole (one call in ten under four
+/// deleting loops), and the pass reaped nothing. Each listing here must answer.
+#[test]
+fn listing_the_containers_survives_state_folders_vanishing_meanwhile_needs_root_runc() {
+    if let Some(why) = missing() {
+        eprintln!("ignored: {why}");
+        return;
+    }
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let churners: Vec<_> = (0..4)
+        .map(|k| {
+            let stop = stop.clone();
+            let folder = runc_state_dir().join(format!("ccf-vanishing-{}-{k}", std::process::id()));
+            std::thread::spawn(move || {
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let _ = std::fs::create_dir(&folder);
+                    let _ = std::fs::remove_dir(&folder);
+                }
+            })
+        })
+        .collect();
+    let failures: Vec<String> = (0..30).filter_map(|_| harness_containers().err()).collect();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for churner in churners {
+        churner.join().expect("churner");
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of 30 listings failed: {failures:?}",
+        failures.len()
+    );
+}
