@@ -128,9 +128,14 @@ fn kill_runs(setup: &Setup, random: &mut XorShift) -> Result<(), Failed> {
         if let Some(prev) = previous.take() {
             let left = wait_until_clean(setup, &prev);
             if !left.is_empty() {
+                // What the reaping run said about them (a removal that failed names them).
                 problems.push(format!(
-                    "run {} (pid {}): left after run {} started: {left:?}",
-                    prev.index, prev.pid, run.index
+                    "run {} (pid {}): left after run {} started: {left:?}; run {}'s stderr: {}",
+                    prev.index,
+                    prev.pid,
+                    run.index,
+                    run.index,
+                    tail(&run.out.with_extension("stderr"))
                 ));
             }
         }
@@ -360,7 +365,9 @@ fn leftovers(setup: &Setup, run: &Run, also_the_scope: bool) -> Vec<String> {
     if let Ok(entries) = std::fs::read_dir(&setup.tmp) {
         for entry in entries.flatten() {
             let path = entry.path();
-            let owned = sandbox::owner::read(&path).map(|owner| owner.pid as i32);
+            // The record, else the folder's name (a run killed before it wrote the record).
+            let owned = sandbox::owner::of_folder(&path, sandbox::runc::BUNDLE_PREFIX)
+                .map(|owner| owner.pid as i32);
             let config = std::fs::read_to_string(path.join("config.json")).unwrap_or_default();
             if owned == Some(run.pid) || (owned.is_none() && config.contains(&marker)) {
                 found.push(format!("bundle {}", path.display()));

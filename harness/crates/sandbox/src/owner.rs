@@ -12,6 +12,13 @@ use std::path::{Path, PathBuf};
 
 /// The owner record's file name inside a bundle folder.
 pub const OWNER_FILE: &str = "ccf-owner.json";
+/// What a bundle kept on purpose holds instead of an owner record: never reaped, also not by
+/// its name.
+pub const KEPT_FILE: &str = "ccf-kept";
+/// The OCI annotation that carries the same record in a container's config: runc keeps it in
+/// its own state and `runc list` shows it, so a container stays judgeable after its bundle
+/// folder is gone.
+pub const OWNER_ANNOTATION: &str = "dev.ccf-harness.owner";
 
 /// Names the containment scope of this harness (letters, digits, `-`, `_`): a harness reaps only
 /// what an owner of its own scope left behind.
@@ -113,6 +120,21 @@ impl Owner {
         }
     }
 
+    /// The start of the name of a folder this owner makes (`<scope>-<pid>-<start time>-<pid
+    /// namespace inode>-`, a random part follows): the folder is judgeable by its name alone
+    /// from the moment it exists, before any record is written in it.
+    pub fn name_part(&self) -> Result<String> {
+        let namespace = self
+            .pid_namespace
+            .strip_prefix("pid:[")
+            .and_then(|rest| rest.strip_suffix(']'))
+            .with_context(|| format!("unreadable pid namespace {}", self.pid_namespace))?;
+        Ok(format!(
+            "{}-{}-{}-{namespace}-",
+            self.scope, self.pid, self.start_time
+        ))
+    }
+
     /// Why what this owner left may be reaped (`Ok`: it is gone), or why it must stay.
     pub fn gone(&self) -> Result<String, String> {
         match self.liveness() {
@@ -127,12 +149,49 @@ fn record_path(bundle: &Path) -> PathBuf {
     bundle.join(OWNER_FILE)
 }
 
-/// Write this process down as the owner of the container prepared in `bundle`.
-pub fn record(bundle: &Path, container: &str) -> Result<()> {
+/// Write this process down as the owner of the container prepared in `bundle`; returns the
+/// record.
+pub fn record(bundle: &Path, container: &str) -> Result<Owner> {
     let owner = Owner::current(container)?;
+    write(bundle, &owner)?;
+    Ok(owner)
+}
+
+/// Write `owner` down in `bundle`.
+pub fn write(bundle: &Path, owner: &Owner) -> Result<()> {
     let path = record_path(bundle);
-    std::fs::write(&path, serde_json::to_vec(&owner)?)
+    std::fs::write(&path, serde_json::to_vec(owner)?)
         .with_context(|| format!("writing {}", path.display()))
+}
+
+/// The owner of a folder named `<prefix>` + [`Owner::name_part`] + a random part: its record,
+/// else (unless it is kept) its name's — a folder made by a process killed before it wrote the
+/// record, in which nothing was started yet (the record comes first), so the owner read from
+/// the name names no container.
+pub fn of_folder(folder: &Path, prefix: &str) -> Option<Owner> {
+    if let Some(recorded) = read(folder) {
+        return Some(recorded);
+    }
+    if folder.join(KEPT_FILE).exists() {
+        return None;
+    }
+    let name = folder.file_name()?.to_str()?.strip_prefix(prefix)?;
+    let mut parts = name.rsplitn(5, '-');
+    let _random = parts.next()?;
+    let namespace: u64 = parts.next()?.parse().ok()?;
+    let start_time = parts.next()?.parse().ok()?;
+    let pid = parts.next()?.parse().ok()?;
+    let scope = parts.next().filter(|scope| !scope.is_empty())?;
+    Some(Owner {
+        container: String::new(),
+        pid,
+        start_time,
+        // Judged now, on this boot: a folder of an earlier boot whose name matches a live
+        // process by chance is left alone, never a live one's reaped.
+        boot_id: boot_id().ok()?,
+        pid_namespace: format!("pid:[{namespace}]"),
+        scope: scope.to_string(),
+    })
 }
 
 /// The owner recorded in `bundle`; `None` when there is no readable record (a bundle being
@@ -142,8 +201,9 @@ pub fn read(bundle: &Path) -> Option<Owner> {
     serde_json::from_slice(&text).ok()
 }
 
-/// Drop the owner record of a bundle kept on purpose, so that no later run reaps it.
+/// Mark a bundle kept on purpose and drop its owner record, so that no later run reaps it.
 pub fn forget(bundle: &Path) {
+    let _ = std::fs::write(bundle.join(KEPT_FILE), b"");
     let _ = std::fs::remove_file(record_path(bundle));
 }
 
@@ -164,6 +224,18 @@ fn process_stat(pid: u32) -> Option<ProcessStat> {
         state: fields.first()?.chars().next()?,
         start_time: fields.get(19)?.parse().ok()?,
     })
+}
+
+/// The start time of process `pid` (field 22 of `/proc/PID/stat`), while it exists.
+pub(crate) fn started_at(pid: u32) -> Option<u64> {
+    process_stat(pid).map(|stat| stat.start_time)
+}
+
+/// Whether the process `pid` that started at `start_time` no longer runs: gone, a zombie, or
+/// its pid already another process's (pids wrap fast on a busy machine).
+pub(crate) fn has_ended(pid: u32, start_time: u64) -> bool {
+    process_stat(pid)
+        .is_none_or(|stat| stat.start_time != start_time || stat.state == 'Z' || stat.state == 'X')
 }
 
 fn start_time(pid: u32) -> Result<Option<u64>> {

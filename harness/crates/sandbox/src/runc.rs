@@ -136,8 +136,11 @@ impl Launcher for RuncLauncher {
 
     fn prepare(&self, process: &ProcessSpec) -> Result<PreparedCommand> {
         let id = unique_id();
+        let owner = owner::Owner::current(&id)?;
+        // The owner in the name too: a harness killed before it wrote the record leaves a
+        // folder the next one can still judge.
         let bundle = tempfile::Builder::new()
-            .prefix(BUNDLE_PREFIX)
+            .prefix(&format!("{BUNDLE_PREFIX}{}", owner.name_part()?))
             .tempdir()
             .context("creating a bundle folder")?
             .keep();
@@ -148,11 +151,22 @@ impl Launcher for RuncLauncher {
             bundle: bundle.clone(),
             keep_bundle: self.keep_bundles,
         };
-        owner::record(&bundle, &id)?;
+        owner::write(&bundle, &owner)?;
         let rootfs = bundle.join("rootfs");
         std::fs::create_dir(&rootfs)?;
         let inputs = self.inputs(process, &bundle, rootfs.clone())?;
         let mut config = oci::render(&self.container, &inputs)?;
+        // Not for a kept bundle: rerun by hand after this harness ended, its container would
+        // carry a gone owner.
+        if !self.keep_bundles {
+            config.set_annotations(Some(
+                [(
+                    owner::OWNER_ANNOTATION.to_string(),
+                    serde_json::to_string(&owner)?,
+                )]
+                .into(),
+            ));
+        }
         // Below the cell's cgroup, so that killing the cell reaches the container too. Not for
         // a kept bundle: rerun by hand later, it must not land in the cgroup of a run that a
         // later harness reaps as gone.

@@ -1,5 +1,6 @@
 //! Small helpers over the machine's programs, each in one place: finding a program on `PATH`,
-//! waiting for a child process with a bound, and the standard output of a bounded command.
+//! waiting for a child process with a bound, the standard output of a bounded command, and the
+//! pids in `/proc`.
 
 use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -12,6 +13,17 @@ pub fn which(program: &str) -> Option<PathBuf> {
     std::env::split_paths(&path)
         .map(|dir| dir.join(program))
         .find(|candidate| candidate.is_file())
+}
+
+/// The pids of the processes in `/proc` (empty when it cannot be read).
+pub fn process_ids() -> Vec<i32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<i32>().ok())
+        .collect()
 }
 
 /// Wait for `child` at most `bound`; past it the child is killed and reaped, and the answer is

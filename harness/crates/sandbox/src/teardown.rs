@@ -139,13 +139,17 @@ pub fn tear_down_everything() {
 /// `runc kill` + `runc delete -f`, retried while runc may still be creating the container
 /// (a container that runc has not written down yet cannot be deleted yet).
 pub fn destroy_container(id: &str) {
+    destroy_container_until(id, Instant::now() + REMOVAL_DEADLINE);
+}
+
+/// [`destroy_container`], retried until `deadline`. Returns whether runc's state of it is gone.
+pub fn destroy_container_until(id: &str, deadline: Instant) -> bool {
     // No state: `runc run` deleted the container itself when its process ended (the usual
     // end), or never created it. `runc kill` and `runc delete` would only fail (two runc starts,
     // ~20 ms); what the container ran was in the cell's cgroup, which is emptied on its own.
     if !runc_state_dir().join(id).exists() {
-        return;
+        return true;
     }
-    let deadline = Instant::now() + REMOVAL_DEADLINE;
     loop {
         let _ = run_bounded(
             "runc",
@@ -167,7 +171,7 @@ pub fn destroy_container(id: &str) {
                     "runc still has state for the container after cleanup"
                 );
             }
-            return;
+            return state_gone;
         }
         std::thread::sleep(Duration::from_millis(50));
     }

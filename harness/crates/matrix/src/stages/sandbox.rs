@@ -56,7 +56,7 @@ pub(crate) async fn enter(
         probe_once(ctx, environment).await?;
     }
     // What harnesses killed before left behind goes first (once per process, bounded).
-    sandbox::reap::stale_once();
+    sandbox::reap::stale_once().map_err(anyhow::Error::msg)?;
     let cgroup = CellCgroup::create(&dirs.root)?;
     let options = LauncherOptions {
         cgroup: cgroup.as_ref().map(|c| c.path().to_path_buf()),

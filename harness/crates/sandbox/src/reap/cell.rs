@@ -67,12 +67,8 @@ fn reap_by_tmpdir(cell_root: &Path) -> Vec<(i32, String)> {
 }
 
 fn processes_with_env_prefix(prefix: &str) -> Vec<(i32, String)> {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
-        .flatten()
-        .filter_map(|entry| entry.file_name().to_str()?.parse::<i32>().ok())
+    crate::system::process_ids()
+        .into_iter()
         .filter_map(|pid| {
             // Processes that exit meanwhile, or that are not ours to read, are simply skipped.
             let environ = std::fs::read(format!("/proc/{pid}/environ")).ok()?;

@@ -121,7 +121,7 @@ pub fn reap_stale() -> ReapReport {
                     "harness: could not remove Docker container {id} left behind by a killed harness ({reason})"
                 );
                 report
-                    .left_alone
+                    .failed
                     .push((id, "`docker rm -f` failed or did not answer in time".into()));
             }
         }

@@ -12,8 +12,10 @@ pub struct StaleRuns {
     pub removed: Vec<PathBuf>,
     /// Processes killed in them.
     pub killed: Vec<(i32, String)>,
-    /// `(run cgroup, why it was left alone)`.
+    /// `(run cgroup, why it was left alone)`: not this pass's (a live owner, another name).
     pub left_alone: Vec<(PathBuf, String)>,
+    /// `(run cgroup, why it stays)`: of a gone owner, but it could not be emptied or removed.
+    pub failed: Vec<(PathBuf, String)>,
 }
 
 /// One pass: every run cgroup of this scope whose owner is gone is killed and removed.
@@ -64,7 +66,7 @@ pub fn reap_stale_runs() -> StaleRuns {
                     "harness: could not reap cgroup {} left behind by a killed harness: {err:#}",
                     path.display()
                 );
-                report.left_alone.push((path, format!("{err:#}")));
+                report.failed.push((path, format!("{err:#}")));
             }
         }
     }
