@@ -39,6 +39,11 @@ pub fn run(drivers: &Path, out: &Path, args: &[&str]) -> BTreeMap<String, Value>
         .arg(drivers)
         .arg("--out")
         .arg(out)
+        // A red cell counts when it is red twice: the unmodified minimal driver's stderr-flood
+        // cell once ran out of its 2 s wait in a rehearsal (the published matrix beside the
+        // tests), a loaded machine's flake and no finding; a broken copy's bug is red each time.
+        // A cell red once, then green, reads as-expected here and flaky in the reports.
+        .args(["--retries", "1"])
         .args(args)
         .env_remove("HARNESS_DRIVERS")
         .output()
