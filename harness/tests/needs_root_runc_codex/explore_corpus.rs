@@ -25,8 +25,23 @@ fn players(real: bool) -> Players {
     }
 }
 
+/// Outside `/tmp`: the real Codex's sandbox makes `/tmp` (a default writable root) hold empty
+/// `.git`, `.codex` and `.agents` mount points once a session's command runs sandboxed, and the
+/// real Codex then takes `/tmp` for the git root of every workspace below it, so its
+/// `turn/diff/updated` paths grow a prefix the fake's do not (measured: three file-change
+/// scenarios parted in a rehearsal after the untrusted-commands scenarios had run). `/var/tmp`
+/// is no writable root of Codex's.
+fn scratch_base() -> PathBuf {
+    let var_tmp = PathBuf::from("/var/tmp");
+    if var_tmp.is_dir() {
+        var_tmp
+    } else {
+        std::env::temp_dir()
+    }
+}
+
 fn scratch(name: &str, side: &str) -> PathBuf {
-    std::env::temp_dir()
+    scratch_base()
         .join(format!("explore-corpus-{}", std::process::id()))
         .join(side)
         .join(name)
