@@ -82,12 +82,85 @@ pub fn install(dir: &Path, tap: &TapProgram) -> Result<InstalledTap> {
         words.join(" ")
     );
     let codex = bin_dir.join("codex");
-    std::fs::write(&codex, shim).with_context(|| format!("writing {}", codex.display()))?;
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&codex, std::fs::Permissions::from_mode(0o755))?;
+    write_executable(&codex, &shim).with_context(|| format!("writing {}", codex.display()))?;
     Ok(InstalledTap {
         bin_dir,
         codex,
         socket,
     })
+}
+
+/// How long the child writing a shim may take.
+const SHIM_WRITE_BOUND: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Write `content` to `path`, mode 0755, through a child process, never through a descriptor of
+/// this one. The harness forks drivers from many threads at once; a child forked while this
+/// process held the shim open for writing keeps that descriptor until its exec — long, past a
+/// local cell's isolation set-up between fork and exec — and a driver exec'ing the shim
+/// meanwhile fails with ETXTBSY (measured once: "codex app-server: Text file busy (os error 26)"
+/// in the legitimate population beside the published matrix). The writing `sh` is a process of
+/// its own: once it has exited, nothing holds the file open for writing.
+fn write_executable(path: &Path, content: &str) -> Result<()> {
+    use std::io::Write;
+    let mut child = std::process::Command::new("/bin/sh")
+        .args(["-c", "umask 022 && cat > \"$1\" && chmod 0755 \"$1\"", "sh"])
+        .arg(path)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .context("starting /bin/sh to write the shim")?;
+    let written = child
+        .stdin
+        .take()
+        .context("the shim writer's stdin")?
+        .write_all(content.as_bytes());
+    let deadline = std::time::Instant::now() + SHIM_WRITE_BOUND;
+    let status = loop {
+        if let Some(status) = child.try_wait()? {
+            break status;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            anyhow::bail!("the shim writer did not end within {SHIM_WRITE_BOUND:?}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    };
+    written.context("handing the shim to its writer")?;
+    if !status.success() {
+        let mut stderr = String::new();
+        if let Some(mut pipe) = child.stderr.take() {
+            use std::io::Read;
+            let _ = pipe.read_to_string(&mut stderr);
+        }
+        anyhow::bail!("the shim writer failed ({status}): {}", stderr.trim());
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod shim_tests {
+    use super::write_executable;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn a_shim_is_written_executable_and_this_process_never_held_it_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("codex");
+        write_executable(&path, "#!/bin/sh\necho shim \"$@\"\n").unwrap();
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o755);
+        let held: Vec<_> = std::fs::read_dir("/proc/self/fd")
+            .unwrap()
+            .filter_map(|fd| std::fs::read_link(fd.ok()?.path()).ok())
+            .filter(|target| target == &path)
+            .collect();
+        assert!(held.is_empty(), "{held:?}");
+        let output = std::process::Command::new(&path)
+            .arg("ran")
+            .output()
+            .unwrap();
+        assert_eq!(String::from_utf8_lossy(&output.stdout), "shim ran\n");
+    }
 }
