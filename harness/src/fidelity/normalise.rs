@@ -133,7 +133,42 @@ pub fn normalise_with(events: &[Event], aliases: &[(String, String)]) -> Vec<Val
         out.push(value);
     }
     order_signalled_launch_end(&mut out);
+    close_before_an_unclosed_exit(&mut out);
     out
+}
+
+/// The same race can leave no close at all: the Python SDK closes stdin and signals at once,
+/// the app-server exits (status 0) and the tap ends before it has read the end of the driver's
+/// input (measured once in a rehearsal: the fake's side had the exit alone, the real side the
+/// close, then the exit). An exit of a launch whose stdin was never seen closing, with nothing
+/// of that launch after it, compares as its close followed by the exit.
+pub(super) fn close_before_an_unclosed_exit(sequence: &mut Vec<Value>) {
+    let Some(at) = sequence
+        .iter()
+        .rposition(|e| e["kind"] == "protocol.app-server-exited")
+    else {
+        return;
+    };
+    let launch = sequence[at]["payload"]["launch"].clone();
+    let same_launch = |e: &Value| e["payload"]["launch"] == launch;
+    let closed = sequence
+        .iter()
+        .any(|e| e["kind"] == "protocol.stdin-closed" && same_launch(e));
+    let later_of_launch = sequence[at + 1..].iter().any(|e| {
+        same_launch(e)
+            && e["kind"]
+                .as_str()
+                .is_some_and(|k| k.starts_with("protocol."))
+    });
+    let exited_on_its_own = sequence[at]["payload"]["status"] == 0
+        && sequence[at]["payload"]["after_stdin_closed"] != Value::Bool(true);
+    if closed || later_of_launch || !exited_on_its_own {
+        return;
+    }
+    sequence.insert(
+        at,
+        serde_json::json!({"kind": "protocol.stdin-closed", "payload": {"launch": launch}}),
+    );
 }
 
 /// A driver that closes its app-server's stdin and signals it at once (the Python SDK: close,

@@ -604,3 +604,22 @@ fn a_signalled_exit_compares_the_same_before_or_after_the_stdin_close() {
     super::normalise::order_signalled_launch_end(&mut alone);
     assert_eq!(alone, vec![after_signal]);
 }
+
+#[test]
+fn an_exit_whose_close_the_tap_never_read_compares_as_its_close_then_the_exit() {
+    let exit = |after_close: bool| serde_json::json!({"kind": "protocol.app-server-exited", "payload": {"launch": 1, "status": 0, "signal": null, "error": null, "after_stdin_closed": after_close}});
+    let closed = serde_json::json!({"kind": "protocol.stdin-closed", "payload": {"launch": 1}});
+    let mut raced = vec![exit(false)];
+    super::normalise::close_before_an_unclosed_exit(&mut raced);
+    assert_eq!(raced, vec![closed.clone(), exit(false)]);
+    // A crash (a status other than 0) keeps its place: the app-server ended before any close.
+    let mut crashed = vec![
+        serde_json::json!({"kind": "protocol.app-server-exited", "payload": {"launch": 1, "status": 1}}),
+    ];
+    super::normalise::close_before_an_unclosed_exit(&mut crashed);
+    assert_eq!(crashed.len(), 1);
+    // A sequence that saw its close is left as it is.
+    let mut seen = vec![closed.clone(), exit(true)];
+    super::normalise::close_before_an_unclosed_exit(&mut seen);
+    assert_eq!(seen, vec![closed, exit(true)]);
+}
