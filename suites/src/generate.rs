@@ -255,7 +255,7 @@ fn place_generated_runners(
     for (suite_name, suite) in &file.suites {
         let cells = per_suite.entry(suite_name.clone()).or_default();
         let mut seen: BTreeSet<String> = cells.iter().map(Cell::name).collect();
-        for block in &suite.matrix {
+        for block in suite.matrix.iter().filter(|block| block.generated_runners) {
             let kinds: Vec<AppServerKind> = block
                 .runners
                 .iter()
@@ -296,6 +296,7 @@ fn place_generated_runners(
                 runners: runners.into_iter().cloned().collect(),
                 environments: block.environments.clone(),
                 cases: block.cases.clone(),
+                generated_runners: true,
             };
             let crossed = cross(file, suite_name, &generated)
                 .expect("a shipped block's names were checked by its own expansion");

@@ -154,6 +154,14 @@ pub struct MatrixBlock {
     pub runners: Vec<String>,
     pub environments: Vec<String>,
     pub cases: Vec<String>,
+    /// Whether the runners added at run time (a drivers file's, `--codex VERSION`'s) join this
+    /// block as they join every other: `false` keeps a costly block to the runners it lists.
+    #[serde(default = "generated_runners_join")]
+    pub generated_runners: bool,
+}
+
+fn generated_runners_join() -> bool {
+    true
 }
 
 /// A scenario reference, parsed.

@@ -279,6 +279,26 @@ fn each_declared_driver_runs_where_the_suites_run_their_own_driver() {
     assert_eq!(matrix.codex_versions, ["0.169.0", "0.160.0", "0.171.0"]);
 }
 
+/// A block with `generated_runners = false` (the virtual machines', a minute a cell under QEMU's
+/// emulator) keeps its own runners: neither a drivers file's nor `--codex`'s join it, while
+/// the shipped runner's cells there stay.
+#[test]
+fn a_block_closed_to_generated_runners_gets_none() {
+    let matrix = load(GOOD, &["0.165.0"]).unwrap();
+    let vms: Vec<&str> = sandbox::catalogue::all()
+        .into_iter()
+        .filter(|env| env.vm.is_some())
+        .map(|env| env.name)
+        .collect();
+    let runners: std::collections::BTreeSet<&str> = matrix
+        .cells
+        .iter()
+        .filter(|cell| vms.contains(&cell.id.environment.as_str()))
+        .map(|cell| cell.id.runner.as_str())
+        .collect();
+    assert_eq!(runners, ["runner-codex"].into(), "{runners:?}");
+}
+
 #[test]
 fn cases_a_driver_cannot_express_are_not_applicable_with_the_reason() {
     let matrix = load(GOOD, &[]).unwrap();

@@ -6,7 +6,7 @@
 //! cause, which live in its spec.
 
 use crate::published_drivers_file::with_published_drivers;
-use graders::events::PolicyGeneration;
+use graders::events::{PolicyGeneration, Target};
 use graders::signatures::SIGNATURES;
 use graders::verdict::VerdictKind;
 use sandbox::catalogue;
@@ -22,11 +22,14 @@ fn shipped() -> Matrix {
 }
 
 /// What a planning cell in a failing environment must expect, if anything: a restricted-read
-/// (legacy) thread/start runs the fs helper, so the session never opens; otherwise every
+/// thread/start (the legacy policy's, and the current one's for a `local` target, as
+/// `driver::launch` plans them) runs the fs helper, so the session never opens; otherwise every
 /// sandboxed command fails. `None` where the environment's failure needs a network namespace
 /// the cell's commands do not get (the loopback set-up, with the network on).
 fn required_verdict(env: &EnvSpec, cell: &Cell) -> Option<VerdictKind> {
-    if cell.runner.policy == PolicyGeneration::Legacy {
+    let restricted_read =
+        cell.runner.policy == PolicyGeneration::Legacy || cell.target != Target::ExternalSandbox;
+    if restricted_read {
         return Some(VerdictKind::StartupRejected);
     }
     let needs_network_namespace = env.signature_row == Some("bwrap-loopback-rtm-newaddr");

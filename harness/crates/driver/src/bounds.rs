@@ -66,6 +66,27 @@ pub const REAL_CODEX_WAITS: Timeouts = Timeouts {
     startup_attempts: STARTUP_ATTEMPTS,
 };
 
+/// How many times longer a driver waits for an app-server in a virtual machine
+/// (`sandbox::kvm`): where `/dev/kvm` is paravirtual, QEMU emulates the guest, and every
+/// process there is emulated (measured: a real-Codex session to its thread/start answer 36–57 s
+/// there, against about 2 s on the host). A bound of the host's would fail the cell, not the
+/// driver; the factor keeps a hang a hang (the real Codex's overall bound becomes 25 minutes).
+pub const VIRTUAL_MACHINE_WAIT_FACTOR: u32 = 4;
+
+impl Timeouts {
+    /// These waits for an app-server in a virtual machine ([`VIRTUAL_MACHINE_WAIT_FACTOR`]).
+    pub fn in_a_virtual_machine(self) -> Timeouts {
+        let factor = VIRTUAL_MACHINE_WAIT_FACTOR;
+        Timeouts {
+            request: self.request * factor,
+            turn_idle: self.turn_idle * factor,
+            turn_total: self.turn_total * factor,
+            shutdown: self.shutdown * factor,
+            startup_attempts: self.startup_attempts,
+        }
+    }
+}
+
 /// Writing one line to an app-server's stdin: a pipe the child does not read fills in 64 KiB;
 /// a child that has not read one line in this long is stuck, not slow.
 pub const RPC_WRITE_LINE: Duration = Duration::from_secs(10);
@@ -106,3 +127,21 @@ pub const MOCK_API_SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 /// removes what is left and exits: each running cell's teardown takes seconds, and a second
 /// signal ends the process at once.
 pub const RUN_STOP_GRACE: Duration = Duration::from_secs(30);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_virtual_machines_waits_are_the_hosts_times_the_factor_with_the_same_attempts() {
+        let scaled = REAL_CODEX_WAITS.in_a_virtual_machine();
+        let factor = VIRTUAL_MACHINE_WAIT_FACTOR;
+        assert_eq!(scaled.request, REAL_CODEX_WAITS.request * factor);
+        assert_eq!(scaled.turn_idle, REAL_CODEX_WAITS.turn_idle * factor);
+        assert_eq!(scaled.turn_total, REAL_CODEX_WAITS.turn_total * factor);
+        assert_eq!(scaled.shutdown, REAL_CODEX_WAITS.shutdown * factor);
+        assert_eq!(scaled.startup_attempts, REAL_CODEX_WAITS.startup_attempts);
+        // The slowest measured thread/start under QEMU's emulator (57 s) fits one request wait.
+        assert!(scaled.request > Duration::from_secs(57));
+    }
+}

@@ -463,6 +463,23 @@ kernel.unprivileged_userns_clone is 0: bubblewrap (not setuid) gets EPERM and sa
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A cell's driver beside a virtual machine's app-server stays on the host with the tap's
+    /// socket (a guest process cannot reach it); in a container it runs in the container.
+    #[test]
+    fn the_driver_runs_on_the_host_everywhere_but_in_a_container() {
+        for env in all() {
+            assert_eq!(
+                env.driver_on_host(),
+                env.container.is_none(),
+                "{}",
+                env.name
+            );
+            if env.vm.is_some() {
+                assert!(env.driver_on_host(), "{}", env.name);
+            }
+        }
+    }
     use graders::signatures::{classify_line, SignatureClass, SIGNATURES};
 
     /// The texts of an environment the graders must name: its message and its canaries'

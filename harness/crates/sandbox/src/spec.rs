@@ -110,6 +110,14 @@ impl EnvSpec {
         let vm = self.vm.as_ref().map(|v| (v.uid, v.gid));
         container.or(vm).filter(|&(uid, _)| uid != 0)
     }
+
+    /// Whether a cell's driver runs on the host: everywhere but in a container. In a virtual
+    /// machine only the app-server runs on its kernel (what the environment restricts is the
+    /// app-server's bubblewrap), and the driver stays beside the tap's socket, which a process
+    /// in the guest cannot reach.
+    pub fn driver_on_host(&self) -> bool {
+        self.container.is_none()
+    }
 }
 
 /// A virtual machine on a real Debian kernel: the guest image of `ci/kvm-guest-image` (Debian 13,

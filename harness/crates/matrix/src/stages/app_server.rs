@@ -47,10 +47,14 @@ pub async fn prepare(
     folders: &Folders,
     guard: &mut CellGuard,
 ) -> Result<AppServer> {
-    match cell.runner.app_server {
+    let mut app_server = match cell.runner.app_server {
         AppServerKind::Fake => fake(ctx, cell, folders),
         AppServerKind::Codex => real_codex(cell, folders, guard).await,
+    }?;
+    if sandbox::catalogue::spec(&cell.id.environment)?.vm.is_some() {
+        app_server.timeouts = app_server.timeouts.in_a_virtual_machine();
     }
+    Ok(app_server)
 }
 
 /// The fake, as the harness binary embeds it.

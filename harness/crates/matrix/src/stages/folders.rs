@@ -27,10 +27,11 @@ pub struct Folders {
 /// Stage 1 of `cell`.
 pub fn prepare(ctx: &CellContext, cell: &Cell) -> Result<Folders> {
     let evidence = ctx.evidence(cell);
-    let owner = sandbox::catalogue::spec(&cell.id.environment)?.container_user();
+    let spec = sandbox::catalogue::spec(&cell.id.environment)?;
+    let owner = spec.container_user();
     let mut dirs = CellFolders::create(&evidence, owner)?;
-    if cell.id.environment == "local" {
-        dirs.local_driver = local_driver_ids(ctx);
+    if spec.driver_on_host() {
+        dirs.local_driver = local_driver_ids(ctx, owner);
         if let Some(ids) = dirs.local_driver {
             ids.open_to_driver(&[&dirs.driver])?;
         }
@@ -62,13 +63,21 @@ pub struct CellFolders {
     pub local_driver: Option<sandbox::isolation::DriverIds>,
 }
 
-/// A uid of the cell's own for its `local` driver: where the harness is root and the driver
-/// runs isolated (stage 3).
-fn local_driver_ids(ctx: &CellContext) -> Option<sandbox::isolation::DriverIds> {
+/// A uid of the cell's own for its driver on the host: where the harness is root and the driver
+/// runs isolated (stage 3). Beside a virtual machine's app-server, the guest's uid (`owner`):
+/// the launcher hands the driver's part to that uid before each app-server starts, and the
+/// driver must still write its own events there.
+fn local_driver_ids(
+    ctx: &CellContext,
+    owner: Option<(u32, u32)>,
+) -> Option<sandbox::isolation::DriverIds> {
     (ctx.local_isolation
         && nix::unistd::geteuid().is_root()
         && sandbox::isolation::available().is_ok())
-    .then(sandbox::isolation::DriverIds::fresh)
+    .then(|| match owner {
+        Some((uid, gid)) => sandbox::isolation::DriverIds { uid, gid },
+        None => sandbox::isolation::DriverIds::fresh(),
+    })
 }
 
 impl CellFolders {

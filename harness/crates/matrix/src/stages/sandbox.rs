@@ -15,7 +15,7 @@ use report::layout;
 use sandbox::containment::CellCgroup;
 use sandbox::environment::{launcher_with, LauncherOptions};
 use sandbox::isolation::{IsolatedLauncher, Isolation};
-use sandbox::launcher::{ContainedLauncher, EnvMounts, Launcher};
+use sandbox::launcher::{ContainedLauncher, EnvMounts, Launcher, LocalLauncher};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 use suites::Cell;
@@ -95,12 +95,11 @@ pub(crate) async fn enter(
         ..EnvMounts::default()
     }
     .merge(driver.mounts.clone());
-    let driver_launcher =
-        contained(launcher_with(environment, &driver_mounts, &options).with_context(starting)?);
-    let driver_launcher = if environment == "local" {
-        isolated_on_the_host(ctx, dirs, &driver_mounts, driver_launcher)
+    let driver_launcher = if sandbox::catalogue::spec(environment)?.driver_on_host() {
+        let on_the_host = contained(Arc::new(LocalLauncher));
+        isolated_on_the_host(ctx, dirs, &driver_mounts, on_the_host)
     } else {
-        driver_launcher
+        contained(launcher_with(environment, &driver_mounts, &options).with_context(starting)?)
     };
     let visible = (environment != "local").then(|| {
         std::iter::once(app_mounts.scratch.clone())
