@@ -359,6 +359,50 @@ pub(crate) fn installs_named_by(words: &[String], cache: &Path) -> Vec<PathBuf> 
 #[cfg(test)]
 mod tests {
     use super::installs_named_by;
+    use crate::context::CellContext;
+    use crate::stages::{app_server, folders};
+
+    /// The sandbox binds the task read-only: what the driver reads there must be whole by then,
+    /// never a file the sandbox created empty for a later stage to fill.
+    #[tokio::test]
+    async fn a_declared_driver_has_its_task_written_whole_before_the_sandbox_stage() {
+        let out = tempfile::tempdir().unwrap();
+        let ctx = CellContext {
+            out_root: out.path().to_path_buf(),
+            harness_binary: std::env::current_exe().unwrap(),
+            fake_args: Vec::new(),
+            driver_cmd: None,
+            repo_root: None,
+            ci: false,
+            kept_bundles: None,
+            mutation: None,
+            local_isolation: false,
+        };
+        let matrix = crate::load::load_matrix(None, &[], None).unwrap();
+        let cell = matrix
+            .cells
+            .iter()
+            .find(|cell| {
+                cell.name()
+                    .starts_with("codex-planning-read-only.runner-fake.local.")
+            })
+            .expect("a reference-driver cell against the fake, local");
+        let folders = folders::prepare(&ctx, cell).unwrap();
+        let prepared = app_server::prepare(&ctx, cell, &folders).await.unwrap();
+        assert!(prepared.mock.is_none(), "the fake starts nothing to hold");
+        let driver = super::declare(&ctx, cell, &folders, &prepared.app_server).unwrap();
+        let envelope: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(folders.dirs.evidence.task()).unwrap())
+                .expect("the task file holds the whole envelope");
+        assert_eq!(
+            envelope["prompt"].as_str(),
+            Some(folders.task.prompt.as_str())
+        );
+        assert!(
+            driver.tap.codex.is_file(),
+            "the tap is installed with the driver"
+        );
+    }
 
     #[test]
     fn a_driver_command_binds_its_cache_packages_and_the_interpreter_a_venv_links_to() {
