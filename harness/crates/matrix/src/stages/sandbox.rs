@@ -1,5 +1,5 @@
-//! Stage 3, sandbox and tap: the environment the driver and its app-server run in, and the wire
-//! tap standing in for `codex`. Here, and only here: the environment's probe (once per
+//! Stage 3, sandbox and recorder: the environment the driver and its app-server run in, and the
+//! harness's end of the wire tap the driver finds as `codex`. Here, and only here: the environment's probe (once per
 //! environment and process), the mounts every earlier stage asked for merged into one, the
 //! cell's cgroup, the launcher (host, runc or Docker; every process it starts joins the
 //! cgroup), the recorder at the other end of the driver's tap, relaying to the app-server, and
