@@ -13,7 +13,6 @@
 use anyhow::{bail, Context, Result};
 use matrix::concurrency::Concurrency;
 use matrix::context::CellContext;
-use matrix::guard::CellGuard;
 use matrix::stages::{app_server, driver, folders};
 use serde::Serialize;
 use std::io::Write;
@@ -273,8 +272,8 @@ async fn prepare(ctx: &CellContext, cell: &Cell) -> Result<Session> {
         .context("the runner has no declared driver")?;
     let folders = folders::prepare(ctx, cell)?;
     let root = folders.dirs.root.clone();
-    let mut guard = CellGuard::new(&cell.name(), &root);
-    let app = app_server::prepare(ctx, cell, &folders, &mut guard).await?;
+    // The fake starts nothing that must end with the cell (a mock model API is the real Codex's).
+    let app = app_server::prepare(ctx, cell, &folders).await?.app_server;
     let bin = root.join("direct-bin");
     std::fs::create_dir_all(&bin)?;
     let codex = bin.join("codex");
@@ -301,11 +300,7 @@ async fn prepare(ctx: &CellContext, cell: &Cell) -> Result<Session> {
     script.push('\n');
     std::fs::write(&codex, script)?;
     std::fs::set_permissions(&codex, std::fs::Permissions::from_mode(0o755))?;
-    let task_path = folders.dirs.evidence.task();
-    std::fs::write(
-        &task_path,
-        serde_json::to_vec_pretty(&::driver::task::Envelope::new(&folders.task, &app.timeouts))?,
-    )?;
+    let task_path = driver::write_task(&folders.dirs.evidence, &folders.task, &app.timeouts)?;
     let path = |p: &Path| p.display().to_string();
     let values = Placeholders {
         workspace: path(&folders.dirs.workspace),

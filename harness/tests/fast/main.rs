@@ -32,6 +32,7 @@ mod layers;
 mod module_cycles;
 mod mutate_cli;
 mod out_lock;
+mod pipeline_ownership;
 mod placeholder_quoting;
 mod report_attack;
 mod report_cli;

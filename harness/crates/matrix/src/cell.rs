@@ -111,44 +111,44 @@ async fn run_applicable(ctx: &CellContext, cell: &Cell, evidence: &CellEvidence)
     }
 }
 
-/// One attempt: the pipeline, from a fresh evidence folder to the verdict. Whatever ends the
-/// attempt early, dropping its guard tears down what it started.
+/// One attempt: the pipeline, from a fresh evidence folder to the verdict. Each stage takes what
+/// earlier ones handed on; what one starts that must end with the cell goes to the guard here,
+/// so whatever ends the attempt early, dropping the guard tears down what the cell started.
 async fn attempt(ctx: &CellContext, cell: &Cell) -> Result<Verdict> {
     let mut guard = CellGuard::new(&cell.name(), &ctx.evidence(cell).root);
     // Each stage's error names the stage: an OS error alone ("No space left on device") does
     // not say which step of the cell failed.
     let folders = stages::folders::prepare(ctx, cell).context("preparing the cell's folders")?;
-    let app_server = stages::app_server::prepare(ctx, cell, &folders, &mut guard)
-        .await
-        .context("preparing the app-server")?;
+    let stages::app_server::Prepared { app_server, mock } =
+        stages::app_server::prepare(ctx, cell, &folders)
+            .await
+            .context("preparing the app-server")?;
+    guard.hold_mock(mock);
     let home = stages::home_canaries::plant(cell, &folders, &app_server)
         .context("planting the home canaries")?;
-    let driver = stages::driver::declare(ctx, cell).context("declaring the driver")?;
-    let mut sandbox = stages::sandbox::enter(ctx, cell, &folders, &app_server, &driver, &mut guard)
+    let driver = stages::driver::declare(ctx, cell, &folders, &app_server)
+        .context("declaring the driver")?;
+    let stages::sandbox::Sandbox {
+        recording,
+        evidence: sandbox,
+        contained,
+    } = stages::sandbox::enter(ctx, cell, &folders, &app_server, &driver)
         .await
         .context("preparing the sandbox")?;
-    let launcher = guard.launcher()?;
-    let run = stages::driver::run(
-        ctx,
-        cell,
-        &folders,
-        &app_server,
-        &sandbox,
-        &driver,
-        launcher,
-    )
-    .await
-    .context("running the driver")?;
-    let wire =
-        stages::events::from_the_wire(cell, &folders, &driver, &run).context("reading the wire")?;
+    guard.hold_sandbox(contained);
+    let run = stages::driver::run(&driver, recording, guard.launcher()?)
+        .await
+        .context("running the driver")?;
+    let wire = stages::events::from_the_wire(cell, &folders, &driver.declaration, &run)
+        .context("reading the wire")?;
     // Everything the cell started ends here, before the harness adds its own evidence.
     let finished = guard.finish().await;
     let log = stages::events::with_the_harness_evidence(
         wire,
-        &folders,
-        &app_server,
-        &mut sandbox,
+        sandbox,
         &finished,
+        &app_server.model_log,
+        &folders.dirs.workspace,
         home.as_ref(),
     )
     .context("adding the harness's evidence")?;

@@ -1,9 +1,11 @@
 //! What one attempt of a cell holds while it runs, as values: the cell's cgroup, the
 //! environment's launcher (a Docker container lives as long as it; runc containers live as long
 //! as the guard of the process they run, which the process's runner holds), and the real
-//! Codex's mock model API. The stages hand each of them to the [`CellGuard`] as they start it,
-//! so whatever happens next — an error, the scheduler dropping the cell on a stop, a panic —
-//! dropping the guard is the teardown. The orderly end is [`CellGuard::finish`].
+//! Codex's mock model API. A stage that starts one returns it beside its output, and the cell's
+//! attempt hands it to the [`CellGuard`] (no stage holds the guard), so whatever happens next —
+//! an error, the scheduler dropping the cell on a stop, a panic — dropping the guard is the
+//! teardown; a stage that fails midway drops what it had started itself, as the guard would
+//! (launchers first, then the cgroup). The orderly end is [`CellGuard::finish`].
 
 use codex::mock_api::MockModelApi;
 use sandbox::containment::CellCgroup;
@@ -36,25 +38,21 @@ impl CellGuard {
         }
     }
 
-    /// Hold the real Codex's mock model API until the cell ends.
-    pub(crate) fn hold_mock(&mut self, mock: MockModelApi) {
-        self.mock = Some(mock);
+    /// Hold the real Codex's mock model API (the fake has none) until the cell ends.
+    pub(crate) fn hold_mock(&mut self, mock: Option<MockModelApi>) {
+        self.mock = mock;
     }
 
-    /// Hold the cell's cgroup until the cell ends.
-    pub(crate) fn hold_cgroup(&mut self, cgroup: CellCgroup) {
-        self.cgroup = Some(cgroup);
-    }
-
-    /// Hold the driver's launcher until the cell ends.
-    pub(crate) fn hold_launcher(&mut self, launcher: Arc<dyn Launcher>) {
-        self.launcher = Some(launcher);
-    }
-
-    /// Hold the app-server's launcher (the recorder starts each launch through it) until the
-    /// cell ends.
-    pub(crate) fn hold_app_server_launcher(&mut self, launcher: Arc<dyn Launcher>) {
-        self.app_server_launcher = Some(launcher);
+    /// Hold what the sandbox stage started until the cell ends.
+    pub(crate) fn hold_sandbox(&mut self, contained: Contained) {
+        let Contained {
+            cgroup,
+            driver_launcher,
+            app_server_launcher,
+        } = contained;
+        self.cgroup = cgroup;
+        self.launcher = Some(driver_launcher);
+        self.app_server_launcher = Some(app_server_launcher);
     }
 
     /// The launcher the sandbox stage made, lent to the stages after it.
@@ -87,6 +85,15 @@ impl CellGuard {
             model_log,
         }
     }
+}
+
+/// What the sandbox stage started that must end with the cell: the cell's cgroup (`None`
+/// without containment) and the environment's launchers, the driver's and the app-server's
+/// (the recorder starts each launch through it).
+pub(crate) struct Contained {
+    pub(crate) cgroup: Option<CellCgroup>,
+    pub(crate) driver_launcher: Arc<dyn Launcher>,
+    pub(crate) app_server_launcher: Arc<dyn Launcher>,
 }
 
 /// What [`CellGuard::finish`] leaves for the cell's evidence.

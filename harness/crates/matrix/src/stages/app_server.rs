@@ -5,9 +5,9 @@
 
 use super::folders::Folders;
 use crate::context::CellContext;
-use crate::guard::CellGuard;
 use crate::hidden;
 use anyhow::{Context, Result};
+use codex::mock_api::MockModelApi;
 use codex::runner::{self as codex_runner, CellDirs, PreparedCodex};
 use driver::bounds::Timeouts;
 use driver::run::AppServerProgram;
@@ -40,21 +40,26 @@ pub fn fake_timeouts() -> Timeouts {
     driver::bounds::FAKE_WAITS
 }
 
-/// Stage 2 of `cell`. What it starts (the mock model API) goes to `guard`.
-pub async fn prepare(
-    ctx: &CellContext,
-    cell: &Cell,
-    folders: &Folders,
-    guard: &mut CellGuard,
-) -> Result<AppServer> {
-    let mut app_server = match cell.runner.app_server {
-        AppServerKind::Fake => fake(ctx, cell, folders),
-        AppServerKind::Codex => real_codex(cell, folders, guard).await,
-    }?;
+/// Stage 2's output with what it started that must end with the cell: the real Codex's mock
+/// model API, for the cell's guard.
+pub struct Prepared {
+    pub app_server: AppServer,
+    pub mock: Option<MockModelApi>,
+}
+
+/// Stage 2 of `cell`.
+pub async fn prepare(ctx: &CellContext, cell: &Cell, folders: &Folders) -> Result<Prepared> {
+    let mut prepared = match cell.runner.app_server {
+        AppServerKind::Fake => Prepared {
+            app_server: fake(ctx, cell, folders)?,
+            mock: None,
+        },
+        AppServerKind::Codex => real_codex(cell, folders).await?,
+    };
     if sandbox::catalogue::spec(&cell.id.environment)?.vm.is_some() {
-        app_server.timeouts = app_server.timeouts.in_a_virtual_machine();
+        prepared.app_server.timeouts = prepared.app_server.timeouts.in_a_virtual_machine();
     }
-    Ok(app_server)
+    Ok(prepared)
 }
 
 /// The fake, as the harness binary embeds it.
@@ -132,8 +137,8 @@ fn fake(ctx: &CellContext, cell: &Cell, folders: &Folders) -> Result<AppServer> 
     })
 }
 
-/// The real Codex of the runner's version, with its mock model API (held by `guard`).
-async fn real_codex(cell: &Cell, folders: &Folders, guard: &mut CellGuard) -> Result<AppServer> {
+/// The real Codex of the runner's version, with its mock model API.
+async fn real_codex(cell: &Cell, folders: &Folders) -> Result<Prepared> {
     let version = cell
         .runner
         .codex_version
@@ -158,13 +163,15 @@ async fn real_codex(cell: &Cell, folders: &Folders, guard: &mut CellGuard) -> Re
         model_log,
         ..
     } = prepared;
-    guard.hold_mock(mock);
-    Ok(AppServer {
-        bundled_bwrap: codex_bundled_bwrap(&app_server.program),
-        program: app_server,
-        model_log,
-        timeouts: PreparedCodex::timeouts(),
-        mounts,
+    Ok(Prepared {
+        app_server: AppServer {
+            bundled_bwrap: codex_bundled_bwrap(&app_server.program),
+            program: app_server,
+            model_log,
+            timeouts: PreparedCodex::timeouts(),
+            mounts,
+        },
+        mock: Some(mock),
     })
 }
 

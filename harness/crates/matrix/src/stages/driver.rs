@@ -1,40 +1,42 @@
-//! Stage 4, the driver: which driver the cell's runner declares (known before the sandbox is
-//! made, since the sandbox binds what the driver's command names), then its run to its end.
+//! Stage 4, the driver: which driver the cell's runner declares and how it is launched for
+//! this cell — its task written, the tap it finds as its `codex` installed, its command line
+//! and environment filled in (all known before the sandbox is made, since the sandbox binds
+//! what the driver's command names) — then its run to its end.
 //! Every driver runs as its own process through the cell's launcher, finding the tap as its
 //! `codex` the way its declaration says: a declared driver, the example external driver and
 //! the reference driver (`harness drive`) alike — the last two are declared drivers with
 //! `contract = "events"`. There is no in-process shortcut.
 
+mod launch;
+
+pub use launch::{program_from, write_task};
+
 use super::app_server::AppServer;
 use super::canaries::Canaries;
-use super::control::{self, Note, Tell};
-use super::folders::{CellFolders, Folders};
-use super::process::{self, Bounds, DriverProcess, Telling};
-use super::sandbox::Sandbox;
+use super::control::Note;
+use super::folders::Folders;
+use super::process::{self, Bounds, Telling};
 use crate::context::CellContext;
 use crate::hidden;
 use crate::program::{self, Where};
 use anyhow::{anyhow, bail, Context, Result};
 use driver::bounds;
 use driver::bounds::Timeouts;
-use driver::external;
-use driver::launch::LaunchRequest;
-use driver::run::{AppServerProgram, RunSpec};
-use driver::task::{Envelope, Task};
+use driver::task::Task;
 use graders::wire::DriverEnd;
 use sandbox::launcher::{EnvMounts, Launcher};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
-use suites::declared::{split_words, Placeholders};
-use suites::spec::{CodexDiscovery, DeclaredDriver, DriverContract, DriverKind};
+use suites::declared::split_words;
+use suites::spec::{DeclaredDriver, DriverKind};
 use suites::Cell;
 use tap::mutation::Operator;
+use tap::session::Recording;
+use tap::InstalledTap;
 
-/// `PATH` folders every driver gets after the harness's own.
-const SYSTEM_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
-
-/// The cell's driver, as the cell will run it.
-pub(crate) struct Driver {
+/// Which driver the cell's runner declares, and what its evidence says of it.
+pub(crate) struct Declaration {
     /// `run.started.driver`.
     pub(crate) name: String,
     pub(crate) declared: DeclaredDriver,
@@ -44,6 +46,14 @@ pub(crate) struct Driver {
     pub(crate) mounts: EnvMounts,
     /// The canary secrets planted in its environment (every cell of the `protocol` profile).
     pub(crate) canaries: Option<Canaries>,
+}
+
+/// The cell's driver, as the cell will run it: its declaration, the tap it finds as its
+/// `codex` (the sandbox stage starts recording at its other end), and its launch.
+pub(crate) struct Driver {
+    pub(crate) declaration: Declaration,
+    pub(crate) tap: InstalledTap,
+    launch: launch::Launch,
 }
 
 /// What the driver's run left: how it ended, where it wrote its own events (`contract =
@@ -56,10 +66,31 @@ pub(crate) struct DriverRun {
     pub(crate) told: Vec<Note>,
 }
 
+/// The driver of `cell`'s runner, ready to launch against `app_server`: its task written (whole,
+/// before anything binds it), the tap installed, its command line and environment filled in.
+pub(crate) fn declare(
+    ctx: &CellContext,
+    cell: &Cell,
+    folders: &Folders,
+    app_server: &AppServer,
+) -> Result<Driver> {
+    let declaration = declaration(ctx, cell)?;
+    let tap = tap::install(
+        &folders.dirs.evidence.tap(),
+        &hidden::tap_program(&ctx.harness_binary),
+    )?;
+    let launch = launch::launch(ctx, cell, folders, app_server, &declaration, &tap)?;
+    Ok(Driver {
+        declaration,
+        tap,
+        launch,
+    })
+}
+
 /// The driver of `cell`'s runner. The example external driver (`driver = "external"`, or
 /// `--driver-cmd`) is an ordinary declared driver: it finds `codex` on `PATH` (and in
 /// `HARNESS_APP_SERVER_CMD`) and writes run events.
-pub(crate) fn declare(ctx: &CellContext, cell: &Cell) -> Result<Driver> {
+fn declaration(ctx: &CellContext, cell: &Cell) -> Result<Declaration> {
     let (name, declared) = match cell.runner.driver {
         // The reference driver is an ordinary driver too: its own process (`harness drive`),
         // `codex` first on PATH, run events as the second source.
@@ -85,7 +116,7 @@ pub(crate) fn declare(ctx: &CellContext, cell: &Cell) -> Result<Driver> {
         }
     };
     let mounts = mounts_for(ctx, &declared)?;
-    Ok(Driver {
+    Ok(Declaration {
         name,
         declared,
         mounts,
@@ -170,55 +201,42 @@ fn mounts_for(ctx: &CellContext, declared: &DeclaredDriver) -> Result<EnvMounts>
     Ok(mounts)
 }
 
-/// Stage 4 of `cell`: the driver, given the tap as its app-server, run within its bounds.
+/// Stage 4: the driver, given the tap as its app-server, run within its bounds through
+/// `launcher`; then `recording` (the tap's other end) is finished.
 pub(crate) async fn run(
-    ctx: &CellContext,
-    cell: &Cell,
-    folders: &Folders,
-    app_server: &AppServer,
-    sandbox: &Sandbox,
     driver: &Driver,
+    recording: Arc<Recording>,
     launcher: &dyn Launcher,
 ) -> Result<DriverRun> {
-    if let Some(why) = cannot_start(ctx, driver, launcher) {
+    let launch = &driver.launch;
+    if let Some(why) = launch
+        .program
+        .as_deref()
+        .and_then(|program| launcher.cannot_start(program))
+    {
         bail!(
             "the driver `{}` cannot start in this environment: {why}",
-            driver.name
+            driver.declaration.name
         );
     }
-    let run = run_spec(cell, folders, app_server, sandbox);
-    let real = driver::launch::profiles::HostPaths::from_env_pairs(
-        &app_server.program.env,
-        Some(&app_server.program.program),
-    );
-    let prepared = prepare(
-        driver,
-        &run,
-        &folders.dirs,
-        sandbox,
-        ctx.repo_root.as_deref(),
-        real.install_dir.as_deref(),
-    )?;
-    let bounds = bounds(&run.timeouts, &run.task, Some(&driver.declared));
-    let telling = Tell::for_cell(cell, &driver.declared, &run.task)?.map(|tell| Telling {
+    let telling = launch.tell.clone().map(|tell| Telling {
         tell,
-        tap_socket: sandbox.tap.socket.clone(),
+        tap_socket: driver.tap.socket.clone(),
     });
     let ran = process::run(
-        &prepared.process,
+        &launch.process,
         launcher,
-        bounds,
-        &folders.dirs.evidence.transcript(),
+        launch.bounds,
+        &launch.transcript,
         telling,
     )
     .await
     .map(|ran| process::Ran {
-        end: exit_zero(ctx, driver, sandbox, ran.end),
+        end: exit_zero(launch.exit_zero, &recording, ran.end),
         told: ran.told,
     });
     // The driver's launches end with it (its taps died with its process group); what is still
     // running is killed, and the transcript is complete and sealed.
-    let recording = sandbox.recording.clone();
     let transcript =
         tokio::task::spawn_blocking(move || recording.finish(driver::bounds::LAUNCH_FINISH_GRACE))
             .await
@@ -226,38 +244,18 @@ pub(crate) async fn run(
     let ran = ran?;
     Ok(DriverRun {
         end: ran.end,
-        events: prepared.events,
+        events: launch.events.clone(),
         transcript,
         told: ran.told,
     })
 }
 
-/// Why the launcher could not start the driver's program (or its script's interpreter) at all,
-/// known before the run: a program the environment's uid cannot reach. A program named without
-/// a path is found on the environment's own `PATH`, which the host cannot answer for.
-fn cannot_start(ctx: &CellContext, driver: &Driver, launcher: &dyn Launcher) -> Option<String> {
-    if !program::names_a_path(&driver.declared.command) {
-        return None;
-    }
-    let at = Where {
-        repo_root: ctx.repo_root.as_deref(),
-        base_dir: driver.declared.base_dir.as_deref(),
-    };
-    match program::resolve(&driver.declared.command, at) {
-        Ok(program::Program::Found(path)) => launcher.cannot_start(&path),
-        _ => None,
-    }
-}
-
 /// The `exit-zero` mutation (`harness mutate`): a driver whose outcome is its exit status, and
 /// which exited non-zero, is taken to have exited 0 — recorded in the transcript, still open.
-fn exit_zero(ctx: &CellContext, driver: &Driver, sandbox: &Sandbox, end: DriverEnd) -> DriverEnd {
-    let declared = driver.declared.outcome == Some(graders::events::OutcomeDeclaration::ExitStatus);
+fn exit_zero(applies: bool, recording: &Recording, end: DriverEnd) -> DriverEnd {
     match end {
-        DriverEnd::Exited { code }
-            if code != 0 && declared && ctx.mutation == Some(Operator::ExitZero) =>
-        {
-            sandbox.recording.record_mutation(
+        DriverEnd::Exited { code } if code != 0 && applies => {
+            recording.record_mutation(
                 Operator::ExitZero,
                 &format!("the driver exited with status {code}"),
                 "exit status 0",
@@ -265,29 +263,6 @@ fn exit_zero(ctx: &CellContext, driver: &Driver, sandbox: &Sandbox, end: DriverE
             DriverEnd::Exited { code: 0 }
         }
         end => end,
-    }
-}
-
-/// The run as the driver is told it: the tap's `codex app-server` as its app-server, in the
-/// cell's environment.
-fn run_spec(cell: &Cell, folders: &Folders, app_server: &AppServer, sandbox: &Sandbox) -> RunSpec {
-    RunSpec {
-        cell: cell.id.clone(),
-        task: folders.task.clone(),
-        timeouts: app_server.timeouts,
-        launch: LaunchRequest {
-            mode: cell.case.mode,
-            target: cell.target,
-            network_enabled: cell.case.network,
-            policy: cell.runner.policy,
-            workspace: folders.dirs.workspace.clone(),
-        },
-        app_server: AppServerProgram {
-            program: sandbox.tap.codex.clone(),
-            leading_args: vec!["app-server".into()],
-            extra_args: Vec::new(),
-            env: app_server.program.env.clone(),
-        },
     }
 }
 
@@ -324,13 +299,6 @@ pub fn idle_bound(timeouts: &Timeouts, declared: Option<&DeclaredDriver>) -> Dur
     match declared.and_then(|d| d.idle_timeout_seconds) {
         Some(seconds) => Duration::from_secs(seconds) + slack,
         None => timeouts.request.max(timeouts.turn_idle) + slack,
-    }
-}
-
-fn set(env: &mut Vec<(String, String)>, key: &str, value: String) {
-    match env.iter_mut().find(|(k, _)| k == key) {
-        Some(slot) => slot.1 = value,
-        None => env.push((key.to_string(), value)),
     }
 }
 
@@ -388,172 +356,53 @@ pub(crate) fn installs_named_by(words: &[String], cache: &Path) -> Vec<PathBuf> 
     installs
 }
 
-/// A declared driver, ready to run for one cell.
-struct Prepared {
-    process: DriverProcess,
-    /// Where it writes run events (`contract = "events"`).
-    events: Option<PathBuf>,
-}
-
-/// Fill in the declaration for this cell: the task envelope, the command line, the
-/// environment (the tap where the driver looks for `codex`).
-fn prepare(
-    driver: &Driver,
-    run: &RunSpec,
-    folders: &CellFolders,
-    sandbox: &Sandbox,
-    repo: Option<&Path>,
-    real_install_dir: Option<&Path>,
-) -> Result<Prepared> {
-    let declared = &driver.declared;
-    if !declared.modes.contains(&run.task.mode) {
-        bail!(
-            "the driver `{}` does not declare the mode `{}` (it declares {:?})",
-            driver.name,
-            run.task.mode.as_str(),
-            declared.modes
-        );
-    }
-    let task_path = folders.evidence.task();
-    std::fs::write(
-        &task_path,
-        serde_json::to_vec_pretty(&Envelope::new(&run.task, &run.timeouts))?,
-    )
-    .with_context(|| format!("writing {}", task_path.display()))?;
-    let path = |p: &Path| p.display().to_string();
-    if declared.command.contains("{repo}") && repo.is_none() {
-        bail!("the driver's command names {{repo}} but the repository root cannot be found (run from inside the repository)");
-    }
-    let values = Placeholders {
-        workspace: path(&folders.workspace),
-        prompt: run.task.prompt.clone(),
-        mode: run.task.mode.as_str().into(),
-        codex: path(&sandbox.tap.codex),
-        task: path(&task_path),
-        repo: repo.map(path).unwrap_or_default(),
-        cache: path(&codex::provision::cache_root()?),
-        idle_seconds: Placeholders::idle_seconds(run.timeouts.turn_idle),
-        model: run.task.model.clone().unwrap_or_default(),
-    };
-    let words = declared
-        .command_words(&values)
-        .map_err(|e| anyhow!("the driver's command line: {e}"))?;
-    let cwd = driver
-        .declared
-        .base_dir
-        .clone()
-        .unwrap_or_else(|| folders.workspace.clone());
-    let events =
-        (declared.contract == DriverContract::Events).then(|| folders.evidence.driver_events());
-    let mut env = contract_env(
-        run,
-        folders,
-        &task_path,
-        events.as_deref(),
-        real_install_dir,
-    );
-    discovery_env(&mut env, &declared.codex, sandbox);
-    for (key, value) in declared
-        .environment(&values)
-        .map_err(|e| anyhow!("the driver's environment: {e}"))?
-    {
-        set(&mut env, &key, value);
-    }
-    // As a shell would: the command's own `NAME=value` words over the rest of its environment.
-    for (key, value) in words.assignments {
-        set(&mut env, &key, value);
-    }
-    // Last, so a drivers file's `env` cannot hide them: the grader looks for these values.
-    for (key, value) in driver.canaries.iter().flat_map(Canaries::env) {
-        set(&mut env, key, value.clone());
-    }
-    Ok(Prepared {
-        process: DriverProcess {
-            argv: program_from(&cwd, words.argv),
-            env,
-            // A drivers file's driver runs in the file's folder; the shipped ones in the workspace.
-            cwd,
-            stdout_log: folders.evidence.driver_stdout(),
-            stderr_log: folders.evidence.stderr(),
-            stdin: control::Stdin::of(declared),
-        },
-        events,
-    })
-}
-
-/// `argv` with a relative program path (`./driver`, `venv/bin/python`) made absolute from the
-/// folder the driver starts in, as a shell there would find it; a bare name is left to the
-/// environment's own `PATH`.
-pub fn program_from(cwd: &Path, mut argv: Vec<String>) -> Vec<String> {
-    if let Some(program) = argv.first_mut() {
-        if program.contains('/') && Path::new(program.as_str()).is_relative() {
-            *program = cwd.join(program.as_str()).display().to_string();
-        }
-    }
-    argv
-}
-
-/// The environment the driver's contract promises (docs/driver-contract.md): under the events
-/// contract the app-server command (the tap), the task, where to write events and the real
-/// Codex's folder; under the wire contract the cell's folders and the task.
-fn contract_env(
-    run: &RunSpec,
-    folders: &CellFolders,
-    task_path: &Path,
-    events: Option<&Path>,
-    real_install_dir: Option<&Path>,
-) -> Vec<(String, String)> {
-    let path = |p: &Path| p.display().to_string();
-    match events {
-        Some(events) => {
-            let mut env = external::driver_env(run, task_path, events);
-            if let Some(dir) = real_install_dir {
-                // Behind the tap, `codex` is the tap: a driver that names Codex's own folder in
-                // its profiles (the example driver does) learns the real one here.
-                set(
-                    &mut env,
-                    driver::launch::profiles::INSTALL_DIR_VAR,
-                    path(dir),
-                );
-            }
-            env
-        }
-        None => vec![
-            ("HOME".into(), path(&folders.home)),
-            ("TMPDIR".into(), path(&folders.tmp)),
-            ("LANG".into(), "C.UTF-8".into()),
-            ("HARNESS_TASK".into(), path(task_path)),
-            ("HARNESS_WORKSPACE".into(), path(&folders.workspace)),
-            ("HARNESS_CELL".into(), run.cell.to_string()),
-        ],
-    }
-}
-
-/// Where the driver finds the tap as its `codex`, as its declaration says: first on `PATH`, or
-/// in a variable; `PATH` then has the harness's own folders and the system's.
-fn discovery_env(env: &mut Vec<(String, String)>, codex: &CodexDiscovery, sandbox: &Sandbox) {
-    let path = |p: &Path| p.display().to_string();
-    let host_path = std::env::var("PATH").unwrap_or_default();
-    let mut search = Vec::new();
-    if *codex == CodexDiscovery::Path {
-        search.push(path(&sandbox.tap.bin_dir));
-    }
-    search.extend(
-        host_path
-            .split(':')
-            .filter(|p| !p.is_empty())
-            .map(str::to_string),
-    );
-    search.push(SYSTEM_PATH.into());
-    set(env, "PATH", search.join(":"));
-    if let CodexDiscovery::Env(name) = codex {
-        set(env, name, path(&sandbox.tap.codex));
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::installs_named_by;
+    use crate::context::CellContext;
+    use crate::stages::{app_server, folders};
+
+    /// The sandbox binds the task read-only: what the driver reads there must be whole by then,
+    /// never a file the sandbox created empty for a later stage to fill.
+    #[tokio::test]
+    async fn a_declared_driver_has_its_task_written_whole_before_the_sandbox_stage() {
+        let out = tempfile::tempdir().unwrap();
+        let ctx = CellContext {
+            out_root: out.path().to_path_buf(),
+            harness_binary: std::env::current_exe().unwrap(),
+            fake_args: Vec::new(),
+            driver_cmd: None,
+            repo_root: None,
+            ci: false,
+            kept_bundles: None,
+            mutation: None,
+            local_isolation: false,
+        };
+        let matrix = crate::load::load_matrix(None, &[], None).unwrap();
+        let cell = matrix
+            .cells
+            .iter()
+            .find(|cell| {
+                cell.name()
+                    .starts_with("codex-planning-read-only.runner-fake.local.")
+            })
+            .expect("a reference-driver cell against the fake, local");
+        let folders = folders::prepare(&ctx, cell).unwrap();
+        let prepared = app_server::prepare(&ctx, cell, &folders).await.unwrap();
+        assert!(prepared.mock.is_none(), "the fake starts nothing to hold");
+        let driver = super::declare(&ctx, cell, &folders, &prepared.app_server).unwrap();
+        let envelope: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(folders.dirs.evidence.task()).unwrap())
+                .expect("the task file holds the whole envelope");
+        assert_eq!(
+            envelope["prompt"].as_str(),
+            Some(folders.task.prompt.as_str())
+        );
+        assert!(
+            driver.tap.codex.is_file(),
+            "the tap is installed with the driver"
+        );
+    }
 
     #[test]
     fn a_driver_command_binds_its_cache_packages_and_the_interpreter_a_venv_links_to() {

@@ -6,10 +6,9 @@
 //! bubblewrap Codex used, the canary files of the app-server's home, the workspace's probe
 //! files, and `run.ended`.
 
-use super::app_server::AppServer;
-use super::driver::{Driver, DriverRun};
+use super::driver::{Declaration, DriverRun};
 use super::folders::Folders;
-use super::sandbox::Sandbox;
+use super::sandbox::SandboxEvidence;
 use crate::own_evidence::{self, TranscriptFacts};
 use anyhow::{Context, Result};
 use driver::event_log::EventLog;
@@ -59,7 +58,7 @@ pub fn evidence_key() -> Result<std::sync::Arc<driver::provenance::Key>> {
 pub(crate) fn from_the_wire(
     cell: &Cell,
     folders: &Folders,
-    driver: &Driver,
+    driver: &Declaration,
     run: &DriverRun,
 ) -> Result<WireEvents> {
     let evidence = &folders.dirs.evidence;
@@ -146,10 +145,10 @@ fn tampered(why: String) -> anyhow::Error {
 /// log, written.
 pub(crate) fn with_the_harness_evidence(
     wire: WireEvents,
-    folders: &Folders,
-    app_server: &AppServer,
-    sandbox: &mut Sandbox,
+    sandbox: SandboxEvidence,
     finished: &crate::guard::Finished,
+    model_log: &Path,
+    workspace: &Path,
     home: Option<&super::home_canaries::PlantedHome>,
 ) -> Result<EventLog> {
     let left_behind = &finished.left_behind;
@@ -176,10 +175,10 @@ pub(crate) fn with_the_harness_evidence(
     // Its writer (the fake, the mock model API) has ended: is what is there its? The harness's
     // own writer sealed what it wrote; the fake's is checked for being this cell's.
     if let Some(seal) = &finished.model_log {
-        seal.check(&app_server.model_log).map_err(tampered)?;
+        seal.check(model_log).map_err(tampered)?;
     }
-    own_evidence::check_model_log(&app_server.model_log, &facts).map_err(tampered)?;
-    append_model_events(&mut log, &app_server.model_log)?;
+    own_evidence::check_model_log(model_log, &facts).map_err(tampered)?;
+    append_model_events(&mut log, model_log)?;
     log.emit(
         Source::Harness,
         Body::Diagnostic(Diagnostic {
@@ -190,9 +189,8 @@ pub(crate) fn with_the_harness_evidence(
     if let Some(home) = home {
         log.emit(Source::Harness, Body::HomeEvidence(home.evidence()))?;
     }
-    let after = workspace_evidence(&folders.dirs.workspace)?;
-    let watched = std::mem::replace(&mut sandbox.watcher, Err("finished already".into()));
-    kernel_evidence(&mut log, watched, &after)?;
+    let after = workspace_evidence(workspace)?;
+    kernel_evidence(&mut log, sandbox.watcher, &after)?;
     log.emit(Source::Harness, Body::WorkspaceEvidence(after))?;
     log.end(ended)?;
     log.flush()?;

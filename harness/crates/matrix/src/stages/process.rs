@@ -132,45 +132,16 @@ pub(crate) async fn run(
 ) -> Result<Ran> {
     // Before the spawn: a driver quick enough to write before the first look would otherwise
     // leave no change to see, and its silence would be timed from the start-up allowance.
-    let mut last_size = size(wire);
-    let Some((program, args)) = process.argv.split_first() else {
-        anyhow::bail!("the driver's command line has no program");
-    };
-    let spec = ProcessSpec {
-        program: program.into(),
-        args: args.to_vec(),
-        env: process.env.clone(),
-        cwd: process.cwd.clone(),
-    };
-    let prepared = match launcher.prepare(&spec) {
-        Ok(prepared) => prepared,
-        Err(e) => {
+    let wire_size_at_start = size(wire);
+    let Started {
+        mut child,
+        guard,
+        is_driver,
+    } = match spawn(process, launcher)? {
+        Ok(started) => started,
+        Err(end) => {
             return Ok(Ran {
-                end: DriverEnd::NotStarted {
-                    error: format!("preparing the driver's process: {e:#}"),
-                },
-                told: Vec::new(),
-            })
-        }
-    };
-    let mut command = prepared.command;
-    let spawned_is_driver = command.as_std().get_program() == program.as_str();
-    command
-        .stdin(match process.stdin {
-            Stdin::Closed => std::process::Stdio::null(),
-            Stdin::Held => std::process::Stdio::piped(),
-        })
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .kill_on_drop(true)
-        .process_group(0);
-    let mut child = match command.spawn() {
-        Ok(child) => child,
-        Err(e) => {
-            return Ok(Ran {
-                end: DriverEnd::NotStarted {
-                    error: not_started(process, &e),
-                },
+                end,
                 told: Vec::new(),
             })
         }
@@ -190,7 +161,7 @@ pub(crate) async fn run(
             telling.tell,
             Spawned {
                 pid,
-                is_driver: spawned_is_driver,
+                is_driver,
                 tap_socket: telling.tap_socket,
             },
             wire.to_path_buf(),
@@ -200,20 +171,102 @@ pub(crate) async fn run(
         ))),
         _ => None,
     };
+    let end = until_it_ends(&mut child, pgid, bounds, wire, wire_size_at_start).await?;
+    // Whatever the driver left running in its group (its `codex`, a helper) ends with it.
+    kill_group(pgid);
+    if let Some(told) = told {
+        told.abort();
+        let _ = told.await;
+    }
+    drop(stdin);
+    drop(guard);
+    // The pipes close once every process holding them is gone; bounded all the same.
+    let _ = tokio::time::timeout(driver::bounds::DRIVER_OUTPUT_COPIES, copies).await;
+    let told = std::mem::take(&mut *notes.lock().unwrap_or_else(|p| p.into_inner()));
+    Ok(Ran { end, told })
+}
+
+/// The driver's child as the launcher started it.
+struct Started {
+    child: tokio::process::Child,
+    /// What must live as long as the child (a runc container's guard).
+    guard: Box<dyn Send + Sync>,
+    /// Whether the child is the driver's own program, not a wrapper of the launcher's.
+    is_driver: bool,
+}
+
+/// Start `process` through `launcher`: its own process group, its output piped, its stdin held
+/// only when the harness may write to it. `Err(end)` inside: it could not start, and how its run
+/// ended says why.
+fn spawn(
+    process: &DriverProcess,
+    launcher: &dyn Launcher,
+) -> Result<std::result::Result<Started, DriverEnd>> {
+    let Some((program, args)) = process.argv.split_first() else {
+        anyhow::bail!("the driver's command line has no program");
+    };
+    let spec = ProcessSpec {
+        program: program.into(),
+        args: args.to_vec(),
+        env: process.env.clone(),
+        cwd: process.cwd.clone(),
+    };
+    let prepared = match launcher.prepare(&spec) {
+        Ok(prepared) => prepared,
+        Err(e) => {
+            return Ok(Err(DriverEnd::NotStarted {
+                error: format!("preparing the driver's process: {e:#}"),
+            }))
+        }
+    };
+    let mut command = prepared.command;
+    let spawned_is_driver = command.as_std().get_program() == program.as_str();
+    command
+        .stdin(match process.stdin {
+            Stdin::Closed => std::process::Stdio::null(),
+            Stdin::Held => std::process::Stdio::piped(),
+        })
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .process_group(0);
+    match command.spawn() {
+        Ok(child) => Ok(Ok(Started {
+            child,
+            guard: prepared.guard,
+            is_driver: spawned_is_driver,
+        })),
+        Err(e) => Ok(Err(DriverEnd::NotStarted {
+            error: not_started(process, &e),
+        })),
+    }
+}
+
+/// Wait for the driver's child to end, or kill its group at a bound: the run's overall bound,
+/// or its idle bound on the wire (`wire` growing is activity; a tree still starting up is not
+/// idle, [`StartUp`]).
+async fn until_it_ends(
+    child: &mut tokio::process::Child,
+    pgid: Option<i32>,
+    bounds: Bounds,
+    wire: &Path,
+    wire_size_at_start: u64,
+) -> Result<DriverEnd> {
+    let mut last_size = wire_size_at_start;
     let started = Instant::now();
     // In the future until the allowance is spent: `elapsed()` of a future instant is zero.
     let mut last_activity = Instant::now() + driver::bounds::DRIVER_START_ALLOWANCE;
     let mut start_up = StartUp::default();
-    let end = loop {
+    loop {
         tokio::select! {
             status = child.wait() => {
                 let status = status.context("waiting for the driver")?;
                 use std::os::unix::process::ExitStatusExt;
-                break match (status.code(), status.signal()) {
+                return Ok(match (status.code(), status.signal()) {
                     (Some(code), _) => DriverEnd::Exited { code },
                     (None, Some(signal)) => DriverEnd::Signaled { signal },
                     (None, None) => DriverEnd::Exited { code: -1 },
-                };
+                });
             }
             _ = tokio::time::sleep(POLL) => {
                 let now = size(wire);
@@ -234,23 +287,11 @@ pub(crate) async fn run(
                 if let Some(reason) = reason {
                     kill_group(pgid);
                     let _ = child.kill().await;
-                    break DriverEnd::KilledAtBound { reason };
+                    return Ok(DriverEnd::KilledAtBound { reason });
                 }
             }
         }
-    };
-    // Whatever the driver left running in its group (its `codex`, a helper) ends with it.
-    kill_group(pgid);
-    if let Some(told) = told {
-        told.abort();
-        let _ = told.await;
     }
-    drop(stdin);
-    drop(prepared.guard);
-    // The pipes close once every process holding them is gone; bounded all the same.
-    let _ = tokio::time::timeout(driver::bounds::DRIVER_OUTPUT_COPIES, copies).await;
-    let told = std::mem::take(&mut *notes.lock().unwrap_or_else(|p| p.into_inner()));
-    Ok(Ran { end, told })
 }
 
 /// A driver that has not said its first byte yet is still starting, not hung, while its process

@@ -1,15 +1,15 @@
-//! Stage 3, sandbox and tap: the environment the driver and its app-server run in, and the wire
-//! tap standing in for `codex`. Here, and only here: the environment's probe (once per
+//! Stage 3, sandbox and recorder: the environment the driver and its app-server run in, and the
+//! harness's end of the wire tap the driver finds as `codex`. Here, and only here: the environment's probe (once per
 //! environment and process), the mounts every earlier stage asked for merged into one, the
 //! cell's cgroup, the launcher (host, runc or Docker; every process it starts joins the
-//! cgroup), the tap relaying to the app-server, and which bubblewrap Codex would use there.
+//! cgroup), the recorder at the other end of the driver's tap, relaying to the app-server, and
+//! which bubblewrap Codex would use there.
 
 use super::app_server::AppServer;
 use super::driver::Driver;
 use super::folders::Folders;
 use crate::context::CellContext;
-use crate::guard::CellGuard;
-use crate::hidden;
+use crate::guard::Contained;
 use anyhow::{bail, Context, Result};
 use report::layout;
 use sandbox::containment::CellCgroup;
@@ -20,17 +20,22 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 use suites::Cell;
 use tap::session::{AppServerSetup, Recording};
-use tap::InstalledTap;
 use tokio::sync::OnceCell;
 
-/// What stage 3 hands on. The launchers (the driver's, the app-server's) and the cgroup are the
-/// cell guard's, so they end with the cell ([`CellGuard::launcher`] lends the driver's to the
-/// driver stage).
+/// What stage 3 hands on, and what it started that must end with the cell: the launchers (the
+/// driver's, the app-server's) and the cgroup, for the cell's guard
+/// ([`crate::guard::CellGuard::launcher`] lends the driver's to the driver stage).
 pub(crate) struct Sandbox {
-    pub(crate) tap: InstalledTap,
     /// The harness's end of the tap: it starts the app-server for each launch and writes the
     /// transcript. The driver stage finishes it when the driver ended.
     pub(crate) recording: Arc<Recording>,
+    /// For the harness's evidence, once the cell ended (the events stage).
+    pub(crate) evidence: SandboxEvidence,
+    pub(crate) contained: Contained,
+}
+
+/// What the sandbox stage keeps for the cell's evidence.
+pub(crate) struct SandboxEvidence {
     /// Which bubblewrap Codex uses in this environment (evidence).
     pub(crate) bubblewrap: String,
     /// The kernel's view of the workspace from here to the cell's end (`tap::workspace`), or
@@ -41,14 +46,14 @@ pub(crate) struct Sandbox {
     pub(crate) inputs: crate::own_evidence::Inputs,
 }
 
-/// Stage 3 of `cell`.
+/// Stage 3 of `cell`. Should it fail midway, what it started drops here: the launchers, then the
+/// cgroup (killing what runs in it).
 pub(crate) async fn enter(
     ctx: &CellContext,
     cell: &Cell,
     folders: &Folders,
     app_server: &AppServer,
     driver: &Driver,
-    guard: &mut CellGuard,
 ) -> Result<Sandbox> {
     let environment = cell.id.environment.as_str();
     let dirs = &folders.dirs;
@@ -63,9 +68,6 @@ pub(crate) async fn enter(
         kept_bundles: ctx.kept_bundles.clone(),
     };
     let joiner = cgroup.as_ref().map(CellCgroup::joiner).transpose()?;
-    if let Some(cgroup) = cgroup {
-        guard.hold_cgroup(cgroup);
-    }
     let contained = |launcher: Arc<dyn Launcher>| -> Arc<dyn Launcher> {
         match &joiner {
             Some(joiner) => Arc::new(ContainedLauncher::new(launcher, joiner.clone())),
@@ -79,22 +81,15 @@ pub(crate) async fn enter(
     let app_mounts = EnvMounts::scratch(&dirs.driver).merge(app_server.mounts.clone());
     let app_launcher =
         contained(launcher_with(environment, &app_mounts, &options).with_context(starting)?);
-    guard.hold_app_server_launcher(app_launcher.clone());
     // The driver's: its own part, the tap (its shim and the recorder's socket) and its task
-    // read-only, then what its command names — never the harness's evidence.
-    let tap = tap::install(
-        &dirs.evidence.tap(),
-        &hidden::tap_program(&ctx.harness_binary),
-    )?;
-    let task = dirs.evidence.task();
-    // Bound read-only now; the driver stage writes its content (the same file) before it runs.
-    std::fs::write(&task, "").with_context(|| format!("creating {}", task.display()))?;
+    // read-only (both written when it was declared), then what its command names — never the
+    // harness's evidence.
     let driver_mounts = EnvMounts {
         scratch: dirs.driver.clone(),
-        readonly: vec![dirs.evidence.tap(), task.clone()],
+        readonly: vec![dirs.evidence.tap(), dirs.evidence.task()],
         ..EnvMounts::default()
     }
-    .merge(driver.mounts.clone());
+    .merge(driver.declaration.mounts.clone());
     let driver_launcher = if sandbox::catalogue::spec(environment)?.driver_on_host() {
         let on_the_host = contained(Arc::new(LocalLauncher));
         isolated_on_the_host(ctx, dirs, &driver_mounts, on_the_host)
@@ -109,23 +104,28 @@ pub(crate) async fn enter(
     });
     let spawn = crate::recorder::LauncherSpawn::new(app_launcher.clone(), &dirs.workspace, visible);
     spawn.prestart(&app_server.program.program, &ctx.harness_binary);
-    let recording = start_recording(ctx, folders, app_server, driver, &tap, spawn)?;
+    let recording = start_recording(ctx, folders, app_server, driver, spawn)?;
     let bubblewrap = bubblewrap_once(environment, app_server, app_launcher.as_ref(), dirs).await;
     // From here on the driver and its app-server may write the workspace: watched from now.
     let watcher = tap::workspace::watch(&dirs.workspace, &dirs.evidence.workspace_changes())
         .map_err(|e| format!("{e:#}"));
-    guard.hold_launcher(driver_launcher);
     let inputs = crate::own_evidence::Inputs::stamp(&[
         dirs.evidence.scenario(),
         dirs.evidence.fake_codex_package(),
     ])
     .map_err(|why| anyhow::anyhow!("stamping the app-server's inputs: {why}"))?;
     Ok(Sandbox {
-        tap,
         recording,
-        bubblewrap,
-        watcher,
-        inputs,
+        evidence: SandboxEvidence {
+            bubblewrap,
+            watcher,
+            inputs,
+        },
+        contained: Contained {
+            cgroup,
+            driver_launcher,
+            app_server_launcher: app_launcher,
+        },
     })
 }
 
@@ -196,7 +196,6 @@ fn start_recording(
     folders: &Folders,
     app_server: &AppServer,
     driver: &Driver,
-    tap: &InstalledTap,
     spawn: crate::recorder::LauncherSpawn,
 ) -> Result<Arc<Recording>> {
     let program = &app_server.program;
@@ -215,13 +214,14 @@ fn start_recording(
         env: program.env.clone(),
         // What the driver hands on of its canaries reaches the app-server, as with `codex`.
         inherit_env: driver
+            .declaration
             .canaries
             .as_ref()
             .map(|c| c.env().to_vec())
             .unwrap_or_default(),
     };
     let recording = crate::recorder::start(
-        &tap.socket,
+        &driver.tap.socket,
         &folders.dirs.evidence.transcript(),
         setup,
         spawn,
