@@ -31,12 +31,14 @@ Exit status: 0 when every turn completed, 1 when a turn failed or the SDK raised
 this driver cannot run, 124 when the run's bound expired (the app-server is killed first).
 """
 
-import argparse
 import json
 import os
 import signal
 import sys
 import threading
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from sdk_task import read_envelope  # noqa: E402
 
 # Bounds used when the envelope has none (milliseconds), as the harness's real-Codex bounds.
 DEFAULT_REQUEST_MS = 30_000
@@ -131,19 +133,7 @@ def start_thread(codex, sandbox, approvals, workspace):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--task", required=True, help="the task envelope (JSON)")
-    parser.add_argument("--codex", required=True, help="the program to launch as codex")
-    parser.add_argument("--workspace", required=True, help="the thread's cwd")
-    args = parser.parse_args()
-
-    try:
-        with open(args.task, encoding="utf-8") as f:
-            task = json.load(f)
-    except (OSError, ValueError) as e:
-        fail_task(f"reading the task envelope {args.task}: {e}")
-    if not isinstance(task, dict) or not isinstance(task.get("prompt"), str):
-        fail_task("the task envelope has no prompt")
+    args, task = read_envelope("python-sdk", __doc__.split("\n\n")[0])
     if task.get("relaunch"):
         fail_task("the SDK driver cannot relaunch and resume a saved thread")
     if any(r.get("decision") == "revise" for r in task.get("plan_reviews") or []):

@@ -585,6 +585,30 @@ fn another_releases_experimental_only_notifications_are_not_a_difference() {
     assert_eq!(fake, real);
 }
 
+/// The same beside a client without `experimentalApi` (PyPI codex-python-sdk-unofficial
+/// 0.128.0): the 0.169 fake owes it none of `thread/readState/changed`, while 0.160 has no such
+/// notification to withhold. That summary comes after the driver's close, so the pair read
+/// "same to the real cut (5 of 9)" instead of the same whole run.
+#[test]
+fn another_releases_notifications_not_owed_are_not_a_difference() {
+    let summary = |release: &str, not_owed: serde_json::Value| {
+        let mut payload =
+            serde_json::json!({"release": release, "methods": [], "largest_line_bytes": 2016});
+        if !not_owed.is_null() {
+            payload["not_owed"] = not_owed;
+        }
+        serde_json::json!({"kind": "protocol.server-notifications", "payload": payload})
+    };
+    let mut fake = vec![summary(
+        "0.169.0",
+        serde_json::json!(["thread/readState/changed"]),
+    )];
+    let mut real = vec![summary("0.160.0", serde_json::Value::Null)];
+    super::normalise::mask_release(&mut fake);
+    super::normalise::mask_release(&mut real);
+    assert_eq!(fake, real);
+}
+
 /// The Python SDK closes stdin and sends SIGTERM 2 ms later: under load the tap can record the
 /// forwarded signal's exit before the end of the driver's input. Either order is the same run.
 #[test]

@@ -4,6 +4,7 @@
 //! is the other binary (`tests/cells.rs`). A test's name now starts with its module
 //! (`drivers_file::…`), which substring filters still select.
 
+mod community_drivers_file;
 mod drivers_file;
 mod environment_expectations;
 mod published_drivers_file;

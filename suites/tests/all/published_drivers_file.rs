@@ -10,13 +10,19 @@ use suites::{DriversFile, Extras, Matrix};
 /// The shipped suites with the published drivers file joined, as `--drivers
 /// drivers/published.toml` loads them.
 pub(crate) fn with_published_drivers() -> Matrix {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../drivers/published.toml");
-    let drivers = DriversFile::read(&path).expect("the shipped drivers file parses");
+    with_drivers_file("drivers/published.toml")
+}
+
+/// The shipped suites with one of the repository's drivers files joined, as `--drivers FILE`
+/// loads them.
+pub(crate) fn with_drivers_file(file: &str) -> Matrix {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(file);
+    let drivers = DriversFile::read(&path).unwrap_or_else(|e| panic!("{file} parses: {e}"));
     suites::load_with(&Extras {
         drivers: Some(drivers),
         codex_versions: vec![],
     })
-    .expect("the shipped drivers file loads with the suites")
+    .unwrap_or_else(|e| panic!("{file} loads with the suites: {e}"))
 }
 
 fn cell<'m>(matrix: &'m Matrix, name: &str) -> &'m suites::Cell {

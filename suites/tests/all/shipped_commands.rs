@@ -37,7 +37,11 @@ fn the_shipped_drivers_get_the_argv_a_shell_gave_them() {
     };
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let mut declared: Vec<suites::spec::DeclaredDriver> = Vec::new();
-    for file in ["drivers/published.toml", "drivers/minimal.toml"] {
+    for file in [
+        "drivers/published.toml",
+        "drivers/minimal.toml",
+        "drivers/community.toml",
+    ] {
         let drivers = DriversFile::read(&root.join(file)).unwrap();
         declared.extend(drivers.drivers.into_values());
     }
