@@ -1,14 +1,18 @@
 //! What Codex 0.169 remembers of a client's answer to an approval (measured with `harness
 //! explore --replay`, corpus scenarios `*-remembered-*`):
 //!
-//! - `acceptForSession` on a command: the same command (its argv, its folder, and whether it
-//!   asked to leave the sandbox: codex-rs keys its session approval cache so) runs again in
-//!   that thread without asking; any other command is asked, one the first's words start too;
+//! - `acceptForSession` on a command: the same command runs again in that thread without
+//!   asking; any other command is asked, one the first's words start too, and so is the same
+//!   command in another thread (measured). The fake keys the cache by the thread, the argv, the
+//!   folder and whether the command asked to leave the sandbox (the last two as codex-rs's
+//!   approval key names them; not measured apart);
 //! - `acceptWithExecpolicyAmendment`: the amendment becomes a rule, appended to
 //!   `$CODEX_HOME/rules/default.rules` as `prefix_rule(pattern=[…], decision="allow")`; every
 //!   later command whose judged commands (a plain `bash -lc` script's, else its argv) each
-//!   start with an allowing rule's words runs without asking, in any thread, and in a later
-//!   launch with the same home (Codex loads its rules files as it starts);
+//!   start with an allowing rule's words runs without asking, in any thread (measured: a new
+//!   thread of the same launch); the fake reads the file again for every command, so a later
+//!   launch with the same home keeps the rule too (the real Codex's later launch was not
+//!   measured);
 //! - `acceptForSession` on a file change: a later patch touching only files already accepted
 //!   so in that thread is applied without asking;
 //! - `applyNetworkPolicyAmendment` runs the command as `accept` does and remembers nothing of
