@@ -38,6 +38,11 @@ const PROBE: &str = "/bin/bash -lc 'echo remembered-probe'";
 const MATCHING: &str = "/bin/bash -lc 'echo remembered-probe matching'";
 const COMMAND_APPROVAL: &str = "item/commandExecution/requestApproval";
 
+/// Answers every server request with `answer`.
+fn always(answer: Value) -> impl FnMut(&Value) -> Option<Value> {
+    move |request| result(request, answer.clone())
+}
+
 fn amend(request: &Value) -> Option<Value> {
     let amendment = request["params"]["proposedExecpolicyAmendment"].clone();
     result(
@@ -91,12 +96,9 @@ fn an_amendment_becomes_a_rule_that_a_later_launch_in_the_home_keeps() {
 #[test]
 fn a_network_amendment_runs_the_command_and_remembers_nothing() {
     let mut case = Case::start("command-approval-remembered", "fullread", json!({}));
-    case.until_turn_completed(&mut |request: &Value| {
-        result(
-            request,
-            json!({"decision": {"applyNetworkPolicyAmendment": {"network_policy_amendment": {"host": "example.com", "action": "allow"}}}}),
-        )
-    });
+    let allow = json!({"host": "example.com", "action": "allow"});
+    let decision = json!({"applyNetworkPolicyAmendment": {"network_policy_amendment": allow}});
+    case.until_turn_completed(&mut always(json!({ "decision": decision })));
     assert_eq!(asked(&case, COMMAND_APPROVAL), [PROBE, PROBE, MATCHING]);
     assert_eq!(ran(&case), [PROBE, PROBE, MATCHING]);
 }
@@ -123,11 +125,8 @@ fn a_session_grant_of_permissions_does_not_spare_the_next_request() {
         json!({}),
         &["--enable", "request_permissions_tool"],
     );
-    case.until_turn_completed(&mut |request: &Value| {
-        result(
-            request,
-            json!({"permissions": {"network": {"enabled": true}}, "scope": "session"}),
-        )
-    });
+    case.until_turn_completed(&mut always(
+        json!({"permissions": {"network": {"enabled": true}}, "scope": "session"}),
+    ));
     assert_eq!(asked(&case, "item/permissions/requestApproval").len(), 2);
 }

@@ -96,15 +96,20 @@ impl TurnRun {
         self.log_exec_output(call_id, &result);
     }
 
+    fn command_key(&self, argv: &[String], escalated: bool) -> remembered::CommandKey {
+        remembered::CommandKey {
+            thread_id: self.plan.thread_id.clone(),
+            argv: argv.to_vec(),
+            cwd: self.plan.cwd.clone(),
+            escalated,
+        }
+    }
+
     fn command_remembered(&self, argv: &[String], escalated: bool) -> bool {
         let home = remembered::rules_home();
-        self.shared.remembered().command_allowed(
-            &self.plan.thread_id,
-            argv,
-            &self.plan.cwd,
-            escalated,
-            home.as_deref(),
-        )
+        self.shared
+            .remembered()
+            .command_allowed(&self.command_key(argv, escalated), home.as_deref())
     }
 
     /// The command item ends `completed` or `failed` by its exit code, with its output.
@@ -206,11 +211,9 @@ impl TurnRun {
         };
         if let Ok(message) = &answer {
             let home = remembered::rules_home();
+            let key = self.command_key(argv, escalated);
             self.shared.remembered().command_accepted(
-                &self.plan.thread_id,
-                argv,
-                &self.plan.cwd,
-                escalated,
+                key,
                 &message["result"]["decision"],
                 home.as_deref(),
             );

@@ -38,13 +38,14 @@ pub fn rules_home() -> Option<PathBuf> {
         .map(PathBuf::from)
 }
 
-/// A command approved for the session, as Codex keys it.
+/// A command asked about: what the session cache keys it by.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-struct CommandKey {
-    thread_id: String,
-    argv: Vec<String>,
-    cwd: PathBuf,
-    escalated: bool,
+pub struct CommandKey {
+    pub thread_id: String,
+    pub argv: Vec<String>,
+    pub cwd: PathBuf,
+    /// Whether it asked to leave the sandbox.
+    pub escalated: bool,
 }
 
 /// The process's memory of approvals.
@@ -59,41 +60,24 @@ pub struct Remembered {
 impl Remembered {
     /// Whether `argv`, run in `cwd` (`escalated`: asking to leave the sandbox), needs no
     /// approval: approved for the thread's session, or allowed by an amendment's rule.
-    pub fn command_allowed(
-        &self,
-        thread_id: &str,
-        argv: &[String],
-        cwd: &Path,
-        escalated: bool,
-        home: Option<&Path>,
-    ) -> bool {
-        let key = command_key(thread_id, argv, cwd, escalated);
-        if self.commands.contains(&key) {
+    pub fn command_allowed(&self, key: &CommandKey, home: Option<&Path>) -> bool {
+        if self.commands.contains(key) {
             return true;
         }
         let mut rules = self.rules.clone();
         if let Some(home) = home {
             rules.extend(read_rules(&home.join(RULES_FILE)));
         }
-        exec_approval::judged_commands(argv)
+        exec_approval::judged_commands(&key.argv)
             .iter()
             .all(|command| rules.iter().any(|rule| command.starts_with(rule)))
     }
 
     /// What the client's accepting `decision` (the answer's `decision` value) on `argv`
     /// leaves behind.
-    pub fn command_accepted(
-        &mut self,
-        thread_id: &str,
-        argv: &[String],
-        cwd: &Path,
-        escalated: bool,
-        decision: &Value,
-        home: Option<&Path>,
-    ) {
+    pub fn command_accepted(&mut self, key: CommandKey, decision: &Value, home: Option<&Path>) {
         if decision == "acceptForSession" {
-            self.commands
-                .insert(command_key(thread_id, argv, cwd, escalated));
+            self.commands.insert(key);
             return;
         }
         let amendment = &decision["acceptWithExecpolicyAmendment"]["execpolicy_amendment"];
@@ -128,15 +112,6 @@ impl Remembered {
         for file in files {
             self.files.insert((thread_id.to_string(), file.clone()));
         }
-    }
-}
-
-fn command_key(thread_id: &str, argv: &[String], cwd: &Path, escalated: bool) -> CommandKey {
-    CommandKey {
-        thread_id: thread_id.to_string(),
-        argv: argv.to_vec(),
-        cwd: cwd.to_path_buf(),
-        escalated,
     }
 }
 
@@ -189,49 +164,55 @@ mod tests {
         vec!["/bin/bash".into(), "-lc".into(), script.into()]
     }
 
+    fn key(thread_id: &str, script: &str, cwd: &str, escalated: bool) -> CommandKey {
+        CommandKey {
+            thread_id: thread_id.into(),
+            argv: argv(script),
+            cwd: cwd.into(),
+            escalated,
+        }
+    }
+
     #[test]
     fn a_command_accepted_for_the_session_runs_again_unasked_in_that_thread_only() {
         let mut memory = Remembered::default();
-        let cwd = Path::new("/w");
-        let probe = argv("echo remembered-probe");
-        assert!(!memory.command_allowed("t", &probe, cwd, true, None));
-        memory.command_accepted("t", &probe, cwd, true, &json!("acceptForSession"), None);
-        assert!(memory.command_allowed("t", &probe, cwd, true, None));
-        assert!(!memory.command_allowed("other", &probe, cwd, true, None));
-        assert!(!memory.command_allowed("t", &probe, Path::new("/x"), true, None));
-        assert!(!memory.command_allowed("t", &probe, cwd, false, None));
-        let matching = argv("echo remembered-probe matching");
-        assert!(!memory.command_allowed("t", &matching, cwd, true, None));
+        let probe = key("t", "echo remembered-probe", "/w", true);
+        assert!(!memory.command_allowed(&probe, None));
+        memory.command_accepted(probe.clone(), &json!("acceptForSession"), None);
+        assert!(memory.command_allowed(&probe, None));
+        for other in [
+            key("other", "echo remembered-probe", "/w", true),
+            key("t", "echo remembered-probe", "/x", true),
+            key("t", "echo remembered-probe", "/w", false),
+            key("t", "echo remembered-probe matching", "/w", true),
+        ] {
+            assert!(!memory.command_allowed(&other, None), "{other:?}");
+        }
     }
 
     #[test]
     fn a_plain_accept_or_a_network_amendment_leaves_nothing_behind() {
         let mut memory = Remembered::default();
-        let cwd = Path::new("/w");
-        let probe = argv("echo remembered-probe");
+        let probe = key("t", "echo remembered-probe", "/w", true);
+        let allow = json!({"host": "example.com", "action": "allow"});
         for decision in [
             json!("accept"),
-            json!({"applyNetworkPolicyAmendment": {"network_policy_amendment": {"host": "example.com", "action": "allow"}}}),
+            json!({"applyNetworkPolicyAmendment": {"network_policy_amendment": allow}}),
         ] {
-            memory.command_accepted("t", &probe, cwd, true, &decision, None);
-            assert!(!memory.command_allowed("t", &probe, cwd, true, None));
+            memory.command_accepted(probe.clone(), &decision, None);
+            assert!(!memory.command_allowed(&probe, None));
         }
     }
 
     #[test]
     fn an_amendment_becomes_a_rule_in_the_home_that_a_later_launch_reads() {
         let home = tempfile::tempdir().unwrap();
-        let cwd = Path::new("/w");
-        let decision = json!({"acceptWithExecpolicyAmendment": {"execpolicy_amendment": ["echo", "remembered-probe"]}});
+        let amendment = json!(["echo", "remembered-probe"]);
+        let decision =
+            json!({"acceptWithExecpolicyAmendment": {"execpolicy_amendment": amendment}});
         let mut memory = Remembered::default();
-        memory.command_accepted(
-            "t",
-            &argv("echo remembered-probe"),
-            cwd,
-            true,
-            &decision,
-            Some(home.path()),
-        );
+        let probe = key("t", "echo remembered-probe", "/w", true);
+        memory.command_accepted(probe, &decision, Some(home.path()));
         let written = std::fs::read_to_string(home.path().join(RULES_FILE)).unwrap();
         assert_eq!(
             written,
@@ -245,8 +226,9 @@ mod tests {
             ("echo other", false),
             ("echo remembered-probe && echo other", false),
         ] {
+            let command = key("u", script, "/w", true);
             assert_eq!(
-                later_launch.command_allowed("u", &argv(script), cwd, true, Some(home.path())),
+                later_launch.command_allowed(&command, Some(home.path())),
                 allowed,
                 "{script}"
             );
