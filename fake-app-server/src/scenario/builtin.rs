@@ -31,6 +31,10 @@ builtins![
     "command-approval",
     "file-change-approval",
     "permissions-approval",
+    // harness explore: what Codex remembers of an answer
+    "command-approval-remembered",
+    "file-change-approval-remembered",
+    "permissions-approval-remembered",
     "user-input",
     "dynamic-tool-call",
     "mcp-elicitation",

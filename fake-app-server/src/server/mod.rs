@@ -55,6 +55,8 @@ pub struct Shared {
     held_turns: Mutex<Vec<Box<dyn FnOnce() + Send>>>,
     /// The goal of each thread that has one (`thread/goal/updated`'s `goal`).
     pub(crate) goals: Mutex<HashMap<String, Value>>,
+    /// What the client's approvals left behind (`turn::remembered`).
+    approvals_memory: Mutex<turn::remembered::Remembered>,
 }
 
 /// A handler's answer: the result, the notifications that go before and after the response,
@@ -124,11 +126,18 @@ impl Shared {
             turn_players: (Mutex::new(0), Condvar::new()),
             held_turns: Mutex::new(Vec::new()),
             goals: Mutex::new(HashMap::new()),
+            approvals_memory: Mutex::new(Default::default()),
         })
     }
 
     pub(crate) fn state(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub(crate) fn remembered(&self) -> std::sync::MutexGuard<'_, turn::remembered::Remembered> {
+        self.approvals_memory
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
     }
 
     fn startup_warning(&self) -> Option<&'static str> {

@@ -17,6 +17,7 @@ mod protocol_turns;
 mod protocol_wire;
 mod real_drivers;
 mod recorded_answers;
+mod remembered_answers;
 mod scenarios;
 mod settings;
 mod turn_input;

@@ -31,6 +31,29 @@ pub const CLIENT_TOOL_SCENARIOS: &[&str] = &["user-input", "dynamic-tool-call"];
 /// Mixed into the seed for the stream that decides the client-tool scenarios.
 const CLIENT_TOOLS_STREAM: u64 = 0x636c_6965_6e74_746f;
 
+/// Scenarios in which the model does again what a server request asked for (the same command,
+/// one the proposed amendment matches, the same file, the same permissions), each with the
+/// request whose answer it shows the memory of: what Codex remembers of an answer beyond the
+/// kinds ([`super::choices`]: `acceptForSession`, an exec-policy amendment, a session grant).
+/// Drawn from a stream of their own ([`REMEMBERED_STREAM`]) as the client-tool scenarios are.
+pub const REMEMBERED_SCENARIOS: &[(&str, &str)] = &[
+    (
+        "command-approval-remembered",
+        "item/commandExecution/requestApproval",
+    ),
+    (
+        "file-change-approval-remembered",
+        "item/fileChange/requestApproval",
+    ),
+    (
+        "permissions-approval-remembered",
+        "item/permissions/requestApproval",
+    ),
+];
+
+/// Mixed into the seed for the stream that decides the choices beyond the kinds.
+const REMEMBERED_STREAM: u64 = 0x7265_6d65_6d62_6572;
+
 /// The dynamic tool a `dynamic-tool-call` session declares (the model calls the first one).
 pub fn dynamic_tool_spec() -> Value {
     json!({
@@ -89,6 +112,8 @@ pub struct Surface {
     /// What the release's schema leaves a client to choose (`client_choices`, shared with the
     /// legitimate population): approval policies, sandbox modes, collaboration modes.
     pub vocabulary: client_choices::Vocabulary,
+    /// Each remembered scenario with the choices beyond the kinds its request's schema has.
+    pub remembered: Vec<(String, Vec<String>)>,
 }
 
 impl Surface {
@@ -106,8 +131,18 @@ impl Surface {
             .map(str::to_string)
             .collect();
         let vocabulary = client_choices::Vocabulary::of(version).map_err(|e| e.to_string())?;
+        let mut remembered = Vec::new();
+        for (scenario, method) in REMEMBERED_SCENARIOS {
+            let choices =
+                super::choices::beyond_the_kinds(version, method).map_err(|e| e.to_string())?;
+            if !choices.is_empty() {
+                let names = choices.into_iter().map(|c| c.name).collect();
+                remembered.push((scenario.to_string(), names));
+            }
+        }
         Ok(Surface {
             vocabulary,
+            remembered,
             schema,
             answered,
             notifications: persona.server_notifications().map(str::to_string).collect(),
@@ -145,6 +180,8 @@ pub struct Generator<'a> {
     rng: fastrand::Rng,
     /// Decides the client-tool scenarios ([`CLIENT_TOOL_SCENARIOS`]).
     client_tools: fastrand::Rng,
+    /// Decides the remembered scenarios and their choices ([`REMEMBERED_SCENARIOS`]).
+    remembered: fastrand::Rng,
 }
 
 impl<'a> Generator<'a> {
@@ -153,6 +190,7 @@ impl<'a> Generator<'a> {
             surface,
             rng: fastrand::Rng::with_seed(seed),
             client_tools: fastrand::Rng::with_seed(seed ^ CLIENT_TOOLS_STREAM),
+            remembered: fastrand::Rng::with_seed(seed ^ REMEMBERED_STREAM),
         }
     }
 
@@ -215,12 +253,44 @@ impl<'a> Generator<'a> {
             capabilities,
             steps,
             answer,
+            choice: None,
             transport,
         };
         if self.client_tools.u32(0..4) == 0 {
             self.set_up_client_tool(&mut session);
         }
+        // Drawn for every session, so this stream's draws do not depend on the others'.
+        let remembered = self.remembered.u32(0..4) == 0;
+        if remembered && !CLIENT_TOOL_SCENARIOS.contains(&session.scenario.as_str()) {
+            self.set_up_remembered(&mut session);
+        }
         session
+    }
+
+    /// Make `session` play a remembered scenario with one of its request's choices beyond the
+    /// kinds; most of the time with a turn and an approval policy that asks, else as generated.
+    fn set_up_remembered(&mut self, session: &mut Session) {
+        let rng = &mut self.remembered;
+        let Some((scenario, choices)) = (!self.surface.remembered.is_empty())
+            .then(|| &self.surface.remembered[rng.usize(0..self.surface.remembered.len())])
+        else {
+            return;
+        };
+        session.scenario = scenario.clone();
+        session.choice = Some(choices[rng.usize(0..choices.len())].clone());
+        if rng.u32(0..4) == 0 {
+            return;
+        }
+        if let Some(thread_start) = session.steps.first_mut() {
+            thread_start.params["approvalPolicy"] = json!("on-request");
+            thread_start.params["sandbox"] = json!("read-only");
+        }
+        if !session.steps.iter().any(Step::starts_turn) {
+            session.steps.push(Step {
+                method: "turn/start".into(),
+                params: json!({"threadId": "{thread_id}", "input": known_input()}),
+            });
+        }
     }
 
     /// Make `session` play a client-tool scenario, set up most of the time so Codex sends its
@@ -430,15 +500,41 @@ mod tests {
     }
 
     #[test]
+    fn remembered_sessions_make_each_choice_beyond_the_kinds() {
+        let surface = surface();
+        let mut generator = Generator::new(&surface, 35);
+        let sessions: Vec<Session> = (0..400).map(|_| generator.session()).collect();
+        for (scenario, choice) in [
+            ("command-approval-remembered", "acceptForSession"),
+            (
+                "command-approval-remembered",
+                "acceptWithExecpolicyAmendment",
+            ),
+            ("command-approval-remembered", "applyNetworkPolicyAmendment"),
+            ("file-change-approval-remembered", "acceptForSession"),
+            ("permissions-approval-remembered", "session"),
+        ] {
+            let made = sessions
+                .iter()
+                .filter(|s| s.scenario == scenario && s.choice.as_deref() == Some(choice))
+                .count();
+            assert!(made > 0, "no {scenario} session chooses {choice}");
+        }
+    }
+
+    #[test]
     fn the_client_tool_stream_leaves_the_other_sessions_as_the_seed_gave_them() {
         let surface = surface();
         let mut generator = Generator::new(&surface, 35);
         let mut other = Generator::new(&surface, 35);
         other.client_tools = fastrand::Rng::with_seed(7);
+        other.remembered = fastrand::Rng::with_seed(8);
         let mut compared = 0;
         for _ in 0..100 {
             let (a, b) = (generator.session(), other.session());
-            let taken = |s: &Session| CLIENT_TOOL_SCENARIOS.contains(&s.scenario.as_str());
+            let taken = |s: &Session| {
+                CLIENT_TOOL_SCENARIOS.contains(&s.scenario.as_str()) || s.choice.is_some()
+            };
             if !taken(&a) && !taken(&b) {
                 assert_eq!(a, b);
                 compared += 1;

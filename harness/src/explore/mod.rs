@@ -7,6 +7,7 @@
 //! replays on the fake alone and on both sides. Budgeted by time and by sessions; one
 //! divergence class (the messages and field that differ) is shrunk once.
 
+pub mod choices;
 pub mod compare;
 pub mod corpus;
 pub mod generate;

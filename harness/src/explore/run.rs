@@ -3,6 +3,7 @@
 //! records (`graders::wire::transcript::Record`), so the fidelity normaliser reads it as it
 //! reads a cell's. Every wait is bounded; the child is always reaped.
 
+use super::choices;
 use super::session::{AnswerKind, Session, Transport};
 use anyhow::{Context, Result};
 use graders::wire::transcript::{Direction, Record};
@@ -189,7 +190,7 @@ impl Recorder<'_> {
             }
         }
         if let (Some(method), Some(id)) = (message["method"].as_str(), message.get("id")) {
-            self.answer_server_request(launch, id.clone(), method.to_string())?;
+            self.answer_server_request(launch, id.clone(), method.to_string(), &message["params"])?;
         }
         Ok(Some(message))
     }
@@ -199,7 +200,13 @@ impl Recorder<'_> {
         launch: &mut Launch,
         id: Value,
         method: String,
+        params: &Value,
     ) -> Result<()> {
+        if let Some(choice) = self.choice_for(&method) {
+            let accepting = self.fill(&answer_to(&method, AnswerKind::Accept));
+            let result = choices::answer(&choice, params, &accepting);
+            return self.send(launch, json!({"id": id, "result": result}));
+        }
         let reply = match self.session.answer {
             AnswerKind::Error => {
                 json!({"id": id, "error": {"code": -32603, "message": "the client refuses to answer"}})
@@ -215,6 +222,15 @@ impl Recorder<'_> {
         };
         let reply = self.fill(&reply);
         self.send(launch, reply)
+    }
+
+    /// The session's choice when the schema of `method`'s answer has it.
+    fn choice_for(&self, method: &str) -> Option<choices::Choice> {
+        let name = self.session.choice.as_deref()?;
+        choices::beyond_the_kinds(fake_app_server::persona::DEFAULT_VERSION, method)
+            .ok()?
+            .into_iter()
+            .find(|choice| choice.name == name)
     }
 
     fn request_line(&mut self, method: &str, params: Value) -> Value {

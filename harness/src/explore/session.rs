@@ -24,6 +24,11 @@ pub struct Session {
     /// How every server request is answered.
     #[serde(default)]
     pub answer: AnswerKind,
+    /// A choice of the server request's schema beyond the kinds (`acceptForSession`,
+    /// `acceptWithExecpolicyAmendment`, a grant's scope `session`: `explore::choices`), made
+    /// instead of `answer` to every request whose schema has it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub choice: Option<String>,
     /// What the client does to the transport.
     #[serde(default)]
     pub transport: Transport,
@@ -100,12 +105,15 @@ impl Session {
             .map(|s| format!("{} {}", s.method, s.params))
             .collect();
         format!(
-            "scenario {}, args {:?}, capabilities {}, steps [{}], answer {:?}, transport {:?}",
+            "scenario {}, args {:?}, capabilities {}, steps [{}], answer {}, transport {:?}",
             self.scenario,
             self.launch_args,
             self.capabilities,
             methods.join(", "),
-            self.answer,
+            match &self.choice {
+                Some(choice) => format!("{choice} (else {:?})", self.answer),
+                None => format!("{:?}", self.answer),
+            },
             self.transport
         )
     }

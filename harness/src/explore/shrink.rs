@@ -25,7 +25,10 @@ pub fn candidates(session: &Session) -> Vec<Session> {
         }
     };
     with(&|s| s.transport = Transport::Plain);
-    with(&|s| s.answer = AnswerKind::Accept);
+    with(&|s| {
+        s.answer = AnswerKind::Accept;
+        s.choice = None;
+    });
     with(&|s| s.launch_args.clear());
     with(&|s| s.capabilities = Value::Null);
     if let Some(keys) = session
@@ -123,6 +126,7 @@ mod tests {
                 },
             ],
             answer: AnswerKind::Decline,
+            choice: None,
             transport: Transport::SlowReader { pause_ms: 20 },
         }
     }

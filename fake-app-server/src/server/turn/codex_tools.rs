@@ -97,7 +97,10 @@ impl TurnRun {
         let (thread_id, turn_id) = (self.plan.thread_id.clone(), self.plan.turn_id.clone());
         let changes = apply_patch::resolve(hunks, &self.plan.cwd);
         let untrusted = exec_approval::asks_before_every_action(&self.plan.approval_policy);
-        let writable = self.may_write(&changes) && !untrusted;
+        let files: Vec<std::path::PathBuf> = changes.iter().map(|c| c.absolute.clone()).collect();
+        // Files accepted for the session are written without asking (measured with 0.169).
+        let remembered = self.shared.remembered().files_allowed(&thread_id, &files);
+        let writable = (self.may_write(&changes) && !untrusted) || remembered;
         if !writable && self.plan.approval_policy.as_str() == Some("never") {
             self.tell(call_id, apply_patch::READ_ONLY_NEVER_OUTPUT.into());
             return Flow::Continue;
@@ -135,7 +138,13 @@ impl TurnRun {
                 json!({"threadId": thread_id, "turnId": turn_id, "itemId": call_id, "startedAtMs": shapes::now_ms(), "reason": null, "grantRoot": null}),
             );
             let told = match answer {
-                Approval::Decision(d) if d == "accept" || d == "acceptForSession" => None,
+                Approval::Decision(d) if d == "accept" => None,
+                Approval::Decision(d) if d == "acceptForSession" => {
+                    self.shared
+                        .remembered()
+                        .files_accepted_for_session(&thread_id, &files);
+                    None
+                }
                 Approval::Decision(d) if d == "decline" => Some(apply_patch::DECLINED_OUTPUT),
                 // An error answer, or a result without a decision the release knows, declines
                 // the change: the model is told the approval failed and the turn goes on

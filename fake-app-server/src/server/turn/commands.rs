@@ -2,7 +2,7 @@
 //! approval, and one the automatic reviewer decides; each with the items, output and model
 //! log entries Codex gives it.
 
-use super::{auto_review, exec_approval, Flow, TurnRun, WaitEnd};
+use super::{auto_review, exec_approval, remembered, Flow, TurnRun, WaitEnd};
 use crate::ids;
 use crate::model_log::ModelLogEntry;
 use crate::model_log_writer::{exec_output_text, rejected_output, APPROVAL_NEVER_OUTPUT};
@@ -34,8 +34,6 @@ impl TurnRun {
             arguments: arguments.to_string(),
         });
         let argv = vec!["/bin/bash".to_string(), "-lc".to_string(), cmd.to_string()];
-        let (thread_id, turn_id) = (self.plan.thread_id.clone(), self.plan.turn_id.clone());
-        let cwd = self.plan.cwd.display().to_string();
         // Without a sandbox nothing escalates: Codex 0.169 under danger-full-access runs the
         // command the model asked to escalate at once, asking nobody (measured under
         // `on-request`; a permission profile without a sandbox was not).
@@ -49,6 +47,12 @@ impl TurnRun {
         let asks_every_command =
             exec_approval::asks_before_every_action(&self.plan.approval_policy);
         if asks_every_command || (escalate && !unsandboxed) {
+            // Approved for the session, or allowed by an amendment's rule: run outside the
+            // sandbox, nobody asked, the item as a sandboxed command's (measured with 0.169).
+            if self.command_remembered(&argv, escalate) {
+                self.run_command(call_id, cmd, &argv, &ExecPolicy::Direct);
+                return Flow::Continue;
+            }
             if self.plan.approval_policy.as_str() == Some("never") {
                 self.tell_exec(call_id, APPROVAL_NEVER_OUTPUT.into());
                 return Flow::Continue;
@@ -57,13 +61,19 @@ impl TurnRun {
                 let review = review.cloned().unwrap_or_else(Review::unscripted);
                 return self.auto_reviewed_shell(call_id, cmd, &review, &argv);
             }
-            return self.escalated_shell(call_id, cmd, justification, &argv);
+            return self.escalated_shell(call_id, cmd, justification, &argv, escalate);
         }
         let policy = self.plan.permissions.exec_policy(&self.plan.cwd);
-        let result = self
-            .shared
-            .sandbox
-            .run(&argv, &self.plan.cwd, &policy, true);
+        self.run_command(call_id, cmd, &argv, &policy);
+        Flow::Continue
+    }
+
+    /// Run `argv` under `policy`, nobody asked: its item (unless the sandbox denied it) and
+    /// what the model is told.
+    fn run_command(&mut self, call_id: String, cmd: &str, argv: &[String], policy: &ExecPolicy) {
+        let (thread_id, turn_id) = (self.plan.thread_id.clone(), self.plan.turn_id.clone());
+        let cwd = self.plan.cwd.display().to_string();
+        let result = self.shared.sandbox.run(argv, &self.plan.cwd, policy, true);
         if !result.looks_like_sandbox_denial() {
             // A fast command's item/started goes out after it finished, as with Codex.
             let started = shapes::now_ms().saturating_sub(result.duration.as_millis() as u64);
@@ -84,7 +94,22 @@ impl TurnRun {
             self.complete_command(view, &result);
         }
         self.log_exec_output(call_id, &result);
-        Flow::Continue
+    }
+
+    fn command_key(&self, argv: &[String], escalated: bool) -> remembered::CommandKey {
+        remembered::CommandKey {
+            thread_id: self.plan.thread_id.clone(),
+            argv: argv.to_vec(),
+            cwd: self.plan.cwd.clone(),
+            escalated,
+        }
+    }
+
+    fn command_remembered(&self, argv: &[String], escalated: bool) -> bool {
+        let home = remembered::rules_home();
+        self.shared
+            .remembered()
+            .command_allowed(&self.command_key(argv, escalated), home.as_deref())
     }
 
     /// The command item ends `completed` or `failed` by its exit code, with its output.
@@ -132,6 +157,7 @@ impl TurnRun {
         cmd: &str,
         justification: Option<&str>,
         argv: &[String],
+        escalated: bool,
     ) -> Flow {
         let (thread_id, turn_id) = (self.plan.thread_id.clone(), self.plan.turn_id.clone());
         let cwd = self.plan.cwd.display().to_string();
@@ -183,6 +209,15 @@ impl TurnRun {
             Ok(message) => decision_of(message).unwrap_or_else(|| "failed".to_string()),
             Err(_) => "cancel".to_string(),
         };
+        if let Ok(message) = &answer {
+            let home = remembered::rules_home();
+            let key = self.command_key(argv, escalated);
+            self.shared.remembered().command_accepted(
+                key,
+                &message["result"]["decision"],
+                home.as_deref(),
+            );
+        }
         self.approval_decided(&decision, call_id.clone(), &view, argv)
     }
 
@@ -197,7 +232,11 @@ impl TurnRun {
         argv: &[String],
     ) -> Flow {
         match decision {
-            "accept" | "acceptForSession" | "acceptWithExecpolicyAmendment" => {
+            "accept"
+            | "acceptForSession"
+            | "acceptWithExecpolicyAmendment"
+            // Runs the command as `accept` does (measured with 0.169, an `allow` amendment).
+            | "applyNetworkPolicyAmendment" => {
                 self.send(shapes::thread_status(
                     &self.plan.thread_id,
                     shapes::active_status(&[]),

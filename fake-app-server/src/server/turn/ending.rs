@@ -22,8 +22,9 @@ impl TurnRun {
         ));
         // Codex 0.169 follows every usage report with the account's rate limits.
         self.rate_limits();
-        // Once a patch changed files, every later response repeats the turn's diff (measured).
-        if !self.changes.is_empty() {
+        // Once a patch changed files, every later response repeats the turn's diff, unless it
+        // is empty (a file added then deleted: measured with 0.169).
+        if !crate::apply_patch::turn_diff(&self.changes).is_empty() {
             self.turn_diff();
         }
         if !std::mem::take(&mut self.goal_changed) {

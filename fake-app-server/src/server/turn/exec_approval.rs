@@ -38,6 +38,14 @@ pub(super) fn proposed_amendment(argv: &[String]) -> Vec<String> {
         .unwrap_or_else(|| argv.to_vec())
 }
 
+/// The commands Codex 0.169 judges one by one against its exec-policy rules for `argv`: a
+/// plain `bash -lc` script's commands, else the whole argv.
+pub(super) fn judged_commands(argv: &[String]) -> Vec<Vec<String>> {
+    shell_script(argv)
+        .and_then(plain_commands)
+        .unwrap_or_else(|| vec![argv.to_vec()])
+}
+
 /// The script of `SHELL -lc SCRIPT` or `SHELL -c SCRIPT`, for a bash, zsh or sh by its file
 /// name; `None` for any other argv.
 fn shell_script(argv: &[String]) -> Option<&str> {

@@ -23,6 +23,7 @@ mod ending;
 mod exec_approval;
 mod items;
 mod model_tools;
+pub(crate) mod remembered;
 mod server_actions;
 mod server_requests;
 
