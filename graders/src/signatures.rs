@@ -448,6 +448,11 @@ mod tests {
             ("bwrap: Creating new namespace failed: nesting depth or /proc/sys/user/max_user_namespaces exceeded", "bwrap-namespace-create-failed"),
             ("bubblewrap is unavailable: no system bwrap was found on PATH and no bundled codex-resources/bwrap binary was found next to the Codex executable", "bubblewrap-unavailable"),
             ("/usr/bin/bwrap: Permission denied (os error 13)", "bwrap-not-executable"),
+            // gVisor (Debian 13's runsc 0.0~20240729): a new network namespace has no `lo` under
+            // --network=host, and bubblewrap's first mount is refused with or without --unshare-net.
+            ("bwrap: loopback: Failed to look up lo: No such device", "bwrap-fatal-other"),
+            ("bwrap: Failed to make / slave: Operation not permitted", "bwrap-make-root-slave"),
+            ("bwrap: loopback: Failed RTM_NEWADDR: No child process", "bwrap-loopback-rtm-newaddr"),
         ];
         for (line, name) in cases {
             let found = classify_line(line).unwrap_or_else(|| panic!("unclassified: {line}"));
