@@ -15,6 +15,7 @@ mod protocol;
 mod protocol_requests;
 mod protocol_turns;
 mod protocol_wire;
+mod raw_events;
 mod real_drivers;
 mod recorded_answers;
 mod scenarios;

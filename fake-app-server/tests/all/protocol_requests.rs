@@ -214,7 +214,7 @@ fn permissions_approval_tells_the_model_what_was_granted() {
     assert!(resolved_for(&case, &request));
     assert_eq!(
         case.tool_outputs()[0],
-        r#"{"permissions":{"file_system":null,"network":{"enabled":true}},"scope":"session"}"#
+        r#"{"permissions":{"network":{"enabled":true},"file_system":null},"scope":"session"}"#
     );
     Schemas::of("0.169.0").assert_valid(&case.messages(), |_| false);
     // The minimal driver's `{decision}` answer grants nothing, as with the real Codex.
@@ -229,7 +229,7 @@ fn permissions_approval_tells_the_model_what_was_granted() {
     });
     assert_eq!(
         wrong.tool_outputs()[0],
-        r#"{"permissions":{"file_system":null,"network":null},"scope":"turn"}"#
+        r#"{"permissions":{"network":null,"file_system":null},"scope":"turn"}"#
     );
 }
 
@@ -247,7 +247,7 @@ fn permissions_are_not_asked_under_approval_policy_never() {
     assert!(only(&case.messages(), "item/permissions/requestApproval").is_empty());
     assert_eq!(
         case.tool_outputs()[0],
-        r#"{"permissions":{"file_system":null,"network":null},"scope":"turn"}"#
+        r#"{"permissions":{"network":null,"file_system":null},"scope":"turn"}"#
     );
 }
 
