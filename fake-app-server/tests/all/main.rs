@@ -10,6 +10,7 @@ mod common;
 
 mod admin;
 mod faults;
+mod full_access;
 mod personas;
 mod protocol;
 mod protocol_requests;
