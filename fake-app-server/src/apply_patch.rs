@@ -79,15 +79,33 @@ pub fn parse(text: &str) -> Result<Vec<Hunk>, String> {
 pub struct Change {
     pub hunk: Hunk,
     pub absolute: PathBuf,
+    /// The path `turn/diff/updated` names: relative to the git root around the workspace
+    /// ([`diff_root`]), else to the workspace.
+    pub diff_path: String,
     /// A deleted file's content as it was (empty when it did not exist).
     pub old_content: String,
 }
 
+/// Where Codex 0.169 roots a turn's diff: the nearest folder, the workspace or above it, that
+/// holds a `.git` (a repository's folder, a worktree's file, or an empty folder: measured with
+/// `harness explore` and an empty `.git` above the workspace), else the workspace itself. The
+/// file change items keep absolute paths.
+pub fn diff_root(cwd: &Path) -> &Path {
+    cwd.ancestors()
+        .find(|folder| folder.join(".git").symlink_metadata().is_ok())
+        .unwrap_or(cwd)
+}
+
 pub fn resolve(hunks: &[Hunk], cwd: &Path) -> Vec<Change> {
+    let root = diff_root(cwd);
     hunks
         .iter()
         .map(|hunk| {
             let absolute = cwd.join(hunk.path());
+            let diff_path = absolute
+                .strip_prefix(root)
+                .map(|relative| relative.display().to_string())
+                .unwrap_or_else(|_| hunk.path().to_string());
             let old_content = match hunk {
                 Hunk::Delete { .. } => std::fs::read_to_string(&absolute).unwrap_or_default(),
                 Hunk::Add { .. } => String::new(),
@@ -95,6 +113,7 @@ pub fn resolve(hunks: &[Hunk], cwd: &Path) -> Vec<Change> {
             Change {
                 hunk: hunk.clone(),
                 absolute,
+                diff_path,
                 old_content,
             }
         })
@@ -136,7 +155,7 @@ impl Change {
 
     /// The git-style diff of this change, as Codex's `turn/diff/updated` writes it.
     fn git_diff(&self) -> String {
-        let path = self.hunk.path();
+        let path = &self.diff_path;
         let zero = "0".repeat(40);
         let (header, index, from, to, range, body) = match &self.hunk {
             Hunk::Add { content, .. } => (
@@ -186,7 +205,7 @@ pub fn turn_diff(changes: &[Change]) -> String {
         .iter()
         .filter(|c| !added_then_deleted(c.hunk.path()))
         .collect();
-    sorted.sort_by(|a, b| a.hunk.path().cmp(b.hunk.path()));
+    sorted.sort_by(|a, b| a.diff_path.cmp(&b.diff_path));
     sorted.iter().map(|c| c.git_diff()).collect()
 }
 
@@ -288,6 +307,9 @@ mod tests {
     #[test]
     fn a_file_added_then_deleted_in_a_turn_leaves_no_diff() {
         let dir = tempfile::tempdir().unwrap();
+        // The diff's root is the nearest folder holding `.git`: this one, whatever lies above
+        // the machine's temporary folder (the real Codex leaves an empty /tmp/.git behind).
+        std::fs::create_dir(dir.path().join(".git")).unwrap();
         let mut changes = resolve(&parse(PROBE).unwrap(), dir.path());
         apply(&changes).unwrap();
         let delete = "*** Begin Patch\n*** Delete File: probe.txt\n*** End Patch";
@@ -296,5 +318,35 @@ mod tests {
         let other = "*** Begin Patch\n*** Add File: other.txt\n+other\n*** End Patch\n";
         changes.extend(resolve(&parse(other).unwrap(), dir.path()));
         assert!(turn_diff(&changes).starts_with("diff --git a/other.txt b/other.txt\n"));
+    }
+
+    /// Measured with Codex 0.169 (`harness explore`, the workspace below a repository, below an
+    /// empty `.git`, and below a worktree's `.git` file): the turn's diff names the file from the
+    /// folder holding `.git`; the fake named it from the workspace.
+    #[test]
+    fn a_turn_diff_names_files_from_the_git_root_around_the_workspace() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path().join("repo/sub/ws");
+        std::fs::create_dir_all(&ws).unwrap();
+        std::fs::create_dir_all(dir.path().join("repo/.git")).unwrap();
+        let hunks = parse(PROBE).unwrap();
+        let diff = turn_diff(&resolve(&hunks, &ws));
+        assert!(
+            diff.starts_with("diff --git a/sub/ws/probe.txt b/sub/ws/probe.txt\n"),
+            "{diff}"
+        );
+        assert!(diff.contains("+++ b/sub/ws/probe.txt\n"), "{diff}");
+        // The nearest one wins, a `.git` file (a worktree's) as well as a folder.
+        std::fs::write(dir.path().join("repo/sub/.git"), "gitdir: elsewhere\n").unwrap();
+        let diff = turn_diff(&resolve(&hunks, &ws));
+        assert!(diff.starts_with("diff --git a/ws/probe.txt"), "{diff}");
+        std::fs::create_dir_all(ws.join(".git")).unwrap();
+        let changes = resolve(&hunks, &ws);
+        assert!(turn_diff(&changes).starts_with("diff --git a/probe.txt"));
+        // The item keeps the absolute path.
+        assert_eq!(
+            changes[0].item_change()["path"],
+            ws.join("probe.txt").display().to_string()
+        );
     }
 }

@@ -18,6 +18,10 @@ use serde_json::Value;
 use std::collections::HashSet;
 use std::sync::OnceLock;
 
+/// The marker of a gated plain boolean in `experimental_gate.txt` (see
+/// [`Persona::experimental_gate`]).
+pub const IF_TRUE: &str = "if-true";
+
 /// The Codex the fake plays unless told otherwise: the harness's pin.
 pub const DEFAULT_VERSION: &str = "0.169.0";
 
@@ -334,31 +338,43 @@ impl Persona {
     /// What the release refuses a client that did not declare `capabilities.experimentalApi`
     /// (`experimental_gate.txt`, recorded by `harness drift` from the schema's experimental
     /// markers): `METHOD` for a method, `METHOD FIELD` for a request field, the fields of a
-    /// method in the order the release checks them.
+    /// method in the order the release checks them; `METHOD FIELD if-true` for a plain (not
+    /// nullable) boolean, which counts as set only when `true`.
     pub fn experimental_gate(&self) -> impl Iterator<Item = &'static str> {
         self.experimental_gate.lines().filter(|l| !l.is_empty())
     }
 
     /// Why the release refuses `method` with `params` to a client without the experimental
-    /// API: the method, or its first gated field that is set (present, not `null`, not
-    /// `false`), as Codex words it (`thread/start.multiAgentMode requires experimentalApi
-    /// capability`); `None` when it does not.
+    /// API: the method, or its first gated field that is set, as Codex words it
+    /// (`thread/start.multiAgentMode requires experimentalApi capability`); `None` when it
+    /// does not. Set (measured with 0.169 and `harness explore`): any value but `null`, even
+    /// `false` (`daybreakEnabled`), `[]` or `{}`; a plain boolean (`experimentalRawEvents`)
+    /// only `true`.
     pub fn experimental_refusal(&self, method: &str, params: Option<&Value>) -> Option<String> {
-        let set = |field: &str| {
-            params
-                .and_then(|p| p.get(field))
-                .is_some_and(|v| !v.is_null() && *v != Value::Bool(false))
+        let set = |field: &str, only_true: bool| {
+            params.and_then(|p| p.get(field)).is_some_and(|v| {
+                if only_true {
+                    *v == Value::Bool(true)
+                } else {
+                    !v.is_null()
+                }
+            })
         };
-        self.experimental_gate()
-            .find_map(|line| match line.split_once(' ') {
-                None if line == method => {
+        self.experimental_gate().find_map(|line| {
+            let mut words = line.split(' ');
+            let gated = words.next()?;
+            match (words.next(), words.next()) {
+                (None, _) if gated == method => {
                     Some(format!("{method} requires experimentalApi capability"))
                 }
-                Some((gated, field)) if gated == method && set(field) => Some(format!(
-                    "{method}.{field} requires experimentalApi capability"
-                )),
+                (Some(field), marker) if gated == method && set(field, marker == Some(IF_TRUE)) => {
+                    Some(format!(
+                        "{method}.{field} requires experimentalApi capability"
+                    ))
+                }
                 _ => None,
-            })
+            }
+        })
     }
 
     pub fn is_experimental_notification(&self, method: &str) -> bool {

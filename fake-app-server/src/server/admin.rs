@@ -179,6 +179,7 @@ fn clone_thread(thread: &ThreadState) -> ThreadState {
         name: thread.name.clone(),
         forked_from: thread.forked_from.clone(),
         dynamic_tools: thread.dynamic_tools.clone(),
+        raw_events: false,
         features: thread.features.clone(),
         instruction_sources: thread.instruction_sources.clone(),
         preview: thread.preview.clone(),

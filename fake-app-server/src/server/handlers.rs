@@ -309,7 +309,8 @@ fn turn_start(shared: &Arc<Shared>, params: Option<&Value>) -> Reply {
         if thread.preview.is_empty() {
             thread.preview = text.clone();
         }
-        let first_turn = thread.turns_started == 0;
+        let turn_index = thread.turns_started;
+        let first_turn = turn_index == 0;
         let output_schema = params.output_schema.as_ref().is_some_and(|s| !s.is_null());
         let script = threads::script_after_inputs(shared, thread, 1, output_schema);
         if first_turn {
@@ -354,6 +355,9 @@ fn turn_start(shared: &Arc<Shared>, params: Option<&Value>) -> Reply {
             script,
             signals: signals_rx,
             self_signal: signals_tx,
+            raw_events: thread
+                .raw_events
+                .then_some(turn::RawEventsTurn { turn_index }),
         };
         drop(state);
         // Counted from now, not from when its thread first runs: input that ends right after

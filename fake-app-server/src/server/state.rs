@@ -73,6 +73,9 @@ pub struct ThreadState {
     /// The thread `thread/fork` copied it from.
     pub forked_from: Option<String>,
     pub dynamic_tools: Vec<String>,
+    /// `thread/start`'s `experimentalRawEvents` (raw events are not kept when the thread is
+    /// persisted: `thread/resume` has no such field).
+    pub raw_events: bool,
     /// The `features` table of `thread/start`'s `config`, when it names one: it replaces the
     /// configuration's whole `features` table for this thread (measured with 0.169: a
     /// `-c features.request_permissions_tool=true` is lost for a thread started with
@@ -340,6 +343,7 @@ impl ThreadState {
             name: record.name,
             forked_from: record.forked_from,
             dynamic_tools: record.dynamic_tools,
+            raw_events: false,
             features: None,
             instruction_sources: record.instruction_sources,
             preview: record.preview,

@@ -44,6 +44,8 @@ struct ThreadStartParams {
     /// settings (measured with `harness explore`).
     #[serde(default)]
     personality: Option<Value>,
+    #[serde(default)]
+    experimental_raw_events: Option<bool>,
 }
 
 #[derive(Deserialize)]
@@ -281,6 +283,7 @@ fn start(
             .into_iter()
             .map(|t| t.name)
             .collect(),
+        raw_events: params.experimental_raw_events.unwrap_or(false),
         features: params
             .config
             .as_ref()

@@ -10,11 +10,13 @@ mod common;
 
 mod admin;
 mod faults;
+mod full_access;
 mod personas;
 mod protocol;
 mod protocol_requests;
 mod protocol_turns;
 mod protocol_wire;
+mod raw_events;
 mod real_drivers;
 mod recorded_answers;
 mod remembered_answers;

@@ -102,8 +102,8 @@ fn requests_before_initialize_and_the_experimental_gate() {
 
 /// Every method and request field the release has only in its experimental schema is refused
 /// to a client that did not declare `experimentalApi` (the persona's `experimental_gate.txt`,
-/// recorded by `harness drift`), the first of several in the release's own order; `false` and
-/// `null` are not set. The fake gated a hand-picked few and answered the rest (found by
+/// recorded by `harness drift`), the first of several in the release's own order; `null` is not
+/// set, nor a plain boolean's `false`. The fake gated a hand-picked few and answered the rest (found by
 /// `harness explore`: `thread/start.multiAgentMode`, `collaborationMode/list`, …).
 #[test]
 fn the_experimental_gate_is_the_releases_whole_gate() {
@@ -139,6 +139,52 @@ fn the_experimental_gate_is_the_releases_whole_gate() {
         json!({"experimentalRawEvents": false, "projectId": null}),
     );
     assert!(unset["result"]["thread"]["id"].is_string(), "{unset}");
+    // Measured with 0.169 (`harness explore`): a nullable boolean sent `false` is set, a plain
+    // one only when `true`; `[]` is set; every `cyberAccessProgram` is; `collaborationMode` is
+    // checked before `multiAgentMode` and `cyberAccessProgram`.
+    for (params, field) in [
+        (json!({"daybreakEnabled": false}), "daybreakEnabled"),
+        (
+            json!({"experimentalRawEvents": true}),
+            "experimentalRawEvents",
+        ),
+        (
+            json!({"allowProviderModelFallback": true}),
+            "allowProviderModelFallback",
+        ),
+        (json!({"dynamicTools": []}), "dynamicTools"),
+    ] {
+        assert_eq!(
+            refused(&mut client, "thread/start", params),
+            format!("thread/start.{field} requires experimentalApi capability")
+        );
+    }
+    let fallback = client.request("thread/start", json!({"allowProviderModelFallback": false}));
+    assert!(fallback["result"]["thread"]["id"].is_string(), "{fallback}");
+    let thread = unset["result"]["thread"]["id"].clone();
+    let plan = json!({"mode": "plan", "settings": {"model": "gpt-5.5"}});
+    for (params, field) in [
+        (
+            json!({"cyberAccessProgram": "standard"}),
+            "cyberAccessProgram",
+        ),
+        (
+            json!({"cyberAccessProgram": "daybreakBlue", "collaborationMode": plan}),
+            "collaborationMode",
+        ),
+        (
+            json!({"multiAgentMode": "explicitRequestOnly", "collaborationMode": plan}),
+            "collaborationMode",
+        ),
+    ] {
+        let mut params = params;
+        params["threadId"] = thread.clone();
+        params["input"] = json!([{"type": "text", "text": "x"}]);
+        assert_eq!(
+            refused(&mut client, "turn/start", params),
+            format!("turn/start.{field} requires experimentalApi capability")
+        );
+    }
     // A client that declared it is not gated.
     let mut declared = Client::spawn(&["--sandbox", "simulated"], &lab.home());
     declared.initialize(true);

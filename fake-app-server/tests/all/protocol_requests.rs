@@ -214,7 +214,7 @@ fn permissions_approval_tells_the_model_what_was_granted() {
     assert!(resolved_for(&case, &request));
     assert_eq!(
         case.tool_outputs()[0],
-        r#"{"permissions":{"file_system":null,"network":{"enabled":true}},"scope":"session"}"#
+        r#"{"permissions":{"network":{"enabled":true},"file_system":null},"scope":"session"}"#
     );
     Schemas::of("0.169.0").assert_valid(&case.messages(), |_| false);
     // The minimal driver's `{decision}` answer grants nothing, as with the real Codex.
@@ -229,7 +229,7 @@ fn permissions_approval_tells_the_model_what_was_granted() {
     });
     assert_eq!(
         wrong.tool_outputs()[0],
-        r#"{"permissions":{"file_system":null,"network":null},"scope":"turn"}"#
+        r#"{"permissions":{"network":null,"file_system":null},"scope":"turn"}"#
     );
 }
 
@@ -247,7 +247,7 @@ fn permissions_are_not_asked_under_approval_policy_never() {
     assert!(only(&case.messages(), "item/permissions/requestApproval").is_empty());
     assert_eq!(
         case.tool_outputs()[0],
-        r#"{"permissions":{"file_system":null,"network":null},"scope":"turn"}"#
+        r#"{"permissions":{"network":null,"file_system":null},"scope":"turn"}"#
     );
 }
 
@@ -498,4 +498,48 @@ fn features_under_development_are_warned_about_as_a_thread_starts() {
     let turn_answered = position(&|m| m["result"]["turn"]["id"].is_string());
     assert!(started < warned, "the warning follows thread/started");
     assert!(warned < turn_answered, "the warning comes before any turn");
+}
+
+/// A permissions request an interrupt left pending is resolved in the same write as the
+/// interrupted turn's `turn/completed`: a client that starts its next turn (plan mode, so the
+/// thread's settings change) as soon as it reads that has Codex 0.169's order,
+/// `serverRequest/resolved` before `thread/settings/updated` (found by `harness explore`, the
+/// corpus's `permissions-late-then-plan-mode`: the fake resolved it after the next turn/start's
+/// answer).
+#[test]
+fn a_request_an_interrupt_left_pending_resolves_before_the_next_turns_settings() {
+    let mut case = Case::start_with(
+        "permissions-approval",
+        "fullread",
+        json!({}),
+        PERMISSIONS_TOOL,
+    );
+    let interrupt = |request: &Value| {
+        (request["method"] == "item/permissions/requestApproval").then(|| {
+            json!({"id": 9000, "method": "turn/interrupt", "params": {
+                "threadId": request["params"]["threadId"], "turnId": request["params"]["turnId"]}})
+        })
+    };
+    case.until_turn_completed(&mut { interrupt });
+    let first_turn = case.turn.clone();
+    // The explorer's late answer: the accepting one, once the turn ended, then the next turn.
+    let request = the_request(&case, "item/permissions/requestApproval");
+    case.client
+        .send(&json!({"id": request["id"], "result": {"permissions": {}, "scope": "turn"}}));
+    case.client.send_request(
+        "turn/start",
+        json!({"threadId": case.thread, "input": [{"type": "text", "text": "again"}],
+            "collaborationMode": {"mode": "plan", "settings": {"model": "gpt-5.5"}}}),
+    );
+    case.pump("the next turn", &mut no_answer(), |_, m| {
+        m["method"] == "turn/started" && m["params"]["turn"]["id"] != json!(first_turn)
+    });
+    let messages = case.messages();
+    assert!(messages.iter().any(|m| m["id"] == 9000), "{messages:#?}");
+    let order: Vec<&str> = messages
+        .iter()
+        .filter_map(|m| m["method"].as_str())
+        .filter(|m| *m == "serverRequest/resolved" || *m == "thread/settings/updated")
+        .collect();
+    assert_eq!(order, ["serverRequest/resolved", "thread/settings/updated"]);
 }

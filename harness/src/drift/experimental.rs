@@ -4,15 +4,19 @@
 //! `experimental_gate.txt` (`METHOD` for a method, `METHOD FIELD` for a field). A request with
 //! several such fields is refused naming the first the release checks, which the schema's
 //! sorted properties do not say: the fields of each method are put in that order by asking the
-//! binary (all of them set, the one it names taken out, again).
+//! binary (all of them set, the one it names taken out, again). A plain (not nullable) boolean
+//! counts as set only when `true` (measured with 0.169: `experimentalRawEvents: false` passes,
+//! `daybreakEnabled: false` does not), marked `METHOD FIELD if-true`.
 
 use anyhow::{Context, Result};
 use serde_json::{json, Map, Value};
 use std::collections::BTreeSet;
 use std::path::Path;
 
-/// The deepest a probe value is built.
-const MAX_DEPTH: usize = 4;
+/// The deepest a probe value is built: deep enough for a required object inside a required
+/// object (`turn/start`'s `collaborationMode.settings.model`; at 4 its probe lacked `model`, was
+/// refused as invalid rather than by the gate, and went last in the recorded order).
+const MAX_DEPTH: usize = 8;
 
 fn read(path: &Path) -> Result<Value> {
     let text =
@@ -108,6 +112,15 @@ pub fn probe_value(schema: &Value, definitions: &Value, depth: usize) -> Value {
     }
 }
 
+/// A gated field's line: a plain boolean's marked (see the module's documentation).
+fn gate_line(method: &str, field: &str, schema: &Value) -> String {
+    if schema["type"] == "boolean" {
+        format!("{method} {field} {}", fake_app_server::persona::IF_TRUE)
+    } else {
+        format!("{method} {field}")
+    }
+}
+
 /// `experimental_gate.txt` of the binary `program`: its two schemas generated under
 /// `scratch`, each gated method's fields ordered by asking the binary.
 pub fn record(program: &Path, scratch: &Path) -> Result<Vec<String>> {
@@ -166,7 +179,13 @@ pub fn record(program: &Path, scratch: &Path) -> Result<Vec<String>> {
             }
         }
         ordered.append(&mut unordered);
-        lines.extend(ordered.into_iter().map(|field| format!("{method} {field}")));
+        lines.extend(ordered.into_iter().map(|field| {
+            gate_line(
+                &method,
+                &field,
+                &params_schema["properties"][field.as_str()],
+            )
+        }));
     }
     Ok(lines)
 }
@@ -218,6 +237,39 @@ mod tests {
                 json!({"type": "object", "required": ["a"], "properties": {"a": {"type": "string"}}})
             ),
             json!({"a": "x"})
+        );
+    }
+
+    #[test]
+    fn a_plain_boolean_is_marked_and_a_nested_required_object_is_filled() {
+        assert_eq!(
+            gate_line(
+                "thread/start",
+                "experimentalRawEvents",
+                &json!({"type": "boolean"})
+            ),
+            "thread/start experimentalRawEvents if-true"
+        );
+        assert_eq!(
+            gate_line(
+                "thread/start",
+                "daybreakEnabled",
+                &json!({"type": ["boolean", "null"]})
+            ),
+            "thread/start daybreakEnabled"
+        );
+        let definitions = json!({
+            "CollaborationMode": {"type": "object", "required": ["mode", "settings"], "properties": {
+                "mode": {"$ref": "#/definitions/ModeKind"},
+                "settings": {"$ref": "#/definitions/Settings"}}},
+            "ModeKind": {"enum": ["plan", "default"]},
+            "Settings": {"type": "object", "required": ["model"], "properties": {"model": {"type": "string"}}},
+        });
+        let field =
+            json!({"anyOf": [{"$ref": "#/definitions/CollaborationMode"}, {"type": "null"}]});
+        assert_eq!(
+            probe_value(&field, &definitions, 1),
+            json!({"mode": "plan", "settings": {"model": "x"}})
         );
     }
 }

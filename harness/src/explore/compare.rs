@@ -68,6 +68,64 @@ pub const REPEATS_NOT_COUNTED: &[(&str, &str)] = &[(
      session, once in every replay without dynamicTools)",
 )];
 
+/// What is not compared in a raw event's item (`rawResponseItem/completed`, a thread started
+/// with `experimentalRawEvents`), with why.
+pub const RAW_ITEM_TEXTS_NOT_COMPARED: &str = "the texts of Codex's context messages (every \
+     content part whose provenance is not the user's: the home's skills, the sandbox's and \
+     tools' instructions, the host's date and time zone) are its prompts, not the protocol; a \
+     tool output's `Chunk ID` and `Wall time` are random and timing";
+
+/// A tool output's header values that are random or timing (see
+/// [`RAW_ITEM_TEXTS_NOT_COMPARED`]).
+fn tool_output_volatiles() -> &'static [(regex::Regex, &'static str)] {
+    static PATTERNS: std::sync::OnceLock<Vec<(regex::Regex, &'static str)>> =
+        std::sync::OnceLock::new();
+    PATTERNS.get_or_init(|| {
+        [
+            (r"Chunk ID: [0-9a-f]+", "Chunk ID: <chunk>"),
+            (r"Wall time: [0-9.]+ seconds", "Wall time: <wall> seconds"),
+        ]
+        .into_iter()
+        .map(|(p, r)| {
+            (
+                regex::Regex::new(p).expect("the tool output patterns compile"),
+                r,
+            )
+        })
+        .collect()
+    })
+}
+
+/// A raw event's item with [`RAW_ITEM_TEXTS_NOT_COMPARED`] masked.
+fn mask_raw_item(entry: &mut Value) {
+    if entry["message"]["method"] != "rawResponseItem/completed" {
+        return;
+    }
+    let item = &mut entry["message"]["params"]["item"];
+    if let Some(Value::String(output)) = item.get_mut("output") {
+        for (pattern, placeholder) in tool_output_volatiles() {
+            *output = pattern.replace_all(output, *placeholder).into_owned();
+        }
+    }
+    let provenance: Vec<Value> = item["internal_chat_message_metadata_passthrough"]
+        ["content_item_metadata"]
+        .as_array()
+        .map(|parts| {
+            parts
+                .iter()
+                .map(|p| p["provenance"]["type"].clone())
+                .collect()
+        })
+        .unwrap_or_default();
+    if let Some(parts) = item.get_mut("content").and_then(Value::as_array_mut) {
+        for (part, source) in parts.iter_mut().zip(provenance) {
+            if source != "user" && part.get("text").is_some() {
+                part["text"] = Value::String("<not compared>".into());
+            }
+        }
+    }
+}
+
 /// Where two sides' normalised messages first differ.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MessageDivergence {
@@ -140,6 +198,9 @@ pub fn compared(messages: &[Value]) -> Vec<Value> {
     let mut out: Vec<Value> = Vec::new();
     let mut held: Vec<Value> = Vec::new();
     for entry in messages.iter().filter(|e| !listed(NOT_COMPARED, e)) {
+        let mut entry = entry.clone();
+        mask_raw_item(&mut entry);
+        let entry = &entry;
         if listed(REPEATS_NOT_COUNTED, entry) && out.last() == Some(entry) {
             continue;
         }
@@ -344,5 +405,37 @@ mod tests {
         let after = compared(&[answer.clone(), warning.clone(), exit.clone()]);
         assert_eq!(before, after);
         assert_eq!(before, [answer, warning, exit]);
+    }
+
+    #[test]
+    fn a_raw_items_context_texts_and_tool_output_timings_are_not_compared() {
+        let raw = |text: &str, source: &str, output: &str| {
+            json!({"launch": 1, "message": {"method": "rawResponseItem/completed", "params": {"item": {
+                "content": [{"type": "input_text", "text": text}], "output": output,
+                "internal_chat_message_metadata_passthrough": {
+                    "content_item_metadata": [{"provenance": {"type": source}}]},
+            }}}})
+        };
+        let real = raw(
+            "<skills_instructions>…",
+            "skills",
+            "Chunk ID: c6b298\nWall time: 0.0012 seconds\nProcess exited with code 0",
+        );
+        let fake = raw(
+            "<host_skills.instructions: not modelled>",
+            "skills",
+            "Chunk ID: 0a1b2c\nWall time: 0.0000 seconds\nProcess exited with code 0",
+        );
+        assert_eq!(compared(&[real]), compared(&[fake]));
+        // The user's own words and the rest of an output are compared.
+        let user = compared(&[raw("explore", "user", "")]);
+        assert_eq!(
+            user[0]["message"]["params"]["item"]["content"][0]["text"],
+            "explore"
+        );
+        assert_ne!(
+            compared(&[raw("x", "skills", "Process exited with code 0")]),
+            compared(&[raw("x", "skills", "Process exited with code 1")])
+        );
     }
 }

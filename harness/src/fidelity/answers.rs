@@ -29,7 +29,8 @@ pub type Answer = Value;
 
 /// Keys whose numbers are times or durations: how fast a side was, not what it said.
 fn is_time_key(key: &str) -> bool {
-    key.ends_with("At") || key.ends_with("AtMs") || key.ends_with("Ms")
+    // `create_time`: a raw event's item (`rawResponseItem/completed`), in seconds.
+    key.ends_with("At") || key.ends_with("AtMs") || key.ends_with("Ms") || key == "create_time"
 }
 
 fn volatile_patterns() -> &'static [(Regex, &'static str)] {

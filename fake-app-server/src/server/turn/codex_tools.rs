@@ -33,6 +33,15 @@ enum Approval {
 }
 
 /// What the model is told when it asks the user outside plan mode (Codex 0.169).
+/// What the model is told a `request_permissions` call was granted, in Codex 0.169's key order
+/// (`network` before `file_system`, measured with raw events: the text is the model's, as is).
+fn permissions_told(network: &Value, file_system: &Value, scope: &str) -> String {
+    format!(
+        r#"{{"permissions":{{"network":{network},"file_system":{file_system}}},"scope":{}}}"#,
+        json!(scope)
+    )
+}
+
 const USER_INPUT_UNAVAILABLE: &str = "request_user_input is unavailable in Default mode";
 
 impl TurnRun {
@@ -297,9 +306,10 @@ impl TurnRun {
         if self.plan.approval_policy.as_str() == Some("never") {
             // Measured with 0.169: no request to the client; the model is told that nothing
             // was granted.
-            let told =
-                json!({"permissions": {"network": null, "file_system": null}, "scope": "turn"});
-            self.tell(call_id, told.to_string());
+            self.tell(
+                call_id,
+                permissions_told(&Value::Null, &Value::Null, "turn"),
+            );
             return Flow::Continue;
         }
         let requested = &args.permissions;
@@ -321,9 +331,10 @@ impl TurnRun {
             let action = auto_review::permissions_action(args.reason.as_deref(), asked);
             self.auto_review(&call_id, action, &review, shapes::now_ms());
             if !review.allows() {
-                let told =
-                    json!({"permissions": {"network": null, "file_system": null}, "scope": "turn"});
-                self.tell(call_id, told.to_string());
+                self.tell(
+                    call_id,
+                    permissions_told(&Value::Null, &Value::Null, "turn"),
+                );
                 return Flow::Continue;
             }
         }
@@ -351,14 +362,21 @@ impl TurnRun {
             .and_then(|r| r.get("scope"))
             .and_then(Value::as_str)
             .unwrap_or("turn");
-        let field = |key: &str| {
+        // Codex 0.169 keeps only what the model asked for (measured with raw events: network
+        // asked, fileSystem granted, the model told `network: null, file_system: null`).
+        let field = |key: &str, asked: bool| {
             granted
+                .filter(|_| asked)
                 .and_then(|g| g.get(key))
                 .cloned()
                 .unwrap_or(Value::Null)
         };
-        let told = json!({"permissions": {"network": field("network"), "file_system": field("fileSystem")}, "scope": scope});
-        self.tell(call_id, told.to_string());
+        let told = permissions_told(
+            &field("network", requested.network.is_some()),
+            &field("fileSystem", requested.file_system.is_some()),
+            scope,
+        );
+        self.tell(call_id, told);
         Flow::Continue
     }
 
@@ -490,5 +508,8 @@ pub(super) fn server_started_plan(shared: &Arc<Shared>, thread_id: &str) -> Opti
         script: shared.scenario.turn_for(origin, index),
         signals: signals_rx,
         self_signal: signals_tx,
+        raw_events: thread
+            .raw_events
+            .then_some(super::RawEventsTurn { turn_index: index }),
     })
 }

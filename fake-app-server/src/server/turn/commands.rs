@@ -34,13 +34,15 @@ impl TurnRun {
             arguments: arguments.to_string(),
         });
         let argv = vec!["/bin/bash".to_string(), "-lc".to_string(), cmd.to_string()];
-        // Without a sandbox nothing escalates: Codex 0.169 under danger-full-access runs the
-        // command the model asked to escalate at once, asking nobody (measured under
-        // `on-request`; a permission profile without a sandbox was not).
-        let unsandboxed = matches!(
-            self.plan.permissions,
-            Permissions::Legacy(LegacyPolicy::DangerFullAccess)
-        );
+        // Without a sandbox nothing escalates: Codex 0.169 under danger-full-access, be it the
+        // sandbox mode or the `:danger-full-access` permission profile (of thread/start or
+        // turn/start), runs the command the model asked to escalate at once, asking nobody and
+        // running no automatic review (measured under `on-request` with `harness explore`,
+        // corpus `full-access-profile-escalation-*`).
+        let unsandboxed = match &self.plan.permissions {
+            Permissions::Legacy(policy) => *policy == LegacyPolicy::DangerFullAccess,
+            Permissions::Profile(profile) => profile.unsandboxed,
+        };
         // Under `untrusted` Codex 0.169 asks before every command, sandboxed or not (see
         // `exec_approval`), and asks the client even where `approvalsReviewer` is
         // `auto_review`: no automatic review runs (measured).

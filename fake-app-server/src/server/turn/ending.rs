@@ -174,15 +174,21 @@ impl TurnRun {
     ) {
         let thread_id = self.plan.thread_id.clone();
         // What follows the turn's end reaches the client in the same write as its
-        // `turn/completed` (`Output::hold`): the steps after the turn, the turns the server
-        // starts on its own while a goal is active (whole: released once the chain is over, so
-        // a client that hangs up at its own turn's end has them all, every run).
+        // `turn/completed` (`Output::hold`): the requests an interrupt left unanswered (their
+        // `serverRequest/resolved` before anything a client's next request causes: measured
+        // with 0.169, a plan-mode `turn/start` sent at `turn/completed`), the steps after the
+        // turn, the turns the server starts on its own while a goal is active (whole: released
+        // once the chain is over, so a client that hangs up at its own turn's end has them all,
+        // every run).
         if let Some(answer) = self.interrupt_answer.take() {
             answer.answer_now();
         }
         let goal_goes_on =
             status == "completed" && codex_tools::goal_active(&self.shared, &thread_id);
-        if goal_goes_on || script.server_steps.iter().any(|s| s.after_turn) {
+        if goal_goes_on
+            || !self.unresolved.is_empty()
+            || script.server_steps.iter().any(|s| s.after_turn)
+        {
             self.shared.out.hold();
         }
         self.finish(status, error, ending, started_s, started.elapsed());

@@ -30,6 +30,7 @@ impl TurnRun {
             shapes::agent_message_item,
             "item/agentMessage/delta",
         );
+        self.raw_message(&id, text);
     }
 
     /// A `<proposed_plan>` block: Codex streams the block's body as `item/plan/delta`s (one per

@@ -24,6 +24,7 @@ mod exec_approval;
 mod items;
 mod model_tools;
 pub(crate) mod remembered;
+mod raw_events;
 mod server_actions;
 mod server_requests;
 
@@ -50,7 +51,11 @@ pub struct TurnPlan {
     pub script: ScenarioTurn,
     pub signals: Receiver<TurnSignal>,
     pub self_signal: Sender<TurnSignal>,
+    /// `Some` for a thread started with `experimentalRawEvents: true` ([`raw_events`]).
+    pub raw_events: Option<RawEventsTurn>,
 }
+
+pub use raw_events::RawEventsTurn;
 
 /// Why a wait for the client's answer ended without one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -99,6 +104,10 @@ struct TurnRun {
     /// The client's `turn/interrupt`, answered right before the turn ends
     /// (`server::interrupt`).
     interrupt_answer: Option<crate::server::interrupt::InterruptAnswer>,
+    /// The tools the model called this turn, by call id ([`raw_events`]).
+    raw_calls: std::cell::RefCell<Vec<(String, String)>>,
+    /// Model responses ended this turn ([`raw_events`]).
+    raw_responses: std::cell::Cell<usize>,
 }
 
 /// How a turn ends, beyond its status.
@@ -167,6 +176,8 @@ fn play_one(shared: Arc<Shared>, plan: TurnPlan, root_turn: Option<String>) -> &
         interrupt_answer: None,
         root_turn,
         goal_changed: false,
+        raw_calls: Default::default(),
+        raw_responses: Default::default(),
     };
     run.play()
 }
@@ -188,6 +199,7 @@ impl TurnRun {
         let mut status = self.play_script(&mut script);
         if status == "completed" && script.fail.is_none() && !script.interrupted {
             // The final model response (the one that ends the turn).
+            self.raw_response_completed();
             self.token_usage();
         }
         if status == "completed" && script.interrupted {
@@ -233,6 +245,7 @@ impl TurnRun {
         ));
         if self.root_turn.is_none() {
             let input = self.plan.input.clone();
+            self.raw_turn_input(&input);
             self.user_message(&input);
             // A turn the server started itself has no user input for the model to read.
             self.log(ModelLogEntry::UserInput {
@@ -358,6 +371,7 @@ impl TurnRun {
         let mut text = String::new();
         for input in &inputs {
             let (id, now) = (ids::uuid_v7(), shapes::now_ms());
+            self.raw_steered_input(input);
             let (thread_id, turn_id) = self.ids();
             self.send(shapes::item_started(
                 shapes::user_message_item(&id, input, now, None),
@@ -501,8 +515,30 @@ impl TurnRun {
         }
     }
 
+    /// What the model was told or did, in the model log; the same as raw events
+    /// ([`raw_events`]) for a thread that asked for them (a dynamic tool's output is reported
+    /// with its content items where it is known, [`Self::raw_dynamic_tool_output`]).
     fn log(&self, entry: ModelLogEntry) {
+        match &entry {
+            ModelLogEntry::ToolCall {
+                call_id,
+                name,
+                arguments,
+            } => self.raw_tool_call(call_id, name, arguments),
+            ModelLogEntry::ToolOutput { call_id, output } if !self.is_dynamic_call(call_id) => {
+                self.raw_tool_output(call_id, json!(output))
+            }
+            _ => {}
+        }
         self.shared.model_log.write(&entry);
+    }
+
+    /// Whether `call_id` called one of the thread's dynamic tools.
+    fn is_dynamic_call(&self, call_id: &str) -> bool {
+        self.raw_calls
+            .borrow()
+            .iter()
+            .any(|(id, name)| id == call_id && self.plan.dynamic_tools.contains(name))
     }
 }
 

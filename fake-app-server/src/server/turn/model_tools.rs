@@ -153,6 +153,7 @@ impl TurnRun {
             Err(WaitEnd::TimedOut) => return Flow::Interrupted,
         };
         let completed = shapes::now_ms();
+        let content_items_told = content_items.clone();
         let done = shapes::dynamic_tool_item(&DynamicToolView {
             status: if success { "completed" } else { "failed" },
             content_items,
@@ -162,6 +163,7 @@ impl TurnRun {
             ..view
         });
         self.complete_item(done, completed);
+        self.raw_dynamic_tool_output(&call_id, &content_items_told);
         self.log(ModelLogEntry::ToolOutput { call_id, output });
         Flow::Continue
     }

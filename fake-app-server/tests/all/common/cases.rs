@@ -79,15 +79,20 @@ impl Case {
         let (mut client, model_log, lab) = spawn(name, Lab::new(), args);
         client.initialize(true);
         let thread = start_thread(&mut client, &lab, permissions);
-        let mut case = Case {
+        let mut case = Case::on_thread(client, lab, model_log, thread);
+        case.send_turn(turn_extra);
+        case
+    }
+
+    /// A case on a thread the client already started (no turn yet).
+    pub fn on_thread(client: Client, lab: Lab, model_log: PathBuf, thread: String) -> Case {
+        Case {
             client,
             lab,
             model_log,
             thread,
             turn: String::new(),
-        };
-        case.send_turn(turn_extra);
-        case
+        }
     }
 
     /// Send `turn/start` on the thread (its answer is read by the pump).
