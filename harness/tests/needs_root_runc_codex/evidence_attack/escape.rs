@@ -28,6 +28,18 @@ echo forged > "$(target other-run)/summary.json" 2>/dev/null && echo "escaped: r
 cat "$(target secret)" >/dev/null 2>&1 && echo "escaped: read a root-only file"
 echo big > "$(target host-tmp)" 2>/dev/null
 cat /etc/shadow >/dev/null 2>&1 && echo "escaped: read /etc/shadow"
+# The app-server's home is in the driver's part: links there for it to follow as its user.
+codex_home=$(dirname "$workspace")/home/.codex
+mkdir -p "$codex_home" && rm -rf "$codex_home/installation_id" "$codex_home/sessions"
+ln -s "$(target victim-file)" "$codex_home/installation_id"
+ln -s "$(target victim-folder)" "$codex_home/sessions"
+# The real Codex's folders (`codex/`) are made before the driver starts: put others in place.
+part=$(dirname "$workspace")
+if [ -d "$part/codex" ] && mv "$part/codex" "$part/codex.away" 2>/dev/null; then
+  mkdir -p "$part/codex/home/.codex" "$part/codex/tmp" && chmod -R 777 "$part/codex"
+  ln -s "$(target victim-folder)" "$part/codex/home/.codex/sessions"
+  echo "escaped: put folders of its own in the place of the app-server's"
+fi
 echo "attacks done as uid $(id -u)"
 exec "$@"
 "#;
@@ -47,6 +59,11 @@ pub fn a_local_driver_stays_in_its_cell(cell_name: &str) -> Result<(), Failed> {
     let secret = scratch.path().join("secret");
     std::fs::write(&secret, "root only")?;
     std::fs::set_permissions(&secret, std::os::unix::fs::PermissionsExt::from_mode(0o600))?;
+    // What the app-server would write through the driver's links: root's, out of its reach.
+    let victim_file = scratch.path().join("victim-file");
+    std::fs::write(&victim_file, "root's")?;
+    let victim_folder = scratch.path().join("victim-folder");
+    std::fs::create_dir_all(&victim_folder)?;
     let host_tmp = std::env::temp_dir().join(format!("{marker}-left"));
     let cache = codex::provision::cache_root()?;
     std::fs::create_dir_all(&cache)?;
@@ -54,12 +71,15 @@ pub fn a_local_driver_stays_in_its_cell(cell_name: &str) -> Result<(), Failed> {
     std::fs::write(
         &targets,
         format!(
-            "marker {marker}\nharness {}\ncache {}\nother-run {}\nsecret {}\nhost-tmp {}\n",
+            "marker {marker}\nharness {}\ncache {}\nother-run {}\nsecret {}\nhost-tmp {}\n\
+             victim-file {}\nvictim-folder {}\n",
             binary.display(),
             cache.display(),
             other_run.display(),
             secret.display(),
-            host_tmp.display()
+            host_tmp.display(),
+            victim_file.display(),
+            victim_folder.display()
         ),
     )?;
     let script = scratch.path().join("escaping-driver.sh");
@@ -90,6 +110,12 @@ pub fn a_local_driver_stays_in_its_cell(cell_name: &str) -> Result<(), Failed> {
     }
     if std::fs::read_to_string(other_run.join("summary.json"))? != "{}" {
         escapes.push("another run's summary.json changed".into());
+    }
+    if std::fs::read_to_string(&victim_file)? != "root's" {
+        escapes.push("the app-server wrote a root file through the driver's link".into());
+    }
+    if std::fs::read_dir(&victim_folder)?.next().is_some() {
+        escapes.push("the app-server wrote a root folder through the driver's link".into());
     }
     if host_tmp.exists() {
         let _ = std::fs::remove_file(&host_tmp);

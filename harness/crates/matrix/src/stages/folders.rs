@@ -7,6 +7,7 @@ use anyhow::{anyhow, Context, Result};
 use driver::task::Task;
 use fake_app_server::scenario::Scenario;
 use report::layout::CellEvidence;
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use suites::spec::{AppServerKind, ScenarioRef};
 use suites::Cell;
@@ -34,6 +35,9 @@ pub fn prepare(ctx: &CellContext, cell: &Cell) -> Result<Folders> {
         dirs.local_driver = local_driver_ids(ctx, owner);
         if let Some(ids) = dirs.local_driver {
             ids.open_to_driver(&[&dirs.driver])?;
+            if owner.is_none() {
+                dirs.keep_app_server_folders_from_driver()?;
+            }
         }
     }
     let task = task_for(cell)?;
@@ -122,6 +126,33 @@ impl CellFolders {
             }
         }
         Ok(layout)
+    }
+}
+
+impl CellFolders {
+    /// On `local` the app-server runs as root in the driver's part, following the links it
+    /// finds there: a driver that replaced `CODEX_HOME` (or a file in it) with a link had root
+    /// write where the link led, outside its cell. So the folders the app-server writes its
+    /// own state in stay root's, and the driver's part and its `home` are sticky: the driver
+    /// can neither write into them nor move them away to put its own in their place. (The real
+    /// Codex's `codex/` folder, made later, is root's by the same rule.)
+    fn keep_app_server_folders_from_driver(&self) -> Result<()> {
+        let codex_home = self.home.join(".codex");
+        std::fs::create_dir_all(&codex_home)
+            .with_context(|| format!("creating {}", codex_home.display()))?;
+        let set_mode = |path: &Path, mode: u32| {
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
+                .with_context(|| format!("setting the mode of {}", path.display()))
+        };
+        set_mode(&codex_home, 0o755)?;
+        for folder in [&self.driver, &self.home] {
+            let mode = std::fs::metadata(folder)
+                .with_context(|| format!("reading {}", folder.display()))?
+                .permissions()
+                .mode();
+            set_mode(folder, (mode & 0o7777) | 0o1000)?;
+        }
+        Ok(())
     }
 }
 
