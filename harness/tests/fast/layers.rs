@@ -20,6 +20,7 @@ const LAYERS: &[&[&str]] = &[
     &["driver"],
     &["codex"],
     &["matrix"],
+    &["maintainer-tools"],
     &["harness"],
 ];
 

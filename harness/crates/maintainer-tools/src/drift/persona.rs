@@ -233,7 +233,7 @@ pub struct Recorded {
     pub thread_answers: Value,
     pub experimental_notifications: BTreeSet<String>,
     pub feature_aliases: BTreeSet<String>,
-    /// `experimental_gate.txt` (`harness::drift::experimental`).
+    /// `experimental_gate.txt` (`crate::drift::experimental`).
     pub experimental_gate: Vec<String>,
 }
 

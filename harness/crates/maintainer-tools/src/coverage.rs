@@ -627,7 +627,8 @@ mod tests {
     /// docs/coverage.md holds the generated coverage of [`DOC_RELEASES`].
     #[test]
     fn docs_coverage_is_current() {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/coverage.md");
+        let path =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../docs/coverage.md");
         let page = std::fs::read_to_string(&path).unwrap();
         let (head, rest) = page.split_once(DOC_BEGIN).expect("the begin marker");
         let (_, tail) = rest.split_once(DOC_END).expect("the end marker");

@@ -1,4 +1,4 @@
-//! One app-server process inside an environment, talked to through `harness::rpc`, recording
+//! One app-server process inside an environment, talked to through `driver::rpc`, recording
 //! every line sent so a user can replay them by hand.
 
 use anyhow::{Context, Result};

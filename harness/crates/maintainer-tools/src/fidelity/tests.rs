@@ -10,7 +10,7 @@ use graders::events::{Body, Event, Source};
 /// case; a case a driver cannot express is no pair.
 #[test]
 fn declared_drivers_are_paired_with_their_fake_runner() {
-    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("../drivers/published.toml");
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../drivers/published.toml");
     let matrix = matrix::load::load_matrix(Some(&file), &[], None).unwrap();
     let names: Vec<String> = pairs(&matrix, &[]).iter().map(Pair::name).collect();
     for expected in [

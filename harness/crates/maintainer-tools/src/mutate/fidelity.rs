@@ -1,6 +1,6 @@
 //! `harness mutate --fidelity`: each operator's status against the fake and against the real
 //! Codex, for one driver (a fake runner and its real-Codex counterpart, as
-//! `harness::fidelity::is_fake_counterpart` pairs them) over the cells they pair. Killed on one
+//! `crate::fidelity::is_fake_counterpart` pairs them) over the cells they pair. Killed on one
 //! side and survived on the other is a finding about the fake: it answers that driver bug
 //! otherwise than Codex does. See docs/mutate.md.
 
