@@ -21,11 +21,11 @@ use tap::mutation::Operator;
 
 pub mod confirm;
 pub mod expect;
-pub mod fidelity;
+pub(crate) mod fidelity;
 pub mod predict;
 mod table;
 
-pub use confirm::Again;
+pub(crate) use confirm::Again;
 pub use fidelity::{disagreements, Disagreement, FidelityChecked};
 
 /// The folder of the reference run below the out folder (each operator's is its name).
@@ -102,12 +102,12 @@ pub struct CellMutant {
 
 impl CellMutant {
     /// `CELL (unmutated → mutated[, again → …])`.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         format!("{} ({})", self.cell, self.change())
     }
 
     /// `unmutated → mutated` (`-`: no outcome), and the second run's outcome when it was made.
-    pub fn change(&self) -> String {
+    pub(crate) fn change(&self) -> String {
         let mut change = format!(
             "{} → {}",
             self.reference.as_deref().unwrap_or("-"),
@@ -129,7 +129,7 @@ impl CellMutant {
     }
 
     /// It killed, and its second run killed too.
-    pub fn confirmed(&self) -> bool {
+    pub(crate) fn confirmed(&self) -> bool {
         self.kills()
             && self
                 .again
@@ -158,7 +158,7 @@ fn changed(applied: usize, reference: &Option<String>, mutant: &Option<String>) 
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Status {
+pub(crate) enum Status {
     Killed,
     Survived,
     NotApplicable,
@@ -168,7 +168,7 @@ pub enum Status {
 }
 
 impl Status {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Status::Killed => "killed",
             Status::Survived => "survived",
@@ -181,23 +181,23 @@ impl Status {
 /// One operator against one driver's cells.
 #[derive(Debug, Clone, Serialize)]
 pub struct Mutant {
-    pub operator: String,
-    pub bug: String,
-    pub status: Status,
+    pub(crate) operator: String,
+    pub(crate) bug: String,
+    pub(crate) status: Status,
     /// The cells whose outcome changed where it applied, when one of them changed again in a
     /// second run (the others were not run again; [`confirm`]).
-    pub killed_by: Vec<CellMutant>,
+    pub(crate) killed_by: Vec<CellMutant>,
     /// Cells that killed it once and not in their second run (or, when it is unsteady, were
     /// not run again): no kill of theirs counts.
-    pub unconfirmed: Vec<CellMutant>,
+    pub(crate) unconfirmed: Vec<CellMutant>,
     /// The cells where it applied.
-    pub applied_in: Vec<String>,
+    pub(crate) applied_in: Vec<String>,
     /// Cells whose outcome changed where it did not apply: a cell that varies from run to
     /// run, whose changes kill no operator.
-    pub unsteady: Vec<CellMutant>,
+    pub(crate) unsteady: Vec<CellMutant>,
     /// Cells where it was not run: their reference holds nothing it rewrites, so the mutant's
     /// run would have been the reference's ([`predict`]).
-    pub predicted_untouched: Vec<String>,
+    pub(crate) predicted_untouched: Vec<String>,
     /// Cells where it would have run but was not: a cell had killed it already (first kill,
     /// the default; `--all-kills` runs them all).
     pub not_run_after_kill: Vec<String>,
@@ -253,7 +253,7 @@ impl Mutant {
 
     /// How a killed operator's detail ends: which kill this is, when a first kill left cells
     /// out (empty otherwise: every cell ran, the list is complete).
-    pub fn first_kill_note(&self) -> String {
+    pub(crate) fn first_kill_note(&self) -> String {
         if self.not_run_after_kill.is_empty() {
             String::new()
         } else {
@@ -307,14 +307,14 @@ pub fn score<'a>(mutants: impl IntoIterator<Item = &'a Mutant>) -> Option<f64> {
 /// One driver (a runner of the matrix) under every operator.
 #[derive(Debug, Clone, Serialize)]
 pub struct DriverMutants {
-    pub driver: String,
-    pub cells: usize,
-    pub score: Option<f64>,
-    pub killed: usize,
-    pub survived: usize,
-    pub not_applicable: usize,
+    pub(crate) driver: String,
+    pub(crate) cells: usize,
+    pub(crate) score: Option<f64>,
+    pub(crate) killed: usize,
+    pub(crate) survived: usize,
+    pub(crate) not_applicable: usize,
     /// Operators whose kills no second run reproduced: not in the score.
-    pub unsteady: usize,
+    pub(crate) unsteady: usize,
     pub operators: Vec<Mutant>,
 }
 

@@ -15,13 +15,13 @@ use std::time::{Duration, Instant};
 pub struct Args {
     /// Start-ups measured per side.
     #[arg(long, default_value_t = 20)]
-    pub runs: usize,
+    pub(crate) runs: usize,
     /// Sequential request/response round trips on one connection to the fake.
     #[arg(long, default_value_t = 20_000)]
-    pub round_trips: usize,
+    pub(crate) round_trips: usize,
     /// Skip the real Codex side (e.g. where it cannot be provisioned).
     #[arg(long)]
-    pub fake_only: bool,
+    pub(crate) fake_only: bool,
     /// Write the report as JSON here as well.
     #[arg(long)]
     pub json: Option<PathBuf>,
@@ -34,15 +34,15 @@ const ROUND_TRIP_LIMIT: Duration = Duration::from_secs(120);
 
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Report {
-    pub runs: usize,
-    pub fake_startup_ms: Vec<f64>,
-    pub real_startup_ms: Vec<f64>,
-    pub fake_median_ms: f64,
-    pub real_median_ms: Option<f64>,
+    pub(crate) runs: usize,
+    pub(crate) fake_startup_ms: Vec<f64>,
+    pub(crate) real_startup_ms: Vec<f64>,
+    pub(crate) fake_median_ms: f64,
+    pub(crate) real_median_ms: Option<f64>,
     /// real median / fake median.
-    pub speedup: Option<f64>,
-    pub round_trips: usize,
-    pub round_trips_per_second: f64,
+    pub(crate) speedup: Option<f64>,
+    pub(crate) round_trips: usize,
+    pub(crate) round_trips_per_second: f64,
 }
 
 /// The report as the command line prints it.

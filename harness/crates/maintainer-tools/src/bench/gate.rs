@@ -29,15 +29,15 @@ use suites::Cell;
 pub struct Args {
     /// The drivers file declaring the driver, as `harness run --drivers` takes it.
     #[arg(long)]
-    pub drivers: PathBuf,
+    pub(crate) drivers: PathBuf,
     /// The driver to measure, when the file declares more than one.
     #[arg(long)]
-    pub driver: Option<String>,
+    pub(crate) driver: Option<String>,
     /// Direct sessions run at once.
     #[arg(long, default_value_t = 2)]
-    pub direct_jobs: usize,
+    pub(crate) direct_jobs: usize,
     /// Only the driver's fake cells whose name contains one of these (default: all of them).
-    pub filters: Vec<String>,
+    pub(crate) filters: Vec<String>,
 }
 
 #[derive(Debug, Serialize)]

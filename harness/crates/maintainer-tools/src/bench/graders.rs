@@ -17,16 +17,16 @@ use std::time::{Duration, Instant};
 pub struct Args {
     /// Size of the generated event log in MB (10^6 bytes); the target is measured at 200.
     #[arg(long, default_value_t = 200)]
-    pub size_mb: u64,
+    pub(crate) size_mb: u64,
     /// Runs per tool; the median throughput and the largest peak RSS are reported.
     #[arg(long, default_value_t = 3)]
-    pub runs: usize,
+    pub(crate) runs: usize,
     /// Directory for the generated log (default: a fresh temporary directory, removed after).
     #[arg(long)]
-    pub dir: Option<PathBuf>,
+    pub(crate) dir: Option<PathBuf>,
     /// Longest a single child may run before it is killed and the benchmark fails.
     #[arg(long, default_value_t = 600)]
-    pub timeout_secs: u64,
+    pub(crate) timeout_secs: u64,
 }
 
 const SUITE: &str = "codex-planning-read-only";

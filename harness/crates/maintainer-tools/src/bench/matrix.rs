@@ -18,12 +18,12 @@ pub struct Args {
     /// Parallelism settings to compare: a number of cells at once (`--jobs N` of `harness run`),
     /// or `default` (`harness run` without `--jobs`: cells weighed by kind).
     #[arg(long, value_delimiter = ',', default_value = "1,2,default", value_parser = parse_setting)]
-    pub jobs: Vec<Concurrency>,
+    pub(crate) jobs: Vec<Concurrency>,
     /// Runs of the whole fake matrix per setting.
     #[arg(long, default_value_t = 3)]
-    pub reps: usize,
+    pub(crate) reps: usize,
     /// Only cells whose name contains one of these (default: every fake cell).
-    pub filters: Vec<String>,
+    pub(crate) filters: Vec<String>,
 }
 
 fn parse_setting(s: &str) -> Result<Concurrency, String> {

@@ -22,25 +22,25 @@ use tap::{install, TapProgram};
 pub struct Args {
     /// Round trips per measurement against the fake.
     #[arg(long, default_value_t = 5_000)]
-    pub round_trips: usize,
+    pub(crate) round_trips: usize,
     /// Round trips per measurement against the real Codex (it answers in ~0.5 ms).
     #[arg(long, default_value_t = 1_000)]
-    pub codex_round_trips: usize,
+    pub(crate) codex_round_trips: usize,
     /// Interleaved rounds per side (direct, tap).
     #[arg(long, default_value_t = 3)]
-    pub rounds: usize,
+    pub(crate) rounds: usize,
     /// Requests in flight in the streaming measurement.
     #[arg(long, default_value_t = 32)]
-    pub window: usize,
+    pub(crate) window: usize,
     /// The real-Codex cell whose wall time the tap's share is taken of.
     #[arg(
         long,
         default_value = "core-compatibility.runner-codex.local.message-marker"
     )]
-    pub codex_cell: String,
+    pub(crate) codex_cell: String,
     /// Only the fake: skip the real Codex and its cell (where Codex cannot run).
     #[arg(long)]
-    pub fake_only: bool,
+    pub(crate) fake_only: bool,
     /// Write the report as JSON here as well.
     #[arg(long)]
     pub json: Option<PathBuf>,
@@ -48,13 +48,13 @@ pub struct Args {
 
 /// One measurement, directly and through the tap.
 #[derive(Debug, Clone, serde::Serialize)]
-pub struct Pair {
-    pub direct_per_second: Vec<f64>,
-    pub tap_per_second: Vec<f64>,
-    pub direct_median: f64,
-    pub tap_median: f64,
+pub(crate) struct Pair {
+    pub(crate) direct_per_second: Vec<f64>,
+    pub(crate) tap_per_second: Vec<f64>,
+    pub(crate) direct_median: f64,
+    pub(crate) tap_median: f64,
     /// tap median / direct median.
-    pub ratio: f64,
+    pub(crate) ratio: f64,
 }
 
 impl Pair {
@@ -72,33 +72,33 @@ impl Pair {
 
 /// Round trips to one app-server.
 #[derive(Debug, Clone, serde::Serialize)]
-pub struct Server {
-    pub round_trips: usize,
+pub(crate) struct Server {
+    pub(crate) round_trips: usize,
     /// One request in flight.
-    pub latency_bound: Pair,
+    pub(crate) latency_bound: Pair,
     /// `window` requests in flight.
-    pub streaming: Pair,
+    pub(crate) streaming: Pair,
 }
 
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Report {
-    pub window: usize,
-    pub fake: Server,
-    pub codex: Option<Server>,
-    pub direct_startup_ms: f64,
-    pub tap_startup_ms: f64,
-    pub codex_cell: Option<CodexShare>,
+    pub(crate) window: usize,
+    pub(crate) fake: Server,
+    pub(crate) codex: Option<Server>,
+    pub(crate) direct_startup_ms: f64,
+    pub(crate) tap_startup_ms: f64,
+    pub(crate) codex_cell: Option<CodexShare>,
 }
 
 #[derive(Debug, Clone, serde::Serialize)]
-pub struct CodexShare {
-    pub cell: String,
-    pub wall_ms: f64,
-    pub launches: usize,
-    pub transcript_lines: usize,
+pub(crate) struct CodexShare {
+    pub(crate) cell: String,
+    pub(crate) wall_ms: f64,
+    pub(crate) launches: usize,
+    pub(crate) transcript_lines: usize,
     /// The tap's estimated cost in that cell, and its share of the wall time.
-    pub tap_ms: f64,
-    pub share: f64,
+    pub(crate) tap_ms: f64,
+    pub(crate) share: f64,
 }
 
 fn render_pair(text: &mut String, title: &str, pair: &Pair) {

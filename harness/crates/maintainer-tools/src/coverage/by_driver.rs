@@ -33,24 +33,24 @@ const MAX_METHOD_BYTES: usize = 200;
 
 /// How often a method came up in a run, and how it was answered.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct Tally {
+pub(crate) struct Tally {
     /// Requests sent, or notifications received.
-    pub count: u64,
+    pub(crate) count: u64,
     /// Requests answered with a result (for a server request: one that does not refuse).
     #[serde(skip_serializing_if = "is_zero")]
-    pub answered: u64,
+    pub(crate) answered: u64,
     /// Server requests answered with a result that refuses (a decision or action the graders
     /// count as a refusal: `graders::grade::REFUSING_DECISIONS`).
     #[serde(skip_serializing_if = "is_zero")]
-    pub refused: u64,
+    pub(crate) refused: u64,
     /// Requests answered with a JSON-RPC error (or with neither a result nor an error).
     #[serde(skip_serializing_if = "is_zero")]
-    pub error: u64,
+    pub(crate) error: u64,
     /// Requests with no answer on their launch by the end of the transcript.
     #[serde(skip_serializing_if = "is_zero")]
-    pub never_answered: u64,
+    pub(crate) never_answered: u64,
     /// The cells it came up in.
-    pub cells: u64,
+    pub(crate) cells: u64,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -59,73 +59,73 @@ fn is_zero(n: &u64) -> bool {
 
 /// One method of a run's table, with what the protocol profile does about it.
 #[derive(Debug, Clone, Serialize)]
-pub struct MethodRow {
-    pub method: String,
+pub(crate) struct MethodRow {
+    pub(crate) method: String,
     #[serde(flatten)]
-    pub tally: Tally,
+    pub(crate) tally: Tally,
     /// The protocol cases whose scenario makes the app-server send it (server requests and
     /// notifications), or that check how drivers use it (client requests).
-    pub profile_cases: Vec<String>,
+    pub(crate) profile_cases: Vec<String>,
     /// How the fake answers the client request, for a client request of a release the fake
     /// plays.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub fake: Option<FakeAnswer>,
+    pub(crate) fake: Option<FakeAnswer>,
 }
 
 /// What the profile exercises that a run never met.
 #[derive(Debug, Clone, Default, Serialize)]
-pub struct NotMet {
-    pub server_requests: Vec<String>,
-    pub notifications: Vec<String>,
+pub(crate) struct NotMet {
+    pub(crate) server_requests: Vec<String>,
+    pub(crate) notifications: Vec<String>,
 }
 
 /// One driver against one app-server: its runner's cells in the folder.
 #[derive(Debug, Clone, Serialize)]
-pub struct Run {
-    pub runner: String,
+pub(crate) struct Run {
+    pub(crate) runner: String,
     /// `fake` or `codex`.
-    pub app_server: &'static str,
+    pub(crate) app_server: &'static str,
     /// The release the app-server speaks (the one the fake plays; the real Codex's version);
     /// `None` when the runner is not in the matrix the drivers file builds and its name does
     /// not say.
-    pub release: Option<String>,
+    pub(crate) release: Option<String>,
     /// Cells whose transcript was read.
-    pub cells: Vec<String>,
+    pub(crate) cells: Vec<String>,
     /// Cells in the folder without a transcript (never run, or the driver never started its
     /// app-server), counted by their status in `verdict.json`.
-    pub without_transcript: BTreeMap<String, u64>,
+    pub(crate) without_transcript: BTreeMap<String, u64>,
     /// Notes of the recorder in the transcripts (a line not kept, a cut, a driver that stopped
     /// reading): the counts leave out lines it did not keep.
-    pub recorder_notes: u64,
-    pub server_requests: Vec<MethodRow>,
-    pub notifications: Vec<MethodRow>,
-    pub client_requests: Vec<MethodRow>,
-    pub client_notifications: Vec<MethodRow>,
+    pub(crate) recorder_notes: u64,
+    pub(crate) server_requests: Vec<MethodRow>,
+    pub(crate) notifications: Vec<MethodRow>,
+    pub(crate) client_requests: Vec<MethodRow>,
+    pub(crate) client_notifications: Vec<MethodRow>,
     /// What the profile of `release` exercises that this run never met; `None` with
     /// `profile_missing` when the profile's coverage of the release is not known here.
-    pub not_met: Option<NotMet>,
+    pub(crate) not_met: Option<NotMet>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub profile_missing: Option<String>,
+    pub(crate) profile_missing: Option<String>,
 }
 
 /// One driver of the drivers file.
 #[derive(Debug, Clone, Serialize)]
 pub struct DriverRuns {
-    pub driver: String,
+    pub(crate) driver: String,
     /// Why there is nothing to show, when there is not: no cell of the driver in the folder,
     /// or none that recorded a transcript.
     pub nothing_recorded: Option<String>,
-    pub runs: Vec<Run>,
+    pub(crate) runs: Vec<Run>,
 }
 
 /// `harness coverage --drivers`.
 #[derive(Debug, Clone, Serialize)]
 pub struct Exercised {
-    pub drivers_file: String,
-    pub evidence: String,
-    pub drivers: Vec<DriverRuns>,
+    pub(crate) drivers_file: String,
+    pub(crate) evidence: String,
+    pub(crate) drivers: Vec<DriverRuns>,
     /// The profile's coverage of each release the runs' app-servers speak.
-    pub profiles: Vec<Coverage>,
+    pub(crate) profiles: Vec<Coverage>,
 }
 
 impl Exercised {

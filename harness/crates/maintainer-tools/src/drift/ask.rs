@@ -27,12 +27,16 @@ fn spawn(command: &mut Command) -> Result<(String, Child, ChildStdin, ChildStdou
 /// Start `command` (its program, arguments, environment and folder set by the caller), send
 /// `requests` after the handshake and return each one's response message (`result` or `error`),
 /// in the order asked.
-pub fn ask(command: Command, requests: &[(&str, Value)]) -> Result<Vec<Value>> {
+pub(crate) fn ask(command: Command, requests: &[(&str, Value)]) -> Result<Vec<Value>> {
     ask_as(command, requests, true)
 }
 
 /// One request's response, asked as a client that declared no `experimentalApi`.
-pub fn ask_without_capabilities(command: Command, method: &str, params: Value) -> Result<Value> {
+pub(crate) fn ask_without_capabilities(
+    command: Command,
+    method: &str,
+    params: Value,
+) -> Result<Value> {
     let mut answers = ask_as(command, &[(method, params)], false)?;
     answers.pop().context("no answer")
 }
@@ -93,22 +97,22 @@ fn ask_as(
 
 /// One step of a [`converse`]: a request (its params may hold `{thread_id}`, the id of the
 /// thread the last answer named), or a wait for a notification.
-pub enum Step {
+pub(crate) enum Step {
     Request(&'static str, Value),
     Notification(&'static str),
 }
 
 /// What a [`converse`] heard: each request's response, in order, and the method of every
 /// notification, in order.
-pub struct Conversation {
-    pub answers: Vec<Value>,
-    pub notifications: Vec<String>,
+pub(crate) struct Conversation {
+    pub(crate) answers: Vec<Value>,
+    pub(crate) notifications: Vec<String>,
 }
 
 /// Like [`ask`], one step at a time: each request waits for the answer before it, so that
 /// a `turn/start` can name the thread a `thread/start` made. `experimental_api`: what the
 /// client declares at `initialize`.
-pub fn converse(
+pub(crate) fn converse(
     mut command: Command,
     steps: &[Step],
     experimental_api: bool,

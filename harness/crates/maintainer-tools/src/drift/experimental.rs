@@ -38,7 +38,10 @@ fn params_types(document: &Value) -> Vec<(String, Option<String>)> {
 }
 
 /// The gated methods, and each method's gated fields (in schema order), of the two schemas.
-pub fn gated(experimental: &Value, plain: &Value) -> (Vec<String>, Vec<(String, Vec<String>)>) {
+pub(crate) fn gated(
+    experimental: &Value,
+    plain: &Value,
+) -> (Vec<String>, Vec<(String, Vec<String>)>) {
     let plain_methods = params_types(plain);
     let known: BTreeSet<&str> = plain_methods.iter().map(|(m, _)| m.as_str()).collect();
     let methods = params_types(experimental)
@@ -68,7 +71,7 @@ pub fn gated(experimental: &Value, plain: &Value) -> (Vec<String>, Vec<(String, 
 
 /// A value `schema` allows that the gate counts as set: `true`, `"x"`, `1`, `[]`, an object
 /// with its required fields, an enum's first value.
-pub fn probe_value(schema: &Value, definitions: &Value, depth: usize) -> Value {
+pub(crate) fn probe_value(schema: &Value, definitions: &Value, depth: usize) -> Value {
     if let Some(reference) = schema["$ref"].as_str() {
         let name = reference.rsplit('/').next().unwrap_or_default();
         return probe_value(&definitions[name], definitions, depth + 1);
@@ -110,7 +113,7 @@ pub fn probe_value(schema: &Value, definitions: &Value, depth: usize) -> Value {
 
 /// `experimental_gate.txt` of the binary `program`: its two schemas generated under
 /// `scratch`, each gated method's fields ordered by asking the binary.
-pub fn record(program: &Path, scratch: &Path) -> Result<Vec<String>> {
+pub(crate) fn record(program: &Path, scratch: &Path) -> Result<Vec<String>> {
     let (exp_dir, plain_dir) = (scratch.join("experimental"), scratch.join("plain"));
     super::schema::generate(program, &exp_dir)?;
     super::schema::generate_plain(program, &plain_dir)?;

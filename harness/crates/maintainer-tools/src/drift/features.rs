@@ -21,7 +21,7 @@ const MAX_NAME: usize = 64;
 const PROBE_BOUND: Duration = Duration::from_secs(10);
 
 /// The names `codex features list` prints (its first column).
-pub fn listed_features(program: &Path, home: &Path) -> Result<BTreeSet<String>> {
+pub(crate) fn listed_features(program: &Path, home: &Path) -> Result<BTreeSet<String>> {
     let output = scratch_command(program, home)
         .args(["features", "list"])
         .output()
@@ -41,7 +41,7 @@ pub fn listed_features(program: &Path, home: &Path) -> Result<BTreeSet<String>> 
 
 /// The feature keys the binary's own text names (`[features].NAME`, `features.NAME`, as long
 /// as the lowercase run goes), but those `listed`.
-pub fn candidates(binary: &[u8], listed: &BTreeSet<String>) -> BTreeSet<String> {
+pub(crate) fn candidates(binary: &[u8], listed: &BTreeSet<String>) -> BTreeSet<String> {
     let pattern = Regex::new(r"(?:\[features\]\.|features\.)([a-z][a-z0-9_]*)")
         .expect("the feature-key pattern compiles");
     pattern
@@ -65,7 +65,7 @@ const TABLE_STRIDES: &[usize] = &[16, 24, 32, 40, 48];
 /// lowercase feature-like name. How Codex's legacy alias table (`connectors`, `collab`,
 /// `memory_tool`, … beside `web_search`) is found: its texts are concatenated in the binary
 /// with no separator, so no text pattern finds them.
-pub fn table_neighbours(binary: &[u8], seeds: &BTreeSet<String>) -> BTreeSet<String> {
+pub(crate) fn table_neighbours(binary: &[u8], seeds: &BTreeSet<String>) -> BTreeSet<String> {
     let segments = loaded_segments(binary);
     let at = |vaddr: u64| -> Option<usize> {
         segments.iter().find_map(|&(start, offset, size)| {
@@ -185,7 +185,7 @@ fn scratch_command(program: &Path, home: &Path) -> Command {
 }
 
 /// The legacy feature names `program` accepts, found as the module says.
-pub fn feature_aliases(program: &Path, scratch: &Path) -> Result<BTreeSet<String>> {
+pub(crate) fn feature_aliases(program: &Path, scratch: &Path) -> Result<BTreeSet<String>> {
     let home = scratch.join("home");
     std::fs::create_dir_all(&home).with_context(|| format!("creating {}", home.display()))?;
     let listed = listed_features(program, &home)?;

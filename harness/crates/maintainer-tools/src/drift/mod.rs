@@ -5,9 +5,9 @@
 //! next to the pin (every real-Codex cell of the pin, run again on VERSION: verdict and
 //! driver-visible message sequence). It also records the fake's persona of VERSION.
 
-pub mod ask;
-pub mod experimental;
-pub mod features;
+pub(crate) mod ask;
+pub(crate) mod experimental;
+pub(crate) mod features;
 pub mod persona;
 pub mod schema;
 pub mod unknown;
@@ -21,7 +21,7 @@ use suites::{Cell, Matrix};
 
 /// The runner name of `runner` played on `version` (`runner-codex` → `runner-codex@0-171-0`
 /// spelled with dashes, as cell names split on dots).
-pub fn runner_on(runner: &str, version: &str) -> String {
+pub(crate) fn runner_on(runner: &str, version: &str) -> String {
     format!("{runner}-on-{}", version.replace('.', "-"))
 }
 
@@ -53,16 +53,16 @@ pub fn matrix_pairs(matrix: &Matrix, version: &str, filters: &[String]) -> Vec<P
 
 /// The schema and unknown-method comparison of `version` against the pin.
 pub struct ProtocolDrift {
-    pub version: String,
+    pub(crate) version: String,
     pub schema: Vec<schema::Change>,
     pub unknown_added: Vec<String>,
     pub unknown_removed: Vec<String>,
     /// How the answers of `persona::settings_answers` differ.
-    pub settings_changes: Vec<String>,
+    pub(crate) settings_changes: Vec<String>,
     /// Where the recorded persona of `version` was written.
-    pub persona_dir: std::path::PathBuf,
+    pub(crate) persona_dir: std::path::PathBuf,
     /// How the fake's own persona of `version` differs from the recording (`None`: it has none).
-    pub persona_differences: Option<Vec<String>>,
+    pub(crate) persona_differences: Option<Vec<String>>,
 }
 
 /// Provision both versions, generate both schemas into `scratch`, and compare.
@@ -131,8 +131,8 @@ pub fn protocol_drift(version: &str, scratch: &std::path::Path) -> Result<Protoc
 
 /// One matrix pair's outcome, with the id shapes the driver events cannot show.
 pub struct MatrixDrift {
-    pub outcome: PairOutcome,
-    pub id_changes: Vec<String>,
+    pub(crate) outcome: PairOutcome,
+    pub(crate) id_changes: Vec<String>,
 }
 
 /// The report, as Markdown.

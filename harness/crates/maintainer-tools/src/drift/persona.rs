@@ -105,7 +105,11 @@ const SERVICE_TIERS_ASKED: &[&str] = &[
 /// user message is recorded), each answer's paths written as placeholders, and `serviceTier`:
 /// what `thread/start` answers in `serviceTier` for each value it is asked with (`asked`
 /// absent: asked with none).
-pub fn thread_answers(program: &Path, leading_args: &[&str], scratch: &Path) -> Result<Value> {
+pub(crate) fn thread_answers(
+    program: &Path,
+    leading_args: &[&str],
+    scratch: &Path,
+) -> Result<Value> {
     use super::ask::Step;
     let (command, aliases) = scratch_command(program, leading_args, scratch, UNUSED_MODEL_URL)?;
     let cwd_text = aliases[2].0.clone();
@@ -161,7 +165,10 @@ pub fn thread_answers(program: &Path, leading_args: &[&str], scratch: &Path) -> 
 /// model API) played twice, with and without it, and the methods heard only the first time.
 /// Measured, not read from the schema: `generate-json-schema` lists the same notifications
 /// with and without `--experimental` (0.169: `thread/readState/changed` among them).
-pub fn experimental_notifications(program: &Path, scratch: &Path) -> Result<BTreeSet<String>> {
+pub(crate) fn experimental_notifications(
+    program: &Path,
+    scratch: &Path,
+) -> Result<BTreeSet<String>> {
     use super::ask::Step;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
@@ -216,30 +223,30 @@ fn replace_paths(value: &mut Value, aliases: &[(String, &str)]) {
 
 /// The five files of a persona folder.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Recording {
-    pub client_methods: Vec<String>,
-    pub server_notifications: BTreeSet<String>,
-    pub model_catalog: Value,
-    pub config_defaults: Value,
-    pub system_skills: Value,
+pub(crate) struct Recording {
+    pub(crate) client_methods: Vec<String>,
+    pub(crate) server_notifications: BTreeSet<String>,
+    pub(crate) model_catalog: Value,
+    pub(crate) config_defaults: Value,
+    pub(crate) system_skills: Value,
     /// The files recorded by running the release (not from its answers around threads).
-    pub recorded: Recorded,
+    pub(crate) recorded: Recorded,
 }
 
 /// What [`record`] takes as recorded: [`thread_answers`], [`experimental_notifications`] and
 /// [`super::features::feature_aliases`].
 #[derive(Debug, Clone, PartialEq)]
-pub struct Recorded {
-    pub thread_answers: Value,
-    pub experimental_notifications: BTreeSet<String>,
-    pub feature_aliases: BTreeSet<String>,
+pub(crate) struct Recorded {
+    pub(crate) thread_answers: Value,
+    pub(crate) experimental_notifications: BTreeSet<String>,
+    pub(crate) feature_aliases: BTreeSet<String>,
     /// `experimental_gate.txt` (`crate::drift::experimental`).
-    pub experimental_gate: Vec<String>,
+    pub(crate) experimental_gate: Vec<String>,
 }
 
 /// The persona of a Codex, from what `harness drift` already learnt of it: the methods its
 /// unknown-method error lists, the notifications of its schema, and its [`settings_answers`].
-pub fn record(
+pub(crate) fn record(
     client_methods: Vec<String>,
     server_notifications: BTreeSet<String>,
     answers: &BTreeMap<String, Value>,
@@ -259,7 +266,7 @@ pub fn record(
 /// What the fake serves from data, out of the real answers: the catalogue, the config values no
 /// layer set (`config`, and `custom_provider`: what Codex fills into a declared provider), and
 /// the system skills.
-pub fn from_answers(answers: &BTreeMap<String, Value>) -> Result<(Value, Value, Value)> {
+pub(crate) fn from_answers(answers: &BTreeMap<String, Value>) -> Result<(Value, Value, Value)> {
     let catalog = answers["model/list"]["data"].clone();
     if !catalog.is_array() {
         bail!(
@@ -313,7 +320,7 @@ pub fn from_answers(answers: &BTreeMap<String, Value>) -> Result<(Value, Value, 
 
 impl Recording {
     /// Write the persona folder (`fake-app-server/personas/VERSION/` once copied).
-    pub fn write(&self, dir: &Path) -> Result<()> {
+    pub(crate) fn write(&self, dir: &Path) -> Result<()> {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         let lines = |items: &mut dyn Iterator<Item = &String>| -> String {
             items.map(|m| format!("{m}\n")).collect()
@@ -353,7 +360,10 @@ impl Recording {
 }
 
 /// Where the fake's persona differs from a recording of its release (empty: nowhere).
-pub fn differences(fake: &fake_app_server::persona::Persona, recording: &Recording) -> Vec<String> {
+pub(crate) fn differences(
+    fake: &fake_app_server::persona::Persona,
+    recording: &Recording,
+) -> Vec<String> {
     let mut out = Vec::new();
     let methods: Vec<String> = fake.client_methods().map(str::to_string).collect();
     if methods != recording.client_methods {

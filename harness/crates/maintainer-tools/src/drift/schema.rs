@@ -15,11 +15,11 @@ const GENERATION_BOUND: Duration = Duration::from_secs(120);
 /// One version's protocol, as names.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Protocol {
-    pub client_methods: BTreeSet<String>,
+    pub(crate) client_methods: BTreeSet<String>,
     pub notifications: BTreeSet<String>,
-    pub server_requests: BTreeSet<String>,
+    pub(crate) server_requests: BTreeSet<String>,
     /// Type name → field name → the field's schema (descriptions dropped).
-    pub types: BTreeMap<String, BTreeMap<String, Value>>,
+    pub(crate) types: BTreeMap<String, BTreeMap<String, Value>>,
 }
 
 /// Run `codex app-server generate-json-schema --experimental --out OUT` (bounded).
@@ -29,7 +29,7 @@ pub fn generate(codex: &Path, out: &Path) -> Result<()> {
 
 /// The schema a client that declared no `experimentalApi` is held to: without
 /// `--experimental`.
-pub fn generate_plain(codex: &Path, out: &Path) -> Result<()> {
+pub(crate) fn generate_plain(codex: &Path, out: &Path) -> Result<()> {
     generate_with(codex, out, &[])
 }
 
@@ -247,7 +247,7 @@ fn short(value: &Value) -> String {
 
 /// Every difference from `old` (the pin) to `new`: methods, notifications and server requests
 /// added or removed; types added or removed; fields added, removed or changed.
-pub fn diff(old: &Protocol, new: &Protocol) -> Vec<Change> {
+pub(crate) fn diff(old: &Protocol, new: &Protocol) -> Vec<Change> {
     let mut out = Vec::new();
     set_diff(
         "client method",

@@ -7,7 +7,7 @@ use serde_json::json;
 use std::path::Path;
 use std::process::Command;
 
-pub const PROBE_METHOD: &str = "no/such/method";
+pub(crate) const PROBE_METHOD: &str = "no/such/method";
 
 /// Start `program ARGS…` with `CODEX_HOME=home`, initialize, send an unknown method and return
 /// the error message (bounded; the child is always reaped).
@@ -26,7 +26,7 @@ pub fn unknown_method_error(program: &Path, args: &[&str], home: &Path) -> Resul
 }
 
 /// The method names an unknown-variant error lists, in its order.
-pub fn listed_methods(message: &str) -> Result<Vec<String>> {
+pub(crate) fn listed_methods(message: &str) -> Result<Vec<String>> {
     let Some((_, list)) = message.split_once("expected one of ") else {
         bail!("not an unknown-variant error: {message}");
     };

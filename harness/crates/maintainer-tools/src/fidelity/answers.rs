@@ -25,7 +25,7 @@ use std::collections::HashMap;
 use std::sync::OnceLock;
 
 /// One answer as compared: `{launch, method, result | error}`.
-pub type Answer = Value;
+pub(crate) type Answer = Value;
 
 /// Keys whose numbers are times or durations: how fast a side was, not what it said.
 fn is_time_key(key: &str) -> bool {
@@ -141,7 +141,10 @@ fn mask(value: &mut Value, key: Option<&str>) {
 
 /// The app-server's answers to the driver's requests, every launch, in the order of the
 /// requests, normalised; an unanswered request gives `{launch, method}` alone.
-pub fn app_server_answers(transcript: &[Record], aliases: &[(String, String)]) -> Vec<Answer> {
+pub(crate) fn app_server_answers(
+    transcript: &[Record],
+    aliases: &[(String, String)],
+) -> Vec<Answer> {
     let mut asked: HashMap<(u64, String), usize> = HashMap::new();
     let mut answers: Vec<Answer> = Vec::new();
     for record in transcript {
@@ -254,7 +257,7 @@ fn replace_in_strings(value: &mut Value, aliases: &[(String, String)]) {
 /// `None` when every answer both sides gave agrees. Only for a fake that plays the real
 /// Codex's release: another release's answers differ by construction (its fields, its feature
 /// defaults, its model catalogue), so a pair whose release no fake plays is not compared here.
-pub fn difference(fake: &[Answer], real: &[Answer]) -> Option<String> {
+pub(crate) fn difference(fake: &[Answer], real: &[Answer]) -> Option<String> {
     for (index, (f, r)) in fake.iter().zip(real).enumerate() {
         if f["method"] != r["method"] || f["launch"] != r["launch"] {
             return None;

@@ -24,7 +24,7 @@ use std::collections::BTreeMap;
 /// starts its title thread first) — never killed at the harness's bound, and in the
 /// app-server's last launch the driver closed stdin while requests it had sent stayed
 /// unanswered to the end.
-pub fn driver_cut(transcript: &[Record], events: &[Event]) -> Option<String> {
+pub(crate) fn driver_cut(transcript: &[Record], events: &[Event]) -> Option<String> {
     if !ended_on_its_own(events) {
         return None;
     }
@@ -69,7 +69,7 @@ pub fn driver_cut(transcript: &[Record], events: &[Event]) -> Option<String> {
 
 /// The driver ended on its own: its run ended `succeeded` (the harness's `run.ended`), or a
 /// wire driver exited by itself, with any status — never killed at the harness's bound.
-pub fn ended_on_its_own(events: &[Event]) -> bool {
+pub(crate) fn ended_on_its_own(events: &[Event]) -> bool {
     events.iter().any(|e| match &e.body {
         Body::RunEnded(ended) => {
             e.source == Source::Harness && ended.ending == graders::events::Ending::Succeeded
@@ -81,7 +81,7 @@ pub fn ended_on_its_own(events: &[Event]) -> bool {
 
 /// Read a cell's transcript; a transcript that cannot be read gives no cut (the comparison
 /// then stays strict).
-pub fn read_transcript(path: &std::path::Path) -> Vec<Record> {
+pub(crate) fn read_transcript(path: &std::path::Path) -> Vec<Record> {
     graders::evidence_file::open(path, graders::evidence_file::MAX_STREAMED_BYTES)
         .ok()
         .flatten()

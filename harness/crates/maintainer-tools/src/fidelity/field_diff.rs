@@ -9,8 +9,8 @@ use serde_json::Value;
 pub struct FieldDifference {
     /// `a.b[2].c`; empty for the values themselves.
     pub path: String,
-    pub left: Option<Value>,
-    pub right: Option<Value>,
+    pub(crate) left: Option<Value>,
+    pub(crate) right: Option<Value>,
 }
 
 /// The longest value shown in a description.

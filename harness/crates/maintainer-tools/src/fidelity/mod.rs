@@ -37,15 +37,16 @@
 //! the fake that plays the pin.
 
 pub mod answers;
-pub mod cut;
+pub(crate) mod cut;
 pub mod field_diff;
 mod normalise;
-pub mod sent;
+pub(crate) mod sent;
 mod side;
-pub mod wire;
+pub(crate) mod wire;
 
-pub use normalise::{normalise, normalise_with, NOT_COMPARED};
-pub use side::read_events;
+#[cfg(test)]
+use normalise::normalise;
+pub(crate) use normalise::normalise_with;
 use side::side_outcome;
 
 use codex::mock_api::MockScript;
@@ -59,7 +60,7 @@ use suites::{Cell, Matrix};
 /// Whether `fake` plays the same client as `real` against the fake app-server: the same driver
 /// (kind, command line, declared driver) under the same launch policy. Read from the matrix, so
 /// a new real-Codex runner (a new Codex version) is compared without code changes.
-pub fn is_fake_counterpart(fake: &RunnerSpec, real: &RunnerSpec) -> bool {
+pub(crate) fn is_fake_counterpart(fake: &RunnerSpec, real: &RunnerSpec) -> bool {
     fake.app_server == AppServerKind::Fake
         && fake.driver == real.driver
         && fake.policy == real.policy
@@ -182,7 +183,7 @@ fn playable(scenario: &str) -> bool {
 /// specific (longest) first: the app-server's CODEX_HOME, HOME and install folder, and the cell
 /// folder. Longest first, so a folder below another one keeps its own name (the fake's install
 /// folder is the harness binary's, which may hold `--out`).
-pub fn side_aliases(
+pub(crate) fn side_aliases(
     cell_root: &Path,
     real: Option<&Path>,
     fake_program: &Path,
@@ -221,12 +222,12 @@ pub fn side_aliases(
 pub struct Divergence {
     /// 0-based position in the normalised sequences.
     pub index: usize,
-    pub fake: Option<Value>,
-    pub real: Option<Value>,
+    pub(crate) fake: Option<Value>,
+    pub(crate) real: Option<Value>,
 }
 
 impl Divergence {
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         let kind = |v: &Value| v["kind"].as_str().unwrap_or("?").to_string();
         match (&self.fake, &self.real) {
             (Some(fake), Some(real)) => {
@@ -260,7 +261,7 @@ impl Divergence {
     }
 }
 
-pub fn first_divergence(fake: &[Value], real: &[Value]) -> Option<Divergence> {
+pub(crate) fn first_divergence(fake: &[Value], real: &[Value]) -> Option<Divergence> {
     let longest = fake.len().max(real.len());
     (0..longest)
         .find(|&i| fake.get(i) != real.get(i))
@@ -288,16 +289,16 @@ pub struct SideOutcome {
     /// Real Codex only: how long the mock model API served (brackets the app-server's life).
     pub codex_span: Option<std::time::Duration>,
     /// Why the driver cut this side's sequence short itself (see [`cut`]), if it did.
-    pub cut: Option<String>,
+    pub(crate) cut: Option<String>,
     /// The driver ended on its own, never stopped at the harness's bound ([`cut::ended_on_its_own`]):
     /// where it closed the app-server's stdin is then its own timing.
-    pub ended_on_its_own: bool,
+    pub(crate) ended_on_its_own: bool,
     /// Item type → the shapes of the app-server's item ids in the transcript.
-    pub id_shapes: wire::IdShapes,
+    pub(crate) id_shapes: wire::IdShapes,
     /// What the driver sent to the app-server, normalised ([`sent`]).
-    pub sent: Vec<Value>,
+    pub(crate) sent: Vec<Value>,
     /// What the app-server answered to it, every launch, normalised ([`answers`]).
-    pub answers: Vec<Value>,
+    pub(crate) answers: Vec<Value>,
 }
 
 impl SideOutcome {
@@ -324,7 +325,7 @@ pub struct PairOutcome {
     pub sent_difference: Option<String>,
     /// The first answer of the app-server that differs between the sides ([`answers`]); only
     /// where the fake plays the real Codex's release.
-    pub answer_difference: Option<String>,
+    pub(crate) answer_difference: Option<String>,
 }
 
 /// A sequence the driver cut short: the messages before `index` matched, the other side's
@@ -334,7 +335,7 @@ pub struct Truncation {
     pub index: usize,
     /// `fake` or `real`: the side whose sequence ended.
     pub side: &'static str,
-    pub reason: String,
+    pub(crate) reason: String,
     /// The other side's sequence length.
     pub other_len: usize,
 }
@@ -352,7 +353,10 @@ impl Truncation {
 /// driver that ended on its own closed the app-server's stdin ([`cut`]): first strictly (a
 /// side its driver cut short up to its cut), then, where that differs, up to the earlier of the
 /// two closings ([`cut::up_to_the_earlier_close`]).
-pub fn compare(fake: &SideOutcome, real: &SideOutcome) -> (Option<Divergence>, Option<Truncation>) {
+pub(crate) fn compare(
+    fake: &SideOutcome,
+    real: &SideOutcome,
+) -> (Option<Divergence>, Option<Truncation>) {
     let (fake_all, real_all) = (
         without_requests(&fake.sequence),
         without_requests(&real.sequence),
@@ -547,7 +551,7 @@ pub fn compare_results(
 /// Where what the driver sent differs ([`sent`]). It may end early on a side its driver cut
 /// short, and on the side whose messages were compared only up to where it ended first
 /// (`truncated`): the driver stopped sending there for the same reason.
-pub fn sent_difference(
+pub(crate) fn sent_difference(
     fake: &SideOutcome,
     real: &SideOutcome,
     truncated: Option<&Truncation>,

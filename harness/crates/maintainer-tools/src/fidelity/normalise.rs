@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::sync::OnceLock;
 
 /// Driver event kinds left out of the comparison (see the module docs).
-pub const NOT_COMPARED: &[&str] = &["diagnostic"];
+pub(crate) const NOT_COMPARED: &[&str] = &["diagnostic"];
 /// Fields that measure time, by event kind: their value is how fast the app-server or the
 /// driver was, which differs from run to run of the same side. A measured value is compared as
 /// `<ms>` (so whether there is one still counts: `null` marks an answer to an id never asked).
@@ -64,12 +64,13 @@ const PROBE_SEPARATOR: char = '-';
 /// The driver-visible sequence of a run, normalised: one JSON value per driver event, `{kind,
 /// payload}`, with ids as `<id-N>`, the cell folder as `<cell>` (and the app-server's own
 /// folders as in [`side_aliases`]), the runner as `<runner>` and probe ids as `<probe>`.
-pub fn normalise(events: &[Event], cell_root: &str) -> Vec<Value> {
+#[cfg(test)]
+pub(crate) fn normalise(events: &[Event], cell_root: &str) -> Vec<Value> {
     normalise_with(events, &[(cell_root.to_string(), "<cell>".to_string())])
 }
 
-/// [`normalise`] with explicit path aliases, applied in order.
-pub fn normalise_with(events: &[Event], aliases: &[(String, String)]) -> Vec<Value> {
+/// `normalise` with explicit path aliases, applied in order.
+pub(crate) fn normalise_with(events: &[Event], aliases: &[(String, String)]) -> Vec<Value> {
     let mut ids = IdMap::default();
     let mut out = Vec::new();
     let denied = racing_denied_commands(events);
@@ -488,7 +489,7 @@ const RELEASE_FIELDS: &[(&str, &[&str])] = &[
 /// A sequence with the release it names as `<release>`: for a real Codex compared with a fake
 /// playing another release (no fake plays every pinned release), where the release differs by
 /// construction.
-pub fn mask_release(sequence: &mut [Value]) {
+pub(crate) fn mask_release(sequence: &mut [Value]) {
     for value in sequence {
         let kind = value["kind"].as_str().unwrap_or_default().to_string();
         for (_, path) in RELEASE_FIELDS.iter().filter(|(k, _)| *k == kind) {

@@ -87,7 +87,7 @@ fn numbered(
 }
 
 /// The driver's lines to the app-server, every launch in order, normalised.
-pub fn driver_sent(transcript: &[Record], aliases: &[(String, String)]) -> Vec<Value> {
+pub(crate) fn driver_sent(transcript: &[Record], aliases: &[(String, String)]) -> Vec<Value> {
     let mut placeholders = Placeholders::default();
     transcript
         .iter()
@@ -121,7 +121,7 @@ pub fn driver_sent(transcript: &[Record], aliases: &[(String, String)]) -> Vec<V
 /// Where two sides' sent lines first differ, described; `None` when they agree. A side its
 /// driver cut short (`cut`, see [`super::cut`]), or whose messages were compared only up to
 /// its driver's earlier close, must be a prefix of the other.
-pub fn difference(
+pub(crate) fn difference(
     fake: &[Value],
     real: &[Value],
     fake_cut: bool,

@@ -103,7 +103,7 @@ fn read_codex_span(evidence_dir: &std::path::Path) -> Option<std::time::Duration
 }
 
 /// A cell's events (the stream the cell was graded on).
-pub fn read_events(path: &std::path::Path) -> anyhow::Result<Vec<Event>> {
+pub(crate) fn read_events(path: &std::path::Path) -> anyhow::Result<Vec<Event>> {
     use anyhow::Context;
     let bytes = graders::evidence_file::read(path, graders::evidence_file::MAX_STREAMED_BYTES)?
         .with_context(|| format!("reading {}: there is none", path.display()))?;

@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 /// How an item id is made, relative to its turn.
-pub fn id_shape(id: &str, turn_id: &str) -> String {
+pub(crate) fn id_shape(id: &str, turn_id: &str) -> String {
     if !turn_id.is_empty() && id.starts_with(turn_id) && id != turn_id {
         return format!("<turnId>{}", &id[turn_id.len()..]);
     }
@@ -26,18 +26,18 @@ pub fn id_shape(id: &str, turn_id: &str) -> String {
 }
 
 /// Item type → the id shapes seen.
-pub type IdShapes = BTreeMap<String, BTreeSet<String>>;
+pub(crate) type IdShapes = BTreeMap<String, BTreeSet<String>>;
 
 /// The shape of every id the model API made (`call_…` tool calls, `msg_…`/`item_…` output
 /// items): the mock model API and the fake's scripted model make them, not the app-server.
-pub const MODEL_MADE: &str = "<model-made>";
+pub(crate) const MODEL_MADE: &str = "<model-made>";
 
 /// [`item_id_shapes`] with the ids the model made as one shape ([`MODEL_MADE`]): what the
 /// fidelity comparison holds an app-server to. The items of `left_out` (by id) do not count:
 /// those the driver-visible comparison leaves out as racing (a sandbox denial Codex may or may
 /// not report as an item), which the fake mirrors with the same race, so one run has such an
 /// item and the next none on either side.
-pub fn app_server_id_shapes(transcript: &Path, left_out: &[String]) -> IdShapes {
+pub(crate) fn app_server_id_shapes(transcript: &Path, left_out: &[String]) -> IdShapes {
     item_id_shapes(transcript, left_out)
         .into_iter()
         .map(|(kind, shapes)| {
@@ -58,7 +58,7 @@ pub fn app_server_id_shapes(transcript: &Path, left_out: &[String]) -> IdShapes 
 
 /// Item type → the id shapes seen in `item/completed` notifications of a transcript, but for
 /// the items of `left_out` (by id).
-pub fn item_id_shapes(transcript: &Path, left_out: &[String]) -> IdShapes {
+pub(crate) fn item_id_shapes(transcript: &Path, left_out: &[String]) -> IdShapes {
     let mut shapes: IdShapes = BTreeMap::new();
     let Ok(Some(bytes)) =
         graders::evidence_file::read(transcript, graders::evidence_file::MAX_STREAMED_BYTES)
@@ -94,7 +94,7 @@ pub fn item_id_shapes(transcript: &Path, left_out: &[String]) -> IdShapes {
 }
 
 /// Each item type whose id shapes differ: `type: pin {…} → new {…}`.
-pub fn id_shape_changes(
+pub(crate) fn id_shape_changes(
     pin: &BTreeMap<String, BTreeSet<String>>,
     new: &BTreeMap<String, BTreeSet<String>>,
 ) -> Vec<String> {

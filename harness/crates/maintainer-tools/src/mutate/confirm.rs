@@ -20,7 +20,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 /// Second runs one operator (on one driver) gets before it is settled as unsteady.
-pub const MAX_CONFIRMATIONS: usize = 3;
+pub(crate) const MAX_CONFIRMATIONS: usize = 3;
 
 /// A killing cell's second run under the same operator.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -32,17 +32,17 @@ struct RawDriver {
 
 /// What one driver's mutation run must show.
 #[derive(Debug, Clone, PartialEq)]
-pub struct DriverExpectation {
+pub(crate) struct DriverExpectation {
     /// Operators that must be killed.
-    pub killed: BTreeSet<Operator>,
+    pub(crate) killed: BTreeSet<Operator>,
     /// The lowest score accepted.
-    pub score: Option<f64>,
+    pub(crate) score: Option<f64>,
 }
 
 /// Expectations by driver (the runner's name, as `mutation.json` names it).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Expectations {
-    pub drivers: BTreeMap<String, DriverExpectation>,
+    pub(crate) drivers: BTreeMap<String, DriverExpectation>,
 }
 
 impl Expectations {
@@ -52,7 +52,7 @@ impl Expectations {
         Self::parse(&text).with_context(|| format!("{}", path.display()))
     }
 
-    pub fn parse(text: &str) -> Result<Self> {
+    pub(crate) fn parse(text: &str) -> Result<Self> {
         let file: File = toml::from_str(text)?;
         anyhow::ensure!(!file.drivers.is_empty(), "no [drivers.NAME] expectation");
         let mut drivers = BTreeMap::new();

@@ -17,20 +17,20 @@ pub struct FidelityChecked {
 /// driver over the same paired cells: the fake does not answer that bug as the real Codex does.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Disagreement {
-    pub operator: String,
+    pub(crate) operator: String,
     /// The fake runner and the real-Codex one.
-    pub fake: String,
-    pub real: String,
-    pub fake_status: Status,
-    pub real_status: Status,
+    pub(crate) fake: String,
+    pub(crate) real: String,
+    pub(crate) fake_status: Status,
+    pub(crate) real_status: Status,
     /// The cells that killed it on the side where it was killed (with first kill: the first).
-    pub killed_by: Vec<CellMutant>,
+    pub(crate) killed_by: Vec<CellMutant>,
     /// The cells it applied in without an outcome changing, on the side where it survived.
-    pub survived_in: Vec<String>,
+    pub(crate) survived_in: Vec<String>,
 }
 
 impl Disagreement {
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         let (killed, survived) = if self.fake_status == Status::Killed {
             (&self.fake, &self.real)
         } else {

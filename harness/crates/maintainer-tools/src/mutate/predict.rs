@@ -86,7 +86,7 @@ fn read_transcript(path: &Path) -> anyhow::Result<Vec<Record>> {
 
 /// How many lines `operator` would rewrite in a launch's `records`; `None` when they are
 /// missing lines it would have to see.
-pub fn replay(records: &[Record], operator: Operator) -> Option<usize> {
+pub(crate) fn replay(records: &[Record], operator: Operator) -> Option<usize> {
     // One operator state per launch, as the recorder keeps one per launch.
     let mut launches: HashMap<u64, WireMutation> = HashMap::new();
     let mut applied = 0;

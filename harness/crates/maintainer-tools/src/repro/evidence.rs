@@ -8,20 +8,20 @@ use matrix::stages::events::BUBBLEWRAP_PREFIX;
 use std::path::Path;
 
 #[derive(Debug, Clone, PartialEq)]
-pub struct RunEvidence {
+pub(crate) struct RunEvidence {
     /// The launch as the driver recorded it (`run.started`).
-    pub launch: Option<LaunchSummary>,
+    pub(crate) launch: Option<LaunchSummary>,
     /// `(seq, …)` of the first `session.rejected`.
-    pub thread_start_error: Option<(u64, SessionRejected)>,
+    pub(crate) thread_start_error: Option<(u64, SessionRejected)>,
     /// `(seq, …)` of `session.started`.
-    pub thread_started: Option<(u64, SessionStarted)>,
+    pub(crate) thread_started: Option<(u64, SessionStarted)>,
     /// `(seq, which)`: the bubblewrap Codex uses in the environment, as the harness found it.
-    pub bubblewrap: Option<(u64, String)>,
+    pub(crate) bubblewrap: Option<(u64, String)>,
 }
 
 impl RunEvidence {
     /// Read and validate `events.jsonl`.
-    pub fn read(path: &Path) -> Result<Self> {
+    pub(crate) fn read(path: &Path) -> Result<Self> {
         let file = graders::evidence_file::open(path, graders::evidence_file::MAX_STREAMED_BYTES)?
             .with_context(|| format!("opening {}: there is none", path.display()))?;
         let events = read_all(std::io::BufReader::new(file), ReaderConfig::default())
@@ -51,7 +51,7 @@ impl RunEvidence {
     }
 
     /// The `-c` value that defines the run's permission profile.
-    pub fn profile_override(&self) -> Option<&str> {
+    pub(crate) fn profile_override(&self) -> Option<&str> {
         let launch = self.launch.as_ref()?;
         let profile = launch.thread_permissions.as_deref()?;
         let prefix = format!("permissions.{profile}=");

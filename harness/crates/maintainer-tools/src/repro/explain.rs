@@ -4,7 +4,7 @@
 
 use sandbox::spec::EnvSpec;
 
-pub fn explanation(spec: &EnvSpec) -> String {
+pub(crate) fn explanation(spec: &EnvSpec) -> String {
     let mut text = spec.cause.to_string();
     if !text.is_empty() {
         text.push(' ');

@@ -23,10 +23,10 @@ use sandbox::environment::{check_prerequisites, select_runtime, Runtime};
 use sandbox::{catalogue, runc, spec};
 use std::path::PathBuf;
 
-pub const SUITE: &str = "codex-planning-read-only";
-pub const CASE: &str = "plan-write-refused";
+pub(crate) const SUITE: &str = "codex-planning-read-only";
+pub(crate) const CASE: &str = "plan-write-refused";
 /// The same planning run with the network disabled.
-pub const NO_NETWORK_CASE: &str = "plan-write-refused-no-network";
+pub(crate) const NO_NETWORK_CASE: &str = "plan-write-refused-no-network";
 
 /// A failure `harness repro` reproduces: one restricted environment, named by the environment or
 /// by a historical alias (`rtm-newaddr` = `daytona`, `uidmap` = `daytona-uidmap`).
@@ -37,7 +37,8 @@ pub struct Failure {
 }
 
 /// The historical names of two failures.
-pub const ALIASES: &[(&str, &str)] = &[("rtm-newaddr", "daytona"), ("uidmap", "daytona-uidmap")];
+pub(crate) const ALIASES: &[(&str, &str)] =
+    &[("rtm-newaddr", "daytona"), ("uidmap", "daytona-uidmap")];
 
 impl std::str::FromStr for Failure {
     type Err = String;
@@ -77,7 +78,7 @@ impl Failure {
         self.name
     }
 
-    pub fn environment(self) -> &'static str {
+    pub(crate) fn environment(self) -> &'static str {
         self.environment
     }
 
@@ -86,7 +87,7 @@ impl Failure {
     }
 
     /// The text of the environment's failure, as Codex's output carries it.
-    pub fn signature(self) -> &'static str {
+    pub(crate) fn signature(self) -> &'static str {
         let spec = self.spec();
         match spec.expected_command.stderr_signature {
             // The canaries' shell wording is not what Codex prints: its helper panics.
@@ -97,14 +98,14 @@ impl Failure {
     }
 
     /// Why it happens, in a few lines.
-    pub fn explanation(self) -> String {
+    pub(crate) fn explanation(self) -> String {
         explain::explanation(&self.spec())
     }
 }
 
 /// Which app-server ran: the pinned Codex when installed, else the fake in real-sandbox mode.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum AppServer {
+pub(crate) enum AppServer {
     Codex {
         version: String,
         binary: PathBuf,
@@ -117,7 +118,7 @@ pub enum AppServer {
 
 impl AppServer {
     /// Installed only: the repro never downloads Codex (the fake stands in instead).
-    pub fn choose() -> AppServer {
+    pub(crate) fn choose() -> AppServer {
         match provision::resolve(provision::PINNED) {
             Ok(install) => AppServer::Codex {
                 version: install.version,
@@ -130,7 +131,7 @@ impl AppServer {
     }
 
     /// The runners of the legacy and the fixed run.
-    pub fn runners(&self) -> [(PolicyGeneration, &'static str); 2] {
+    pub(crate) fn runners(&self) -> [(PolicyGeneration, &'static str); 2] {
         match self {
             AppServer::Codex { .. } => [
                 (PolicyGeneration::Legacy, "runner-codex-legacy"),
@@ -143,7 +144,7 @@ impl AppServer {
         }
     }
 
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         match self {
             AppServer::Codex { version, binary } => {
                 format!("real Codex {version} ({})", binary.display())
@@ -157,25 +158,25 @@ impl AppServer {
 
 /// One planning run: one cell of the matrix.
 #[derive(Debug)]
-pub struct Run {
-    pub policy: PolicyGeneration,
+pub(crate) struct Run {
+    pub(crate) policy: PolicyGeneration,
     /// The verdict the baseline expects of this run.
-    pub expected: VerdictKind,
-    pub cell: String,
-    pub result: CellResult,
+    pub(crate) expected: VerdictKind,
+    pub(crate) cell: String,
+    pub(crate) result: CellResult,
     /// What its event stream shows (absent when the run produced no readable stream).
-    pub evidence: Option<RunEvidence>,
+    pub(crate) evidence: Option<RunEvidence>,
     /// `(container id, bundle)` kept with `--keep`.
-    pub bundles: Vec<(String, PathBuf)>,
+    pub(crate) bundles: Vec<(String, PathBuf)>,
 }
 
 #[derive(Debug)]
 pub struct Report {
-    pub failure: Failure,
-    pub app_server: AppServer,
-    pub runs: Vec<Run>,
-    pub kept: bool,
-    pub network_disabled: bool,
+    pub(crate) failure: Failure,
+    pub(crate) app_server: AppServer,
+    pub(crate) runs: Vec<Run>,
+    pub(crate) kept: bool,
+    pub(crate) network_disabled: bool,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -190,7 +191,7 @@ pub struct Options {
 }
 
 /// The folder of `failure`'s evidence when none is given.
-pub fn default_out_root(failure: Failure) -> PathBuf {
+pub(crate) fn default_out_root(failure: Failure) -> PathBuf {
     matrix::paths::conformance_root().join(format!("repro-{}", failure.name()))
 }
 

@@ -10,13 +10,13 @@ use std::time::Duration;
 
 /// Bound on one request (thread/start under a failing sandbox answers within a second or two;
 /// the container start is included in the first).
-pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(90);
+pub(crate) const REQUEST_TIMEOUT: Duration = Duration::from_secs(90);
 const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(10);
 
 pub struct Session {
     client: RpcClient,
     /// Requests and notifications sent, as JSON lines.
-    pub sent: Vec<String>,
+    pub(crate) sent: Vec<String>,
     next_id: i64,
 }
 
