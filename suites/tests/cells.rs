@@ -21,8 +21,8 @@
 //! argument `fake-app-server`, it is the fake (`fake_app_server::cli_main`), with `tap` the wire
 //! tap (`tap::relay::main`), with `drive` the reference driver as a process, so cells never depend on a separately built binary.
 
-use harness::fidelity::{self, Pair};
 use libtest_mimic::{Arguments, Completion, Failed, Trial};
+use maintainer_tools::fidelity::{self, Pair};
 use matrix::cell::run_cell;
 use matrix::context::CellContext;
 use report::outcome::{CellOutcome, CellResult};

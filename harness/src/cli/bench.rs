@@ -1,4 +1,4 @@
-//! `harness bench`: each benchmark lives in `crate::bench::*`.
+//! `harness bench`: each benchmark lives in `maintainer_tools::bench::*`.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -13,24 +13,24 @@ pub struct Args {
 pub enum Which {
     /// A driver's PR gate (its fake cells in every environment) against the same sessions of
     /// that driver run directly against the fake: the ratio of their wall times.
-    Gate(crate::bench::gate::Args),
+    Gate(maintainer_tools::bench::gate::Args),
     /// Graders vs jq on a generated event log: throughput and peak memory.
-    Graders(crate::bench::graders::Args),
+    Graders(maintainer_tools::bench::graders::Args),
     /// Fake app-server vs real Codex start-up; JSON-RPC round trips per second.
-    Fake(crate::bench::fake::Args),
+    Fake(maintainer_tools::bench::fake::Args),
     /// Wall time of all fake cells, per-cell medians, scaling with parallelism.
-    Matrix(crate::bench::matrix::Args),
+    Matrix(maintainer_tools::bench::matrix::Args),
     /// The wire tap: round trips through it vs direct, and its share of a real-Codex cell.
-    Tap(crate::bench::tap::Args),
+    Tap(maintainer_tools::bench::tap::Args),
 }
 
 pub fn main(args: Args) -> ExitCode {
-    use crate::bench::{fake, tap};
+    use maintainer_tools::bench::{fake, tap};
     match args.which {
-        Which::Gate(args) => crate::bench::gate::main(args),
-        Which::Graders(args) => crate::bench::graders::main(args),
+        Which::Gate(args) => maintainer_tools::bench::gate::main(args),
+        Which::Graders(args) => maintainer_tools::bench::graders::main(args),
         Which::Fake(args) => print_measured("fake", fake::run(&args), fake::render, &args.json),
-        Which::Matrix(args) => crate::bench::matrix::main(args),
+        Which::Matrix(args) => maintainer_tools::bench::matrix::main(args),
         Which::Tap(args) => print_measured("tap", tap::run(&args), tap::render, &args.json),
     }
 }

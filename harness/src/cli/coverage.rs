@@ -1,9 +1,9 @@
 //! `harness coverage [--codex VERSION] [--json | --markdown]`: which cases of the `protocol`
 //! profile make the app-server send each server request and notification of a release, and how
 //! the fake answers each client request and which case checks how drivers use it
-//! ([`crate::coverage`]). With `--drivers FILE [--out DIR]`: what each driver of the file was
+//! ([`maintainer_tools::coverage`]). With `--drivers FILE [--out DIR]`: what each driver of the file was
 //! exercised on in the run whose evidence is in DIR, beside that
-//! ([`crate::coverage::by_driver`]). A table on the terminal, JSON for machines, Markdown for
+//! ([`maintainer_tools::coverage::by_driver`]). A table on the terminal, JSON for machines, Markdown for
 //! the docs; under GitHub Actions the Markdown is also appended to the job summary. Exit 0; 1
 //! when a driver of the file has no cell in the folder that recorded a transcript; 2 when the
 //! release has no protocol data here, or the drivers file or the evidence cannot be read.
@@ -47,7 +47,7 @@ pub fn main(args: Args) -> ExitCode {
                 .out
                 .clone()
                 .unwrap_or_else(matrix::paths::conformance_root);
-            match crate::coverage::by_driver::exercised(drivers, &out) {
+            match maintainer_tools::coverage::by_driver::exercised(drivers, &out) {
                 Ok(exercised) => {
                     let unrecorded = exercised.unrecorded();
                     for driver in &unrecorded {
@@ -79,7 +79,7 @@ pub fn main(args: Args) -> ExitCode {
                 .codex
                 .clone()
                 .unwrap_or_else(|| fake_app_server::persona::DEFAULT_VERSION.to_string());
-            match crate::coverage::coverage(&release) {
+            match maintainer_tools::coverage::coverage(&release) {
                 Ok(coverage) => (
                     Printed {
                         table: coverage.table(),

@@ -1,6 +1,6 @@
-//! `harness drift VERSION`: compare a published Codex with the pin (see `harness::drift`).
+//! `harness drift VERSION`: compare a published Codex with the pin (see `maintainer_tools::drift`).
 
-use crate::drift;
+use maintainer_tools::drift;
 use matrix::context::CellContext;
 use matrix::paths;
 use std::process::ExitCode;

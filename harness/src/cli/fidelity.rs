@@ -4,7 +4,7 @@
 //! diverging message. Also reports, per real-Codex cell, the time spent in Codex versus in the
 //! harness.
 
-use crate::fidelity::{self, Pair, PairOutcome};
+use maintainer_tools::fidelity::{self, Pair, PairOutcome};
 use matrix::context::CellContext;
 use matrix::paths;
 use std::collections::BTreeMap;

@@ -1,21 +1,21 @@
 //! `harness mutate [--drivers FILE] [--app-server fake|codex] [--operator NAME]… [--expect
 //! FILE] [FILTER…]`: the selected cells once as they are (the reference), then every mutant the
-//! reference does not rule out (`harness::mutate::predict`), all in one pool, each operator's
+//! reference does not rule out (`maintainer_tools::mutate::predict`), all in one pool, each operator's
 //! queued runs left out once one killed it (`--all-kills`: every one); a table per driver
 //! per operator (killed by which cells, survived, unsteady, not applicable), the score,
 //! `mutation.json` and `report.html` in the out folder. A kill counts once a second run of its
-//! cell kills again (`harness::mutate::confirm`). Exit 0 when every operator that applied was
+//! cell kills again (`maintainer_tools::mutate::confirm`). Exit 0 when every operator that applied was
 //! killed, 1 when one survived or is unsteady, 2 when the run could not be made (or no operator
 //! applied anywhere: nothing was measured), 130 / 143 after SIGINT / SIGTERM; with `--expect`,
-//! 0 / 1 say whether every expectation is met (`harness::mutate::expect`).
+//! 0 / 1 say whether every expectation is met (`maintainer_tools::mutate::expect`).
 
 mod judge;
 mod pool;
 
 use crate::dispatch::CancelReason;
-use crate::mutate::expect::Expectations;
-use crate::mutate::{self, predict, MutationReport};
 use anyhow::Context;
+use maintainer_tools::mutate::expect::Expectations;
+use maintainer_tools::mutate::{self, predict, MutationReport};
 use matrix::concurrency::Concurrency;
 use matrix::context::CellContext;
 use pool::Mutants;
@@ -375,14 +375,14 @@ fn exit_code(report: &MutationReport, expectations: Option<&(PathBuf, Expectatio
     }
 }
 
-/// `--fidelity`: of the `selected` cells, those `harness::fidelity::pairs` pairs with a
+/// `--fidelity`: of the `selected` cells, those `maintainer_tools::fidelity::pairs` pairs with a
 /// selected cell of the other app-server (both sides), and the `[fake, real]` runners paired.
 fn paired_cells(matrix: &suites::Matrix, selected: &[Cell]) -> (Vec<Cell>, Vec<[String; 2]>) {
     let chosen: BTreeSet<String> = selected.iter().map(Cell::name).collect();
     let mut cells: BTreeMap<String, Cell> = BTreeMap::new();
     let mut runners: BTreeSet<[String; 2]> = BTreeSet::new();
     // Every pair of the matrix: the selection (filters, environments) chose the cells already.
-    for pair in crate::fidelity::pairs(matrix, &[]) {
+    for pair in maintainer_tools::fidelity::pairs(matrix, &[]) {
         if chosen.contains(&pair.fake.name()) && chosen.contains(&pair.real.name()) {
             runners.insert([pair.fake.id.runner.clone(), pair.real.id.runner.clone()]);
             cells.insert(pair.fake.name(), pair.fake);

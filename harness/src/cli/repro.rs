@@ -1,6 +1,6 @@
 //! `harness repro ENV` (or the aliases `rtm-newaddr`, `uidmap`).
 
-use crate::repro::{self, Failure, Options};
+use maintainer_tools::repro::{self, Failure, Options};
 use std::process::ExitCode;
 
 #[derive(clap::Args, Debug)]

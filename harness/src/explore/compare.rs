@@ -280,7 +280,7 @@ pub fn first_divergence(real: &[Value], fake: &[Value]) -> Option<MessageDiverge
         let (r, f) = (real.get(index), fake.get(index));
         let field = match (r, f) {
             (Some(r), Some(f)) => {
-                let found = crate::fidelity::field_diff::first(r, f)?;
+                let found = maintainer_tools::fidelity::field_diff::first(r, f)?;
                 format!(
                     "{}: {} ≠ {}",
                     if found.path.is_empty() {

@@ -2,8 +2,8 @@
 //! a planning run's thread/start through the environment's launcher.
 
 use driver::launch::{self, profiles::HostPaths, LaunchRequest};
-use harness::repro::session::Session;
 use libtest_mimic::Failed;
+use maintainer_tools::repro::session::Session;
 use sandbox::environment;
 use sandbox::launcher::{EnvMounts, ProcessSpec};
 use std::path::PathBuf;

@@ -26,7 +26,7 @@ pub fn fake_releases() -> Vec<String> {
     let mut releases = vec![fake_app_server::persona::DEFAULT_VERSION.to_string()];
     for runner in matrix.file.runners.values() {
         if runner.app_server == suites::spec::AppServerKind::Fake {
-            let plays = harness::fidelity::plays(runner).to_string();
+            let plays = maintainer_tools::fidelity::plays(runner).to_string();
             if !releases.contains(&plays) {
                 releases.push(plays);
             }
@@ -39,7 +39,7 @@ pub fn fake_releases() -> Vec<String> {
 pub fn generate_version(version: &str, out: &Path) -> CodexSchema {
     let install = codex::provision::resolve(version)
         .unwrap_or_else(|err| panic!("Codex {version} is not installed: {err:#}"));
-    harness::drift::schema::generate(&install.binary, out)
+    maintainer_tools::drift::schema::generate(&install.binary, out)
         .unwrap_or_else(|err| panic!("generating Codex {version}'s schema: {err:#}"));
     CodexSchema {
         dir: out.to_path_buf(),

@@ -1,7 +1,7 @@
 //! Running one fidelity pair as a test trial.
 
-use harness::fidelity::{self, Pair, PairOutcome};
 use libtest_mimic::Failed;
+use maintainer_tools::fidelity::{self, Pair, PairOutcome};
 use matrix::context::CellContext;
 
 /// Run `pair` on a runtime of its own; its outcome when both sides were compared and agree,

@@ -24,6 +24,7 @@ mod declared_driver;
 mod driver_control;
 mod driver_fake;
 mod external_driver;
+mod file_length;
 mod grade_cli;
 mod input_checks;
 mod launch_cli;

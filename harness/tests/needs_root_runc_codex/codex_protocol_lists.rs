@@ -14,8 +14,8 @@ use crate::common;
 
 use codex::provision;
 use common::{codex_schema, prereq};
-use harness::drift::persona::{answer_changes, settings_answers};
-use harness::drift::unknown::unknown_method_error;
+use maintainer_tools::drift::persona::{answer_changes, settings_answers};
+use maintainer_tools::drift::unknown::unknown_method_error;
 use std::collections::BTreeSet;
 use std::path::Path;
 
@@ -77,7 +77,7 @@ fn scenario_notification_names_are_the_real_codex_ones(plays: &str) {
     let scratch = tempfile::tempdir().unwrap();
     let dir = scratch.path().join("schema");
     codex_schema::generate_version(plays, &dir);
-    let real: BTreeSet<String> = harness::drift::schema::load(&dir)
+    let real: BTreeSet<String> = maintainer_tools::drift::schema::load(&dir)
         .expect("the generated schema")
         .notifications;
     assert!(real.len() > 50, "suspiciously few notifications: {real:?}");

@@ -10,7 +10,7 @@ use crate::common;
 
 use codex::provision;
 use common::prereq;
-use harness::drift::{self, schema::Change};
+use maintainer_tools::drift::{self, schema::Change};
 
 fn newest_missing() -> Option<String> {
     provision::resolve(provision::NEWEST)

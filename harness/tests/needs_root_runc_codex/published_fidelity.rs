@@ -5,7 +5,7 @@
 //! fidelity --drivers drivers/published.toml` prints, asserted. A pair its driver cut short
 //! itself (codex-acp's title side thread, whose start races the client's exit on either side)
 //! compares up to the earlier of the two closings of stdin, as there (see
-//! `harness::fidelity::cut`).
+//! `maintainer_tools::fidelity::cut`).
 //!
 //! Every trial needs the pinned real Codex, bubblewrap and the published driver packages
 //! (`harness provision` installs them): without them a trial is ignored with the reason; under
@@ -17,8 +17,8 @@ use crate::common;
 use codex::driver_packages::{self, DriverPackage};
 use codex::provision::PINNED;
 use common::prereq;
-use harness::fidelity::{self, Pair};
 use libtest_mimic::{Failed, Trial};
+use maintainer_tools::fidelity::{self, Pair};
 use matrix::context::CellContext;
 use std::path::Path;
 use std::sync::Arc;

@@ -4,7 +4,7 @@
 
 use super::pool::Ran;
 use super::{Args, Planned, Selection};
-use crate::mutate::{
+use maintainer_tools::mutate::{
     self, CellMutant, DriverMutants, ExpectationsChecked, FidelityChecked, Mutant, MutationReport,
 };
 use report::outcome::CellResult;

@@ -4,8 +4,8 @@
 //! puts the runs it left out back in. See docs/mutate.md, "How it runs".
 
 use crate::dispatch::CancelReason;
-use crate::mutate::confirm::{Again, Ledger};
-use crate::mutate::{self, CellMutant};
+use maintainer_tools::mutate::confirm::{Again, Ledger};
+use maintainer_tools::mutate::{self, CellMutant};
 use matrix::concurrency::Concurrency;
 use matrix::context::CellContext;
 use matrix::scheduler;
@@ -121,7 +121,7 @@ impl Mutants<'_> {
                 order,
                 skip,
                 finished,
-                // Mutate confirms a kill with its own run (`crate::mutate::confirm`); running a
+                // Mutate confirms a kill with its own run (`maintainer_tools::mutate::confirm`); running a
                 // failed cell again here would blur what that run confirms.
                 retries: 0,
             };
