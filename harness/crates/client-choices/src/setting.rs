@@ -127,6 +127,37 @@ pub enum RequestIds {
     String,
 }
 
+/// How the task's prompt is sent as `input` of `turn/start` (`UserInput` items).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TurnInput {
+    /// One `text` item.
+    OneText,
+    /// Two `text` items whose concatenation is the prompt, cut at a space near its middle: a
+    /// client that sends its own context and the user's words as separate items.
+    SplitText,
+}
+
+impl TurnInput {
+    /// The `text` items that carry `prompt`.
+    pub fn texts(self, prompt: &str) -> Vec<&str> {
+        if self == Self::OneText {
+            return vec![prompt];
+        }
+        let middle = prompt.len() / 2;
+        // After a space, so that no word (a `MARKER-` token) is cut in two.
+        let cut = prompt
+            .char_indices()
+            .filter(|(_, c)| c.is_whitespace())
+            .map(|(i, c)| i + c.len_utf8())
+            .min_by_key(|i| i.abs_diff(middle));
+        match cut {
+            Some(cut) if cut < prompt.len() => vec![&prompt[..cut], &prompt[cut..]],
+            _ => vec![prompt],
+        }
+    }
+}
+
 /// The answer to an approval request: a refusal decision the schema lists (`decline`,
 /// `cancel`) or `error`, a JSON-RPC error. Grants are no choice of a client nobody told to
 /// grant ([`crate::Vocabulary::grants`]).
@@ -153,6 +184,7 @@ pub struct Setting {
     pub answer_order: AnswerOrder,
     pub request_ids: RequestIds,
     pub stderr: StderrChoice,
+    pub turn_input: TurnInput,
 }
 
 /// The dimensions' names, in their order.
@@ -170,6 +202,7 @@ pub const DIMENSIONS: &[&str] = &[
     "answer-order",
     "request-ids",
     "stderr",
+    "turn-input",
 ];
 
 /// Why a setting's text does not parse.
@@ -235,6 +268,7 @@ impl Setting {
             word(&self.answer_order),
             word(&self.request_ids),
             word(&self.stderr),
+            word(&self.turn_input),
         ]
     }
 
@@ -248,7 +282,7 @@ impl Setting {
             ));
         }
         let optional = |v: &str| (v != ABSENT).then(|| v.to_string());
-        let [exp, opt_out, title, eph, policy, sandbox, approval, other, stop, launches, order, ids, stderr] =
+        let [exp, opt_out, title, eph, policy, sandbox, approval, other, stop, launches, order, ids, stderr, input] =
             values
         else {
             unreachable!("the length was checked")
@@ -270,6 +304,7 @@ impl Setting {
             answer_order: from_word(DIMENSIONS[10], order)?,
             request_ids: from_word(DIMENSIONS[11], ids)?,
             stderr: from_word(DIMENSIONS[12], stderr)?,
+            turn_input: from_word(DIMENSIONS[13], input)?,
         })
     }
 }
@@ -308,5 +343,23 @@ impl std::str::FromStr for Setting {
             .map(|(v, name)| v.ok_or_else(|| SettingError::MissingDimension((*name).into())))
             .collect::<Result<_, _>>()?;
         Self::from_values(&values)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::TurnInput;
+
+    #[test]
+    fn a_split_prompt_is_two_texts_cut_after_a_space_that_join_back_to_it() {
+        let prompt = "Write the file MARKER-abc-1 into the workspace, then stop.";
+        let texts = TurnInput::SplitText.texts(prompt);
+        assert_eq!(texts.len(), 2, "{texts:?}");
+        assert_eq!(texts.concat(), prompt);
+        assert!(texts[0].ends_with(' '), "{texts:?}");
+        assert!(texts.iter().all(|t| !t.is_empty()));
+        assert_eq!(TurnInput::OneText.texts(prompt), vec![prompt]);
+        // Nothing to cut at: one text, as a client with one word to say sends it.
+        assert_eq!(TurnInput::SplitText.texts("MARKER-x"), vec!["MARKER-x"]);
     }
 }

@@ -60,6 +60,27 @@ impl Vocabulary {
         client.thread_start.has_property("", "ephemeral")?;
         client.thread_start.has_property("", "approvalPolicy")?;
         client.thread_start.has_property("", "sandbox")?;
+        client.turn_start.has_property("", "input")?;
+        let text_input = client
+            .turn_start
+            .definition("UserInput")?
+            .get("oneOf")
+            .and_then(serde_json::Value::as_array)
+            .is_some_and(|alts| {
+                alts.iter().any(|alt| {
+                    alt.pointer("/properties/type/enum/0")
+                        .and_then(|t| t.as_str())
+                        == Some("text")
+                })
+            });
+        if !text_input {
+            return Err(SchemaError::Missing {
+                version: version.into(),
+                file: "TurnStartParams.json".into(),
+                what: "a `text` alternative of `UserInput` (every setting sends its prompt so)"
+                    .into(),
+            });
+        }
         let release = graders::protocol::release(version).map_err(|e| SchemaError::Missing {
             version: version.into(),
             file: "graders/protocol".into(),
@@ -185,6 +206,7 @@ impl Space {
             words(&["at-once", "after-pending"]),
             words(&["integer", "string"]),
             words(&["inherit", "drain", "null"]),
+            words(&["one-text", "split-text"]),
         ];
         let dimensions = DIMENSIONS
             .iter()

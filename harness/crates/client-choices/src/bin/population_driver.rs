@@ -350,7 +350,13 @@ fn run_turn(session: &mut Session, args: &Args) -> Result<String, String> {
         .as_str()
         .ok_or("thread/start answered without a thread id")?
         .to_string();
-    let mut turn = json!({"threadId": thread_id, "input": [{"type": "text", "text": args.prompt}]});
+    let input: Vec<Value> = setting
+        .turn_input
+        .texts(&args.prompt)
+        .into_iter()
+        .map(|text| json!({"type": "text", "text": text}))
+        .collect();
+    let mut turn = json!({"threadId": thread_id, "input": input});
     if args.mode == "planning" {
         let model = thread["model"].as_str().unwrap_or("default");
         turn["collaborationMode"] = json!({"mode": "plan", "settings":
