@@ -4,7 +4,7 @@ OUT (issue 37's held-out measurement: each copy must turn the protocol profile r
 Usage: python3 bugs.py OUT; then `harness run --drivers OUT/drivers.toml --app-server fake`."""
 import pathlib, sys
 
-# name -> (what a real driver gets wrong, the text replaced, its replacement)
+# name -> (what a real driver gets wrong, then pairs: a text replaced, its replacement)
 BUGS = {
     "planning-writable": ("a planning task runs with write access",
         'planning: "read-only"', 'planning: "workspace-write"'),
@@ -32,9 +32,12 @@ BUGS = {
     "unknown-request-unanswered": ("a server request it does not know is left unanswered",
         "return send({ id, error: { code: -32601, message: `${method} is not handled by this client` } });",
         "if (!method.startsWith(\"item/\")) return;\n      return send({ id, error: { code: -32601, message: \"no\" } });"),
-    "retry-error-terminal": ("every `error` notification ends the run, willRetry or not",
+    "retry-error-terminal": ("every `error` notification fails the turn, willRetry or not",
+        "earlyCompletions.set(turn.id, turn);",
+        "if (earlyCompletions.get(turn.id)?.status !== \"failed\") earlyCompletions.set(turn.id, turn);",
         '} else if (message.method === "item/completed"',
-        '} else if (message.method === "error") {\n    abort(new Error("codex reported an error"));\n'
+        '} else if (message.method === "error") {\n'
+        '    earlyCompletions.set(message.params.turnId, { id: message.params.turnId, status: "failed" });\n'
         '  } else if (message.method === "item/completed"'),
     "line-64k": ("lines longer than 64 KiB fail the run (a fixed read buffer, undeclared)",
         "lastMessageAt = Date.now();\n  let message;",
@@ -57,11 +60,14 @@ def main(out):
     source = (pathlib.Path(__file__).parent / "driver.mjs").read_text()
     out = pathlib.Path(out)
     declarations = []
-    for name, (about, old, new) in BUGS.items():
-        if source.count(old) != 1:
-            sys.exit(f"bug {name}: the text to replace occurs {source.count(old)} times in driver.mjs")
+    for name, (about, *edits) in BUGS.items():
+        copy = source
+        for old, new in zip(edits[::2], edits[1::2]):
+            if copy.count(old) != 1:
+                sys.exit(f"bug {name}: the text to replace occurs {copy.count(old)} times in driver.mjs")
+            copy = copy.replace(old, new)
         (out / name).mkdir(parents=True, exist_ok=True)
-        (out / name / "driver.mjs").write_text(source.replace(old, new))
+        (out / name / "driver.mjs").write_text(copy)
         declarations.append(
             f'[drivers.bug-{name}]\nabout = "{about}"\n'
             f'command = "node {name}/driver.mjs --task {{task}} --cwd {{workspace}} --prompt {{prompt}} --model {{model}}"\n'
