@@ -145,6 +145,10 @@ function abort(error) {
   pending.clear();
 }
 
+// Idle is silence on the pipe: a megabyte line still arriving is not silence.
+codex.stdout.on("data", () => {
+  lastMessageAt = Date.now();
+});
 const lines = createInterface({ input: codex.stdout, crlfDelay: Infinity });
 lines.on("line", onLine);
 lines.on("close", () => {
