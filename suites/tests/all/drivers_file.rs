@@ -279,6 +279,20 @@ fn each_declared_driver_runs_where_the_suites_run_their_own_driver() {
     assert_eq!(matrix.codex_versions, ["0.169.0", "0.160.0", "0.171.0"]);
 }
 
+/// A driver's line limit shows against the real Codex's own long lines, not only the fake's
+/// (issue 37's held-out measurement: a copy reading at most 64 KiB a line was green on every
+/// real-Codex cell). Before, no real-Codex cell of a declared driver sent a line over 64 KiB.
+#[test]
+fn a_declared_driver_meets_the_real_codexs_long_line() {
+    let matrix = load(GOOD, &[]).unwrap();
+    let name = "protocol-size.my-runner-codex.local.long-message";
+    let cell = matrix
+        .cell(name)
+        .unwrap_or_else(|| panic!("no cell {name}"));
+    assert_eq!(cell.not_applicable, None, "{name}");
+    assert_eq!(cell.grader_case(), "line-1m", "{name}");
+}
+
 /// A block with `generated_runners = false` (the virtual machines', a minute a cell under QEMU's
 /// emulator) keeps its own runners: neither a drivers file's nor `--codex`'s join it, while
 /// the shipped runner's cells there stay.
