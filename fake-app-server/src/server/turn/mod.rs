@@ -23,8 +23,8 @@ mod ending;
 mod exec_approval;
 mod items;
 mod model_tools;
-pub(crate) mod remembered;
 mod raw_events;
+pub(crate) mod remembered;
 mod server_actions;
 mod server_requests;
 
