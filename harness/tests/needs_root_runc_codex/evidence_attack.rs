@@ -467,18 +467,14 @@ pub fn trials() -> Vec<Trial> {
                     "minimal_fake_local_needs_root"
                 }
             );
-            let missing = target.missing.clone().or_else(root_missing);
-            let open = missing.is_none();
-            let trial = prereq::trial(name.clone(), missing, {
-                let cell = cell.clone();
-                move || app_server_escape::a_drivers_command_exec_stays_in_its_cell(&cell)
-            });
-            // Ignored, CI or not, until the app-server is contained: `--include-ignored` shows
-            // the escape.
-            if open {
-                eprintln!("ignored: {name}: {}", app_server_escape::OPEN);
-            }
-            trials.push(trial.with_ignored_flag(true));
+            trials.push(prereq::trial(
+                name,
+                target.missing.clone().or_else(root_missing),
+                {
+                    let cell = cell.clone();
+                    move || app_server_escape::a_drivers_command_exec_stays_in_its_cell(&cell)
+                },
+            ));
         }
         trials.push(prereq::trial(
             format!("a_driver_copying_a_passing_cells_evidence_over_its_own_is_refused_{on}"),

@@ -11,11 +11,6 @@ use matrix::cell::run_cell;
 use report::layout::CellEvidence;
 use report::outcome::CellOutcome;
 
-/// Why these trials are ignored: the escape they show is not contained yet.
-pub const OPEN: &str = "open: a local cell's app-server runs as root on the host, outside the \
-driver's view, and runs a driver's `command/exec` with dangerFullAccess as root \
-(docs/prerequisites.md, \"Open\")";
-
 /// The driver: `$1` its workspace, `$2` a root-only folder outside the cell, then the cell's
 /// own command. It starts its `codex` through the tap, initializes it and asks it to run, with
 /// full access, a command that writes the folder and copies the cell's transcript there; then
@@ -26,7 +21,7 @@ cell=$(dirname "$(dirname "$workspace")")
 python3 - "$CODEX_PATH" "$victim" "$cell" <<'PY'
 import json, subprocess, sys
 codex, victim, cell = sys.argv[1:4]
-script = f"id -u > {victim}/exec-id; cp {cell}/transcript.jsonl {victim}/transcript-copy"
+script = f"id -u; id -u > {victim}/exec-id; cp {cell}/transcript.jsonl {victim}/transcript-copy"
 server = subprocess.Popen([codex, "app-server"], stdin=subprocess.PIPE,
                           stdout=subprocess.PIPE, text=True)
 def ask(id, method, params):
@@ -56,7 +51,8 @@ exec "$@"
 
 /// Runs `cell_name` with the exec-escaping driver and checks the root-only folder afterwards.
 pub fn a_drivers_command_exec_stays_in_its_cell(cell_name: &str) -> Result<(), Failed> {
-    let scratch = tempfile::tempdir()?;
+    // Not below `/tmp` (private to both the driver and the app-server): a folder they see.
+    let scratch = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR"))?;
     // Root's, 0755: the driver's uid cannot write it; only an app-server acting as root can.
     let victim = scratch.path().join("victim-folder");
     std::fs::create_dir_all(&victim)?;
@@ -74,6 +70,9 @@ pub fn a_drivers_command_exec_stays_in_its_cell(cell_name: &str) -> Result<(), F
     );
     if !said.contains("exec-escape: command/exec") || !said.contains("exec-escape: done") {
         return Err(format!("the exec-escaping driver did not run (it said {said:?})").into());
+    }
+    if said.contains(r#""stdout": "0\n""#) {
+        return Err(format!("the app-server ran the driver's command as root: {said:?}").into());
     }
     let landed: Vec<String> = std::fs::read_dir(&victim)?
         .flatten()
