@@ -31,11 +31,13 @@
 //!
 //! - **Leaving the cell** (`local`): a driver that moves a child out of the cell's cgroup,
 //!   writes the harness binary, the cache or another run's folder, reads root-only files or
-//!   leaves a file in the host's `/tmp` (`evidence_attack/escape.rs`).
+//!   leaves a file in the host's `/tmp` (`evidence_attack/escape.rs`); or that has its app-server
+//!   run `command/exec` with full access outside the cell (`evidence_attack/app_server_escape.rs`).
 //!
 //! The driver whose line reader dies on a long line is `long_line_driver.rs`'s.
 
 use crate::common;
+mod app_server_escape;
 mod escape;
 
 use common::prereq;
@@ -371,6 +373,11 @@ fn a_driver_bypassing_the_tap_does_not_pass(cell_name: &str, real: bool) -> Resu
     Ok(())
 }
 
+/// Why the harness is not root here: only a root harness gives the driver a uid of its own.
+fn root_missing() -> Option<String> {
+    (!nix::unistd::geteuid().is_root()).then(|| "the harness is not root".to_string())
+}
+
 fn isolation_missing() -> Option<String> {
     sandbox::isolation::available()
         .as_ref()
@@ -449,6 +456,23 @@ pub fn trials() -> Vec<Trial> {
                 {
                     let cell = cell.clone();
                     move || escape::a_local_driver_stays_in_its_cell(&cell)
+                },
+            ));
+            let real = target.runner.ends_with("-codex");
+            let name = format!(
+                "a_local_drivers_command_exec_stays_in_its_cell_{}",
+                if real {
+                    "minimal_codex_local_needs_real_codex_and_root"
+                } else {
+                    "minimal_fake_local_needs_root"
+                }
+            );
+            trials.push(prereq::trial(
+                name,
+                target.missing.clone().or_else(root_missing),
+                {
+                    let cell = cell.clone();
+                    move || app_server_escape::a_drivers_command_exec_stays_in_its_cell(&cell)
                 },
             ));
         }

@@ -126,6 +126,12 @@ pub struct Isolation {
     /// Whom a root harness runs the process as; ignored when the harness is not root (it keeps
     /// its own uid).
     pub run_as: Option<DriverIds>,
+    /// Keep the host's network (its loopback, where a real-Codex cell's mock model API
+    /// listens) rather than a namespace of its own: for the app-server, never the driver.
+    pub host_network: bool,
+    /// Files shown read-only in another file's place, `(what, where)`: an `/etc/passwd` that
+    /// names the uid it runs as, as a developer's machine would.
+    pub replaced: Vec<(PathBuf, PathBuf)>,
 }
 
 impl Isolation {
@@ -166,6 +172,7 @@ struct Plan {
     tree_fds: Vec<libc::c_int>,
     steps: Vec<Step>,
     run_as: Option<DriverIds>,
+    host_network: bool,
     /// The harness's own uid and gid mapped onto themselves (the user namespaces of a harness
     /// that is not root, and the lock).
     uid_map: Vec<u8>,
@@ -275,6 +282,21 @@ impl Plan {
             ));
             trees.push((c_path(path)?, read_only));
         }
+        for (what, place) in &isolation.replaced {
+            let what = std::fs::canonicalize(what)
+                .with_context(|| format!("{} (to show at {})", what.display(), place.display()))?;
+            steps.push((
+                depth(place),
+                1,
+                Step::Place {
+                    tree: trees.len(),
+                    path: c_path(place)?,
+                    ancestors: ancestors_of(place)?,
+                    file: true,
+                },
+            ));
+            trees.push((c_path(&what)?, true));
+        }
         steps.sort_by_key(|(depth, order, _)| (*depth, *order));
         Ok(Plan {
             privileged,
@@ -282,6 +304,7 @@ impl Plan {
             trees,
             steps: steps.into_iter().map(|(_, _, step)| step).collect(),
             run_as,
+            host_network: isolation.host_network,
             uid_map: format!("{uid} {uid} 1\n").into_bytes(),
             gid_map: format!("{gid} {gid} 1\n").into_bytes(),
             // As the kernel resolves it, as the view's paths are: a `..` through a folder the
@@ -298,7 +321,12 @@ impl Plan {
     fn enter(&mut self) -> std::io::Result<()> {
         // SAFETY: plain system calls on strings and buffers prepared before the fork.
         unsafe {
-            let namespaces = libc::CLONE_NEWNS | libc::CLONE_NEWCGROUP | libc::CLONE_NEWNET;
+            let network = if self.host_network {
+                0
+            } else {
+                libc::CLONE_NEWNET
+            };
+            let namespaces = libc::CLONE_NEWNS | libc::CLONE_NEWCGROUP | network;
             if self.privileged {
                 check(libc::unshare(namespaces))?;
             } else {
@@ -306,7 +334,9 @@ impl Plan {
                 check(libc::unshare(libc::CLONE_NEWUSER | namespaces))?;
                 self.write_maps()?;
             }
-            loopback_up()?;
+            if !self.host_network {
+                loopback_up()?;
+            }
             check(libc::mount(
                 std::ptr::null(),
                 c"/".as_ptr(),
@@ -466,6 +496,8 @@ fn probe() -> Result<(), String> {
         writable: vec![own.clone()],
         read_only: Vec::new(),
         run_as: Some(DriverIds::fresh()),
+        host_network: false,
+        replaced: Vec::new(),
     };
     let mut command = std::process::Command::new("/bin/true");
     command

@@ -36,7 +36,9 @@ pub fn prepare(ctx: &CellContext, cell: &Cell) -> Result<Folders> {
         if let Some(ids) = dirs.local_driver {
             ids.open_to_driver(&[&dirs.driver])?;
             if owner.is_none() {
-                dirs.keep_app_server_folders_from_driver()?;
+                let app_server = app_server_ids(ids);
+                dirs.local_app_server = Some(app_server);
+                dirs.keep_app_server_folders_from_driver(app_server)?;
             }
         }
     }
@@ -65,6 +67,22 @@ pub struct CellFolders {
     /// The uid and gid a root harness runs this `local` cell's driver as
     /// (`sandbox::isolation`): its own part is handed to that group.
     pub local_driver: Option<sandbox::isolation::DriverIds>,
+    /// The uid (and the driver's gid, so both write the cell's group-writable folders) a root
+    /// harness runs this `local` cell's app-server as: not root, and not the driver's uid, so
+    /// the driver can neither signal nor trace it (stage 3 isolates it too).
+    pub local_app_server: Option<sandbox::isolation::DriverIds>,
+}
+
+/// A uid of the cell's own for its app-server, other than the driver's, with the driver's gid.
+fn app_server_ids(driver: sandbox::isolation::DriverIds) -> sandbox::isolation::DriverIds {
+    let uid = match sandbox::isolation::DriverIds::fresh().uid {
+        same if same == driver.uid => same ^ 1,
+        other => other,
+    };
+    sandbox::isolation::DriverIds {
+        uid,
+        gid: driver.gid,
+    }
 }
 
 /// A uid of the cell's own for its driver on the host: where the harness is root and the driver
@@ -100,6 +118,7 @@ impl CellFolders {
             tmp: evidence.tmp(),
             owner,
             local_driver: None,
+            local_app_server: None,
         };
         for dir in [&layout.workspace, &layout.home, &layout.tmp] {
             std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
@@ -130,16 +149,22 @@ impl CellFolders {
 }
 
 impl CellFolders {
-    /// On `local` the app-server runs as root in the driver's part, following the links it
-    /// finds there: a driver that replaced `CODEX_HOME` (or a file in it) with a link had root
-    /// write where the link led, outside its cell. So the folders the app-server writes its
-    /// own state in stay root's, and the driver's part and its `home` are sticky: the driver
-    /// can neither write into them nor move them away to put its own in their place. (The real
-    /// Codex's `codex/` folder, made later, is root's by the same rule.)
-    fn keep_app_server_folders_from_driver(&self) -> Result<()> {
+    /// On `local` the app-server runs in the driver's part, following the links it finds
+    /// there: the folders it writes its own state in are its uid's, 0755, and the driver's part
+    /// and its `home` are sticky: the driver can neither write into them nor move them away to
+    /// put its own, with links, in their place. (The real Codex's `codex/` folder, made later,
+    /// is handed to the same uid in stage 3.)
+    fn keep_app_server_folders_from_driver(
+        &self,
+        app_server: sandbox::isolation::DriverIds,
+    ) -> Result<()> {
         let codex_home = self.home.join(".codex");
         std::fs::create_dir_all(&codex_home)
             .with_context(|| format!("creating {}", codex_home.display()))?;
+        std::os::unix::fs::chown(&codex_home, Some(app_server.uid), Some(app_server.gid))
+            .with_context(|| {
+                format!("handing {} to uid {}", codex_home.display(), app_server.uid)
+            })?;
         let set_mode = |path: &Path, mode: u32| {
             std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
                 .with_context(|| format!("setting the mode of {}", path.display()))

@@ -81,6 +81,10 @@ pub(crate) async fn enter(
     let app_mounts = EnvMounts::scratch(&dirs.driver).merge(app_server.mounts.clone());
     let app_launcher =
         contained(launcher_with(environment, &app_mounts, &options).with_context(starting)?);
+    let app_launcher = match dirs.local_app_server {
+        Some(ids) => app_server_isolated(ctx, dirs, ids, &app_mounts, app_launcher)?,
+        None => app_launcher,
+    };
     // The driver's: its own part, the tap (its shim and the recorder's socket) and its task
     // read-only (both written when it was declared), then what its command names — never the
     // harness's evidence.
@@ -151,27 +155,12 @@ fn isolated_on_the_host(
             crate::context::LOCAL_ISOLATION_VAR
         ))
     };
-    // The key the harness marks its evidence with is made before any driver runs, so its
-    // folder exists to be hidden (a driver of the harness's own uid could otherwise plant a key
-    // of its choosing before the first cell's events are written).
-    let key_folder = codex::provision::cache_root()
-        .ok()
-        .filter(|_| super::events::evidence_key().is_ok())
-        .map(|cache| driver::provenance::Key::folder(&cache));
     match available {
         Ok(_) => Arc::new(IsolatedLauncher::new(
             launcher,
             Isolation {
-                // The output folder, and the key the harness marks its evidence with.
-                hidden: std::iter::once(ctx.out_root.clone())
-                    .chain(key_folder)
-                    .collect(),
-                private: sandbox::isolation::private_folders(),
-                writable: std::iter::once(mounts.scratch.clone())
-                    .chain(mounts.writable.iter().cloned())
-                    .collect(),
-                read_only: mounts.readonly.clone(),
                 run_as: dirs.local_driver,
+                ..view_of_the_cell(ctx, mounts)
             },
         )),
         Err(why) => {
@@ -186,6 +175,100 @@ fn isolated_on_the_host(
             launcher
         }
     }
+}
+
+/// A `local` cell's app-server under a root harness, contained as its driver is
+/// ([`isolated_on_the_host`]) but as a uid of its own and on the host's network (a real-Codex
+/// cell's mock model API listens on its loopback): it runs what its client asks
+/// (`command/exec` with full access, `fs/*`), and its client is the driver under test. What it
+/// writes (the folders its mounts name writable: the fake's model log, the real Codex's home)
+/// is handed to that uid; the rest of the cell's evidence is hidden from it.
+fn app_server_isolated(
+    ctx: &CellContext,
+    dirs: &super::folders::CellFolders,
+    ids: sandbox::isolation::DriverIds,
+    mounts: &EnvMounts,
+    launcher: Arc<dyn Launcher>,
+) -> Result<Arc<dyn Launcher>> {
+    let passwd = passwd_naming(ids, dirs)?;
+    for path in &mounts.writable {
+        hand_tree_to(path, ids)
+            .with_context(|| format!("handing {} to the app-server's uid", path.display()))?;
+    }
+    Ok(Arc::new(IsolatedLauncher::new(
+        launcher,
+        Isolation {
+            run_as: Some(ids),
+            host_network: true,
+            replaced: vec![(passwd, "/etc/passwd".into())],
+            ..view_of_the_cell(ctx, mounts)
+        },
+    )))
+}
+
+/// What a process of a `local` cell sees: the output folder and the key the harness marks its
+/// evidence with hidden, private temporary folders, `mounts` at their own paths, its own
+/// network, the harness's uid (callers name theirs).
+fn view_of_the_cell(ctx: &CellContext, mounts: &EnvMounts) -> Isolation {
+    // The key is made before any driver runs, so its folder exists to be hidden (a driver of
+    // the harness's own uid could otherwise plant a key of its choosing before the first
+    // cell's events are written).
+    let key_folder = codex::provision::cache_root()
+        .ok()
+        .filter(|_| super::events::evidence_key().is_ok())
+        .map(|cache| driver::provenance::Key::folder(&cache));
+    Isolation {
+        hidden: std::iter::once(ctx.out_root.clone())
+            .chain(key_folder)
+            .collect(),
+        private: sandbox::isolation::private_folders(),
+        writable: std::iter::once(mounts.scratch.clone())
+            .chain(mounts.writable.iter().cloned())
+            .collect(),
+        read_only: mounts.readonly.clone(),
+        run_as: None,
+        host_network: false,
+        replaced: Vec::new(),
+    }
+}
+
+/// The host's `/etc/passwd` with an account for the app-server's uid, written into the cell's
+/// evidence (hidden from the driver and the app-server alike): the real Codex takes the shell it
+/// runs commands with from its user's account, as on a developer's machine (`/bin/bash`; a
+/// uid without one gets the first `bash` on `PATH`).
+fn passwd_naming(
+    ids: sandbox::isolation::DriverIds,
+    dirs: &super::folders::CellFolders,
+) -> Result<std::path::PathBuf> {
+    let host = std::fs::read_to_string("/etc/passwd").context("reading /etc/passwd")?;
+    let mut text = host.trim_end().to_string();
+    text.push_str(&format!(
+        "\ncodex-app-server:x:{}:{}:the cell's app-server:{}:/bin/bash\n",
+        ids.uid,
+        ids.gid,
+        dirs.home.display()
+    ));
+    let path = dirs.root.join(APP_SERVER_PASSWD);
+    std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+    Ok(path)
+}
+
+/// The file [`passwd_naming`] writes, in the cell's folder.
+const APP_SERVER_PASSWD: &str = "app-server-passwd";
+
+/// `path` and what it holds, links left alone, owned by `ids`.
+fn hand_tree_to(path: &std::path::Path, ids: sandbox::isolation::DriverIds) -> std::io::Result<()> {
+    let meta = std::fs::symlink_metadata(path)?;
+    if meta.file_type().is_symlink() {
+        return Ok(());
+    }
+    std::os::unix::fs::lchown(path, Some(ids.uid), Some(ids.gid))?;
+    if meta.is_dir() {
+        for entry in std::fs::read_dir(path)? {
+            hand_tree_to(&entry?.path(), ids)?;
+        }
+    }
+    Ok(())
 }
 
 /// Start recording at the tap's other end: each launch runs the app-server's program with its

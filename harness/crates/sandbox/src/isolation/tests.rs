@@ -41,6 +41,8 @@ impl Folders {
             writable: vec![self.path("evidence/own")],
             read_only: vec![self.path("evidence/own/task.json")],
             run_as,
+            host_network: false,
+            replaced: Vec::new(),
         }
     }
 
@@ -214,4 +216,50 @@ fn a_working_folder_named_through_a_hidden_folder_is_entered_needs_root() {
             .display()
             .to_string()
     );
+}
+
+/// An app-server's view: the host's loopback in reach (the mock model API), and a file shown
+/// read-only in `/etc/passwd`'s place, naming its uid; the host's `/etc/passwd` unchanged.
+#[test]
+fn an_app_server_keeps_the_host_network_and_sees_a_passwd_naming_it_needs_root() {
+    if !nix::unistd::geteuid().is_root() {
+        return ignored("needs root");
+    }
+    let folders = Folders::new();
+    let ids = DriverIds::fresh();
+    let passwd = folders.path("elsewhere/passwd");
+    std::fs::write(
+        &passwd,
+        format!("cell:x:{}:{}::/:/bin/bash\n", ids.uid, ids.gid),
+    )
+    .unwrap();
+    let mut isolation = folders.isolation(Some(ids));
+    isolation.host_network = true;
+    isolation.replaced = vec![(passwd, "/etc/passwd".into())];
+    let host = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let script = r#"
+python3 -c "import os, socket; socket.create_connection(('127.0.0.1', int(os.environ['HOST_PORT'])), 2)" && echo host-reached
+grep -q "^cell:x:$(id -u):" /etc/passwd && echo named
+(echo forged >> /etc/passwd) 2>/dev/null && echo passwd-written
+true
+"#;
+    let mut command = std::process::Command::new("/bin/sh");
+    command
+        .args(["-c", script])
+        .env("HOST_PORT", host.local_addr().unwrap().port().to_string());
+    let before = std::fs::read("/etc/passwd").unwrap();
+    isolate(
+        &mut command,
+        &isolation,
+        Some(folders.root.path()),
+        harness_ids(),
+    )
+    .unwrap();
+    let output = command.output().unwrap();
+    assert!(output.status.success(), "{output:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout),
+        "host-reached\nnamed\n"
+    );
+    assert_eq!(std::fs::read("/etc/passwd").unwrap(), before);
 }
