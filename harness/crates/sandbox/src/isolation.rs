@@ -381,6 +381,11 @@ impl Plan {
                     // A process whose uid was just changed is not dumpable; its /proc/self
                     // files would then be root's, not its own.
                     check(libc::prctl(libc::PR_SET_DUMPABLE, 1, 0, 0, 0))?;
+                    // A local cell's driver and its app-server are two uids of one group (on a
+                    // developer's machine, one user): what either makes in the shared folders
+                    // stays writable by the other (a CODEX_HOME or a file the driver made
+                    // before its turn), as one user's files are to that user.
+                    libc::umask(0o002);
                 }
                 None => {
                     // Lock the mounts: from here on they came from a more privileged namespace.

@@ -82,7 +82,24 @@ pub(crate) async fn enter(
     let app_launcher =
         contained(launcher_with(environment, &app_mounts, &options).with_context(starting)?);
     let app_launcher = match dirs.local_app_server {
-        Some(ids) => app_server_isolated(ctx, dirs, ids, &app_mounts, app_launcher)?,
+        Some(ids) => {
+            // The driver starts its codex from a folder it sees (its cwd is the launch's): the
+            // folders its command names are shown to the app-server too, read-only, so a launch
+            // from one of them starts where it did when the app-server saw the whole host.
+            let declared = &driver.declaration.mounts;
+            let view = EnvMounts {
+                readonly: app_mounts
+                    .readonly
+                    .iter()
+                    .chain(std::iter::once(&declared.scratch).filter(|p| !p.as_os_str().is_empty()))
+                    .chain(&declared.writable)
+                    .chain(&declared.readonly)
+                    .cloned()
+                    .collect(),
+                ..app_mounts.clone()
+            };
+            app_server_isolated(ctx, dirs, ids, &view, app_launcher)?
+        }
         None => app_launcher,
     };
     // The driver's: its own part, the tap (its shim and the recorder's socket) and its task
