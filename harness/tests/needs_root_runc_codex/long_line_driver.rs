@@ -84,7 +84,7 @@ const CASES: &[(&str, Line)] = &[
 /// The real Codex's long line, and the fake's of the same case (a longer message would make
 /// `turn/completed`, which carries it, a line past the recorder's bound: no turn would complete
 /// on the wire).
-const LONG_MESSAGE_CASE: (&str, Line) = ("long-message", Line::Over);
+const LONG_MESSAGE_CASE: (&str, Line) = ("long-message-limited", Line::Over);
 
 /// How a case's long line meets the copy's 64 KiB limit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -117,7 +117,7 @@ fn strict(original: &str) -> Result<String, String> {
 
 /// A case of the drivers file: the real Codex's long line (a 1,000,000-byte agent message
 /// the mock model API has it send), graded as `line-1m`.
-const LONG_MESSAGE: &str = r#"[suites.protocol-size.cases.long-message]
+const LONG_MESSAGE: &str = r#"[suites.protocol-size.cases.long-message-limited]
 about = "a 1,000,000-byte agent message (its delta line and its item/completed line) is read whole"
 scenario = "file:long-message.toml"
 grade_as = "line-1m"

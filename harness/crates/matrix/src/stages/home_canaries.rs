@@ -69,12 +69,19 @@ pub(crate) fn plant(
         .find(|(name, _)| name == "HOME")
         .map(|(_, value)| PathBuf::from(value))
         .context("the app-server is given no HOME to plant canary files in")?;
+    // The app-server's user owns its home's secrets, as a user owns theirs: the container's
+    // user, or a local cell's app-server uid under a root harness (a driver that hands its
+    // app-server the whole environment then leaks them as it would on a developer's machine).
+    let owner = folders
+        .dirs
+        .owner
+        .or(folders.dirs.local_app_server.map(|ids| (ids.uid, ids.gid)));
     let mut files = Vec::with_capacity(FILES.len());
     for (relative, contents) in FILES {
         let value = format!("{HOME_CANARY_PREFIX}{}", uuid::Uuid::new_v4().simple());
         let text = contents(&value);
         let path = home.join(relative);
-        write_owned(&path, text.as_bytes(), folders.dirs.owner)?;
+        write_owned(&path, text.as_bytes(), owner)?;
         files.push(Planted {
             path: relative.to_string(),
             digest: digest(text.as_bytes()),
@@ -85,7 +92,7 @@ pub(crate) fn plant(
 }
 
 /// Writes `path` (mode 0600, its new folders 0700, as a user's secrets are), handed to the
-/// environment's container user when there is one: the app-server runs as it and owns its home.
+/// app-server's own user when it has one: it runs as that user and owns its home.
 fn write_owned(path: &Path, bytes: &[u8], owner: Option<(u32, u32)>) -> Result<()> {
     let folder = path.parent().context("canary file without a folder")?;
     std::fs::create_dir_all(folder).with_context(|| format!("creating {}", folder.display()))?;
