@@ -619,6 +619,14 @@ async fn run_turns(
     Ok(succeeded())
 }
 
+/// A warning of the reference driver's, as its run events say it.
+fn warning(message: impl Into<String>) -> Body {
+    Body::Diagnostic(Diagnostic {
+        level: Level::Warn,
+        message: message.into(),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -9,7 +9,7 @@ use super::session::Session;
 use super::{emit, transport_stop, DriverConfig, Stop};
 use crate::event_log::EventLog;
 use crate::launch::profiles::HostPaths;
-use graders::events::{Body, Diagnostic, Level};
+
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 
@@ -74,7 +74,7 @@ pub(crate) async fn input_items(
             }
             _ => emit(
                 log,
-                warn(format!(
+                super::warning(format!(
                     "the skill `{name}` the task names is listed at {}, outside the isolated Codex home: not given",
                     skill.path
                 )),
@@ -104,7 +104,7 @@ async fn catalogue(
         Err(error) => {
             emit(
                 log,
-                warn(format!(
+                super::warning(format!(
                     "skills/list was refused ({}): the task's skill references go as text only",
                     error.message
                 )),
@@ -114,13 +114,6 @@ async fn catalogue(
     };
     session.skills = Some(skills.clone());
     Ok(skills)
-}
-
-fn warn(message: String) -> Body {
-    Body::Diagnostic(Diagnostic {
-        level: Level::Warn,
-        message,
-    })
 }
 
 #[cfg(test)]

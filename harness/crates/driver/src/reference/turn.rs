@@ -219,10 +219,9 @@ pub(crate) async fn follow(
             Incoming::Response { id, .. } => {
                 emit(
                     log,
-                    Body::Diagnostic(Diagnostic {
-                        level: Level::Warn,
-                        message: format!("a response to no pending request (id {id}) was ignored"),
-                    }),
+                    super::warning(format!(
+                        "a response to no pending request (id {id}) was ignored"
+                    )),
                 )?;
             }
         }
@@ -414,8 +413,5 @@ fn app_server_warning(method: &str, params: &Value) -> Body {
         .or_else(|| params["summary"].as_str())
         .or_else(|| params["message"].as_str())
         .unwrap_or_default();
-    Body::Diagnostic(Diagnostic {
-        level: Level::Warn,
-        message: format!("app-server {method}: {}", excerpt(text, 500)),
-    })
+    super::warning(format!("app-server {method}: {}", excerpt(text, 500)))
 }

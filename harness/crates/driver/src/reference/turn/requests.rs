@@ -120,10 +120,7 @@ async fn on_tool_call(
                 .map_err(|e| transport_stop(&e))?;
             emit(
                 log,
-                Body::Diagnostic(Diagnostic {
-                    level: Level::Warn,
-                    message: format!("tool call rejected: {why}"),
-                }),
+                crate::reference::warning(format!("tool call rejected: {why}")),
             )?;
         }
         ToolDecision::WrongBinding(why) => {
@@ -253,10 +250,7 @@ async fn on_user_input(
                 .map_err(|e| transport_stop(&e))?;
             emit(
                 log,
-                Body::Diagnostic(Diagnostic {
-                    level: Level::Warn,
-                    message: "the model asked a question the task has no answer for".into(),
-                }),
+                crate::reference::warning("the model asked a question the task has no answer for"),
             )?;
         }
     }
@@ -280,10 +274,7 @@ async fn on_unsupported(
         .map_err(|e| transport_stop(&e))?;
     emit(
         log,
-        Body::Diagnostic(Diagnostic {
-            level: Level::Warn,
-            message: format!("declined an unsupported server request `{method}`"),
-        }),
+        crate::reference::warning(format!("declined an unsupported server request `{method}`")),
     )
 }
 
