@@ -8,6 +8,7 @@ pub mod codex_tools;
 pub mod model;
 pub mod server_steps;
 mod threads;
+mod transport;
 mod validate;
 
 use model::{ModelStep, ModelTurn};
@@ -19,6 +20,7 @@ pub use builder::ScenarioBuilder;
 pub use builtin::BUILTIN_NAMES;
 pub use server_steps::{ForeignScope, ServerAction, ServerStep};
 pub use threads::{ThreadSelector, TurnOrigin};
+pub use transport::TransportPlay;
 
 /// A whole scenario: server behaviour, environment facts and the model script.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]

@@ -34,9 +34,14 @@ pub const MAX_STDERR_BYTES_PER_LAUNCH: usize = 256 * 1024;
 /// The most `mutation` records of one cell (`harness mutate`): later applications of the
 /// operator are counted by the recorder, and noted once, not recorded each.
 pub const MAX_MUTATION_RECORDS: usize = 100;
+/// The most `timing` records of one cell (a transport timing the tap applied); later
+/// applications are noted once, not recorded each.
+pub const MAX_TIMING_RECORDS: usize = 100;
 /// Most records read from one transcript: everything the recorder may write.
-pub const MAX_RECORDS: usize =
-    MAX_KEPT_LINES + MAX_LAUNCHES * MAX_RECORDS_PER_LAUNCH + MAX_MUTATION_RECORDS;
+pub const MAX_RECORDS: usize = MAX_KEPT_LINES
+    + MAX_LAUNCHES * MAX_RECORDS_PER_LAUNCH
+    + MAX_MUTATION_RECORDS
+    + MAX_TIMING_RECORDS;
 /// Longest transcript line accepted: a kept line of [`MAX_KEPT_LINE_BYTES`] as a record, where
 /// text that is not JSON is escaped (a control byte takes six) and bytes that are not UTF-8 are
 /// also kept in base64.
@@ -145,6 +150,17 @@ pub enum Record {
         original: String,
         became: String,
     },
+    /// The harness's tap applied the case's transport timing (`tap::timing`): it withheld the
+    /// driver's request (`withhold`), or held the app-server's answer and delivered it later
+    /// (`answer-after-events`). The lines around it are in the order the driver got them; the
+    /// record says that order is the harness's, not the app-server's.
+    Timing {
+        launch: u64,
+        time: u64,
+        rule: String,
+        method: String,
+        did: String,
+    },
 }
 
 impl Record {
@@ -160,7 +176,8 @@ impl Record {
             | Record::DriverSignal { time, .. }
             | Record::StdoutClosed { time, .. }
             | Record::Exit { time, .. }
-            | Record::Mutation { time, .. } => *time,
+            | Record::Mutation { time, .. }
+            | Record::Timing { time, .. } => *time,
         }
     }
 
@@ -175,7 +192,8 @@ impl Record {
             | Record::DriverSignal { launch, .. }
             | Record::StdoutClosed { launch, .. }
             | Record::Exit { launch, .. }
-            | Record::Mutation { launch, .. } => *launch,
+            | Record::Mutation { launch, .. }
+            | Record::Timing { launch, .. } => *launch,
         }
     }
 }
@@ -242,6 +260,13 @@ fn parse_line(entry: &Value) -> Result<Record, String> {
                     .ok_or_else(|| "a mutation record without its operator".to_string())?,
                 original: text("original").unwrap_or_default(),
                 became: text("became").unwrap_or_default(),
+            }),
+            "timing" => Ok(Record::Timing {
+                launch,
+                time,
+                rule: text("rule").ok_or_else(|| "a timing record without its rule".to_string())?,
+                method: text("method").unwrap_or_default(),
+                did: text("did").unwrap_or_default(),
             }),
             other => Err(format!("unknown record kind `{other}`")),
         };

@@ -116,7 +116,7 @@ impl Binding {
             ));
         };
         let context = format!(
-            "the app-server sent turn {}'s turn/started … turn/completed before its answer to turn/start — legal: notifications and responses are not ordered",
+            "the driver got turn {}'s turn/started … turn/completed before the answer to its turn/start — legal: notifications and responses are not ordered",
             turn.id
         );
         if let Err(SessionFault::NotOnItsOwn(super::End::Not { detail, evidence })) =

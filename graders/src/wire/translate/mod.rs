@@ -223,6 +223,12 @@ impl Fold {
                 }
             }
             Record::Note { .. } | Record::Stderr { .. } | Record::Mutation { .. } => {}
+            // The harness's own doing, said where the events are read: what follows in the
+            // order the driver got it is the tap's ordering, not the app-server's.
+            Record::Timing { rule, did, .. } => self.push(Body::Diagnostic(Diagnostic {
+                level: Level::Info,
+                message: format!("transport timing `{rule}`: {did}"),
+            })),
             Record::DriverSignal { time, .. } => {
                 state.end.driver_signal.get_or_insert(*time);
             }

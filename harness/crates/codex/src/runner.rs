@@ -20,7 +20,7 @@ use anyhow::{Context, Result};
 use driver::bounds::Timeouts;
 use driver::run::AppServerProgram;
 use fake_app_server::scenario::model::{ModelStep, ModelTurn};
-use fake_app_server::scenario::Scenario;
+use fake_app_server::scenario::{Scenario, TransportPlay};
 use report::layout::CellEvidence;
 use std::path::{Path, PathBuf};
 
@@ -107,6 +107,18 @@ impl PreparedCodex {
 pub async fn prepare(version: &str, dirs: &CellDirs, scenario: &Scenario) -> Result<PreparedCodex> {
     let script = MockScript::from_scenario(scenario)?;
     prepare_script(version, dirs, script).await
+}
+
+/// Like [`prepare`], for a Codex whose wire goes through the harness's tap (a cell's): with the
+/// scenario's method behaviours the tap must play by timing the wire
+/// ([`MockScript::from_scenario_tapped`]).
+pub async fn prepare_tapped(
+    version: &str,
+    dirs: &CellDirs,
+    scenario: &Scenario,
+) -> Result<(PreparedCodex, Vec<TransportPlay>)> {
+    let (script, plays) = MockScript::from_scenario_tapped(scenario)?;
+    Ok((prepare_script(version, dirs, script).await?, plays))
 }
 
 /// Like [`prepare`], with an explicit mock script.

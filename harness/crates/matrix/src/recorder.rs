@@ -9,8 +9,7 @@ use sandbox::launcher::{Launcher, ProcessSpec};
 use sandbox::prestart::Prestarted;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use tap::mutation::Operator;
-use tap::session::{AppServerSetup, LaunchRequest, Recording, Spawn, Spawned};
+use tap::session::{AppServerSetup, LaunchRequest, Options, Recording, Spawn, Spawned};
 
 /// Starts each launch's app-server through the cell's launcher.
 pub(crate) struct LauncherSpawn {
@@ -117,14 +116,15 @@ impl Spawn for LauncherSpawn {
 }
 
 /// Start recording the cell: the socket the tap connects to, the transcript, what each launch
-/// starts and where, and the mutation operator its driver's lines go through (`harness mutate`).
+/// starts and where, the mutation operator its driver's lines go through (`harness mutate`) and
+/// the transport timing of its case's scenario.
 pub(crate) fn start(
     socket: &Path,
     transcript: &Path,
     setup: AppServerSetup,
     spawn: LauncherSpawn,
-    mutation: Option<Operator>,
+    options: Options,
 ) -> Result<Recording> {
-    Recording::start_mutated(socket, transcript, setup, Arc::new(spawn), mutation)
+    Recording::start_with(socket, transcript, setup, Arc::new(spawn), options)
         .with_context(|| format!("listening for the tap on {}", socket.display()))
 }

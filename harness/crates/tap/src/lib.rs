@@ -29,6 +29,7 @@ pub mod record;
 pub mod relay;
 pub mod session;
 pub mod socket;
+pub mod timing;
 pub mod workspace;
 
 use anyhow::{Context, Result};

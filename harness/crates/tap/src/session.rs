@@ -22,19 +22,24 @@
 use crate::mutation::Operator;
 use crate::record::{Seal, Transcript};
 use crate::socket;
+use crate::timing::Timing;
 use std::os::fd::AsRawFd;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::process::Child;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 mod driver_io;
 mod killer;
 mod launch;
+mod lines;
 mod mutate;
 mod relays;
+#[cfg(test)]
+mod test_launch;
+mod timed;
 
 use killer::Killer;
 use launch::{run_launch, DRAIN_AFTER_EXIT};
@@ -157,6 +162,20 @@ struct Shared {
     mutation: Option<Operator>,
     /// How many times it applied, every launch together.
     mutations_applied: AtomicU64,
+    /// The cell's transport timing ([`crate::timing`]), `None` for most cells.
+    timing: Option<Timing>,
+    /// How many times it applied, every launch together.
+    timings_recorded: AtomicUsize,
+}
+
+/// What a cell's recorder does beyond relaying and recording.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Options {
+    /// The mutation operator the driver's lines go through (`harness mutate`).
+    pub mutation: Option<Operator>,
+    /// The transport timing the case's scenario asks of a real app-server (ignored in a
+    /// mutated cell).
+    pub timing: Option<Timing>,
 }
 
 /// One cell's recorder, listening until [`Recording::finish`].
@@ -189,6 +208,22 @@ impl Recording {
         spawner: Arc<dyn Spawn>,
         mutation: Option<Operator>,
     ) -> std::io::Result<Recording> {
+        let options = Options {
+            mutation,
+            timing: None,
+        };
+        Self::start_with(socket_path, transcript, setup, spawner, options)
+    }
+
+    /// [`Recording::start`] with `options`: a mutation operator, a transport timing.
+    pub fn start_with(
+        socket_path: &Path,
+        transcript: &Path,
+        setup: AppServerSetup,
+        spawner: Arc<dyn Spawn>,
+        options: Options,
+    ) -> std::io::Result<Recording> {
+        let Options { mutation, timing } = options;
         let listener = socket::bind(socket_path)?;
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(socket_path, std::fs::Permissions::from_mode(0o777))?;
@@ -202,6 +237,8 @@ impl Recording {
             activity: AtomicU64::new(0),
             mutation,
             mutations_applied: AtomicU64::new(0),
+            timing,
+            timings_recorded: AtomicUsize::new(0),
         });
         let accepting = listener.try_clone()?;
         let accept_shared = shared.clone();

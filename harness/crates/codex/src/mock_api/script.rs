@@ -7,7 +7,7 @@
 //! step, one more (empty) response completes the turn if the last step was a tool call.
 
 use fake_app_server::scenario::model::{ModelStep, ModelTurn};
-use fake_app_server::scenario::{Scenario, ThreadSelector, TurnOrigin};
+use fake_app_server::scenario::{Scenario, ThreadSelector, TransportPlay, TurnOrigin};
 use serde::{Deserialize, Serialize};
 
 /// Everything the mock plays.
@@ -82,6 +82,18 @@ impl MockScript {
             steps: Scenario::default_turn().steps,
         });
         Ok(script)
+    }
+
+    /// [`MockScript::from_scenario`] for a Codex whose wire goes through the harness's tap: the
+    /// scenario's method behaviours the tap plays by timing the wire
+    /// ([`Scenario::transport_plays`]) are returned for it to play, and the rest is played as
+    /// usual. Only for a caller that hands them to its tap: played without them, `no-answer`
+    /// would be a healthy session.
+    pub fn from_scenario_tapped(
+        scenario: &Scenario,
+    ) -> Result<(Self, Vec<TransportPlay>), NotPlayable> {
+        let script = Self::from_scenario(&scenario.without_transport_plays())?;
+        Ok((script, scenario.transport_plays()))
     }
 
     /// Fail the first response of `turn` (0-based) in the given way.

@@ -11,11 +11,13 @@ use codex::mock_api::MockModelApi;
 use codex::runner::{self as codex_runner, CellDirs, PreparedCodex};
 use driver::bounds::Timeouts;
 use driver::run::AppServerProgram;
+use fake_app_server::scenario::{Scenario, TransportPlay};
 use sandbox::launcher::EnvMounts;
 use sandbox::probe::codex_bundled_bwrap;
 use std::path::{Path, PathBuf};
 use suites::spec::AppServerKind;
 use suites::Cell;
+use tap::timing::{Rule, Timing};
 
 /// `PATH` of the fake app-server: system folders only, like the real one's.
 const FAKE_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
@@ -33,6 +35,9 @@ pub struct AppServer {
     pub bundled_bwrap: PathBuf,
     /// What the environment must bind for it.
     pub mounts: EnvMounts,
+    /// What the tap does to the timing of its wire: the real Codex's, when the scenario has
+    /// method behaviours the tap plays (the fake plays them itself).
+    pub timing: Option<Timing>,
 }
 
 /// The driver's waits against the fake app-server ([`driver::bounds::FAKE_WAITS`]).
@@ -134,6 +139,7 @@ fn fake(ctx: &CellContext, cell: &Cell, folders: &Folders) -> Result<AppServer> 
         timeouts: fake_timeouts(),
         bundled_bwrap,
         mounts,
+        timing: None,
     })
 }
 
@@ -148,7 +154,7 @@ async fn real_codex(cell: &Cell, folders: &Folders) -> Result<Prepared> {
         root: folders.dirs.root.clone(),
         owner: folders.dirs.owner,
     };
-    let prepared = codex_runner::prepare(version, &dirs, &folders.scenario)
+    let (prepared, plays) = codex_runner::prepare_tapped(version, &dirs, &folders.scenario)
         .await
         .with_context(|| format!("preparing Codex {version}"))?;
     let mounts = EnvMounts {
@@ -170,8 +176,29 @@ async fn real_codex(cell: &Cell, folders: &Folders) -> Result<Prepared> {
             model_log,
             timeouts: PreparedCodex::timeouts(),
             mounts,
+            timing: timing_of(&plays, &folders.scenario),
         },
         mock: Some(mock),
+    })
+}
+
+/// The tap's timing for the scenario's plays by timing (none: `None`), its answers held at
+/// most as long as the fake's hang lasts (`limits.hang_ms`).
+fn timing_of(plays: &[TransportPlay], scenario: &Scenario) -> Option<Timing> {
+    let rules: Vec<Rule> = plays
+        .iter()
+        .map(|play| match play {
+            TransportPlay::Withhold { method } => Rule::Withhold {
+                method: method.clone(),
+            },
+            TransportPlay::AnswerAfterTurn { method } => Rule::AnswerAfterEvents {
+                method: method.clone(),
+            },
+        })
+        .collect();
+    (!rules.is_empty()).then(|| Timing {
+        rules,
+        bound: std::time::Duration::from_millis(scenario.limits.hang_ms),
     })
 }
 
@@ -183,11 +210,7 @@ async fn real_codex(cell: &Cell, folders: &Folders) -> Result<Prepared> {
 /// in its plan-mode `turn/start`.
 /// It gets the features the real Codex would get for the scenario too (see
 /// `codex_runner::features_for`).
-fn fake_args(
-    scenario_arg: String,
-    model_log: String,
-    scenario: &fake_app_server::scenario::Scenario,
-) -> Vec<String> {
+fn fake_args(scenario_arg: String, model_log: String, scenario: &Scenario) -> Vec<String> {
     let mut args = vec![
         "--scenario".into(),
         scenario_arg,

@@ -325,7 +325,10 @@ fn start_recording(
         &folders.dirs.evidence.transcript(),
         setup,
         spawn,
-        ctx.mutation,
+        tap::session::Options {
+            mutation: ctx.mutation,
+            timing: app_server.timing.clone(),
+        },
     )?;
     Ok(Arc::new(recording))
 }

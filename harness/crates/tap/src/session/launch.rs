@@ -9,11 +9,13 @@ use super::mutate::{Mutated, StdinSlot};
 use super::relays::{
     relay_stderr, relay_stdin, relay_stdout, send, Control, SharedWriter, ToDriver,
 };
+use super::timed::SharedTiming;
 use super::{LaunchRequest, Live, Shared, Spawned};
 use crate::argv::{app_server_args, launches_server};
 use crate::frame::{self, ExitFrame, Hello, Kind};
 use crate::mutation::WireMutation;
 use crate::record::LaunchLog;
+use crate::timing::TimingState;
 use crate::CHUNK;
 use graders::events::now_ms;
 use graders::wire::transcript::MAX_LAUNCHES;
@@ -250,6 +252,13 @@ pub(super) fn run_launch(shared: &Arc<Shared>, launch: u64, stream: UnixStream, 
         .mutation
         .filter(|op| op.on_the_wire())
         .map(|op| Arc::new(Mutex::new(WireMutation::new(op))));
+    // A cell's transport timing, unless it is mutated: an operator plays a buggy driver, and
+    // what it would meet is the app-server as it is.
+    let timed: Option<SharedTiming> = shared
+        .timing
+        .as_ref()
+        .filter(|timing| !timing.is_empty() && mutation.is_none())
+        .map(|timing| Arc::new(Mutex::new(TimingState::new(timing.clone()))));
     let (drained_tx, drained_rx) = mpsc::channel::<()>();
     // Set when the tap's connection ended: the driver let go of its `codex`, so nothing more is
     // written to its stdout (the app-server's output is still recorded).
@@ -262,6 +271,7 @@ pub(super) fn run_launch(shared: &Arc<Shared>, launch: u64, stream: UnixStream, 
         driver_out,
         &tap_gone,
         mutation.as_ref().map(|m| Mutated::new(m, &stdin, &killer)),
+        timed.clone(),
         drained_tx.clone(),
     );
     let err = spawn_stderr_relay(
@@ -284,6 +294,7 @@ pub(super) fn run_launch(shared: &Arc<Shared>, launch: u64, stream: UnixStream, 
         driver_in,
         &stdin,
         mutation.as_deref(),
+        timed.as_ref(),
         &log,
         &killer,
         shared,
@@ -305,6 +316,7 @@ fn spawn_stdout_relay(
     driver_out: DriverOut,
     tap_gone: &Arc<AtomicBool>,
     mutated: Option<Mutated>,
+    timed: Option<SharedTiming>,
     drained: mpsc::Sender<()>,
 ) -> JoinHandle<()> {
     let (log, writer, shared, tap_gone) = (
@@ -319,7 +331,7 @@ fn spawn_stdout_relay(
             writer: &writer,
             tap_gone: &tap_gone,
         };
-        relay_stdout(stdout, &log, to_driver, &shared, mutated);
+        relay_stdout(stdout, &log, to_driver, &shared, mutated, timed);
         let _ = drained.send(());
     })
 }

@@ -7,11 +7,12 @@
 //! the app-server sent is recorded whole, whatever of it reaches the driver.
 
 use super::killer::Killer;
+use super::lines::{Lines, Piece};
 use super::Shared;
 use crate::mutation::{Operator, Received, Sent, WireMutation};
 use crate::record::LaunchLog;
 use graders::wire::transcript::Direction;
-use graders::wire::transcript::{MAX_KEPT_LINE_BYTES, MAX_MUTATION_RECORDS};
+use graders::wire::transcript::MAX_MUTATION_RECORDS;
 use serde_json::{json, Map, Value};
 use std::process::ChildStdin;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -90,60 +91,6 @@ impl StdinSlot {
         if let Ok(mut stdin) = self.stdin.try_lock() {
             close_recorded(&mut stdin, log);
         }
-    }
-}
-
-/// A piece of a relayed stream: a whole line (with its newline), or bytes passed on as they
-/// are (a line past the bound, the end of a stream without its newline).
-enum Piece<'a> {
-    Line(&'a [u8]),
-    Through(&'a [u8]),
-}
-
-/// Cuts a relayed stream into lines for the operator. A line longer than the recorder keeps is
-/// passed on unparsed (no operator rewrites what the transcript could not show).
-#[derive(Default)]
-struct Lines {
-    buf: Vec<u8>,
-    /// Passing the rest of an over-long line through, until its newline.
-    passing: bool,
-}
-
-impl Lines {
-    fn feed(&mut self, mut chunk: &[u8], each: &mut dyn FnMut(Piece)) {
-        while !chunk.is_empty() {
-            let (part, newline) = match chunk.iter().position(|&b| b == b'\n') {
-                Some(at) => (&chunk[..=at], true),
-                None => (chunk, false),
-            };
-            chunk = &chunk[part.len()..];
-            if self.passing {
-                each(Piece::Through(part));
-                self.passing = !newline;
-                continue;
-            }
-            if newline && self.buf.is_empty() {
-                each(Piece::Line(part));
-                continue;
-            }
-            self.buf.extend_from_slice(part);
-            if newline {
-                let line = std::mem::take(&mut self.buf);
-                each(Piece::Line(&line));
-            } else if self.buf.len() > MAX_KEPT_LINE_BYTES {
-                let line = std::mem::take(&mut self.buf);
-                each(Piece::Through(&line));
-                self.passing = true;
-            }
-        }
-    }
-
-    fn finish(&mut self, each: &mut dyn FnMut(Piece)) {
-        if !self.buf.is_empty() {
-            let rest = std::mem::take(&mut self.buf);
-            each(Piece::Through(&rest));
-        }
-        self.passing = false;
     }
 }
 

@@ -5,6 +5,7 @@
 use super::driver_io::{self, DriverOut};
 use super::killer::Killer;
 use super::mutate::{Mutated, Side, StdinSlot};
+use super::timed::{self, DriverGate, Gated, SharedTiming};
 use super::Shared;
 use crate::frame::{self, Kind};
 use crate::mutation::WireMutation;
@@ -31,15 +32,47 @@ pub(super) fn send(writer: &SharedWriter, kind: Kind, payload: &[u8]) -> std::io
 
 /// The driver's bytes on their way into the app-server's stdin: recorded first, so an answer is
 /// never recorded before what it answers.
+/// Through the launch's transport timing when it has one (a withheld request is recorded as
+/// the driver sent it, then the `timing` record that says it went no further).
 struct Delivery<'a> {
     stdin: &'a StdinSlot,
     log: &'a LaunchLog,
     split: LineSplitter,
     refused_noted: bool,
+    gate: Option<DriverGate>,
+    shared: &'a Shared,
 }
 
 impl Delivery<'_> {
     fn deliver(&mut self, bytes: &[u8]) {
+        match self.gate.take() {
+            None => self.pass(bytes),
+            Some(mut gate) => {
+                gate.feed(bytes, &mut |gated| self.gated(gated));
+                self.gate = Some(gate);
+            }
+        }
+    }
+
+    /// The driver's input ended: what the gate still holds goes on.
+    fn finish(&mut self) {
+        if let Some(mut gate) = self.gate.take() {
+            gate.finish(&mut |gated| self.gated(gated));
+        }
+        self.split.finish(self.log);
+    }
+
+    fn gated(&mut self, gated: Gated) {
+        match gated {
+            Gated::Deliver(bytes) => self.pass(bytes),
+            Gated::Withheld(line, record) => {
+                self.split.feed(line, self.log);
+                timed::record_timing(self.shared, self.log, record);
+            }
+        }
+    }
+
+    fn pass(&mut self, bytes: &[u8]) {
         self.split.feed(bytes, self.log);
         if !self.stdin.write(bytes, self.log) && !self.refused_noted {
             self.refused_noted = true;
@@ -140,7 +173,7 @@ impl StdinRelay<'_> {
         if let Some((_, side)) = &mut self.mutated {
             side.finish(&mut |b| delivery.deliver(b));
         }
-        delivery.split.finish(self.log);
+        delivery.finish();
     }
 
     /// One frame of the tap's.
@@ -188,6 +221,7 @@ pub(super) fn relay_stdin(
     driver_in: OwnedFd,
     stdin: &StdinSlot,
     mutation: Option<&Mutex<WireMutation>>,
+    timed: Option<&SharedTiming>,
     log: &LaunchLog,
     killer: &Killer,
     shared: &Shared,
@@ -198,6 +232,8 @@ pub(super) fn relay_stdin(
             log,
             split: LineSplitter::new(Direction::In),
             refused_noted: false,
+            gate: timed.map(DriverGate::new),
+            shared,
         },
         mutated: mutation.map(|m| (m, Side::new())),
         driver_in: Some(driver_in),
@@ -252,14 +288,16 @@ pub(super) struct ToDriver<'a> {
 }
 
 /// The app-server's stdout: recorded, then written to the driver (through the cell's operator
-/// when it is mutated; `close-after-turn-start` ends both at its cut). Recording goes on after
-/// the driver stopped reading, until the stream ends.
-pub(super) fn relay_stdout(
-    stdout: impl Read,
+/// when it is mutated; `close-after-turn-start` ends both at its cut; through the launch's
+/// transport timing when it has one). Recording goes on after the driver stopped reading, until
+/// the stream ends.
+pub(super) fn relay_stdout<R: Read + Send + 'static>(
+    stdout: R,
     log: &LaunchLog,
     to_driver: ToDriver,
     shared: &Shared,
     mutated: Option<Mutated>,
+    timed: Option<SharedTiming>,
 ) {
     let mut split = LineSplitter::new(Direction::Out);
     let mut driver_gone = false;
@@ -291,6 +329,13 @@ pub(super) fn relay_stdout(
             }
         }
     };
+    if let (None, Some(state)) = (&mutated, &timed) {
+        timed::pump_server(stdout, state, log, shared, &mut |bytes| {
+            split.feed(bytes, log);
+            relay(bytes);
+        });
+        return end_stdout(split, log, to_driver);
+    }
     let mut side = mutated.as_ref().map(|_| Side::new());
     pump(stdout, |chunk| {
         shared
@@ -315,6 +360,11 @@ pub(super) fn relay_stdout(
     if let Some(side) = &mut side {
         side.finish_server(log, &mut |bytes| split.feed(bytes, log), &mut relay);
     }
+    end_stdout(split, log, to_driver);
+}
+
+/// The app-server's stdout ended: recorded, and the driver told.
+fn end_stdout(mut split: LineSplitter, log: &LaunchLog, to_driver: ToDriver) {
     split.finish(log);
     log.record("stdout-closed", Map::new());
     // The harness's copy of the driver's stdout closes before the tap closes its own, so the
