@@ -64,22 +64,28 @@ mod tests {
 
     #[test]
     fn a_bare_hang_or_answer_after_turn_is_a_play_by_timing_and_nothing_more_is() {
-        let no_answer = Scenario::builtin("no-answer").unwrap();
-        assert_eq!(
-            no_answer.transport_plays(),
-            [TransportPlay::Withhold {
-                method: "thread/start".into()
-            }]
-        );
-        assert_eq!(no_answer.without_transport_plays().fake_only(), None);
-        let early = Scenario::builtin("events-before-answer").unwrap();
-        assert_eq!(
-            early.transport_plays(),
-            [TransportPlay::AnswerAfterTurn {
-                method: "turn/start".into()
-            }]
-        );
-        assert_eq!(early.without_transport_plays().fake_only(), None);
+        for (name, play) in [
+            (
+                "no-answer",
+                TransportPlay::Withhold {
+                    method: "thread/start".into(),
+                },
+            ),
+            (
+                "events-before-answer",
+                TransportPlay::AnswerAfterTurn {
+                    method: "turn/start".into(),
+                },
+            ),
+        ] {
+            let scenario = Scenario::builtin(name).unwrap();
+            assert_eq!(scenario.transport_plays(), [play], "{name}");
+            assert_eq!(
+                scenario.without_transport_plays().fake_only(),
+                None,
+                "{name}"
+            );
+        }
         // Only the first call hangs: the tap does not count calls, so only the fake plays it.
         let counted = MethodBehaviour {
             hang: true,

@@ -264,3 +264,32 @@ fn automatic_reviews_become_review_events_from_the_driver() {
     assert_eq!(reviews[1].rationale.as_deref(), Some("too risky"));
     assert_eq!(reviews[1].decision_source.as_deref(), Some("agent"));
 }
+
+/// The tap's transport timing (a held `turn/start` answer) is read as the harness's doing: an
+/// `info` diagnostic naming the rule, where the events are read; the turn the driver got in the
+/// tap's order still completes and passes.
+#[test]
+fn a_timing_record_becomes_a_diagnostic_and_the_turn_stays_whole() {
+    let mut lines = session(false);
+    let mut played = turn(
+        3,
+        "t1",
+        "default",
+        "Reply with MARKER-ab12",
+        &[json!({"type":"agentMessage","id":"m1","text":"MARKER-ab12"})],
+    );
+    // In the order the driver got it: the answer after turn/completed, its timing record first.
+    let answer = played.remove(1);
+    played.push(json!({"kind":"timing","launch":1,"time":1,"rule":"answer-after-events","method":"turn/start","id":3,"turn":"t1","held_ms":4,"released":"after-turn-completed","did":"held by the harness's tap"}).to_string());
+    played.push(answer);
+    lines.extend(played);
+    let t = run(&lines, Mode::Standard, DriverEnd::Exited { code: 0 });
+    let said = t.events.iter().any(|b| {
+        matches!(b, Body::Diagnostic(d) if d.level == crate::events::Level::Info
+            && d.message.contains("`answer-after-events`")
+            && d.message.contains("harness's tap"))
+    });
+    assert!(said, "{:?}", t.events);
+    let verdict = grade(&t, "core-compatibility", "message-marker");
+    assert!(verdict.is_pass(), "{verdict:?}");
+}

@@ -401,6 +401,12 @@ mod tests {
             matches!(&records[0], Record::Mutation { operator, original, became, .. } if operator == "drop-initialized" && original == "{\"method\":\"initialized\"}" && became == "not forwarded")
         );
         assert!(read("{\"kind\":\"mutation\",\"time\":1}\n".as_bytes()).is_err());
+        let timing = "{\"kind\":\"timing\",\"launch\":1,\"time\":6,\"rule\":\"withhold\",\"method\":\"thread/start\",\"id\":2,\"did\":\"not delivered\"}\n";
+        let records = read(timing.as_bytes()).unwrap();
+        assert!(
+            matches!(&records[0], Record::Timing { rule, method, did, time: 6, .. } if rule == "withhold" && method == "thread/start" && did == "not delivered")
+        );
+        assert!(read("{\"kind\":\"timing\",\"time\":1}\n".as_bytes()).is_err());
         let err =
             read("{\"direction\":\"in\",\"message\":{}}\n{\"x\":1}\n".as_bytes()).unwrap_err();
         assert_eq!(err.line, 2);

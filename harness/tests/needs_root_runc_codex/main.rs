@@ -49,6 +49,7 @@ mod published_fidelity;
 mod report_chromium;
 mod repro;
 mod shutdown_cli;
+mod tap_timing_codex;
 
 use libtest_mimic::{Arguments, Conclusion, Trial};
 use std::process::ExitCode;
@@ -137,6 +138,7 @@ fn modules() -> Vec<Module> {
         },
         module!(repro),
         module!(shutdown_cli),
+        module!(tap_timing_codex),
     ]
 }
 

@@ -196,26 +196,12 @@ impl Recording {
         setup: AppServerSetup,
         spawner: Arc<dyn Spawn>,
     ) -> std::io::Result<Recording> {
-        Self::start_mutated(socket_path, transcript, setup, spawner, None)
+        Self::start_with(socket_path, transcript, setup, spawner, Options::default())
     }
 
-    /// [`Recording::start`], applying `mutation` (when it is one the wire carries) to every
-    /// line the driver sends (`harness mutate`, [`crate::mutation`]).
-    pub fn start_mutated(
-        socket_path: &Path,
-        transcript: &Path,
-        setup: AppServerSetup,
-        spawner: Arc<dyn Spawn>,
-        mutation: Option<Operator>,
-    ) -> std::io::Result<Recording> {
-        let options = Options {
-            mutation,
-            timing: None,
-        };
-        Self::start_with(socket_path, transcript, setup, spawner, options)
-    }
-
-    /// [`Recording::start`] with `options`: a mutation operator, a transport timing.
+    /// [`Recording::start`] with `options`: a mutation operator applied to every line the driver
+    /// sends (`harness mutate`, [`crate::mutation`]; when it is one the wire carries), a
+    /// transport timing ([`crate::timing`]).
     pub fn start_with(
         socket_path: &Path,
         transcript: &Path,

@@ -256,6 +256,36 @@ mod tests {
     }
 
     #[test]
+    fn a_tapped_codex_plays_the_hang_and_the_late_answer_by_timing_and_nothing_else() {
+        // The tap withholds thread/start; the mock plays the rest (the default turn).
+        let (script, plays) =
+            MockScript::from_scenario_tapped(&Scenario::builtin("no-answer").unwrap()).unwrap();
+        assert_eq!(
+            plays,
+            [TransportPlay::Withhold {
+                method: "thread/start".into()
+            }]
+        );
+        assert!(script.default_turn.is_some());
+        let (script, plays) =
+            MockScript::from_scenario_tapped(&Scenario::builtin("events-before-answer").unwrap())
+                .unwrap();
+        assert_eq!(
+            plays,
+            [TransportPlay::AnswerAfterTurn {
+                method: "turn/start".into()
+            }]
+        );
+        assert_eq!(script.turns.len(), 1);
+        // Untapped, they stay refused: played without the tap, no-answer is a healthy session.
+        assert!(MockScript::from_scenario(&Scenario::builtin("no-answer").unwrap()).is_err());
+        // What only the fake can play stays refused, tapped or not.
+        let err = MockScript::from_scenario_tapped(&Scenario::builtin("initialize-error").unwrap())
+            .unwrap_err();
+        assert!(err.reason.contains("initialize"), "{err}");
+    }
+
+    #[test]
     fn every_builtin_the_fake_alone_can_play_is_refused_with_its_reason() {
         // Played without its server step, `retryable-error` would be a healthy turn: a cell
         // that passes for a reason that has nothing to do with its case.
