@@ -173,8 +173,8 @@ struct Shared {
 pub struct Options {
     /// The mutation operator the driver's lines go through (`harness mutate`).
     pub mutation: Option<Operator>,
-    /// The transport timing the case's scenario asks of a real app-server (ignored in a
-    /// mutated cell).
+    /// The transport timing the case's scenario asks of a real app-server (a mutated cell's
+    /// too: its operator sees the lines in the order the driver gets them).
     pub timing: Option<Timing>,
 }
 

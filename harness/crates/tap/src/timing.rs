@@ -18,7 +18,9 @@
 //! This module is the rules' logic alone, one message at a time ([`TimingState`]); the relays
 //! that cut the streams into lines and apply it are `session::timed`. It is not a mutation
 //! (`harness mutate` rewrites the driver's bytes to play a buggy driver; a timing plays a
-//! legitimate app-server), and a mutated cell gets none.
+//! legitimate app-server). In a mutated cell both apply: the driver's lines go through the
+//! operator, then the timing; the app-server's through the timing, then the operator, which so
+//! sees them in the order the driver gets them.
 
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;

@@ -252,12 +252,12 @@ pub(super) fn run_launch(shared: &Arc<Shared>, launch: u64, stream: UnixStream, 
         .mutation
         .filter(|op| op.on_the_wire())
         .map(|op| Arc::new(Mutex::new(WireMutation::new(op))));
-    // A cell's transport timing, unless it is mutated: an operator plays a buggy driver, and
-    // what it would meet is the app-server as it is.
+    // A cell's transport timing, mutated or not: the mutants of `harness mutate` meet the
+    // app-server as the unmutated run did.
     let timed: Option<SharedTiming> = shared
         .timing
         .as_ref()
-        .filter(|timing| !timing.is_empty() && mutation.is_none())
+        .filter(|timing| !timing.is_empty())
         .map(|timing| Arc::new(Mutex::new(TimingState::new(timing.clone()))));
     let (drained_tx, drained_rx) = mpsc::channel::<()>();
     // Set when the tap's connection ended: the driver let go of its `codex`, so nothing more is

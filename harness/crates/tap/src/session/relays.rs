@@ -329,34 +329,33 @@ pub(super) fn relay_stdout<R: Read + Send + 'static>(
             }
         }
     };
-    if let (None, Some(state)) = (&mutated, &timed) {
-        timed::pump_server(stdout, state, log, shared, &mut |bytes| {
-            split.feed(bytes, log);
-            relay(bytes);
-        });
-        return end_stdout(split, log, to_driver);
-    }
     let mut side = mutated.as_ref().map(|_| Side::new());
-    pump(stdout, |chunk| {
-        shared
-            .activity
-            .fetch_add(chunk.len() as u64, Ordering::Relaxed);
-        match (&mutated, &mut side) {
-            // The operator decides what is recorded too: nothing after a cut.
-            (Some(mutated), Some(side)) => side.server_sent(
-                chunk,
-                mutated,
-                shared,
-                log,
-                &mut |bytes| split.feed(bytes, log),
-                &mut relay,
-            ),
-            _ => {
-                split.feed(chunk, log);
-                relay(chunk);
-            }
+    let mut each = |chunk: &[u8]| match (&mutated, &mut side) {
+        // The operator decides what is recorded too: nothing after a cut.
+        (Some(mutated), Some(side)) => side.server_sent(
+            chunk,
+            mutated,
+            shared,
+            log,
+            &mut |bytes| split.feed(bytes, log),
+            &mut relay,
+        ),
+        _ => {
+            split.feed(chunk, log);
+            relay(chunk);
         }
-    });
+    };
+    // A timing comes first: an operator sees the app-server's lines in the order the driver
+    // gets them, as a driver with the operator's bug would.
+    match &timed {
+        Some(state) => timed::pump_server(stdout, state, log, shared, &mut each),
+        None => pump(stdout, |chunk| {
+            shared
+                .activity
+                .fetch_add(chunk.len() as u64, Ordering::Relaxed);
+            each(chunk)
+        }),
+    }
     if let Some(side) = &mut side {
         side.finish_server(log, &mut |bytes| split.feed(bytes, log), &mut relay);
     }

@@ -156,3 +156,35 @@ fn a_request_withheld_again_and_again_is_recorded_up_to_the_bound() {
         .collect();
     assert_eq!(notes.len(), 1, "{notes:?}");
 }
+
+/// A mutated cell keeps its timing: `close-after-turn-start` cuts at the turn/start answer as
+/// the driver gets it, after the turn's completion the tap let through first.
+#[test]
+fn a_mutated_cell_keeps_its_timing_and_its_operator_sees_the_delivered_order() {
+    let options = Options {
+        mutation: Some(crate::mutation::Operator::CloseAfterTurnStart),
+        timing: Some(Timing {
+            rules: vec![Rule::AnswerAfterEvents {
+                method: "turn/start".into(),
+            }],
+            bound: Duration::from_secs(5),
+        }),
+    };
+    let server = format!("{ANSWER_FIRST}sleep 5\n");
+    let (echoed, records, applied, _) =
+        test_launch::through(&server, options, TURN_START.as_bytes(), false);
+    assert_eq!(applied, 1, "the operator applied once");
+    let echoed = String::from_utf8(echoed).unwrap();
+    assert!(
+        echoed.trim_end().ends_with("\"status\":\"inProgress\"}}}"),
+        "the answer comes last: {echoed}"
+    );
+    let order = order(&records);
+    let timing = order
+        .iter()
+        .position(|r| r == "timing:answer-after-events")
+        .unwrap();
+    assert_eq!(order[timing - 1], "out:turn/completed", "{order:?}");
+    assert_eq!(order[timing + 1], "out:answer 1", "{order:?}");
+    assert!(records.iter().any(|r| r["kind"] == "mutation"));
+}
