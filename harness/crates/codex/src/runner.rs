@@ -183,11 +183,13 @@ pub fn provider_args(base_url: &str) -> Vec<String> {
 
 /// The Codex features a model script needs that are off by default: `request_permissions_tool`
 /// for a model that calls `request_permissions` (the tool is under development in 0.169 and
-/// offered only with the feature; measured with 0.160, 0.169 and 0.171). The fake playing the
+/// offered only with the feature; measured with 0.160, 0.169 and 0.171), `multi_agent_v2` for
+/// one that calls `spawn_agent` (stable but off in 0.169; the default `multi_agent` offers no
+/// sub-agent tool to a catalogue model; measured with 0.160, 0.169 and 0.171). The fake playing the
 /// same scenario gets them too (the matrix's app-server stage), so both start alike: Codex warns
 /// about an under-development feature on a thread's first turn.
 pub fn features_for(model_script: &[ModelTurn]) -> Vec<&'static str> {
-    use fake_app_server::scenario::codex_tools::REQUEST_PERMISSIONS;
+    use fake_app_server::scenario::codex_tools::{REQUEST_PERMISSIONS, SPAWN_AGENT};
     let calls = |tool: &str| {
         model_script
             .iter()
@@ -197,6 +199,9 @@ pub fn features_for(model_script: &[ModelTurn]) -> Vec<&'static str> {
     let mut features = Vec::new();
     if calls(REQUEST_PERMISSIONS) {
         features.push("request_permissions_tool");
+    }
+    if calls(SPAWN_AGENT) {
+        features.push("multi_agent_v2");
     }
     features
 }
@@ -266,5 +271,14 @@ mod tests {
         );
         let healthy = Scenario::builtin("healthy").unwrap().model_script();
         assert!(features_for(&healthy).is_empty());
+    }
+
+    /// Without `multi_agent_v2` a catalogue model is offered no sub-agent tool, and Codex
+    /// answers `spawn_agent` with `unsupported call` (measured, 0.169).
+    #[test]
+    fn a_script_spawning_a_sub_agent_enables_multi_agent_v2() {
+        let text = "[[turns]]\nsteps = [{ step = \"tool-call\", name = \"spawn_agent\", arguments = { task_name = \"helper\", message = \"Say done.\" } }]\n";
+        let scenario = Scenario::from_toml_str(text, Path::new("s.toml")).unwrap();
+        assert_eq!(features_for(&scenario.model_script()), ["multi_agent_v2"]);
     }
 }

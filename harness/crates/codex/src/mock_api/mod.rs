@@ -311,8 +311,12 @@ pub fn probe_id_for(thread_id: &str) -> String {
     hex::encode(&digest[..4])
 }
 
+/// The thread a request is for. `thread-id` first: a sub-agent's requests carry the root
+/// thread's `session-id` and their own `thread-id` (measured, 0.160 to 0.171; the two are equal
+/// for a thread the client started), so by `session-id` a sub-agent would play its parent's
+/// script.
 fn thread_id(headers: &HeaderMap, body: &Value) -> String {
-    ["session-id", "thread-id", "session_id"]
+    ["thread-id", "session-id", "session_id"]
         .iter()
         .find_map(|name| headers.get(*name).and_then(|v| v.to_str().ok()))
         .map(str::to_string)
@@ -586,4 +590,25 @@ fn remember(shared: &Shared, mut record: RecordedRequest) {
         }
     }
     records.push(record);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::http::HeaderValue;
+
+    /// A sub-agent's request (0.169, measured): the root's `session-id`, its own `thread-id`.
+    /// Taken by `session-id`, the sub-agent played its parent's script (it spawned and waited
+    /// in turn) instead of the default turn.
+    #[test]
+    fn a_sub_agents_request_is_its_own_threads() {
+        let mut headers = HeaderMap::new();
+        headers.insert("session-id", HeaderValue::from_static("root-thread"));
+        headers.insert("thread-id", HeaderValue::from_static("child-thread"));
+        let body = serde_json::json!({"prompt_cache_key": "root-thread"});
+        assert_eq!(thread_id(&headers, &body), "child-thread");
+        headers.remove("thread-id");
+        assert_eq!(thread_id(&headers, &body), "root-thread");
+        assert_eq!(thread_id(&HeaderMap::new(), &body), "root-thread");
+    }
 }

@@ -22,6 +22,8 @@ pub(crate) struct EmittedCall {
     pub(crate) kind: CallKind,
     /// What a freeform (`custom_tool_call`) call carries: the text itself.
     pub(crate) input: String,
+    /// The namespace Codex offered the tool in, which the call must name.
+    pub(crate) namespace: Option<String>,
 }
 
 /// The rendered stream and the calls it carries.
@@ -75,6 +77,7 @@ pub(crate) fn render(
                 };
                 let call = EmittedCall {
                     call_id: ids.call(index),
+                    namespace: offered.namespace_of(&name).map(str::to_string),
                     name,
                     arguments,
                     kind,
@@ -231,6 +234,9 @@ fn call_frames(body: &mut String, index: usize, item_id: &str, call: &EmittedCal
         let mut item = json!({"type": item_type, "id": item_id, "call_id": call.call_id,
             "name": call.name, "status": status});
         item[field] = json!(text);
+        if let Some(namespace) = &call.namespace {
+            item["namespace"] = json!(namespace);
+        }
         item
     };
     frame(
@@ -390,6 +396,7 @@ mod tests {
         let offered = Offered {
             freeform_apply_patch: true,
             first_dynamic_tool: Some("paperclip_finish".into()),
+            ..Offered::default()
         };
         let out = render(
             &steps,
