@@ -231,6 +231,12 @@ pub struct ScenarioTurn {
     /// The server ends the turn `interrupted` on its own after the steps.
     #[serde(default, skip_serializing_if = "is_false")]
     pub interrupted: bool,
+    /// How many times the model stream of the turn's first response is cut before an attempt
+    /// gets through: the real Codex retries each cut (an `error` with willRetry: true,
+    /// `Reconnecting... N/5`, measured with 0.169); the fake sends those errors before the
+    /// turn's first step. At most [`MAX_STREAM_DROPS`], Codex's own stream retries.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub stream_drops: u32,
     /// What the server does on its own during the turn ([`ServerStep`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub server_steps: Vec<ServerStep>,
@@ -268,6 +274,13 @@ pub struct TurnFailure {
     /// always does; `false` makes a failed `turn/completed` come alone).
     #[serde(default = "yes", skip_serializing_if = "is_true")]
     pub error_notification: bool,
+}
+
+/// Codex's default `stream_max_retries`: a sixth cut fails the turn.
+pub const MAX_STREAM_DROPS: u32 = 5;
+
+fn is_zero(value: &u32) -> bool {
+    *value == 0
 }
 
 fn yes() -> bool {

@@ -188,6 +188,13 @@ fn turn(key: &str, turn: &ScenarioTurn) -> Result<(), String> {
             in_range(&format!("{key}.fault.bytes"), bytes as u64, BYTES)?;
         }
     }
+    if turn.stream_drops > super::MAX_STREAM_DROPS {
+        return Err(format!(
+            "{key}.stream_drops = {} but Codex retries a stream at most {} times",
+            turn.stream_drops,
+            super::MAX_STREAM_DROPS
+        ));
+    }
     if turn.fail.is_some() && turn.interrupted {
         return Err(format!(
             "{key}: `fail` and `interrupted` exclude each other"

@@ -86,7 +86,7 @@ impl TurnRun {
 
     /// An `error` notification of the turn: the real Codex's retried stream (`willRetry`), or
     /// its stream failure.
-    fn error_notification(&self, will_retry: bool, message: Option<&str>) {
+    pub(super) fn error_notification(&self, will_retry: bool, message: Option<&str>) {
         let (thread_id, turn_id) = self.ids();
         let error = if will_retry {
             json!({"message": message.unwrap_or("Reconnecting... 1/5"),

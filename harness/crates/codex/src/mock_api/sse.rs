@@ -63,6 +63,10 @@ pub(crate) fn render(
         "response.created",
         json!({"response": {"id": response_id, "status": "in_progress"}}),
     );
+    if let Some(FailureKind::StreamDropped) = failure {
+        // Cut before any item: the retry Codex makes then streams the whole response once.
+        return RenderedResponse { body, calls };
+    }
     for (index, step) in steps.iter().enumerate() {
         match output_item(step, template) {
             OutputItem::Message(text) => message_frames(&mut body, index, &ids.item(index), &text),
@@ -86,7 +90,7 @@ pub(crate) fn render(
         }
     }
     match failure {
-        Some(FailureKind::StreamClosedEarly) => {}
+        Some(FailureKind::StreamClosedEarly | FailureKind::StreamDropped) => {}
         Some(FailureKind::ResponseFailed { message }) => frame(
             &mut body,
             "response.failed",
