@@ -38,6 +38,10 @@ const EMBEDDED_SCENARIOS: &[(&str, &str)] = &[
         "retried-stream.toml",
         include_str!("../scenarios/retried-stream.toml"),
     ),
+    (
+        "codex-log.toml",
+        include_str!("../scenarios/codex-log.toml"),
+    ),
 ];
 
 /// A source file bigger than this is refused: the shipped ones are a few tens of KiB.

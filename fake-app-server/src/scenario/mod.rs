@@ -55,7 +55,22 @@ pub struct Scenario {
     /// forward-compatibility probe.
     #[serde(default, skip_serializing_if = "is_false")]
     pub extra_fields: bool,
+    /// The app-server's own log filter (levels of [`LOG_LEVELS`], or `target=level`
+    /// directives), as the harness sets it in the real Codex's environment (`RUST_LOG`): Codex
+    /// then writes its log on stderr as it works (measured with 0.169, one short turn: none
+    /// without it, about 470 KB at `info`, 1.4 MB at `trace`, most of it before `thread/start`
+    /// is answered). The fake has no log of its own: it writes [`FAKE_LOG_BYTES`] of stderr at
+    /// each turn's start in its place.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub app_server_log: Option<String>,
 }
+
+/// The levels `app_server_log` may name.
+pub const LOG_LEVELS: [&str; 5] = ["error", "warn", "info", "debug", "trace"];
+
+/// What the fake writes on stderr for a turn of a scenario with `app_server_log`: about what
+/// the real Codex logs at `trace` for a short turn.
+pub const FAKE_LOG_BYTES: usize = 1 << 20;
 
 fn is_false(value: &bool) -> bool {
     !value

@@ -293,6 +293,35 @@ fn a_declared_driver_meets_the_real_codexs_long_line() {
     assert_eq!(cell.grader_case(), "line-1m", "{name}");
 }
 
+/// A driver's handling of `error` and of codex's stderr shows against the real Codex's own
+/// retried stream and own log, not only the fake's (issue 37's held-out measurement: a driver
+/// ending its turn on every `error` and one never reading stderr were green on every real-Codex
+/// cell). Before, no real-Codex cell of a declared driver had either.
+#[test]
+fn a_declared_driver_meets_the_real_codexs_retried_stream_and_log() {
+    let matrix = load(GOOD, &[]).unwrap();
+    for (name, grader) in [
+        (
+            "protocol-turn-outcomes.my-runner-codex.local.retried-stream",
+            "retryable-error",
+        ),
+        (
+            "protocol-size.my-runner-codex.local.codex-log",
+            "stderr-flood",
+        ),
+    ] {
+        let cell = matrix
+            .cell(name)
+            .unwrap_or_else(|| panic!("no cell {name}"));
+        assert_eq!(cell.grader_case(), grader, "{name}");
+    }
+    // Whether a driver's outcome can show a retried turn is its declaration, as on the fake.
+    let declared = format!("{GOOD}outcome = \"exit-status\"\n");
+    let matrix = load(&declared, &[]).unwrap();
+    let name = "protocol-turn-outcomes.my-runner-codex.local.retried-stream";
+    assert_eq!(matrix.cell(name).unwrap().not_applicable, None, "{name}");
+}
+
 /// A block with `generated_runners = false` (the virtual machines', a minute a cell under QEMU's
 /// emulator) keeps its own runners: neither a drivers file's nor `--codex`'s join it, while
 /// the shipped runner's cells there stay.

@@ -382,7 +382,7 @@ fn filler(len: usize) -> String {
 }
 
 /// Write `bytes` of log lines on stderr, blocking as long as the reader does not drain them.
-fn stderr_flood(bytes: usize) {
+pub(super) fn stderr_flood(bytes: usize) {
     let mut stderr = std::io::stderr().lock();
     let mut written = 0;
     let mut line_no = 0u64;

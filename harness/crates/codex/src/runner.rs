@@ -104,9 +104,17 @@ impl PreparedCodex {
 }
 
 /// Prepare `version` of Codex for one cell playing `scenario`'s model script.
+/// The scenario's `app_server_log` becomes Codex's `RUST_LOG`: its own log on stderr.
 pub async fn prepare(version: &str, dirs: &CellDirs, scenario: &Scenario) -> Result<PreparedCodex> {
     let script = MockScript::from_scenario(scenario)?;
-    prepare_script(version, dirs, script).await
+    let mut prepared = prepare_script(version, dirs, script).await?;
+    if let Some(level) = &scenario.app_server_log {
+        prepared
+            .app_server
+            .env
+            .push(("RUST_LOG".into(), level.clone()));
+    }
+    Ok(prepared)
 }
 
 /// Like [`prepare`], with an explicit mock script.

@@ -277,6 +277,33 @@ mod tests {
     }
 
     #[test]
+    fn a_dropped_stream_fails_its_first_attempts_only() {
+        // Codex asks again with the same history after a cut stream: a failure that hit every
+        // attempt would exhaust its retries and fail the turn, never a retried stream.
+        let scenario = Scenario::from_toml_str(
+            "[[turns]]\nstream_drops = 2\nsteps = [{ step = \"message\", text = \"x\" }]\n",
+            std::path::Path::new("retried.toml"),
+        )
+        .unwrap();
+        let script = MockScript::from_scenario(&scenario).unwrap();
+        assert!(script.drops_streams());
+        assert_eq!(
+            script.failure_at(0, 0, 1),
+            Some(&FailureKind::StreamDropped)
+        );
+        assert_eq!(
+            script.failure_at(0, 0, 2),
+            Some(&FailureKind::StreamDropped)
+        );
+        assert_eq!(script.failure_at(0, 0, 3), None);
+        assert_eq!(script.failure_at(1, 0, 1), None);
+        // A failure without `attempts` still hits every attempt.
+        let failing = MockScript::new(Vec::new()).failing_turn(0, FailureKind::StreamClosedEarly);
+        assert!(!failing.drops_streams());
+        assert!(failing.failure_at(0, 0, 7).is_some());
+    }
+
+    #[test]
     fn every_builtin_the_fake_alone_can_play_is_refused_with_its_reason() {
         // Played without its server step, `retryable-error` would be a healthy turn: a cell
         // that passes for a reason that has nothing to do with its case.

@@ -348,6 +348,16 @@ mod tests {
         );
         let ev = events(&closed.body);
         assert_eq!(ev.last().unwrap().0, "response.output_item.done");
+        let dropped = render(
+            &steps,
+            &probe("p"),
+            &Offered::default(),
+            &ids,
+            Some(&FailureKind::StreamDropped),
+        );
+        let ev = events(&dropped.body);
+        assert_eq!(ev.len(), 1, "{ev:?}");
+        assert_eq!(ev[0].0, "response.created");
     }
 
     #[test]
