@@ -90,7 +90,7 @@ fn log_filter(filter: &str) -> Result<(), String> {
             && target
                 .chars()
                 .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == ':')
-            && (target.is_empty() == !d.contains('='))
+            && target.is_empty() != d.contains('=')
     };
     if filter.split(',').all(directive) {
         return Ok(());

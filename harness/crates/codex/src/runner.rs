@@ -281,7 +281,7 @@ mod tests {
 
     #[test]
     fn a_script_calling_request_permissions_enables_its_feature_by_config() {
-        use fake_app_server::scenario::{Scenario, MAX_STREAM_DROPS};
+        use fake_app_server::scenario::Scenario;
         let permissions = Scenario::builtin("permissions-approval")
             .unwrap()
             .model_script();
