@@ -20,7 +20,7 @@ use anyhow::{Context, Result};
 use driver::bounds::Timeouts;
 use driver::run::AppServerProgram;
 use fake_app_server::scenario::model::{ModelStep, ModelTurn};
-use fake_app_server::scenario::Scenario;
+use fake_app_server::scenario::{Scenario, MAX_STREAM_DROPS};
 use report::layout::CellEvidence;
 use std::path::{Path, PathBuf};
 
@@ -104,9 +104,17 @@ impl PreparedCodex {
 }
 
 /// Prepare `version` of Codex for one cell playing `scenario`'s model script.
+/// The scenario's `app_server_log` becomes Codex's `RUST_LOG`: its own log on stderr.
 pub async fn prepare(version: &str, dirs: &CellDirs, scenario: &Scenario) -> Result<PreparedCodex> {
     let script = MockScript::from_scenario(scenario)?;
-    prepare_script(version, dirs, script).await
+    let mut prepared = prepare_script(version, dirs, script).await?;
+    if let Some(level) = &scenario.app_server_log {
+        prepared
+            .app_server
+            .env
+            .push(("RUST_LOG".into(), level.clone()));
+    }
+    Ok(prepared)
 }
 
 /// Like [`prepare`], with an explicit mock script.
@@ -137,13 +145,18 @@ pub(crate) async fn prepare_script(
     let model_log = evidence.model_log();
     let request_log = evidence.model_requests();
     let script_features = features_for(&script.turns);
+    let stream_retries = if script.drops_streams() {
+        MAX_STREAM_DROPS
+    } else {
+        0
+    };
     let mock = MockModelApi::start_with(MockConfig {
         script,
         model_log: model_log.clone(),
         request_log: Some(request_log.clone()),
     })
     .await?;
-    let mut extra_args = provider_args(&mock.base_url());
+    let mut extra_args = provider_args_retrying(&mock.base_url(), stream_retries);
     extra_args.extend(feature_args(&script_features));
     let app_server = AppServerProgram {
         program: install.binary.clone(),
@@ -166,6 +179,12 @@ pub(crate) async fn prepare_script(
 /// The `-c` arguments that point Codex at the mock. No retries: a failure the mock scripts must
 /// reach the driver as it is, and no `env_key`, so Codex sends no credentials at all.
 pub fn provider_args(base_url: &str) -> Vec<String> {
+    provider_args_retrying(base_url, 0)
+}
+
+/// [`provider_args`] with `stream_retries` stream retries: a script that cuts a stream for
+/// Codex to retry gets Codex's own default.
+pub fn provider_args_retrying(base_url: &str, stream_retries: u32) -> Vec<String> {
     let quoted = |s: &str| toml::Value::String(s.into()).to_string();
     vec![
         "-c".into(),
@@ -174,7 +193,7 @@ pub fn provider_args(base_url: &str) -> Vec<String> {
         format!("model={}", quoted(MODEL)),
         "-c".into(),
         format!(
-            "model_providers.{PROVIDER_ID}={{name={},base_url={},wire_api=\"responses\",request_max_retries=0,stream_max_retries=0}}",
+            "model_providers.{PROVIDER_ID}={{name={},base_url={},wire_api=\"responses\",request_max_retries=0,stream_max_retries={stream_retries}}}",
             quoted(PROVIDER_ID),
             quoted(base_url)
         ),
@@ -255,6 +274,13 @@ mod tests {
         assert_eq!(mock["base_url"].as_str(), Some("http://127.0.0.1:4242/v1"));
         assert_eq!(mock["wire_api"].as_str(), Some("responses"));
         assert_eq!(mock["request_max_retries"].as_integer(), Some(0));
+        assert_eq!(mock["stream_max_retries"].as_integer(), Some(0));
+        let retried: toml::Table =
+            toml::from_str(&provider_args_retrying("http://127.0.0.1:4242/v1", 5)[5]).unwrap();
+        assert_eq!(
+            retried["model_providers"]["mock"]["stream_max_retries"].as_integer(),
+            Some(5)
+        );
         assert!(mock.get("env_key").is_none());
     }
 

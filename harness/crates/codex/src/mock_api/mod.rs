@@ -41,7 +41,7 @@ use position::Position;
 use serde::Serialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::Write;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -85,7 +85,8 @@ pub struct RecordedRequest {
     /// The body as JSON, or as a string when it was not JSON.
     pub body: Value,
     pub position: Option<Position>,
-    /// What the mock answered: `stream`, `failed`, `closed-early`, `http-NNN`, `426`, `404`.
+    /// What the mock answered: `stream`, `failed`, `closed-early`, `dropped`, `http-NNN`, `426`,
+    /// `404`.
     pub answer: String,
 }
 
@@ -110,6 +111,9 @@ struct Shared {
     /// `thread/start` (a thread's first request follows its start; two threads started before
     /// either asks the model may swap).
     thread_order: Mutex<Vec<String>>,
+    /// Requests so far per (thread, turn, response): Codex sends a cut stream's request again,
+    /// with the same history, and a scripted cut may let a later attempt through.
+    attempts: Mutex<HashMap<(String, usize, usize), usize>>,
 }
 
 struct ModelLogWriter {
@@ -195,6 +199,7 @@ impl MockModelApi {
             }),
             reviews: Mutex::new(std::collections::VecDeque::new()),
             thread_order: Mutex::new(Vec::new()),
+            attempts: Mutex::new(HashMap::new()),
         });
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0))
             .await
@@ -389,7 +394,17 @@ fn answer(shared: &Shared, headers: &HeaderMap, record: &mut RecordedRequest) ->
             }
         }
     }
-    let failure = shared.script.failure_at(position.turn, position.response);
+    let attempt = {
+        let mut attempts = shared.attempts.lock().expect("attempts lock");
+        let count = attempts
+            .entry((thread.clone(), position.turn, position.response))
+            .or_default();
+        *count += 1;
+        *count
+    };
+    let failure = shared
+        .script
+        .failure_at(position.turn, position.response, attempt);
     if let Some(FailureKind::HttpStatus { status }) = failure {
         record.answer = format!("http-{status}");
         let status = StatusCode::from_u16(*status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
@@ -452,6 +467,7 @@ fn answer(shared: &Shared, headers: &HeaderMap, record: &mut RecordedRequest) ->
     record.answer = match failure {
         Some(FailureKind::ResponseFailed { .. }) => "failed".into(),
         Some(FailureKind::StreamClosedEarly) => "closed-early".into(),
+        Some(FailureKind::StreamDropped) => "dropped".into(),
         _ => "stream".into(),
     };
     event_stream(rendered.body)

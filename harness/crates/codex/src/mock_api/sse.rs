@@ -65,6 +65,10 @@ pub(crate) fn render(
         "response.created",
         json!({"response": {"id": response_id, "status": "in_progress"}}),
     );
+    if let Some(FailureKind::StreamDropped) = failure {
+        // Cut before any item: the retry Codex makes then streams the whole response once.
+        return RenderedResponse { body, calls };
+    }
     for (index, step) in steps.iter().enumerate() {
         match output_item(step, template) {
             OutputItem::Message(text) => message_frames(&mut body, index, &ids.item(index), &text),
@@ -89,7 +93,7 @@ pub(crate) fn render(
         }
     }
     match failure {
-        Some(FailureKind::StreamClosedEarly) => {}
+        Some(FailureKind::StreamClosedEarly | FailureKind::StreamDropped) => {}
         Some(FailureKind::ResponseFailed { message }) => frame(
             &mut body,
             "response.failed",
@@ -350,6 +354,16 @@ mod tests {
         );
         let ev = events(&closed.body);
         assert_eq!(ev.last().unwrap().0, "response.output_item.done");
+        let dropped = render(
+            &steps,
+            &probe("p"),
+            &Offered::default(),
+            &ids,
+            Some(&FailureKind::StreamDropped),
+        );
+        let ev = events(&dropped.body);
+        assert_eq!(ev.len(), 1, "{ev:?}");
+        assert_eq!(ev[0].0, "response.created");
     }
 
     #[test]
