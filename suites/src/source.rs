@@ -34,6 +34,18 @@ const EMBEDDED_SCENARIOS: &[(&str, &str)] = &[
         "long-message.toml",
         include_str!("../scenarios/long-message.toml"),
     ),
+    (
+        "sub-agent-turn.toml",
+        include_str!("../scenarios/sub-agent-turn.toml"),
+    ),
+    (
+        "retried-stream.toml",
+        include_str!("../scenarios/retried-stream.toml"),
+    ),
+    (
+        "codex-log.toml",
+        include_str!("../scenarios/codex-log.toml"),
+    ),
 ];
 
 /// A source file bigger than this is refused: the shipped ones are a few tens of KiB.

@@ -22,6 +22,8 @@ pub(crate) struct EmittedCall {
     pub(crate) kind: CallKind,
     /// What a freeform (`custom_tool_call`) call carries: the text itself.
     pub(crate) input: String,
+    /// The namespace Codex offered the tool in, which the call must name.
+    pub(crate) namespace: Option<String>,
 }
 
 /// The rendered stream and the calls it carries.
@@ -63,6 +65,10 @@ pub(crate) fn render(
         "response.created",
         json!({"response": {"id": response_id, "status": "in_progress"}}),
     );
+    if let Some(FailureKind::StreamDropped) = failure {
+        // Cut before any item: the retry Codex makes then streams the whole response once.
+        return RenderedResponse { body, calls };
+    }
     for (index, step) in steps.iter().enumerate() {
         match output_item(step, template) {
             OutputItem::Message(text) => message_frames(&mut body, index, &ids.item(index), &text),
@@ -75,6 +81,7 @@ pub(crate) fn render(
                 };
                 let call = EmittedCall {
                     call_id: ids.call(index),
+                    namespace: offered.namespace_of(&name).map(str::to_string),
                     name,
                     arguments,
                     kind,
@@ -86,7 +93,7 @@ pub(crate) fn render(
         }
     }
     match failure {
-        Some(FailureKind::StreamClosedEarly) => {}
+        Some(FailureKind::StreamClosedEarly | FailureKind::StreamDropped) => {}
         Some(FailureKind::ResponseFailed { message }) => frame(
             &mut body,
             "response.failed",
@@ -231,6 +238,9 @@ fn call_frames(body: &mut String, index: usize, item_id: &str, call: &EmittedCal
         let mut item = json!({"type": item_type, "id": item_id, "call_id": call.call_id,
             "name": call.name, "status": status});
         item[field] = json!(text);
+        if let Some(namespace) = &call.namespace {
+            item["namespace"] = json!(namespace);
+        }
         item
     };
     frame(
@@ -344,6 +354,16 @@ mod tests {
         );
         let ev = events(&closed.body);
         assert_eq!(ev.last().unwrap().0, "response.output_item.done");
+        let dropped = render(
+            &steps,
+            &probe("p"),
+            &Offered::default(),
+            &ids,
+            Some(&FailureKind::StreamDropped),
+        );
+        let ev = events(&dropped.body);
+        assert_eq!(ev.len(), 1, "{ev:?}");
+        assert_eq!(ev[0].0, "response.created");
     }
 
     #[test]
@@ -390,6 +410,7 @@ mod tests {
         let offered = Offered {
             freeform_apply_patch: true,
             first_dynamic_tool: Some("paperclip_finish".into()),
+            ..Offered::default()
         };
         let out = render(
             &steps,

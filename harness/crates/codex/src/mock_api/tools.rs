@@ -10,6 +10,8 @@
 //! A dynamic tool is told apart by name: a `function` tool that is not one of Codex's own
 //! ([`CODEX_FUNCTION_TOOLS`]); a driver's tool named like one of Codex's would be taken for
 //! Codex's (none of the matrix's drivers names one so).
+//! With `multi_agent_v2` a `namespace` tool (`collaboration`) holds the sub-agent tools; a call
+//! of one of them must carry the namespace's name.
 
 use serde_json::Value;
 
@@ -49,6 +51,8 @@ pub(crate) struct Offered {
     pub(crate) freeform_apply_patch: bool,
     /// The first dynamic tool the driver registered, if it registered one.
     pub(crate) first_dynamic_tool: Option<String>,
+    /// Function tools offered inside a namespace, with the namespace's name.
+    pub(crate) namespaced: Vec<(String, String)>,
 }
 
 impl Offered {
@@ -72,7 +76,31 @@ impl Offered {
                 .filter(|tool| kind(tool).as_deref() == Some("function"))
                 .filter_map(name)
                 .find(|name| !CODEX_FUNCTION_TOOLS.contains(&name.as_str())),
+            namespaced: tools
+                .iter()
+                .filter(|tool| kind(tool).as_deref() == Some("namespace"))
+                .filter_map(|space| {
+                    let space_name = name(space)?;
+                    let inner = space.get("tools").and_then(Value::as_array)?;
+                    Some(
+                        inner
+                            .iter()
+                            .filter_map(name)
+                            .map(|tool| (tool, space_name.clone()))
+                            .collect::<Vec<_>>(),
+                    )
+                })
+                .flatten()
+                .collect(),
         }
+    }
+
+    /// The namespace a call of `name` must carry, when Codex offered the tool inside one.
+    pub(crate) fn namespace_of(&self, name: &str) -> Option<&str> {
+        self.namespaced
+            .iter()
+            .find(|(tool, _)| tool == name)
+            .map(|(_, space)| space.as_str())
     }
 
     /// The tool a script's call names, as the model calls it: `{dynamic_tool}` becomes the
@@ -149,5 +177,25 @@ mod tests {
             Offered::from_request(&json!({"tools": [{"type": "function", "name": "apply_patch"}]}));
         assert_eq!(function_only.call_kind("apply_patch"), CallKind::Function);
         assert_eq!(Offered::from_request(&json!({})), Offered::default());
+    }
+
+    /// 0.169 with `multi_agent_v2`: the sub-agent tools come as one `namespace` tool (measured;
+    /// a call without the namespace is answered `unsupported call: spawn_agent`).
+    #[test]
+    fn a_tool_offered_in_a_namespace_is_called_with_it() {
+        let body = json!({"tools": [
+            {"type": "function", "name": "exec_command"},
+            {"type": "namespace", "name": "collaboration", "tools": [
+                {"type": "function", "name": "spawn_agent"},
+                {"type": "function", "name": "wait_agent"}]},
+            {"type": "function", "name": "paperclip_finish"}]});
+        let offered = Offered::from_request(&body);
+        assert_eq!(offered.namespace_of("spawn_agent"), Some("collaboration"));
+        assert_eq!(offered.namespace_of("wait_agent"), Some("collaboration"));
+        assert_eq!(offered.namespace_of("exec_command"), None);
+        assert_eq!(
+            offered.first_dynamic_tool.as_deref(),
+            Some("paperclip_finish")
+        );
     }
 }
