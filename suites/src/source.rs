@@ -34,6 +34,10 @@ const EMBEDDED_SCENARIOS: &[(&str, &str)] = &[
         "long-message.toml",
         include_str!("../scenarios/long-message.toml"),
     ),
+    (
+        "mcp-elicitation-tool.toml",
+        include_str!("../scenarios/mcp-elicitation-tool.toml"),
+    ),
 ];
 
 /// A source file bigger than this is refused: the shipped ones are a few tens of KiB.

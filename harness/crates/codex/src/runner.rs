@@ -137,6 +137,11 @@ pub(crate) async fn prepare_script(
     let model_log = evidence.model_log();
     let request_log = evidence.model_requests();
     let script_features = features_for(&script.turns);
+    let mcp_args = if super::mcp_server::needed(&script.turns) {
+        super::mcp_server::install(&codex_home, dirs.owner)?
+    } else {
+        Vec::new()
+    };
     let mock = MockModelApi::start_with(MockConfig {
         script,
         model_log: model_log.clone(),
@@ -145,6 +150,7 @@ pub(crate) async fn prepare_script(
     .await?;
     let mut extra_args = provider_args(&mock.base_url());
     extra_args.extend(feature_args(&script_features));
+    extra_args.extend(mcp_args);
     let app_server = AppServerProgram {
         program: install.binary.clone(),
         leading_args: vec!["app-server".into()],

@@ -5,7 +5,7 @@
 //! newline, so the framing cannot break (no SSE crate needed for this one-way rendering).
 
 use super::script::FailureKind;
-use super::tools::{CallKind, Offered};
+use super::tools::{CallKind, Offered, Route};
 use fake_app_server::scenario::model::{
     proposed_plan_block, stream_chunks, ModelStep, TemplateContext,
 };
@@ -22,6 +22,9 @@ pub(crate) struct EmittedCall {
     pub(crate) kind: CallKind,
     /// What a freeform (`custom_tool_call`) call carries: the text itself.
     pub(crate) input: String,
+    /// The namespace and tool name a namespaced call carries (an MCP tool a search loaded);
+    /// `name` keeps the script's `mcp__<server>__<tool>` for the model log.
+    pub(crate) namespaced: Option<(String, String)>,
 }
 
 /// The rendered stream and the calls it carries.
@@ -46,6 +49,10 @@ impl ResponseIds {
     fn call(&self, index: usize) -> String {
         format!("call_{}_{index}", self.stem)
     }
+    /// A search precedes the call of the same (turn, response): its own id space.
+    fn search(&self, index: usize) -> String {
+        format!("search_{}_{index}", self.stem)
+    }
 }
 
 pub(crate) fn render(
@@ -63,12 +70,30 @@ pub(crate) fn render(
         "response.created",
         json!({"response": {"id": response_id, "status": "in_progress"}}),
     );
-    for (index, step) in steps.iter().enumerate() {
+    // A deferred tool is searched for in a response of its own (nothing else in it, so the
+    // response's text is said once, with the call the search makes possible).
+    let search = steps
+        .iter()
+        .find_map(|step| match output_item(step, template) {
+            OutputItem::Call { name, .. } => match offered.route(offered.resolve(&name)) {
+                Route::SearchFirst { query } => Some(query),
+                _ => None,
+            },
+            OutputItem::Message(_) => None,
+        });
+    if let Some(query) = &search {
+        search_frames(&mut body, &ids.search(0), query);
+    }
+    for (index, step) in steps.iter().enumerate().filter(|_| search.is_none()) {
         match output_item(step, template) {
             OutputItem::Message(text) => message_frames(&mut body, index, &ids.item(index), &text),
             OutputItem::Call { name, arguments } => {
                 let name = offered.resolve(&name).to_string();
                 let kind = offered.call_kind(&name);
+                let namespaced = match offered.route(&name) {
+                    Route::Namespaced { namespace, tool } => Some((namespace, tool)),
+                    _ => None,
+                };
                 let input = match kind {
                     CallKind::Custom => freeform_input(&arguments),
                     CallKind::Function => String::new(),
@@ -79,6 +104,7 @@ pub(crate) fn render(
                     arguments,
                     kind,
                     input,
+                    namespaced,
                 };
                 call_frames(&mut body, index, &ids.item(index), &call);
                 calls.push(call);
@@ -230,6 +256,10 @@ fn call_frames(body: &mut String, index: usize, item_id: &str, call: &EmittedCal
     let item = |text: &str, status: &str| {
         let mut item = json!({"type": item_type, "id": item_id, "call_id": call.call_id,
             "name": call.name, "status": status});
+        if let Some((namespace, tool)) = &call.namespaced {
+            item["name"] = json!(tool);
+            item["namespace"] = json!(namespace);
+        }
         item[field] = json!(text);
         item
     };
@@ -250,6 +280,23 @@ fn call_frames(body: &mut String, index: usize, item_id: &str, call: &EmittedCal
         body,
         "response.output_item.done",
         json!({"output_index": index, "item": item(payload, "completed")}),
+    );
+}
+
+/// A client-executed `tool_search` call (Codex 0.169 runs the search itself and answers with a
+/// `tool_search_output`; measured). Its `arguments` is an object, not JSON text.
+fn search_frames(body: &mut String, call_id: &str, query: &str) {
+    let item = json!({"type": "tool_search_call", "id": format!("item_{call_id}"), "call_id": call_id,
+        "execution": "client", "arguments": {"query": query}, "status": "completed"});
+    frame(
+        body,
+        "response.output_item.added",
+        json!({"output_index": 0, "item": item}),
+    );
+    frame(
+        body,
+        "response.output_item.done",
+        json!({"output_index": 0, "item": item}),
     );
 }
 

@@ -49,6 +49,62 @@ pub(crate) struct Offered {
     pub(crate) freeform_apply_patch: bool,
     /// The first dynamic tool the driver registered, if it registered one.
     pub(crate) first_dynamic_tool: Option<String>,
+    /// `tool_search` is offered (MCP tools are deferred behind it).
+    pub(crate) tool_search: bool,
+    /// Every `function` tool offered by name.
+    pub(crate) functions: Vec<String>,
+    /// (namespace, tool) of each tool a `tool_search` of this turn loaded.
+    pub(crate) loaded: Vec<(String, String)>,
+}
+
+/// How the model reaches a tool the script names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Route {
+    /// A call by the name itself.
+    Plain,
+    /// A `function_call` of `tool` in `namespace` (an MCP tool a search loaded).
+    Namespaced { namespace: String, tool: String },
+    /// A deferred MCP tool: search for it first (`query`), call it in the next response.
+    SearchFirst { query: String },
+}
+
+/// The prefix of an MCP tool's name as a script writes it (`mcp__<server>__<tool>`).
+pub(crate) const MCP_PREFIX: &str = "mcp__";
+
+/// `mcp__<server>__<tool>` as (`mcp__<server>`, `<tool>`).
+pub(crate) fn mcp_parts(name: &str) -> Option<(&str, &str)> {
+    let rest = name.strip_prefix(MCP_PREFIX)?;
+    let (server, tool) = rest.split_once("__")?;
+    (!server.is_empty() && !tool.is_empty())
+        .then(|| (&name[..MCP_PREFIX.len() + server.len()], tool))
+}
+
+/// The (namespace, tool) pairs the `tool_search_output`s of the request's current turn loaded.
+fn loaded_tools(body: &Value) -> Vec<(String, String)> {
+    let input = body
+        .get("input")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or(&[]);
+    let mut loaded = Vec::new();
+    for output in super::position::current_turn(input)
+        .iter()
+        .filter(|item| item.get("type").and_then(Value::as_str) == Some("tool_search_output"))
+    {
+        let spaces = output.get("tools").and_then(Value::as_array);
+        for space in spaces.into_iter().flatten() {
+            let Some(namespace) = space.get("name").and_then(Value::as_str) else {
+                continue;
+            };
+            let tools = space.get("tools").and_then(Value::as_array);
+            for tool in tools.into_iter().flatten() {
+                if let Some(name) = tool.get("name").and_then(Value::as_str) {
+                    loaded.push((namespace.to_string(), name.to_string()));
+                }
+            }
+        }
+    }
+    loaded
 }
 
 impl Offered {
@@ -71,7 +127,37 @@ impl Offered {
                 .iter()
                 .filter(|tool| kind(tool).as_deref() == Some("function"))
                 .filter_map(name)
-                .find(|name| !CODEX_FUNCTION_TOOLS.contains(&name.as_str())),
+                .find(|name| {
+                    !CODEX_FUNCTION_TOOLS.contains(&name.as_str()) && !name.starts_with(MCP_PREFIX)
+                }),
+            tool_search: tools
+                .iter()
+                .any(|tool| kind(tool).as_deref() == Some("tool_search")),
+            functions: tools
+                .iter()
+                .filter(|tool| kind(tool).as_deref() == Some("function"))
+                .filter_map(name)
+                .collect(),
+            loaded: loaded_tools(body),
+        }
+    }
+
+    /// How the model calls `name` here: an MCP tool a search of this turn loaded is called in
+    /// its namespace; one not offered directly is searched for first (when Codex offers the
+    /// search; else it is called by name and Codex answers it as unsupported).
+    pub(crate) fn route(&self, name: &str) -> Route {
+        let Some((namespace, tool)) = mcp_parts(name) else {
+            return Route::Plain;
+        };
+        if self.loaded.iter().any(|(n, t)| n == namespace && t == tool) {
+            Route::Namespaced {
+                namespace: namespace.into(),
+                tool: tool.into(),
+            }
+        } else if self.tool_search && !self.functions.iter().any(|f| f == name) {
+            Route::SearchFirst { query: tool.into() }
+        } else {
+            Route::Plain
         }
     }
 
