@@ -437,6 +437,7 @@ mod tests {
         let offered = Offered {
             freeform_apply_patch: true,
             first_dynamic_tool: Some("paperclip_finish".into()),
+            ..Offered::default()
         };
         let out = render(
             &steps,
@@ -466,5 +467,55 @@ mod tests {
         assert!(ev
             .iter()
             .any(|(e, _)| e == "response.custom_tool_call_input.done"));
+    }
+
+    /// Codex 0.169 defers an MCP tool behind `tool_search` (measured): the response that would
+    /// call it is a search alone; once the turn's history holds the search's output, the same
+    /// response calls the tool in its namespace, with its text.
+    #[test]
+    fn a_deferred_mcp_tool_is_searched_for_then_called_in_its_namespace() {
+        let steps = [
+            ModelStep::Message {
+                text: "Working on it.".into(),
+            },
+            ModelStep::ToolCall {
+                name: "mcp__harness__ask_user".into(),
+                arguments: json!({}),
+            },
+        ];
+        let ids = ResponseIds { stem: "s".into() };
+        let deferred = Offered {
+            tool_search: true,
+            ..Offered::default()
+        };
+        let search = render(&steps, &probe("p"), &deferred, &ids, None);
+        let ev = events(&search.body);
+        let items: Vec<&Value> = ev
+            .iter()
+            .filter(|(e, _)| e == "response.output_item.done")
+            .map(|(_, d)| &d["item"])
+            .collect();
+        assert_eq!(items.len(), 1, "{}", search.body);
+        assert_eq!(items[0]["type"], "tool_search_call");
+        assert_eq!(items[0]["execution"], "client");
+        assert_eq!(items[0]["arguments"]["query"], "ask_user");
+        assert!(search.calls.is_empty());
+        let loaded = Offered {
+            loaded: vec![("mcp__harness".into(), "ask_user".into())],
+            ..deferred
+        };
+        let call = render(&steps, &probe("p"), &loaded, &ids, None);
+        let ev = events(&call.body);
+        let done: Vec<&Value> = ev
+            .iter()
+            .filter(|(e, _)| e == "response.output_item.done")
+            .map(|(_, d)| &d["item"])
+            .collect();
+        assert_eq!(done[0]["type"], "message");
+        assert_eq!(done[1]["type"], "function_call");
+        assert_eq!(done[1]["name"], "ask_user");
+        assert_eq!(done[1]["namespace"], "mcp__harness");
+        assert_ne!(done[1]["call_id"], items[0]["call_id"]);
+        assert_eq!(call.calls[0].name, "mcp__harness__ask_user");
     }
 }

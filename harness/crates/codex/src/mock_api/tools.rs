@@ -236,4 +236,46 @@ mod tests {
         assert_eq!(function_only.call_kind("apply_patch"), CallKind::Function);
         assert_eq!(Offered::from_request(&json!({})), Offered::default());
     }
+
+    /// The tool list of Codex 0.169 with an MCP server configured (measured: its tools are not
+    /// in it; `tool_search` is), and a history whose search loaded the server's tool.
+    #[test]
+    fn an_mcp_tool_is_searched_for_until_a_search_of_this_turn_loaded_it() {
+        let mut body = measured(&[]);
+        assert_eq!(
+            Offered::from_request(&body).route("mcp__harness__ask_user"),
+            Route::SearchFirst {
+                query: "ask_user".into()
+            }
+        );
+        let output = json!({"type": "tool_search_output", "call_id": "s1", "execution": "client",
+            "tools": [{"type": "namespace", "name": "mcp__harness", "tools": [
+                {"type": "function", "name": "ask_user"}]}]});
+        let user = json!({"type": "message", "role": "user",
+            "content": [{"type": "input_text", "text": "Look the ticket up."}]});
+        body["input"] = json!([user.clone(), output.clone()]);
+        let offered = Offered::from_request(&body);
+        assert_eq!(
+            offered.route("mcp__harness__ask_user"),
+            Route::Namespaced {
+                namespace: "mcp__harness".into(),
+                tool: "ask_user".into()
+            }
+        );
+        assert_eq!(offered.route("exec_command"), Route::Plain);
+        // A search of an earlier turn loaded nothing for this one.
+        body["input"] = json!([user.clone(), output, user]);
+        assert!(matches!(
+            Offered::from_request(&body).route("mcp__harness__ask_user"),
+            Route::SearchFirst { .. }
+        ));
+        // An MCP tool offered directly is not a driver's dynamic tool, and is called by name.
+        let direct = json!({"tools": [{"type": "function", "name": "mcp__harness__ask_user"},
+            {"type": "tool_search"}]});
+        let offered = Offered::from_request(&direct);
+        assert_eq!(offered.first_dynamic_tool, None);
+        assert_eq!(offered.route("mcp__harness__ask_user"), Route::Plain);
+        assert_eq!(mcp_parts("mcp__harness__ask_user"), Some(("mcp__harness", "ask_user")));
+        assert_eq!(mcp_parts("mcp____x"), None);
+    }
 }
