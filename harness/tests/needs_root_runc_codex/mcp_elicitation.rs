@@ -33,8 +33,16 @@ const ANSWERS: &[(&str, Option<&str>, &str)] = &[
         Some(r#"{"action": "accept", "content": {"open": True}}"#),
         r#"ELICITATION_ACCEPT {"action": "accept", "content": {"open": true}}"#,
     ),
-    ("elicit-decline", Some(r#"{"action": "decline"}"#), "ELICITATION_DECLINE"),
-    ("elicit-cancel", Some(r#"{"action": "cancel"}"#), "ELICITATION_CANCEL"),
+    (
+        "elicit-decline",
+        Some(r#"{"action": "decline"}"#),
+        "ELICITATION_DECLINE",
+    ),
+    (
+        "elicit-cancel",
+        Some(r#"{"action": "cancel"}"#),
+        "ELICITATION_CANCEL",
+    ),
 ];
 
 const CASE: &str = "mcp-tool-elicitation";
@@ -66,7 +74,14 @@ fn answers_kinds_real_codex() {
     let cells = run(
         &drivers,
         &out,
-        &["--app-server", "codex", "--environment", "local", "--", &filter],
+        &[
+            "--app-server",
+            "codex",
+            "--environment",
+            "local",
+            "--",
+            &filter,
+        ],
     );
     let mut failures = Vec::new();
     for (name, _, told) in ANSWERS {
@@ -76,7 +91,10 @@ fn answers_kinds_real_codex() {
             continue;
         };
         if found["verdict"] != "pass" {
-            failures.push(format!("{cell}: {} ({})", found["verdict"], found["reason"]));
+            failures.push(format!(
+                "{cell}: {} ({})",
+                found["verdict"], found["reason"]
+            ));
         }
         let outputs = tool_outputs(&out.join(&cell).join("model-log.jsonl"));
         if !outputs.iter().any(|o| o.contains(told)) {

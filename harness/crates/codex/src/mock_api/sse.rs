@@ -469,6 +469,17 @@ mod tests {
             .any(|(e, _)| e == "response.custom_tool_call_input.done"));
     }
 
+    /// The items a stream finished, in order.
+    fn done_items(body: &str) -> Vec<Value> {
+        let mut items = Vec::new();
+        for (event, mut data) in events(body) {
+            if event == "response.output_item.done" {
+                items.push(data["item"].take());
+            }
+        }
+        items
+    }
+
     /// Codex 0.169 defers an MCP tool behind `tool_search` (measured): the response that would
     /// call it is a search alone; once the turn's history holds the search's output, the same
     /// response calls the tool in its namespace, with its text.
@@ -489,12 +500,7 @@ mod tests {
             ..Offered::default()
         };
         let search = render(&steps, &probe("p"), &deferred, &ids, None);
-        let ev = events(&search.body);
-        let items: Vec<&Value> = ev
-            .iter()
-            .filter(|(e, _)| e == "response.output_item.done")
-            .map(|(_, d)| &d["item"])
-            .collect();
+        let items = done_items(&search.body);
         assert_eq!(items.len(), 1, "{}", search.body);
         assert_eq!(items[0]["type"], "tool_search_call");
         assert_eq!(items[0]["execution"], "client");
@@ -505,12 +511,7 @@ mod tests {
             ..deferred
         };
         let call = render(&steps, &probe("p"), &loaded, &ids, None);
-        let ev = events(&call.body);
-        let done: Vec<&Value> = ev
-            .iter()
-            .filter(|(e, _)| e == "response.output_item.done")
-            .map(|(_, d)| &d["item"])
-            .collect();
+        let done = done_items(&call.body);
         assert_eq!(done[0]["type"], "message");
         assert_eq!(done[1]["type"], "function_call");
         assert_eq!(done[1]["name"], "ask_user");

@@ -275,7 +275,10 @@ mod tests {
         let offered = Offered::from_request(&direct);
         assert_eq!(offered.first_dynamic_tool, None);
         assert_eq!(offered.route("mcp__harness__ask_user"), Route::Plain);
-        assert_eq!(mcp_parts("mcp__harness__ask_user"), Some(("mcp__harness", "ask_user")));
+        assert_eq!(
+            mcp_parts("mcp__harness__ask_user"),
+            Some(("mcp__harness", "ask_user"))
+        );
         assert_eq!(mcp_parts("mcp____x"), None);
     }
 }
