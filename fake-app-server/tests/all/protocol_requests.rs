@@ -255,11 +255,8 @@ fn permissions_are_not_asked_under_approval_policy_never() {
 /// relays nothing (measured with the harness's MCP server); the turn completes.
 #[test]
 fn an_mcp_elicitation_is_not_relayed_under_approval_policy_never() {
-    let mut case = Case::start(
-        "mcp-elicitation",
-        "fullread",
-        json!({"approvalPolicy": "never"}),
-    );
+    let never = json!({"approvalPolicy": "never"});
+    let mut case = Case::start("mcp-elicitation", "fullread", never);
     let done = case.until_turn_completed(&mut |request: &Value| error(request));
     assert_eq!(done["params"]["turn"]["status"], "completed");
     assert!(only(&case.messages(), "mcpServer/elicitation/request").is_empty());
