@@ -35,6 +35,18 @@ const EMBEDDED_SCENARIOS: &[(&str, &str)] = &[
         include_str!("../scenarios/long-message.toml"),
     ),
     (
+        "sub-agent-turn.toml",
+        include_str!("../scenarios/sub-agent-turn.toml"),
+    ),
+    (
+        "retried-stream.toml",
+        include_str!("../scenarios/retried-stream.toml"),
+    ),
+    (
+        "codex-log.toml",
+        include_str!("../scenarios/codex-log.toml"),
+    ),
+    (
         "mcp-elicitation-tool.toml",
         include_str!("../scenarios/mcp-elicitation-tool.toml"),
     ),

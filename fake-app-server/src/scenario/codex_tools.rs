@@ -8,6 +8,7 @@
 //! | `request_user_input` | `{ questions = [{ id, header, question, options = [{ label, description }] }] }` | in plan mode, `item/tool/requestUserInput`; otherwise the model is told it is unavailable |
 //! | `request_permissions` | `{ permissions = { network = { enabled }, file_system = { read, write } }, reason }` | `item/permissions/requestApproval` (the real Codex offers the tool with `--enable request_permissions_tool`) |
 //! | `create_goal` / `update_goal` | `{ objective }` / `{ status }` | `thread/goal/updated`; while a goal is active, the server starts the next turn on its own when one completes |
+//! | `spawn_agent` / `wait_agent` | `{ task_name, message, fork_turns }` / `{ timeout_ms }` | with the `multi_agent_v2` feature (offered in the `collaboration` namespace): a sub-agent thread whose `turn/started` … `turn/completed` (its own thread and turn ids) the client receives in the middle of the parent's turn; `wait_agent` returns once that turn completed (0.160, 0.169, 0.171). Without the feature: `unsupported call` |
 //!
 //! A tool-call whose name is [`DYNAMIC_TOOL`] calls the first dynamic tool the thread
 //! registered (`item/tool/call`), whatever the driver named it.
@@ -23,6 +24,11 @@ pub const REQUEST_USER_INPUT: &str = "request_user_input";
 pub const REQUEST_PERMISSIONS: &str = "request_permissions";
 pub const CREATE_GOAL: &str = "create_goal";
 pub const UPDATE_GOAL: &str = "update_goal";
+pub const SPAWN_AGENT: &str = "spawn_agent";
+pub const WAIT_AGENT: &str = "wait_agent";
+/// The namespace Codex offers its sub-agent tools in (`multi_agent_v2`): the model's call must
+/// name it, or Codex answers `unsupported call` (measured, 0.169).
+pub const SUB_AGENT_NAMESPACE: &str = "collaboration";
 
 /// A call of one of Codex's own tools, its arguments checked.
 #[derive(Debug, Clone, PartialEq)]
@@ -32,6 +38,8 @@ pub enum CodexToolCall {
     RequestPermissions(PermissionsArgs),
     CreateGoal(CreateGoalArgs),
     UpdateGoal(UpdateGoalArgs),
+    SpawnAgent(SpawnAgentArgs),
+    WaitAgent(WaitAgentArgs),
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -124,6 +132,36 @@ impl GoalStatus {
     }
 }
 
+/// `spawn_agent`'s parameters (0.169's tool schema).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SpawnAgentArgs {
+    pub task_name: String,
+    pub message: String,
+    #[serde(default)]
+    pub fork_turns: Option<ForkTurns>,
+    #[serde(default)]
+    pub model: Option<String>,
+    #[serde(default)]
+    pub reasoning_effort: Option<String>,
+}
+
+/// The only values of `fork_turns` the tool accepts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ForkTurns {
+    All,
+    None,
+}
+
+/// `wait_agent`'s parameters: Codex bounds the wait to 10 s … 1 h.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WaitAgentArgs {
+    #[serde(default)]
+    pub timeout_ms: Option<u64>,
+}
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct ApplyPatchArgs {
@@ -146,6 +184,13 @@ pub fn parse(name: &str, arguments: &Value) -> Option<Result<CodexToolCall, Stri
         REQUEST_PERMISSIONS => args(name, arguments).map(CodexToolCall::RequestPermissions),
         CREATE_GOAL => args(name, arguments).map(CodexToolCall::CreateGoal),
         UPDATE_GOAL => args(name, arguments).map(CodexToolCall::UpdateGoal),
+        SPAWN_AGENT => args(name, arguments).map(CodexToolCall::SpawnAgent),
+        WAIT_AGENT => args::<WaitAgentArgs>(name, arguments).and_then(|a| match a.timeout_ms {
+            Some(ms) if !(10_000..=3_600_000).contains(&ms) => Err(format!(
+                "`{name}` timeout_ms {ms}: Codex takes 10000 to 3600000"
+            )),
+            _ => Ok(CodexToolCall::WaitAgent(a)),
+        }),
         _ => return None,
     };
     Some(call)
@@ -177,5 +222,14 @@ mod tests {
             .unwrap()
             .unwrap_err();
         assert!(goal.contains("unknown variant `done`"), "{goal}");
+        let spawn = json!({"task_name": "helper", "message": "Say hi.", "fork_turns": "none"});
+        assert!(matches!(
+            parse(SPAWN_AGENT, &spawn),
+            Some(Ok(CodexToolCall::SpawnAgent(_)))
+        ));
+        let short = parse(WAIT_AGENT, &json!({"timeout_ms": 500}))
+            .unwrap()
+            .unwrap_err();
+        assert!(short.contains("10000 to 3600000"), "{short}");
     }
 }

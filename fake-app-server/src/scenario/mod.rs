@@ -55,7 +55,22 @@ pub struct Scenario {
     /// forward-compatibility probe.
     #[serde(default, skip_serializing_if = "is_false")]
     pub extra_fields: bool,
+    /// The app-server's own log filter (levels of [`LOG_LEVELS`], or `target=level`
+    /// directives), as the harness sets it in the real Codex's environment (`RUST_LOG`): Codex
+    /// then writes its log on stderr as it works (measured with 0.169, one short turn: none
+    /// without it, about 470 KB at `info`, 1.4 MB at `trace`, most of it before `thread/start`
+    /// is answered). The fake has no log of its own: it writes [`FAKE_LOG_BYTES`] of stderr at
+    /// each turn's start in its place.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub app_server_log: Option<String>,
 }
+
+/// The levels `app_server_log` may name.
+pub const LOG_LEVELS: [&str; 5] = ["error", "warn", "info", "debug", "trace"];
+
+/// What the fake writes on stderr for a turn of a scenario with `app_server_log`: about what
+/// the real Codex logs at `trace` for a short turn.
+pub const FAKE_LOG_BYTES: usize = 1 << 20;
 
 fn is_false(value: &bool) -> bool {
     !value
@@ -231,6 +246,12 @@ pub struct ScenarioTurn {
     /// The server ends the turn `interrupted` on its own after the steps.
     #[serde(default, skip_serializing_if = "is_false")]
     pub interrupted: bool,
+    /// How many times the model stream of the turn's first response is cut before an attempt
+    /// gets through: the real Codex retries each cut (an `error` with willRetry: true,
+    /// `Reconnecting... N/5`, measured with 0.169); the fake sends those errors before the
+    /// turn's first step. At most [`MAX_STREAM_DROPS`], Codex's own stream retries.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub stream_drops: u32,
     /// What the server does on its own during the turn ([`ServerStep`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub server_steps: Vec<ServerStep>,
@@ -268,6 +289,13 @@ pub struct TurnFailure {
     /// always does; `false` makes a failed `turn/completed` come alone).
     #[serde(default = "yes", skip_serializing_if = "is_true")]
     pub error_notification: bool,
+}
+
+/// Codex's default `stream_max_retries`: a sixth cut fails the turn.
+pub const MAX_STREAM_DROPS: u32 = 5;
+
+fn is_zero(value: &u32) -> bool {
+    *value == 0
 }
 
 fn yes() -> bool {

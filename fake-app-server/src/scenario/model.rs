@@ -169,29 +169,32 @@ pub fn write_outcome_told(tool_output: &str) -> &'static str {
 
 /// What `{filler:N}` repeats.
 const FILLER: &str = "The quick brown fox jumps over the lazy dog; ";
-/// The largest `{filler:N}`.
+/// The largest `{filler:N}`, in bytes, and `{lines:N}`, in lines.
 pub const MAX_FILLER_BYTES: usize = 16 << 20;
 const FILLER_OPEN: &str = "{filler:";
+/// `{lines:N}`: the numbers 1 to N, one a line. Streamed a line a delta, a short text makes
+/// many events (the real Codex logs each one at `codex_api=trace`).
+const LINES_OPEN: &str = "{lines:";
 
-/// Each `{filler:N}` of `text`: its byte range in `text` and N, or why N is not a size in
-/// `1..=MAX_FILLER_BYTES` (a long legal message without a long scenario file; hand-parsed:
-/// one template, no grammar worth a crate).
-fn fillers(text: &str) -> Result<Vec<(std::ops::Range<usize>, usize)>, String> {
+/// Each `{filler:N}` (or other sized template opening with `open`) of `text`: its byte range in
+/// `text` and N, or why N is not a size in `1..=MAX_FILLER_BYTES` (a long legal message without
+/// a long scenario file; hand-parsed: one template, no grammar worth a crate).
+fn fillers(text: &str, open: &str) -> Result<Vec<(std::ops::Range<usize>, usize)>, String> {
     let mut found = Vec::new();
     let mut from = 0;
-    while let Some(at) = text[from..].find(FILLER_OPEN).map(|i| from + i) {
-        let digits = at + FILLER_OPEN.len();
+    while let Some(at) = text[from..].find(open).map(|i| from + i) {
+        let digits = at + open.len();
         let end = text[digits..]
             .find('}')
             .map(|i| digits + i)
-            .ok_or_else(|| format!("`{{filler:` at byte {at} has no closing `}}`"))?;
+            .ok_or_else(|| format!("`{open}` at byte {at} has no closing `}}`"))?;
         let size = &text[digits..end];
         let bytes = size
             .parse::<usize>()
             .ok()
             .filter(|n| (1..=MAX_FILLER_BYTES).contains(n))
             .ok_or_else(|| {
-                format!("`{{filler:{size}}}`: the size must be a number of bytes in 1..={MAX_FILLER_BYTES}")
+                format!("`{open}{size}}}`: the size must be a number in 1..={MAX_FILLER_BYTES}")
             })?;
         found.push((at..end + 1, bytes));
         from = end + 1;
@@ -199,21 +202,34 @@ fn fillers(text: &str) -> Result<Vec<(std::ops::Range<usize>, usize)>, String> {
     Ok(found)
 }
 
-/// Why a script text's `{filler:N}` templates are invalid, if one is.
+/// Why a script text's `{filler:N}` or `{lines:N}` templates are invalid, if one is.
 pub fn check_fillers(text: &str) -> Result<(), String> {
-    fillers(text).map(|_| ())
+    fillers(text, FILLER_OPEN)?;
+    fillers(text, LINES_OPEN).map(|_| ())
 }
 
-/// `text` with each valid `{filler:N}` replaced by N bytes of readable text.
+/// `text` with each valid `{filler:N}` replaced by N bytes of readable text, and each
+/// `{lines:N}` by the numbers 1 to N, one a line.
 fn expand_fillers(text: &str) -> String {
-    let Ok(found) = fillers(text) else {
+    let filled = expand_sized(text, FILLER_OPEN, |out, bytes| {
+        out.extend(FILLER.chars().cycle().take(bytes))
+    });
+    expand_sized(&filled, LINES_OPEN, |out, lines| {
+        for line in 1..=lines {
+            out.push_str(&format!("{line}\n"));
+        }
+    })
+}
+
+fn expand_sized(text: &str, open: &str, write: impl Fn(&mut String, usize)) -> String {
+    let Ok(found) = fillers(text, open) else {
         return text.to_string();
     };
     let mut out = String::with_capacity(text.len() + found.iter().map(|(_, n)| n).sum::<usize>());
     let mut last = 0;
-    for (range, bytes) in found {
+    for (range, size) in found {
         out.push_str(&text[last..range.start]);
-        out.extend(FILLER.chars().cycle().take(bytes));
+        write(&mut out, size);
         last = range.end;
     }
     out.push_str(&text[last..]);
@@ -242,7 +258,7 @@ impl TemplateContext {
         if out.contains("{user_marker}") {
             out = out.replace("{user_marker}", self.user_marker.as_deref().unwrap_or(""));
         }
-        if out.contains(FILLER_OPEN) {
+        if out.contains(FILLER_OPEN) || out.contains(LINES_OPEN) {
             out = expand_fillers(&out);
         }
         out
@@ -388,5 +404,14 @@ mod template_tests {
         assert_eq!(text.len(), 100 + 3 + 3, "{text}");
         assert!(text.starts_with("<The quick brown fox"), "{text}");
         assert!(text.ends_with("|The>"), "{text}");
+    }
+
+    #[test]
+    fn a_lines_template_is_one_number_a_line_streamed_a_line_a_delta() {
+        let text = TemplateContext::default().expand("{lines:3}{filler:3}");
+        assert_eq!(text, "1\n2\n3\nThe");
+        assert_eq!(stream_chunks(&text).len(), 4);
+        assert!(check_fillers("{lines:0}").is_err());
+        assert!(check_fillers("{lines:12").is_err());
     }
 }

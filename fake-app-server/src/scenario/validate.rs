@@ -56,6 +56,9 @@ pub(super) fn validate(scenario: &Scenario) -> Result<(), String> {
             ));
         }
     }
+    if let Some(filter) = &scenario.app_server_log {
+        log_filter(filter)?;
+    }
     let limits = &scenario.limits;
     in_range(
         "limits.client_answer_ms",
@@ -76,6 +79,26 @@ pub(super) fn validate(scenario: &Scenario) -> Result<(), String> {
         self::turn(&format!("turns[{index}]"), turn)?;
     }
     Ok(())
+}
+
+/// `app_server_log`: comma-separated directives, each a level or `target=level` (a Rust module
+/// path), as `RUST_LOG` reads them; nothing else, since it goes into the environment as is.
+fn log_filter(filter: &str) -> Result<(), String> {
+    let directive = |d: &str| {
+        let (target, level) = d.rsplit_once('=').unwrap_or(("", d));
+        super::LOG_LEVELS.contains(&level)
+            && target
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == ':')
+            && target.is_empty() != d.contains('=')
+    };
+    if filter.split(',').all(directive) {
+        return Ok(());
+    }
+    Err(format!(
+        "app_server_log = {filter:?}: each comma-separated directive must be a level ({}) or `target=level`",
+        super::LOG_LEVELS.join(", ")
+    ))
 }
 
 fn in_range(key: &str, value: u64, range: RangeInclusive<u64>) -> Result<(), String> {
@@ -187,6 +210,13 @@ fn turn(key: &str, turn: &ScenarioTurn) -> Result<(), String> {
         if let Some(bytes) = fault.bytes {
             in_range(&format!("{key}.fault.bytes"), bytes as u64, BYTES)?;
         }
+    }
+    if turn.stream_drops > super::MAX_STREAM_DROPS {
+        return Err(format!(
+            "{key}.stream_drops = {} but Codex retries a stream at most {} times",
+            turn.stream_drops,
+            super::MAX_STREAM_DROPS
+        ));
     }
     if turn.fail.is_some() && turn.interrupted {
         return Err(format!(
@@ -337,10 +367,22 @@ mod tests {
             ("[[turns]]\nsteps = [{ step = \"message\", text = \"a {filler:0}\" }]\n", "turns[0].steps[0].text: `{filler:0}`: the size must be"),
             ("[[turns]]\nsteps = [{ step = \"plan\", text = \"{filler:99999999999}\" }]\n", "turns[0].steps[0].text: `{filler:99999999999}`"),
             ("[[turns]]\nsteps = [{ step = \"message\", text = \"{filler:12\" }]\n", "turns[0].steps[0].text: `{filler:` at byte 0 has no closing"),
+            ("[[turns]]\nsteps = []\nstream_drops = 6\n", "turns[0].stream_drops = 6 but Codex retries a stream at most 5 times"),
+            ("app_server_log = \"trace; rm -rf\"\n", "app_server_log = \"trace; rm -rf\": each comma-separated directive"),
+            ("app_server_log = \"codex_api=loud\"\n", "app_server_log = \"codex_api=loud\""),
+            ("app_server_log = \"=trace\"\n", "app_server_log = \"=trace\""),
         ] {
             let err = load(text).unwrap_err();
             assert!(err.contains("s.toml"), "{err}");
             assert!(err.contains(key), "{key}: {err}");
+        }
+    }
+
+    #[test]
+    fn log_filters_are_levels_or_target_directives() {
+        for filter in ["trace", "codex_api=trace", "info,codex_core::session=debug"] {
+            let text = format!("app_server_log = \"{filter}\"\n");
+            assert!(load(&text).is_ok(), "{filter}");
         }
     }
 

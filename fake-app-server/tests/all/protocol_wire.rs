@@ -278,3 +278,54 @@ fn the_cases_played_as_0_171_validate_against_its_schema() {
         assert!(failures.is_empty(), "{name}:\n{}", failures.join("\n"));
     }
 }
+
+/// The fake's stand-ins for the real Codex's own faults: a cut model stream it retries
+/// (`stream_drops`: one `error` with willRetry: true per cut, then the turn completes) and its
+/// own log on stderr (`app_server_log`: a flood at the turn's start, which a client must drain).
+#[test]
+fn stream_drops_and_an_app_server_log_play_as_codex_shows_them() {
+    let lab = Lab::new();
+    let scenario = lab.path("own-faults.toml");
+    std::fs::write(
+        &scenario,
+        "app_server_log = \"codex_api=trace\"\n[[turns]]\nstream_drops = 2\nsteps = [{ step = \"message\", text = \"{lines:3}\" }]\n",
+    )
+    .unwrap();
+    let mut args = vec![
+        "app-server",
+        "--scenario",
+        scenario.to_str().unwrap(),
+        "--sandbox",
+        "simulated",
+    ];
+    args.extend(common::profile_args());
+    let mut client = common::Client::spawn(&args, &lab.home());
+    let mut stderr = client.child.stderr.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(&mut stderr, &mut bytes).unwrap();
+        bytes.len()
+    });
+    client.initialize(true);
+    let thread = start_thread(&mut client, &lab, "fullread");
+    client.send_request("turn/start", json!({"threadId": thread, "input": []}));
+    let done = client.notification("turn/completed");
+    assert_eq!(done["params"]["turn"]["status"], "completed");
+    let errors: Vec<&Value> = client
+        .seen
+        .iter()
+        .filter_map(|line| match line {
+            Line::Json(m) if m["method"] == "error" => Some(&m["params"]),
+            _ => None,
+        })
+        .collect();
+    let messages: Vec<&str> = errors
+        .iter()
+        .map(|e| e["error"]["message"].as_str().unwrap())
+        .collect();
+    assert_eq!(messages, ["Reconnecting... 1/5", "Reconnecting... 2/5"]);
+    assert!(errors.iter().all(|e| e["willRetry"] == true));
+    client.close_stdin();
+    client.wait_exit(common::WAIT);
+    assert!(reader.join().unwrap() >= 1 << 20);
+}

@@ -205,8 +205,9 @@ fn copies() -> Vec<Copy> {
                 "protocol-binding.foreign-turn-events",
                 "protocol-forward-compat.every-notification",
             ],
-            // Another thread's or turn's events are scripted: the fake's only.
-            red_on_codex: &[],
+            // The real Codex's own other thread: a sub-agent's turn, which completes before
+            // the driver's (`suites/scenarios/sub-agent-turn.toml`).
+            red_on_codex: &["protocol-binding.sub-agent-turn"],
         },
         Copy {
             name: "interrupts-without-ids",

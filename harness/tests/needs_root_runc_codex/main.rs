@@ -27,6 +27,7 @@ mod common;
 mod auto_review_fidelity;
 mod broken_drivers;
 mod codex_extra_version;
+mod codex_own_faults;
 mod codex_protocol_lists;
 mod codex_real;
 mod drift;
@@ -101,6 +102,7 @@ fn modules() -> Vec<Module> {
         module!(auto_review_fidelity),
         module!(broken_drivers),
         module!(codex_extra_version),
+        module!(codex_own_faults),
         module!(codex_protocol_lists),
         module!(codex_real),
         module!(drift),

@@ -8,4 +8,5 @@ mod community_drivers_file;
 mod drivers_file;
 mod environment_expectations;
 mod published_drivers_file;
+mod real_codex_cells;
 mod shipped_commands;

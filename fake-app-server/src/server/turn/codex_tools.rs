@@ -69,6 +69,12 @@ impl TurnRun {
                 self.update_goal(call_id, args.status);
                 Flow::Continue
             }
+            // The fake plays no sub-agents (another thread's turn is its builtin
+            // `foreign-thread-events`): it answers as Codex does without `multi_agent_v2`.
+            CodexToolCall::SpawnAgent(_) | CodexToolCall::WaitAgent(_) => {
+                self.tell(call_id, format!("unsupported call: {name}"));
+                Flow::Continue
+            }
         }
     }
 

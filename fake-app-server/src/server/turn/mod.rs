@@ -10,7 +10,7 @@ use crate::model_log::ModelLogEntry;
 use crate::protocol::shapes;
 use crate::sandbox::policy::Permissions;
 use crate::scenario::model::{find_marker, proposed_plan_block, ModelStep, TemplateContext};
-use crate::scenario::{ScenarioTurn, ServerStep, TurnFaultKind};
+use crate::scenario::{ScenarioTurn, ServerStep, TurnFaultKind, FAKE_LOG_BYTES, MAX_STREAM_DROPS};
 use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
@@ -265,6 +265,13 @@ impl TurnRun {
             .is_some_and(|f| f.after_step.is_none())
         {
             self.inject_fault();
+        }
+        if self.shared.scenario.app_server_log.is_some() {
+            server_actions::stderr_flood(FAKE_LOG_BYTES);
+        }
+        for attempt in 1..=script.stream_drops {
+            let message = format!("Reconnecting... {attempt}/{MAX_STREAM_DROPS}");
+            self.error_notification(true, Some(&message));
         }
         if self.server_steps(&script.server_steps, |s| {
             s.after_step.is_none() && !s.after_turn

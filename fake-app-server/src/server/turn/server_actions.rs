@@ -86,7 +86,7 @@ impl TurnRun {
 
     /// An `error` notification of the turn: the real Codex's retried stream (`willRetry`), or
     /// its stream failure.
-    fn error_notification(&self, will_retry: bool, message: Option<&str>) {
+    pub(super) fn error_notification(&self, will_retry: bool, message: Option<&str>) {
         let (thread_id, turn_id) = self.ids();
         let error = if will_retry {
             json!({"message": message.unwrap_or("Reconnecting... 1/5"),
@@ -382,7 +382,7 @@ fn filler(len: usize) -> String {
 }
 
 /// Write `bytes` of log lines on stderr, blocking as long as the reader does not drain them.
-fn stderr_flood(bytes: usize) {
+pub(super) fn stderr_flood(bytes: usize) {
     let mut stderr = std::io::stderr().lock();
     let mut written = 0;
     let mut line_no = 0u64;

@@ -20,7 +20,7 @@ use anyhow::{Context, Result};
 use driver::bounds::Timeouts;
 use driver::run::AppServerProgram;
 use fake_app_server::scenario::model::{ModelStep, ModelTurn};
-use fake_app_server::scenario::Scenario;
+use fake_app_server::scenario::{Scenario, MAX_STREAM_DROPS};
 use report::layout::CellEvidence;
 use std::path::{Path, PathBuf};
 
@@ -104,9 +104,17 @@ impl PreparedCodex {
 }
 
 /// Prepare `version` of Codex for one cell playing `scenario`'s model script.
+/// The scenario's `app_server_log` becomes Codex's `RUST_LOG`: its own log on stderr.
 pub async fn prepare(version: &str, dirs: &CellDirs, scenario: &Scenario) -> Result<PreparedCodex> {
     let script = MockScript::from_scenario(scenario)?;
-    prepare_script(version, dirs, script).await
+    let mut prepared = prepare_script(version, dirs, script).await?;
+    if let Some(level) = &scenario.app_server_log {
+        prepared
+            .app_server
+            .env
+            .push(("RUST_LOG".into(), level.clone()));
+    }
+    Ok(prepared)
 }
 
 /// Like [`prepare`], with an explicit mock script.
@@ -142,13 +150,18 @@ pub(crate) async fn prepare_script(
     } else {
         Vec::new()
     };
+    let stream_retries = if script.drops_streams() {
+        MAX_STREAM_DROPS
+    } else {
+        0
+    };
     let mock = MockModelApi::start_with(MockConfig {
         script,
         model_log: model_log.clone(),
         request_log: Some(request_log.clone()),
     })
     .await?;
-    let mut extra_args = provider_args(&mock.base_url());
+    let mut extra_args = provider_args_retrying(&mock.base_url(), stream_retries);
     extra_args.extend(feature_args(&script_features));
     extra_args.extend(mcp_args);
     let app_server = AppServerProgram {
@@ -172,6 +185,12 @@ pub(crate) async fn prepare_script(
 /// The `-c` arguments that point Codex at the mock. No retries: a failure the mock scripts must
 /// reach the driver as it is, and no `env_key`, so Codex sends no credentials at all.
 pub fn provider_args(base_url: &str) -> Vec<String> {
+    provider_args_retrying(base_url, 0)
+}
+
+/// [`provider_args`] with `stream_retries` stream retries: a script that cuts a stream for
+/// Codex to retry gets Codex's own default.
+pub fn provider_args_retrying(base_url: &str, stream_retries: u32) -> Vec<String> {
     let quoted = |s: &str| toml::Value::String(s.into()).to_string();
     vec![
         "-c".into(),
@@ -180,7 +199,7 @@ pub fn provider_args(base_url: &str) -> Vec<String> {
         format!("model={}", quoted(MODEL)),
         "-c".into(),
         format!(
-            "model_providers.{PROVIDER_ID}={{name={},base_url={},wire_api=\"responses\",request_max_retries=0,stream_max_retries=0}}",
+            "model_providers.{PROVIDER_ID}={{name={},base_url={},wire_api=\"responses\",request_max_retries=0,stream_max_retries={stream_retries}}}",
             quoted(PROVIDER_ID),
             quoted(base_url)
         ),
@@ -189,11 +208,13 @@ pub fn provider_args(base_url: &str) -> Vec<String> {
 
 /// The Codex features a model script needs that are off by default: `request_permissions_tool`
 /// for a model that calls `request_permissions` (the tool is under development in 0.169 and
-/// offered only with the feature; measured with 0.160, 0.169 and 0.171). The fake playing the
+/// offered only with the feature; measured with 0.160, 0.169 and 0.171), `multi_agent_v2` for
+/// one that calls `spawn_agent` (stable but off in 0.169; the default `multi_agent` offers no
+/// sub-agent tool to a catalogue model; measured with 0.160, 0.169 and 0.171). The fake playing the
 /// same scenario gets them too (the matrix's app-server stage), so both start alike: Codex warns
 /// about an under-development feature on a thread's first turn.
 pub fn features_for(model_script: &[ModelTurn]) -> Vec<&'static str> {
-    use fake_app_server::scenario::codex_tools::REQUEST_PERMISSIONS;
+    use fake_app_server::scenario::codex_tools::{REQUEST_PERMISSIONS, SPAWN_AGENT};
     let calls = |tool: &str| {
         model_script
             .iter()
@@ -203,6 +224,9 @@ pub fn features_for(model_script: &[ModelTurn]) -> Vec<&'static str> {
     let mut features = Vec::new();
     if calls(REQUEST_PERMISSIONS) {
         features.push("request_permissions_tool");
+    }
+    if calls(SPAWN_AGENT) {
+        features.push("multi_agent_v2");
     }
     features
 }
@@ -256,6 +280,13 @@ mod tests {
         assert_eq!(mock["base_url"].as_str(), Some("http://127.0.0.1:4242/v1"));
         assert_eq!(mock["wire_api"].as_str(), Some("responses"));
         assert_eq!(mock["request_max_retries"].as_integer(), Some(0));
+        assert_eq!(mock["stream_max_retries"].as_integer(), Some(0));
+        let retried: toml::Table =
+            toml::from_str(&provider_args_retrying("http://127.0.0.1:4242/v1", 5)[5]).unwrap();
+        assert_eq!(
+            retried["model_providers"]["mock"]["stream_max_retries"].as_integer(),
+            Some(5)
+        );
         assert!(mock.get("env_key").is_none());
     }
 
@@ -272,5 +303,14 @@ mod tests {
         );
         let healthy = Scenario::builtin("healthy").unwrap().model_script();
         assert!(features_for(&healthy).is_empty());
+    }
+
+    /// Without `multi_agent_v2` a catalogue model is offered no sub-agent tool, and Codex
+    /// answers `spawn_agent` with `unsupported call` (measured, 0.169).
+    #[test]
+    fn a_script_spawning_a_sub_agent_enables_multi_agent_v2() {
+        let text = "[[turns]]\nsteps = [{ step = \"tool-call\", name = \"spawn_agent\", arguments = { task_name = \"helper\", message = \"Say done.\" } }]\n";
+        let scenario = Scenario::from_toml_str(text, Path::new("s.toml")).unwrap();
+        assert_eq!(features_for(&scenario.model_script()), ["multi_agent_v2"]);
     }
 }

@@ -68,7 +68,37 @@ pub fn remove_container(id: &str, keep_bundle: bool) {
     destroy_container(id);
     if let Some(entry) = entry {
         if !keep_bundle {
-            let _ = std::fs::remove_dir_all(&entry.bundle);
+            if let Err(err) = remove_bundle(&entry.bundle) {
+                // Listed again, so that the last sweep of this process, which comes after the
+                // cells' cgroups and the processes in them are gone, tries once more (measured
+                // under load: a SIGINT-stopped run left a bundle a cell's process was still
+                // writing into while its guard removed it).
+                tracing::debug!(container = id, "bundle kept for the last sweep: {err}");
+                containers()
+                    .lock()
+                    .unwrap_or_else(|poisoned| poisoned.into_inner())
+                    .insert(id.to_string(), entry);
+            }
+        }
+    }
+}
+
+/// How often a bundle's removal is tried before it is left for a later sweep or run.
+const BUNDLE_REMOVAL_ATTEMPTS: u32 = 3;
+
+/// Remove a bundle folder; a folder already gone is removed. Retried a few times, 50 ms apart:
+/// `remove_dir_all` fails with "directory not empty" when a file appears while it runs.
+fn remove_bundle(bundle: &Path) -> std::io::Result<()> {
+    let mut attempt = 1;
+    loop {
+        match std::fs::remove_dir_all(bundle) {
+            Ok(()) => return Ok(()),
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(err) if attempt >= BUNDLE_REMOVAL_ATTEMPTS => return Err(err),
+            Err(_) => {
+                attempt += 1;
+                std::thread::sleep(Duration::from_millis(50));
+            }
         }
     }
 }
@@ -133,6 +163,16 @@ pub fn tear_down_everything() {
     for id in live_container_ids() {
         remove_container(&id, false);
     }
+    for (id, entry) in containers()
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+        .iter()
+    {
+        tracing::warn!(target: "notice",
+            "harness: could not remove the bundle {} of container {id}; the next run removes it",
+            entry.bundle.display()
+        );
+    }
     crate::kvm::machine::shut_down_all();
 }
 
@@ -185,4 +225,30 @@ pub fn runc_state_dir() -> PathBuf {
 /// The standard output of a successful `runc ARGS`; `None` when it fails or overruns its bound.
 pub fn runc_stdout(args: &[&str]) -> std::io::Result<Option<Vec<u8>>> {
     crate::system::command_stdout("runc", args, RUNC_COMMAND_TIMEOUT)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bundle_that_cannot_be_removed_stays_listed_for_the_last_sweep() {
+        let scratch = tempfile::tempdir().unwrap();
+        // A file where the bundle folder should be: `remove_dir_all` fails on it, as it does on
+        // a folder a live process still writes into.
+        let bundle = scratch.path().join("ccf-bundle-not-a-folder");
+        std::fs::write(&bundle, "x").unwrap();
+        let id = "ccf-teardown-test-unremovable";
+        register_container(id, &bundle);
+        remove_container(id, false);
+        assert!(
+            live_container_ids().iter().any(|live| live == id),
+            "a failed removal is forgotten"
+        );
+        std::fs::remove_file(&bundle).unwrap();
+        std::fs::create_dir(&bundle).unwrap();
+        remove_container(id, false);
+        assert!(!bundle.exists(), "the second attempt removes the bundle");
+        assert!(!live_container_ids().iter().any(|live| live == id));
+    }
 }

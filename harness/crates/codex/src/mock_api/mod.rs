@@ -41,7 +41,7 @@ use position::Position;
 use serde::Serialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::Write;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -85,7 +85,8 @@ pub struct RecordedRequest {
     /// The body as JSON, or as a string when it was not JSON.
     pub body: Value,
     pub position: Option<Position>,
-    /// What the mock answered: `stream`, `failed`, `closed-early`, `http-NNN`, `426`, `404`.
+    /// What the mock answered: `stream`, `failed`, `closed-early`, `dropped`, `http-NNN`, `426`,
+    /// `404`.
     pub answer: String,
 }
 
@@ -110,6 +111,9 @@ struct Shared {
     /// `thread/start` (a thread's first request follows its start; two threads started before
     /// either asks the model may swap).
     thread_order: Mutex<Vec<String>>,
+    /// Requests so far per (thread, turn, response): Codex sends a cut stream's request again,
+    /// with the same history, and a scripted cut may let a later attempt through.
+    attempts: Mutex<HashMap<(String, usize, usize), usize>>,
 }
 
 struct ModelLogWriter {
@@ -195,6 +199,7 @@ impl MockModelApi {
             }),
             reviews: Mutex::new(std::collections::VecDeque::new()),
             thread_order: Mutex::new(Vec::new()),
+            attempts: Mutex::new(HashMap::new()),
         });
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0))
             .await
@@ -311,8 +316,12 @@ pub fn probe_id_for(thread_id: &str) -> String {
     hex::encode(&digest[..4])
 }
 
+/// The thread a request is for. `thread-id` first: a sub-agent's requests carry the root
+/// thread's `session-id` and their own `thread-id` (measured, 0.160 to 0.171; the two are equal
+/// for a thread the client started), so by `session-id` a sub-agent would play its parent's
+/// script.
 fn thread_id(headers: &HeaderMap, body: &Value) -> String {
-    ["session-id", "thread-id", "session_id"]
+    ["thread-id", "session-id", "session_id"]
         .iter()
         .find_map(|name| headers.get(*name).and_then(|v| v.to_str().ok()))
         .map(str::to_string)
@@ -385,7 +394,17 @@ fn answer(shared: &Shared, headers: &HeaderMap, record: &mut RecordedRequest) ->
             }
         }
     }
-    let failure = shared.script.failure_at(position.turn, position.response);
+    let attempt = {
+        let mut attempts = shared.attempts.lock().expect("attempts lock");
+        let count = attempts
+            .entry((thread.clone(), position.turn, position.response))
+            .or_default();
+        *count += 1;
+        *count
+    };
+    let failure = shared
+        .script
+        .failure_at(position.turn, position.response, attempt);
     if let Some(FailureKind::HttpStatus { status }) = failure {
         record.answer = format!("http-{status}");
         let status = StatusCode::from_u16(*status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
@@ -448,6 +467,7 @@ fn answer(shared: &Shared, headers: &HeaderMap, record: &mut RecordedRequest) ->
     record.answer = match failure {
         Some(FailureKind::ResponseFailed { .. }) => "failed".into(),
         Some(FailureKind::StreamClosedEarly) => "closed-early".into(),
+        Some(FailureKind::StreamDropped) => "dropped".into(),
         _ => "stream".into(),
     };
     event_stream(rendered.body)
@@ -586,4 +606,25 @@ fn remember(shared: &Shared, mut record: RecordedRequest) {
         }
     }
     records.push(record);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::http::HeaderValue;
+
+    /// A sub-agent's request (0.169, measured): the root's `session-id`, its own `thread-id`.
+    /// Taken by `session-id`, the sub-agent played its parent's script (it spawned and waited
+    /// in turn) instead of the default turn.
+    #[test]
+    fn a_sub_agents_request_is_its_own_threads() {
+        let mut headers = HeaderMap::new();
+        headers.insert("session-id", HeaderValue::from_static("root-thread"));
+        headers.insert("thread-id", HeaderValue::from_static("child-thread"));
+        let body = serde_json::json!({"prompt_cache_key": "root-thread"});
+        assert_eq!(thread_id(&headers, &body), "child-thread");
+        headers.remove("thread-id");
+        assert_eq!(thread_id(&headers, &body), "root-thread");
+        assert_eq!(thread_id(&HeaderMap::new(), &body), "root-thread");
+    }
 }

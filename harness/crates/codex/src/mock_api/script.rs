@@ -68,6 +68,14 @@ impl MockScript {
         let mut script = Self::new(scenario.model_script());
         script.threads = scenario.threads.clone();
         for (index, turn) in scenario.turns.iter().enumerate() {
+            if turn.stream_drops > 0 {
+                script.failures.push(ScriptedFailure {
+                    turn: index,
+                    response: 0,
+                    kind: FailureKind::StreamDropped,
+                    attempts: Some(turn.stream_drops),
+                });
+            }
             if let Some(fail) = &turn.fail {
                 script.failures.push(ScriptedFailure {
                     turn: index,
@@ -75,6 +83,7 @@ impl MockScript {
                     kind: FailureKind::ResponseFailed {
                         message: fail.message.clone(),
                     },
+                    attempts: None,
                 });
             }
         }
@@ -90,6 +99,7 @@ impl MockScript {
             turn,
             response: 0,
             kind,
+            attempts: None,
         });
         self
     }
@@ -118,11 +128,27 @@ impl MockScript {
             .unwrap_or(&[])
     }
 
-    pub(crate) fn failure_at(&self, turn: usize, response: usize) -> Option<&FailureKind> {
+    /// The failure scripted for response `response` of turn `turn`, on a thread's attempt
+    /// `attempt` (1-based) at it: a failure with `attempts` lets the later attempts through.
+    pub(crate) fn failure_at(
+        &self,
+        turn: usize,
+        response: usize,
+        attempt: usize,
+    ) -> Option<&FailureKind> {
         self.failures
             .iter()
             .find(|f| f.turn == turn && f.response == response)
+            .filter(|f| f.attempts.is_none_or(|n| attempt <= n as usize))
             .map(|f| &f.kind)
+    }
+
+    /// Whether a model stream Codex should retry is scripted: its provider then gets Codex's
+    /// own stream retries instead of none.
+    pub fn drops_streams(&self) -> bool {
+        self.failures
+            .iter()
+            .any(|f| f.kind == FailureKind::StreamDropped)
     }
 }
 
@@ -135,6 +161,10 @@ pub struct ScriptedFailure {
     #[serde(default)]
     pub response: usize,
     pub kind: FailureKind,
+    /// How many attempts at this response fail (Codex sends a cut stream's request again);
+    /// `None`: every attempt.
+    #[serde(default)]
+    pub attempts: Option<u32>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -146,6 +176,9 @@ pub enum FailureKind {
     HttpStatus { status: u16 },
     /// The response's items are streamed, then the stream ends without `response.completed`.
     StreamClosedEarly,
+    /// The stream ends right after `response.created`, before any item (a dropped connection;
+    /// Codex retries it when its provider allows stream retries).
+    StreamDropped,
 }
 
 /// The index of a turn's last response: one response per tool step, then the closing one.
@@ -218,7 +251,7 @@ mod tests {
         let failed = Scenario::builtin("turn-failed").unwrap();
         let script = MockScript::from_scenario(&failed).unwrap();
         assert!(matches!(
-            script.failure_at(0, 0),
+            script.failure_at(0, 0, 1),
             Some(FailureKind::ResponseFailed { message }) if message == "mock failure for testing"
         ));
         // Past the script, the fake's default turn plays.
@@ -241,6 +274,33 @@ mod tests {
         let script = MockScript::from_scenario(&refused).unwrap();
         assert_eq!(script.turns.len(), 2);
         assert!(script.failures.is_empty());
+    }
+
+    #[test]
+    fn a_dropped_stream_fails_its_first_attempts_only() {
+        // Codex asks again with the same history after a cut stream: a failure that hit every
+        // attempt would exhaust its retries and fail the turn, never a retried stream.
+        let scenario = Scenario::from_toml_str(
+            "[[turns]]\nstream_drops = 2\nsteps = [{ step = \"message\", text = \"x\" }]\n",
+            std::path::Path::new("retried.toml"),
+        )
+        .unwrap();
+        let script = MockScript::from_scenario(&scenario).unwrap();
+        assert!(script.drops_streams());
+        assert_eq!(
+            script.failure_at(0, 0, 1),
+            Some(&FailureKind::StreamDropped)
+        );
+        assert_eq!(
+            script.failure_at(0, 0, 2),
+            Some(&FailureKind::StreamDropped)
+        );
+        assert_eq!(script.failure_at(0, 0, 3), None);
+        assert_eq!(script.failure_at(1, 0, 1), None);
+        // A failure without `attempts` still hits every attempt.
+        let failing = MockScript::new(Vec::new()).failing_turn(0, FailureKind::StreamClosedEarly);
+        assert!(!failing.drops_streams());
+        assert!(failing.failure_at(0, 0, 7).is_some());
     }
 
     #[test]

@@ -22,9 +22,10 @@ pub(crate) struct EmittedCall {
     pub(crate) kind: CallKind,
     /// What a freeform (`custom_tool_call`) call carries: the text itself.
     pub(crate) input: String,
-    /// The namespace and tool name a namespaced call carries (an MCP tool a search loaded);
-    /// `name` keeps the script's `mcp__<server>__<tool>` for the model log.
-    pub(crate) namespaced: Option<(String, String)>,
+    /// The namespace the call must name: the one Codex offered the tool in, or an MCP tool's
+    /// (`mcp__<server>`; the call then names the tool without that prefix, and `name` keeps the
+    /// script's `mcp__<server>__<tool>` for the model log).
+    pub(crate) namespace: Option<String>,
 }
 
 /// The rendered stream and the calls it carries.
@@ -70,6 +71,10 @@ pub(crate) fn render(
         "response.created",
         json!({"response": {"id": response_id, "status": "in_progress"}}),
     );
+    if let Some(FailureKind::StreamDropped) = failure {
+        // Cut before any item: the retry Codex makes then streams the whole response once.
+        return RenderedResponse { body, calls };
+    }
     // A deferred tool is searched for in a response of its own (nothing else in it, so the
     // response's text is said once, with the call the search makes possible).
     let search = steps
@@ -90,9 +95,9 @@ pub(crate) fn render(
             OutputItem::Call { name, arguments } => {
                 let name = offered.resolve(&name).to_string();
                 let kind = offered.call_kind(&name);
-                let namespaced = match offered.route(&name) {
-                    Route::Namespaced { namespace, tool } => Some((namespace, tool)),
-                    _ => None,
+                let namespace = match offered.route(&name) {
+                    Route::Namespaced { namespace } => Some(namespace),
+                    _ => offered.namespace_of(&name).map(str::to_string),
                 };
                 let input = match kind {
                     CallKind::Custom => freeform_input(&arguments),
@@ -100,11 +105,11 @@ pub(crate) fn render(
                 };
                 let call = EmittedCall {
                     call_id: ids.call(index),
+                    namespace,
                     name,
                     arguments,
                     kind,
                     input,
-                    namespaced,
                 };
                 call_frames(&mut body, index, &ids.item(index), &call);
                 calls.push(call);
@@ -112,7 +117,7 @@ pub(crate) fn render(
         }
     }
     match failure {
-        Some(FailureKind::StreamClosedEarly) => {}
+        Some(FailureKind::StreamClosedEarly | FailureKind::StreamDropped) => {}
         Some(FailureKind::ResponseFailed { message }) => frame(
             &mut body,
             "response.failed",
@@ -256,11 +261,18 @@ fn call_frames(body: &mut String, index: usize, item_id: &str, call: &EmittedCal
     let item = |text: &str, status: &str| {
         let mut item = json!({"type": item_type, "id": item_id, "call_id": call.call_id,
             "name": call.name, "status": status});
-        if let Some((namespace, tool)) = &call.namespaced {
-            item["name"] = json!(tool);
-            item["namespace"] = json!(namespace);
-        }
         item[field] = json!(text);
+        if let Some(namespace) = &call.namespace {
+            item["namespace"] = json!(namespace);
+            // An MCP tool's call names it without its namespace's `mcp__<server>__` prefix.
+            if let Some(tool) = call
+                .name
+                .strip_prefix(namespace.as_str())
+                .and_then(|rest| rest.strip_prefix("__"))
+            {
+                item["name"] = json!(tool);
+            }
+        }
         item
     };
     frame(
@@ -391,6 +403,16 @@ mod tests {
         );
         let ev = events(&closed.body);
         assert_eq!(ev.last().unwrap().0, "response.output_item.done");
+        let dropped = render(
+            &steps,
+            &probe("p"),
+            &Offered::default(),
+            &ids,
+            Some(&FailureKind::StreamDropped),
+        );
+        let ev = events(&dropped.body);
+        assert_eq!(ev.len(), 1, "{ev:?}");
+        assert_eq!(ev[0].0, "response.created");
     }
 
     #[test]

@@ -10,6 +10,8 @@
 //! A dynamic tool is told apart by name: a `function` tool that is not one of Codex's own
 //! ([`CODEX_FUNCTION_TOOLS`]); a driver's tool named like one of Codex's would be taken for
 //! Codex's (none of the matrix's drivers names one so).
+//! With `multi_agent_v2` a `namespace` tool (`collaboration`) holds the sub-agent tools; a call
+//! of one of them must carry the namespace's name.
 
 use serde_json::Value;
 
@@ -49,6 +51,8 @@ pub(crate) struct Offered {
     pub(crate) freeform_apply_patch: bool,
     /// The first dynamic tool the driver registered, if it registered one.
     pub(crate) first_dynamic_tool: Option<String>,
+    /// Function tools offered inside a namespace, with the namespace's name.
+    pub(crate) namespaced: Vec<(String, String)>,
     /// `tool_search` is offered (MCP tools are deferred behind it).
     pub(crate) tool_search: bool,
     /// Every `function` tool offered by name.
@@ -62,8 +66,9 @@ pub(crate) struct Offered {
 pub(crate) enum Route {
     /// A call by the name itself.
     Plain,
-    /// A `function_call` of `tool` in `namespace` (an MCP tool a search loaded).
-    Namespaced { namespace: String, tool: String },
+    /// A `function_call` in `namespace` (an MCP tool a search loaded; the call names the tool
+    /// without its `mcp__<server>__` prefix).
+    Namespaced { namespace: String },
     /// A deferred MCP tool: search for it first (`query`), call it in the next response.
     SearchFirst { query: String },
 }
@@ -130,6 +135,22 @@ impl Offered {
                 .find(|name| {
                     !CODEX_FUNCTION_TOOLS.contains(&name.as_str()) && !name.starts_with(MCP_PREFIX)
                 }),
+            namespaced: tools
+                .iter()
+                .filter(|tool| kind(tool).as_deref() == Some("namespace"))
+                .filter_map(|space| {
+                    let space_name = name(space)?;
+                    let inner = space.get("tools").and_then(Value::as_array)?;
+                    Some(
+                        inner
+                            .iter()
+                            .filter_map(name)
+                            .map(|tool| (tool, space_name.clone()))
+                            .collect::<Vec<_>>(),
+                    )
+                })
+                .flatten()
+                .collect(),
             tool_search: tools
                 .iter()
                 .any(|tool| kind(tool).as_deref() == Some("tool_search")),
@@ -152,13 +173,20 @@ impl Offered {
         if self.loaded.iter().any(|(n, t)| n == namespace && t == tool) {
             Route::Namespaced {
                 namespace: namespace.into(),
-                tool: tool.into(),
             }
         } else if self.tool_search && !self.functions.iter().any(|f| f == name) {
             Route::SearchFirst { query: tool.into() }
         } else {
             Route::Plain
         }
+    }
+
+    /// The namespace a call of `name` must carry, when Codex offered the tool inside one.
+    pub(crate) fn namespace_of(&self, name: &str) -> Option<&str> {
+        self.namespaced
+            .iter()
+            .find(|(tool, _)| tool == name)
+            .map(|(_, space)| space.as_str())
     }
 
     /// The tool a script's call names, as the model calls it: `{dynamic_tool}` becomes the
@@ -237,6 +265,26 @@ mod tests {
         assert_eq!(Offered::from_request(&json!({})), Offered::default());
     }
 
+    /// 0.169 with `multi_agent_v2`: the sub-agent tools come as one `namespace` tool (measured;
+    /// a call without the namespace is answered `unsupported call: spawn_agent`).
+    #[test]
+    fn a_tool_offered_in_a_namespace_is_called_with_it() {
+        let body = json!({"tools": [
+            {"type": "function", "name": "exec_command"},
+            {"type": "namespace", "name": "collaboration", "tools": [
+                {"type": "function", "name": "spawn_agent"},
+                {"type": "function", "name": "wait_agent"}]},
+            {"type": "function", "name": "paperclip_finish"}]});
+        let offered = Offered::from_request(&body);
+        assert_eq!(offered.namespace_of("spawn_agent"), Some("collaboration"));
+        assert_eq!(offered.namespace_of("wait_agent"), Some("collaboration"));
+        assert_eq!(offered.namespace_of("exec_command"), None);
+        assert_eq!(
+            offered.first_dynamic_tool.as_deref(),
+            Some("paperclip_finish")
+        );
+    }
+
     /// The tool list of Codex 0.169 with an MCP server configured (measured: its tools are not
     /// in it; `tool_search` is), and a history whose search loaded the server's tool.
     #[test]
@@ -258,8 +306,7 @@ mod tests {
         assert_eq!(
             offered.route("mcp__harness__ask_user"),
             Route::Namespaced {
-                namespace: "mcp__harness".into(),
-                tool: "ask_user".into()
+                namespace: "mcp__harness".into()
             }
         );
         assert_eq!(offered.route("exec_command"), Route::Plain);
