@@ -14,11 +14,10 @@
 
 use crate::common;
 
-use common::driver_copies::{apply, minimal_driver, run};
+use common::driver_copies::{apply, declare_copy, minimal_driver, run};
 use common::prereq;
 
 use serde_json::Value;
-use std::fmt::Write;
 use std::path::Path;
 
 /// The minimal driver's answer to every server request that is not an approval.
@@ -46,6 +45,8 @@ const ANSWERS: &[(&str, Option<&str>, &str)] = &[
 ];
 
 const CASE: &str = "mcp-tool-elicitation";
+/// How long each copy waits for a line (declared, so the harness's idle bound follows it).
+const DRIVER_IDLE_SECONDS: u64 = 20;
 
 fn answers_kinds_real_codex() {
     let dir = tempfile::tempdir().unwrap();
@@ -61,11 +62,7 @@ fn answers_kinds_real_codex() {
                 apply(&original, &[(REFUSE, &answer)], name).unwrap_or_else(|e| panic!("{e}"))
             }
         };
-        std::fs::write(dir.path().join(format!("{name}.py")), text).unwrap();
-        let _ = write!(
-            file,
-            "[drivers.{name}]\ncommand = \"python3 {name}.py --cwd {{workspace}} --prompt {{prompt}} --mode {{mode}} --timeout 20\"\ncodex = \"env:CODEX_PATH\"\nmodes = [\"planning\", \"standard\", \"ask\"]\noutcome = \"exit-status\"\nidle_timeout_seconds = 20\n\n"
-        );
+        declare_copy(dir.path(), &mut file, name, &text, DRIVER_IDLE_SECONDS);
     }
     let drivers = dir.path().join("drivers.toml");
     std::fs::write(&drivers, file).unwrap();
