@@ -46,6 +46,10 @@ const EMBEDDED_SCENARIOS: &[(&str, &str)] = &[
         "codex-log.toml",
         include_str!("../scenarios/codex-log.toml"),
     ),
+    (
+        "mcp-elicitation-tool.toml",
+        include_str!("../scenarios/mcp-elicitation-tool.toml"),
+    ),
 ];
 
 /// A source file bigger than this is refused: the shipped ones are a few tens of KiB.

@@ -251,6 +251,17 @@ fn permissions_are_not_asked_under_approval_policy_never() {
     );
 }
 
+/// Under approvalPolicy `never` Codex 0.169 declines an MCP server's elicitation itself and
+/// relays nothing (measured with the harness's MCP server); the turn completes.
+#[test]
+fn an_mcp_elicitation_is_not_relayed_under_approval_policy_never() {
+    let never = json!({"approvalPolicy": "never"});
+    let mut case = Case::start("mcp-elicitation", "fullread", never);
+    let done = case.until_turn_completed(&mut |request: &Value| error(request));
+    assert_eq!(done["params"]["turn"]["status"], "completed");
+    assert!(only(&case.messages(), "mcpServer/elicitation/request").is_empty());
+}
+
 fn plan_mode() -> Value {
     json!({"collaborationMode": {"mode": "plan", "settings": {"model": "m", "reasoning_effort": null, "developer_instructions": null}}})
 }

@@ -415,6 +415,24 @@ fn an_approval_never_asked_under_approval_policy_never_is_not_applicable() {
     assert_eq!(user_input.verdict, Incomplete, "{user_input:?}");
 }
 
+/// Observed with Codex 0.169: under approvalPolicy `never` Codex declines an MCP server's
+/// elicitation itself and relays nothing, so a driver that chose `never` cannot be asked.
+#[test]
+fn an_mcp_elicitation_never_relayed_under_approval_policy_never_is_not_applicable() {
+    not_applicable_for(
+        "mcp-elicitation",
+        no_request_under("never", None),
+        "declines an MCP server's elicitation",
+    );
+    for (policy, turn_policy) in [("on-request", None), ("never", Some("on-request"))] {
+        let verdict = declared("mcp-elicitation", no_request_under(policy, turn_policy));
+        assert_eq!(verdict.verdict, Incomplete, "{policy} {turn_policy:?}");
+    }
+    // The unsandboxed rule is the approvals' only: an elicitation is not an escalation.
+    let unsandboxed = declared("mcp-elicitation", no_request_unsandboxed(json!({})));
+    assert_eq!(unsandboxed.verdict, Incomplete, "{unsandboxed:?}");
+}
+
 /// The app-server reports no sandbox (`dangerFullAccess`); the turn/start adds `turn_extra`.
 fn no_request_unsandboxed(turn_extra: Value) -> Transcript {
     no_request(

@@ -29,6 +29,16 @@ pub fn apply(text: &str, patches: &[(&str, &str)], copy: &str) -> Result<String,
     Ok(text)
 }
 
+/// Write copy `name` of the minimal driver into `dir` and declare it in `file` (a drivers
+/// file's text): its codex is the pinned real Codex named by `CODEX_PATH`, and it waits at most
+/// `idle_seconds` for a line, a wait it declares so the harness's idle bound follows it.
+pub fn declare_copy(dir: &Path, file: &mut String, name: &str, text: &str, idle_seconds: u64) {
+    std::fs::write(dir.join(format!("{name}.py")), text).unwrap();
+    file.push_str(&format!(
+        "[drivers.{name}]\ncommand = \"python3 {name}.py --cwd {{workspace}} --prompt {{prompt}} --mode {{mode}} --timeout {idle_seconds}\"\ncodex = \"env:CODEX_PATH\"\nmodes = [\"planning\", \"standard\", \"ask\"]\noutcome = \"exit-status\"\nidle_timeout_seconds = {idle_seconds}\n\n"
+    ));
+}
+
 /// `harness run --drivers DRIVERS --out OUT ARGS…`; the JSON summary's cells by name. Exit 1
 /// (cells differ from their expectation) is what these tests look at; 2, a run that could not
 /// start, fails the test.

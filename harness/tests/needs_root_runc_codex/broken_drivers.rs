@@ -111,7 +111,10 @@ fn copies() -> Vec<Copy> {
                 "protocol-server-requests.unknown-request",
                 "protocol-server-requests.mcp-elicitation",
             ],
-            red_on_codex: &["protocol-server-requests.command-approval"],
+            red_on_codex: &[
+                "protocol-server-requests.command-approval",
+                "protocol-server-requests.mcp-tool-elicitation",
+            ],
         },
         Copy {
             name: "answers-off-schema",

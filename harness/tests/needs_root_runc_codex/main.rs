@@ -44,6 +44,7 @@ mod fake_schema_fidelity;
 mod input_checks;
 mod kill_harness;
 mod long_line_driver;
+mod mcp_elicitation;
 mod mutate_fidelity;
 mod published_drivers;
 mod published_fidelity;
@@ -127,6 +128,7 @@ fn modules() -> Vec<Module> {
             ..module!(kill_harness)
         },
         module!(long_line_driver),
+        module!(mcp_elicitation),
         module!(mutate_fidelity),
         module!(published_drivers),
         Module {

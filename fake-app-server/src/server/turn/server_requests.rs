@@ -27,6 +27,14 @@ impl TurnRun {
         patch: Option<&str>,
         finished: bool,
     ) -> Flow {
+        // Codex 0.169 declines an MCP server's elicitation itself under approvalPolicy `never`
+        // and relays nothing to the client (measured with the harness's MCP server).
+        if method == "mcpServer/elicitation/request"
+            && self.plan.approval_policy.as_str() == Some("never")
+        {
+            eprintln!("fake-app-server: `{method}` declined on the client's behalf (approvalPolicy never)");
+            return Flow::Continue;
+        }
         let thread_id = self.plan.thread_id.clone();
         let cmd = self.template.expand(cmd.unwrap_or(DEFAULT_PROBE_CMD));
         let Some((params, changes)) = self.request_params(method, &cmd, patch) else {

@@ -16,7 +16,8 @@
 //!
 //! An approval or permissions request never sent, where every turn of the driver's own ran
 //! under approvalPolicy `never` (sent, or reported by the app-server), is `not-applicable`:
-//! Codex asks nothing then, so the case cannot arise for that driver; so is an approval never
+//! Codex asks nothing then, so the case cannot arise for that driver (nor does it relay an MCP
+//! server's elicitation then: it declines it itself, observed with Codex 0.169); so is an approval never
 //! sent where every such turn ran without a sandbox (`dangerFullAccess`): nothing escalates.
 //!
 //! Safe default: the same `answered` and `answer-shape`, then `escalation-not-granted` (no
@@ -200,10 +201,13 @@ impl ServerRequestAnswer {
         let ex = &self.ex;
         let approval = is_approval(self.method);
         let asks = approval || self.method == PERMISSIONS_APPROVAL;
+        let elicits = self.method == MCP_ELICITATION;
         let (choice, mut evidence) = if let Some((origin, evidence)) =
             asks.then(|| asks_no_approval(ex)).flatten()
         {
             (format!("approvalPolicy `never` (from {origin}), under which Codex asks the client no approval and refuses on its own (AskForApproval)"), evidence)
+        } else if let Some((origin, evidence)) = elicits.then(|| asks_no_approval(ex)).flatten() {
+            (format!("approvalPolicy `never` (from {origin}), under which Codex declines an MCP server's elicitation on its own and asks the client nothing (observed with Codex 0.169)"), evidence)
         } else if let Some((origin, evidence)) = approval.then(|| runs_unsandboxed(ex)).flatten() {
             (format!("no sandbox (`dangerFullAccess`, from {origin}), under which nothing escalates: Codex runs the model's command or patch at once (SandboxPolicy)"), evidence)
         } else {
@@ -352,6 +356,8 @@ fn is_approval(method: &str) -> bool {
 /// The permissions request: granted permissions, not a decision; Codex asks it under the same
 /// approval policies as the approvals.
 const PERMISSIONS_APPROVAL: &str = "item/permissions/requestApproval";
+/// Relayed from an MCP server; Codex 0.169 never relays it under approvalPolicy `never`.
+const MCP_ELICITATION: &str = "mcpServer/elicitation/request";
 
 /// Decisions that grant an approval (v2 `accept…`, legacy `approved…`).
 pub(super) fn grants(decision: &str) -> bool {

@@ -21,6 +21,7 @@
 #![deny(unreachable_pub)]
 
 pub mod driver_packages;
+mod mcp_server;
 pub mod mock_api;
 pub mod provision;
 pub mod runner;

@@ -170,6 +170,11 @@ pub(crate) async fn prepare_script(
     let model_log = evidence.model_log();
     let request_log = evidence.model_requests();
     let script_features = features_for(&script.turns);
+    let mcp_args = if super::mcp_server::needed(&script.turns) {
+        super::mcp_server::install(&codex_home, dirs.owner)?
+    } else {
+        Vec::new()
+    };
     let stream_retries = if script.drops_streams() {
         MAX_STREAM_DROPS
     } else {
@@ -183,6 +188,7 @@ pub(crate) async fn prepare_script(
     .await?;
     let mut extra_args = provider_args_retrying(&mock.base_url(), stream_retries);
     extra_args.extend(feature_args(&script_features));
+    extra_args.extend(mcp_args);
     let app_server = AppServerProgram {
         program: install.binary.clone(),
         leading_args: vec!["app-server".into()],

@@ -48,8 +48,7 @@ pub(crate) struct TurnContext {
 
 /// The template context of the turn the request belongs to.
 pub(crate) fn turn_context(input: &[Value]) -> TurnContext {
-    let start = input.iter().rposition(opens_turn).unwrap_or(0);
-    let turn = &input[start..];
+    let turn = current_turn(input);
     // A turn the server started has no user text.
     let user_text = turn
         .first()
@@ -73,6 +72,12 @@ pub(crate) fn turn_context(input: &[Value]) -> TurnContext {
         user_text,
         last_exec,
     }
+}
+
+/// The items of the turn the request belongs to, from its opening on.
+pub(crate) fn current_turn(input: &[Value]) -> &[Value] {
+    let start = input.iter().rposition(opens_turn).unwrap_or(0);
+    &input[start..]
 }
 
 pub(crate) fn position(input: &[Value]) -> Position {

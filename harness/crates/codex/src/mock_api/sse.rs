@@ -5,7 +5,7 @@
 //! newline, so the framing cannot break (no SSE crate needed for this one-way rendering).
 
 use super::script::FailureKind;
-use super::tools::{CallKind, Offered};
+use super::tools::{CallKind, Offered, Route};
 use fake_app_server::scenario::model::{
     proposed_plan_block, stream_chunks, ModelStep, TemplateContext,
 };
@@ -22,7 +22,9 @@ pub(crate) struct EmittedCall {
     pub(crate) kind: CallKind,
     /// What a freeform (`custom_tool_call`) call carries: the text itself.
     pub(crate) input: String,
-    /// The namespace Codex offered the tool in, which the call must name.
+    /// The namespace the call must name: the one Codex offered the tool in, or an MCP tool's
+    /// (`mcp__<server>`; the call then names the tool without that prefix, and `name` keeps the
+    /// script's `mcp__<server>__<tool>` for the model log).
     pub(crate) namespace: Option<String>,
 }
 
@@ -48,6 +50,10 @@ impl ResponseIds {
     fn call(&self, index: usize) -> String {
         format!("call_{}_{index}", self.stem)
     }
+    /// A search precedes the call of the same (turn, response): its own id space.
+    fn search(&self, index: usize) -> String {
+        format!("search_{}_{index}", self.stem)
+    }
 }
 
 pub(crate) fn render(
@@ -69,19 +75,37 @@ pub(crate) fn render(
         // Cut before any item: the retry Codex makes then streams the whole response once.
         return RenderedResponse { body, calls };
     }
-    for (index, step) in steps.iter().enumerate() {
+    // A deferred tool is searched for in a response of its own (nothing else in it, so the
+    // response's text is said once, with the call the search makes possible).
+    let search = steps
+        .iter()
+        .find_map(|step| match output_item(step, template) {
+            OutputItem::Call { name, .. } => match offered.route(offered.resolve(&name)) {
+                Route::SearchFirst { query } => Some(query),
+                _ => None,
+            },
+            OutputItem::Message(_) => None,
+        });
+    if let Some(query) = &search {
+        search_frames(&mut body, &ids.search(0), query);
+    }
+    for (index, step) in steps.iter().enumerate().filter(|_| search.is_none()) {
         match output_item(step, template) {
             OutputItem::Message(text) => message_frames(&mut body, index, &ids.item(index), &text),
             OutputItem::Call { name, arguments } => {
                 let name = offered.resolve(&name).to_string();
                 let kind = offered.call_kind(&name);
+                let namespace = match offered.route(&name) {
+                    Route::Namespaced { namespace } => Some(namespace),
+                    _ => offered.namespace_of(&name).map(str::to_string),
+                };
                 let input = match kind {
                     CallKind::Custom => freeform_input(&arguments),
                     CallKind::Function => String::new(),
                 };
                 let call = EmittedCall {
                     call_id: ids.call(index),
-                    namespace: offered.namespace_of(&name).map(str::to_string),
+                    namespace,
                     name,
                     arguments,
                     kind,
@@ -240,6 +264,14 @@ fn call_frames(body: &mut String, index: usize, item_id: &str, call: &EmittedCal
         item[field] = json!(text);
         if let Some(namespace) = &call.namespace {
             item["namespace"] = json!(namespace);
+            // An MCP tool's call names it without its namespace's `mcp__<server>__` prefix.
+            if let Some(tool) = call
+                .name
+                .strip_prefix(namespace.as_str())
+                .and_then(|rest| rest.strip_prefix("__"))
+            {
+                item["name"] = json!(tool);
+            }
         }
         item
     };
@@ -260,6 +292,23 @@ fn call_frames(body: &mut String, index: usize, item_id: &str, call: &EmittedCal
         body,
         "response.output_item.done",
         json!({"output_index": index, "item": item(payload, "completed")}),
+    );
+}
+
+/// A client-executed `tool_search` call (Codex 0.169 runs the search itself and answers with a
+/// `tool_search_output`; measured). Its `arguments` is an object, not JSON text.
+fn search_frames(body: &mut String, call_id: &str, query: &str) {
+    let item = json!({"type": "tool_search_call", "id": format!("item_{call_id}"), "call_id": call_id,
+        "execution": "client", "arguments": {"query": query}, "status": "completed"});
+    frame(
+        body,
+        "response.output_item.added",
+        json!({"output_index": 0, "item": item}),
+    );
+    frame(
+        body,
+        "response.output_item.done",
+        json!({"output_index": 0, "item": item}),
     );
 }
 
@@ -440,5 +489,56 @@ mod tests {
         assert!(ev
             .iter()
             .any(|(e, _)| e == "response.custom_tool_call_input.done"));
+    }
+
+    /// The items a stream finished, in order.
+    fn done_items(body: &str) -> Vec<Value> {
+        let mut items = Vec::new();
+        for (event, mut data) in events(body) {
+            if event == "response.output_item.done" {
+                items.push(data["item"].take());
+            }
+        }
+        items
+    }
+
+    /// Codex 0.169 defers an MCP tool behind `tool_search` (measured): the response that would
+    /// call it is a search alone; once the turn's history holds the search's output, the same
+    /// response calls the tool in its namespace, with its text.
+    #[test]
+    fn a_deferred_mcp_tool_is_searched_for_then_called_in_its_namespace() {
+        let steps = [
+            ModelStep::Message {
+                text: "Working on it.".into(),
+            },
+            ModelStep::ToolCall {
+                name: "mcp__harness__ask_user".into(),
+                arguments: json!({}),
+            },
+        ];
+        let ids = ResponseIds { stem: "s".into() };
+        let deferred = Offered {
+            tool_search: true,
+            ..Offered::default()
+        };
+        let search = render(&steps, &probe("p"), &deferred, &ids, None);
+        let items = done_items(&search.body);
+        assert_eq!(items.len(), 1, "{}", search.body);
+        assert_eq!(items[0]["type"], "tool_search_call");
+        assert_eq!(items[0]["execution"], "client");
+        assert_eq!(items[0]["arguments"]["query"], "ask_user");
+        assert!(search.calls.is_empty());
+        let loaded = Offered {
+            loaded: vec![("mcp__harness".into(), "ask_user".into())],
+            ..deferred
+        };
+        let call = render(&steps, &probe("p"), &loaded, &ids, None);
+        let done = done_items(&call.body);
+        assert_eq!(done[0]["type"], "message");
+        assert_eq!(done[1]["type"], "function_call");
+        assert_eq!(done[1]["name"], "ask_user");
+        assert_eq!(done[1]["namespace"], "mcp__harness");
+        assert_ne!(done[1]["call_id"], items[0]["call_id"]);
+        assert_eq!(call.calls[0].name, "mcp__harness__ask_user");
     }
 }

@@ -53,6 +53,63 @@ pub(crate) struct Offered {
     pub(crate) first_dynamic_tool: Option<String>,
     /// Function tools offered inside a namespace, with the namespace's name.
     pub(crate) namespaced: Vec<(String, String)>,
+    /// `tool_search` is offered (MCP tools are deferred behind it).
+    pub(crate) tool_search: bool,
+    /// Every `function` tool offered by name.
+    pub(crate) functions: Vec<String>,
+    /// (namespace, tool) of each tool a `tool_search` of this turn loaded.
+    pub(crate) loaded: Vec<(String, String)>,
+}
+
+/// How the model reaches a tool the script names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Route {
+    /// A call by the name itself.
+    Plain,
+    /// A `function_call` in `namespace` (an MCP tool a search loaded; the call names the tool
+    /// without its `mcp__<server>__` prefix).
+    Namespaced { namespace: String },
+    /// A deferred MCP tool: search for it first (`query`), call it in the next response.
+    SearchFirst { query: String },
+}
+
+/// The prefix of an MCP tool's name as a script writes it (`mcp__<server>__<tool>`).
+pub(crate) const MCP_PREFIX: &str = "mcp__";
+
+/// `mcp__<server>__<tool>` as (`mcp__<server>`, `<tool>`).
+pub(crate) fn mcp_parts(name: &str) -> Option<(&str, &str)> {
+    let rest = name.strip_prefix(MCP_PREFIX)?;
+    let (server, tool) = rest.split_once("__")?;
+    (!server.is_empty() && !tool.is_empty())
+        .then(|| (&name[..MCP_PREFIX.len() + server.len()], tool))
+}
+
+/// The (namespace, tool) pairs the `tool_search_output`s of the request's current turn loaded.
+fn loaded_tools(body: &Value) -> Vec<(String, String)> {
+    let input = body
+        .get("input")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or(&[]);
+    let mut loaded = Vec::new();
+    for output in super::position::current_turn(input)
+        .iter()
+        .filter(|item| item.get("type").and_then(Value::as_str) == Some("tool_search_output"))
+    {
+        let spaces = output.get("tools").and_then(Value::as_array);
+        for space in spaces.into_iter().flatten() {
+            let Some(namespace) = space.get("name").and_then(Value::as_str) else {
+                continue;
+            };
+            let tools = space.get("tools").and_then(Value::as_array);
+            for tool in tools.into_iter().flatten() {
+                if let Some(name) = tool.get("name").and_then(Value::as_str) {
+                    loaded.push((namespace.to_string(), name.to_string()));
+                }
+            }
+        }
+    }
+    loaded
 }
 
 impl Offered {
@@ -75,7 +132,9 @@ impl Offered {
                 .iter()
                 .filter(|tool| kind(tool).as_deref() == Some("function"))
                 .filter_map(name)
-                .find(|name| !CODEX_FUNCTION_TOOLS.contains(&name.as_str())),
+                .find(|name| {
+                    !CODEX_FUNCTION_TOOLS.contains(&name.as_str()) && !name.starts_with(MCP_PREFIX)
+                }),
             namespaced: tools
                 .iter()
                 .filter(|tool| kind(tool).as_deref() == Some("namespace"))
@@ -92,6 +151,33 @@ impl Offered {
                 })
                 .flatten()
                 .collect(),
+            tool_search: tools
+                .iter()
+                .any(|tool| kind(tool).as_deref() == Some("tool_search")),
+            functions: tools
+                .iter()
+                .filter(|tool| kind(tool).as_deref() == Some("function"))
+                .filter_map(name)
+                .collect(),
+            loaded: loaded_tools(body),
+        }
+    }
+
+    /// How the model calls `name` here: an MCP tool a search of this turn loaded is called in
+    /// its namespace; one not offered directly is searched for first (when Codex offers the
+    /// search; else it is called by name and Codex answers it as unsupported).
+    pub(crate) fn route(&self, name: &str) -> Route {
+        let Some((namespace, tool)) = mcp_parts(name) else {
+            return Route::Plain;
+        };
+        if self.loaded.iter().any(|(n, t)| n == namespace && t == tool) {
+            Route::Namespaced {
+                namespace: namespace.into(),
+            }
+        } else if self.tool_search && !self.functions.iter().any(|f| f == name) {
+            Route::SearchFirst { query: tool.into() }
+        } else {
+            Route::Plain
         }
     }
 
@@ -197,5 +283,49 @@ mod tests {
             offered.first_dynamic_tool.as_deref(),
             Some("paperclip_finish")
         );
+    }
+
+    /// The tool list of Codex 0.169 with an MCP server configured (measured: its tools are not
+    /// in it; `tool_search` is), and a history whose search loaded the server's tool.
+    #[test]
+    fn an_mcp_tool_is_searched_for_until_a_search_of_this_turn_loaded_it() {
+        let mut body = measured(&[]);
+        assert_eq!(
+            Offered::from_request(&body).route("mcp__harness__ask_user"),
+            Route::SearchFirst {
+                query: "ask_user".into()
+            }
+        );
+        let output = json!({"type": "tool_search_output", "call_id": "s1", "execution": "client",
+            "tools": [{"type": "namespace", "name": "mcp__harness", "tools": [
+                {"type": "function", "name": "ask_user"}]}]});
+        let user = json!({"type": "message", "role": "user",
+            "content": [{"type": "input_text", "text": "Look the ticket up."}]});
+        body["input"] = json!([user.clone(), output.clone()]);
+        let offered = Offered::from_request(&body);
+        assert_eq!(
+            offered.route("mcp__harness__ask_user"),
+            Route::Namespaced {
+                namespace: "mcp__harness".into()
+            }
+        );
+        assert_eq!(offered.route("exec_command"), Route::Plain);
+        // A search of an earlier turn loaded nothing for this one.
+        body["input"] = json!([user.clone(), output, user]);
+        assert!(matches!(
+            Offered::from_request(&body).route("mcp__harness__ask_user"),
+            Route::SearchFirst { .. }
+        ));
+        // An MCP tool offered directly is not a driver's dynamic tool, and is called by name.
+        let direct = json!({"tools": [{"type": "function", "name": "mcp__harness__ask_user"},
+            {"type": "tool_search"}]});
+        let offered = Offered::from_request(&direct);
+        assert_eq!(offered.first_dynamic_tool, None);
+        assert_eq!(offered.route("mcp__harness__ask_user"), Route::Plain);
+        assert_eq!(
+            mcp_parts("mcp__harness__ask_user"),
+            Some(("mcp__harness", "ask_user"))
+        );
+        assert_eq!(mcp_parts("mcp____x"), None);
     }
 }
