@@ -15,3 +15,12 @@ pub fn read_text(path: &Path) -> std::io::Result<String> {
         })?;
     String::from_utf8(bytes).map_err(std::io::Error::other)
 }
+
+/// The JSON records of the evidence file `path` (JSON Lines; a line that is not JSON is
+/// skipped); panics naming the file when it cannot be read.
+pub fn json_records(path: &Path) -> Vec<serde_json::Value> {
+    let text = read_text(path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+    text.lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}

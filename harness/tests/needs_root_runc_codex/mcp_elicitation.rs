@@ -17,7 +17,6 @@ use crate::common;
 use common::driver_copies::{apply, declare_copy, minimal_driver, run};
 use common::prereq;
 
-use serde_json::Value;
 use std::path::Path;
 
 /// The minimal driver's answer to every server request that is not an approval.
@@ -105,10 +104,8 @@ fn answers_kinds_real_codex() {
 
 /// The tool outputs of a model log.
 fn tool_outputs(path: &Path) -> Vec<String> {
-    let text = common::evidence::read_text(path)
-        .unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
-    text.lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+    common::evidence::json_records(path)
+        .into_iter()
         .filter(|entry| entry["type"] == "tool-output")
         .filter_map(|entry| entry["output"].as_str().map(str::to_string))
         .collect()

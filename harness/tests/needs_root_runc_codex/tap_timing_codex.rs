@@ -12,7 +12,6 @@ use crate::common;
 
 use common::{driver_copies, prereq};
 
-use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -76,10 +75,8 @@ const EXPECTED: &[(&str, &str)] = &[
 
 /// The `timing` records of a cell's transcript: their rules.
 fn timing_rules(cell_dir: &Path) -> Vec<String> {
-    let text = common::evidence::read_text(&cell_dir.join("transcript.jsonl"))
-        .unwrap_or_else(|e| panic!("{}: {e}", cell_dir.display()));
-    text.lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+    common::evidence::json_records(&cell_dir.join("transcript.jsonl"))
+        .into_iter()
         .filter(|r| r["kind"] == "timing")
         .filter_map(|r| r["rule"].as_str().map(str::to_string))
         .collect()
