@@ -40,11 +40,18 @@ fn scratch_base() -> PathBuf {
     }
 }
 
-fn scratch(name: &str, side: &str) -> PathBuf {
-    scratch_base()
-        .join(format!("explore-corpus-{}", std::process::id()))
-        .join(side)
-        .join(name)
+/// A folder of its own for one replay, removed with everything below it when dropped (also when
+/// the replay fails): a shared per-process folder left empty skeletons behind after each run.
+fn scratch() -> Result<tempfile::TempDir, Failed> {
+    tempfile::Builder::new()
+        .prefix("explore-corpus-")
+        .tempdir_in(scratch_base())
+        .map_err(|e| {
+            Failed::from(format!(
+                "a scratch folder in {}: {e}",
+                scratch_base().display()
+            ))
+        })
 }
 
 pub fn trials() -> Vec<libtest_mimic::Trial> {
@@ -59,10 +66,10 @@ pub fn trials() -> Vec<libtest_mimic::Trial> {
             format!("corpus_replays_on_the_fake::{stem}"),
             None,
             move || {
-                let root = scratch(&fake_name, "fake");
+                let scratch = scratch()?;
+                let root = scratch.path().join("fake").join(&fake_name);
                 let found = corpus::replay_on_fake(&players(false), &on_fake, &root)
                     .map_err(|e| Failed::from(format!("{e:#}")))?;
-                let _ = std::fs::remove_dir_all(&root);
                 match found {
                     None => Ok(()),
                     Some(divergence) => Err(format!(
@@ -85,10 +92,10 @@ pub fn trials() -> Vec<libtest_mimic::Trial> {
                 // confirms a kill; a first one that does not repeat is printed, not hidden.
                 let mut first = None;
                 for attempt in ["first", "second"] {
-                    let root = scratch(&stem, &format!("both-{attempt}"));
+                    let scratch = scratch()?;
+                    let root = scratch.path().join(format!("both-{attempt}")).join(&stem);
                     let found = corpus::replay_on_both(&players(true), &scenario, &root)
                         .map_err(|e| Failed::from(format!("{e:#}")))?;
-                    let _ = std::fs::remove_dir_all(&root);
                     match (found, &first) {
                         (None, None) => return Ok(()),
                         (None, Some(earlier)) => {
