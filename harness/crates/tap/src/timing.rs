@@ -36,15 +36,6 @@ pub enum Rule {
     AnswerAfterEvents { method: String },
 }
 
-impl Rule {
-    pub fn name(&self) -> &'static str {
-        match self {
-            Rule::Withhold { .. } => "withhold",
-            Rule::AnswerAfterEvents { .. } => "answer-after-events",
-        }
-    }
-}
-
 /// A cell's transport timing: its rules, and how long an answer may be held.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Timing {
