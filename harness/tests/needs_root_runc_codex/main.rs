@@ -50,6 +50,7 @@ mod published_drivers;
 mod published_fidelity;
 mod report_chromium;
 mod repro;
+mod schema_copies;
 mod shutdown_cli;
 mod tap_timing_codex;
 
@@ -141,6 +142,7 @@ fn modules() -> Vec<Module> {
             ..module!(report_chromium)
         },
         module!(repro),
+        module!(schema_copies),
         module!(shutdown_cli),
         module!(tap_timing_codex),
     ]

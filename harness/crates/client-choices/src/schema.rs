@@ -2,7 +2,8 @@
 //! string members of enums (an approval decision, an approval policy, a sandbox mode, a
 //! collaboration mode) and whether an optional field exists. The client's own parameter types
 //! (`InitializeParams`, `ThreadStartParams`, `TurnStartParams`) are committed under
-//! `schema/VERSION/` as `codex app-server generate-json-schema --experimental` wrote them; the
+//! `schema/VERSION/` as `codex app-server generate-json-schema --experimental` wrote them (the
+//! `schema_copies` trials of `harness/tests/needs_root_runc_codex` hold each against the binary); the
 //! answers a client owes are the graders' copy (`graders/protocol/VERSION/responses/`).
 
 use serde_json::Value;
@@ -42,7 +43,7 @@ const CLIENT_FILES: &[ClientFiles] = &[ClientFiles {
 }];
 
 /// The releases whose client choices are known, oldest first.
-pub fn releases() -> Vec<&'static str> {
+pub(crate) fn releases() -> Vec<&'static str> {
     CLIENT_FILES.iter().map(|f| f.version).collect()
 }
 
@@ -76,7 +77,7 @@ impl SchemaFile {
     }
 
     /// The definition `name` (`#/definitions/NAME`).
-    pub fn definition(&self, name: &str) -> Result<&Value, SchemaError> {
+    pub(crate) fn definition(&self, name: &str) -> Result<&Value, SchemaError> {
         self.doc
             .get("definitions")
             .and_then(|d| d.get(name))
@@ -86,7 +87,7 @@ impl SchemaFile {
     /// The string members of the enum `definition`, in schema order: its own `enum`, or the
     /// `enum`s of its `oneOf` alternatives (object alternatives are left out: they carry data a
     /// client has to invent, an amendment or a rejection text).
-    pub fn string_enum(&self, definition: &str) -> Result<Vec<String>, SchemaError> {
+    pub(crate) fn string_enum(&self, definition: &str) -> Result<Vec<String>, SchemaError> {
         let def = self.definition(definition)?;
         let alternatives: Vec<&Value> = match def.get("oneOf").and_then(Value::as_array) {
             Some(list) => list.iter().collect(),
@@ -106,7 +107,7 @@ impl SchemaFile {
 
     /// The object alternatives of the `oneOf` enum `definition`, by their one required key
     /// (`denied` of `ReviewDecision`).
-    pub fn object_alternatives(&self, definition: &str) -> Result<Vec<String>, SchemaError> {
+    pub(crate) fn object_alternatives(&self, definition: &str) -> Result<Vec<String>, SchemaError> {
         let def = self.definition(definition)?;
         Ok(def
             .get("oneOf")
@@ -119,7 +120,7 @@ impl SchemaFile {
     }
 
     /// Whether the object schema at `pointer` has the property `name` (optional or not).
-    pub fn has_property(&self, pointer: &str, name: &str) -> Result<(), SchemaError> {
+    pub(crate) fn has_property(&self, pointer: &str, name: &str) -> Result<(), SchemaError> {
         self.doc
             .pointer(pointer)
             .and_then(|o| o.get("properties"))
@@ -137,7 +138,7 @@ pub(crate) struct ClientSchema {
 }
 
 impl ClientSchema {
-    pub fn of(version: &str) -> Result<Self, SchemaError> {
+    pub(crate) fn of(version: &str) -> Result<Self, SchemaError> {
         let files = CLIENT_FILES
             .iter()
             .find(|f| f.version == version)
@@ -165,16 +166,4 @@ pub(crate) fn response(version: &str, response_type: &str) -> Result<SchemaFile,
             }
         })?;
     SchemaFile::parse(version, &file, text)
-}
-
-/// The committed text of the client schema `file` (`InitializeParams.json`) of `version`, for
-/// the test that holds the copy against the pinned binary.
-pub fn client_schema_text(version: &str, file: &str) -> Option<&'static str> {
-    let files = CLIENT_FILES.iter().find(|f| f.version == version)?;
-    match file {
-        "InitializeParams.json" => Some(files.initialize),
-        "ThreadStartParams.json" => Some(files.thread_start),
-        "TurnStartParams.json" => Some(files.turn_start),
-        _ => None,
-    }
 }

@@ -10,9 +10,9 @@ use std::collections::BTreeSet;
 
 /// Decisions that refuse: the request's action does not happen (`decline`, `cancel`, the
 /// legacy `denied` / `abort`; an automatic review that `timed_out` refuses too).
-pub const REFUSALS: &[&str] = &["decline", "cancel", "denied", "abort", "timed_out"];
+pub(crate) const REFUSALS: &[&str] = &["decline", "cancel", "denied", "abort", "timed_out"];
 /// Decisions that grant, for the request or beyond it.
-pub const GRANTS: &[&str] = &[
+pub(crate) const GRANTS: &[&str] = &[
     "accept",
     "acceptForSession",
     "acceptWithExecpolicyAmendment",

@@ -12,12 +12,12 @@ use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 
 /// Longest line decoded; a longer one is skipped in bounded memory and shown by its length.
-pub const MAX_LINE_BYTES: usize = 1 << 20;
+pub(crate) const MAX_LINE_BYTES: usize = 1 << 20;
 /// Most lines kept from one file (its head and its tail); the rest is counted, not kept.
-pub const MAX_LINES: usize = 50_000;
+pub(crate) const MAX_LINES: usize = 50_000;
 
 #[derive(Debug, Clone, PartialEq)]
-pub enum Line {
+pub(crate) enum Line {
     Json(Value),
     /// Not JSON (a truncated last line, a stray print); kept as (lossy) text.
     Text(String),
@@ -88,7 +88,7 @@ fn open(dir: &Path, name: &str, bound: u64, state: &mut FileState) -> Option<Evi
     }
 }
 
-pub struct Read1 {
+pub(crate) struct Read1 {
     /// `(1-based line number, line)`.
     pub lines: Vec<(usize, Line)>,
     pub state: FileState,
@@ -96,7 +96,7 @@ pub struct Read1 {
 
 /// Read `dir/name` line by line within the bounds: past [`MAX_LINES`], its first and its last
 /// `MAX_LINES / 2` lines (where a run starts and where it ended), the rest counted.
-pub fn read(dir: &Path, name: &str) -> Read1 {
+pub(crate) fn read(dir: &Path, name: &str) -> Read1 {
     let mut state = FileState::ok(name);
     let Some(file) = open(dir, name, MAX_STREAMED_BYTES, &mut state) else {
         return Read1 {
@@ -215,7 +215,7 @@ fn read_bounded_line(reader: &mut impl BufRead) -> std::io::Result<Option<RawLin
 const MAX_WHOLE_BYTES: u64 = 16 << 20;
 
 /// A file that is one JSON document (pretty-printed, not JSONL): its state and its value.
-pub fn whole(dir: &Path, name: &str) -> (FileState, Option<Value>) {
+pub(crate) fn whole(dir: &Path, name: &str) -> (FileState, Option<Value>) {
     let mut state = FileState::ok(name);
     let Some(mut file) = open(dir, name, MAX_WHOLE_BYTES, &mut state) else {
         return (state, None);
@@ -240,7 +240,7 @@ pub fn whole(dir: &Path, name: &str) -> (FileState, Option<Value>) {
 
 /// The last `max` bytes of a text file (stderr), lossily decoded, and its size; `Ok(None)`
 /// when absent, an error naming it when it is refused or unreadable.
-pub fn tail(dir: &Path, name: &str, max: u64) -> Result<Option<(String, u64)>, String> {
+pub(crate) fn tail(dir: &Path, name: &str, max: u64) -> Result<Option<(String, u64)>, String> {
     use std::io::{Seek, SeekFrom};
     let Some(mut file) =
         evidence_file::open(&dir.join(name), MAX_STREAMED_BYTES).map_err(|e| e.to_string())?

@@ -6,7 +6,7 @@
 use std::io::Write;
 
 /// The artifact the workflow uploads report.html in (`HARNESS_REPORT_ARTIFACT` overrides).
-pub const DEFAULT_ARTIFACT: &str = "conformance-report";
+pub(crate) const DEFAULT_ARTIFACT: &str = "conformance-report";
 
 /// The summary text: a line linking report.html, then the matrix. `var` reads the environment
 /// (a parameter so tests need not change the process environment).

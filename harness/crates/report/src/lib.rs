@@ -3,12 +3,12 @@
 //! Owns: the outcome of a cell ([`outcome::CellResult`], [`outcome::CellOutcome`]); the
 //! layout of a run's output and of each cell's evidence folder ([`layout`]); the one typed
 //! `verdict.json` ([`verdict_file`]) its writer and readers share, bound to its cell, run and
-//! evidence ([`binding`]); and the reports: JUnit XML
-//! (for CI test panels), a JSON summary (for machines), a Markdown matrix (for
-//! `$GITHUB_STEP_SUMMARY` or a PR comment) and `report.html` (for people: the grid and a page
-//! per cell with its evidence). [`folders`] reads evidence folders back, so `harness report`
-//! can rebuild the reports of a downloaded run or merge shards; [`trim`] drops what a cell's
-//! folder need not keep once the cell ended.
+//! evidence ([`binding`]); why a red cell went red ([`cause`]); and the reports: JUnit XML (for
+//! CI test panels), a JSON summary (for machines), a Markdown matrix (for
+//! `$GITHUB_STEP_SUMMARY` or a PR comment) and `report.html` ([`html`], for people: the grid
+//! and a page per cell with its evidence). [`folders`] reads evidence folders back, so `harness
+//! report` can rebuild the reports of a downloaded run or merge shards; [`trim`] drops what a
+//! cell's folder need not keep once the cell ended.
 //!
 //! May use: `graders` (events, verdicts), `suites` (cells' names and expectations) and
 //! third-party crates. Nothing of the harness: the matrix writes through it, never the
@@ -17,6 +17,7 @@
 // Library code prints nothing: it returns values, or emits a `tracing` notice the command line
 // shows (`harness::cli::notices`). Unit tests may print.
 #![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
+#![deny(unreachable_pub)]
 
 pub mod binding;
 pub mod cause;

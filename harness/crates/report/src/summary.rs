@@ -112,7 +112,7 @@ pub struct Summary {
 }
 
 /// How reports name a profile's cells, and what the profile holds them to.
-pub fn profile_heading(profile: Option<Profile>) -> (&'static str, &'static str) {
+pub(crate) fn profile_heading(profile: Option<Profile>) -> (&'static str, &'static str) {
     match profile {
         Some(Profile::Protocol) => (
             "protocol",

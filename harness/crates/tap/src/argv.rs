@@ -7,7 +7,7 @@
 const TOOL_SUBCOMMANDS: &[&str] = &["generate-json-schema", "generate-ts", "help"];
 
 /// Whether `args` (after the program name) launch the app-server itself.
-pub fn launches_server(args: &[String]) -> bool {
+pub(crate) fn launches_server(args: &[String]) -> bool {
     let mut rest = args.iter().map(String::as_str);
     while let Some(arg) = rest.next() {
         match arg {
@@ -26,7 +26,7 @@ pub fn launches_server(args: &[String]) -> bool {
 
 /// The app-server's argv after its program: `prefix`, the driver's own arguments unchanged,
 /// then the cell's `server_args` when the driver launches the server.
-pub fn app_server_args(
+pub(crate) fn app_server_args(
     prefix: &[String],
     driver: &[String],
     server_args: &[String],

@@ -18,11 +18,11 @@ use std::os::unix::net::UnixStream;
 
 /// The largest payload a frame may carry: bytes travel in chunks of [`crate::CHUNK`], and the
 /// hello (argv and environment names) fits with room to spare.
-pub const MAX_PAYLOAD: usize = 1024 * 1024;
+pub(crate) const MAX_PAYLOAD: usize = 1024 * 1024;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u8)]
-pub enum Kind {
+pub(crate) enum Kind {
     Hello = 1,
     /// The tap saw its stdin hang up: no process holds a writing end any more.
     StdinEof = 3,
@@ -51,7 +51,7 @@ impl Kind {
 /// The first frame of a launch: what the driver ran `codex` with. Environment values never
 /// leave the tap.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Hello {
+pub(crate) struct Hello {
     pub argv: Vec<String>,
     pub env_names: Vec<String>,
     pub cwd: String,
@@ -60,7 +60,7 @@ pub struct Hello {
 
 /// How the app-server ended (`error`: it could not be started or waited for).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ExitFrame {
+pub(crate) struct ExitFrame {
     pub status: Option<i32>,
     pub signal: Option<i32>,
     pub error: Option<String>,
@@ -68,20 +68,20 @@ pub struct ExitFrame {
 
 /// Writes frames, each with one `write` (header and payload in one buffer) so the two ends see
 /// each chunk as soon as it is complete.
-pub struct Writer<W: Write> {
+pub(crate) struct Writer<W: Write> {
     inner: W,
     buf: Vec<u8>,
 }
 
 impl<W: Write> Writer<W> {
-    pub fn new(inner: W) -> Self {
+    pub(crate) fn new(inner: W) -> Self {
         Self {
             inner,
             buf: Vec::with_capacity(crate::CHUNK + 5),
         }
     }
 
-    pub fn send(&mut self, kind: Kind, payload: &[u8]) -> io::Result<()> {
+    pub(crate) fn send(&mut self, kind: Kind, payload: &[u8]) -> io::Result<()> {
         if payload.len() > MAX_PAYLOAD {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
@@ -95,15 +95,11 @@ impl<W: Write> Writer<W> {
         self.buf.extend_from_slice(payload);
         self.inner.write_all(&self.buf)
     }
-
-    pub fn get_ref(&self) -> &W {
-        &self.inner
-    }
 }
 
 /// Read the next frame's kind into `payload`; `None` at a clean end of the stream (between
 /// frames). An unknown kind or an oversized payload is an error: the other end is not a tap.
-pub fn read(from: &mut impl Read, payload: &mut Vec<u8>) -> io::Result<Option<Kind>> {
+pub(crate) fn read(from: &mut impl Read, payload: &mut Vec<u8>) -> io::Result<Option<Kind>> {
     let mut header = [0u8; 5];
     let mut got = 0;
     while got < header.len() {
@@ -149,7 +145,7 @@ fn encode(kind: Kind, payload: &[u8]) -> io::Result<Vec<u8>> {
 }
 
 /// Send one frame on `stream` with `fds` attached (SCM_RIGHTS, on the frame's first byte).
-pub fn send_with_fds(
+pub(crate) fn send_with_fds(
     stream: &UnixStream,
     kind: Kind,
     payload: &[u8],
@@ -178,7 +174,9 @@ pub fn send_with_fds(
 /// (at most two, as the tap sends; any beyond are closed by the kernel). `None` at the end of
 /// the stream. The descriptors arrive close-on-exec, so nothing the harness starts inherits
 /// them.
-pub fn recv_first_byte_with_fds(stream: &UnixStream) -> io::Result<Option<(u8, Vec<OwnedFd>)>> {
+pub(crate) fn recv_first_byte_with_fds(
+    stream: &UnixStream,
+) -> io::Result<Option<(u8, Vec<OwnedFd>)>> {
     use nix::sys::socket::{recvmsg, ControlMessageOwned, MsgFlags};
     let mut byte = [0u8; 1];
     let mut space = nix::cmsg_space!([RawFd; 2]);

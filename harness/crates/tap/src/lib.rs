@@ -7,7 +7,10 @@
 //! the names (never the values) of its environment, every line in both directions with a
 //! timestamp, the app-server's stderr, stdout closing and exit. Retries and relaunches are
 //! separate launches, so separate launch records in the same file. The transcript is written by
-//! the harness only, where the driver cannot reach it.
+//! the harness only, where the driver cannot reach it. What the recorder plays on that wire
+//! besides relaying it: a mutation operator's rewrite ([`mutation`]) and a scenario's transport
+//! timing ([`timing`]); [`record`] is the transcript's writer, [`workspace`] the kernel's
+//! account of what happened to the workspace (an inotify watch).
 //!
 //! The harness installs the tap per cell ([`install`]): a small `sh` shim named `codex` that
 //! execs the binary embedding [`relay::main`] (`harness tap`) with the cell's socket. The
@@ -21,14 +24,15 @@
 // Library code prints nothing: it returns values, or emits a `tracing` notice the command line
 // shows (`harness::cli::notices`). Unit tests may print.
 #![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
+#![deny(unreachable_pub)]
 
-pub mod argv;
-pub mod frame;
+mod argv;
+mod frame;
 pub mod mutation;
 pub mod record;
 pub mod relay;
 pub mod session;
-pub mod socket;
+mod socket;
 pub mod timing;
 pub mod workspace;
 

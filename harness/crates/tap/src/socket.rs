@@ -36,12 +36,12 @@ fn through_folder<T>(path: &Path, use_path: impl FnOnce(&Path) -> io::Result<T>)
 }
 
 /// Listen on `path` (which must not exist).
-pub fn bind(path: &Path) -> io::Result<UnixListener> {
+pub(crate) fn bind(path: &Path) -> io::Result<UnixListener> {
     through_folder(path, |p| UnixListener::bind(p))
 }
 
 /// Connect to the listener at `path`.
-pub fn connect(path: &Path) -> io::Result<UnixStream> {
+pub(crate) fn connect(path: &Path) -> io::Result<UnixStream> {
     through_folder(path, |p| UnixStream::connect(p))
 }
 

@@ -24,7 +24,7 @@ fn shipped() -> Option<&'static SuitesFile> {
 }
 
 /// The `about` of `suite`'s `case`; `None` for a suite or case the shipped suites do not hold.
-pub fn of(suite: &str, case: &str) -> Option<CaseAbout> {
+pub(super) fn of(suite: &str, case: &str) -> Option<CaseAbout> {
     let spec = shipped()?.suites.get(suite)?;
     let case_spec = spec.cases.get(case)?;
     let page = match spec.profile {
@@ -41,7 +41,7 @@ pub fn of(suite: &str, case: &str) -> Option<CaseAbout> {
 
 /// Where the repository's files are browsed, for links from the page: the run's repository and
 /// commit on GitHub Actions; `None` elsewhere (the page then names the paths).
-pub fn repository_base(var: impl Fn(&str) -> Option<String>) -> Option<String> {
+pub(super) fn repository_base(var: impl Fn(&str) -> Option<String>) -> Option<String> {
     let var = |name: &str| var(name).filter(|v| !v.is_empty());
     Some(format!(
         "{}/{}/blob/{}/",

@@ -16,14 +16,14 @@ use std::collections::BTreeMap;
 /// Timeline kept in one report, all cells together (entries and their bodies, as JSON).
 pub const REPORT_TIMELINE_BYTES: usize = 5 << 20;
 /// Most timeline one cell keeps, whatever is left of the report's budget.
-pub const MAX_CELL_TIMELINE_BYTES: usize = 4 << 20;
+pub(super) const MAX_CELL_TIMELINE_BYTES: usize = 4 << 20;
 /// Most entries one page keeps (cited ones besides).
 pub const MAX_TIMELINE_ENTRIES: usize = 2_000;
 /// Entries kept at each end of a timeline however small the page's share.
 pub const MIN_ENTRIES_EACH_END: usize = 20;
 
 /// Give each page its share of [`REPORT_TIMELINE_BYTES`] and cut its timeline to it.
-pub fn fit(pages: &mut [CellPage]) {
+pub(super) fn fit(pages: &mut [CellPage]) {
     let wanted: Vec<usize> = pages
         .iter()
         .map(|page| wanted_bytes(&page.timeline).min(MAX_CELL_TIMELINE_BYTES))

@@ -9,7 +9,7 @@ use std::fmt::Write;
 
 /// The status as the JSON summary names it (`as-expected`, `differs`, …): read from its serde
 /// name so a status added later is named the same way everywhere.
-pub fn status_name(status: Status) -> String {
+pub(super) fn status_name(status: Status) -> String {
     serde_json::to_value(status)
         .ok()
         .and_then(|v| v.as_str().map(str::to_string))
@@ -90,7 +90,7 @@ fn cell_td(out: &mut String, cell: &CellSummary, index: usize) {
     );
 }
 
-pub fn grid(summary: &Summary) -> String {
+pub(super) fn grid(summary: &Summary) -> String {
     let mut out = String::new();
     // Each cell's position in the page's data, by name.
     let index: std::collections::HashMap<&str, usize> = summary
@@ -180,7 +180,7 @@ fn suite_grids(out: &mut String, profile: &str, cells: &[(usize, &CellSummary)])
 }
 
 /// The differences from the baseline, first on the page (as in matrix.md).
-pub fn differences(summary: &Summary) -> String {
+pub(super) fn differences(summary: &Summary) -> String {
     let failing: Vec<&CellSummary> = summary
         .cells
         .iter()
@@ -215,7 +215,7 @@ pub fn differences(summary: &Summary) -> String {
 }
 
 /// The flaky cells (failed, then as expected when run again), each with its earlier attempts.
-pub fn flaky(summary: &Summary) -> String {
+pub(super) fn flaky(summary: &Summary) -> String {
     let flaky: Vec<&CellSummary> = summary.cells.iter().filter(|c| c.is_flaky()).collect();
     if flaky.is_empty() {
         return String::new();
@@ -243,7 +243,7 @@ pub fn flaky(summary: &Summary) -> String {
 
 /// The cells that did not run (ignored; any other status that is neither graded nor a failure),
 /// grouped by status and reason.
-pub fn not_run(summary: &Summary) -> String {
+pub(super) fn not_run(summary: &Summary) -> String {
     let not_run: Vec<&CellSummary> = summary
         .cells
         .iter()

@@ -57,7 +57,7 @@ fn percent(score: Option<f64>) -> String {
 }
 
 /// The section's HTML.
-pub fn section(mutation: &MutationSection) -> String {
+pub(super) fn section(mutation: &MutationSection) -> String {
     let mut out = String::new();
     let _ = write!(
         out,
