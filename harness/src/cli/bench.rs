@@ -1,5 +1,6 @@
 //! `harness bench`: each benchmark lives in `maintainer_tools::bench::*`.
 
+use maintainer_tools::bench::{fake, gate, graders, matrix, tap};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -13,26 +14,67 @@ pub struct Args {
 pub enum Which {
     /// A driver's PR gate (its fake cells in every environment) against the same sessions of
     /// that driver run directly against the fake: the ratio of their wall times.
-    Gate(maintainer_tools::bench::gate::Args),
+    Gate(gate::Args),
     /// Graders vs jq on a generated event log: throughput and peak memory.
-    Graders(maintainer_tools::bench::graders::Args),
+    Graders(graders::Args),
     /// Fake app-server vs real Codex start-up; JSON-RPC round trips per second.
-    Fake(maintainer_tools::bench::fake::Args),
+    Fake(fake::Args),
     /// Wall time of all fake cells, per-cell medians, scaling with parallelism.
-    Matrix(maintainer_tools::bench::matrix::Args),
+    Matrix(matrix::Args),
     /// The wire tap: round trips through it vs direct, and its share of a real-Codex cell.
-    Tap(maintainer_tools::bench::tap::Args),
+    Tap(tap::Args),
 }
 
 pub fn main(args: Args) -> ExitCode {
-    use maintainer_tools::bench::{fake, tap};
     match args.which {
-        Which::Gate(args) => maintainer_tools::bench::gate::main(args),
-        Which::Graders(args) => maintainer_tools::bench::graders::main(args),
+        Which::Gate(args) => failed_as_2("gate", gate(&args)),
+        Which::Graders(args) => failed_as_2("graders", graders(&args)),
         Which::Fake(args) => print_measured("fake", fake::run(&args), fake::render, &args.json),
-        Which::Matrix(args) => maintainer_tools::bench::matrix::main(args),
+        Which::Matrix(args) => failed_as_2("matrix", matrix(args)),
         Which::Tap(args) => print_measured("tap", tap::run(&args), tap::render, &args.json),
     }
+}
+
+/// A benchmark's own exit code, or 2 for its failure, named by the benchmark.
+fn failed_as_2(bench: &str, ran: anyhow::Result<ExitCode>) -> ExitCode {
+    ran.unwrap_or_else(|err| {
+        eprintln!("harness bench {bench}: {err:#}");
+        ExitCode::from(2)
+    })
+}
+
+/// Its steps on stderr, the Markdown report on stdout (and in the job summary in GitHub
+/// Actions), then where its files went.
+fn gate(args: &gate::Args) -> anyhow::Result<ExitCode> {
+    let measured = gate::run(args, &mut |step| eprintln!("{step}"))?;
+    let markdown = measured.render();
+    print!("{markdown}");
+    let json = measured.save()?;
+    eprintln!("written: {}", json.display());
+    if let Err(err) = gate::append_step_summary(&markdown) {
+        eprintln!("could not append to $GITHUB_STEP_SUMMARY: {err}");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Everything on stdout, the steps first; exit code 1 when a target is not met.
+fn graders(args: &graders::Args) -> anyhow::Result<ExitCode> {
+    let report = graders::run(args, &mut |step| println!("{step}"))?;
+    print!("{}", graders::render(&report));
+    Ok(if report.met() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// Each run of the matrix on stderr as it ends, the table on stdout, then where the JSON went.
+fn matrix(args: matrix::Args) -> anyhow::Result<ExitCode> {
+    let measured = matrix::run(args, &mut |rep| eprintln!("{rep}"))?;
+    print!("{}", measured.render());
+    let json = measured.save()?;
+    eprintln!("written: {}", json.display());
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Print a benchmark's report (and write it as JSON where asked); a failure, named by the

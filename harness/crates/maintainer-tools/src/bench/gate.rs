@@ -18,7 +18,7 @@ use serde::Serialize;
 use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{ExitCode, Stdio};
+use std::process::Stdio;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use suites::declared::Placeholders;
@@ -66,55 +66,76 @@ struct GateReport {
     per_session_ms: Vec<(String, u64, u64)>,
 }
 
-pub fn main(args: Args) -> ExitCode {
-    match run(&args) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("harness bench gate: {e:#}");
-            ExitCode::from(2)
+/// What the benchmark tells as it measures, before its report.
+pub enum Progress {
+    /// The gate is about to run.
+    Gate {
+        cells: usize,
+        driver: String,
+        concurrency: String,
+    },
+    /// The gate ran; the direct sessions are next.
+    Direct {
+        gate_wall: Duration,
+        sessions: usize,
+    },
+}
+
+impl std::fmt::Display for Progress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Progress::Gate {
+                cells,
+                driver,
+                concurrency,
+            } => write!(
+                f,
+                "the gate: {cells} fake cells of `{driver}`, {concurrency}"
+            ),
+            Progress::Direct {
+                gate_wall,
+                sessions,
+            } => write!(
+                f,
+                "the gate: {:.2} s; preparing {sessions} direct sessions",
+                gate_wall.as_secs_f64()
+            ),
         }
     }
 }
 
-fn run(args: &Args) -> Result<()> {
+/// The figures of a finished benchmark, and the folder its files belong in.
+pub struct Measured {
+    report: GateReport,
+    bench_root: PathBuf,
+}
+
+impl Measured {
+    /// The report as Markdown: what the command line prints and the job summary gets.
+    pub fn render(&self) -> String {
+        markdown(&self.report)
+    }
+
+    /// Write `bench-gate.json` and `bench-gate.md` under `<out>/bench-gate/`; the JSON's path.
+    pub fn save(&self) -> Result<PathBuf> {
+        std::fs::create_dir_all(&self.bench_root)?;
+        let json = self.bench_root.join("bench-gate.json");
+        std::fs::write(&json, serde_json::to_string_pretty(&self.report)? + "\n")?;
+        std::fs::write(self.bench_root.join("bench-gate.md"), self.render())?;
+        Ok(json)
+    }
+}
+
+/// Run the driver's gate, then the same sessions directly; `progress` hears of each step.
+pub fn run(args: &Args, progress: &mut dyn FnMut(Progress)) -> Result<Measured> {
     anyhow::ensure!(args.direct_jobs >= 1, "--direct-jobs must be at least 1");
     let load = std::fs::read_to_string("/proc/loadavg")
         .unwrap_or_default()
         .trim()
         .to_string();
     let base_ctx = CellContext::from_env()?;
-    let file = suites::DriversFile::read(&args.drivers)?;
-    let name = match (&args.driver, file.drivers.len()) {
-        (Some(name), _) if file.drivers.contains_key(name) => name.clone(),
-        (Some(name), _) => bail!("{} declares no driver `{name}`", file.name),
-        (None, 1) => file.drivers.keys().next().cloned().unwrap_or_default(),
-        (None, _) => bail!(
-            "{} declares several drivers: name one with --driver ({})",
-            file.name,
-            file.drivers.keys().cloned().collect::<Vec<_>>().join(", ")
-        ),
-    };
-    let matrix =
-        matrix::load::load_matrix(Some(&args.drivers), &[], base_ctx.repo_root.as_deref())?;
-    let fake_runner = format!("{name}-fake");
-    let cells: Vec<Cell> = matrix
-        .select(&args.filters)
-        .into_iter()
-        .filter(|c| c.runner.app_server == AppServerKind::Fake)
-        .filter(|c| {
-            c.id.runner == fake_runner || c.id.runner.starts_with(&format!("{fake_runner}-"))
-        })
-        .cloned()
-        .collect();
-    anyhow::ensure!(
-        !cells.is_empty(),
-        "driver `{name}` has no fake cell{}",
-        if args.filters.is_empty() {
-            ""
-        } else {
-            " that the filters select"
-        }
-    );
+    let name = driver_name(args)?;
+    let cells = gate_cells(args, &name, &base_ctx)?;
     let bench_root = base_ctx.out_root.join("bench-gate");
     let gate_ctx = CellContext {
         out_root: bench_root.join("gate"),
@@ -128,11 +149,11 @@ fn run(args: &Args) -> Result<()> {
         .enable_all()
         .build()?;
     let concurrency = Concurrency::weighed();
-    eprintln!(
-        "the gate: {} fake cells of `{name}`, {}",
-        cells.len(),
-        concurrency.describe()
-    );
+    progress(Progress::Gate {
+        cells: cells.len(),
+        driver: name.clone(),
+        concurrency: concurrency.describe(),
+    });
     let started = Instant::now();
     let results = super::run_cells(&runtime, &gate_ctx, &cells, concurrency);
     let gate_wall = started.elapsed();
@@ -142,11 +163,10 @@ fn run(args: &Args) -> Result<()> {
         .filter(|(_, r)| !r.is_ignored() && !r.is_not_applicable())
         .map(|(c, r)| (c, millis(r.duration)))
         .unzip();
-    eprintln!(
-        "the gate: {:.2} s; preparing {} direct sessions",
-        gate_wall.as_secs_f64(),
-        ran.len()
-    );
+    progress(Progress::Direct {
+        gate_wall,
+        sessions: ran.len(),
+    });
     let sessions = runtime.block_on(prepare_all(&direct_ctx, &ran))?;
     let started = Instant::now();
     let exits = runtime.block_on(run_direct(sessions, args.direct_jobs))?;
@@ -175,15 +195,47 @@ fn run(args: &Args) -> Result<()> {
         load,
         per_session_ms,
     };
-    let markdown = markdown(&report);
-    print!("{markdown}");
-    std::fs::create_dir_all(&bench_root)?;
-    let json = bench_root.join("bench-gate.json");
-    std::fs::write(&json, serde_json::to_string_pretty(&report)? + "\n")?;
-    std::fs::write(bench_root.join("bench-gate.md"), &markdown)?;
-    eprintln!("written: {}", json.display());
-    append_step_summary(&markdown);
-    Ok(())
+    Ok(Measured { report, bench_root })
+}
+
+/// The driver to measure: the one `--driver` names, or the file's only one.
+fn driver_name(args: &Args) -> Result<String> {
+    let file = suites::DriversFile::read(&args.drivers)?;
+    Ok(match (&args.driver, file.drivers.len()) {
+        (Some(name), _) if file.drivers.contains_key(name) => name.clone(),
+        (Some(name), _) => bail!("{} declares no driver `{name}`", file.name),
+        (None, 1) => file.drivers.keys().next().cloned().unwrap_or_default(),
+        (None, _) => bail!(
+            "{} declares several drivers: name one with --driver ({})",
+            file.name,
+            file.drivers.keys().cloned().collect::<Vec<_>>().join(", ")
+        ),
+    })
+}
+
+/// The gate: the driver's fake cells in every environment that the filters select.
+fn gate_cells(args: &Args, name: &str, ctx: &CellContext) -> Result<Vec<Cell>> {
+    let matrix = matrix::load::load_matrix(Some(&args.drivers), &[], ctx.repo_root.as_deref())?;
+    let fake_runner = format!("{name}-fake");
+    let cells: Vec<Cell> = matrix
+        .select(&args.filters)
+        .into_iter()
+        .filter(|c| c.runner.app_server == AppServerKind::Fake)
+        .filter(|c| {
+            c.id.runner == fake_runner || c.id.runner.starts_with(&format!("{fake_runner}-"))
+        })
+        .cloned()
+        .collect();
+    anyhow::ensure!(
+        !cells.is_empty(),
+        "driver `{name}` has no fake cell{}",
+        if args.filters.is_empty() {
+            ""
+        } else {
+            " that the filters select"
+        }
+    );
+    Ok(cells)
 }
 
 fn millis(d: Duration) -> u64 {
@@ -223,19 +275,17 @@ fn markdown(r: &GateReport) -> String {
     )
 }
 
-/// In GitHub Actions, the figure goes into the job summary as well.
-fn append_step_summary(markdown: &str) {
+/// In GitHub Actions (`$GITHUB_STEP_SUMMARY` set), append `markdown` to the job summary as
+/// well; elsewhere nothing.
+pub fn append_step_summary(markdown: &str) -> std::io::Result<()> {
     let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|p| !p.is_empty()) else {
-        return;
+        return Ok(());
     };
-    let appended = std::fs::OpenOptions::new()
+    std::fs::OpenOptions::new()
         .create(true)
         .append(true)
         .open(&path)
-        .and_then(|mut f| writeln!(f, "{markdown}"));
-    if let Err(e) = appended {
-        eprintln!("could not append to $GITHUB_STEP_SUMMARY: {e}");
-    }
+        .and_then(|mut f| writeln!(f, "{markdown}"))
 }
 
 /// One direct session, ready to start.

@@ -9,7 +9,7 @@ use matrix::concurrency::{default_jobs, Concurrency};
 use matrix::context::CellContext;
 use serde::Serialize;
 use std::collections::BTreeMap;
-use std::process::ExitCode;
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use suites::spec::AppServerKind;
 
@@ -77,17 +77,40 @@ fn median(values: &mut [u64]) -> u64 {
     }
 }
 
-pub fn main(args: Args) -> ExitCode {
-    match run(args) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("harness bench matrix: {e:#}");
-            ExitCode::from(2)
-        }
+/// One run of the matrix at one setting, told as it ends.
+pub struct Rep {
+    rep: usize,
+    reps: usize,
+    setting: String,
+    wall: Duration,
+    ran: usize,
+    differ: usize,
+}
+
+impl std::fmt::Display for Rep {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "rep {}/{} jobs {}: {:.2} s ({} cells ran, {} differ from the baseline)",
+            self.rep,
+            self.reps,
+            self.setting,
+            self.wall.as_secs_f64(),
+            self.ran,
+            self.differ
+        )
     }
 }
 
-fn run(args: Args) -> Result<()> {
+/// The figures of a finished benchmark, and the folder its JSON belongs in.
+pub struct Measured {
+    report: BenchReport,
+    out_root: PathBuf,
+}
+
+/// Run the fake matrix at each setting `--reps` times, handing each run to `progress` as it
+/// ends.
+pub fn run(args: Args, progress: &mut dyn FnMut(Rep)) -> Result<Measured> {
     anyhow::ensure!(args.reps >= 1, "--reps must be at least 1");
     anyhow::ensure!(!args.jobs.is_empty(), "--jobs needs a setting");
     let matrix = suites::load()?;
@@ -111,20 +134,15 @@ fn run(args: Args) -> Result<()> {
             let started = Instant::now();
             let results = super::run_cells(&runtime, &ctx, &cells, jobs);
             let wall = started.elapsed();
-            let failures: Vec<String> = results
-                .iter()
-                .filter(|r| r.is_failure())
-                .map(|r| r.cell.to_string())
-                .collect();
             runnable = results.iter().filter(|r| !r.is_ignored()).count();
-            eprintln!(
-                "rep {}/{} jobs {setting}: {:.2} s ({} cells ran, {} differ from the baseline)",
-                rep + 1,
-                args.reps,
-                wall.as_secs_f64(),
-                runnable,
-                failures.len()
-            );
+            progress(Rep {
+                rep: rep + 1,
+                reps: args.reps,
+                setting: setting.clone(),
+                wall,
+                ran: runnable,
+                differ: results.iter().filter(|r| r.is_failure()).count(),
+            });
             walls.entry(setting).or_default().push(millis(wall));
             for result in results.iter().filter(|r| !r.is_ignored()) {
                 per_cell
@@ -134,6 +152,21 @@ fn run(args: Args) -> Result<()> {
             }
         }
     }
+    let report = report(&args, cells.len(), runnable, walls, per_cell);
+    Ok(Measured {
+        report,
+        out_root: ctx.out_root,
+    })
+}
+
+/// The medians of the runs, each setting against the first.
+fn report(
+    args: &Args,
+    cells: usize,
+    runnable: usize,
+    walls: BTreeMap<String, Vec<u64>>,
+    per_cell: BTreeMap<String, Vec<u64>>,
+) -> BenchReport {
     let base = label(&args.jobs[0]);
     let base_median = median(&mut walls[&base].clone()).max(1);
     let settings: Vec<JobsFigure> = args
@@ -156,9 +189,9 @@ fn run(args: Args) -> Result<()> {
         .into_iter()
         .map(|(cell, mut values)| (cell, median(&mut values)))
         .collect();
-    let report = BenchReport {
+    BenchReport {
         machine_parallelism: default_jobs(),
-        cells: cells.len(),
+        cells,
         runnable_cells: runnable,
         reps: args.reps,
         median_of_cell_medians_ms: median(
@@ -166,41 +199,50 @@ fn run(args: Args) -> Result<()> {
         ),
         settings,
         per_cell_median_ms,
-    };
-    print_table(&report);
-    let path = ctx.out_root.join("bench-matrix.json");
-    std::fs::create_dir_all(&ctx.out_root)?;
-    std::fs::write(&path, serde_json::to_string_pretty(&report)? + "\n")?;
-    eprintln!("written: {}", path.display());
-    Ok(())
+    }
+}
+
+impl Measured {
+    /// The table as the command line prints it.
+    pub fn render(&self) -> String {
+        render(&self.report)
+    }
+
+    /// Write the figures as `bench-matrix.json` in the run's output folder; its path.
+    pub fn save(&self) -> Result<PathBuf> {
+        let path = self.out_root.join("bench-matrix.json");
+        std::fs::create_dir_all(&self.out_root)?;
+        std::fs::write(&path, serde_json::to_string_pretty(&self.report)? + "\n")?;
+        Ok(path)
+    }
 }
 
 fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
-fn print_table(report: &BenchReport) {
-    println!(
-        "fake matrix: {} cells ({} ran, {} cannot run here), {} reps, machine parallelism {}",
+fn render(report: &BenchReport) -> String {
+    let mut text = format!(
+        "fake matrix: {} cells ({} ran, {} cannot run here), {} reps, machine parallelism {}\n",
         report.cells,
         report.runnable_cells,
         report.cells - report.runnable_cells,
         report.reps,
         report.machine_parallelism
     );
-    println!(
-        "| jobs | median wall (s) | all runs (s) | cells/s | speedup vs jobs {} |",
+    text += &format!(
+        "| jobs | median wall (s) | all runs (s) | cells/s | speedup vs jobs {} |\n",
         report.settings[0].jobs
     );
-    println!("| --- | --- | --- | --- | --- |");
+    text += "| --- | --- | --- | --- | --- |\n";
     for s in &report.settings {
         let runs: Vec<String> = s
             .wall_ms
             .iter()
             .map(|ms| format!("{:.2}", *ms as f64 / 1000.0))
             .collect();
-        println!(
-            "| {} | {:.2} | {} | {:.1} | {:.2}× |",
+        text += &format!(
+            "| {} | {:.2} | {} | {:.1} | {:.2}× |\n",
             s.jobs,
             s.median_wall_ms as f64 / 1000.0,
             runs.join(", "),
@@ -208,13 +250,14 @@ fn print_table(report: &BenchReport) {
             s.speedup
         );
     }
-    println!(
-        "\nper-cell medians: median {} ms; slowest:",
+    text += &format!(
+        "\nper-cell medians: median {} ms; slowest:\n",
         report.median_of_cell_medians_ms
     );
     let mut slowest: Vec<(&String, &u64)> = report.per_cell_median_ms.iter().collect();
     slowest.sort_by(|a, b| b.1.cmp(a.1));
     for (cell, ms) in slowest.iter().take(8) {
-        println!("  {ms:>6} ms  {cell}");
+        text += &format!("  {ms:>6} ms  {cell}\n");
     }
+    text
 }

@@ -274,6 +274,38 @@ pub fn run(args: &Args) -> Result<Report> {
     };
     std::fs::create_dir_all(&runs.workspace)?;
     let harness = std::env::current_exe().context("locating the harness binary")?;
+    let env = environment(scratch.path())?;
+    let (fake, direct_startup_ms, tap_startup_ms) = measure_fake(&mut runs, &harness, &env, args)?;
+    let mut report = Report {
+        window: args.window,
+        fake,
+        codex: None,
+        direct_startup_ms,
+        tap_startup_ms,
+        codex_cell: None,
+    };
+    if args.fake_only {
+        return Ok(report);
+    }
+    report.codex = Some(measure_codex(&mut runs, &harness, &env, args)?);
+    // Per line: half the added cost of a round trip (one line each way), against the fake,
+    // where the hops show most.
+    let per_line_ms = ((1000.0 / report.fake.latency_bound.tap_median)
+        - (1000.0 / report.fake.latency_bound.direct_median))
+        .max(0.0)
+        / 2.0;
+    let startup_overhead_ms = (tap_startup_ms - direct_startup_ms).max(0.0);
+    report.codex_cell = Some(codex_share(
+        &args.codex_cell,
+        per_line_ms,
+        startup_overhead_ms,
+    )?);
+    Ok(report)
+}
+
+/// The app-servers' environment: a plain PATH and a HOME, CODEX_HOME and TMPDIR of their own
+/// under `scratch`, made.
+fn environment(scratch: &Path) -> Result<Vec<(String, String)>> {
     let env = vec![
         (
             "PATH".to_string(),
@@ -281,34 +313,45 @@ pub fn run(args: &Args) -> Result<Report> {
         ),
         (
             "HOME".to_string(),
-            scratch.path().join("home").display().to_string(),
+            scratch.join("home").display().to_string(),
         ),
         (
             "CODEX_HOME".to_string(),
-            scratch.path().join("home").display().to_string(),
+            scratch.join("home").display().to_string(),
         ),
         (
             "TMPDIR".to_string(),
-            scratch.path().join("tmp").display().to_string(),
+            scratch.join("tmp").display().to_string(),
         ),
     ];
     for (_, dir) in &env[1..] {
         std::fs::create_dir_all(dir)?;
     }
+    Ok(env)
+}
+
+/// Round trips to the fake, then its start-up, directly and through the tap: the round trips
+/// and the median start-ups in ms (direct, tap).
+fn measure_fake(
+    runs: &mut Runs,
+    harness: &Path,
+    env: &[(String, String)],
+    args: &Args,
+) -> Result<(Server, f64, f64)> {
     let fake_tap = Tapped::new(
-        &scratch.path().join("fake"),
-        &harness,
-        &harness,
+        &runs.scratch.join("fake"),
+        harness,
+        harness,
         &["fake-app-server"],
-        &env,
+        env,
     );
     let direct = || {
-        let mut c = Command::new(&harness);
+        let mut c = Command::new(harness);
         c.args(["fake-app-server", "app-server"]);
         Ok(c)
     };
     let through = || fake_tap.command(&["app-server"]);
-    let fake = measure(&mut runs, &direct, &through, args.round_trips, args)?;
+    let fake = measure(runs, &direct, &through, args.round_trips, args)?;
     let (mut direct_up, mut tap_up) = (vec![], vec![]);
     for _ in 0..args.rounds {
         let dirs = runs.dirs()?;
@@ -316,24 +359,23 @@ pub fn run(args: &Args) -> Result<Report> {
         let dirs = runs.dirs()?;
         tap_up.push(startup_ms(through()?, &runs.workspace, &dirs)?);
     }
-    let (direct_startup_ms, tap_startup_ms) = (median(&direct_up), median(&tap_up));
-    if args.fake_only {
-        return Ok(Report {
-            window: args.window,
-            fake,
-            codex: None,
-            direct_startup_ms,
-            tap_startup_ms,
-            codex_cell: None,
-        });
-    }
+    Ok((fake, median(&direct_up), median(&tap_up)))
+}
+
+/// Round trips to the pinned real Codex, directly and through the tap.
+fn measure_codex(
+    runs: &mut Runs,
+    harness: &Path,
+    env: &[(String, String)],
+    args: &Args,
+) -> Result<Server> {
     let install = codex::provision::resolve(codex::provision::PINNED)?;
     let codex_tap = Tapped::new(
-        &scratch.path().join("codex"),
-        &harness,
+        &runs.scratch.join("codex"),
+        harness,
         &install.binary,
         &[],
-        &env,
+        env,
     );
     let codex_direct = || {
         let mut c = Command::new(&install.binary);
@@ -341,33 +383,13 @@ pub fn run(args: &Args) -> Result<Report> {
         Ok(c)
     };
     let codex_through = || codex_tap.command(&["app-server"]);
-    let codex = measure(
-        &mut runs,
+    measure(
+        runs,
         &codex_direct,
         &codex_through,
         args.codex_round_trips,
         args,
-    )?;
-    // Per line: half the added cost of a round trip (one line each way), against the fake,
-    // where the hops show most.
-    let per_line_ms = ((1000.0 / fake.latency_bound.tap_median)
-        - (1000.0 / fake.latency_bound.direct_median))
-        .max(0.0)
-        / 2.0;
-    let startup_overhead_ms = (tap_startup_ms - direct_startup_ms).max(0.0);
-    let codex_cell = Some(codex_share(
-        &args.codex_cell,
-        per_line_ms,
-        startup_overhead_ms,
-    )?);
-    Ok(Report {
-        window: args.window,
-        fake,
-        codex: Some(codex),
-        direct_startup_ms,
-        tap_startup_ms,
-        codex_cell,
-    })
+    )
 }
 
 fn codex_share(name: &str, per_line_ms: f64, startup_overhead_ms: f64) -> Result<CodexShare> {
