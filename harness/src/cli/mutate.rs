@@ -265,7 +265,7 @@ impl Planned {
             .map(|operator| {
                 let mut ctx = base.clone();
                 ctx.out_root = out.join(operator.name());
-                ctx.mutation = Some(*operator);
+                ctx.mutation = matrix::mutation::Mutation::of(*operator);
                 (*operator, ctx)
             })
             .collect();

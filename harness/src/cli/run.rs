@@ -202,7 +202,9 @@ pub(crate) struct Printer {
 impl Observer for Printer {
     fn observe(&mut self, event: RunEvent) {
         match event {
-            RunEvent::CellFinished { progress, result } if self.progress => {
+            RunEvent::CellFinished {
+                progress, result, ..
+            } if self.progress => {
                 eprintln!("{}", progress_line(&progress, &result));
             }
             RunEvent::CellFinished { .. } => {}

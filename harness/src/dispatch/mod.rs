@@ -28,8 +28,9 @@ use std::time::{Duration, Instant};
 /// What the command line is told while a run runs.
 #[derive(Debug)]
 pub enum RunEvent {
-    /// A cell ended with `result`; `progress` counts it.
+    /// A cell ended with `result`; `progress` counts it. `index`: its run's in the batch.
     CellFinished {
+        index: usize,
         progress: Progress,
         result: Box<CellResult>,
     },
@@ -131,11 +132,13 @@ impl Run {
                             stopping.make(stop.signal(), observer);
                         }
                         received = received.recv() => match received {
-                            Some((_, event)) => {
+                            Some((index, event, receipt)) => {
                                 progress.count(&event);
                                 if let CellEvent::Finished(result) = event {
-                                    observer.observe(RunEvent::CellFinished { progress, result });
+                                    observer.observe(RunEvent::CellFinished { index, progress, result });
                                 }
+                                // Handled: the executor may free the run's slots.
+                                drop(receipt);
                             }
                             // The executor is done: every sender is gone.
                             None => break,
@@ -258,7 +261,6 @@ fn write_reports(
 mod tests {
     use super::*;
     use signal_hook::consts::SIGTERM;
-    use std::sync::Arc;
 
     #[derive(Default)]
     struct Collected(Vec<String>);
@@ -276,8 +278,7 @@ mod tests {
         Batch {
             runs: Vec::new(),
             order: Vec::new(),
-            skip: Arc::new(|_| false),
-            finished: Arc::new(|_, _| {}),
+            withdrawn: Vec::new(),
             retries: 0,
         }
     }

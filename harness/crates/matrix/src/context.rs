@@ -2,6 +2,7 @@
 //! (and the tools) and by the suites test binary (`cargo test -p suites`) alike — and read by
 //! every stage. It holds settings only; each stage does its own work.
 
+use crate::mutation::Mutation;
 use crate::paths;
 use anyhow::{Context, Result};
 use report::layout::CellEvidence;
@@ -27,9 +28,9 @@ pub struct CellContext {
     pub ci: bool,
     /// Keep every runc bundle after its run and list it here (`harness repro --keep`).
     pub kept_bundles: Option<sandbox::runc::PreparedList>,
-    /// The mutation operator every cell's driver is run under (`harness mutate`); `None`: the
+    /// The mutation every cell's driver is run under (`harness mutate`); none by default: the
     /// driver as it is, its bytes relayed untouched.
-    pub mutation: Option<tap::mutation::Operator>,
+    pub mutation: Mutation,
     /// Whether `local` drivers get a mount namespace of their own where the kernel allows one
     /// (`sandbox::isolation`). `false` (`HARNESS_LOCAL_ISOLATION=off`): they run without one,
     /// as on a machine that allows none, so what docs/prerequisites.md promises there ("`local`,
@@ -51,7 +52,7 @@ impl CellContext {
             repo_root: paths::repo_root(),
             ci: std::env::var("CI").as_deref() == Ok("true"),
             kept_bundles: None,
-            mutation: None,
+            mutation: Mutation::default(),
             local_isolation: local_isolation_from_env()?,
         })
     }

@@ -3,8 +3,10 @@
 //! Its API (every other item is `pub(crate)`): loading the matrix as run ([`load`]: the shipped
 //! suites plus a drivers file and more Codex versions, every declared driver's program checked);
 //! where evidence goes ([`paths`]) and who may write there ([`out_lock::OutLock`]); the one
-//! context every cell of a process shares ([`context::CellContext`]); the hidden subcommands a
-//! harness binary serves ([`hidden`]); one cell ([`cell::run_cell`]: not applicable,
+//! context every cell of a process shares ([`context::CellContext`]) and the mutation it may
+//! run every cell's driver under ([`mutation::Mutation`]: the one place of the matrix that
+//! knows `harness mutate`'s operators); the hidden subcommands a harness binary serves
+//! ([`hidden`]); one cell ([`cell::run_cell`]: not applicable,
 //! prerequisites ([`prereq`]), its attempts and its verdict file); the executor of a run
 //! ([`scheduler`]: a batch of cells run to the end or a stop, typed events as they go;
 //! [`concurrency::Concurrency`]); and, for the maintainer tools that run part of
@@ -36,6 +38,7 @@ pub mod context;
 pub mod guard;
 pub mod hidden;
 pub mod load;
+pub mod mutation;
 pub mod out_lock;
 mod own_evidence;
 pub mod paths;

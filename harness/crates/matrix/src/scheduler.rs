@@ -20,6 +20,7 @@ use std::time::Duration;
 use suites::spec::{AppServerKind, ScenarioRef};
 use suites::Cell;
 use tokio::sync::mpsc::UnboundedSender;
+use tokio::sync::oneshot;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
@@ -64,7 +65,7 @@ impl Progress {
 pub enum CellEvent {
     /// Its slots taken, the cell starts.
     Started,
-    /// Its turn came and [`Batch::skip`] left it out: it never starts.
+    /// Its turn came and it had been withdrawn ([`Batch::withdrawn`]): it never starts.
     Skipped,
     /// The cell ran to its result.
     Finished(Box<CellResult>),
@@ -72,8 +73,36 @@ pub enum CellEvent {
     Interrupted,
 }
 
-/// Where the executor sends its events: each run's index in the batch, and what happened.
-pub type CellEvents = UnboundedSender<(usize, CellEvent)>;
+/// Where the executor sends its events: each run's index in the batch, what happened, and the
+/// event's [`Receipt`].
+pub type CellEvents = UnboundedSender<(usize, CellEvent, Receipt)>;
+
+/// Dropped by whoever receives an event once it has handled it. The executor keeps a finished
+/// run's slots until then: a run its consumer withdraws on that result ([`Batch::withdrawn`])
+/// cannot have started in them meanwhile. A receiver that is gone handled everything.
+#[derive(Debug)]
+pub struct Receipt {
+    /// Never sent on: its drop is the signal.
+    _handled: Option<oneshot::Sender<()>>,
+}
+
+impl Receipt {
+    /// A receipt nobody waits for.
+    fn unawaited() -> Receipt {
+        Receipt { _handled: None }
+    }
+
+    /// A receipt, and what resolves once it is dropped.
+    fn awaited() -> (Receipt, oneshot::Receiver<()>) {
+        let (handled, dropped) = oneshot::channel();
+        (
+            Receipt {
+                _handled: Some(handled),
+            },
+            dropped,
+        )
+    }
+}
 
 /// What a matrix run produced: the results of the cells that finished (in the cells' order),
 /// and the cells a stop cut short or never started.
@@ -86,38 +115,36 @@ pub struct MatrixRun {
     pub not_started: Vec<CellId>,
     /// The message of a panic in a cell's task, which stopped the run.
     pub panic: Option<String>,
-    /// Indices (in the batch's runs) of those its [`Batch::skip`] left out when their turn came.
+    /// Indices (in the batch's runs) of those left out when their turn came: they had been
+    /// withdrawn ([`Batch::withdrawn`]).
     pub skipped: Vec<usize>,
 }
 
 /// What [`execute`] runs: cells, each with its context (`harness mutate` runs the same cell
 /// under several operators at once, each into its own out folder), the order they start in and
-/// which to leave out (`harness mutate`: each operator's likeliest killers first, an operator's
-/// queued runs left out once one of its runs killed it).
+/// a handle on each the caller may withdraw it by (`harness mutate`: each operator's likeliest
+/// killers first, an operator's queued runs withdrawn once one of its runs killed it).
 pub struct Batch {
     pub runs: Vec<(CellContext, Cell)>,
     /// The order the runs start in (indices into the runs); every index exactly once.
     pub order: Vec<usize>,
-    /// Asked when a run's turn comes (its slots taken): `true` leaves it out.
-    pub skip: Arc<dyn Fn(usize) -> bool + Send + Sync>,
-    /// Told of each finished run, by index, before a later run's [`Batch::skip`] is asked.
-    pub finished: Arc<OnFinished>,
+    /// Each run's withdrawal, in the runs' order: a run whose token the caller cancelled before
+    /// its turn came (its slots taken) is left out ([`CellEvent::Skipped`]). A caller that
+    /// withdraws runs on what it is told of finished ones does so before the next run starts in
+    /// their slots ([`Receipt`]).
+    pub withdrawn: Vec<CancellationToken>,
     /// How many more times a run whose result fails runs again, from scratch, before its
     /// result is final (`harness run --retries`; `crate::attempts`).
     pub retries: usize,
 }
 
-/// [`Batch::finished`]: a run's index and its result.
-pub(crate) type OnFinished = dyn Fn(usize, &CellResult) + Send + Sync;
-
 impl Batch {
-    /// `cells`, each with `ctx`, the longest expected first ([`start_order`]), none left out.
+    /// `cells`, each with `ctx`, the longest expected first ([`start_order`]), none withdrawn.
     pub fn of_cells(ctx: &CellContext, cells: &[Cell], jobs: Concurrency) -> Batch {
         Batch {
             runs: cells.iter().map(|c| (ctx.clone(), c.clone())).collect(),
             order: start_order(cells, jobs),
-            skip: Arc::new(|_| false),
-            finished: Arc::new(|_, _| {}),
+            withdrawn: cells.iter().map(|_| CancellationToken::new()).collect(),
             retries: 0,
         }
     }
@@ -129,7 +156,8 @@ impl Batch {
 }
 
 /// Run `batch`, as many at once as `jobs` allows, sending each start and end to `events` (a
-/// closed receiver is no error: nobody listens), until the end or until `stop` is cancelled:
+/// closed receiver is no error: nobody listens; a finished run's slots are freed once its
+/// [`Receipt`] is dropped), until the end or until `stop` is cancelled:
 /// then no cell starts any more, the running ones are dropped (their guards tear down what they
 /// started), and what finished is returned, in the order of the batch's runs. A panic in a
 /// cell's task cancels `stop` too and is returned, not raised.
@@ -140,6 +168,11 @@ pub async fn execute(
     events: CellEvents,
 ) -> MatrixRun {
     let runs = &batch.runs;
+    assert_eq!(
+        batch.withdrawn.len(),
+        runs.len(),
+        "a batch's withdrawals are its runs'"
+    );
     let semaphore = Arc::new(Semaphore::new(jobs.slots() as usize));
     let mut tasks = tokio::task::JoinSet::new();
     // The semaphore is fair: cells get their permits in this order.
@@ -149,8 +182,7 @@ pub async fn execute(
         let semaphore = semaphore.clone();
         let events = events.clone();
         let stop = stop.clone();
-        let skip = batch.skip.clone();
-        let finished = batch.finished.clone();
+        let withdrawn = batch.withdrawn[index].clone();
         let retries = batch.retries;
         tasks.spawn(async move {
             let _permit = tokio::select! {
@@ -162,9 +194,9 @@ pub async fn execute(
                 return (index, Ran::NotStarted);
             }
             let tell = |event| {
-                let _ = events.send((index, event));
+                let _ = events.send((index, event, Receipt::unawaited()));
             };
-            if skip(index) {
+            if withdrawn.is_cancelled() {
                 tell(CellEvent::Skipped);
                 return (index, Ran::Skipped);
             }
@@ -174,15 +206,16 @@ pub async fn execute(
                 _ = stop.cancelled() => None,
                 result = run_cell_retried(&ctx, &cell, retries) => Some(result),
             };
-            // Before the permit is released (at the task's end): the next run's skip sees
-            // this one's result.
-            if let Some(result) = &result {
-                finished(index, result);
-            }
             match result {
                 Some(result) => {
                     let result = Box::new(result);
-                    tell(CellEvent::Finished(result.clone()));
+                    let (receipt, handled) = Receipt::awaited();
+                    let finished = (index, CellEvent::Finished(result.clone()), receipt);
+                    // Before the permit is released (at the task's end): what its consumer
+                    // withdraws on this result, no later run starts. Dropped unsent when nobody
+                    // listens, which resolves it too.
+                    let _ = events.send(finished);
+                    let _ = handled.await;
                     (index, Ran::Finished(result))
                 }
                 None => {
@@ -411,6 +444,52 @@ mod tests {
                 ignored: 1
             },
             "a skipped run leaves the total; an error fails, an ignored cell is ignored"
+        );
+    }
+
+    /// A caller that withdraws runs on what it is told of a finished one does so before another
+    /// run starts in the freed slot, however long it takes: the executor waits for the event's
+    /// receipt. (Cells not applicable: their runs are quick and start nothing. Which run goes
+    /// first is the runtime's: the tasks ask for their slots as they are first polled.)
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn runs_withdrawn_on_a_finished_runs_result_never_start_in_its_slot() {
+        let out = tempfile::tempdir().unwrap();
+        let mut ctx = CellContext::from_env().unwrap();
+        ctx.out_root = out.path().to_path_buf();
+        let cells: Vec<Cell> = shipped()
+            .into_iter()
+            .filter(|c| c.not_applicable.is_none())
+            .take(3)
+            .map(|mut c| {
+                c.not_applicable = Some("not run by this test".into());
+                c
+            })
+            .collect();
+        let jobs = Concurrency::Cells(1);
+        let batch = Batch::of_cells(&ctx, &cells, jobs);
+        let withdrawn = batch.withdrawn.clone();
+        let (events, mut received) = tokio::sync::mpsc::unbounded_channel();
+        let consuming = async move {
+            let mut started = 0;
+            while let Some((_, event, receipt)) = received.recv().await {
+                match event {
+                    CellEvent::Started => started += 1,
+                    CellEvent::Finished(_) => {
+                        tokio::time::sleep(Duration::from_millis(300)).await;
+                        withdrawn.iter().for_each(CancellationToken::cancel);
+                    }
+                    _ => {}
+                }
+                drop(receipt);
+            }
+            started
+        };
+        let executing = execute(&batch, jobs, CancellationToken::new(), events);
+        let (run, started) = tokio::join!(executing, consuming);
+        assert_eq!(
+            (started, run.finished.len(), run.skipped.len()),
+            (1, 1, 2),
+            "one run started and finished, the other two withdrawn on its result"
         );
     }
 

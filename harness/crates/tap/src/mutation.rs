@@ -12,7 +12,8 @@
 //! `approve-everything`, so that operator is not applicable to it rather than survived.
 //!
 //! `exit-zero` is no rewrite of the wire: the harness forces the driver's exit status once it
-//! ended (the matrix's driver stage), for drivers whose outcome is their exit status.
+//! ended (`matrix::mutation`, asked by the matrix's driver stage), for drivers whose outcome is
+//! their exit status.
 
 use serde_json::{json, Map, Value};
 use std::collections::{HashMap, HashSet};

@@ -3,7 +3,8 @@
 //! [`Ledger`] plans: a killing run is made a second time, and a kill that does not come back
 //! puts the runs it left out back in. See docs/mutate.md, "How it runs".
 
-use crate::dispatch::CancelReason;
+use crate::cli::run::Printer;
+use crate::dispatch::{CancelReason, Observer, RunEvent};
 use maintainer_tools::mutate::confirm::{Again, Ledger};
 use maintainer_tools::mutate::{self, CellMutant};
 use matrix::concurrency::Concurrency;
@@ -12,9 +13,9 @@ use matrix::scheduler;
 use report::outcome::CellResult;
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
 use suites::Cell;
 use tap::mutation::Operator;
+use tokio_util::sync::CancellationToken;
 
 /// The mutants' runs (one per operator × cell the reference does not rule out) and what judges
 /// one of them.
@@ -70,14 +71,12 @@ impl Mutants<'_> {
                 })
                 .collect();
             planned_runs.extend(round.runs.iter().map(|&i| self.runs[i].clone()));
-            let of_round: Arc<Vec<OperatorOn>> = Arc::new(
-                round
-                    .again
-                    .iter()
-                    .chain(&round.runs)
-                    .map(|&i| self.operator_on(i))
-                    .collect(),
-            );
+            let of_round: Vec<OperatorOn> = round
+                .again
+                .iter()
+                .chain(&round.runs)
+                .map(|&i| self.operator_on(i))
+                .collect();
             // The second runs first: one cell each, and each settles an operator.
             let firsts = if first_kill {
                 let timed: Vec<(Operator, std::time::Duration)> = round
@@ -96,39 +95,39 @@ impl Mutants<'_> {
             let order = (0..seconds)
                 .chain(firsts.into_iter().map(|at| at + seconds))
                 .collect();
-            let killed: Arc<Mutex<BTreeSet<OperatorOn>>> = Arc::default();
-            let skip = {
-                let (killed, of_round) = (killed.clone(), of_round.clone());
-                Arc::new(move |at: usize| {
-                    first_kill && at >= seconds && lock(&killed).contains(&of_round[at])
-                })
-            };
-            let finished = {
-                let (killed, of_round) = (killed.clone(), of_round.clone());
-                let judge = Judge {
-                    reference: self.reference.clone(),
-                    out: self.out.to_path_buf(),
-                };
-                Arc::new(move |at: usize, result: &CellResult| {
-                    if at >= seconds && judge.kills(of_round[at].0, result) {
-                        lock(&killed).insert(of_round[at].clone());
+            // One withdrawal per operator and driver: its first kill withdraws its queued runs.
+            let withdrawals: HashMap<&OperatorOn, CancellationToken> = of_round
+                .iter()
+                .map(|key| (key, CancellationToken::new()))
+                .collect();
+            let withdrawn = (0..planned_runs.len())
+                .map(|at| {
+                    if first_kill && at >= seconds {
+                        withdrawals[&of_round[at]].clone()
+                    } else {
+                        CancellationToken::new()
                     }
                 })
-            };
+                .collect();
             let planned_count = planned_runs.len();
             let batch = scheduler::Batch {
                 runs: planned_runs,
                 order,
-                skip,
-                finished,
+                withdrawn,
                 // Mutate confirms a kill with its own run (`maintainer_tools::mutate::confirm`); running a
                 // failed cell again here would blur what that run confirms.
                 retries: 0,
             };
-            let mut printer = crate::cli::run::Printer { progress: false };
+            let mut first_kills = FirstKills {
+                mutants: self,
+                seconds,
+                of_round: &of_round,
+                withdrawals: &withdrawals,
+                printer: Printer { progress: false },
+            };
             let ran = crate::dispatch::Run::new(batch, jobs)
-                .execute(&mut printer)?
-                .settle(&mut printer);
+                .execute(&mut first_kills)?
+                .settle(&mut first_kills);
             let (run, took) = (ran.run, ran.wall);
             wall += took;
             match ran.cause {
@@ -189,10 +188,17 @@ impl Mutants<'_> {
         }))
     }
 
-    /// One mutant's cell as it is judged: the rewrites its transcript records, its outcome and
-    /// the reference's.
+    /// One mutant's cell as it is judged: the rewrites its transcript (below the out folder's
+    /// folder of `operator`) records, its outcome and the reference's.
     fn cell_mutant(&self, operator: Operator, result: &CellResult) -> anyhow::Result<CellMutant> {
-        cell_mutant(self.out, self.reference, operator, result)
+        let name = result.cell.to_string();
+        Ok(CellMutant {
+            applied: mutate::applications(&self.out.join(operator.name()), &name)?,
+            reference: self.reference.get(&name).cloned().flatten(),
+            mutant: mutate::outcome(result),
+            cell: name,
+            again: None,
+        })
     }
 
     /// Where `operator`'s second runs keep their evidence.
@@ -214,39 +220,34 @@ impl Mutants<'_> {
     }
 }
 
-/// What the pool's finish hook needs to see a kill as it happens (owned: the hook outlives
-/// the borrow of a round).
-struct Judge {
-    reference: HashMap<String, Option<String>>,
-    out: PathBuf,
+/// What a round of the pool is told as it runs: a first run that killed its operator withdraws
+/// the operator's queued runs on that driver at once (the executor frees a finished run's slots
+/// only once this was told its end, so none of them starts meanwhile).
+struct FirstKills<'a> {
+    mutants: &'a Mutants<'a>,
+    /// The round's second runs, first in its runs: they withdraw nothing.
+    seconds: usize,
+    /// Each of the round's runs' operator and driver.
+    of_round: &'a [OperatorOn],
+    withdrawals: &'a HashMap<&'a OperatorOn, CancellationToken>,
+    printer: Printer,
 }
 
-impl Judge {
-    /// Whether this run of `operator` killed it. A transcript that cannot be read is no kill
-    /// here: the operator's runs go on (judging reads it again and reports the error).
-    fn kills(&self, operator: Operator, result: &CellResult) -> bool {
-        cell_mutant(&self.out, &self.reference, operator, result).is_ok_and(|c| c.kills())
+impl Observer for FirstKills<'_> {
+    fn observe(&mut self, event: RunEvent) {
+        if let RunEvent::CellFinished { index, result, .. } = &event {
+            let key = &self.of_round[*index];
+            // A transcript that cannot be read is no kill here: the operator's runs go on
+            // (judging reads it again and reports the error).
+            let kills = *index >= self.seconds
+                && self
+                    .mutants
+                    .cell_mutant(key.0, result)
+                    .is_ok_and(|c| c.kills());
+            if kills {
+                self.withdrawals[key].cancel();
+            }
+        }
+        self.printer.observe(event);
     }
-}
-
-/// One mutant's cell as it is judged: the rewrites its transcript (below `out`'s folder of
-/// `operator`) records, its outcome and the reference's.
-fn cell_mutant(
-    out: &Path,
-    reference: &HashMap<String, Option<String>>,
-    operator: Operator,
-    result: &CellResult,
-) -> anyhow::Result<CellMutant> {
-    let name = result.cell.to_string();
-    Ok(CellMutant {
-        applied: mutate::applications(&out.join(operator.name()), &name)?,
-        reference: reference.get(&name).cloned().flatten(),
-        mutant: mutate::outcome(result),
-        cell: name,
-        again: None,
-    })
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|p| p.into_inner())
 }

@@ -18,6 +18,7 @@ use super::folders::Folders;
 use super::process::{self, Bounds, Telling};
 use crate::context::CellContext;
 use crate::hidden;
+use crate::mutation::CellMutation;
 use crate::program::{self, Where};
 use anyhow::{anyhow, bail, Context, Result};
 use driver::bounds;
@@ -31,7 +32,6 @@ use std::time::Duration;
 use suites::declared::split_words;
 use suites::spec::{DeclaredDriver, DriverKind};
 use suites::Cell;
-use tap::mutation::Operator;
 use tap::session::Recording;
 use tap::InstalledTap;
 
@@ -49,11 +49,13 @@ pub(crate) struct Declaration {
 }
 
 /// The cell's driver, as the cell will run it: its declaration, the tap it finds as its
-/// `codex` (the sandbox stage starts recording at its other end), and its launch.
+/// `codex` (the sandbox stage starts recording at its other end), its launch, and the mutation
+/// it runs under (`harness mutate`), the cell's own.
 pub(crate) struct Driver {
     pub(crate) declaration: Declaration,
     pub(crate) tap: InstalledTap,
     launch: launch::Launch,
+    pub(crate) mutation: CellMutation,
 }
 
 /// What the driver's run left: how it ended, where it wrote its own events (`contract =
@@ -81,6 +83,7 @@ pub(crate) fn declare(
     )?;
     let launch = launch::launch(ctx, cell, folders, app_server, &declaration, &tap)?;
     Ok(Driver {
+        mutation: ctx.mutation.for_driver(&declaration.declared),
         declaration,
         tap,
         launch,
@@ -232,7 +235,7 @@ pub(crate) async fn run(
     )
     .await
     .map(|ran| process::Ran {
-        end: exit_zero(launch.exit_zero, &recording, ran.end),
+        end: driver.mutation.driver_end(&recording, ran.end),
         told: ran.told,
     });
     // The driver's launches end with it (its taps died with its process group); what is still
@@ -248,22 +251,6 @@ pub(crate) async fn run(
         transcript,
         told: ran.told,
     })
-}
-
-/// The `exit-zero` mutation (`harness mutate`): a driver whose outcome is its exit status, and
-/// which exited non-zero, is taken to have exited 0 — recorded in the transcript, still open.
-fn exit_zero(applies: bool, recording: &Recording, end: DriverEnd) -> DriverEnd {
-    match end {
-        DriverEnd::Exited { code } if code != 0 && applies => {
-            recording.record_mutation(
-                Operator::ExitZero,
-                &format!("the driver exited with status {code}"),
-                "exit status 0",
-            );
-            DriverEnd::Exited { code: 0 }
-        }
-        end => end,
-    }
 }
 
 /// The bounds on a driver process, from the task and its waits: start-up attempts, one
@@ -375,7 +362,7 @@ mod tests {
             repo_root: None,
             ci: false,
             kept_bundles: None,
-            mutation: None,
+            mutation: Default::default(),
             local_isolation: false,
         };
         let matrix = crate::load::load_matrix(None, &[], None).unwrap();

@@ -125,7 +125,7 @@ pub(crate) async fn enter(
     });
     let spawn = crate::recorder::LauncherSpawn::new(app_launcher.clone(), &dirs.workspace, visible);
     spawn.prestart(&app_server.program.program, &ctx.harness_binary);
-    let recording = start_recording(ctx, folders, app_server, driver, spawn)?;
+    let recording = start_recording(folders, app_server, driver, spawn)?;
     let bubblewrap = bubblewrap_once(environment, app_server, app_launcher.as_ref(), dirs).await;
     // From here on the driver and its app-server may write the workspace: watched from now.
     let watcher = tap::workspace::watch(&dirs.workspace, &dirs.evidence.workspace_changes())
@@ -292,7 +292,6 @@ fn hand_tree_to(path: &std::path::Path, ids: sandbox::isolation::DriverIds) -> s
 /// leading arguments (less the `app-server` the driver gives itself), the driver's arguments,
 /// and the cell's extra arguments.
 fn start_recording(
-    ctx: &CellContext,
     folders: &Folders,
     app_server: &AppServer,
     driver: &Driver,
@@ -326,7 +325,7 @@ fn start_recording(
         setup,
         spawn,
         tap::session::Options {
-            mutation: ctx.mutation,
+            mutation: driver.mutation.for_the_recorder(),
             timing: app_server.timing.clone(),
         },
     )?;

@@ -22,7 +22,6 @@ use std::path::{Path, PathBuf};
 use suites::declared::Placeholders;
 use suites::spec::{CodexDiscovery, DeclaredDriver, DriverContract};
 use suites::Cell;
-use tap::mutation::Operator;
 use tap::InstalledTap;
 
 /// `PATH` folders every driver gets after the harness's own.
@@ -41,8 +40,6 @@ pub(super) struct Launch {
     /// Its program (or script), when its command names one by path: the launcher says whether
     /// the environment's uid can start it.
     pub(super) program: Option<PathBuf>,
-    /// The `exit-zero` mutation (`harness mutate`) applies: its outcome is its exit status.
-    pub(super) exit_zero: bool,
 }
 
 /// How `declaration`'s driver is launched in `cell`: the run as it is told it, the task it
@@ -76,8 +73,6 @@ pub(super) fn launch(
         transcript: folders.dirs.evidence.transcript(),
         tell: Tell::for_cell(cell, declared, &run.task)?,
         program: program_by_path(ctx, declared),
-        exit_zero: ctx.mutation == Some(Operator::ExitZero)
-            && declared.outcome == Some(graders::events::OutcomeDeclaration::ExitStatus),
     })
 }
 
