@@ -78,15 +78,10 @@ pub(crate) async fn enter(
     // (the driver's part), then what it needs (its program, the file it writes what the model
     // was told into).
     let app_mounts = EnvMounts::scratch(&dirs.driver).merge(app_server.mounts.clone());
-    let app_launcher = app_server_launcher(
-        ctx,
-        folders,
-        environment,
-        &app_mounts,
-        driver,
-        &options,
-        &contained,
-    )?;
+    let starting = || format!("starting environment `{environment}`");
+    let app_launcher =
+        contained(launcher_with(environment, &app_mounts, &options).with_context(starting)?);
+    let app_launcher = app_server_launcher(ctx, folders, &app_mounts, driver, app_launcher)?;
     let driver_launcher = driver_launcher(ctx, folders, environment, driver, &options, &contained)?;
     let visible = (environment != "local").then(|| {
         std::iter::once(app_mounts.scratch.clone())
@@ -124,21 +119,17 @@ pub(crate) async fn enter(
 /// Wraps a launcher so every process it starts joins the cell's cgroup (when there is one).
 type Contain<'a> = dyn Fn(Arc<dyn Launcher>) -> Arc<dyn Launcher> + 'a;
 
-/// The app-server's launcher in the cell's environment, on `app_mounts` (the folders it works
-/// in, then what it needs); on the host, isolated from what the driver's command does not name.
+/// The app-server's launcher: `in_environment` (the environment's, on `app_mounts`), or, for
+/// an app-server on the host, an isolated view through it that shows what the driver's command
+/// names too.
 fn app_server_launcher(
     ctx: &CellContext,
     folders: &Folders,
-    environment: &str,
     app_mounts: &EnvMounts,
     driver: &Driver,
-    options: &LauncherOptions,
-    contained: &Contain<'_>,
+    in_environment: Arc<dyn Launcher>,
 ) -> Result<Arc<dyn Launcher>> {
     let dirs = &folders.dirs;
-    let starting = || format!("starting environment `{environment}`");
-    let app_launcher =
-        contained(launcher_with(environment, app_mounts, options).with_context(starting)?);
     match dirs.local_app_server {
         Some(ids) => {
             // The driver starts its codex from a folder it sees (its cwd is the launch's): the
@@ -156,9 +147,9 @@ fn app_server_launcher(
                     .collect(),
                 ..app_mounts.clone()
             };
-            app_server_isolated(ctx, dirs, ids, &view, app_launcher)
+            app_server_isolated(ctx, dirs, ids, &view, in_environment)
         }
-        None => Ok(app_launcher),
+        None => Ok(in_environment),
     }
 }
 
