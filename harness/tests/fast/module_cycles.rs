@@ -99,7 +99,7 @@ enum TestModule {
 }
 
 /// Whether `tokens[at]` opens an attribute (`#[…]`), and its contents without spaces.
-fn attribute(tokens: &[TokenTree], at: usize) -> Option<String> {
+pub(crate) fn attribute(tokens: &[TokenTree], at: usize) -> Option<String> {
     match (tokens.get(at), tokens.get(at + 1)) {
         (Some(TokenTree::Punct(hash)), Some(TokenTree::Group(group)))
             if hash.as_char() == '#' && group.delimiter() == Delimiter::Bracket =>
