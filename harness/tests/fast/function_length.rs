@@ -15,7 +15,7 @@ use std::str::FromStr;
 
 use crate::file_length::rust_files;
 use crate::layers::workspace_root;
-use crate::module_cycles::attribute;
+use crate::module_cycles::{attribute, end_of_item};
 use proc_macro2::{Delimiter, TokenStream, TokenTree};
 
 /// The bound, in lines.
@@ -74,19 +74,6 @@ fn says_why(doc: &str) -> bool {
         })
 }
 
-/// The index after the item that starts at `tokens[at]`: its `;`, or its first `{…}` group.
-fn skip_item(tokens: &[TokenTree], mut at: usize) -> usize {
-    while let Some(token) = tokens.get(at) {
-        at += 1;
-        match token {
-            TokenTree::Punct(end) if end.as_char() == ';' => break,
-            TokenTree::Group(body) if body.delimiter() == Delimiter::Brace => break,
-            _ => {}
-        }
-    }
-    at
-}
-
 /// The functions over the bound in `tokens`, at any depth (impl blocks, modules, bodies),
 /// test items left out.
 fn long_functions(tokens: &[TokenTree], found: &mut Vec<Long>) {
@@ -100,7 +87,7 @@ fn long_functions(tokens: &[TokenTree], found: &mut Vec<Long>) {
                 while attribute(tokens, at).is_some() {
                     at += 2;
                 }
-                at = skip_item(tokens, at);
+                at = end_of_item(tokens, at);
                 docs.clear();
             } else {
                 docs.push(contents);

@@ -133,6 +133,12 @@ fn skip_test_item(tokens: &[TokenTree], mut at: usize, names: &mut FileNames) ->
             return at + 3;
         }
     }
+    end_of_item(tokens, at)
+}
+
+/// The index after the item that starts at `tokens[at]`: after its `;`, or its first `{…}`
+/// group (its body).
+pub(crate) fn end_of_item(tokens: &[TokenTree], mut at: usize) -> usize {
     while let Some(token) = tokens.get(at) {
         at += 1;
         match token {
