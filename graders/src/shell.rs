@@ -36,137 +36,173 @@ enum Token {
     RedirectIn,
 }
 
-/// The script as words and operators. One loop over the characters, long on purpose: quoting,
-/// escapes and operators share the word being built, so a helper per case would pass it all.
+/// The script as words and operators.
 fn tokenize(script: &str) -> Vec<Token> {
-    let mut tokens = Vec::new();
-    let mut word = String::new();
-    let mut in_word = false;
-    let mut chars = script.chars().peekable();
-    let end_word = |tokens: &mut Vec<Token>, word: &mut String, in_word: &mut bool| {
-        if *in_word {
-            tokens.push(Token::Word(std::mem::take(word)));
-            *in_word = false;
-        }
+    let mut lexer = Lexer {
+        chars: script.chars().peekable(),
+        tokens: Vec::new(),
+        word: String::new(),
+        in_word: false,
     };
-    while let Some(c) = chars.next() {
+    while let Some(c) = lexer.chars.next() {
+        lexer.read(c);
+    }
+    lexer.end_word();
+    lexer.tokens
+}
+
+/// The tokenizer's state: quoting, escapes and operators all add to the word being built or
+/// end it.
+struct Lexer<'a> {
+    chars: std::iter::Peekable<std::str::Chars<'a>>,
+    tokens: Vec<Token>,
+    word: String,
+    /// Whether a word has begun (an empty quoted string `''` is a word).
+    in_word: bool,
+}
+
+impl Lexer<'_> {
+    /// One character of the script, by what it begins.
+    fn read(&mut self, c: char) {
         match c {
-            '\'' => {
-                in_word = true;
-                for q in chars.by_ref() {
-                    if q == '\'' {
-                        break;
-                    }
-                    word.push(q);
-                }
-            }
-            '"' => {
-                in_word = true;
-                while let Some(q) = chars.next() {
-                    match q {
-                        '"' => break,
-                        '\\' => match chars.next() {
-                            Some(e @ ('"' | '\\' | '$' | '`')) => word.push(e),
-                            Some('\n') | None => {}
-                            Some(other) => {
-                                word.push('\\');
-                                word.push(other);
-                            }
-                        },
-                        other => word.push(other),
-                    }
-                }
-            }
-            '\\' => match chars.next() {
+            '\'' => self.single_quoted(),
+            '"' => self.double_quoted(),
+            '\\' => match self.chars.next() {
                 Some('\n') | None => {}
                 Some(e) => {
-                    in_word = true;
-                    word.push(e);
+                    self.in_word = true;
+                    self.word.push(e);
                 }
             },
-            '#' if !in_word => {
-                for q in chars.by_ref() {
+            '#' if !self.in_word => {
+                for q in self.chars.by_ref() {
                     if q == '\n' {
                         break;
                     }
                 }
-                tokens.push(Token::Control);
+                self.tokens.push(Token::Control);
             }
-            ' ' | '\t' | '\r' => end_word(&mut tokens, &mut word, &mut in_word),
-            '\n' | ';' | '(' | ')' | '`' => {
-                end_word(&mut tokens, &mut word, &mut in_word);
-                tokens.push(Token::Control);
-            }
+            ' ' | '\t' | '\r' => self.end_word(),
+            '\n' | ';' | '(' | ')' | '`' => self.control(),
             '|' => {
-                end_word(&mut tokens, &mut word, &mut in_word);
-                if chars.peek() == Some(&'|') {
-                    chars.next();
-                }
-                tokens.push(Token::Control);
+                self.end_word();
+                self.skip('|');
+                self.tokens.push(Token::Control);
             }
-            '&' => {
-                end_word(&mut tokens, &mut word, &mut in_word);
-                match chars.peek() {
-                    Some('>') => {
-                        chars.next();
-                        if chars.peek() == Some(&'>') {
-                            chars.next();
-                        }
-                        tokens.push(Token::RedirectOut);
-                    }
-                    Some('&') => {
-                        chars.next();
-                        tokens.push(Token::Control);
-                    }
-                    _ => tokens.push(Token::Control),
-                }
-            }
-            '>' | '<' => {
-                // A descriptor number written right before the operator (`2>`) is no word.
-                if in_word && !word.is_empty() && word.chars().all(|d| d.is_ascii_digit()) {
-                    word.clear();
-                    in_word = false;
-                }
-                end_word(&mut tokens, &mut word, &mut in_word);
-                let token = match (c, chars.peek()) {
-                    ('>', Some('>' | '|')) => {
-                        chars.next();
-                        Token::RedirectOut
-                    }
-                    (_, Some('&')) => {
-                        chars.next();
-                        Token::RedirectDup
-                    }
-                    ('<', Some('>')) => {
-                        chars.next();
-                        Token::RedirectOut
-                    }
-                    ('<', Some('<')) => {
-                        chars.next();
-                        if chars.peek() == Some(&'<') {
-                            chars.next();
-                        }
-                        Token::RedirectIn
-                    }
-                    ('>', _) => Token::RedirectOut,
-                    _ => Token::RedirectIn,
-                };
-                tokens.push(token);
-            }
-            '$' if chars.peek() == Some(&'(') => {
+            '&' => self.ampersand(),
+            '>' | '<' => self.redirection(c),
+            '$' if self.chars.peek() == Some(&'(') => {
                 // A command substitution is a command of its own.
-                chars.next();
-                end_word(&mut tokens, &mut word, &mut in_word);
-                tokens.push(Token::Control);
+                self.chars.next();
+                self.control();
             }
             other => {
-                in_word = true;
-                word.push(other);
+                self.in_word = true;
+                self.word.push(other);
             }
         }
     }
-    end_word(&mut tokens, &mut word, &mut in_word);
-    tokens
+
+    fn end_word(&mut self) {
+        if self.in_word {
+            self.tokens
+                .push(Token::Word(std::mem::take(&mut self.word)));
+            self.in_word = false;
+        }
+    }
+
+    /// A control operator: the word before it ends.
+    fn control(&mut self) {
+        self.end_word();
+        self.tokens.push(Token::Control);
+    }
+
+    /// Consumes the next character when it is `c`.
+    fn skip(&mut self, c: char) {
+        if self.chars.peek() == Some(&c) {
+            self.chars.next();
+        }
+    }
+
+    /// After `'`: everything up to the closing quote, literally.
+    fn single_quoted(&mut self) {
+        self.in_word = true;
+        for q in self.chars.by_ref() {
+            if q == '\'' {
+                break;
+            }
+            self.word.push(q);
+        }
+    }
+
+    /// After `"`: up to the closing quote, a backslash escaping only `"`, `\`, `$`, `` ` `` and
+    /// a newline.
+    fn double_quoted(&mut self) {
+        self.in_word = true;
+        while let Some(q) = self.chars.next() {
+            match q {
+                '"' => break,
+                '\\' => match self.chars.next() {
+                    Some(e @ ('"' | '\\' | '$' | '`')) => self.word.push(e),
+                    Some('\n') | None => {}
+                    Some(other) => {
+                        self.word.push('\\');
+                        self.word.push(other);
+                    }
+                },
+                other => self.word.push(other),
+            }
+        }
+    }
+
+    /// After `&`: `&>`/`&>>` redirect output; `&&` and `&` end the command.
+    fn ampersand(&mut self) {
+        self.end_word();
+        match self.chars.peek() {
+            Some('>') => {
+                self.chars.next();
+                self.skip('>');
+                self.tokens.push(Token::RedirectOut);
+            }
+            Some('&') => {
+                self.chars.next();
+                self.tokens.push(Token::Control);
+            }
+            _ => self.tokens.push(Token::Control),
+        }
+    }
+
+    /// After `>` or `<` (`c`): the redirection, by the character after it.
+    fn redirection(&mut self, c: char) {
+        // A descriptor number written right before the operator (`2>`) is no word.
+        if self.in_word && !self.word.is_empty() && self.word.chars().all(|d| d.is_ascii_digit()) {
+            self.word.clear();
+            self.in_word = false;
+        }
+        self.end_word();
+        let token = match (c, self.chars.peek()) {
+            ('>', Some('>' | '|')) => {
+                self.chars.next();
+                Token::RedirectOut
+            }
+            (_, Some('&')) => {
+                self.chars.next();
+                Token::RedirectDup
+            }
+            ('<', Some('>')) => {
+                self.chars.next();
+                Token::RedirectOut
+            }
+            ('<', Some('<')) => {
+                self.chars.next();
+                self.skip('<');
+                Token::RedirectIn
+            }
+            ('>', _) => Token::RedirectOut,
+            _ => Token::RedirectIn,
+        };
+        self.tokens.push(token);
+    }
 }
 
 fn basename(word: &str) -> &str {

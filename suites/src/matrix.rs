@@ -4,10 +4,7 @@
 //! `harness run` adds ([`Extras`]: a user's drivers file, `--codex` versions; see
 //! [`crate::generate`]).
 
-use crate::baseline::{
-    parse_verdict, Baseline, BaselineEntry, BaselineFile, CellPattern, Expectation, VerdictKind,
-    SIGNED_VERDICTS,
-};
+use crate::baseline::{Baseline, BaselineFile, Expectation};
 use crate::cell::{check_case, expand_blocks, Cell};
 use crate::generate::Extras;
 use crate::names::check_name;
@@ -15,6 +12,8 @@ use crate::source::{BASELINE_FILE, SUITES_FILE};
 use crate::spec::SuitesFile;
 use crate::SuitesError;
 use std::collections::{BTreeMap, BTreeSet};
+
+mod expectations;
 
 /// The longest file name Linux file systems take.
 const MAX_CELL_NAME_BYTES: usize = 255;
@@ -45,32 +44,9 @@ impl Matrix {
         baseline_toml: &str,
         extras: &Extras,
     ) -> Result<Self, SuitesError> {
-        let mut file: SuitesFile = toml::from_str(suites_toml).map_err(|e| SuitesError::Parse {
-            file: SUITES_FILE.into(),
-            message: e.to_string(),
-        })?;
-        let baseline_file: BaselineFile =
-            toml::from_str(baseline_toml).map_err(|e| SuitesError::Parse {
-                file: BASELINE_FILE.into(),
-                message: e.to_string(),
-            })?;
+        let (mut file, baseline_file) = parse_files(suites_toml, baseline_toml)?;
         check_runners(&file)?;
-        let mut per_suite: BTreeMap<String, Vec<Cell>> = BTreeMap::new();
-        for (suite_name, suite) in &file.suites {
-            check_name(SUITES_FILE, "suite", suite_name)?;
-            for (case_name, case) in &suite.cases {
-                check_case(SUITES_FILE, suite_name, case_name, case)?;
-            }
-            let cells = expand_blocks(
-                SUITES_FILE,
-                &file,
-                suite_name,
-                &suite.matrix,
-                suite.expected_cells,
-                suite.cases.keys(),
-            )?;
-            per_suite.insert(suite_name.clone(), cells);
-        }
+        let mut per_suite = expand_suites(&file)?;
         let extended = crate::generate::extend(&mut file, extras, &mut per_suite)?;
         let user_cases: BTreeSet<(&str, &str)> = extras
             .drivers
@@ -79,33 +55,7 @@ impl Matrix {
             .flat_map(|(suite, user)| user.cases.keys().map(move |c| (suite.as_str(), c.as_str())))
             .collect();
         let mut cells: Vec<Cell> = per_suite.into_values().flatten().collect();
-        let mut seen = BTreeSet::new();
-        for cell in &mut cells {
-            // The cell's name is its evidence folder's name.
-            if cell.name().len() > MAX_CELL_NAME_BYTES {
-                return Err(SuitesError::Invalid {
-                    file: extras
-                        .drivers
-                        .as_ref()
-                        .map_or(SUITES_FILE.to_string(), |d| d.name.clone()),
-                    message: format!(
-                        "cell `{}` has a name of {} bytes; a cell name is a folder name, at most {MAX_CELL_NAME_BYTES} bytes: shorten the driver's, suite's or case's name",
-                        cell.name(),
-                        cell.name().len()
-                    ),
-                });
-            }
-            if !seen.insert(cell.id.clone()) {
-                return Err(SuitesError::DuplicateCell {
-                    file: extras
-                        .drivers
-                        .as_ref()
-                        .map_or(SUITES_FILE.to_string(), |d| d.name.clone()),
-                    cell: cell.name(),
-                });
-            }
-            cell.not_applicable = crate::applicability::not_applicable(cell);
-        }
+        check_cells(&mut cells, extras)?;
         let from_drivers_file: BTreeSet<String> = cells
             .iter()
             .filter(|c| {
@@ -114,49 +64,7 @@ impl Matrix {
             })
             .map(Cell::name)
             .collect();
-        // Each file expects only its own cells: the shipped baseline the shipped matrix's, a
-        // drivers file the cells it adds (a shipped pattern never reaches a user's driver).
-        let (shipped, added): (Vec<Cell>, Vec<Cell>) = cells
-            .iter()
-            .cloned()
-            .partition(|c| !from_drivers_file.contains(&c.name()));
-        let mut entries = BTreeMap::new();
-        check_baseline(
-            &shipped,
-            baseline_file.expected,
-            BASELINE_FILE,
-            &mut entries,
-        )?;
-        if let Some(drivers) = &extras.drivers {
-            let shipped_names: BTreeSet<String> = shipped.iter().map(Cell::name).collect();
-            if let Some(entry) = drivers
-                .expected
-                .iter()
-                .find(|e| shipped_names.contains(&e.cell))
-            {
-                return Err(match entries.get(&entry.cell) {
-                    Some((_, other)) => SuitesError::DuplicateBaselineCell {
-                        file: drivers.name.clone(),
-                        cell: entry.cell.clone(),
-                        other: other.clone(),
-                    },
-                    None => SuitesError::UnknownBaselineCell {
-                        file: drivers.name.clone(),
-                        cell: entry.cell.clone(),
-                        why: "it is a cell of the shipped matrix, not one this drivers file adds; suites/baseline.toml decides its expectation".into(),
-                    },
-                });
-            }
-            check_baseline(
-                &added,
-                drivers.expected.clone(),
-                &drivers.name,
-                &mut entries,
-            )?;
-        }
-        let baseline = Baseline {
-            entries: entries.into_iter().map(|(k, (e, _))| (k, e)).collect(),
-        };
+        let baseline = expectations::baseline(&cells, &from_drivers_file, baseline_file, extras)?;
         for cell in &mut cells {
             cell.expected = Expectation {
                 declarations: crate::applicability::graded_with(cell),
@@ -191,6 +99,76 @@ impl Matrix {
     pub fn suite_names(&self) -> impl Iterator<Item = &str> {
         self.file.suites.keys().map(String::as_str)
     }
+}
+
+/// The two files, parsed: the suites and the shipped baseline.
+fn parse_files(
+    suites_toml: &str,
+    baseline_toml: &str,
+) -> Result<(SuitesFile, BaselineFile), SuitesError> {
+    let file: SuitesFile = toml::from_str(suites_toml).map_err(|e| SuitesError::Parse {
+        file: SUITES_FILE.into(),
+        message: e.to_string(),
+    })?;
+    let baseline_file: BaselineFile =
+        toml::from_str(baseline_toml).map_err(|e| SuitesError::Parse {
+            file: BASELINE_FILE.into(),
+            message: e.to_string(),
+        })?;
+    Ok((file, baseline_file))
+}
+
+/// Each shipped suite's cells, its names and cases checked.
+fn expand_suites(file: &SuitesFile) -> Result<BTreeMap<String, Vec<Cell>>, SuitesError> {
+    let mut per_suite: BTreeMap<String, Vec<Cell>> = BTreeMap::new();
+    for (suite_name, suite) in &file.suites {
+        check_name(SUITES_FILE, "suite", suite_name)?;
+        for (case_name, case) in &suite.cases {
+            check_case(SUITES_FILE, suite_name, case_name, case)?;
+        }
+        let cells = expand_blocks(
+            SUITES_FILE,
+            file,
+            suite_name,
+            &suite.matrix,
+            suite.expected_cells,
+            suite.cases.keys(),
+        )?;
+        per_suite.insert(suite_name.clone(), cells);
+    }
+    Ok(per_suite)
+}
+
+/// Every cell's name checked (a folder name, unique) and its applicability decided.
+fn check_cells(cells: &mut [Cell], extras: &Extras) -> Result<(), SuitesError> {
+    let mut seen = BTreeSet::new();
+    for cell in cells.iter_mut() {
+        // The cell's name is its evidence folder's name.
+        if cell.name().len() > MAX_CELL_NAME_BYTES {
+            return Err(SuitesError::Invalid {
+                file: extras
+                    .drivers
+                    .as_ref()
+                    .map_or(SUITES_FILE.to_string(), |d| d.name.clone()),
+                message: format!(
+                    "cell `{}` has a name of {} bytes; a cell name is a folder name, at most {MAX_CELL_NAME_BYTES} bytes: shorten the driver's, suite's or case's name",
+                    cell.name(),
+                    cell.name().len()
+                ),
+            });
+        }
+        if !seen.insert(cell.id.clone()) {
+            return Err(SuitesError::DuplicateCell {
+                file: extras
+                    .drivers
+                    .as_ref()
+                    .map_or(SUITES_FILE.to_string(), |d| d.name.clone()),
+                cell: cell.name(),
+            });
+        }
+        cell.not_applicable = crate::applicability::not_applicable(cell);
+    }
+    Ok(())
 }
 
 fn check_runners(file: &SuitesFile) -> Result<(), SuitesError> {
@@ -230,152 +208,10 @@ fn check_runners(file: &SuitesFile) -> Result<(), SuitesError> {
     Ok(())
 }
 
-/// Check one file's baseline entries against the cells and add them to `entries` (cell →
-/// expectation and the entry that listed it). An entry names one cell, or a pattern of them
-/// (`*` in a part stands for any text without a dot): one reason for every cell it matches.
-/// Within a file a later entry overrides an earlier one for the cells both match (a pattern
-/// first, its exceptions after it); an entry that decides no cell — it matches none, or every
-/// cell it matches is listed again later — is an error, so no entry is dead. A cell another file
-/// already lists is an error: a drivers file cannot override the shipped baseline.
-fn check_baseline(
-    cells: &[Cell],
-    listed: Vec<BaselineEntry>,
-    source: &str,
-    entries: &mut BTreeMap<String, (Expectation, String)>,
-) -> Result<(), SuitesError> {
-    let file = || source.to_string();
-    // cell name → (index of the entry deciding it, its expectation)
-    let mut decided: BTreeMap<String, (usize, Expectation)> = BTreeMap::new();
-    let mut patterns = Vec::with_capacity(listed.len());
-    for (index, entry) in listed.iter().enumerate() {
-        let pattern =
-            CellPattern::parse(&entry.cell).map_err(|why| SuitesError::UnknownBaselineCell {
-                file: file(),
-                cell: entry.cell.clone(),
-                why,
-            })?;
-        let matched: Vec<&Cell> = cells.iter().filter(|c| pattern.matches(&c.id)).collect();
-        let applicable: Vec<&Cell> = matched
-            .iter()
-            .copied()
-            .filter(|c| c.not_applicable.is_none())
-            .collect();
-        if applicable.is_empty() {
-            let why = match (pattern.is_exact(), matched.first()) {
-                (true, None) => "no suite's matrix expands to it".to_string(),
-                (false, None) => "the pattern matches no cell of the matrix".to_string(),
-                (true, Some(cell)) => format!(
-                    "the cell is not applicable, so it has no verdict to expect: {}",
-                    cell.not_applicable.as_deref().unwrap_or_default()
-                ),
-                (false, Some(_)) => "every cell the pattern matches is not applicable, so none has a verdict to expect".to_string(),
-            };
-            return Err(SuitesError::UnknownBaselineCell {
-                file: file(),
-                cell: entry.cell.clone(),
-                why,
-            });
-        }
-        let expectation = check_entry_verdict(entry, source)?;
-        for cell in applicable {
-            let name = cell.name();
-            if let Some((_, other)) = entries.get(&name) {
-                return Err(SuitesError::DuplicateBaselineCell {
-                    file: file(),
-                    cell: name,
-                    other: other.clone(),
-                });
-            }
-            decided.insert(name, (index, expectation.clone()));
-        }
-        patterns.push(pattern);
-    }
-    for (index, entry) in listed.iter().enumerate() {
-        if !decided.values().any(|(by, _)| *by == index) {
-            let later = listed[index + 1..]
-                .iter()
-                .zip(&patterns[index + 1..])
-                .filter(|(_, p)| {
-                    cells
-                        .iter()
-                        .any(|c| patterns[index].matches(&c.id) && p.matches(&c.id))
-                })
-                .map(|(e, _)| format!("`{}`", e.cell))
-                .collect::<Vec<_>>()
-                .join(", ");
-            return Err(SuitesError::DeadBaselineEntry {
-                file: file(),
-                entry: entry.cell.clone(),
-                later,
-            });
-        }
-    }
-    for (name, (index, expectation)) in decided {
-        let by = if patterns[index].is_exact() {
-            file()
-        } else {
-            format!("{} (pattern `{}`)", file(), listed[index].cell)
-        };
-        entries.insert(name, (expectation, by));
-    }
-    Ok(())
-}
-
-/// The expectation one entry states, checked: a real verdict other than `pass`, a reason, and
-/// the signature where a signature decides the verdict.
-fn check_entry_verdict(entry: &BaselineEntry, source: &str) -> Result<Expectation, SuitesError> {
-    let bad = |verdict: &str, why: &str| SuitesError::BadBaselineVerdict {
-        file: source.to_string(),
-        cell: entry.cell.clone(),
-        verdict: verdict.to_string(),
-        why: why.to_string(),
-    };
-    let Some(verdict) = parse_verdict(&entry.verdict) else {
-        return Err(bad(
-            &entry.verdict,
-            "not a verdict name (see graders::verdict::VerdictKind)",
-        ));
-    };
-    if verdict == VerdictKind::Pass {
-        return Err(bad(
-            &entry.verdict,
-            "pass is the default; list only cells expected not to pass",
-        ));
-    }
-    if entry.reason.trim().is_empty() {
-        return Err(bad(
-            &entry.verdict,
-            "the reason is empty; say why this verdict is expected",
-        ));
-    }
-    if SIGNED_VERDICTS.contains(&verdict) && entry.signature.is_none() {
-        return Err(bad(
-            &entry.verdict,
-            "a signature decides this verdict; name the one expected (`signature = \"…\"`, a row of graders::signatures::SIGNATURES)",
-        ));
-    }
-    if let Some(name) = &entry.signature {
-        if !graders::signatures::SIGNATURES
-            .iter()
-            .any(|s| s.name == name)
-        {
-            return Err(bad(
-                &entry.verdict,
-                &format!("signature `{name}` is not a row of graders::signatures::SIGNATURES"),
-            ));
-        }
-    }
-    Ok(Expectation {
-        verdict,
-        reason: Some(entry.reason.clone()),
-        signature: entry.signature.clone(),
-        declarations: None,
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::baseline::VerdictKind;
     use graders::events::{CellId, Target};
 
     const MINI: &str = r#"

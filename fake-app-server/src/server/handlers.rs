@@ -7,7 +7,7 @@ use super::interrupt::{InterruptAnswer, PendingInterruptAnswer};
 use super::services;
 use super::settings::{self, model_of};
 use super::state::server_cwd;
-use super::state::{ActiveTurn, State, TurnSignal};
+use super::state::{ActiveTurn, State, ThreadState, TurnSignal};
 use super::threads;
 use super::turn::{self, TurnPlan};
 use super::{Reply, Shared};
@@ -300,65 +300,7 @@ fn turn_start(shared: &Arc<Shared>, params: Option<&Value>) -> Reply {
                 &active.id,
             ))));
         }
-        if params.settings.apply(shared, thread)? {
-            // Codex 0.169 reports changed settings before it answers (measured: a new
-            // collaboration mode, model, effort or approval policy).
-            shared.out.send(&settings::settings_updated(shared, thread));
-        }
-        let text = threads::user_text(&params.input);
-        if thread.preview.is_empty() {
-            thread.preview = text.clone();
-        }
-        let turn_index = thread.turns_started;
-        let first_turn = turn_index == 0;
-        let output_schema = params.output_schema.as_ref().is_some_and(|s| !s.is_null());
-        let script = threads::script_after_inputs(shared, thread, 1, output_schema);
-        if first_turn {
-            // Codex writes a thread's rollout when its first turn starts (measured): from
-            // now on the thread can be resumed, also by a later process.
-            thread.persist();
-        }
-        let turn_id = crate::ids::uuid_v7();
-        let (signals_tx, signals_rx) = std::sync::mpsc::channel();
-        thread.active = Some(ActiveTurn {
-            id: turn_id.clone(),
-            signals: signals_tx.clone(),
-            output_schema,
-        });
-        let (model, _) = model_of(shared, Some(thread));
-        if !settings::in_catalog(&model) {
-            // Codex warns before it answers turn/start (measured with 0.169).
-            shared
-                .out
-                .send(&settings::missing_metadata_warning(&model, &thread.id));
-        }
-        let plan = TurnPlan {
-            thread_id: thread.id.clone(),
-            approvals_reviewer: thread.approvals_reviewer.clone(),
-            plan_mode: thread
-                .collaboration_mode
-                .as_ref()
-                .is_some_and(|mode| mode["mode"] == "plan"),
-            tokens_before: thread.tokens_used,
-            turn_id: turn_id.clone(),
-            cwd: thread.cwd.clone(),
-            permissions: thread.permissions.clone(),
-            approval_policy: thread.approval_policy.clone(),
-            dynamic_tools: thread.dynamic_tools.clone(),
-            request_permissions_tool: settings::feature_enabled(
-                shared,
-                thread,
-                "request_permissions_tool",
-            ),
-            input: json!(params.input),
-            user_text: text,
-            script,
-            signals: signals_rx,
-            self_signal: signals_tx,
-            raw_events: thread
-                .raw_events
-                .then_some(turn::RawEventsTurn { turn_index }),
-        };
+        let (turn_id, plan) = begin_turn(shared, thread, params)?;
         drop(state);
         // Counted from now, not from when its thread first runs: input that ends right after
         // this turn/start still waits for the turn (`TURNS_AFTER_END_OF_INPUT`).
@@ -375,6 +317,75 @@ fn turn_start(shared: &Arc<Shared>, params: Option<&Value>) -> Reply {
         })
     };
     run().unwrap_or_else(Reply::err)
+}
+
+/// A new turn on `thread`, which has none running: the turn's settings applied, the thread
+/// marked as running it; its id and what its player needs.
+fn begin_turn(
+    shared: &Arc<Shared>,
+    thread: &mut ThreadState,
+    params: TurnStartParams,
+) -> Result<(String, TurnPlan), RpcError> {
+    if params.settings.apply(shared, thread)? {
+        // Codex 0.169 reports changed settings before it answers (measured: a new
+        // collaboration mode, model, effort or approval policy).
+        shared.out.send(&settings::settings_updated(shared, thread));
+    }
+    let text = threads::user_text(&params.input);
+    if thread.preview.is_empty() {
+        thread.preview = text.clone();
+    }
+    let turn_index = thread.turns_started;
+    let first_turn = turn_index == 0;
+    let output_schema = params.output_schema.as_ref().is_some_and(|s| !s.is_null());
+    let script = threads::script_after_inputs(shared, thread, 1, output_schema);
+    if first_turn {
+        // Codex writes a thread's rollout when its first turn starts (measured): from
+        // now on the thread can be resumed, also by a later process.
+        thread.persist();
+    }
+    let turn_id = crate::ids::uuid_v7();
+    let (signals_tx, signals_rx) = std::sync::mpsc::channel();
+    thread.active = Some(ActiveTurn {
+        id: turn_id.clone(),
+        signals: signals_tx.clone(),
+        output_schema,
+    });
+    let (model, _) = model_of(shared, Some(thread));
+    if !settings::in_catalog(&model) {
+        // Codex warns before it answers turn/start (measured with 0.169).
+        shared
+            .out
+            .send(&settings::missing_metadata_warning(&model, &thread.id));
+    }
+    let plan = TurnPlan {
+        thread_id: thread.id.clone(),
+        approvals_reviewer: thread.approvals_reviewer.clone(),
+        plan_mode: thread
+            .collaboration_mode
+            .as_ref()
+            .is_some_and(|mode| mode["mode"] == "plan"),
+        tokens_before: thread.tokens_used,
+        turn_id: turn_id.clone(),
+        cwd: thread.cwd.clone(),
+        permissions: thread.permissions.clone(),
+        approval_policy: thread.approval_policy.clone(),
+        dynamic_tools: thread.dynamic_tools.clone(),
+        request_permissions_tool: settings::feature_enabled(
+            shared,
+            thread,
+            "request_permissions_tool",
+        ),
+        input: json!(params.input),
+        user_text: text,
+        script,
+        signals: signals_rx,
+        self_signal: signals_tx,
+        raw_events: thread
+            .raw_events
+            .then_some(turn::RawEventsTurn { turn_index }),
+    };
+    Ok((turn_id, plan))
 }
 
 /// The turn running on `thread_id`, which the client wants to `action` (steer, interrupt).

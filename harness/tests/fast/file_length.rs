@@ -36,7 +36,7 @@ fn unexplained_length(text: &str) -> Option<usize> {
     (lines > MAX_LINES && !header(text).any(says_why_it_is_long)).then_some(lines)
 }
 
-fn rust_files(folder: &Path, found: &mut Vec<PathBuf>) {
+pub(crate) fn rust_files(folder: &Path, found: &mut Vec<PathBuf>) {
     for entry in std::fs::read_dir(folder).unwrap() {
         let path = entry.unwrap().path();
         let name = path.file_name().unwrap().to_string_lossy().into_owned();

@@ -25,6 +25,7 @@ mod driver_control;
 mod driver_fake;
 mod external_driver;
 mod file_length;
+mod function_length;
 mod grade_cli;
 mod input_checks;
 mod launch_cli;

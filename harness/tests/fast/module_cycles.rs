@@ -99,7 +99,7 @@ enum TestModule {
 }
 
 /// Whether `tokens[at]` opens an attribute (`#[…]`), and its contents without spaces.
-fn attribute(tokens: &[TokenTree], at: usize) -> Option<String> {
+pub(crate) fn attribute(tokens: &[TokenTree], at: usize) -> Option<String> {
     match (tokens.get(at), tokens.get(at + 1)) {
         (Some(TokenTree::Punct(hash)), Some(TokenTree::Group(group)))
             if hash.as_char() == '#' && group.delimiter() == Delimiter::Bracket =>
@@ -133,6 +133,12 @@ fn skip_test_item(tokens: &[TokenTree], mut at: usize, names: &mut FileNames) ->
             return at + 3;
         }
     }
+    end_of_item(tokens, at)
+}
+
+/// The index after the item that starts at `tokens[at]`: after its `;`, or its first `{…}`
+/// group (its body).
+pub(crate) fn end_of_item(tokens: &[TokenTree], mut at: usize) -> usize {
     while let Some(token) = tokens.get(at) {
         at += 1;
         match token {

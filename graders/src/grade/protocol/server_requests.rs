@@ -27,7 +27,7 @@
 //! `never` shows the escalation could not be granted.
 
 use super::settings_in_force::{asks_no_approval, runs_unsandboxed};
-use super::went_on::SessionFault;
+use super::went_on::{SessionFault, WentOn};
 use super::{incomplete, not_applicable, pass, Exchange, ProtocolCase, ANSWER_BOUND_MS};
 use crate::events::Capability;
 use crate::events::{Body, Kind, SchemaVerdict, ServerRequest, ServerRequestAnswered, Source};
@@ -239,41 +239,12 @@ impl ProtocolCase for ServerRequestAnswer {
             .filter(|(_, r)| r.method == self.method)
             .collect();
         if requests.is_empty() {
-            if let Some(v) = self.never_arose(terminal) {
-                return v;
-            }
-            return incomplete(
-                format!(
-                    "the app-server never sent `{}` in this run (the run ended {}), so the case shows nothing about how the driver answers it",
-                    self.method,
-                    terminal.ending_with_cause()
-                ),
-                vec![terminal.evidence()],
-            );
+            return self.not_sent(terminal);
         }
-        let mut evidence = Vec::new();
-        let mut answered = Vec::new();
-        for (seq, request) in &requests {
-            let (answer_seq, answer) = match the_answer(ex, *seq, request, terminal) {
-                Ok(found) => found,
-                Err(v) => return v,
-            };
-            if self.unknown && answer.error.is_none() {
-                return fail(
-                    "unknown-answered-with-error",
-                    format!(
-                        "the driver answered `{}` (id {}), a method no Codex release has, with the result {}; a request the client does not implement must get a JSON-RPC error (-32601, method not found), never a result the server would take as handled",
-                        self.method,
-                        request.id,
-                        answer.result_excerpt.as_deref().unwrap_or("-")
-                    ),
-                    vec![describe_request(*seq, request), describe_answer(answer_seq, answer)],
-                );
-            }
-            evidence.push(describe_request(*seq, request));
-            evidence.push(describe_answer(answer_seq, answer));
-            answered.push(answer);
-        }
+        let (mut evidence, answered) = match self.answers(&requests, terminal) {
+            Ok(found) => found,
+            Err(v) => return v,
+        };
         if let Some(v) = unsolicited(ex) {
             return v;
         }
@@ -282,35 +253,9 @@ impl ProtocolCase for ServerRequestAnswer {
                 return v;
             }
         }
-        let interrupting = answered
-            .iter()
-            .find_map(|a| match (&a.error, a.decision.as_deref()) {
-                (Some(_), _) if is_approval(self.method) => Some("a JSON-RPC error".to_string()),
-                (None, Some(d)) if interrupts_turn(d) => Some(format!("`{d}`")),
-                _ => None,
-            });
-        let went_on = match (ex.session_went_on(), interrupting) {
-            (Ok(went_on), _) => went_on,
-            // The driver's own answer ended its turn: the session went on to the end it chose.
-            (Err(SessionFault::EndedOtherwise { status, .. }), Some(decision))
-                if status == "interrupted" =>
-            {
-                match ex.session_went_on_interrupted() {
-                    Ok(went_on) => went_on,
-                    Err(fault) => {
-                        return fault.verdict(
-                            &format!(
-                                "the driver answered `{}` with {decision}, after which the app-server interrupted the turn",
-                                self.method
-                            ),
-                            terminal,
-                        )
-                    }
-                }
-            }
-            (Err(fault), _) => {
-                return fault.verdict(&format!("the driver answered `{}`", self.method), terminal)
-            }
+        let went_on = match self.went_on(&answered, terminal) {
+            Ok(went_on) => went_on,
+            Err(v) => return v,
         };
         let first = answered[0];
         let how = match &first.error {
@@ -331,6 +276,91 @@ impl ProtocolCase for ServerRequestAnswer {
             ),
             evidence,
         )
+    }
+}
+
+impl ServerRequestAnswer {
+    /// The request never came: `not-applicable` when the driver's own choices kept it from
+    /// arising, else `incomplete`.
+    fn not_sent(&self, terminal: &Terminal) -> Verdict {
+        if let Some(v) = self.never_arose(terminal) {
+            return v;
+        }
+        incomplete(
+            format!(
+                "the app-server never sent `{}` in this run (the run ended {}), so the case shows nothing about how the driver answers it",
+                self.method,
+                terminal.ending_with_cause()
+            ),
+            vec![terminal.evidence()],
+        )
+    }
+
+    /// The one answer to each of `requests`, with the evidence of both; the unknown method's
+    /// answer must be an error.
+    fn answers<'a>(
+        &'a self,
+        requests: &[&'a (u64, ServerRequest)],
+        terminal: &Terminal,
+    ) -> Result<(Vec<EvidenceRef>, Vec<&'a ServerRequestAnswered>), Verdict> {
+        let mut evidence = Vec::new();
+        let mut answered = Vec::new();
+        for (seq, request) in requests {
+            let (answer_seq, answer) = the_answer(&self.ex, *seq, request, terminal)?;
+            if self.unknown && answer.error.is_none() {
+                return Err(fail(
+                    "unknown-answered-with-error",
+                    format!(
+                        "the driver answered `{}` (id {}), a method no Codex release has, with the result {}; a request the client does not implement must get a JSON-RPC error (-32601, method not found), never a result the server would take as handled",
+                        self.method,
+                        request.id,
+                        answer.result_excerpt.as_deref().unwrap_or("-")
+                    ),
+                    vec![describe_request(*seq, request), describe_answer(answer_seq, answer)],
+                ));
+            }
+            evidence.push(describe_request(*seq, request));
+            evidence.push(describe_answer(answer_seq, answer));
+            answered.push(answer);
+        }
+        Ok((evidence, answered))
+    }
+
+    /// How the session went on after the answers: its turn completed — or, when the driver's
+    /// own answer interrupted the turn, it went on to the end the driver chose.
+    fn went_on(
+        &self,
+        answered: &[&ServerRequestAnswered],
+        terminal: &Terminal,
+    ) -> Result<WentOn, Verdict> {
+        let ex = &self.ex;
+        let interrupting = answered
+            .iter()
+            .find_map(|a| match (&a.error, a.decision.as_deref()) {
+                (Some(_), _) if is_approval(self.method) => Some("a JSON-RPC error".to_string()),
+                (None, Some(d)) if interrupts_turn(d) => Some(format!("`{d}`")),
+                _ => None,
+            });
+        match (ex.session_went_on(), interrupting) {
+            (Ok(went_on), _) => Ok(went_on),
+            // The driver's own answer ended its turn: the session went on to the end it chose.
+            (Err(SessionFault::EndedOtherwise { status, .. }), Some(decision))
+                if status == "interrupted" =>
+            {
+                ex.session_went_on_interrupted().map_err(|fault| {
+                    fault.verdict(
+                        &format!(
+                            "the driver answered `{}` with {decision}, after which the app-server interrupted the turn",
+                            self.method
+                        ),
+                        terminal,
+                    )
+                })
+            }
+            (Err(fault), _) => {
+                Err(fault.verdict(&format!("the driver answered `{}`", self.method), terminal))
+            }
+        }
     }
 }
 

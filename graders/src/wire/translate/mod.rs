@@ -143,12 +143,11 @@ fn fold(records: &[Record], ctx: &Context) -> Fold {
 }
 
 impl Fold {
-    /// One record of the transcript, by what it is: the match is the dispatch (one arm per
-    /// kind of record), so it stays whole.
+    /// One record of the transcript, by what it is.
     fn record(&mut self, record: &Record, ctx: &Context) {
         self.now = record.time();
         let launch = record.launch();
-        let state = self.launches.entry(launch).or_default();
+        let state = self.state(launch);
         match record {
             Record::Launch(l) => {
                 state.record = Some(l.clone());
@@ -156,50 +155,13 @@ impl Fold {
             }
             Record::Message {
                 direction, message, ..
-            } => {
-                state.messages += 1;
-                if *direction == Direction::Out {
-                    state.end.last_from_server = Some(self.now);
-                }
-                match direction {
-                    Direction::In => self.driver_line(launch, message, ctx),
-                    Direction::Out => self.server_line(launch, message),
-                }
-            }
+            } => self.message(launch, *direction, message, ctx),
             Record::Raw {
-                direction: Direction::Out,
+                direction,
                 text,
-                partial: true,
+                partial,
                 ..
-            } => {
-                // The app-server's output ended inside this line (it was killed with the
-                // driver's tap, or exited): how much of it the harness read, not a malformed
-                // line of its own. The terminal says who cut it.
-                let bytes = text.len() as u64;
-                state.end.cut_line.get_or_insert(bytes);
-                self.note_cut_server_line(bytes);
-            }
-            Record::Raw {
-                direction: Direction::Out,
-                text,
-                ..
-            } => {
-                state.end.fault.get_or_insert(format!(
-                    "the app-server sent a line that is not JSON-RPC: {}",
-                    excerpt(text, 200)
-                ));
-            }
-            Record::Raw {
-                direction: Direction::In,
-                text,
-                ..
-            } => self.push(Body::Diagnostic(Diagnostic {
-                level: Level::Warn,
-                message: format!(
-                    "the driver sent a line that is not JSON: {}",
-                    excerpt(text, 200)
-                ),
-            })),
+            } => self.raw_line(launch, *direction, text, *partial),
             Record::Note {
                 direction: Direction::Out,
                 delivered: Some(delivered),
@@ -217,11 +179,6 @@ impl Fold {
                 ));
                 self.note_server_line(None, Some(*bytes));
             }
-            Record::StdoutClosed { .. } => {
-                if state.end.stdin_closed.is_none() {
-                    state.end.output_ended_first = true;
-                }
-            }
             Record::Note { .. } | Record::Stderr { .. } | Record::Mutation { .. } => {}
             // The harness's own doing, said where the events are read: what follows in the
             // order the driver got it is the tap's ordering, not the app-server's.
@@ -229,6 +186,68 @@ impl Fold {
                 level: Level::Info,
                 message: format!("transport timing `{rule}`: {did}"),
             })),
+            Record::StdoutClosed { .. }
+            | Record::DriverSignal { .. }
+            | Record::StdinClosed { .. }
+            | Record::Exit { .. } => self.stream_end(launch, record),
+        }
+    }
+
+    /// The state of `launch`, begun by its first record.
+    fn state(&mut self, launch: u64) -> &mut LaunchState {
+        self.launches.entry(launch).or_default()
+    }
+
+    /// A JSON-RPC message, by its direction: the driver's (in) or the app-server's (out).
+    fn message(&mut self, launch: u64, direction: Direction, message: &Value, ctx: &Context) {
+        let now = self.now;
+        let state = self.state(launch);
+        state.messages += 1;
+        if direction == Direction::Out {
+            state.end.last_from_server = Some(now);
+        }
+        match direction {
+            Direction::In => self.driver_line(launch, message, ctx),
+            Direction::Out => self.server_line(launch, message),
+        }
+    }
+
+    /// A line that is not JSON-RPC, by who wrote it and whether it ended.
+    fn raw_line(&mut self, launch: u64, direction: Direction, text: &str, partial: bool) {
+        let state = self.state(launch);
+        match direction {
+            Direction::Out if partial => {
+                // The app-server's output ended inside this line (it was killed with the
+                // driver's tap, or exited): how much of it the harness read, not a malformed
+                // line of its own. The terminal says who cut it.
+                let bytes = text.len() as u64;
+                state.end.cut_line.get_or_insert(bytes);
+                self.note_cut_server_line(bytes);
+            }
+            Direction::Out => {
+                state.end.fault.get_or_insert(format!(
+                    "the app-server sent a line that is not JSON-RPC: {}",
+                    excerpt(text, 200)
+                ));
+            }
+            Direction::In => self.push(Body::Diagnostic(Diagnostic {
+                level: Level::Warn,
+                message: format!(
+                    "the driver sent a line that is not JSON: {}",
+                    excerpt(text, 200)
+                ),
+            })),
+        }
+    }
+
+    /// How the app-server's streams and process ended: its stdout closed, the driver's signal,
+    /// its stdin closed, its exit.
+    fn stream_end(&mut self, launch: u64, record: &Record) {
+        let state = self.state(launch);
+        match record {
+            Record::StdoutClosed { .. } if state.end.stdin_closed.is_none() => {
+                state.end.output_ended_first = true;
+            }
             Record::DriverSignal { time, .. } => {
                 state.end.driver_signal.get_or_insert(*time);
             }
@@ -263,6 +282,7 @@ impl Fold {
                 let exited = app_server_exited(&mut state.end, launch, exit);
                 self.push_exchange(Body::AppServerExited(exited));
             }
+            _ => {}
         }
     }
 

@@ -15,23 +15,17 @@
 //! The targets: every server request of the release exercised by at least one case (those that
 //! are not are listed with the reason), every notification sent in at least one case.
 
-use anyhow::{anyhow, Context, Result};
-use fake_app_server::scenario::model::ModelStep;
-use fake_app_server::scenario::{ForeignScope, Scenario, ServerAction};
-use graders::events::Mode;
+use anyhow::{anyhow, Result};
 use serde::Serialize;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::fmt::Write;
-use suites::spec::{AppServerKind, Profile, ScenarioRef};
 
 pub mod by_driver;
 mod by_driver_text;
+mod sends;
 
 /// How the coverage marks a server request no release has (the unknown-request case's).
 pub(crate) const NO_RELEASE: &str = " (no release has it)";
-
-/// What a dynamic tool's name stands for in a scenario (the first tool the driver registered).
-const DYNAMIC_TOOL: &str = "{dynamic_tool}";
 
 /// How a driver's use of a client request is checked: the protocol cases that judge it (by the
 /// request's method), beside the `thread/start` and `turn/start` every case's session needs.
@@ -125,174 +119,14 @@ pub struct Coverage {
     pub(crate) targets: Targets,
 }
 
-/// What one case's scenario makes the app-server send.
-#[derive(Debug, Default)]
-struct CaseSends {
-    requests: BTreeSet<String>,
-    notifications: BTreeSet<String>,
-}
-
-/// The requests the model's `step` makes Codex send the client, in a run of `mode`.
-fn model_step_request(step: &ModelStep, mode: Mode) -> Option<&'static str> {
-    match step {
-        // With a scripted review the automatic reviewer answers; the client is not asked.
-        ModelStep::Shell {
-            escalate: true,
-            review: None,
-            ..
-        } => Some("item/commandExecution/requestApproval"),
-        ModelStep::ToolCall { name, .. } => match name.as_str() {
-            "apply_patch" => Some("item/fileChange/requestApproval"),
-            "request_user_input" if mode == Mode::Planning => Some("item/tool/requestUserInput"),
-            "request_permissions" => Some("item/permissions/requestApproval"),
-            DYNAMIC_TOOL => Some("item/tool/call"),
-            _ => None,
-        },
-        _ => None,
-    }
-}
-
-/// The notifications a server step sends on purpose (`all`: every notification of the release);
-/// read from the fake's turn player (`fake_app_server::server::turn::server_actions`).
-fn server_step_notifications(action: &ServerAction, all: &[&str]) -> Vec<String> {
-    // An agent message: `item/started`, one `item/agentMessage/delta`, `item/completed`.
-    const MESSAGE: &[&str] = &["item/started", "item/agentMessage/delta", "item/completed"];
-    let named: Vec<&str> = match action {
-        ServerAction::EveryNotification {} => all.to_vec(),
-        ServerAction::Error { .. } => vec!["error"],
-        ServerAction::ForeignTurn { of } => {
-            let mut named = match of {
-                ForeignScope::OtherThread => vec!["thread/started"],
-                ForeignScope::SameThread => Vec::new(),
-            };
-            named.push("turn/started");
-            named.extend(MESSAGE);
-            named.push("turn/completed");
-            named
-        }
-        ServerAction::StrayEvents {} => {
-            let mut named = MESSAGE.to_vec();
-            named.push("thread/status/changed");
-            named
-        }
-        ServerAction::UnknownEnumValues {} => vec![
-            "thread/status/changed",
-            "item/started",
-            "item/completed",
-            "turn/plan/updated",
-        ],
-        ServerAction::LongLine { .. } | ServerAction::DeltaBurst { .. } => MESSAGE.to_vec(),
-        // Answered requests are settled with `serverRequest/resolved`.
-        ServerAction::Request { .. } => vec!["serverRequest/resolved"],
-        _ => Vec::new(),
-    };
-    named.into_iter().map(str::to_string).collect()
-}
-
-fn sends(scenario: &Scenario, mode: Mode, all: &[&str]) -> CaseSends {
-    let mut sent = CaseSends::default();
-    for method in scenario.server_requests() {
-        sent.requests.insert(method.to_string());
-    }
-    for turn in &scenario.turns {
-        for step in &turn.steps {
-            if let Some(method) = model_step_request(step, mode) {
-                sent.requests.insert(method.to_string());
-            }
-            if let ModelStep::ToolCall { name, .. } = step {
-                if name == "create_goal" || name == "update_goal" {
-                    sent.notifications.insert("thread/goal/updated".into());
-                }
-            }
-        }
-        if turn.fail.as_ref().is_some_and(|f| f.error_notification) {
-            sent.notifications.insert("error".into());
-        }
-        for step in &turn.server_steps {
-            if let ServerAction::UnknownRequest { method } = &step.action {
-                sent.requests.insert(method.clone());
-            }
-            sent.notifications
-                .extend(server_step_notifications(&step.action, all));
-        }
-    }
-    sent
-}
-
-fn scenario_of(reference: &str) -> Result<Scenario> {
-    match ScenarioRef::parse(reference).map_err(|e| anyhow!(e))? {
-        ScenarioRef::Builtin(name) => Ok(Scenario::builtin(&name)?),
-        ScenarioRef::File(name) => {
-            let text = suites::scenario_file(&name)
-                .with_context(|| format!("scenario file `{name}` is not shipped"))?;
-            Ok(Scenario::from_toml_str(text, std::path::Path::new(&name))?)
-        }
-    }
-}
-
 /// The coverage of `release` (a version `graders::protocol` has data for) by the shipped
 /// protocol profile.
 pub fn coverage(release: &str) -> Result<Coverage> {
     let protocol = graders::protocol::release(release).map_err(|e| anyhow!("{e}"))?;
     let all_notifications: Vec<&str> = protocol.notifications().collect();
-    let matrix = suites::load()?;
-    let mut requests: BTreeMap<String, BTreeSet<CaseRef>> = protocol
-        .server_requests()
-        .map(|m| (m.to_string(), BTreeSet::new()))
-        .collect();
-    let mut notifications: BTreeMap<String, BTreeSet<CaseRef>> = all_notifications
-        .iter()
-        .map(|m| (m.to_string(), BTreeSet::new()))
-        .collect();
-    let mut case_names = BTreeSet::new();
-    for (suite_name, suite) in &matrix.file.suites {
-        if suite.profile != Profile::Protocol {
-            continue;
-        }
-        for (case_name, case) in &suite.cases {
-            case_names.insert(format!("{suite_name}/{case_name}"));
-            let scenario = scenario_of(&case.scenario)
-                .with_context(|| format!("case `{suite_name}.{case_name}`"))?;
-            // A release without one of the scenario's requests cannot play it.
-            if scenario
-                .server_requests()
-                .iter()
-                .any(|m| !protocol.has_server_request(m))
-            {
-                continue;
-            }
-            let real_codex: BTreeSet<String> = matrix
-                .cells
-                .iter()
-                .filter(|c| c.id.suite == *suite_name && c.id.case == *case_name)
-                .filter(|c| c.runner.app_server == AppServerKind::Codex)
-                .filter_map(|c| c.runner.codex_version.clone())
-                .collect();
-            let reference = CaseRef {
-                case: format!("{suite_name}/{case_name}"),
-                needs: case
-                    .requires
-                    .iter()
-                    .map(|c| c.declaration().to_string())
-                    .collect(),
-                real_codex: real_codex.into_iter().collect(),
-            };
-            let sent = sends(&scenario, case.mode, &all_notifications);
-            for method in sent.requests {
-                // A method no release has is the unknown-request case's; listed apart.
-                requests
-                    .entry(method)
-                    .or_default()
-                    .insert(reference.clone());
-            }
-            for method in sent.notifications {
-                if let Some(cases) = notifications.get_mut(&method) {
-                    cases.insert(reference.clone());
-                }
-            }
-        }
-    }
-    let server_requests: Vec<Sent> = requests
+    let exercised = sends::exercised(protocol, &all_notifications)?;
+    let server_requests: Vec<Sent> = exercised
+        .requests
         .into_iter()
         .map(|(method, cases)| {
             let known = protocol.has_server_request(&method);
@@ -310,7 +144,8 @@ pub fn coverage(release: &str) -> Result<Coverage> {
             }
         })
         .collect();
-    let notifications: Vec<Sent> = notifications
+    let notifications: Vec<Sent> = exercised
+        .notifications
         .into_iter()
         .map(|(method, cases)| Sent {
             unexercised: cases
@@ -320,7 +155,22 @@ pub fn coverage(release: &str) -> Result<Coverage> {
             cases: cases.into_iter().collect(),
         })
         .collect();
-    let client_requests = fake_app_server::persona::find(release).ok().map(|persona| {
+    let client_requests = client_requests(release, &exercised.case_names);
+    let targets = Targets::of(protocol, &server_requests, &notifications, &client_requests);
+    Ok(Coverage {
+        release: protocol.version().to_string(),
+        server_requests,
+        notifications,
+        client_requests,
+        targets,
+    })
+}
+
+/// The client requests of `release`'s persona: how the fake answers each, and which of the
+/// protocol cases (`case_names`) check how drivers use it. `None` when the fake has no persona
+/// of the release.
+fn client_requests(release: &str, case_names: &BTreeSet<String>) -> Option<Vec<ClientRequest>> {
+    fake_app_server::persona::find(release).ok().map(|persona| {
         persona
             .client_methods()
             .map(|method| {
@@ -349,36 +199,40 @@ pub fn coverage(release: &str) -> Result<Coverage> {
                 }
             })
             .collect::<Vec<_>>()
-    });
-    let known_requests: Vec<&Sent> = server_requests
-        .iter()
-        .filter(|s| protocol.has_server_request(&s.method))
-        .collect();
-    let targets = Targets {
-        server_requests: known_requests.len(),
-        server_requests_exercised: known_requests
-            .iter()
-            .filter(|s| !s.cases.is_empty())
-            .count(),
-        notifications: notifications.len(),
-        notifications_sent: notifications.iter().filter(|s| !s.cases.is_empty()).count(),
-        client_requests: client_requests.as_ref().map_or(0, Vec::len),
-        client_requests_the_fake_answers: client_requests.as_ref().map_or(0, |c| {
-            c.iter()
-                .filter(|r| !matches!(r.fake, FakeAnswer::Unimplemented(_)))
-                .count()
-        }),
-        client_requests_checked: client_requests
-            .as_ref()
-            .map_or(0, |c| c.iter().filter(|r| !r.checked_by.is_empty()).count()),
-    };
-    Ok(Coverage {
-        release: protocol.version().to_string(),
-        server_requests,
-        notifications,
-        client_requests,
-        targets,
     })
+}
+
+impl Targets {
+    /// The counts the targets are read by.
+    fn of(
+        protocol: &graders::protocol::Release,
+        server_requests: &[Sent],
+        notifications: &[Sent],
+        client_requests: &Option<Vec<ClientRequest>>,
+    ) -> Targets {
+        let known_requests: Vec<&Sent> = server_requests
+            .iter()
+            .filter(|s| protocol.has_server_request(&s.method))
+            .collect();
+        Targets {
+            server_requests: known_requests.len(),
+            server_requests_exercised: known_requests
+                .iter()
+                .filter(|s| !s.cases.is_empty())
+                .count(),
+            notifications: notifications.len(),
+            notifications_sent: notifications.iter().filter(|s| !s.cases.is_empty()).count(),
+            client_requests: client_requests.as_ref().map_or(0, Vec::len),
+            client_requests_the_fake_answers: client_requests.as_ref().map_or(0, |c| {
+                c.iter()
+                    .filter(|r| !matches!(r.fake, FakeAnswer::Unimplemented(_)))
+                    .count()
+            }),
+            client_requests_checked: client_requests
+                .as_ref()
+                .map_or(0, |c| c.iter().filter(|r| !r.checked_by.is_empty()).count()),
+        }
+    }
 }
 
 fn case_list(cases: &[CaseRef]) -> String {

@@ -38,10 +38,12 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
 mod syscalls;
+mod view;
 use syscalls::{
     check, check_long, cover, loopback_up, place, seal, MountAttr, AT_RECURSIVE, MOUNT_ATTR_RDONLY,
     OPEN_TREE_CLONE,
 };
+use view::{mount_steps, Folders, Step, Tree};
 
 /// The folders every isolated process gets private: empty at its start, gone with it.
 const PRIVATE_FOLDERS: [&str; 3] = ["/tmp", "/var/tmp", "/dev/shm"];
@@ -141,34 +143,12 @@ impl Isolation {
     }
 }
 
-/// One step of the view, applied in order of depth (a folder before what lies below it).
-enum Step {
-    /// Mount a fresh tmpfs with these options on the folder (made first where a cover above
-    /// it left nothing: the folder is there on the host); a hiding one (`seal`) is made
-    /// read-only once what appears below it is in place, so nothing can be added beside what
-    /// it shows.
-    Cover {
-        path: CString,
-        ancestors: Vec<CString>,
-        options: CString,
-        seal: bool,
-    },
-    /// Put the cloned tree `tree` at `path`, making `path` (and its missing ancestors, inside a
-    /// tmpfs) first.
-    Place {
-        tree: usize,
-        path: CString,
-        ancestors: Vec<CString>,
-        file: bool,
-    },
-}
-
 /// Everything the child needs, prepared before the fork: no allocation happens after it.
 struct Plan {
     /// Whether the harness is root (else the view is made in a user namespace of its own).
     privileged: bool,
     /// Cloned before anything is hidden: each path, and whether the clone is made read-only.
-    trees: Vec<(CString, bool)>,
+    trees: Vec<Tree>,
     tree_fds: Vec<libc::c_int>,
     steps: Vec<Step>,
     run_as: Option<DriverIds>,
@@ -180,17 +160,6 @@ struct Plan {
     /// Entered again at the end: the working folder std entered before this ran is the one
     /// under the view's covers.
     cwd: Option<CString>,
-}
-
-/// The folders above `path`, the topmost first, `/` left out.
-fn ancestors_of(path: &Path) -> Result<Vec<CString>> {
-    let mut ancestors: Vec<&Path> = path
-        .ancestors()
-        .skip(1)
-        .filter(|a| a.components().count() > 1)
-        .collect();
-    ancestors.reverse();
-    ancestors.into_iter().map(c_path).collect()
 }
 
 /// The uid and gid this process runs as.
@@ -212,97 +181,13 @@ impl Plan {
         let (uid, gid) = harness;
         let privileged = uid == 0;
         let run_as = isolation.run_as.filter(|_| privileged);
-        // Paths as the kernel resolves them (a link is placed where it leads); what is not
-        // there is not shown.
-        let canonical = |paths: &[PathBuf]| -> Vec<PathBuf> {
-            let mut found: Vec<PathBuf> = paths
-                .iter()
-                .filter_map(|path| std::fs::canonicalize(path).ok())
-                .collect();
-            found.dedup();
-            found
-        };
-        let writable = canonical(&isolation.writable);
-        let read_only = canonical(&isolation.read_only);
-        let mut hidden = canonical(&isolation.hidden);
-        if let Some(ids) = run_as {
-            // A folder the driver's uid cannot enter (a 0700 home holding the harness cache)
-            // is hidden; what it must reach below it appears again.
-            for path in writable.iter().chain(read_only.iter()) {
-                if let Some(ancestor) = crate::reachable::blocking_ancestor(path, ids.uid) {
-                    if !hidden.contains(&ancestor) {
-                        hidden.push(ancestor);
-                    }
-                }
-            }
-        }
-        let private = canonical(&isolation.private);
-
-        let mut trees = Vec::new();
-        // (depth, order at one depth, step)
-        let mut steps: Vec<(usize, u8, Step)> = Vec::new();
-        let depth = |path: &Path| path.components().count();
-        let visible: Vec<&PathBuf> = writable.iter().chain(read_only.iter()).collect();
-        for (path, options, hiding) in hidden
-            .iter()
-            .map(|p| (p, "mode=0755".to_string(), true))
-            .chain(
-                private
-                    .iter()
-                    .map(|p| (p, format!("mode=1777,size={PRIVATE_SIZE}"), false)),
-            )
-        {
-            steps.push((
-                depth(path),
-                0,
-                Step::Cover {
-                    path: c_path(path)?,
-                    ancestors: ancestors_of(path)?,
-                    options: CString::new(options)?,
-                    // A folder that appears again at the same path needs no seal of its own.
-                    seal: hiding && !visible.contains(&path),
-                },
-            ));
-        }
-        for (path, read_only) in writable
-            .iter()
-            .map(|p| (p, false))
-            .chain(read_only.iter().map(|p| (p, true)))
-        {
-            let ancestors = ancestors_of(path)?;
-            steps.push((
-                depth(path),
-                1,
-                Step::Place {
-                    tree: trees.len(),
-                    path: c_path(path)?,
-                    ancestors,
-                    file: !path.is_dir(),
-                },
-            ));
-            trees.push((c_path(path)?, read_only));
-        }
-        for (what, place) in &isolation.replaced {
-            let what = std::fs::canonicalize(what)
-                .with_context(|| format!("{} (to show at {})", what.display(), place.display()))?;
-            steps.push((
-                depth(place),
-                1,
-                Step::Place {
-                    tree: trees.len(),
-                    path: c_path(place)?,
-                    ancestors: ancestors_of(place)?,
-                    file: true,
-                },
-            ));
-            trees.push((c_path(&what)?, true));
-        }
-        steps.sort_by_key(|(depth, order, _)| (*depth, *order));
+        let folders = Folders::of(isolation, run_as);
+        let (trees, steps) = mount_steps(&folders, &isolation.replaced)?;
         Ok(Plan {
             privileged,
             tree_fds: vec![-1; trees.len()],
             trees,
-            steps: steps.into_iter().map(|(_, _, step)| step).collect(),
+            steps,
             run_as,
             host_network: isolation.host_network,
             uid_map: format!("{uid} {uid} 1\n").into_bytes(),

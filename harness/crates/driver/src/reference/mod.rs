@@ -4,6 +4,7 @@
 //! the harness appends its own evidence first.
 
 pub(crate) mod control;
+mod conversation;
 pub(crate) mod items;
 pub(crate) mod recovery;
 pub(crate) mod session;
@@ -16,17 +17,18 @@ use crate::event_log::EventLog;
 use crate::launch::{self, profiles::HostPaths, LaunchPlan, LaunchRequest};
 use crate::rpc::TransportError;
 use crate::run::RunSpec;
-use crate::task::{PlanReview, Relaunch, Task};
+use crate::task::Relaunch;
 use control::Controls;
+use conversation::{run_turns, Conversation};
 use graders::events::{
-    ApprovalKind, ApprovalRequested, ApprovalResolved, Body, Diagnostic, Ending, Level, Mode,
-    Outcome, PolicyGeneration, ResultProposed, RunEnded, RunStarted, SessionRelaunched, Source,
+    ApprovalResolved, Body, Diagnostic, Ending, Level, PolicyGeneration, RunEnded, RunStarted,
+    SessionRelaunched, Source,
 };
 use sandbox::launcher::Launcher;
 use session::{OpenFailure, Opening};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use turn::{RunState, TurnRequest};
+use turn::TurnRequest;
 
 /// The reference driver, run in this process: what it is told ([`RunSpec`]) and how it starts
 /// the app-server. (`harness drive` is this, in its own process, on the host of wherever it
@@ -429,194 +431,6 @@ async fn open_with_retries(
         "retry_exhausted",
         &format!("{attempts} start-up attempts failed; the last: {last}"),
     ))
-}
-
-/// What a run carries from turn to turn, and from one session to the next.
-struct Conversation<'a> {
-    task: &'a Task,
-    state: RunState,
-    reviews: std::slice::Iter<'a, PlanReview>,
-    plans_seen: u32,
-    last_message: Option<String>,
-}
-
-impl<'a> Conversation<'a> {
-    fn new(task: &'a Task, controls: Controls) -> Self {
-        Self {
-            task,
-            state: RunState::new(task.answers.iter().cloned().collect(), controls),
-            reviews: task.plan_reviews.iter(),
-            plans_seen: 0,
-            last_message: None,
-        }
-    }
-}
-
-async fn run_turns(
-    config: &DriverConfig,
-    plan: &LaunchPlan,
-    session: &mut session::Session,
-    conversation: &mut Conversation<'_>,
-    first: TurnRequest,
-    log: &mut EventLog,
-) -> Result<RunEnded, Stop> {
-    let task = conversation.task;
-    let Conversation {
-        state,
-        reviews,
-        plans_seen,
-        last_message,
-        ..
-    } = conversation;
-    let mut next = Some(first);
-    while let Some(request) = next.take() {
-        state.controls.poll();
-        if state.controls.interrupt_requested() {
-            return Err(interrupted(
-                "the run was interrupted before its next turn started",
-            ));
-        }
-        if state.turn_index >= task.max_turns {
-            return Err(stop(
-                Ending::FailedPermanently,
-                false,
-                "max_turns_exceeded",
-                &format!("the task allows {} turns", task.max_turns),
-            ));
-        }
-        let outcome = match turn::run(config, plan, session, state, &request, log).await {
-            Ok(outcome) => outcome,
-            Err(lost) => {
-                match recovery::after_crash(config, plan, session, state, &request, lost, log)
-                    .await?
-                {
-                    recovery::Recovered::Outcome(outcome) => outcome,
-                    recovery::Recovered::Again(again) => {
-                        next = Some(again);
-                        continue;
-                    }
-                }
-            }
-        };
-        if state.controls.interrupt_requested() {
-            return Err(interrupted(&format!(
-                "the user interrupted the run; turn {} ended `{}`",
-                outcome.turn_id, outcome.status
-            )));
-        }
-        if outcome.last_message.is_some() {
-            *last_message = outcome.last_message.clone();
-        }
-        match outcome.status.as_str() {
-            "completed" => {}
-            "failed" => {
-                return Err(stop(
-                    Ending::FailedPermanently,
-                    true,
-                    "turn_failed",
-                    outcome.error.as_deref().unwrap_or("the turn failed"),
-                ))
-            }
-            other => {
-                return Err(stop(
-                    Ending::FailedPermanently,
-                    true,
-                    "turn_not_completed",
-                    &format!(
-                        "turn {} ended `{other}`{}",
-                        outcome.turn_id,
-                        outcome.error.map(|e| format!(": {e}")).unwrap_or_default()
-                    ),
-                ))
-            }
-        }
-        let plan_turn = request.params.collaboration_mode.as_deref() == Some("plan");
-        if let (true, Some((item_id, text))) = (plan_turn, &outcome.plan) {
-            *plans_seen += 1;
-            let request_id = format!("plan-{plans_seen}");
-            emit(
-                log,
-                Body::ApprovalRequested(ApprovalRequested {
-                    request_id: request_id.clone(),
-                    kind: ApprovalKind::Plan,
-                    item_id: Some(item_id.clone()),
-                    command: None,
-                    reason: Some(crate::rpc::excerpt(text, 500)),
-                    available_decisions: None,
-                }),
-            )?;
-            let (decision, following) = match reviews.next() {
-                Some(PlanReview::Approve) => (
-                    "accept",
-                    TurnRequest {
-                        text: task.follow_up_prompt.clone(),
-                        params: plan
-                            .follow_up_turn_params
-                            .clone()
-                            .unwrap_or_else(|| plan.turn_params.clone()),
-                    },
-                ),
-                Some(PlanReview::Revise { text }) => (
-                    "revise",
-                    TurnRequest {
-                        text: text.clone(),
-                        params: plan.turn_params.clone(),
-                    },
-                ),
-                None => {
-                    emit(
-                        log,
-                        Body::ResultProposed(ResultProposed {
-                            outcome: Outcome::NeedsReview,
-                            summary: crate::rpc::excerpt(text, 500),
-                            owner: Some("user".into()),
-                            action: Some("review the proposed plan".into()),
-                        }),
-                    )?;
-                    return Ok(succeeded());
-                }
-            };
-            emit_resolved(log, request_id, decision)?;
-            // A plan under review is not a final result, whatever the turn reported.
-            state.results.reset();
-            next = Some(following);
-            continue;
-        }
-        if let Some(result) = &outcome.new_result {
-            let asks_user = result.outcome == Outcome::Blocked
-                && result.owner.as_deref() == Some("user")
-                && task.mode == Mode::Ask;
-            if asks_user {
-                if let Some(answer) = state.answers.pop_front() {
-                    state.results.reset();
-                    next = Some(TurnRequest {
-                        text: answer,
-                        params: plan.turn_params.clone(),
-                    });
-                    continue;
-                }
-            }
-            return Ok(succeeded());
-        }
-        if state.results.accepted().is_some() {
-            // A result from an earlier turn still stands.
-            return Ok(succeeded());
-        }
-        emit(
-            log,
-            Body::ResultProposed(ResultProposed {
-                outcome: Outcome::NeedsReview,
-                summary: last_message
-                    .as_deref()
-                    .map(|m| crate::rpc::excerpt(m, 500))
-                    .unwrap_or_else(|| "the run ended without reporting a result".into()),
-                owner: Some("user".into()),
-                action: Some("review the run's last message".into()),
-            }),
-        )?;
-        return Ok(succeeded());
-    }
-    Ok(succeeded())
 }
 
 /// A warning of the reference driver's, as its run events say it.

@@ -145,13 +145,41 @@ pub(crate) async fn after_crash(
     state.recoveries += 1;
     let thread_id = session.thread_id.clone();
     let saved_turn = state.live_turn.take();
+    let permissions = announce(plan, state, &thread_id, saved_turn.as_deref(), &lost, log)?;
+    let (client, resumed) = reopen(config, plan, &thread_id, permissions, log).await?;
+    *session = Session {
+        client,
+        thread_id: thread_id.clone(),
+        model: session::model_of(&resumed),
+        skills: None,
+    };
+    let after = read(config, &mut session.client, &thread_id, "after resuming").await?;
+    let turns = after["thread"]["turns"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let reconciliation = reconcile(saved_turn.as_deref(), &turns);
+    settle(config, plan, session, state, request, reconciliation, log).await
+}
+
+/// The recovery's start, in the run's events: a warning naming the lost turn, and the
+/// relaunch (`session.relaunched`) resuming the saved thread. Returns the launch plan's thread
+/// permissions, which the resume asks for again.
+fn announce(
+    plan: &LaunchPlan,
+    state: &RunState,
+    thread_id: &str,
+    saved_turn: Option<&str>,
+    lost: &Stop,
+    log: &mut EventLog,
+) -> Result<Option<String>, Stop> {
     let why = lost.0.reason.clone().unwrap_or_default();
     note(
         log,
         Level::Warn,
         format!(
             "the app-server went away during turn {} ({why}); recovering thread {thread_id} (recovery {} of {MAX_RECOVERIES})",
-            saved_turn.as_deref().unwrap_or("(not yet started)"),
+            saved_turn.unwrap_or("(not yet started)"),
             state.recoveries
         ),
     )?;
@@ -163,9 +191,21 @@ pub(crate) async fn after_crash(
             policy: summary.policy,
             argv: summary.argv,
             thread_permissions: summary.thread_permissions.clone(),
-            resume_thread: Some(thread_id.clone()),
+            resume_thread: Some(thread_id.to_string()),
         }),
     )?;
+    Ok(summary.thread_permissions)
+}
+
+/// A new app-server, initialized; the saved thread read back (its identity and working
+/// directory checked) and resumed on it. Returns the client and the resume's answer.
+async fn reopen(
+    config: &DriverConfig,
+    plan: &LaunchPlan,
+    thread_id: &str,
+    permissions: Option<String>,
+    log: &mut EventLog,
+) -> Result<(RpcClient, Value), Stop> {
     let mut client = match session::start_initialized(config, plan).await {
         Ok(client) => client,
         Err(OpenFailure::Stop(s)) => return Err(s),
@@ -174,7 +214,7 @@ pub(crate) async fn after_crash(
         Err(OpenFailure::Transport(e)) => return Err(transport_stop(&e)),
     };
     let workspace = &config.run.launch.workspace;
-    let before = read(config, &mut client, &thread_id, "before resuming").await?;
+    let before = read(config, &mut client, thread_id, "before resuming").await?;
     let read_id = before["thread"]["id"].as_str().unwrap_or("(none)");
     if read_id != thread_id {
         return Err(failed(format!(
@@ -188,27 +228,22 @@ pub(crate) async fn after_crash(
             workspace.display()
         )));
     }
-    let resumed = resume(
-        config,
-        plan,
-        &mut client,
-        &thread_id,
-        summary.thread_permissions,
-        log,
-    )
-    .await?;
-    *session = Session {
-        client,
-        thread_id: thread_id.clone(),
-        model: session::model_of(&resumed),
-        skills: None,
-    };
-    let after = read(config, &mut session.client, &thread_id, "after resuming").await?;
-    let turns = after["thread"]["turns"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
-    match reconcile(saved_turn.as_deref(), &turns) {
+    let resumed = resume(config, plan, &mut client, thread_id, permissions, log).await?;
+    Ok((client, resumed))
+}
+
+/// What the run does next by how the saved live turn was reconciled on the resumed thread.
+async fn settle(
+    config: &DriverConfig,
+    plan: &LaunchPlan,
+    session: &mut Session,
+    state: &mut RunState,
+    request: &TurnRequest,
+    reconciliation: Reconciliation,
+    log: &mut EventLog,
+) -> Result<Recovered, Stop> {
+    let thread_id = session.thread_id.clone();
+    match reconciliation {
         Reconciliation::Kept(turn_id) => {
             note(
                 log,

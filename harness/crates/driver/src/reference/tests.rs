@@ -1,5 +1,6 @@
 use super::*;
 use crate::launch::Target;
+use graders::events::Mode;
 
 fn plan(target: Target, policy: PolicyGeneration) -> LaunchPlan {
     let request = LaunchRequest {

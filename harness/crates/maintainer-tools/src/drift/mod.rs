@@ -16,6 +16,7 @@ use crate::fidelity::{self, wire, Pair, PairOutcome};
 use anyhow::{Context, Result};
 use codex::provision;
 use report::layout::CellEvidence;
+use std::fmt::Write;
 use suites::spec::AppServerKind;
 use suites::{Cell, Matrix};
 
@@ -137,7 +138,6 @@ pub struct MatrixDrift {
 
 /// The report, as Markdown.
 pub fn render(drift: &ProtocolDrift, matrix: &[MatrixDrift]) -> String {
-    use std::fmt::Write;
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -145,6 +145,15 @@ pub fn render(drift: &ProtocolDrift, matrix: &[MatrixDrift]) -> String {
         drift.version,
         provision::PINNED
     );
+    render_schema(&mut out, drift);
+    render_answers(&mut out, drift);
+    render_persona(&mut out, drift);
+    render_matrix(&mut out, drift, matrix);
+    out
+}
+
+/// The schema's changes, counted by kind and then listed.
+fn render_schema(out: &mut String, drift: &ProtocolDrift) {
     let count = |kind: &str, sign: &str| {
         drift
             .schema
@@ -168,6 +177,10 @@ pub fn render(drift: &ProtocolDrift, matrix: &[MatrixDrift]) -> String {
     for change in &drift.schema {
         let _ = writeln!(out, "- {change}");
     }
+}
+
+/// The unknown-method list's changes and the changed answers a driver reads around its threads.
+fn render_answers(out: &mut String, drift: &ProtocolDrift) {
     let _ = writeln!(out, "\n### Unknown-method list\n");
     if drift.unknown_added.is_empty() && drift.unknown_removed.is_empty() {
         let _ = writeln!(out, "- the same methods");
@@ -185,6 +198,10 @@ pub fn render(drift: &ProtocolDrift, matrix: &[MatrixDrift]) -> String {
     for change in &drift.settings_changes {
         let _ = writeln!(out, "- {change}");
     }
+}
+
+/// Whether the fake plays the release, and how its persona differs from the recording.
+fn render_persona(out: &mut String, drift: &ProtocolDrift) {
     let _ = writeln!(out, "\n### The fake's persona of {}\n", drift.version);
     let folder = drift.persona_dir.display();
     match &drift.persona_differences {
@@ -210,6 +227,10 @@ pub fn render(drift: &ProtocolDrift, matrix: &[MatrixDrift]) -> String {
             }
         }
     }
+}
+
+/// The matrix pairs, pin next to the release, as a table (none: no section).
+fn render_matrix(out: &mut String, drift: &ProtocolDrift, matrix: &[MatrixDrift]) {
     if !matrix.is_empty() {
         let _ = writeln!(
             out,
@@ -251,7 +272,6 @@ pub fn render(drift: &ProtocolDrift, matrix: &[MatrixDrift]) -> String {
             );
         }
     }
-    out
 }
 
 /// Run the matrix pairs (pin first, then `version`), bounded by the cells' own timeouts.

@@ -74,49 +74,15 @@ pub(crate) async fn enter(
             None => launcher,
         }
     };
-    let starting = || format!("starting environment `{environment}`");
-    // The two places the mounts are merged. The app-server's: the folders it works in (the
-    // driver's part), then what it needs (its program, the file it writes what the model was
-    // told into).
+    // The two places the mounts are merged. The app-server's, here: the folders it works in
+    // (the driver's part), then what it needs (its program, the file it writes what the model
+    // was told into).
     let app_mounts = EnvMounts::scratch(&dirs.driver).merge(app_server.mounts.clone());
+    let starting = || format!("starting environment `{environment}`");
     let app_launcher =
         contained(launcher_with(environment, &app_mounts, &options).with_context(starting)?);
-    let app_launcher = match dirs.local_app_server {
-        Some(ids) => {
-            // The driver starts its codex from a folder it sees (its cwd is the launch's): the
-            // folders its command names are shown to the app-server too, read-only, so a launch
-            // from one of them starts where it did when the app-server saw the whole host.
-            let declared = &driver.declaration.mounts;
-            let view = EnvMounts {
-                readonly: app_mounts
-                    .readonly
-                    .iter()
-                    .chain(std::iter::once(&declared.scratch).filter(|p| !p.as_os_str().is_empty()))
-                    .chain(&declared.writable)
-                    .chain(&declared.readonly)
-                    .cloned()
-                    .collect(),
-                ..app_mounts.clone()
-            };
-            app_server_isolated(ctx, dirs, ids, &view, app_launcher)?
-        }
-        None => app_launcher,
-    };
-    // The driver's: its own part, the tap (its shim and the recorder's socket) and its task
-    // read-only (both written when it was declared), then what its command names — never the
-    // harness's evidence.
-    let driver_mounts = EnvMounts {
-        scratch: dirs.driver.clone(),
-        readonly: vec![dirs.evidence.tap(), dirs.evidence.task()],
-        ..EnvMounts::default()
-    }
-    .merge(driver.declaration.mounts.clone());
-    let driver_launcher = if sandbox::catalogue::spec(environment)?.driver_on_host() {
-        let on_the_host = contained(Arc::new(LocalLauncher));
-        isolated_on_the_host(ctx, dirs, &driver_mounts, on_the_host)
-    } else {
-        contained(launcher_with(environment, &driver_mounts, &options).with_context(starting)?)
-    };
+    let app_launcher = app_server_launcher(ctx, folders, &app_mounts, driver, app_launcher)?;
+    let driver_launcher = driver_launcher(ctx, folders, environment, driver, &options, &contained)?;
     let visible = (environment != "local").then(|| {
         std::iter::once(app_mounts.scratch.clone())
             .chain(app_mounts.writable.iter().cloned())
@@ -148,6 +114,74 @@ pub(crate) async fn enter(
             app_server_launcher: app_launcher,
         },
     })
+}
+
+/// Wraps a launcher so every process it starts joins the cell's cgroup (when there is one).
+type Contain<'a> = dyn Fn(Arc<dyn Launcher>) -> Arc<dyn Launcher> + 'a;
+
+/// The app-server's launcher: `in_environment` (the environment's, on `app_mounts`), or, for
+/// an app-server on the host, an isolated view through it that shows what the driver's command
+/// names too.
+fn app_server_launcher(
+    ctx: &CellContext,
+    folders: &Folders,
+    app_mounts: &EnvMounts,
+    driver: &Driver,
+    in_environment: Arc<dyn Launcher>,
+) -> Result<Arc<dyn Launcher>> {
+    let dirs = &folders.dirs;
+    match dirs.local_app_server {
+        Some(ids) => {
+            // The driver starts its codex from a folder it sees (its cwd is the launch's): the
+            // folders its command names are shown to the app-server too, read-only, so a launch
+            // from one of them starts where it did when the app-server saw the whole host.
+            let declared = &driver.declaration.mounts;
+            let view = EnvMounts {
+                readonly: app_mounts
+                    .readonly
+                    .iter()
+                    .chain(std::iter::once(&declared.scratch).filter(|p| !p.as_os_str().is_empty()))
+                    .chain(&declared.writable)
+                    .chain(&declared.readonly)
+                    .cloned()
+                    .collect(),
+                ..app_mounts.clone()
+            };
+            app_server_isolated(ctx, dirs, ids, &view, in_environment)
+        }
+        None => Ok(in_environment),
+    }
+}
+
+/// The driver's launcher: on the host, isolated ([`isolated_on_the_host`]), where the
+/// environment runs its driver there; else in the environment.
+fn driver_launcher(
+    ctx: &CellContext,
+    folders: &Folders,
+    environment: &str,
+    driver: &Driver,
+    options: &LauncherOptions,
+    contained: &Contain<'_>,
+) -> Result<Arc<dyn Launcher>> {
+    let dirs = &folders.dirs;
+    let starting = || format!("starting environment `{environment}`");
+    // The other place the mounts are merged, the driver's: its own part, the tap (its shim and
+    // the recorder's socket) and its task read-only (both written when it was declared), then
+    // what its command names — never the harness's evidence.
+    let driver_mounts = EnvMounts {
+        scratch: dirs.driver.clone(),
+        readonly: vec![dirs.evidence.tap(), dirs.evidence.task()],
+        ..EnvMounts::default()
+    }
+    .merge(driver.declaration.mounts.clone());
+    if sandbox::catalogue::spec(environment)?.driver_on_host() {
+        let on_the_host = contained(Arc::new(LocalLauncher));
+        Ok(isolated_on_the_host(ctx, dirs, &driver_mounts, on_the_host))
+    } else {
+        Ok(contained(
+            launcher_with(environment, &driver_mounts, options).with_context(starting)?,
+        ))
+    }
 }
 
 /// The driver on the host with no more power than an unprivileged user's
