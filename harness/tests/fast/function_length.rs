@@ -9,7 +9,6 @@
 //! under `#[cfg(test)]` or `#[test]`. The source is read as tokens (proc-macro2), so comments
 //! and strings hold no functions and a doc comment is the item's `doc` attributes.
 
-use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
@@ -23,23 +22,6 @@ const MAX_LINES: usize = 100;
 
 /// What a doc comment says of a function that stays long on purpose, followed by why.
 const REASON: &str = "Longer than 100 lines on purpose:";
-
-/// Functions split in branches of their own when this test came (issue 40 item 6), by file
-/// and name. Each entry fails the test once its function is no longer long: remove it then,
-/// so the list only shrinks.
-const BEING_SPLIT: &[(&str, &str)] = &[
-    (
-        "harness/crates/maintainer-tools/src/bench/graders.rs",
-        "generate",
-    ),
-    (
-        "harness/crates/maintainer-tools/src/bench/graders.rs",
-        "run",
-    ),
-    ("harness/crates/maintainer-tools/src/bench/gate.rs", "run"),
-    ("harness/crates/maintainer-tools/src/bench/tap.rs", "run"),
-    ("harness/src/cli/mutate/pool.rs", "run"),
-];
 
 /// A function over the bound.
 #[derive(Debug, PartialEq)]
@@ -238,7 +220,6 @@ fn no_function_is_over_100_lines_without_saying_why_in_its_doc_comment() {
         .flat_map(|(file, text)| test_module_files(file, text))
         .collect();
     let mut problems = Vec::new();
-    let mut being_split_seen = BTreeSet::new();
     for (file, text) in &sources {
         if test_files.iter().any(|test| file.starts_with(test)) {
             continue;
@@ -261,19 +242,8 @@ fn no_function_is_over_100_lines_without_saying_why_in_its_doc_comment() {
             if explained {
                 continue;
             }
-            if BEING_SPLIT.contains(&(shown.as_str(), name.as_str())) {
-                being_split_seen.insert((shown.clone(), name));
-                continue;
-            }
             problems.push(format!(
                 "{shown}:{line}: fn {name} is {lines} lines; split it by what it dispatches on (a group of match arms, a phase), or say why in its doc comment (\"{REASON} …\")"
-            ));
-        }
-    }
-    for (file, name) in BEING_SPLIT {
-        if !being_split_seen.contains(&(file.to_string(), name.to_string())) {
-            problems.push(format!(
-                "BEING_SPLIT names {file} fn {name}, which is no longer over {MAX_LINES} lines (or gone): remove it"
             ));
         }
     }

@@ -5,7 +5,7 @@
 
 use crate::cli::run::Printer;
 use crate::dispatch::{CancelReason, Observer, RunEvent};
-use maintainer_tools::mutate::confirm::{Again, Ledger};
+use maintainer_tools::mutate::confirm::{Again, Ledger, Round};
 use maintainer_tools::mutate::{self, CellMutant};
 use matrix::concurrency::Concurrency;
 use matrix::context::CellContext;
@@ -31,6 +31,14 @@ pub(super) struct Mutants<'a> {
 
 /// An operator against one driver (the runner's name): one kill settles it.
 type OperatorOn = (Operator, String);
+
+/// One round of the pool, planned: the executor's batch, each of its runs' operator and driver,
+/// and each operator's withdrawal of its queued runs.
+struct PlannedRound {
+    batch: scheduler::Batch,
+    of_round: Vec<OperatorOn>,
+    withdrawals: HashMap<OperatorOn, CancellationToken>,
+}
 
 /// What the mutants' pool gave, per run: its first run judged (`None`: left out after its
 /// operator's first kill) with its second attached when it killed, and its result; the second
@@ -59,65 +67,13 @@ impl Mutants<'_> {
         let mut results: Vec<Option<CellResult>> = vec![None; self.runs.len()];
         let mut wall = std::time::Duration::ZERO;
         while let Some(round) = ledger.next_round() {
+            let PlannedRound {
+                batch,
+                of_round,
+                withdrawals,
+            } = self.plan(&round, first_kill);
             let seconds = round.again.len();
-            let mut planned_runs: Vec<(CellContext, Cell)> = round
-                .again
-                .iter()
-                .map(|&i| {
-                    let (ctx, cell) = &self.runs[i];
-                    let mut ctx = ctx.clone();
-                    ctx.out_root = self.again_root(self.of_run[i]);
-                    (ctx, cell.clone())
-                })
-                .collect();
-            planned_runs.extend(round.runs.iter().map(|&i| self.runs[i].clone()));
-            let of_round: Vec<OperatorOn> = round
-                .again
-                .iter()
-                .chain(&round.runs)
-                .map(|&i| self.operator_on(i))
-                .collect();
-            // The second runs first: one cell each, and each settles an operator.
-            let firsts = if first_kill {
-                let timed: Vec<(Operator, std::time::Duration)> = round
-                    .runs
-                    .iter()
-                    .map(|&i| (self.of_run[i], self.cost(&self.runs[i].1)))
-                    .collect();
-                mutate::first_kill_order(&timed)
-            } else {
-                // The longest cells of the reference first (stable among equals), so the pool
-                // does not end waiting for one of them.
-                let mut order: Vec<usize> = (0..round.runs.len()).collect();
-                order.sort_by_key(|&at| std::cmp::Reverse(self.cost(&self.runs[round.runs[at]].1)));
-                order
-            };
-            let order = (0..seconds)
-                .chain(firsts.into_iter().map(|at| at + seconds))
-                .collect();
-            // One withdrawal per operator and driver: its first kill withdraws its queued runs.
-            let withdrawals: HashMap<&OperatorOn, CancellationToken> = of_round
-                .iter()
-                .map(|key| (key, CancellationToken::new()))
-                .collect();
-            let withdrawn = (0..planned_runs.len())
-                .map(|at| {
-                    if first_kill && at >= seconds {
-                        withdrawals[&of_round[at]].clone()
-                    } else {
-                        CancellationToken::new()
-                    }
-                })
-                .collect();
-            let planned_count = planned_runs.len();
-            let batch = scheduler::Batch {
-                runs: planned_runs,
-                order,
-                withdrawn,
-                // Mutate confirms a kill with its own run (`maintainer_tools::mutate::confirm`); running a
-                // failed cell again here would blur what that run confirms.
-                retries: 0,
-            };
+            let planned_count = batch.runs.len();
             let mut first_kills = FirstKills {
                 mutants: self,
                 seconds,
@@ -143,40 +99,14 @@ impl Mutants<'_> {
                 run.finished.len(),
                 planned_count
             );
-            let skipped: BTreeSet<usize> = run.skipped.iter().copied().collect();
-            let mut finished = run.finished.into_iter();
-            for at in 0..planned_count {
-                if at < seconds {
-                    anyhow::ensure!(!skipped.contains(&at), "mutants: a second run was left out");
-                    let index = round.again[at];
-                    let result = finished.next().expect("counted above");
-                    let operator = self.of_run[index];
-                    let again = Again {
-                        applied: mutate::applications(
-                            &self.again_root(operator),
-                            &result.cell.to_string(),
-                        )?,
-                        mutant: mutate::outcome(&result),
-                    };
-                    ledger.ran_again(index, again);
-                    continue;
-                }
-                let index = round.runs[at - seconds];
-                if skipped.contains(&at) {
-                    ledger.ran(index, None);
-                    continue;
-                }
-                let result = finished.next().expect("counted above");
-                let judged = self.cell_mutant(self.of_run[index], &result)?;
-                ledger.ran(index, Some((judged, result.duration)));
-                results[index] = Some(result);
-            }
+            let skipped = run.skipped.len();
+            self.record(&mut ledger, &round, run, &mut results)?;
             eprintln!(
                 "mutants: {} runs and {} second runs of killing cells in {:.1} s ({} left out after their operator's first kill)",
-                round.runs.len() - skipped.len(),
+                round.runs.len() - skipped,
                 seconds,
                 took.as_secs_f64(),
-                skipped.len()
+                skipped
             );
         }
         let (judged, second_runs) = ledger.finish();
@@ -186,6 +116,117 @@ impl Mutants<'_> {
             second_runs,
             wall,
         }))
+    }
+
+    /// A round as the executor runs it: its second runs first (one cell each, and each settles
+    /// an operator), then its first runs (`first_kill`: in the order
+    /// [`mutate::first_kill_order`], each operator's queued runs withdrawn by its first kill;
+    /// else the reference's longest cells first).
+    fn plan(&self, round: &Round, first_kill: bool) -> PlannedRound {
+        let seconds = round.again.len();
+        let mut runs: Vec<(CellContext, Cell)> = round
+            .again
+            .iter()
+            .map(|&i| {
+                let (ctx, cell) = &self.runs[i];
+                let mut ctx = ctx.clone();
+                ctx.out_root = self.again_root(self.of_run[i]);
+                (ctx, cell.clone())
+            })
+            .collect();
+        runs.extend(round.runs.iter().map(|&i| self.runs[i].clone()));
+        let of_round: Vec<OperatorOn> = round
+            .again
+            .iter()
+            .chain(&round.runs)
+            .map(|&i| self.operator_on(i))
+            .collect();
+        let firsts = if first_kill {
+            let timed: Vec<(Operator, std::time::Duration)> = round
+                .runs
+                .iter()
+                .map(|&i| (self.of_run[i], self.cost(&self.runs[i].1)))
+                .collect();
+            mutate::first_kill_order(&timed)
+        } else {
+            // The longest cells of the reference first (stable among equals), so the pool
+            // does not end waiting for one of them.
+            let mut order: Vec<usize> = (0..round.runs.len()).collect();
+            order.sort_by_key(|&at| std::cmp::Reverse(self.cost(&self.runs[round.runs[at]].1)));
+            order
+        };
+        let order = (0..seconds)
+            .chain(firsts.into_iter().map(|at| at + seconds))
+            .collect();
+        // One withdrawal per operator and driver: its first kill withdraws its queued runs.
+        let withdrawals: HashMap<OperatorOn, CancellationToken> = of_round
+            .iter()
+            .map(|key| (key.clone(), CancellationToken::new()))
+            .collect();
+        let withdrawn = (0..runs.len())
+            .map(|at| {
+                if first_kill && at >= seconds {
+                    withdrawals[&of_round[at]].clone()
+                } else {
+                    CancellationToken::new()
+                }
+            })
+            .collect();
+        let batch = scheduler::Batch {
+            runs,
+            order,
+            withdrawn,
+            // Mutate confirms a kill with its own run (`maintainer_tools::mutate::confirm`);
+            // running a failed cell again here would blur what that run confirms.
+            retries: 0,
+        };
+        PlannedRound {
+            batch,
+            of_round,
+            withdrawals,
+        }
+    }
+
+    /// Tell the ledger what a round's runs gave: each second run's mutant, each first run's
+    /// judged mutant (`None`: left out after its operator's first kill); keep the first runs'
+    /// results.
+    fn record(
+        &self,
+        ledger: &mut Ledger<OperatorOn>,
+        round: &Round,
+        run: scheduler::MatrixRun,
+        results: &mut [Option<CellResult>],
+    ) -> anyhow::Result<()> {
+        let seconds = round.again.len();
+        let skipped: BTreeSet<usize> = run.skipped.iter().copied().collect();
+        let mut finished = run.finished.into_iter();
+        for at in 0..seconds + round.runs.len() {
+            if at < seconds {
+                anyhow::ensure!(!skipped.contains(&at), "mutants: a second run was left out");
+                let index = round.again[at];
+                let result = finished.next().expect("counted by the caller");
+                let operator = self.of_run[index];
+                let again = Again {
+                    applied: mutate::applications(
+                        &self.again_root(operator),
+                        &result.cell.to_string(),
+                    )?,
+                    mutant: mutate::outcome(&result),
+                };
+                ledger.ran_again(index, again);
+                continue;
+            }
+            let index = round.runs[at - seconds];
+            if skipped.contains(&at) {
+                ledger.ran(index, None);
+                continue;
+            }
+            let result = finished.next().expect("counted by the caller");
+            let judged = self.cell_mutant(self.of_run[index], &result)?;
+            ledger.ran(index, Some((judged, result.duration)));
+            results[index] = Some(result);
+        }
+        Ok(())
     }
 
     /// One mutant's cell as it is judged: the rewrites its transcript (below the out folder's
@@ -229,7 +270,7 @@ struct FirstKills<'a> {
     seconds: usize,
     /// Each of the round's runs' operator and driver.
     of_round: &'a [OperatorOn],
-    withdrawals: &'a HashMap<&'a OperatorOn, CancellationToken>,
+    withdrawals: &'a HashMap<OperatorOn, CancellationToken>,
     printer: Printer,
 }
 
