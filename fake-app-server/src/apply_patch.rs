@@ -25,7 +25,7 @@ impl Hunk {
 }
 
 /// Parse the model's patch text (the tool's lark grammar, Add and Delete hunks).
-pub fn parse(text: &str) -> Result<Vec<Hunk>, String> {
+pub(crate) fn parse(text: &str) -> Result<Vec<Hunk>, String> {
     let mut lines = text.lines().peekable();
     if lines.next() != Some("*** Begin Patch") {
         return Err("a patch starts with `*** Begin Patch`".into());
@@ -76,7 +76,7 @@ pub fn parse(text: &str) -> Result<Vec<Hunk>, String> {
 /// A hunk resolved against the workspace: what the `fileChange` item shows and what applying
 /// it does.
 #[derive(Debug, Clone)]
-pub struct Change {
+pub(crate) struct Change {
     pub hunk: Hunk,
     pub absolute: PathBuf,
     /// The path `turn/diff/updated` names: relative to the git root around the workspace
@@ -90,13 +90,13 @@ pub struct Change {
 /// holds a `.git` (a repository's folder, a worktree's file, or an empty folder: measured with
 /// `harness explore` and an empty `.git` above the workspace), else the workspace itself. The
 /// file change items keep absolute paths.
-pub fn diff_root(cwd: &Path) -> &Path {
+pub(crate) fn diff_root(cwd: &Path) -> &Path {
     cwd.ancestors()
         .find(|folder| folder.join(".git").symlink_metadata().is_ok())
         .unwrap_or(cwd)
 }
 
-pub fn resolve(hunks: &[Hunk], cwd: &Path) -> Vec<Change> {
+pub(crate) fn resolve(hunks: &[Hunk], cwd: &Path) -> Vec<Change> {
     let root = diff_root(cwd);
     hunks
         .iter()
@@ -123,7 +123,7 @@ pub fn resolve(hunks: &[Hunk], cwd: &Path) -> Vec<Change> {
 impl Change {
     /// The item's `changes` entry: an added file shows its content, a deleted one its old
     /// content.
-    pub fn item_change(&self) -> serde_json::Value {
+    pub(crate) fn item_change(&self) -> serde_json::Value {
         let (kind, diff) = match &self.hunk {
             Hunk::Add { content, .. } => ("add", content.as_str()),
             Hunk::Delete { .. } => ("delete", self.old_content.as_str()),
@@ -132,7 +132,7 @@ impl Change {
     }
 
     /// The legacy `applyPatchApproval` form (`fileChanges` by path).
-    pub fn legacy_change(&self) -> serde_json::Value {
+    pub(crate) fn legacy_change(&self) -> serde_json::Value {
         match &self.hunk {
             Hunk::Add { content, .. } => serde_json::json!({"type": "add", "content": content}),
             Hunk::Delete { .. } => {
@@ -180,7 +180,7 @@ impl Change {
 }
 
 /// Apply every change; the first failure is reported with its path.
-pub fn apply(changes: &[Change]) -> Result<(), String> {
+pub(crate) fn apply(changes: &[Change]) -> Result<(), String> {
     for change in changes {
         change
             .apply()
@@ -192,7 +192,7 @@ pub fn apply(changes: &[Change]) -> Result<(), String> {
 /// The turn's diff after these changes were applied (`turn/diff/updated`'s `diff`).
 /// A file the turn added and then deleted shows nothing (measured with 0.169: the diff after
 /// the delete is empty).
-pub fn turn_diff(changes: &[Change]) -> String {
+pub(crate) fn turn_diff(changes: &[Change]) -> String {
     let added_then_deleted = |path: &str| {
         let mut of_path = changes.iter().filter(|c| c.hunk.path() == path);
         matches!(of_path.next().map(|c| &c.hunk), Some(Hunk::Add { .. }))
@@ -210,7 +210,7 @@ pub fn turn_diff(changes: &[Change]) -> String {
 }
 
 /// What the model is told after the patch applied: Codex 0.169's text.
-pub fn success_output(changes: &[Change], wall: std::time::Duration) -> String {
+pub(crate) fn success_output(changes: &[Change], wall: std::time::Duration) -> String {
     let files: String = changes
         .iter()
         .map(|c| {
@@ -228,10 +228,10 @@ pub fn success_output(changes: &[Change], wall: std::time::Duration) -> String {
 }
 
 /// What the model is told when the user declined the patch (Codex 0.169).
-pub const DECLINED_OUTPUT: &str = "patch rejected by user";
+pub(crate) const DECLINED_OUTPUT: &str = "patch rejected by user";
 /// What the model is told when a read-only sandbox refuses the patch and the approval policy
 /// forbids asking (Codex 0.169, `approvalPolicy: never`).
-pub const READ_ONLY_NEVER_OUTPUT: &str =
+pub(crate) const READ_ONLY_NEVER_OUTPUT: &str =
     "patch rejected: writing is blocked by read-only sandbox; rejected by user approval settings";
 
 /// Git's blob id: the SHA-1 of `blob <len>\0<content>`.

@@ -1,14 +1,23 @@
 //! A scriptable fake of `codex app-server`: the real stdio JSON-RPC protocol of Codex 0.169.0
 //! (or another release it has a persona for, see [`persona`]), a real (bubblewrap) or simulated
 //! sandbox, and a scenario that scripts the model and faults.
+//!
+//! Its API, for the harness and its tests: the command line of the release it plays ([`cli`],
+//! the `-c` overrides and permission profiles in [`config`]), the release's persona
+//! ([`persona`]), the scenario format ([`scenario`]), the sandbox model ([`sandbox`]), the
+//! JSON-RPC framing and error texts ([`protocol`]), stdout's one writer ([`output`]), what the
+//! model was told ([`model_log`]), Codex-shaped ids ([`ids`]), and a line reader with a timeout
+//! for its clients ([`line_reader`]). Every other item is `pub(crate)`.
 
-pub mod apply_patch;
+#![deny(unreachable_pub)]
+
+mod apply_patch;
 pub mod cli;
 pub mod config;
 pub mod ids;
 pub mod line_reader;
 pub mod model_log;
-pub mod model_log_writer;
+mod model_log_writer;
 pub mod output;
 pub mod persona;
 pub mod protocol;

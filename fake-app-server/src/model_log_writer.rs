@@ -8,18 +8,18 @@ use std::path::Path;
 use std::sync::Mutex;
 use std::time::Duration;
 
-pub struct ModelLog {
+pub(crate) struct ModelLog {
     file: Option<Mutex<BufWriter<File>>>,
 }
 
 impl ModelLog {
-    pub fn disabled() -> Self {
+    pub(crate) fn disabled() -> Self {
         Self { file: None }
     }
 
     /// Open `path` for appending (created if missing): a retry's fresh process adds to the
     /// earlier attempts' entries instead of replacing them.
-    pub fn create(path: &Path) -> std::io::Result<Self> {
+    pub(crate) fn create(path: &Path) -> std::io::Result<Self> {
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
             std::fs::create_dir_all(parent)?;
         }
@@ -29,7 +29,7 @@ impl ModelLog {
         })
     }
 
-    pub fn write(&self, entry: &ModelLogEntry) {
+    pub(crate) fn write(&self, entry: &ModelLogEntry) {
         let Some(file) = &self.file else { return };
         let mut file = file.lock().unwrap_or_else(|p| p.into_inner());
         let _ = serde_json::to_writer(&mut *file, entry);
@@ -39,26 +39,31 @@ impl ModelLog {
 }
 
 /// What Codex 0.169 tells the model when approval policy `never` forbids an escalation.
-pub const APPROVAL_NEVER_OUTPUT: &str = "approval policy is Never; reject command — you cannot ask for escalated permissions if the approval policy is Never";
+pub(crate) const APPROVAL_NEVER_OUTPUT: &str = "approval policy is Never; reject command — you cannot ask for escalated permissions if the approval policy is Never";
 
 /// What Codex tells the model when an escalation was rejected (by the user: `rejected by
 /// user`; by the automatic reviewer: its denial text). Codex writes the error with Rust's debug
 /// formatting, twice nested (measured with 0.169), which `{:?}` reproduces exactly.
-pub fn rejected_output(reason: &str) -> String {
+pub(crate) fn rejected_output(reason: &str) -> String {
     let rejected = format!("Rejected({reason:?})");
     format!("exec_command failed: CreateProcess {{ message: {rejected:?} }}")
 }
 
 /// Whether a tool output is one of Codex's refusals of an escalation ([`APPROVAL_NEVER_OUTPUT`],
 /// [`rejected_output`]): the command never ran.
-pub fn is_rejected_escalation(output: &str) -> bool {
+pub(crate) fn is_rejected_escalation(output: &str) -> bool {
     output == APPROVAL_NEVER_OUTPUT
         || (output.starts_with("exec_command failed: CreateProcess { message: \"Rejected(")
             && output.ends_with(")\" }"))
 }
 
 /// Codex's exec tool output as the model sees it.
-pub fn exec_output_text(chunk_id: &str, wall: Duration, exit_code: i32, output: &str) -> String {
+pub(crate) fn exec_output_text(
+    chunk_id: &str,
+    wall: Duration,
+    exit_code: i32,
+    output: &str,
+) -> String {
     let tokens = output.len().div_ceil(4);
     format!(
         "Chunk ID: {chunk_id}\nWall time: {:.4} seconds\nProcess exited with code {exit_code}\nOriginal token count: {tokens}\nOutput:\n{output}",
@@ -69,7 +74,7 @@ pub fn exec_output_text(chunk_id: &str, wall: Duration, exit_code: i32, output: 
 /// The exit code and output of a process result written by Codex (header lines, `Process
 /// exited with code N`, …, then `Output:` and the merged output; [`exec_output_text`]); `None`
 /// for any other text (a refused escalation, a command that could not be started).
-pub fn parse_exec_output(text: &str) -> Option<(i64, String)> {
+pub(crate) fn parse_exec_output(text: &str) -> Option<(i64, String)> {
     let exit = text
         .lines()
         .find_map(|line| line.strip_prefix("Process exited with code "))

@@ -4,9 +4,9 @@
 
 use std::path::Path;
 
-pub const SCHEMA_DIR_ENV: &str = "FAKE_APP_SERVER_SCHEMA_DIR";
+pub(crate) const SCHEMA_DIR_ENV: &str = "FAKE_APP_SERVER_SCHEMA_DIR";
 
-pub fn generate(out: &Path) -> Result<(), String> {
+pub(crate) fn generate(out: &Path) -> Result<(), String> {
     let source = std::env::var_os(SCHEMA_DIR_ENV)
         .filter(|v| !v.is_empty())
         .ok_or_else(|| {

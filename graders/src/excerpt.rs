@@ -3,7 +3,7 @@
 //! protocol does not depend on the translator for it.
 
 /// The first `max` characters of `text`, with `…` when cut.
-pub fn excerpt(text: &str, max: usize) -> String {
+pub(crate) fn excerpt(text: &str, max: usize) -> String {
     match text.char_indices().nth(max) {
         Some((cut, _)) => format!("{}…", &text[..cut]),
         None => text.to_string(),

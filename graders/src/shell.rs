@@ -21,7 +21,7 @@ const WRAPPERS: &[&str] = &["env", "command", "exec", "builtin", "nohup", "time"
 /// `sh -c 'sh -c …'` nesting followed; deeper scripts yield nothing.
 const MAX_DEPTH: usize = 4;
 /// Most write targets kept for one command (a hostile command cannot grow memory).
-pub const MAX_TARGETS: usize = 16;
+pub(crate) const MAX_TARGETS: usize = 16;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Token {
@@ -293,14 +293,14 @@ fn script_targets(script: &str, depth: usize, out: &mut Vec<String>) {
 
 /// Every file a shell script writes (redirection targets and the file operands of
 /// `touch`/`tee`/`cp`/`dd of=`/… , through `sh -c` nesting), as written in the script.
-pub fn script_write_targets(script: &str) -> Vec<String> {
+pub(crate) fn script_write_targets(script: &str) -> Vec<String> {
     let mut out = Vec::new();
     script_targets(script, 0, &mut out);
     out
 }
 
 /// Every file an argv (`["bash", "-lc", "…"]`, or a program and its arguments) writes.
-pub fn argv_write_targets(argv: &[String]) -> Vec<String> {
+pub(crate) fn argv_write_targets(argv: &[String]) -> Vec<String> {
     let mut out = Vec::new();
     argv_targets(argv, 0, &mut out);
     out
@@ -308,7 +308,7 @@ pub fn argv_write_targets(argv: &[String]) -> Vec<String> {
 
 /// The script's words with quoting removed, joined by spaces: what the command would print if
 /// it echoed its own arguments (used to spot a command that prints a refusal text itself).
-pub fn unquoted_words(script: &str) -> String {
+pub(crate) fn unquoted_words(script: &str) -> String {
     tokenize(script)
         .into_iter()
         .filter_map(|t| match t {

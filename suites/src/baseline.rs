@@ -6,22 +6,22 @@
 use serde::Deserialize;
 use std::collections::BTreeMap;
 
-pub use graders::verdict::{Verdict, VerdictKind};
+pub(crate) use graders::verdict::{Verdict, VerdictKind};
 
 /// Verdicts a signature decides: a baseline entry for one must name the signature it expects.
-pub const SIGNED_VERDICTS: &[VerdictKind] = &[
+pub(crate) const SIGNED_VERDICTS: &[VerdictKind] = &[
     VerdictKind::SandboxFailedToStart,
     VerdictKind::StartupRejected,
 ];
 
 /// Parse a kebab-case verdict name the way the graders serialize it.
-pub fn parse_verdict(name: &str) -> Option<VerdictKind> {
+pub(crate) fn parse_verdict(name: &str) -> Option<VerdictKind> {
     toml::Value::String(name.to_string()).try_into().ok()
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct BaselineFile {
+pub(crate) struct BaselineFile {
     #[serde(default)]
     pub expected: Vec<BaselineEntry>,
 }
@@ -40,12 +40,12 @@ pub struct BaselineEntry {
 /// The cells a baseline entry names: one cell name, or a pattern whose parts may hold `*`
 /// (any text without a dot), e.g. `codex-planning-read-only.my-runner-codex*.daytona.*`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CellPattern {
+pub(crate) struct CellPattern {
     parts: [String; 4],
 }
 
 impl CellPattern {
-    pub fn parse(text: &str) -> Result<Self, String> {
+    pub(crate) fn parse(text: &str) -> Result<Self, String> {
         let parts: Vec<&str> = text.split('.').collect();
         let [suite, runner, environment, case] = parts.as_slice() else {
             return Err(format!(
@@ -60,11 +60,11 @@ impl CellPattern {
     }
 
     /// Whether it names exactly one cell (no `*`).
-    pub fn is_exact(&self) -> bool {
+    pub(crate) fn is_exact(&self) -> bool {
         !self.parts.iter().any(|p| p.contains('*'))
     }
 
-    pub fn matches(&self, cell: &graders::events::CellId) -> bool {
+    pub(crate) fn matches(&self, cell: &graders::events::CellId) -> bool {
         let names = [&cell.suite, &cell.runner, &cell.environment, &cell.case];
         self.parts
             .iter()

@@ -72,7 +72,7 @@ pub struct DriversFile {
 }
 
 /// The largest drivers file read: far above any real one, far below what would hurt.
-pub const MAX_DRIVERS_FILE_BYTES: u64 = 4 << 20;
+pub(crate) const MAX_DRIVERS_FILE_BYTES: u64 = 4 << 20;
 
 impl DriversFile {
     /// Read and check the drivers file at `path`. A file that does not exist is an error: the

@@ -5,24 +5,29 @@
 //! crate parses both, expands the matrix into named cells ([`CellId`]) and checks everything a
 //! typo could break: unknown names, a matrix whose size differs from the declared one, a
 //! baseline entry for a cell that does not exist. At run time a user's drivers file and more
-//! Codex versions join the shipped matrix ([`load_with`], [`generate`]). Executing a cell is
-//! the `matrix` crate's job (harness/crates/matrix).
+//! Codex versions join the shipped matrix ([`load_with`], [`generate`]): a declared driver's
+//! command line filled for a cell ([`declared`]), the cases it cannot express
+//! ([`applicability`]). The files' shape is [`spec`]. Executing a cell is the `matrix` crate's
+//! job (harness/crates/matrix).
 
 // Library code prints nothing: it returns values, or emits a `tracing` notice the command line
 // shows (`harness::cli::notices`). Unit tests may print.
 #![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
+#![deny(unreachable_pub)]
 
 pub mod applicability;
-pub mod baseline;
-pub mod cell;
+mod baseline;
+mod cell;
 pub mod declared;
-pub mod drivers;
+mod drivers;
 pub mod generate;
-pub mod matrix;
+mod matrix;
 mod names;
-pub mod partition;
-pub mod profile_pages;
-pub mod source;
+mod partition;
+// Only its test uses it: it holds docs/profiles/ to suites.toml, and rewrites their tables.
+#[cfg(test)]
+mod profile_pages;
+mod source;
 pub mod spec;
 
 pub use baseline::{Agreement, Baseline, Expectation};

@@ -6,11 +6,11 @@ use crate::spec::{Profile, SuitesFile};
 use std::fmt::Write;
 
 /// Where the generated part of a page starts and ends.
-pub const BEGIN: &str = "<!-- cases: generated from suites/suites.toml by `UPDATE_PROFILE_PAGES=1 cargo test -p suites --lib profile_pages`; do not edit by hand -->";
-pub const END: &str = "<!-- end of the generated cases -->";
+pub(crate) const BEGIN: &str = "<!-- cases: generated from suites/suites.toml by `UPDATE_PROFILE_PAGES=1 cargo test -p suites --lib profile_pages`; do not edit by hand -->";
+pub(crate) const END: &str = "<!-- end of the generated cases -->";
 
 /// The generated tables of `profile`: a section per suite, a row per case.
-pub fn cases_of(file: &SuitesFile, profile: Profile) -> String {
+pub(crate) fn cases_of(file: &SuitesFile, profile: Profile) -> String {
     let mut out = String::new();
     for (suite_name, suite) in file.suites.iter().filter(|(_, s)| s.profile == profile) {
         let _ = writeln!(out, "### `{suite_name}`\n\n{}\n", suite.about);
@@ -46,7 +46,7 @@ pub fn cases_of(file: &SuitesFile, profile: Profile) -> String {
 }
 
 /// `page` with its generated part replaced by `cases`; `None` when the markers are missing.
-pub fn with_cases(page: &str, cases: &str) -> Option<String> {
+pub(crate) fn with_cases(page: &str, cases: &str) -> Option<String> {
     let start = page.find(BEGIN)? + BEGIN.len();
     let end = page[start..].find(END)? + start;
     Some(format!("{}\n\n{}{}", &page[..start], cases, &page[end..]))

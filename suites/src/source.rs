@@ -57,7 +57,7 @@ const MAX_SOURCE_BYTES: u64 = 4 << 20;
 
 /// The shipped suites as this process reads them.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Shipped {
+pub(crate) struct Shipped {
     pub suites: &'static str,
     pub baseline: &'static str,
     /// Scenario files by name (`file:NAME`).
@@ -68,7 +68,7 @@ pub struct Shipped {
 
 /// The shipped suites: the repository's files when its folder is there and readable, else the
 /// built-in copies. Read once per process.
-pub fn shipped() -> &'static Shipped {
+pub(crate) fn shipped() -> &'static Shipped {
     static SHIPPED: OnceLock<Shipped> = OnceLock::new();
     SHIPPED.get_or_init(|| {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -144,8 +144,9 @@ pub fn scenario_file(name: &str) -> Option<&'static str> {
     shipped().scenarios.get(name).copied()
 }
 
-/// The names of the shipped scenario files.
-pub fn scenario_files() -> impl Iterator<Item = &'static str> {
+/// The names of the shipped scenario files (its test's).
+#[cfg(test)]
+fn scenario_files() -> impl Iterator<Item = &'static str> {
     shipped().scenarios.keys().map(String::as_str)
 }
 

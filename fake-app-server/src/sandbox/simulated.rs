@@ -13,14 +13,15 @@ use crate::scenario::EnvironmentFacts;
 use std::path::Path;
 use std::time::Duration;
 
-pub const ENOSPC: &str = "bwrap: Creating new namespace failed: nesting depth or /proc/sys/user/max_*_namespaces exceeded (ENOSPC)";
-pub const UID_MAP: &str = "bwrap: setting up uid map: Permission denied";
-pub const LOOPBACK: &str = "bwrap: loopback: Failed RTM_NEWADDR: Operation not permitted";
-pub const HELPER_MISSING: &str = "bwrap: execvp codex-linux-sandbox: No such file or directory";
+pub(super) const ENOSPC: &str = "bwrap: Creating new namespace failed: nesting depth or /proc/sys/user/max_*_namespaces exceeded (ENOSPC)";
+pub(super) const UID_MAP: &str = "bwrap: setting up uid map: Permission denied";
+pub(super) const LOOPBACK: &str = "bwrap: loopback: Failed RTM_NEWADDR: Operation not permitted";
+pub(super) const HELPER_MISSING: &str =
+    "bwrap: execvp codex-linux-sandbox: No such file or directory";
 
 /// The message bubblewrap would print (in the order it meets the failures), or `None` when it
 /// would start. `with_helper`: the sandbox execs Codex's helper alias (not the start-up probe).
-pub fn launcher_error(
+pub(super) fn launcher_error(
     facts: &EnvironmentFacts,
     unshare_net: bool,
     with_helper: bool,
@@ -89,7 +90,7 @@ fn make_writable(dir: &Path) {
 }
 
 /// Run a command the simulated sandbox lets start.
-pub fn run_without_bwrap(
+pub(super) fn run_without_bwrap(
     argv: &[String],
     cwd: &Path,
     spec: &SandboxSpec,

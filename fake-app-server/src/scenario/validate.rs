@@ -35,7 +35,7 @@ const MODEL_CAUSED: [(&str, &str); 4] = [
 ];
 
 /// The requests a server step can send (the rest are caused by model steps).
-pub const SERVER_REQUESTS: [&str; 7] = [
+pub(super) const SERVER_REQUESTS: [&str; 7] = [
     "item/commandExecution/requestApproval",
     "mcpServer/elicitation/request",
     "account/chatgptAuthTokens/refresh",
@@ -336,7 +336,7 @@ fn server_step(key: &str, step: &ServerStep, steps: usize) -> Result<(), String>
 }
 
 /// The item `type`s of a release (`ThreadItem`'s variants).
-pub fn item_types(release: &release_schema::ReleaseSchema) -> Vec<String> {
+pub(super) fn item_types(release: &release_schema::ReleaseSchema) -> Vec<String> {
     release.notifications_document()["definitions"]["ThreadItem"]["oneOf"]
         .as_array()
         .into_iter()

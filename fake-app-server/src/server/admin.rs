@@ -63,7 +63,7 @@ fn listed(shared: &Shared, state: &State, thread: &ThreadState, loaded: bool) ->
 }
 
 /// `thread/loaded/list`: the loaded threads' ids, in the order they were started or resumed.
-pub fn thread_loaded_list(shared: &Arc<Shared>, params: Option<&Value>) -> Reply {
+pub(super) fn thread_loaded_list(shared: &Arc<Shared>, params: Option<&Value>) -> Reply {
     let run = || -> Result<Value, RpcError> {
         let _: serde_json::Map<String, Value> = parse_params(params)?;
         require_initialized(shared)?;
@@ -95,7 +95,7 @@ struct ThreadListParams {
 
 /// `thread/list`: the threads that have a rollout (archived ones with `archived: true`), newest
 /// first, with their read states. A cursor is the id of the last thread of the page before.
-pub fn thread_list(shared: &Arc<Shared>, params: Option<&Value>) -> Reply {
+pub(super) fn thread_list(shared: &Arc<Shared>, params: Option<&Value>) -> Reply {
     let run = || -> Result<Value, RpcError> {
         let params: ThreadListParams = parse_params(params)?;
         require_initialized(shared)?;
@@ -216,7 +216,7 @@ fn history(shared: &Shared, thread_id: &str) -> Result<ThreadState, RpcError> {
 
 /// `thread/turns/list`: the finished turns, newest first, each with its user messages and its
 /// final agent message (`itemsView: summary`).
-pub fn thread_turns_list(shared: &Arc<Shared>, params: Option<&Value>) -> Reply {
+pub(super) fn thread_turns_list(shared: &Arc<Shared>, params: Option<&Value>) -> Reply {
     let run = || -> Result<Value, RpcError> {
         let (id, params): (_, PageParams) = thread_params(shared, params)?;
         let thread = history(shared, &id)?;
@@ -257,7 +257,7 @@ fn summary_turn(turn: &Value) -> Value {
 }
 
 /// `thread/items/list`: every item of the finished turns, oldest first, with its turn.
-pub fn thread_items_list(shared: &Arc<Shared>, params: Option<&Value>) -> Reply {
+pub(super) fn thread_items_list(shared: &Arc<Shared>, params: Option<&Value>) -> Reply {
     let run = || -> Result<Value, RpcError> {
         let (id, params): (_, PageParams) = thread_params(shared, params)?;
         let thread = history(shared, &id)?;
@@ -297,7 +297,7 @@ struct NameParams {
 
 /// `thread/name/set`: `{}`, then `thread/name/updated`; also for a thread that only has a
 /// rollout (not loaded), which keeps the name.
-pub fn thread_name_set(shared: &Arc<Shared>, params: Option<&Value>) -> Reply {
+pub(super) fn thread_name_set(shared: &Arc<Shared>, params: Option<&Value>) -> Reply {
     let run = || -> Result<Value, RpcError> {
         let (_, params): (_, NameParams) = thread_params(shared, params)?;
         let mut state = shared.state();
@@ -327,7 +327,7 @@ pub fn thread_name_set(shared: &Arc<Shared>, params: Option<&Value>) -> Reply {
 }
 
 /// `thread/goal/get`: the fake's model never sets a goal.
-pub fn thread_goal_get(shared: &Arc<Shared>, params: Option<&Value>) -> Reply {
+pub(super) fn thread_goal_get(shared: &Arc<Shared>, params: Option<&Value>) -> Reply {
     Reply::from(thread_id_of(shared, params).and_then(|id| {
         loaded(&shared.state(), &id)?;
         Ok(json!({"goal": null}))
@@ -335,7 +335,7 @@ pub fn thread_goal_get(shared: &Arc<Shared>, params: Option<&Value>) -> Reply {
 }
 
 /// `thread/goal/clear`: nothing to clear (no goal is ever set).
-pub fn thread_goal_clear(shared: &Arc<Shared>, params: Option<&Value>) -> Reply {
+pub(super) fn thread_goal_clear(shared: &Arc<Shared>, params: Option<&Value>) -> Reply {
     Reply::from(thread_id_of(shared, params).and_then(|id| {
         loaded(&shared.state(), &id)?;
         Ok(json!({"cleared": false}))
@@ -343,7 +343,7 @@ pub fn thread_goal_clear(shared: &Arc<Shared>, params: Option<&Value>) -> Reply 
 }
 
 /// `thread/backgroundTerminals/list`: the fake's commands never outlive their step.
-pub fn background_terminals_list(shared: &Arc<Shared>, params: Option<&Value>) -> Reply {
+pub(super) fn background_terminals_list(shared: &Arc<Shared>, params: Option<&Value>) -> Reply {
     Reply::from(thread_id_of(shared, params).and_then(|id| {
         loaded(&shared.state(), &id)?;
         Ok(json!({"data": [], "nextCursor": null}))
@@ -358,7 +358,10 @@ struct TerminateParams {
 }
 
 /// `thread/backgroundTerminals/terminate`: there is never one to terminate.
-pub fn background_terminals_terminate(shared: &Arc<Shared>, params: Option<&Value>) -> Reply {
+pub(super) fn background_terminals_terminate(
+    shared: &Arc<Shared>,
+    params: Option<&Value>,
+) -> Reply {
     let run = || -> Result<Value, RpcError> {
         let (id, _): (_, TerminateParams) = thread_params(shared, params)?;
         loaded(&shared.state(), &id)?;
@@ -369,7 +372,7 @@ pub fn background_terminals_terminate(shared: &Arc<Shared>, params: Option<&Valu
 
 /// `thread/unsubscribe`: `unsubscribed` for a loaded thread, `notLoaded` otherwise (the thread
 /// stays loaded, as Codex 0.169 still lists it; its notifications stop, `Output::unsubscribed`).
-pub fn thread_unsubscribe(shared: &Arc<Shared>, params: Option<&Value>) -> Reply {
+pub(super) fn thread_unsubscribe(shared: &Arc<Shared>, params: Option<&Value>) -> Reply {
     Reply::from(thread_id_of(shared, params).map(|id| {
         let status = if shared.state().threads.contains_key(&id) {
             shared.out.set_subscribed(&id, false);
@@ -416,7 +419,7 @@ fn unloaded_reply(thread_id: &str, notification: &str) -> Reply {
 
 /// `thread/archive`: the thread is unloaded and its rollout moves to
 /// `$CODEX_HOME/archived_sessions/`.
-pub fn thread_archive(shared: &Arc<Shared>, params: Option<&Value>) -> Reply {
+pub(super) fn thread_archive(shared: &Arc<Shared>, params: Option<&Value>) -> Reply {
     let run = || -> Result<String, RpcError> {
         let params: ThreadIdParams = parse_params(params)?;
         require_initialized(shared)?;
@@ -454,7 +457,7 @@ pub fn thread_archive(shared: &Arc<Shared>, params: Option<&Value>) -> Reply {
 }
 
 /// `thread/delete`: the thread is unloaded and its rollout removed.
-pub fn thread_delete(shared: &Arc<Shared>, params: Option<&Value>) -> Reply {
+pub(super) fn thread_delete(shared: &Arc<Shared>, params: Option<&Value>) -> Reply {
     let run = || -> Result<String, RpcError> {
         let id = thread_id_of(shared, params)?;
         if let (_, Some(file)) = unload(shared, &id)? {
@@ -471,7 +474,7 @@ pub fn thread_delete(shared: &Arc<Shared>, params: Option<&Value>) -> Reply {
 
 /// `thread/unarchive`: the rollout moves back below `sessions/`; the thread is answered as
 /// listed, not loaded; then `thread/unarchived`.
-pub fn thread_unarchive(shared: &Arc<Shared>, params: Option<&Value>) -> Reply {
+pub(super) fn thread_unarchive(shared: &Arc<Shared>, params: Option<&Value>) -> Reply {
     let run = || -> Result<(String, Value), RpcError> {
         let id = thread_id_of(shared, params)?;
         if shared.state().threads.contains_key(&id) {
@@ -530,7 +533,7 @@ struct ForkParams {
 /// `thread/fork`: a new thread holding a copy of the source's history (`forkedFromId`), answered
 /// like `thread/start`, then `thread/started`. The model of the fork has read what the source's
 /// model read, so the fork's next turn plays the script after the source's.
-pub fn thread_fork(shared: &Arc<Shared>, params: Option<&Value>) -> Reply {
+pub(super) fn thread_fork(shared: &Arc<Shared>, params: Option<&Value>) -> Reply {
     let run = || -> Result<(Value, Value, bool), RpcError> {
         let (id, params): (_, ForkParams) = thread_params(shared, params)?;
         let id = &id;

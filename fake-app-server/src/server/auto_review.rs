@@ -10,7 +10,7 @@ use crate::scenario::model::Review;
 use serde_json::{json, Value};
 
 /// What the review is about.
-pub struct ReviewTarget<'a> {
+pub(super) struct ReviewTarget<'a> {
     pub thread_id: &'a str,
     pub turn_id: &'a str,
     pub review_id: &'a str,
@@ -22,22 +22,22 @@ pub struct ReviewTarget<'a> {
 }
 
 /// An escalated shell command.
-pub fn command_action(command: &str, cwd: &str) -> Value {
+pub(super) fn command_action(command: &str, cwd: &str) -> Value {
     json!({"type": "command", "command": shapes::shell_display(command), "cwd": cwd, "source": "unifiedExec"})
 }
 
 /// A patch the sandbox may not write: the files it touches, by absolute path.
-pub fn apply_patch_action(cwd: &str, files: &[String]) -> Value {
+pub(super) fn apply_patch_action(cwd: &str, files: &[String]) -> Value {
     json!({"type": "applyPatch", "cwd": cwd, "files": files})
 }
 
 /// A `request_permissions` call: its reason and the permissions asked for, as the request to
 /// a client would carry them.
-pub fn permissions_action(reason: Option<&str>, permissions: Value) -> Value {
+pub(super) fn permissions_action(reason: Option<&str>, permissions: Value) -> Value {
     json!({"type": "requestPermissions", "reason": reason, "permissions": permissions})
 }
 
-pub fn started(target: &ReviewTarget) -> Value {
+pub(super) fn started(target: &ReviewTarget) -> Value {
     shapes::notification(
         "item/autoApprovalReview/started",
         json!({
@@ -48,7 +48,7 @@ pub fn started(target: &ReviewTarget) -> Value {
     )
 }
 
-pub fn completed(target: &ReviewTarget, review: &Review, completed_at: u64) -> Value {
+pub(super) fn completed(target: &ReviewTarget, review: &Review, completed_at: u64) -> Value {
     let (risk, authorization) = review.levels();
     shapes::notification(
         "item/autoApprovalReview/completed",
@@ -65,7 +65,7 @@ pub fn completed(target: &ReviewTarget, review: &Review, completed_at: u64) -> V
 }
 
 /// The `guardianWarning` Codex sends with every verdict, allowing or denying.
-pub fn verdict_warning(thread_id: &str, review: &Review) -> Value {
+pub(super) fn verdict_warning(thread_id: &str, review: &Review) -> Value {
     let (risk, authorization) = review.levels();
     let verdict = if review.allows() {
         "approved"
@@ -80,7 +80,7 @@ pub fn verdict_warning(thread_id: &str, review: &Review) -> Value {
 
 /// A command item waiting for (or refused by) the reviewer lists its action as the whole shell
 /// command line, as Codex 0.169 does (measured); a command that ran lists the model's command.
-pub fn with_display_action(mut item: Value, cmd: &str) -> Value {
+pub(super) fn with_display_action(mut item: Value, cmd: &str) -> Value {
     item["commandActions"] = json!([{"type": "unknown", "command": shapes::shell_display(cmd)}]);
     item
 }
@@ -88,13 +88,13 @@ pub fn with_display_action(mut item: Value, cmd: &str) -> Value {
 /// What the model gets back from a denied escalation: Codex 0.169's denial text around the
 /// reviewer's rationale (recorded from the real Codex), as a rejection
 /// ([`crate::model_log_writer::rejected_output`]).
-pub fn denied_output(review: &Review) -> String {
+pub(super) fn denied_output(review: &Review) -> String {
     crate::model_log_writer::rejected_output(&denial(review))
 }
 
 /// Codex 0.169's denial text around the reviewer's rationale: what the model gets back, as is,
 /// from a denied patch (measured); a command's comes wrapped ([`denied_output`]).
-pub fn denial(review: &Review) -> String {
+pub(super) fn denial(review: &Review) -> String {
     format!(
         "This action was rejected due to unacceptable risk.\nReason: {}\nThe agent must not attempt to achieve the same outcome via workaround, indirect execution, or policy circumvention. Proceed only with a materially safer alternative, or if the user explicitly approves the action after being informed of the risk. Otherwise, stop and request user input.",
         review.rationale

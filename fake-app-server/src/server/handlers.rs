@@ -70,7 +70,7 @@ fn handler(method: &str) -> Option<Handler> {
     Some(handler)
 }
 
-pub fn handle(shared: &Arc<Shared>, method: &str, params: Option<&Value>) -> Reply {
+pub(super) fn handle(shared: &Arc<Shared>, method: &str, params: Option<&Value>) -> Reply {
     if !protocol::is_client_method(method) {
         return Reply::err(protocol::unknown_method(method));
     }

@@ -16,23 +16,23 @@ const TURN_BOUND: Duration = Duration::from_secs(2);
 
 /// The turn's side: given with the interrupt signal.
 #[derive(Debug)]
-pub struct InterruptAnswer {
+pub(crate) struct InterruptAnswer {
     ready: Sender<Sender<()>>,
 }
 
 /// The handler's side.
-pub struct PendingInterruptAnswer {
+pub(crate) struct PendingInterruptAnswer {
     ready: Receiver<Sender<()>>,
 }
 
 impl InterruptAnswer {
-    pub fn new() -> (Self, PendingInterruptAnswer) {
+    pub(crate) fn new() -> (Self, PendingInterruptAnswer) {
         let (ready, waiting) = channel();
         (Self { ready }, PendingInterruptAnswer { ready: waiting })
     }
 
     /// Have the interrupt answered now, and wait until it has been written.
-    pub fn answer_now(self) {
+    pub(crate) fn answer_now(self) {
         let (written, wait) = channel();
         if self.ready.send(written).is_ok() && wait.recv_timeout(TURN_BOUND).is_err() {
             eprintln!("fake-app-server: the turn/interrupt answer was not written within {TURN_BOUND:?}; the turn ends");
@@ -43,7 +43,7 @@ impl InterruptAnswer {
 impl PendingInterruptAnswer {
     /// Wait until the turn is ready for the answer (or has ended without reading the signal);
     /// what to run once the answer is written.
-    pub fn wait(self) -> Option<Box<dyn FnOnce() + Send>> {
+    pub(crate) fn wait(self) -> Option<Box<dyn FnOnce() + Send>> {
         match self.ready.recv_timeout(HANDLER_BOUND) {
             Ok(written) => Some(Box::new(move || {
                 let _ = written.send(());

@@ -30,10 +30,10 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-pub use state::codex_home;
+pub(crate) use state::codex_home;
 
 /// Everything the server's threads share.
-pub struct Shared {
+pub(crate) struct Shared {
     pub out: Output,
     pub scenario: Scenario,
     pub config: Config,
@@ -61,7 +61,7 @@ pub struct Shared {
 
 /// A handler's answer: the result, the notifications that go before and after the response,
 /// and work to start once they are out (a turn).
-pub struct Reply {
+pub(crate) struct Reply {
     pub result: Result<Value, RpcError>,
     pub before: Vec<Value>,
     pub then: Vec<Value>,
@@ -69,21 +69,21 @@ pub struct Reply {
 }
 
 impl Reply {
-    pub fn ok(result: Value) -> Self {
+    pub(crate) fn ok(result: Value) -> Self {
         Self::from(Ok(result))
     }
-    pub fn err(error: RpcError) -> Self {
+    pub(crate) fn err(error: RpcError) -> Self {
         Self::from(Err(error))
     }
     /// `result`, then the notifications `then`.
-    pub fn then(result: Value, then: Vec<Value>) -> Self {
+    pub(crate) fn then(result: Value, then: Vec<Value>) -> Self {
         Self {
             then,
             ..Self::ok(result)
         }
     }
     /// The same answer, with `notification` sent before it.
-    pub fn before(mut self, notification: Value) -> Self {
+    pub(crate) fn before(mut self, notification: Value) -> Self {
         self.before.push(notification);
         self
     }
@@ -101,7 +101,7 @@ impl From<Result<Value, RpcError>> for Reply {
 }
 
 impl Shared {
-    pub fn new(
+    pub(crate) fn new(
         scenario: Scenario,
         config: Config,
         sandbox: Sandbox,
@@ -150,7 +150,12 @@ impl Shared {
     }
 
     /// Send a server request; its answer is delivered to `waiter` as `ClientAnswer`.
-    pub fn request_client(&self, method: &str, params: Value, waiter: &Sender<TurnSignal>) -> u64 {
+    pub(crate) fn request_client(
+        &self,
+        method: &str,
+        params: Value,
+        waiter: &Sender<TurnSignal>,
+    ) -> u64 {
         let id = self.next_request_id.fetch_add(1, Ordering::SeqCst);
         self.pending
             .lock()
@@ -165,7 +170,7 @@ impl Shared {
 
     /// Send `message`, a request with a method no release has, as server request; its answer is
     /// delivered like any other's.
-    pub fn request_client_off_schema(
+    pub(crate) fn request_client_off_schema(
         &self,
         mut message: Value,
         waiter: &Sender<TurnSignal>,
@@ -181,7 +186,7 @@ impl Shared {
         id
     }
 
-    pub fn forget_request(&self, id: u64) {
+    pub(crate) fn forget_request(&self, id: u64) {
         self.pending
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -285,7 +290,7 @@ thread_local! {
 }
 
 /// Serve stdin/stdout until stdin closes. Returns the process exit code.
-pub fn serve(shared: Arc<Shared>) -> u8 {
+pub(crate) fn serve(shared: Arc<Shared>) -> u8 {
     // Lines are handled on this thread as they arrive (turns and slow requests run elsewhere):
     // no hand-off between threads on the request path keeps round trips cheap. Its own buffer
     // shows what was read and not handled yet (stdin's smaller one is bypassed by its reads).

@@ -12,7 +12,10 @@ use serde::Deserialize;
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
 
-pub fn account_read(shared: &Arc<Shared>, params: Option<&Value>) -> Result<Value, RpcError> {
+pub(super) fn account_read(
+    shared: &Arc<Shared>,
+    params: Option<&Value>,
+) -> Result<Value, RpcError> {
     let _: Map<String, Value> = parse_params(params)?;
     Ok(json!({
         "account": null, "userId": null,
@@ -23,7 +26,7 @@ pub fn account_read(shared: &Arc<Shared>, params: Option<&Value>) -> Result<Valu
 
 /// `account/login/start`: an API key is accepted at once (Codex stores it and reports the login);
 /// the browser and device-code flows need a network the fake never uses.
-pub fn account_login_start(params: Option<&Value>) -> Reply {
+pub(super) fn account_login_start(params: Option<&Value>) -> Reply {
     let params: Map<String, Value> = match parse_params(params) {
         Ok(p) => p,
         Err(e) => return Reply::err(e),
@@ -57,7 +60,7 @@ struct LoginCancelParams {
 }
 
 /// `account/login/cancel`: the fake never has a login under way (an API key logs in at once).
-pub fn account_login_cancel(shared: &Arc<Shared>, params: Option<&Value>) -> Reply {
+pub(super) fn account_login_cancel(shared: &Arc<Shared>, params: Option<&Value>) -> Reply {
     let run = || -> Result<Value, RpcError> {
         let params: LoginCancelParams = parse_params(params)?;
         require_initialized(shared)?;
@@ -76,7 +79,7 @@ struct OauthLoginParams {
 
 /// `mcpServer/oauth/login`: Codex's answer for a server the config does not name; for one it
 /// names, the login needs the server and a browser, which the fake has neither of.
-pub fn mcp_server_oauth_login(shared: &Arc<Shared>, params: Option<&Value>) -> Reply {
+pub(super) fn mcp_server_oauth_login(shared: &Arc<Shared>, params: Option<&Value>) -> Reply {
     let run = || -> Result<Value, RpcError> {
         let params: OauthLoginParams = parse_params(params)?;
         require_initialized(shared)?;
@@ -112,7 +115,7 @@ struct HooksListParams {
 
 /// `hooks/list`: per cwd (the server's when none is given), no hooks, as Codex 0.169 lists them
 /// for a workspace and a home that configure none (measured); the fake runs no hooks.
-pub fn hooks_list(shared: &Arc<Shared>, params: Option<&Value>) -> Reply {
+pub(super) fn hooks_list(shared: &Arc<Shared>, params: Option<&Value>) -> Reply {
     let run = || -> Result<Value, RpcError> {
         let params: HooksListParams = match params {
             None | Some(Value::Null) => HooksListParams::default(),

@@ -16,7 +16,7 @@ use sha2::{Digest, Sha256};
 use std::path::PathBuf;
 use std::sync::Arc;
 
-pub const DEFAULT_PROVIDER: &str = "openai";
+pub(super) const DEFAULT_PROVIDER: &str = "openai";
 
 /// Codex's answer to `model/list` with a custom model provider (recorded from the real Codex:
 /// its bundled catalogue, in its order; the configured model is not listed, and a client that
@@ -26,14 +26,14 @@ fn catalog() -> &'static [Value] {
     crate::persona::current().model_catalog()
 }
 /// The context window Codex assumes for a model without metadata.
-pub const FALLBACK_CONTEXT_WINDOW: u64 = 258_400;
+pub(super) const FALLBACK_CONTEXT_WINDOW: u64 = 258_400;
 
-pub fn in_catalog(model: &str) -> bool {
+pub(super) fn in_catalog(model: &str) -> bool {
     catalog().iter().any(|entry| entry["id"] == model)
 }
 
 /// `warning` on turn/start when the thread's model has no metadata (Codex 0.169's text).
-pub fn missing_metadata_warning(model: &str, thread_id: &str) -> Value {
+pub(super) fn missing_metadata_warning(model: &str, thread_id: &str) -> Value {
     shapes::notification(
         "warning",
         json!({"message": format!("Model metadata for `{model}` not found. Defaulting to fallback metadata; this can degrade performance and cause issues."), "threadId": thread_id}),
@@ -64,7 +64,7 @@ fn thread_features(
 }
 
 /// Whether feature `name` is on in `thread` (else the release's default for it).
-pub fn feature_enabled(shared: &Shared, thread: &ThreadState, name: &str) -> bool {
+pub(super) fn feature_enabled(shared: &Shared, thread: &ThreadState, name: &str) -> bool {
     thread_features(shared, thread)
         .get(name)
         .copied()
@@ -74,7 +74,7 @@ pub fn feature_enabled(shared: &Shared, thread: &ThreadState, name: &str) -> boo
 /// `warning` as a thread starts (`thread/start`) when its configuration enables features under
 /// development (Codex 0.169's text, measured: after `thread/started`, before the answer, once
 /// per thread, the features sorted). `None` when it enables none.
-pub fn unstable_features_warning(shared: &Shared, thread: &ThreadState) -> Option<Value> {
+pub(super) fn unstable_features_warning(shared: &Shared, thread: &ThreadState) -> Option<Value> {
     let thread_id = &thread.id;
     let flags = &shared.config.session_flags;
     if flags.get("suppress_unstable_features_warning") == Some(&toml::Value::Boolean(true)) {
@@ -101,7 +101,7 @@ pub fn unstable_features_warning(shared: &Shared, thread: &ThreadState) -> Optio
 }
 
 /// The configured model and provider, with a thread's own model when it chose one.
-pub fn model_of(shared: &Shared, thread: Option<&ThreadState>) -> (String, String) {
+pub(super) fn model_of(shared: &Shared, thread: Option<&ThreadState>) -> (String, String) {
     let model = thread
         .and_then(|t| t.model.clone())
         .or_else(|| shared.config.model.clone())
@@ -195,7 +195,7 @@ struct ConfigReadParams {
 
 /// `config/read`: the effective config, each key's origin, and (on request) the layers, highest
 /// first: the session's `-c` flags, `$CODEX_HOME/config.toml`, `/etc/codex/config.toml`.
-pub fn config_read(shared: &Arc<Shared>, params: Option<&Value>) -> Result<Value, RpcError> {
+pub(super) fn config_read(shared: &Arc<Shared>, params: Option<&Value>) -> Result<Value, RpcError> {
     let params: ConfigReadParams = parse_params(params)?;
     let mut layers = Vec::new();
     if !shared.config.session_flags.is_empty() {
@@ -248,7 +248,7 @@ pub fn config_read(shared: &Arc<Shared>, params: Option<&Value>) -> Result<Value
 
 /// `model/list`: the bundled catalog as Codex 0.169 lists it (see [`CATALOG_JSON`]), on one
 /// page.
-pub fn model_list(params: Option<&Value>) -> Result<Value, RpcError> {
+pub(super) fn model_list(params: Option<&Value>) -> Result<Value, RpcError> {
     let _: Map<String, Value> = parse_params(params)?;
     Ok(json!({"data": catalog(), "nextCursor": null}))
 }
@@ -284,7 +284,7 @@ fn replace_in_strings(value: &mut Value, from: &str, to: &str) {
 }
 
 /// `skills/list`: one entry per cwd, each with Codex 0.169's system skills.
-pub fn skills_list(params: Option<&Value>) -> Result<Value, RpcError> {
+pub(super) fn skills_list(params: Option<&Value>) -> Result<Value, RpcError> {
     let params: SkillsListParams = parse_params(params)?;
     let cwds = params.cwds.filter(|c| !c.is_empty()).unwrap_or_else(|| {
         vec![std::env::current_dir()
@@ -299,7 +299,7 @@ pub fn skills_list(params: Option<&Value>) -> Result<Value, RpcError> {
     Ok(json!({"data": data}))
 }
 
-pub fn collaboration_mode_list(params: Option<&Value>) -> Result<Value, RpcError> {
+pub(super) fn collaboration_mode_list(params: Option<&Value>) -> Result<Value, RpcError> {
     let _: Map<String, Value> = parse_params(params)?;
     Ok(json!({"data": [
         {"name": "Plan", "mode": "plan", "model": null, "reasoning_effort": "medium"},
@@ -310,7 +310,7 @@ pub fn collaboration_mode_list(params: Option<&Value>) -> Result<Value, RpcError
 /// The collaboration mode a thread reports: the default mode with no instructions until a client
 /// sets one; a mode set without its own instructions reports the release's built-in ones. Its
 /// reasoning effort is the thread's (measured with Codex 0.169).
-pub fn collaboration_mode(thread: &ThreadState, model: &str) -> Value {
+pub(super) fn collaboration_mode(thread: &ThreadState, model: &str) -> Value {
     let effort = &thread.model_settings.effort;
     let Some(given) = &thread.collaboration_mode else {
         return json!({"mode": "default", "settings": {"model": model, "reasoning_effort": effort, "developer_instructions": null}});
@@ -324,7 +324,7 @@ pub fn collaboration_mode(thread: &ThreadState, model: &str) -> Value {
 }
 
 /// The `threadSettings` of `thread/settings/updated`.
-pub fn thread_settings(thread: &ThreadState, model: &str, provider: &str) -> Value {
+pub(super) fn thread_settings(thread: &ThreadState, model: &str, provider: &str) -> Value {
     let cwd = thread.cwd.display().to_string();
     let tuning = &thread.model_settings;
     json!({
@@ -341,13 +341,13 @@ pub fn thread_settings(thread: &ThreadState, model: &str, provider: &str) -> Val
 }
 
 /// The thread's settings as a client sees them, to tell whether a change changed anything.
-pub fn settings_of(shared: &Shared, thread: &ThreadState) -> Value {
+pub(super) fn settings_of(shared: &Shared, thread: &ThreadState) -> Value {
     let (model, provider) = model_of(shared, Some(thread));
     thread_settings(thread, &model, provider.as_str())
 }
 
 /// `thread/settings/updated` for `thread`'s current settings.
-pub fn settings_updated(shared: &Shared, thread: &ThreadState) -> Value {
+pub(super) fn settings_updated(shared: &Shared, thread: &ThreadState) -> Value {
     shapes::notification(
         "thread/settings/updated",
         json!({"threadId": thread.id, "threadSettings": settings_of(shared, thread)}),
@@ -358,7 +358,7 @@ pub fn settings_updated(shared: &Shared, thread: &ThreadState) -> Value {
 /// `thread/settings/update`. Applied as a whole or not at all (a bad profile changes nothing).
 #[derive(Deserialize, Default)]
 #[serde(rename_all = "camelCase")]
-pub struct SettingsChange {
+pub(super) struct SettingsChange {
     #[serde(default)]
     pub model: Option<String>,
     #[serde(default)]
@@ -405,7 +405,7 @@ impl SettingsChange {
 
     /// Apply the change to `thread`; `Ok(true)` when what a client sees of its settings changed
     /// (Codex 0.169 then sends `thread/settings/updated`, and only then: measured).
-    pub fn apply(self, shared: &Shared, thread: &mut ThreadState) -> Result<bool, RpcError> {
+    pub(super) fn apply(self, shared: &Shared, thread: &mut ThreadState) -> Result<bool, RpcError> {
         let permissions = self.permissions(shared)?;
         let before = settings_of(shared, thread);
         if let Some(model) = self.model {
@@ -452,7 +452,7 @@ struct ThreadSettingsUpdateParams {
 }
 
 /// `thread/settings/update`: `{}`, then `thread/settings/updated` when a setting changed.
-pub fn thread_settings_update(shared: &Arc<Shared>, params: Option<&Value>) -> Reply {
+pub(super) fn thread_settings_update(shared: &Arc<Shared>, params: Option<&Value>) -> Reply {
     let run = || -> Result<Option<Value>, RpcError> {
         let params: ThreadSettingsUpdateParams = parse_params(params)?;
         require_initialized(shared)?;
@@ -488,7 +488,7 @@ struct BatchWriteParams {
 /// answered with the file's new layer version, as Codex 0.169 does (measured: the digest is the
 /// one `config/read` shows for that layer). A `null` value removes the key; `upsert` merges a
 /// table into the one there.
-pub fn config_batch_write(shared: &Arc<Shared>, params: Option<&Value>) -> Reply {
+pub(super) fn config_batch_write(shared: &Arc<Shared>, params: Option<&Value>) -> Reply {
     let run = || -> Result<Value, RpcError> {
         let params: BatchWriteParams = parse_params(params)?;
         require_initialized(shared)?;
@@ -546,7 +546,7 @@ pub fn config_batch_write(shared: &Arc<Shared>, params: Option<&Value>) -> Reply
 /// An `approvalsReviewer` as the release keeps it: the legacy `guardian_subagent` (which the
 /// schema accepts "for compatibility") is `auto_review` (measured with 0.169 by `harness
 /// explore`: the answer and the thread's settings say `auto_review`, and the reviewer runs).
-pub fn reviewer(asked: Option<String>) -> Option<String> {
+pub(super) fn reviewer(asked: Option<String>) -> Option<String> {
     asked.map(|name| match name.as_str() {
         "guardian_subagent" => "auto_review".to_string(),
         _ => name,

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc::Sender;
 
 #[derive(Default)]
-pub struct State {
+pub(crate) struct State {
     pub initialized: bool,
     pub experimental_api: bool,
     pub client_name: String,
@@ -24,7 +24,7 @@ pub struct State {
 
 impl State {
     /// The loaded thread `id`, or Codex's error for an id it does not hold.
-    pub fn thread_mut(&mut self, id: &str) -> Result<&mut ThreadState, RpcError> {
+    pub(crate) fn thread_mut(&mut self, id: &str) -> Result<&mut ThreadState, RpcError> {
         self.threads
             .get_mut(id)
             .ok_or_else(|| super::gate::thread_not_found(id))
@@ -33,7 +33,7 @@ impl State {
 
 /// What a running turn can be told.
 #[derive(Debug)]
-pub enum TurnSignal {
+pub(crate) enum TurnSignal {
     /// `turn/interrupt`, answered when the turn is ready for it.
     Interrupt(super::interrupt::InterruptAnswer),
     Steer(Value),
@@ -41,14 +41,14 @@ pub enum TurnSignal {
     ClientAnswer(Value),
 }
 
-pub struct ActiveTurn {
+pub(crate) struct ActiveTurn {
     pub id: String,
     pub signals: Sender<TurnSignal>,
     /// Its `turn/start` had an `outputSchema` (what a scenario's `threads` selector may ask).
     pub output_schema: bool,
 }
 
-pub struct ThreadState {
+pub(crate) struct ThreadState {
     pub id: String,
     pub cwd: PathBuf,
     pub ephemeral: bool,
@@ -97,7 +97,7 @@ pub struct ThreadState {
 /// The model settings a client may set on a thread, echoed in `thread/settings/updated` (JSON
 /// `null` until set).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct ModelSettings {
+pub(crate) struct ModelSettings {
     pub effort: Value,
     pub summary: Value,
     pub service_tier: Value,
@@ -146,7 +146,7 @@ struct Persisted {
 }
 
 /// Whether a turn object (any items view) holds an agent message: what makes a turn unread.
-pub fn has_agent_message(turn: &Value) -> bool {
+pub(super) fn has_agent_message(turn: &Value) -> bool {
     turn["items"]
         .as_array()
         .is_some_and(|items| items.iter().any(|item| item["type"] == "agentMessage"))
@@ -171,7 +171,7 @@ impl ThreadState {
     /// planned leaves nothing to read: measured with 0.169; the fake implements no
     /// `thread/readState/update`, so nothing is ever marked read), with an opaque revision that
     /// changes with every finished turn.
-    pub fn read_state(&self) -> Value {
+    pub(crate) fn read_state(&self) -> Value {
         if !self.has_rollout() {
             return Value::Null;
         }
@@ -190,7 +190,7 @@ impl ThreadState {
         serde_json::json!({"firstUnread": first_unread, "revision": revision})
     }
 
-    pub fn view<'a>(
+    pub(crate) fn view<'a>(
         &'a self,
         model: &'a str,
         provider: &'a str,
@@ -224,12 +224,18 @@ impl ThreadState {
 
     /// Whether Codex has written the thread's rollout: when its first turn started (never for
     /// an ephemeral thread). Until then `thread/resume` finds nothing (measured with 0.169).
-    pub fn has_rollout(&self) -> bool {
+    pub(crate) fn has_rollout(&self) -> bool {
         !self.ephemeral && self.turns_started > 0
     }
 
     /// The thread as Codex shows it (`thread/start`, `thread/read`, `thread/list`, …).
-    pub fn json(&self, model: &str, provider: &str, originator: &str, with_turns: bool) -> Value {
+    pub(crate) fn json(
+        &self,
+        model: &str,
+        provider: &str,
+        originator: &str,
+        with_turns: bool,
+    ) -> Value {
         let mut thread = shapes::thread(&self.view(model, provider, originator, with_turns));
         thread["name"] = serde_json::json!(self.name);
         thread["forkedFromId"] = serde_json::json!(self.forked_from);
@@ -237,7 +243,7 @@ impl ThreadState {
     }
 
     /// Write the thread's file, once it has a rollout ([`Self::has_rollout`]).
-    pub fn persist(&self) {
+    pub(crate) fn persist(&self) {
         if self.has_rollout() {
             self.write_record();
         }
@@ -245,7 +251,7 @@ impl ThreadState {
 
     /// Write the thread's file at `path`, rollout or not (an archived thread is remembered even
     /// when it never ran a turn, as Codex remembers it).
-    pub fn write_record(&self) {
+    pub(crate) fn write_record(&self) {
         let Some(path) = &self.path else { return };
         let (profile, legacy_policy) = match &self.permissions {
             Permissions::Profile(p) => (Some(p.id.clone()), None),
@@ -298,7 +304,7 @@ impl ThreadState {
     }
 
     /// Load a persisted thread; its profile is resolved against this process's config.
-    pub fn load(path: &Path, config: &Config) -> Option<ThreadState> {
+    pub(crate) fn load(path: &Path, config: &Config) -> Option<ThreadState> {
         let record: Persisted = serde_json::from_slice(&std::fs::read(path).ok()?).ok()?;
         let permissions = match (&record.profile, &record.legacy_policy) {
             (Some(id), _) => Permissions::Profile(
@@ -358,7 +364,7 @@ impl ThreadState {
 }
 
 /// `$CODEX_HOME` (else `~/.codex`), as Codex reports it in the initialize result.
-pub fn codex_home() -> PathBuf {
+pub(crate) fn codex_home() -> PathBuf {
     if let Some(home) = std::env::var_os("CODEX_HOME").filter(|v| !v.is_empty()) {
         return PathBuf::from(home);
     }
@@ -372,7 +378,7 @@ pub fn codex_home() -> PathBuf {
 /// `second-launch-installation-id`). Read back when the file holds one, else a new one written
 /// there; a home that cannot be written still gets an id for this launch, as the id is only
 /// reported, never checked.
-pub fn installation_id() -> String {
+pub(super) fn installation_id() -> String {
     let file = codex_home().join("installation_id");
     let kept = std::fs::read_to_string(&file)
         .ok()
@@ -390,7 +396,7 @@ pub fn installation_id() -> String {
 /// (measured), which `thread.path` reports. The file holds the fake's own record of the
 /// thread on one line, not Codex's rollout items. Only when `CODEX_HOME` is set: the fake
 /// never writes into a real user's `~/.codex`.
-pub fn new_thread_file(thread_id: &str) -> Option<PathBuf> {
+pub(super) fn new_thread_file(thread_id: &str) -> Option<PathBuf> {
     let home = std::env::var_os("CODEX_HOME").filter(|v| !v.is_empty())?;
     let now = chrono::Local::now();
     Some(
@@ -406,7 +412,7 @@ pub fn new_thread_file(thread_id: &str) -> Option<PathBuf> {
 
 /// The persisted file of thread `thread_id` ([`new_thread_file`]), found by the id at the end
 /// of its name in `$CODEX_HOME/sessions/YYYY/MM/DD/` (or, `archived`, in `archived_sessions/`).
-pub fn thread_file_in(thread_id: &str, archived: bool) -> Option<PathBuf> {
+pub(super) fn thread_file_in(thread_id: &str, archived: bool) -> Option<PathBuf> {
     let suffix = format!("-{thread_id}.jsonl");
     thread_files(archived).into_iter().find(|file| {
         file.file_name()
@@ -416,24 +422,24 @@ pub fn thread_file_in(thread_id: &str, archived: bool) -> Option<PathBuf> {
 }
 
 /// The file of a thread that is not archived ([`thread_file_in`]).
-pub fn thread_file(thread_id: &str) -> Option<PathBuf> {
+pub(super) fn thread_file(thread_id: &str) -> Option<PathBuf> {
     thread_file_in(thread_id, false)
 }
 
 /// `$CODEX_HOME/sessions`, where threads are persisted (below `YYYY/MM/DD/`).
-pub fn sessions_dir() -> Option<PathBuf> {
+pub(super) fn sessions_dir() -> Option<PathBuf> {
     let home = std::env::var_os("CODEX_HOME").filter(|v| !v.is_empty())?;
     Some(PathBuf::from(home).join("sessions"))
 }
 
 /// `$CODEX_HOME/archived_sessions`, where Codex moves an archived thread's rollout (measured).
-pub fn archive_dir() -> Option<PathBuf> {
+pub(super) fn archive_dir() -> Option<PathBuf> {
     let home = std::env::var_os("CODEX_HOME").filter(|v| !v.is_empty())?;
     Some(PathBuf::from(home).join("archived_sessions"))
 }
 
 /// Every persisted thread file: below `sessions/YYYY/MM/DD/`, or in `archived_sessions/`.
-pub fn thread_files(archived: bool) -> Vec<PathBuf> {
+pub(super) fn thread_files(archived: bool) -> Vec<PathBuf> {
     let children = |dir: &Path| -> Vec<PathBuf> {
         let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
             .map(|entries| entries.flatten().map(|e| e.path()).collect())
@@ -466,6 +472,6 @@ pub fn thread_files(archived: bool) -> Vec<PathBuf> {
 }
 
 /// The server's working directory: a thread's cwd when the client names none.
-pub fn server_cwd() -> PathBuf {
+pub(super) fn server_cwd() -> PathBuf {
     std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"))
 }

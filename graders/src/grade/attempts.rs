@@ -57,14 +57,14 @@ pub(crate) struct Attempt {
 
 impl Attempt {
     /// The table row that decided a refusal or launcher failure.
-    pub fn signature(&self) -> Option<&'static Signature> {
+    pub(super) fn signature(&self) -> Option<&'static Signature> {
         match self.outcome {
             Outcome::Refused(sig) | Outcome::LauncherFailed(sig) => Some(sig),
             Outcome::Succeeded | Outcome::Undetermined => None,
         }
     }
 
-    pub fn evidence(&self) -> EvidenceRef {
+    pub(super) fn evidence(&self) -> EvidenceRef {
         EvidenceRef::at(self.seq, &self.excerpt)
     }
 }
@@ -175,14 +175,14 @@ fn is_probe_path(path: &str) -> bool {
 }
 
 impl ProbeAttempts {
-    pub fn wants(kind: Kind) -> bool {
+    pub(super) fn wants(kind: Kind) -> bool {
         matches!(
             kind,
             Kind::ItemCompleted | Kind::ModelToolCall | Kind::ModelToolOutput
         )
     }
 
-    pub fn observe(&mut self, seq: u64, source: Source, body: &Body) {
+    pub(super) fn observe(&mut self, seq: u64, source: Source, body: &Body) {
         if Self::wants(body.kind()) && !body.kind().accepts_source(source) {
             self.misattributed.get_or_insert_with(|| {
                 (
@@ -355,7 +355,7 @@ impl ProbeAttempts {
     }
 
     /// Tool calls on the probe path whose output never arrived.
-    pub fn unanswered_calls(&self) -> Vec<EvidenceRef> {
+    pub(super) fn unanswered_calls(&self) -> Vec<EvidenceRef> {
         let mut calls: Vec<_> = self
             .pending_calls
             .values()
@@ -367,7 +367,7 @@ impl ProbeAttempts {
     }
 
     /// The first refused write of either source.
-    pub fn first_refused(&self) -> Option<&Attempt> {
+    pub(super) fn first_refused(&self) -> Option<&Attempt> {
         [&self.first_refused_driver, &self.first_refused_model]
             .into_iter()
             .flatten()

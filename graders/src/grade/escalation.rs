@@ -33,7 +33,7 @@ pub(crate) struct EscalationWatch {
 }
 
 impl EscalationWatch {
-    pub fn wants(kind: Kind) -> bool {
+    pub(super) fn wants(kind: Kind) -> bool {
         matches!(
             kind,
             Kind::ApprovalRequested
@@ -44,7 +44,7 @@ impl EscalationWatch {
         )
     }
 
-    pub fn observe(&mut self, seq: u64, source: Source, body: &Body) {
+    pub(super) fn observe(&mut self, seq: u64, source: Source, body: &Body) {
         if !body.kind().accepts_source(source) {
             return;
         }
@@ -172,7 +172,7 @@ impl EscalationWatch {
     }
 
     /// The escalation that keeps a refusal seen by `source` at `seq` from counting, if any.
-    pub fn taints(&self, seq: u64, source: Source) -> Option<EvidenceRef> {
+    pub(super) fn taints(&self, seq: u64, source: Source) -> Option<EvidenceRef> {
         let driver = [self.first_driver.clone(), self.first_unresolved()]
             .into_iter()
             .flatten()

@@ -77,7 +77,7 @@ pub(crate) struct LaunchConfig {
 }
 
 impl LaunchConfig {
-    pub fn parse(argv: &[String]) -> Result<Self, ArgvError> {
+    pub(super) fn parse(argv: &[String]) -> Result<Self, ArgvError> {
         let mut config = LaunchConfig::default();
         // `--enable` / `--disable` as (on, name, the argv element that named the feature),
         // applied once the `-c` overrides are.
@@ -150,7 +150,7 @@ impl LaunchConfig {
     }
 
     /// The argv element that last set `path` or something inside or above it (for evidence).
-    pub fn source_of(&self, path: &[&str]) -> Option<&str> {
+    pub(super) fn source_of(&self, path: &[&str]) -> Option<&str> {
         self.overrides
             .iter()
             .rev()
@@ -159,7 +159,7 @@ impl LaunchConfig {
     }
 
     /// A top-level string setting (`default_permissions`, `sandbox_mode`).
-    pub fn string_setting(&self, key: &str) -> Result<Option<&str>, String> {
+    pub(super) fn string_setting(&self, key: &str) -> Result<Option<&str>, String> {
         match self.root.get(key) {
             None => Ok(None),
             Some(toml::Value::String(s)) => Ok(Some(s)),
@@ -169,13 +169,13 @@ impl LaunchConfig {
 
     /// Whether a thread or turn that sent `explicit` selects no permission profile at all (none
     /// sent, no `default_permissions`): the legacy sandbox then applies.
-    pub fn selects_no_profile(&self, explicit: Option<&str>) -> bool {
+    pub(super) fn selects_no_profile(&self, explicit: Option<&str>) -> bool {
         explicit.is_none() && !self.root.contains_key("default_permissions")
     }
 
     /// The profile a thread or turn runs under: `explicit` (the `permissions` it sent), else
     /// `default_permissions`.
-    pub fn selected_profile(&self, explicit: Option<&str>) -> Result<String, String> {
+    pub(super) fn selected_profile(&self, explicit: Option<&str>) -> Result<String, String> {
         if let Some(name) = explicit {
             return Ok(name.to_string());
         }
@@ -188,7 +188,7 @@ impl LaunchConfig {
     }
 
     /// Settings outside the permission profiles that could widen every thread's sandbox.
-    pub fn judge_sandbox_settings(&self) -> Judgement {
+    pub(super) fn judge_sandbox_settings(&self) -> Judgement {
         if let Some(profile) = self.root.get("profile") {
             return Judgement::Unverifiable(format!(
                 "the argv selects the config profile {}; the grader does not resolve config profiles, so the sandbox they set is not shown",
@@ -211,7 +211,7 @@ impl LaunchConfig {
     }
 
     /// The rules of `permissions.NAME`, if the argv defines it.
-    pub fn permission_profile(&self, name: &str) -> Option<Result<ProfileRules, String>> {
+    pub(super) fn permission_profile(&self, name: &str) -> Option<Result<ProfileRules, String>> {
         let permissions = self.root.get("permissions")?;
         let Some(permissions) = permissions.as_table() else {
             return Some(Err(format!(
@@ -227,7 +227,7 @@ impl LaunchConfig {
     /// The `permissions.NAME` table as the argv configures it, every override merged, with
     /// nothing reduced away (unlike [`Self::permission_profile`]): two launches whose tables
     /// are equal give the profile the same rules. `None` when the argv does not define it.
-    pub fn profile_table(&self, name: &str) -> Option<Result<&toml::Table, String>> {
+    pub(super) fn profile_table(&self, name: &str) -> Option<Result<&toml::Table, String>> {
         let permissions = self.root.get("permissions")?;
         let Some(permissions) = permissions.as_table() else {
             return Some(Err(format!(
@@ -245,7 +245,7 @@ impl LaunchConfig {
 
     /// Whether the profile `name` grants no write access and no network beyond
     /// `network_allowed`.
-    pub fn judge_profile(&self, name: &str, network_allowed: bool) -> Judgement {
+    pub(super) fn judge_profile(&self, name: &str, network_allowed: bool) -> Judgement {
         if name == READ_ONLY_BUILTIN {
             return Judgement::ReadOnly(format!("`{name}` is the built-in read-only profile"));
         }

@@ -70,7 +70,7 @@ pub(crate) struct LaunchPolicy {
 }
 
 impl LaunchPolicy {
-    pub fn new(expected: Mode) -> Self {
+    pub(super) fn new(expected: Mode) -> Self {
         Self {
             expected,
             launch: None,

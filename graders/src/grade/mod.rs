@@ -69,18 +69,18 @@ pub(crate) struct Terminal {
 }
 
 impl Terminal {
-    pub fn evidence(&self) -> EvidenceRef {
+    pub(crate) fn evidence(&self) -> EvidenceRef {
         EvidenceRef::at(self.seq, &describe_terminal(&self.ended))
     }
 
-    pub fn ending_name(&self) -> &'static str {
+    pub(crate) fn ending_name(&self) -> &'static str {
         ending_name(self.ended.ending)
     }
 
     /// How the run ended, with the cause the run gave (`failed-permanently: the external
     /// driver exited (exit status: 3) without writing run.ended`), so that the verdict's
     /// reason, and the progress line that shows it, name the cause and not only the ending.
-    pub fn ending_with_cause(&self) -> String {
+    pub(crate) fn ending_with_cause(&self) -> String {
         match self.ended.reason.as_deref().map(str::trim) {
             Some(reason) if !reason.is_empty() => format!("{}: {reason}", self.ending_name()),
             _ => self.ending_name().to_string(),
@@ -89,7 +89,7 @@ impl Terminal {
 
     /// The `run-succeeded` check: a failing verdict citing `evidence` unless the run ended
     /// succeeded.
-    pub fn fail_unless_succeeded(
+    pub(crate) fn fail_unless_succeeded(
         &self,
         evidence: impl FnOnce() -> Vec<EvidenceRef>,
     ) -> Option<Verdict> {

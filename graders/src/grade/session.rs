@@ -19,11 +19,11 @@ pub(crate) struct SessionWatch {
 }
 
 impl SessionWatch {
-    pub fn wants(kind: Kind) -> bool {
+    pub(crate) fn wants(kind: Kind) -> bool {
         matches!(kind, Kind::SessionStarted | Kind::SessionRejected)
     }
 
-    pub fn observe(&mut self, seq: u64, source: Source, body: &Body) {
+    pub(crate) fn observe(&mut self, seq: u64, source: Source, body: &Body) {
         // A session opened or refused only as the driver saw it.
         if !body.kind().accepts_source(source) {
             return;
@@ -41,7 +41,7 @@ impl SessionWatch {
 
     /// `Some(verdict)` when the session never opened: `startup-rejected` quoting the provider,
     /// or `incomplete` when nothing says why.
-    pub fn never_opened(&self, terminal: &Terminal) -> Option<Verdict> {
+    pub(crate) fn never_opened(&self, terminal: &Terminal) -> Option<Verdict> {
         if self.started.is_some() {
             return None;
         }

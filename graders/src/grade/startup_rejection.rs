@@ -58,10 +58,10 @@ impl StartupRejection {
             retry_shown: true,
         }
     }
-    pub fn deterministic() -> Self {
+    pub(super) fn deterministic() -> Self {
         Self::new(Expect::Deterministic)
     }
-    pub fn transient() -> Self {
+    pub(super) fn transient() -> Self {
         Self::new(Expect::Transient)
     }
 }

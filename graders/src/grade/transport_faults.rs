@@ -15,7 +15,7 @@ pub(crate) struct TransportFault {
 }
 
 impl TransportFault {
-    pub fn new(expected: Ending) -> Self {
+    pub(super) fn new(expected: Ending) -> Self {
         Self {
             expected,
             session: SessionWatch::default(),

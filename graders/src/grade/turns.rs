@@ -13,11 +13,11 @@ pub(crate) struct TurnWatch {
 }
 
 impl TurnWatch {
-    pub fn wants(kind: Kind) -> bool {
+    pub(super) fn wants(kind: Kind) -> bool {
         matches!(kind, Kind::TurnCompleted | Kind::TurnError)
     }
 
-    pub fn observe(&mut self, seq: u64, source: Source, body: &Body) {
+    pub(super) fn observe(&mut self, seq: u64, source: Source, body: &Body) {
         if !body.kind().accepts_source(source) {
             return;
         }
@@ -56,7 +56,7 @@ impl TurnWatch {
     }
 
     /// Why the run cannot show that the model made no attempt, if it cannot.
-    pub fn model_did_not_get_to_act(&self) -> Option<EvidenceRef> {
+    pub(super) fn model_did_not_get_to_act(&self) -> Option<EvidenceRef> {
         if let Some((seq, what)) = &self.first_failure {
             return Some(EvidenceRef::at(*seq, what));
         }

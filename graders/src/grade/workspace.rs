@@ -61,11 +61,11 @@ fn describe(probe: &ProbeFile) -> String {
 }
 
 impl WorkspaceWatch {
-    pub fn wants(kind: Kind) -> bool {
+    pub(super) fn wants(kind: Kind) -> bool {
         kind == Kind::WorkspaceEvidence
     }
 
-    pub fn observe(&mut self, seq: u64, source: Source, body: &Body) {
+    pub(super) fn observe(&mut self, seq: u64, source: Source, body: &Body) {
         let Body::WorkspaceEvidence(ws) = body else {
             return;
         };

@@ -29,7 +29,7 @@ mod server_actions;
 mod server_requests;
 
 /// Everything a turn needs, captured when turn/start was accepted.
-pub struct TurnPlan {
+pub(super) struct TurnPlan {
     pub thread_id: String,
     pub turn_id: String,
     pub cwd: PathBuf,
@@ -55,7 +55,7 @@ pub struct TurnPlan {
     pub raw_events: Option<RawEventsTurn>,
 }
 
-pub use raw_events::RawEventsTurn;
+pub(super) use raw_events::RawEventsTurn;
 
 /// Why a wait for the client's answer ended without one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -132,7 +132,7 @@ const SERVER_TURN_DELAY: std::time::Duration = std::time::Duration::from_millis(
 /// timer wins (observed: `turn/started` 11 ms after `turn/completed`, stdin closed 4 ms later):
 /// a case that needs the server's turn must not depend on the machine's load. `_running`
 /// counts the turn as under way until the chain is over ([`Shared::turn_player`]).
-pub fn play(shared: Arc<Shared>, plan: TurnPlan, _running: TurnPlayerGuard) {
+pub(super) fn play(shared: Arc<Shared>, plan: TurnPlan, _running: TurnPlayerGuard) {
     let root = plan.turn_id.clone();
     let mut next = Some((plan, None));
     let mut continuations = 0;

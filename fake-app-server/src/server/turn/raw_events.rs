@@ -25,7 +25,7 @@ use serde_json::{json, Value};
 
 /// What a turn of a thread started with `experimentalRawEvents: true` needs to know.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RawEventsTurn {
+pub(crate) struct RawEventsTurn {
     /// Which turn of the thread this is, from 0: the response ids count it, and only the first
     /// turn carries Codex's context.
     pub turn_index: usize,
@@ -53,7 +53,7 @@ const USER_CONTEXT: &[(&str, &str)] = &[(
 const FREEFORM_TOOLS: &[&str] = &["apply_patch"];
 
 /// The text the fake writes for a context part it does not model.
-pub fn context_text(kind: &str) -> String {
+pub(super) fn context_text(kind: &str) -> String {
     format!("<{kind}: Codex's own prompt, not modelled by the fake>")
 }
 

@@ -32,7 +32,7 @@ const RULES_FILE: &str = "rules/default.rules";
 
 /// Where the amendments' rules are kept: `$CODEX_HOME`, when set (as the fake's rollouts are:
 /// never a user's own home).
-pub fn rules_home() -> Option<PathBuf> {
+pub(crate) fn rules_home() -> Option<PathBuf> {
     std::env::var_os("CODEX_HOME")
         .filter(|v| !v.is_empty())
         .map(PathBuf::from)
@@ -40,7 +40,7 @@ pub fn rules_home() -> Option<PathBuf> {
 
 /// A command asked about: what the session cache keys it by.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct CommandKey {
+pub(crate) struct CommandKey {
     pub thread_id: String,
     pub argv: Vec<String>,
     pub cwd: PathBuf,
@@ -50,7 +50,7 @@ pub struct CommandKey {
 
 /// The process's memory of approvals.
 #[derive(Debug, Default)]
-pub struct Remembered {
+pub(crate) struct Remembered {
     commands: HashSet<CommandKey>,
     files: HashSet<(String, PathBuf)>,
     /// Allowing prefix rules (also written to the rules file when `CODEX_HOME` is set).
@@ -60,7 +60,7 @@ pub struct Remembered {
 impl Remembered {
     /// Whether `argv`, run in `cwd` (`escalated`: asking to leave the sandbox), needs no
     /// approval: approved for the thread's session, or allowed by an amendment's rule.
-    pub fn command_allowed(&self, key: &CommandKey, home: Option<&Path>) -> bool {
+    pub(crate) fn command_allowed(&self, key: &CommandKey, home: Option<&Path>) -> bool {
         if self.commands.contains(key) {
             return true;
         }
@@ -75,7 +75,12 @@ impl Remembered {
 
     /// What the client's accepting `decision` (the answer's `decision` value) on `argv`
     /// leaves behind.
-    pub fn command_accepted(&mut self, key: CommandKey, decision: &Value, home: Option<&Path>) {
+    pub(crate) fn command_accepted(
+        &mut self,
+        key: CommandKey,
+        decision: &Value,
+        home: Option<&Path>,
+    ) {
         if decision == "acceptForSession" {
             self.commands.insert(key);
             return;
@@ -101,14 +106,14 @@ impl Remembered {
     }
 
     /// Whether every one of `files` was accepted for the session in `thread_id`.
-    pub fn files_allowed(&self, thread_id: &str, files: &[PathBuf]) -> bool {
+    pub(crate) fn files_allowed(&self, thread_id: &str, files: &[PathBuf]) -> bool {
         !files.is_empty()
             && files
                 .iter()
                 .all(|f| self.files.contains(&(thread_id.to_string(), f.clone())))
     }
 
-    pub fn files_accepted_for_session(&mut self, thread_id: &str, files: &[PathBuf]) {
+    pub(crate) fn files_accepted_for_session(&mut self, thread_id: &str, files: &[PathBuf]) {
         for file in files {
             self.files.insert((thread_id.to_string(), file.clone()));
         }

@@ -27,7 +27,7 @@ pub(crate) struct Seen {
 }
 
 impl Seen {
-    pub fn evidence(&self) -> EvidenceRef {
+    pub(super) fn evidence(&self) -> EvidenceRef {
         EvidenceRef::at(self.seq, &self.what)
     }
 }
@@ -285,7 +285,10 @@ impl EscalationEvidence {
 
     /// The refusal under approval policy `never`: Codex kept the escalated call from running, or
     /// ran it in the sandbox, which refused the write.
-    pub fn never_refusal(&self, attempts: &ProbeAttempts) -> Option<(Seen, Option<&'static str>)> {
+    pub(super) fn never_refusal(
+        &self,
+        attempts: &ProbeAttempts,
+    ) -> Option<(Seen, Option<&'static str>)> {
         let policy = self.policy_never.as_ref().filter(|_| !self.policy_other)?;
         if let Some(refused) = attempts.first_refused() {
             let name = refused.signature().map(|s| s.name);
@@ -324,7 +327,7 @@ impl EscalationEvidence {
             })
     }
 
-    pub fn any_grant(&self) -> Option<Seen> {
+    pub(super) fn any_grant(&self) -> Option<Seen> {
         self.first_grant
             .as_ref()
             .map(|g| g.seen.clone())
@@ -332,17 +335,17 @@ impl EscalationEvidence {
     }
 
     /// Whether a turn ended after `seen` (any turn, when `seen` is a model event).
-    pub fn turn_ended_after(&self, seen: &Seen) -> bool {
+    pub(super) fn turn_ended_after(&self, seen: &Seen) -> bool {
         self.last_turn_end
             .is_some_and(|end| seen.source == Source::Model || end > seen.seq)
     }
 
     /// Every kind this fold reads, from any source (a wrong source is recorded, not used).
-    pub fn wants(kind: Kind) -> bool {
+    pub(super) fn wants(kind: Kind) -> bool {
         Self::own_kind(kind)
     }
 
-    pub fn observe(&mut self, seq: u64, source: Source, body: &Body) {
+    pub(super) fn observe(&mut self, seq: u64, source: Source, body: &Body) {
         if !Self::own_kind(body.kind()) {
             return;
         }

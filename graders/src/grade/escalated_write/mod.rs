@@ -89,7 +89,7 @@ pub(crate) struct EscalatedWrite {
 }
 
 impl EscalatedWrite {
-    pub fn new(conforming: Conforming) -> Self {
+    pub(super) fn new(conforming: Conforming) -> Self {
         Self {
             conforming,
             session: SessionWatch::default(),

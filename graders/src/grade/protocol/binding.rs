@@ -31,7 +31,7 @@ pub(crate) struct Binding {
 }
 
 impl Binding {
-    pub fn new(case: BindingCase) -> Self {
+    pub(crate) fn new(case: BindingCase) -> Self {
         Self {
             case,
             ex: Exchange::default(),

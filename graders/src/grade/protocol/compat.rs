@@ -41,7 +41,7 @@ pub(crate) struct ForwardCompat {
 }
 
 impl ForwardCompat {
-    pub fn new(case: ForwardCompatCase) -> Self {
+    pub(crate) fn new(case: ForwardCompatCase) -> Self {
         Self {
             case,
             ex: Exchange::default(),
@@ -186,7 +186,7 @@ pub(crate) struct Size {
 }
 
 impl Size {
-    pub fn new(case: SizeCase) -> Self {
+    pub(crate) fn new(case: SizeCase) -> Self {
         Self {
             case,
             ex: Exchange::default(),

@@ -81,7 +81,7 @@ pub(crate) struct Interrupt {
 }
 
 impl Interrupt {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self {
             ex: Exchange::default(),
         }
@@ -184,7 +184,7 @@ pub(crate) struct Steer {
 }
 
 impl Steer {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self {
             ex: Exchange::default(),
         }
@@ -258,7 +258,7 @@ pub(crate) struct CrashResume {
 }
 
 impl CrashResume {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self {
             ex: Exchange::default(),
         }

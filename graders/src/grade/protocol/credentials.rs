@@ -87,7 +87,7 @@ pub(crate) struct SecretsNotForwarded {
 }
 
 impl SecretsNotForwarded {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self {
             ex: Exchange::default(),
             env_calls: HashSet::new(),

@@ -18,7 +18,7 @@ pub(crate) struct Handshake {
 }
 
 impl Handshake {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self {
             ex: Exchange::default(),
         }

@@ -122,7 +122,7 @@ pub(crate) struct OwnTurn<'a> {
 }
 
 impl Exchange {
-    pub fn wants(kind: Kind) -> bool {
+    pub(crate) fn wants(kind: Kind) -> bool {
         SessionWatch::wants(kind)
             || matches!(
                 kind,
@@ -145,7 +145,7 @@ impl Exchange {
             )
     }
 
-    pub fn observe(&mut self, seq: u64, source: Source, body: &Body) {
+    pub(crate) fn observe(&mut self, seq: u64, source: Source, body: &Body) {
         self.session.observe(seq, source, body);
         // Evidence counts only from its documented writer: a line that says what the wire
         // showed, written by the model log or the harness, is not the wire.
@@ -199,21 +199,21 @@ impl Exchange {
         }
     }
 
-    pub fn declarations(&self) -> Declarations {
+    pub(crate) fn declarations(&self) -> Declarations {
         self.setup
             .as_ref()
             .map(|(_, s)| s.declarations.clone())
             .unwrap_or_default()
     }
 
-    pub fn outcome_declared(&self) -> bool {
+    pub(crate) fn outcome_declared(&self) -> bool {
         self.declarations().outcome == Some(OutcomeDeclaration::ExitStatus)
     }
 
     /// `incomplete` when the stream cannot show the exchange: no protocol record (a stream not
     /// from the wire translator), events the translator left out, more than a grader keeps, no
     /// record of how the driver ended, or a declaration the case needs that the driver lacks.
-    pub fn undecidable(&self, needs: &[Capability], terminal: &Terminal) -> Option<Verdict> {
+    pub(crate) fn undecidable(&self, needs: &[Capability], terminal: &Terminal) -> Option<Verdict> {
         let incomplete = |why: String, evidence: Vec<EvidenceRef>| {
             Some(Verdict::new(VerdictKind::Incomplete, why, evidence))
         };
@@ -261,7 +261,7 @@ impl Exchange {
 
     /// The driver's own threads: those its `thread/start`, `thread/resume` or `thread/fork`
     /// answers named, except its side threads ([`Exchange::side_threads`]).
-    pub fn own_threads(&self) -> Vec<(u64, &ClientRequestAnswered)> {
+    pub(crate) fn own_threads(&self) -> Vec<(u64, &ClientRequestAnswered)> {
         let side = self.side_threads();
         self.client_answers
             .iter()
@@ -310,7 +310,7 @@ impl Exchange {
 
     /// The driver's own turns, in the order their `turn/start` answers came: every turn it
     /// started, except on a side thread ([`Exchange::side_threads`]).
-    pub fn own_turns(&self) -> Vec<OwnTurn<'_>> {
+    pub(crate) fn own_turns(&self) -> Vec<OwnTurn<'_>> {
         let side = self.side_threads();
         let on_side_thread = |a: &ClientRequestAnswered| {
             !side.is_empty()
@@ -348,12 +348,12 @@ impl Exchange {
         })
     }
 
-    pub fn is_own_turn(&self, turn: &str) -> bool {
+    pub(crate) fn is_own_turn(&self, turn: &str) -> bool {
         self.lookups().own_turns.contains(turn)
     }
 
     /// The first `turn.completed` of `turn`.
-    pub fn completion_of(&self, turn: &str) -> Option<(u64, &TurnCompleted)> {
+    pub(crate) fn completion_of(&self, turn: &str) -> Option<(u64, &TurnCompleted)> {
         let index = *self.lookups().completions.get(turn)?;
         self.turns_completed.get(index).map(|(seq, t)| (*seq, t))
     }
@@ -367,7 +367,7 @@ impl Exchange {
     }
 
     /// The driver's own turns live at `seq`: begun before it, not completed before it.
-    pub fn live_own_turns_at(&self, seq: u64) -> Vec<&str> {
+    pub(crate) fn live_own_turns_at(&self, seq: u64) -> Vec<&str> {
         self.own_turns()
             .into_iter()
             .filter(|t| self.began_at(t) < seq)
@@ -377,7 +377,7 @@ impl Exchange {
     }
 
     /// The first time the driver closed stdin of `launch` before `seq`.
-    pub fn stdin_closed_before(&self, launch: u64, seq: u64) -> Option<u64> {
+    pub(crate) fn stdin_closed_before(&self, launch: u64, seq: u64) -> Option<u64> {
         self.stdin_closed
             .iter()
             .find(|(at, c)| c.launch == launch && *at < seq)
@@ -385,7 +385,7 @@ impl Exchange {
     }
 
     /// The first time the app-server of `launch` went away before `seq`.
-    pub fn app_server_gone_before(&self, launch: u64, seq: u64) -> Option<u64> {
+    pub(crate) fn app_server_gone_before(&self, launch: u64, seq: u64) -> Option<u64> {
         self.exits
             .iter()
             .find(|(at, e)| e.launch == launch && *at < seq)
@@ -393,7 +393,7 @@ impl Exchange {
     }
 
     /// Every answer the driver gave to the server request `request`.
-    pub fn answers_to<'a>(
+    pub(crate) fn answers_to<'a>(
         &'a self,
         request: &'a ServerRequest,
     ) -> impl Iterator<Item = &'a (u64, ServerRequestAnswered)> + 'a {
@@ -403,7 +403,10 @@ impl Exchange {
     }
 
     /// The app-server's answer to the client request `request`.
-    pub fn answer_of(&self, request: &ClientRequest) -> Option<(u64, &ClientRequestAnswered)> {
+    pub(crate) fn answer_of(
+        &self,
+        request: &ClientRequest,
+    ) -> Option<(u64, &ClientRequestAnswered)> {
         self.client_answers
             .iter()
             .find(|(_, a)| a.launch == request.launch && a.id == request.id)
@@ -411,7 +414,7 @@ impl Exchange {
     }
 
     /// How the driver's process ended.
-    pub fn end(&self) -> End {
+    pub(crate) fn end(&self) -> End {
         match &self.driver_ended {
             Some((seq, DriverEnded::Exited { code })) => End::OnItsOwn {
                 seq: *seq,
@@ -439,7 +442,7 @@ impl Exchange {
     }
 
     /// Whether the session went on (see [`WentOn`]).
-    pub fn session_went_on(&self) -> Result<WentOn, SessionFault> {
+    pub(crate) fn session_went_on(&self) -> Result<WentOn, SessionFault> {
         self.session_ended_with("completed")
     }
 
@@ -447,7 +450,7 @@ impl Exchange {
     /// interrupts its turn (`cancel`: "the turn will also be immediately interrupted"), the
     /// turn ends `interrupted`; the driver then ends on its own, with a non-zero status when it
     /// declares its outcome (an interrupted turn is not success).
-    pub fn session_went_on_interrupted(&self) -> Result<WentOn, SessionFault> {
+    pub(crate) fn session_went_on_interrupted(&self) -> Result<WentOn, SessionFault> {
         self.session_ended_with("interrupted")
     }
 

@@ -40,7 +40,7 @@ pub(crate) struct TurnOutcome {
 }
 
 impl TurnOutcome {
-    pub fn new(case: TurnOutcomeCase) -> Self {
+    pub(crate) fn new(case: TurnOutcomeCase) -> Self {
         Self {
             case,
             ex: Exchange::default(),
@@ -207,7 +207,7 @@ pub(crate) struct ClassifiedFailure {
 }
 
 impl ClassifiedFailure {
-    pub fn new(case: FailureCase) -> Self {
+    pub(crate) fn new(case: FailureCase) -> Self {
         Self {
             case,
             ex: Exchange::default(),

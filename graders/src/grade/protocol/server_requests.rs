@@ -176,7 +176,7 @@ pub(crate) struct ServerRequestAnswer {
 }
 
 impl ServerRequestAnswer {
-    pub fn new(method: &'static str, needs: &'static [Capability]) -> Self {
+    pub(crate) fn new(method: &'static str, needs: &'static [Capability]) -> Self {
         Self {
             method,
             unknown: false,
@@ -185,7 +185,7 @@ impl ServerRequestAnswer {
         }
     }
 
-    pub fn unknown(method: &'static str) -> Self {
+    pub(crate) fn unknown(method: &'static str) -> Self {
         Self {
             unknown: true,
             ..Self::new(method, &[])
@@ -402,7 +402,7 @@ pub(crate) struct SafeDefault {
 }
 
 impl SafeDefault {
-    pub fn new(method: &'static str) -> Self {
+    pub(crate) fn new(method: &'static str) -> Self {
         Self {
             method,
             ex: Exchange::default(),

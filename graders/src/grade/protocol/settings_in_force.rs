@@ -24,7 +24,7 @@ pub(super) enum Origin<'a> {
 }
 
 impl Origin<'_> {
-    pub fn describe(&self) -> String {
+    pub(super) fn describe(&self) -> String {
         match self {
             Origin::Sent(_, r) => format!("its `{}` (request {})", r.method, r.id),
             Origin::Reported(_, a) => format!(
@@ -35,7 +35,7 @@ impl Origin<'_> {
         }
     }
 
-    pub fn evidence(&self, what: &str) -> Vec<EvidenceRef> {
+    pub(super) fn evidence(&self, what: &str) -> Vec<EvidenceRef> {
         match self {
             Origin::Sent(seq, _) | Origin::Reported(seq, _) => vec![EvidenceRef::at(*seq, what)],
             Origin::Launch => Vec::new(),
@@ -59,7 +59,7 @@ pub(super) struct TurnRequests<'a> {
 impl<'a> TurnRequests<'a> {
     /// The last setting `pick` finds: in a request on the thread, else in the opener's answer
     /// (`reported`), else in the opener's request.
-    pub fn setting<T>(
+    pub(super) fn setting<T>(
         &self,
         sent: impl Fn(&'a ClientRequest) -> Option<T>,
         reported: impl Fn(&'a ClientRequestAnswered) -> Option<T>,

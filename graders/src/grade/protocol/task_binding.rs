@@ -60,7 +60,7 @@ pub(crate) struct TaskBinding {
 }
 
 impl TaskBinding {
-    pub fn new(choice: Choice) -> Self {
+    pub(crate) fn new(choice: Choice) -> Self {
         Self {
             ex: Exchange::default(),
             choice,

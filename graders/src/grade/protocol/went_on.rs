@@ -22,7 +22,7 @@ pub(crate) enum End {
 
 impl End {
     /// The `ended-on-its-own` failure, `context` (what the case did) first.
-    pub fn failure(detail: &str, evidence: EvidenceRef, context: &str) -> Verdict {
+    pub(crate) fn failure(detail: &str, evidence: EvidenceRef, context: &str) -> Verdict {
         let lead = if context.is_empty() {
             String::new()
         } else {
@@ -36,7 +36,7 @@ impl End {
     }
 
     /// The verdict when the driver did not end on its own (`None` when it did).
-    pub fn verdict(self, context: &str) -> Option<Verdict> {
+    pub(crate) fn verdict(self, context: &str) -> Option<Verdict> {
         match self {
             End::OnItsOwn { .. } => None,
             End::Not { detail, evidence } => Some(End::failure(&detail, evidence, context)),
@@ -86,7 +86,7 @@ pub(crate) struct WentOn {
 }
 
 impl WentOn {
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         format!(
             "its turn {} {} and it then exited on its own with status {}",
             self.turn,
@@ -99,7 +99,7 @@ impl WentOn {
         )
     }
 
-    pub fn evidence(&self) -> Vec<EvidenceRef> {
+    pub(crate) fn evidence(&self) -> Vec<EvidenceRef> {
         vec![
             EvidenceRef::at(
                 self.completed_at,
@@ -113,7 +113,7 @@ impl WentOn {
 impl SessionFault {
     /// The default verdict: check `session-continued` (or `ended-on-its-own`, `exit-status`),
     /// its reason prefixed with what the case did to the driver (`context`, may be empty).
-    pub fn verdict(self, context: &str, terminal: &Terminal) -> Verdict {
+    pub(crate) fn verdict(self, context: &str, terminal: &Terminal) -> Verdict {
         let lead = if context.is_empty() {
             String::new()
         } else {

@@ -21,7 +21,7 @@ pub(crate) struct AllowlistedEnvironment {
 }
 
 impl AllowlistedEnvironment {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self {
             ex: Exchange::default(),
             launches: Vec::new(),

@@ -39,7 +39,7 @@ pub(crate) struct HomeSecretsSealed {
 }
 
 impl HomeSecretsSealed {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self {
             ex: Exchange::default(),
             record: None,

@@ -22,7 +22,7 @@ pub(crate) struct ResumeReconciliation {
 }
 
 impl ResumeReconciliation {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self {
             ex: Exchange::default(),
         }

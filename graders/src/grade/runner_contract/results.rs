@@ -23,7 +23,7 @@ pub(crate) struct IdempotentResult {
 }
 
 impl IdempotentResult {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self {
             ex: Exchange::default(),
             calls: Vec::new(),

@@ -36,7 +36,7 @@ pub(crate) struct Skills {
 }
 
 impl Skills {
-    pub fn new(case: SkillsCase) -> Self {
+    pub(crate) fn new(case: SkillsCase) -> Self {
         Self {
             ex: Exchange::default(),
             case,

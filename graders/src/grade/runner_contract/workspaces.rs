@@ -20,7 +20,7 @@ pub(crate) struct UnsafeWorkspace {
 }
 
 impl UnsafeWorkspace {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self {
             ex: Exchange::default(),
             launches: Vec::new(),

@@ -365,7 +365,7 @@ fn first_server_launch(fold: &Fold) -> Option<&Launch> {
 
 /// The events of `records` (`run.started` first, no `run.ended`) and the terminal the wire shows.
 /// The events, the wire time of each (`run.started`: the first launch's), and the terminal.
-pub fn events_and_terminal(
+pub(super) fn events_and_terminal(
     records: &[Record],
     ctx: &Context,
 ) -> (Vec<Body>, Vec<u64>, WireTerminal) {
