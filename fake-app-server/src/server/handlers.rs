@@ -344,13 +344,17 @@ fn begin_turn(
         // now on the thread can be resumed, also by a later process.
         thread.persist();
     }
-    let turn_id = crate::ids::uuid_v7();
-    let (signals_tx, signals_rx) = std::sync::mpsc::channel();
-    thread.active = Some(ActiveTurn {
-        id: turn_id.clone(),
-        signals: signals_tx.clone(),
-        output_schema,
-    });
+    let plan = TurnPlan::begin(
+        shared,
+        thread,
+        turn::TurnStart {
+            index: turn_index,
+            output_schema,
+            input: json!(params.input),
+            user_text: text,
+            script,
+        },
+    );
     let (model, _) = model_of(shared, Some(thread));
     if !settings::in_catalog(&model) {
         // Codex warns before it answers turn/start (measured with 0.169).
@@ -358,33 +362,7 @@ fn begin_turn(
             .out
             .send(&settings::missing_metadata_warning(&model, &thread.id));
     }
-    let plan = TurnPlan {
-        thread_id: thread.id.clone(),
-        approvals_reviewer: thread.approvals_reviewer.clone(),
-        plan_mode: thread
-            .collaboration_mode
-            .as_ref()
-            .is_some_and(|mode| mode["mode"] == "plan"),
-        tokens_before: thread.tokens_used,
-        turn_id: turn_id.clone(),
-        cwd: thread.cwd.clone(),
-        permissions: thread.permissions.clone(),
-        approval_policy: thread.approval_policy.clone(),
-        dynamic_tools: thread.dynamic_tools.clone(),
-        request_permissions_tool: settings::feature_enabled(
-            shared,
-            thread,
-            "request_permissions_tool",
-        ),
-        input: json!(params.input),
-        user_text: text,
-        script,
-        signals: signals_rx,
-        self_signal: signals_tx,
-        raw_events: thread
-            .raw_events
-            .then_some(turn::RawEventsTurn { turn_index }),
-    };
+    let turn_id = plan.turn_id.clone();
     Ok((turn_id, plan))
 }
 

@@ -12,7 +12,6 @@ use crate::scenario::codex_tools::{
     CodexToolCall, CreateGoalArgs, GoalStatus, PermissionsArgs, UserInputArgs,
 };
 use crate::scenario::model::Review;
-use crate::server::state::{ActiveTurn, TurnSignal};
 use crate::server::Shared;
 use auto_review::ReviewTarget;
 use serde_json::{json, Value};
@@ -479,43 +478,21 @@ pub(super) fn server_started_plan(shared: &Arc<Shared>, thread_id: &str) -> Opti
     }
     let index = thread.turns_started;
     thread.turns_started += 1;
-    let turn_id = ids::uuid_v7();
-    let (signals_tx, signals_rx) = std::sync::mpsc::channel::<TurnSignal>();
-    thread.active = Some(ActiveTurn {
-        id: turn_id.clone(),
-        signals: signals_tx.clone(),
-        output_schema: false,
-    });
     let origin = crate::scenario::TurnOrigin {
         start_index: thread.start_index,
         ephemeral: Some(thread.ephemeral),
         output_schema: false,
     };
-    Some(TurnPlan {
-        thread_id: thread.id.clone(),
-        turn_id,
-        cwd: thread.cwd.clone(),
-        permissions: thread.permissions.clone(),
-        approval_policy: thread.approval_policy.clone(),
-        approvals_reviewer: thread.approvals_reviewer.clone(),
-        plan_mode: thread
-            .collaboration_mode
-            .as_ref()
-            .is_some_and(|mode| mode["mode"] == "plan"),
-        tokens_before: thread.tokens_used,
-        dynamic_tools: thread.dynamic_tools.clone(),
-        request_permissions_tool: crate::server::settings::feature_enabled(
-            shared,
-            thread,
-            "request_permissions_tool",
-        ),
-        input: json!([]),
-        user_text: String::new(),
-        script: shared.scenario.turn_for(origin, index),
-        signals: signals_rx,
-        self_signal: signals_tx,
-        raw_events: thread
-            .raw_events
-            .then_some(super::RawEventsTurn { turn_index: index }),
-    })
+    let script = shared.scenario.turn_for(origin, index);
+    Some(TurnPlan::begin(
+        shared,
+        thread,
+        super::TurnStart {
+            index,
+            output_schema: false,
+            input: json!([]),
+            user_text: String::new(),
+            script,
+        },
+    ))
 }

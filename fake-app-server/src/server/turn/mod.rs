@@ -8,12 +8,10 @@ use super::{Shared, TurnPlayerGuard};
 use crate::ids;
 use crate::model_log::ModelLogEntry;
 use crate::protocol::shapes;
-use crate::sandbox::policy::Permissions;
 use crate::scenario::model::{find_marker, proposed_plan_block, ModelStep, TemplateContext};
 use crate::scenario::{ScenarioTurn, ServerStep, TurnFaultKind, FAKE_LOG_BYTES, MAX_STREAM_DROPS};
 use serde_json::{json, Value};
-use std::path::PathBuf;
-use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
+use std::sync::mpsc::RecvTimeoutError;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -23,38 +21,13 @@ mod ending;
 mod exec_approval;
 mod items;
 mod model_tools;
+mod plan;
 mod raw_events;
 pub(crate) mod remembered;
 mod server_actions;
 mod server_requests;
 
-/// Everything a turn needs, captured when turn/start was accepted.
-pub(super) struct TurnPlan {
-    pub thread_id: String,
-    pub turn_id: String,
-    pub cwd: PathBuf,
-    pub permissions: Permissions,
-    pub approval_policy: Value,
-    /// `user` or `auto_review` (see [`TurnRun::auto_review`]).
-    pub approvals_reviewer: String,
-    /// The thread is in plan collaboration mode (`collaborationMode.mode == "plan"`): only then
-    /// does Codex turn a `<proposed_plan>` block into a `plan` item.
-    pub plan_mode: bool,
-    /// Tokens the thread used before this turn (`thread/tokenUsage/updated` reports totals).
-    pub tokens_before: u64,
-    pub dynamic_tools: Vec<String>,
-    /// Whether Codex offers the model `request_permissions` (feature `request_permissions_tool`,
-    /// off by default in 0.169).
-    pub request_permissions_tool: bool,
-    pub input: Value,
-    pub user_text: String,
-    pub script: ScenarioTurn,
-    pub signals: Receiver<TurnSignal>,
-    pub self_signal: Sender<TurnSignal>,
-    /// `Some` for a thread started with `experimentalRawEvents: true` ([`raw_events`]).
-    pub raw_events: Option<RawEventsTurn>,
-}
-
+pub(super) use plan::{TurnPlan, TurnStart};
 pub(super) use raw_events::RawEventsTurn;
 
 /// Why a wait for the client's answer ended without one.
